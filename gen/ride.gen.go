@@ -1053,7 +1053,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 }
 
 type BadRequestResponseHeaders struct {
-	XRequestId string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
 }
 type BadRequestApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1062,7 +1065,10 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenResponseHeaders struct {
-	XRequestId string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
 }
 type ForbiddenApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1080,7 +1086,10 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 }
 
 type NotAcceptableResponseHeaders struct {
-	XRequestId string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
 }
 type NotAcceptableApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1089,7 +1098,10 @@ type NotAcceptableApplicationProblemPlusJSONResponse struct {
 }
 
 type NotFoundResponseHeaders struct {
-	XRequestId string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
 }
 type NotFoundApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1098,8 +1110,11 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 }
 
 type NotModifiedResponseHeaders struct {
-	ETag       string
-	XRequestId string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
 }
 type NotModifiedResponse struct {
 	Headers NotModifiedResponseHeaders
@@ -1115,8 +1130,11 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 }
 
 type TooManyRequestsResponseHeaders struct {
-	RetryAfter int
-	XRequestId string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
 }
 type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1174,6 +1192,15 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1237,6 +1264,15 @@ func (response GetReadiness400ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1287,10 +1323,13 @@ type GetDriverResponseObject interface {
 }
 
 type GetDriver200ResponseHeaders struct {
-	CacheControl string
-	ETag         string
-	Vary         string
-	XRequestId   string
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 type GetDriver200JSONResponse struct {
@@ -1307,6 +1346,15 @@ func (response GetDriver200JSONResponse) VisitGetDriverResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
@@ -1318,6 +1366,15 @@ type GetDriver304Response = NotModifiedResponse
 
 func (response GetDriver304Response) VisitGetDriverResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -1334,6 +1391,15 @@ func (response GetDriver400ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1369,6 +1435,15 @@ func (response GetDriver404ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -1386,6 +1461,15 @@ func (response GetDriver406ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -1403,6 +1487,15 @@ func (response GetDriver429ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(429)
@@ -1437,10 +1530,13 @@ type ListDriverTripsResponseObject interface {
 }
 
 type ListDriverTrips200ResponseHeaders struct {
-	CacheControl string
-	ETag         string
-	Vary         string
-	XRequestId   string
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 type ListDriverTrips200JSONResponse struct {
@@ -1457,6 +1553,15 @@ func (response ListDriverTrips200JSONResponse) VisitListDriverTripsResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
@@ -1468,6 +1573,15 @@ type ListDriverTrips304Response = NotModifiedResponse
 
 func (response ListDriverTrips304Response) VisitListDriverTripsResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -1484,6 +1598,15 @@ func (response ListDriverTrips400ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1519,6 +1642,15 @@ func (response ListDriverTrips403ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
@@ -1536,6 +1668,15 @@ func (response ListDriverTrips404ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -1553,6 +1694,15 @@ func (response ListDriverTrips406ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -1570,6 +1720,15 @@ func (response ListDriverTrips429ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(429)
@@ -1632,6 +1791,15 @@ type GetOpenAPIJSON304Response = NotModifiedResponse
 
 func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -1648,6 +1816,15 @@ func (response GetOpenAPIJSON400ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1665,6 +1842,15 @@ func (response GetOpenAPIJSON406ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -1730,6 +1916,15 @@ type GetOpenAPIYAML304Response = NotModifiedResponse
 
 func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -1746,6 +1941,15 @@ func (response GetOpenAPIYAML400ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1763,6 +1967,15 @@ func (response GetOpenAPIYAML406ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -1796,10 +2009,13 @@ type GetRiderResponseObject interface {
 }
 
 type GetRider200ResponseHeaders struct {
-	CacheControl string
-	ETag         string
-	Vary         string
-	XRequestId   string
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 type GetRider200JSONResponse struct {
@@ -1816,6 +2032,15 @@ func (response GetRider200JSONResponse) VisitGetRiderResponse(w http.ResponseWri
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
@@ -1827,6 +2052,15 @@ type GetRider304Response = NotModifiedResponse
 
 func (response GetRider304Response) VisitGetRiderResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -1843,6 +2077,15 @@ func (response GetRider400ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -1878,6 +2121,15 @@ func (response GetRider403ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
@@ -1895,6 +2147,15 @@ func (response GetRider404ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -1912,6 +2173,15 @@ func (response GetRider406ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -1929,6 +2199,15 @@ func (response GetRider429ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(429)
@@ -1962,10 +2241,13 @@ type ListTripsResponseObject interface {
 }
 
 type ListTrips200ResponseHeaders struct {
-	CacheControl string
-	ETag         string
-	Vary         string
-	XRequestId   string
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 type ListTrips200JSONResponse struct {
@@ -1982,6 +2264,15 @@ func (response ListTrips200JSONResponse) VisitListTripsResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
@@ -1993,6 +2284,15 @@ type ListTrips304Response = NotModifiedResponse
 
 func (response ListTrips304Response) VisitListTripsResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -2009,6 +2309,15 @@ func (response ListTrips400ApplicationProblemPlusJSONResponse) VisitListTripsRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -2044,6 +2353,15 @@ func (response ListTrips406ApplicationProblemPlusJSONResponse) VisitListTripsRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -2061,6 +2379,15 @@ func (response ListTrips429ApplicationProblemPlusJSONResponse) VisitListTripsRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(429)
@@ -2095,10 +2422,13 @@ type GetTripResponseObject interface {
 }
 
 type GetTrip200ResponseHeaders struct {
-	CacheControl string
-	ETag         string
-	Vary         string
-	XRequestId   string
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 type GetTrip200JSONResponse struct {
@@ -2115,6 +2445,15 @@ func (response GetTrip200JSONResponse) VisitGetTripResponse(w http.ResponseWrite
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
@@ -2126,6 +2465,15 @@ type GetTrip304Response = NotModifiedResponse
 
 func (response GetTrip304Response) VisitGetTripResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -2142,6 +2490,15 @@ func (response GetTrip400ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -2177,6 +2534,15 @@ func (response GetTrip403ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
@@ -2194,6 +2560,15 @@ func (response GetTrip404ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -2211,6 +2586,15 @@ func (response GetTrip406ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
@@ -2228,6 +2612,15 @@ func (response GetTrip429ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(429)
@@ -2525,106 +2918,110 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7D3tcts2tq9yht2Z2nMpWbZku5Hn/nCzSTe7SZqJ3WbvRLkmRB5JqEmAAUA5atYz++s+wL3vsA/WJ7lz",
-	"AJAiJUqWkzRtZ/MrtomPg4Pz/YG8D2KZ5VKgMDoYvg9myBJU9seHLJ7hQymMkin9nqCOFc8NlyIYBlGu",
-	"+JwZDCFj7zpsiv/ZCyErtOkonLOUJ8xgBBOpwCie6xAUp4WBiQRSro0+g/UlTnpuSqL4HBXkSk54irob",
-	"hIHCtwVXmARDowoMAx3PMGMEF75jWZ5iMAx2ACkIA7PIabA2iotpcHsbBo8u2XT9hBdGSTEFP1MqkBMw",
-	"MwR8x2IDCnOFGoVhNBzop13BHAX9yRF7EB+OT5MBHk9OeqOgFa6XaNTifGJQtUCHsRSJBiPhhnEDY5xI",
-	"haBoChfTHWE5rLblwuAUld33R6YW6zuepzdsoSE6L8xMKv6zPXgUgpagZ0xhAjFRjAaBdHkZfwcxS1NU",
-	"O99fY+VWjLx69YoGoTA8pttcA/JyhsCWI+zV0E5IiCo0wl70LTKFKtrfFSo3vhWcv7/EtwVq8yRZh+RJ",
-	"QjBMOGowM64tLoALkIWCVE71GbwtpEHgBm5mKCCWwrDYcDEFXeS5VDvTk8K3V8eTo/E38WHyAPtsMD6J",
-	"W8C9DYOcKZahKRmcm5Zr/l6kC8ezBK0DnZsF7DH3r04LgjCeAdMQaSY6E8VEzHUso/0unAsoxLWQN8IN",
-	"n/I5EtcDZrlZWNanc3Ha6m2BahGEgWAZQUrjg/YjNrYJwiBj756imJpZMDwZhEHGRfnrYds9PVTIDCYb",
-	"WKl24tgNBJobm3QBjKY4LHChDRMG9l4+fgj9fv/B/saDuFWu7OTGiSZSZcwEw4BkUcfwrF0geXi/tTx9",
-	"P4C9HPhAiN3sDwK5UFq2IPdcgMzZ2wJhLOV1xtT1EKKcTbmw3NkV+M5cxXZyBFI1vuUK58tvE2BAf+Gy",
-	"0CORsymWElmzDMGeqAvnYFiWoxVHdmZIq0qBwLUuMLH6RZoZKpjwlFiBJJgyINVIOHkVAieK1Td2lUGv",
-	"BxEXVg2UwHRHYhMiHRrqCKzR6vHh0d3E+mer/NpECgk3pxq/1sBL+aJgL0rU/OqXf/4rWl5wzsxsCVZS",
-	"rrmbRKHl2NG4Hw+SYzyZnE6PZn0++On4+iQ9zY6CbVA/tkjdSrMWGAHjhaNSB1tDcnj9fw/Z4WZc8WQT",
-	"6ncRE08mz6XAZ8zEs1ZCJjsBJkpmFiamUkK+I5QzJ8S5AW14mkJGi6AOLX26IURV/d4AbriZycIAg7FM",
-	"FtWBnOW1PNGTSYeg6Thw6qdaB/wpz7hZB/kF8YjmP2MIh6T/Dns9QvPC0/+cpQVupvWUFo02Idx+bYCV",
-	"4IQVqQmGR71wKTW4MP0jJ7F5VmTB8LDXszfhf2s1QF7w+LrIL3mGd4vsnMfXmECRwx5ZjoXV9GPc/0gZ",
-	"nlsQrkjefbgcf0k27yZOtgbxKiOrRG1lZOVX3NEySNSVOJL9fPD2WJ3oU3NU9OeDm+N3J4vTn9v5+FLx",
-	"/DHHNNHrUD+UWcY6GsmMIKVjZN5JcY4p0CzIMBuTiW8kmaGFEmQz6JwpjSvm8n4XIp5E5AyMRKQNM4WO",
-	"gCkE5oxMNx+ThlRw6wNhYpVqnUDGd3kqEwyGE5ZqbL/XiTtbHV/cYGZP+yeFk2AYfHWw9IkO3DB9UOEl",
-	"uLXk+8RNWtIvU4ot6KM2C4t8opHAY3QTDRAJr5KAUflWEjBuvd0ogBab9a+PsoE4zk/enqpv9ANzNO/f",
-	"DN4dL042UsCFVObu+7d68xoXOiT2MxLMTCGGgIysQwOZ1AakiPEMGKTIEjJuo04EGTKhR4JWR0F/7UKJ",
-	"DeBJ6AxPhAlX2m7wtYaEK4wJjhDGCtm1BsNRd+HPTuqMRNSpzC4TdeGRQ8EQ6n8PJ0xhtDux0AE/jFQI",
-	"gX9DSw8Ze+eJpf8BlHNhmWMHrVoa646bNok197VxpjuP4qZYB0KhzqXQaHHwLUu8/0O/kf+Cwv7I8jz1",
-	"3tdBruQ4xew/ftIEcI00aUbiBH9N3wRhkKBhPC1VjHXgYYwwRnODKODQhhBIldElKiXJmXn9Pkil27E8",
-	"c7dcL0Ot2ZR2EoUVIOWKJYUe9nrB7RvHT6gNGREbnSqPv+GAtJjhxt7XE3cCKHf093qQyFiXCNBfNc95",
-	"u+sVvHDzHf5btIgDmgRixlKiHEyGZCmXrh6Zv15yzpi2fHVjAxsEZQhOk9EgxcQUR2KvMgD80lFoTRaI",
-	"HLJfv4n2Q4icdUDbki0jJ2467K2YD/vWAhoJZxfT8Mo8l4o2Rz4VtVnewN63VjvB+teL7583Dgd7UfXz",
-	"FVFVtO8Yuha6+nvHE2bHCd42/PrhBzUf3qL4sVRjniQo7kHUn+Qmr3FBB3WkNC4MZGwBQhpIpOPsvWhS",
-	"wuaUwyc68RNhUAmWPqL7/ZynPgcru0G6qIjmiSMgB060f2YpgKxkiJlSHDUICeV33QUbIHPUOWbxtZxM",
-	"PiFanktzHseYGzYu5dXnI4bIbR2Bgw5YknFjj59hwpllXkcVMkflAl25kkkRIxGKkOaKVcB/Ump5Ls1j",
-	"WYjkc2LkuXQRJ4VaFipGf8IJwfGpD/dMJmSJbTLaV8K+dWfPUmvU8Nsi6zOe0b2Vzl4N0jLuvA1CO+Y2",
-	"/KhTXaCa8xh/EGzOePq5yfm5NKCQJQvYi4olCMTe6tfk30spnzGx8H/Vv4E4/1pX6nlcJFO0WlrnSA5o",
-	"RCa0U5KYLHHhfNXICraOdX4j0C7Uv4Ka2pC7MFPLI3wkJf0gmI/R42cWAGHlBpKpgnNJTv/5iydWbVrC",
-	"quUF1oXCq1evOquZg20HX000fBTeKlvPhd0LpVDELaH3p/IGVcw0wpOL72FwdHgKsR8MZCxbi7dy7QpN",
-	"TmDODKnDYBj892vW+fnN+/7tn9bdujI+1xLWWkYU82Kc8rjMutFmuSLtQo6WvWyfL9gcll/blScfF1gs",
-	"/ZZGlihh8IKp67bR+Uwa2Rw+MybXw4ODOBFdxRPs+k/dWGYH7uz6YDtc3Z/yaVCLaRWKt21OalhMG7sP",
-	"ut+c1iYmsiDhW4uGHddiYb1qTeeo0JpznPE4xbtY50c/zPloZVjgdWDjoRaFFXjLNUN3o2+qbeX4J4zN",
-	"klouiixrTQWSfPPUot2YMhTvI7dMaz4VNkQEzDqo6+T0hTY+ijY23nTbff4FWWragtrE7WP8uoymrd9S",
-	"6fDW0SavWwNHdXD8tDZYnlaOegs0kgvrDxAtZSz3ricTIO0glsKsyJjokEFBVgSwJFGo9Trg/kMT8kN4",
-	"xtQ1GrgwIVwwAY/bk4pHvV7LJabMNJbrn3ZPTwcPtl7ig3q0u/OgjcfTFcLoHB4ddQeHDwZbFz78prGy",
-	"/XU7iRD4bre2a3kmBS5a0x4sk4UwwAVkXEgFhSBXZC8mCbTv8nLpZs3VokdqCnCbUKsU5W0YGGlY2ixd",
-	"+OZ4Jc9wMghaOaaeWajjw60ZLuFpQ8uLKh25jptXM1RIp+faQO6SLcZG4uifG5ZetxyecNkuUX14Sk7A",
-	"hhlpnShhhtkczHpCZctBw2DG9FXWmjy+VAWWySraZSLTVN44X9KewQdfCfxl1LW75PixlCkyYQXwMnnb",
-	"ln3S2tYIlBnciQ/p0Cy71RmIIk2BGVdXIxLahf7kXBQX1V6X48us8D02dYf9yYX+lilyAqOKN9s8slQJ",
-	"qiZk2jBXjXEHbCv0VcdOE+za/YSeIlppzxvEbUz58vFDeDA4PgVva4MLm2pw09sIL8E2kattiAC0YNd4",
-	"ZVm4lo0wEsYkIWfgSGApSSv/u03blSHcuuh9Ll18f3tGotu2XBnlXQX+EYtn4COHwEVeGBvPLEu2yEGf",
-	"MJ4WypWQ7RS89zi3qR4XELtdD9TXI8X3r8QJ25TqoDdoYfJ1xvYx5yZmDWy8CveH9WtXOEGSeujyNsQK",
-	"7uRfa0hkXGRljCOEaCWQPSp6vX5M9GR/wqhJGSujtxDKqjymr+UJw2WqwlJuA+lbmKV2cS3ZEmySyzqX",
-	"pBuNEyfsrSihqcB1aAWNSzY4nJD95XESQpQzM2v94LzE9U+2/sXGidwncp+7tEornptZjrWLr9IedVLZ",
-	"kgG563YqzCyXbruGlzzBy1aa8z4KxCnT+gxyxWPUoGOWorPyuL0PFKTUXgcYSyGzhb3/bOISce9S2nN5",
-	"nOWYtePb1Hsr4fu0+2Y3t0oX7prpX/dz75t4b/NlvlMsRnjKxc7+xIP+r+FP1DzHGmra7v5S8bwN5T7L",
-	"7T3GOcebZf4f2tL/PsZ6BjhHVZar+CQW1yPhv5PeZjAhTb0Sl7VVxjgxNjlljZ3IJf4jSKRNIxhfR2C6",
-	"IxGhYVcZF4VBTfxJaiFFn0p2QMZMxJim5Z/yHJkCKdKFW93McEF/TRcuF7VCUbXJu9PUB4Rb6oDfY6MP",
-	"IHhfb6WXEYJtSrUZTrDTZS4nk7vmVa4iGQHLO1qnsWfuAxTC8BRc7U4INzOeYj0swXXpW96wRUOaDu5t",
-	"YU+YujMs43yqFvlw37KM0Ncj3QdhtQqmVm3mEGHFISFmTyq4YXp/WVB1ZsvctOEZM+hRa8oyDWsT64Zn",
-	"spVgaJ+r0hjZdoRKgfhJ6urjhevS3tq12CEMijy5J1e0SdAtcZBlRVGbyKxKq7zYkxNbZOUM3NaiKl3X",
-	"nvXN68gPyyrrCrVrvFzR2pJNm8Tkab/Jkg0x0sDeilgKm+LwTct10UGfcm1aI0Rl3a/ieUvUh/zlexXq",
-	"tJn3ecPn3+otLEeuXr+FpLHWJiIoa4XanDNfYVWduLWSCmqFVDUaaFxIp/Fb8zo7rbfbsf9uup+LiqVW",
-	"chh8gvGC7DwbGLKhX3gm56iH4DLSmMAv//O/wJTiczrGP4CLq1zJqUKt4R9QkcfZSFSDaMamYY0PNLCi",
-	"t25Nl5fVhtU8Z3FMuGCprwjzeCvBDMKg3N9WU1Wb1Em6Ts9N47Q+ZA2FPy7j+ltqvH2kvs2ZT52Ds9xu",
-	"nBatgjdj1yuG5aVcSEub62Nlgitu+wvFrQhZV0ipT6Mtx56ef/vw8Kh/p2S0IJW7hf4w5YrrXEICHONC",
-	"cbO4sL08FgVj25ZzXpj2Wu0yNWjtRLbatjQE19UDztG6xkXpYoHrvbAdA67siSQly7ktdPT9FtDpKGmD",
-	"zxkX1i1zTUZ0DSvdQjNjcpfR5GIiy5wpi61w80V5pPIswAZZRsJTpbXkBLnTa9mJoDXn7C3sv1xevrDr",
-	"+aQMTe7MGE9tc5ErBhiWfXk+zVE26IVAbF+pfR2OxFjKay6mOoScLTKSfyEojJHnxvXz+VzPDY5nUl7r",
-	"7kiMxFdfwUMp5iisahqJDjyytjy5s1U1jy2YOJgfRmTxT/i7LpwnCTd8jhDPmJii9jY2NzMuYH44rIqM",
-	"LTPDsvpF23KpsU0IYBL6JjSFmZy7WjO3YNIlUL6VCW1PB7X1ZXtRPXvti8rARhHcqE3RNgKhObme+o72",
-	"ffqiJcgWxTLByPUHRMvQRlTeWczSlFZnInE6fyXOtazGI0eGLtZW3VovB/aiWnCAPBobVJCKT7nopszY",
-	"krkOVC1q/pS+UcdxrS5ht6VG7n58dTKtmKi5/ZeMsSiEX/75r30fSsYExgsCfZkUSNGYsvkz4VNudBee",
-	"2wtyhoyZYWYhsgazK+4Gb2vfkX7wQG5LQNDClzxDbViWL++z3+8/qM7KBfxw+dCtlvFYSVd0QeeOueZS",
-	"2FV+8CUIFrvLEku3pkISV8QHtMig17OtkQwyrnWOqfH9Rp4yNU9RmNQiylW7a+ftEqVP7W7RXx6d/zlq",
-	"lLpL4V3i6LtHlxEoWRj0OTIiGl9+YPFctpmUJXQlV543uiNHYqtg9HKvEo7n9jRcTFvLMa7Lu6sK8w8t",
-	"GCMRrdZflPtEZNA4wqbZJdA5KruRFDDo9bvwN5K9Y0xt3SohlcTvSOxZ4awcPZIYo5+cUN4Pie0Kq0Jg",
-	"z9T6Lar+Ylt4v2+RxQQZJ0RnJZrI/tQj4YSWTfC4Y2mfq5hjKnOE6D3ZeSQZSzPvNurWq2MPf/nn/x32",
-	"erDn22PgqLdPjtViJFa6cNqab8DmMzb2y41ZfN3Idhg5EqRfuCgw3NpOZyRMpV2AbnVZnjuWhUhcTNj3",
-	"1MGeI7ORaDbMEd5cw9w+mBkzZf1hAtycQUFUYptbXQLXHdYt6A47EmttdfCKpdeOm0jboumMmcZkCEre",
-	"2OYdVMZJ8wStaQVJQfwLzKWrHGvFrNA4Evqa57kbrTB3bZLWLQjdlUOCmDt/IpbaaLiZ+XyP6zsgCyCR",
-	"uFRnLCbWLGlCF3GMWk+K1DNjqdRI2tsC6+jRJZtGIOeoao3j44VBbc2ScCSiH5laDKHZUu0iTrb9vuP7",
-	"74fge9ujLlwgXdAMXTuaJQEuVusOR4IuGA1E/d4AnksDZV1jtNqAZm3flMcoNNaMkhdK5oqjcS5h0yRZ",
-	"q5UwqDJdS09UJo0tN1HamSiH3V63R6NkjoLlPBgG/W6v23dlTDNr1h3MbKnCz/TzFFtcwKNerxbYyZWk",
-	"WwBVCKtTMLFFsrFCq9tY6oShkYVrTZeQYI4iKTPTlf3wJAmGwXdofKXESqvDUa+3pdztfmVufocNZYPl",
-	"gUiOpnyOn7AgcuAO0TalOuxBranjNgyOd5nSrB+vm+vB8PWbMKiChMFTPkdBp7NVJ2Qks6kmj+AZGha8",
-	"oakHtlT0ruv3wSuSvSQhKtlMd53xaWkSztgciTTO4LjXd2HkG67RK+ZUsgTGLCX3TTldqgFTjTczVNhK",
-	"HS+t6+1cwN+AQF7aMlojrRH/ByQNmtW/e1ZLvfI2qqouZRtZzQ+rgq73ZTf07UYqOxcLaBSUek1nnQyi",
-	"UFIfG+omraJAa++T3X7SqxfwrlGUr8tsvs3wuh1DyyEH9VZl17v0KxGjh2+DtNpSO7r6kkyn9pTMNtJs",
-	"PDtTe5xllyL5H7fkIsqxP/oUxMewS783uJuK670EH8Zig97h3VMaJdl20m6wuSYOO+Fkpwm1ZhiadfTg",
-	"7lmrJfgfoVEqbv8OzWbmq/G+I1wdvLm9L29VDzDcvtkoOQ5s9GSj/Ci7WeuPHVh70s4f1nNS5PtqTCdk",
-	"p5IbQt5LFy5Yhg0HUyQjoYoUXXXTd48ugQCze0T2AQj//oF1OniWp9z64c5IYmbmm+Sa8oecHHfaS3uc",
-	"+2LqqW9lvHOgfx1kh5FrPa+7rE5KYZdx9Wdgdh/vn2HZYcLquwW7nlcqs+tY35u/w+jPpiKqdE1ri1/9",
-	"oZaKa6vszRct8VtpiR3ssGUr7L+BXnlqYzwrJNqiT1z669PoFe8Hd0t+87pkzUj8Pkdx/uLJXy++f/7b",
-	"WorMhuelYOmLWj6qUQxbZW1aDUZ/kqrE8LeSAX8Ivv4Q/vnEHvulfaHJXxaZHp4G2z2skp4XLEt3oOf/",
-	"On/29HPScwnWr0jPoYvypQvCVca4MIwLTL6Q+R+MzD1ptpO5y5QevPePMd1udQNcgVWblW/TAOQVYKpX",
-	"XzTqt4efePJ7jhU48DY9VEIfv5h8X0y+31soQXmmKnndUvGH2Hfla2+Vebc9RmAzjFVBpa6y/j7KqBGH",
-	"JXT0jSuQNyKsTFQ7XgpXRbGARMk5hiNRChdgaVq9juWamkjECLxBbXyGa6/xZtbGCMG/RWxg5f3KL9GE",
-	"33k04UsA4bfWJn88737VpS8d+bq4Pnjv3lfckhtyBfBzrvk4xbJUwkvuPW60k9mhbQJ2sjqsm337raad",
-	"rUW+r4z9HbPwJjOwfAviC99+sQJ/T1agcfy3Kho+hCOdCdj0Npv1yq/fEP/ZJL5fdvUhoJilkKAtMrMu",
-	"qRsLe9FUgioEdA/cXw7iLDnwFcrRfqNQZ3hwkNI6M6nN8JveN+6RS3/A9VcByAStzE0pr63IKm1NZ126",
-	"UhpriqZlmX93+baowxkJopWefJeia/lPPfzEMrS6PtWa1G1TvJG+YTM9w6Ry511VSCVwWerKBOqrWff+",
-	"9s3t/wcAAP//",
+	"7H3rcttGlvCrnEKmKlJ9IEWJlB1R9f1QPE7GM7bjspR4tkyv0AQOyQ6BbqS7QZnxqGp+7QPsvsM8WJ5k",
+	"63Q3QIAEKcrOZbLRn1gS+nL69LlfOh+CWGa5FCiMDoYfghmyBJX98QmLZ/hECqNkSr8nqGPFc8OlCIZB",
+	"lCu+YAZDyNj7Dpvi/++FkBXadBQuWMoTZjCCiVRgFM91CIrTwsBEAinXRp/D5hKPem5KovgCFeRKTniK",
+	"uhuEgcIfCq4wCYZGFRgGOp5hxggufM+yPMVgGOwBUhAGZpnTYG0UF9Pg9jYMnl6x6eYJL42SYgp+plQg",
+	"J2BmCPiexQYU5go1CsNoONBP+4I5CvqTE3YWH48fJwM8nTzqjYJWuF4zg895xo39TwuE/EcsoYpZmqL6",
+	"XIORcxQwLuI5Gof/Gdcw5yKhoQQfagMHClmiQSq4UdygPuzCJQoDUgArzAyF4TEzmAAT+obu7WbGUwTF",
+	"DEJK0GhgCkEKOnTLIU96vepEXBicomoe6TVmjAs66caxrugEGlKcGODCns4dZ8tex2dnd+2lsQ19GEuR",
+	"aCiE4WltG+AaJkWaApsyLkJQshAJJlDk2wBo3x6NWl5MDKrtWxsJN4wbGONEKgRFU7iY7klJ7ft+x9Ry",
+	"c8eL9IYtNUQXhZlJxX+0ZBuFoCXoGVOYQEz8rkEgsV7G33uS2pv7Giu30vObN28uasTVcvMzrJOfZSza",
+	"CQlRhUY4iL5EplBFh/tC5ca3gvP3144ZniWbkDxLCIYJR+34h3BBxCgLBamc6nP4oZAGgRu4maGAWArD",
+	"YsPFFHSR51LtLQ0U/nB9OjkZfxEfJ2fYZ4Pxo7gF3NswyJliGZpSPHPTcs3fiHTpJK5jHQKdmyUcMPev",
+	"TguCMJ4B0xBpJjoTxUTMdSyjwy5cCCjEXMgb4YZP+QJJZgNmuVlawU3n4rTVDwWqZRAGgmUEKY1vZ4+g",
+	"sU0QBhl7/xzF1MyC4aNBGGRclL8et93TE4UkirawUu3EsRsINDc26RIYTXFY4EIbJgwcvP7qCfT7/bPD",
+	"rQdxq1zbyY0TTaTKmAmGAWmSjuFZuzrx8H5pefp+AHs58JEQu9kfBXKhtGxB7oUAmbMfCoSxlPOMqfkQ",
+	"opxNubDc2RX43lzHdnJEyqT+LVe4WH2bAAP6C5eFHomcTSvNpVmGYE/UhQswLMvRiiM7M6RVpUDgWheY",
+	"WIUmzQwVTHhKrEASTBmQaiScvApJfDuthQkMej2IuLBKvASmOxLbEOnQUEdgjVZPj0/uJtY/W9OlTaSQ",
+	"cHOGzecaeClfFBxEiVpc//TPf0WrC86Zma3ASso195MotBw7GffjQXKKjyaPpyezPh98fzp/lD7OToJd",
+	"UH9lkbqTZi0wAsZLR6UOtobk8NbbPWSHm3HNk22o30dMPJu8lAJfMBPPWgmZrDyYKJlZmJhKCfmOUM6d",
+	"EOcGtOFpChktgjq09OmGEFX1ewO44WYmCwMMxjJZVgdydvPqRM8mHYKm48Cpn2oT8C3W3SviEc1/xBCO",
+	"Sf8d93qE5qWn/wVLC9xO69ZIi7Yh3H5tgJXghBWpIcstXEkNLkz/xElsnhVZMDwmuy7jwv/WaoC84vG8",
+	"yK94hneL7JzHc2tawQHZ/YXV9GM8/EQZnlsQrknefbwcf00eyzZOtu7MOiOrRO1kZOVX3NMySNS1OJH9",
+	"fPDDqXqkH5uTor8Y3Jy+f7R8/GM7H18pnn/FMU30JtRPZJaxjkYyI0jpGJl3UlxgCjQLMszGZOgbSWZo",
+	"oQTZDDpnSuOas3PYhYgnEblyIxFpw0yhI+sOMGdkuvmYNKSCWx8IE+tU6wQyvs9TmWAwnLBUY/u9TtzZ",
+	"6vjiBjN72j8pnATD4LOjlUd75Ibpowovwa0l32du0op+mVJsSR+1WVrkE40EHqPbaIBIeJ0EjMp3koBx",
+	"6+1HAbTYrD8/yQbiNH/0w2P1hT4zJ4v+zeD96fLRVgq4lMrcff9Wb85xqUNiPyPBzBRiCMjIOjSQSU3+",
+	"YIznwCBFlpBxG3UiyJAJPRK0Ogr6axdKbABPwtJnm3Cl7Qafa0i4wpjgCGGskM01GI66C392Umckok5l",
+	"dpmoC08dCoZQ/3s4YQqj/YmFDvhxpEII/BtaesjYe08s/Y+gnEvLHHto1dJYd9y0Tay5r40z3XkUN8U6",
+	"EAp1LoVGi4MvWeL9H/qN/BcU9keW56n3vo5yJccpZv/ve00A10iTZiRO8Nf0TRAGCRrG01LF2PALjBHG",
+	"aG4QBRzbABCpMrpEpSQ5M28/BKl0O5Zn7pbrZag1m9JOorACpFyxpNDjXi+4fef4CbUhI2KrU+XxNxzY",
+	"6AQ39r6euRNAuaO/16NExrpEgP6sec7bfa/glZvv8N+iRXw4hmvIWEqUg8mQLOXS1SPz10vOGdOWr25s",
+	"WIqgDMFpMhqkmJjiSBxUBoBfOgqtyQKRQ/bbd9FhCJGzDmhbsmXkxE2HgzXz4dBaQCPh7GIaXpnnUtHm",
+	"yKeiNssb2IfWaidY/3r5zcvG4eAgqn6+JqqKDh1D1wKPVdymU1lGbSj2M47WomT1wE+nEWXaa5HVjLWF",
+	"fAhpz0Vo9G0Y/L3jeazjdMiu2bVwhKWWr6Qa8yRBcQ/+/FmIco5LujPHFePCQMaWIKSBRDohdRBNStic",
+	"nnu4vPXLeyYMKsHSp8R1v+YFXoDVqCBdrErzxLG1Ayc6PHeBTpksIWZKcdQgJJTfdRds2NLJjDGL53Iy",
+	"WbvhT0HLS2ku4hhzw8alFvn16DpyW0fgoAOW2Di2kJBhwpkVqY7AZY7KhR9zJZMiRqJ5Ic01q4B/IPyt",
+	"N/yVLETya17uS+lCmgq1LFSM/rImBMfDPW29pxcyIa9lm4O7luCqB0asDIkaMY7IxlfOiZvKwEgN6WWG",
+	"bReEdkwDLX/oC7pEteAxfivYgvH015aXL6UBhSxZwkFUrEAg/aF+SQVxJeULJpb+r/o3MH0+15VVPi6S",
+	"qUsH6hyFgYOIPGdnG2OywoULUUVWc3ZszCsC7TJ8/3eFT+20d05eZUI/kSm+FcxnGfFX1jBhFcgiZwsX",
+	"co4JXLx6Zq1lyyP1tPmG1nnz5k1nPfe56+DrqdJPwlvlrbrEYaEUirglefhc3qCKmUZ4dvkNDE6OH0Ps",
+	"BwO5+9Znr4JThU6CMMiZIdMxGAb/+ZZ1fnz3oX/7p83AVJlhaAnMr3IieTFOeVxWfdBmuSJLzHAXsYh9",
+	"xnN7YnFjV558WmqkjLw08twJg1dMzdtG5zNpZHP4zJhcD4+O4kR0FU+w6z91Y5kdubPro91wdb/Pp0Et",
+	"Kl8o3rY5maxOHFS7D7pfPK5NTGRBeqQWzz+tRfNXFRsu1EJrLnDG4xTvYp3v/DAXZSoDm28Dm9GxKKzA",
+	"W60Zuht9V20rx99jbFbUcllkWWsxA4lqTy3ajSmTiT73xLTmU2GD3MBsiG2TnB5o45NoY+tNt93nX5Cl",
+	"pi0tR9w+xs/LfMDmLZUhuzra5Lw19F0Hx09rg+V5FWpsgUZyVwRFtJSx3AfPmABpB7EUZkXGRIdsIzKI",
+	"gCWJQq03AfcfmpAfwwum5mjg0oRwyQR81V4WUS+fWl1iykxjuf7j7uPHg7Odl3hWz9d1ztp4PF0jjM7x",
+	"yUl3cHw22Lnw8ReNle2vu0mEwHe7tV3LCylw2Zq4ZZkshC0Fy7iQCgpBbvtBTBLo0FUWpNs1V4seqSnA",
+	"XUKtUpS3YWCkYWmz+OqL07VM6aNB0Mox9dxoHR9uzXAFTxtaXlUFFZu4eTNDhXR6rg3kLl1sbC6B/rlh",
+	"6bzl8ITLdonqA+xyAjZRQutECTPMZpE3U8I7DhoGM6avs9bylytVYJlup10mMk3ljYu72DP49BGBv8ob",
+	"dVccP5YyRSasAF6Vn7Tlz7W2VU5lDcrEB6Vplt3qHIQt8zOurlMktAv9yXlbLi+3KcdXdS332NQd9nuX",
+	"vFgV+RAYVcbMVsJIlaBqQqYNc/Vkd8C2Rl917DTBrt1P6Cmilfa8QdzGlK+/egJng9PH4G1tcIkfDW56",
+	"G+El2CZytQ2ngRZsjteWhWv5VCNhTBJy5itNV5K0CvC0absyCVUXvS+ly1Duzql225Yr81TrwD9l8Qx8",
+	"7gO4yAtjMzJlyTCXAiaMp4VyJcx7pR89zm2y2gWPbzdTjfVc1/1rCcM2pTroDVqYfJOxfdasiVkDW6/C",
+	"/WHz2hVOkKQeuswzsYI7+ecaEhkXWRl5CiFaS8WNil6vHxM92Z8walLG2ugdhLIuj+lrecJwlWy1lNtA",
+	"+g5mqV1cS74Xm+SyySXpVuPECXsrSmgqcB1aQePSpQ4nZH95nIQQ5czMWj84L3Hzk63gs9E794nc5y6t",
+	"0ornZp524+KrxG2dVHbkcO+6nQozq6XbruE1T/Cqlea8jwJxyrQ+h1zxGDXomKXorDxu7wMFKbW3AcZS",
+	"yGxp7z+buFKC9yntuTrOaszG8W3xUCvh+8Kh7W5uVfCwb63Spp9739KhNl/ma8VihOdc7O1PnPV/CX+i",
+	"5jnWUNN291eK520o93U63mNccLxZVTBBWwGTj3yfAy5QlQV3Pg3P9Uj476S3mWsVWIuW2y4XnBibXrfG",
+	"TuRKlyJIpE25GV8JZbojEaFh1xkXhUFN/ElqIUVfDOOAjJmIMU3LP+U5MgVSpEu3upnhkv6aLl02fY2i",
+	"apP3p6mPCLfUAb/HRh9B8L5iVK8iBLuUajOcYKfLXE4md82rXEUyAlZ3tEljL9wH30riqg9D3zNTC0tw",
+	"XfqWN2zZkKaDe1vYE6buDMs4n6pFPty3sCz0FZX3QVitBrNVmzlEWHFIiDmQCm6YPlyVhJ7bQl1teMYM",
+	"1rp0rBlnbWLd8Ex2Egztc10aI7uOUCkQP0ldf7pwXdlb+5ZrhUGRJ/fkijYJuiMOsqqJbBOZVXGoF3ty",
+	"YstEnYHbWhaq69qzvnkd+WHZJ1KhdoOXK1pbsWmTmDztN1myIUYa2FsTS2FTHL5ruS466HOuTWuEqOxc",
+	"UDxvifqQv3yvUsM28z5v+Pw7vYXVyPXrt5A01tpGBGW1Y5tz5mtEqxO31oJCrRS0RgONC+k0fmteZ6f1",
+	"djv23233c1mx1FoOg08wXpKdZwNDNvQLL+QC9RBc9QYm8NN//TcwpfiCjvEP4OI6V3KqUGv4B1TkcT4S",
+	"1SCasW1Y4wMNrOitW9PlZb10Nc9ZHBMuWOprWj3eSjCDMCj3t/Wg1SZ1kq7Tc9M4rQ/ZQOF3q7j+ji4V",
+	"H6lvc+ZT5+CsthunRavgzdh8zbC8kktpaXNzrExwzW1/pbgVIZsKKfVptNXYxxdfPjk+6d8pGS1I5W6h",
+	"P0y54iaXkADHuFDcLC9tN6JFwdg2Fl4Upr3bpEwNWjuRrTdeDsH1JYJztOa4LF0scN1jtufJFW6SpGQ5",
+	"t6XavmMMOh0lbfA54yKqulLtNaz1O86MyV1Gk4uJLHOmLLbCzZcVk8qzABtkGQlPldaSE+ROb2Qngtb0",
+	"ubew/3J19cqu55MyNLkzYzy17ZGurmFY9oX7NEfZIB4CsX2l9nU4EmMp51xMdQg5W2Yk/0JQGCPPjesn",
+	"97meGxzPpJzr7kiMxGefwRMpFiisahqJDjy1tjy5s1Xlmy1jOVocR2TxT/j7LlwkCTd8gRDPmJii9jY2",
+	"NzMuYHE8rNokLDPDqlJM2yrJsU0IYBL6NlqFmVy4alm3YNIlUL6UCW1PB7UVsgdRPXvty2LBRhHcqG3R",
+	"NgKhObme+o4OffqiJcgWxTLByHU4RavQRlTvJ6fVmUiczl+Lc63qicmRoYu1fQPWy4GDqBYcII/GBhWk",
+	"4lMuuikztui3A1WTrT+lbzV0XKtL2G1Znrsf319BKyZqYf8lYywK4ad//uvQh5IxgfGSQF8lBVI0pnx8",
+	"IOFTbnQXXtoLcoaMmWFmIbIGs2tPAW9r35F+8EDuSkDQwlc8Q21Ylq/us9/vn1Vn5QK+vXriVst4rKSr",
+	"H6Fzx1xzKewq3/oSBIvdVZG4W1MhiSviA1pk0OvZ5m4GGdc6x9T4jklPmZqnKExqEeX6dbTzdonSp3a3",
+	"6C9PL/4cNZp1pPAucfT106sIlCwM+hwZEY0vP7B4LhvlynLTkisvGv3dI7FTMHq5VwnHC3saLqat5Rjz",
+	"8u6q1qJjC8ZIROv1F+U+ERk0jrBpdgl0jspuJAUMev0u/I1k7xhTW3lPSCXxOxIHVjgrR48kxugnJ5QP",
+	"Q2K7wqoQODC1jrHqfQvbOnRokcUEGSdEZyWayP7UI+GElk3wlC8xuFzFAlOZI0QfyM4jyViaebdRt17f",
+	"f/zTP//nuNeDA9/gBye9Q3KsliOx1kfY1j4INp+xteN3zOJ5I9th5EiQfuGiwHBnQ7CRMJV2AbrVVYPB",
+	"WBYicTFh3xUMB47MRqLZ8kt4cy2/h2BmzJS1uglwcw4FUYltz3cJXHdYt6A77EhsNAbDG5bOHTeRtkXT",
+	"GTONyRCUvLHth6iMk+YJWtMKkoL4F5hLVznWilmhcST0nOe5G60wd43e1i0I3ZVDgpg7fyKW2mi4mfl8",
+	"j+ucIgsgkbhSZywm1ixpQhdxjFpPitQzY6nUSNrbFpHo6RWbRiAXqGoPl4yXBrU1S8KRiL5jajmE5qMQ",
+	"LuJkn3/p+PdfhuDfVonsOyGJXc821FoS4GK9GnQk6ILRQNTvDeClNFBWm0brLbTW9k15jEJjzSh5pWSu",
+	"OBrnEjZNko1aCYMq07X0RGXS2HITpZ2JctztdXs0SuYoWM6DYdDv9rp9V8Y0s2bd0cyWKvxIP0/bXg05",
+	"6fVqgZ1cSboFUIWwOgUTW1AeK7S6jaVOGBpZuMc1JCSYo0jKzHRlPzxLgmHwNRpfKbHWrHXS6+0od7tf",
+	"mZvfYUsFZHkgkqMpX+DPWNs5cIdom1Id9qjWlnYbBqf7TGn2WtTN9WD49l0YVEHC4DlfoKDT2aoTMpLZ",
+	"VJNH8AINC97R1CNb9XrX9fvgFclekhCVbKa7zvi0NAlnbIFEGudw2uu7MPIN1+gVcypZAmOWkvumnC7V",
+	"gKnGmxkqbKWO19b1di7gb0Agr21FsJHWiP8dkgbN6t89q6X0ehdVVZeyi6wWx1VB14fyPYfbrVR2IZZr",
+	"7zA5TWedDKJQUh9b6iatokBr75Pd/qhXr0XeoChfl9l8XeZtO4ZWQ47qjy247stfiBg9fFuk1Y7a0fWX",
+	"zDq1p8x2kWbj2bPa42B/sNaF73akVcpZ3/lsyqdwfr83uJsh680qHyctBr3ju6c0qsvtpP1gcw1PdsKj",
+	"vSbUeuBo1snZ3bPWGyM+QTlWgutrNNvlSE2MOR7Uwbvb+4qJ6jWc23dbheCRDQRtFYXl0wL1l2esaWzn",
+	"D+vpNXLjNaYTMrnJoyJHrAuXLMOGryySkVBFiq5Q6+unV0CA2T0i+xqPf4zG+k88y1NuQwrO3mNm5juW",
+	"m6KU/DV32it7nPtiqhQBdw70TzXtMXLjAYJ9Vif9ts+4+ptc+4/3b2LtMWH9EZl9zyuV2Xesfyhlj9G/",
+	"mrarMk+tnb31V7Mqrq0SUQ8K70HhfbLC28M6Xr1L8AdQkc9t5G2N21pUo0tK/jwq0kcnuqXo2KIWuYZv",
+	"chQXr55VBZOk0P56+c3LEGIpFi5YZV88I4nxHxcvnp+DaAlRtDoGfm1a7rf1DphNyUjB0le1HGSjALrK",
+	"1LU6CetY+q2E5e9CanwMd/7MURpL2uskvdWrLrllybL0ntxiA6LpkrYgTWIYF5jYqtqP4xWa9WvySnnk",
+	"X5BXwnYkPbDQ74yFPGm2s5DLvB998M8T3u70xVzBXpurZdNK5Jphqtff+Ou3hzN58u8ce3LgbXu6iz4+",
+	"2N0PdveD3f2LhaaUlw+l2LIM+TFGdvmUa2Vj74452eR7VWusa/+DBRuA14jDEjr6xhXIGxFWfoIdL4Ur",
+	"MFpCouQCw5Eo5SSwNK2evnT9fiQtBd6gNj75e9B4EHNrxOkPEWtae5z6ITr1bx6deghIPSjGn00x/v6i",
+	"ReshojIwVNc8Rx/cO9A7MsCuzWXBNR+nWBZEeSV0wI126ie0rf5O7YR1Y/yw1eC2HQf3VRf/xtJom3Fe",
+	"vvjyIIIeRNCDbf6L2ObGiZJ1KfcxwsUZ5s1wRrPB4u07EiW26sgvu/5yWcxSSNBWxdqYhxsLB9FUgioE",
+	"dI/cX47iLDnyLRXRYaOycHh0lNI6M6nN8IveF+5dcX/AzWdMyDGonAAp51b6lh6As/ld7Z91ENKyL6m7",
+	"es7d4Yxk6tojIi4R3/J/wfMTy6zD5lTr6LRN8a7Tls30DJMqXuTK2CrdwVJX11RfzcaPbt/d/m8AAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
