@@ -1,0 +1,244 @@
+package store
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Trip statuses, as stored. The lifecycle rules live in the domain package; the database only
+// rejects values outside this set.
+const (
+	// TripStatusAccepted means a driver was matched at booking.
+	TripStatusAccepted = "accepted"
+	// TripStatusArriving means the driver is on the way to the pickup.
+	TripStatusArriving = "arriving"
+	// TripStatusInProgress means the rider is on board.
+	TripStatusInProgress = "in_progress"
+	// TripStatusCompleted is final: the trip reached its destination.
+	TripStatusCompleted = "completed"
+	// TripStatusCancelled is final: the trip ended before completion.
+	TripStatusCancelled = "cancelled"
+)
+
+// ActiveTripStatuses are the statuses in which a trip holds its driver.
+var ActiveTripStatuses = []string{TripStatusAccepted, TripStatusArriving, TripStatusInProgress}
+
+// Ride types, as stored.
+const (
+	// RideTypeEconomy is the standard, cheapest ride.
+	RideTypeEconomy = "economy"
+	// RideTypeComfort is a newer, roomier car at a higher rate.
+	RideTypeComfort = "comfort"
+	// RideTypeXL seats up to six at the highest rate.
+	RideTypeXL = "xl"
+)
+
+// API key roles, as stored.
+const (
+	// RoleRider keys act for one rider (the key's subject).
+	RoleRider = "rider"
+	// RoleDriver keys act for one driver (the key's subject).
+	RoleDriver = "driver"
+	// RoleAdmin keys act for the whole account and have no subject.
+	RoleAdmin = "admin"
+)
+
+// City is a served area with its own currency and fare rates. Amounts are minor units of the
+// city's currency.
+type City struct {
+	ID           string `gorm:"column:id;primaryKey"` // slug, e.g. "san-francisco"
+	Name         string `gorm:"column:name"`
+	CenterLat    float64
+	CenterLng    float64
+	RadiusMeters int
+	Currency     string // lowercase ISO 4217
+	BaseFare     int64
+	PerKm        int64
+	PerMinute    int64
+	MinimumFare  int64
+	CreatedAt    time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (City) TableName() string { return "cities" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (c *City) BeforeSave(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (c *City) AfterFind(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
+
+// Driver is a driver with their vehicle. Lat and Lng are the current position: internal
+// dispatch data that no public view may show.
+type Driver struct {
+	ID           string `gorm:"column:id;primaryKey"`
+	Name         string
+	Rating       float64
+	Photo        string // URL
+	VehicleMake  string
+	VehicleModel string
+	VehicleColor string
+	VehiclePlate string
+	City         string
+	Lat          float64 `json:"-"` // internal
+	Lng          float64 `json:"-"` // internal
+	Available    bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Driver) TableName() string { return "drivers" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (d *Driver) BeforeSave(*gorm.DB) error {
+	d.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (d *Driver) AfterFind(*gorm.DB) error {
+	d.normalize()
+	return nil
+}
+
+func (d *Driver) normalize() {
+	normalizeTime(&d.CreatedAt)
+	normalizeTime(&d.UpdatedAt)
+}
+
+// Rider is a passenger. DefaultPaymentToken is the payment provider's token: internal, never
+// shown or logged.
+type Rider struct {
+	ID                  string `gorm:"column:id;primaryKey"`
+	Name                string
+	Rating              float64
+	CreatedAt           time.Time
+	DefaultPaymentToken string `json:"-"` // internal
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Rider) TableName() string { return "riders" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (r *Rider) BeforeSave(*gorm.DB) error {
+	normalizeTime(&r.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (r *Rider) AfterFind(*gorm.DB) error {
+	normalizeTime(&r.CreatedAt)
+	return nil
+}
+
+// Trip is one ride from booking to its final status. Driver is loaded by the store's trip
+// queries and ignored by CreateTrip (writes through DB() should Omit(clause.Associations)). RoutePolyline, MatchingScore, DriverPayout and PlatformCost are internal route,
+// dispatch and cost-basis data that no public view may show.
+type Trip struct {
+	ID             string `gorm:"column:id;primaryKey"`
+	Status         string
+	RideType       string
+	City           string
+	RiderID        string
+	DriverID       string
+	Driver         Driver `gorm:"foreignKey:DriverID;references:ID"`
+	PickupLat      float64
+	PickupLng      float64
+	PickupAddress  *string
+	DropoffLat     float64
+	DropoffLng     float64
+	DropoffAddress *string
+	PickupTime     time.Time
+	FareTotal      int64  // minor units of FareCurrency
+	FareCurrency   string // lowercase ISO 4217
+	ETAMinutes     *int   `gorm:"column:eta_minutes"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	CancelledAt    *time.Time
+	RoutePolyline  string  `json:"-"` // internal
+	MatchingScore  float64 `json:"-"` // internal
+	DriverPayout   int64   `json:"-"` // internal, minor units
+	PlatformCost   int64   `json:"-"` // internal, minor units
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Trip) TableName() string { return "trips" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision, which keyset order on SQLite
+// depends on.
+func (t *Trip) BeforeSave(*gorm.DB) error {
+	t.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location, the joined driver's too.
+func (t *Trip) AfterFind(*gorm.DB) error {
+	t.normalize()
+	t.Driver.normalize()
+	return nil
+}
+
+func (t *Trip) normalize() {
+	normalizeTime(&t.PickupTime)
+	normalizeTime(&t.CreatedAt)
+	normalizeTime(&t.UpdatedAt)
+	normalizeTimePtr(&t.CompletedAt)
+	normalizeTimePtr(&t.CancelledAt)
+}
+
+// APIKey is a credential. Only the SHA-256 of its secret is stored (Hash, lowercase hex).
+// Subject is the rider's or driver's id for those roles and nil for admin; Account is the
+// tenant. A revoked key keeps its row, with RevokedAt set.
+type APIKey struct {
+	ID        string `gorm:"column:id;primaryKey"` // key_…
+	Hash      string
+	Role      string
+	Subject   *string
+	Account   string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (APIKey) TableName() string { return "api_keys" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (k *APIKey) BeforeSave(*gorm.DB) error {
+	normalizeTime(&k.CreatedAt)
+	normalizeTimePtr(&k.RevokedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (k *APIKey) AfterFind(*gorm.DB) error {
+	normalizeTime(&k.CreatedAt)
+	normalizeTimePtr(&k.RevokedAt)
+	return nil
+}
+
+// normalizeTime puts t in UTC at microsecond precision; the zero time stays zero so that GORM
+// still fills automatic timestamps.
+func normalizeTime(t *time.Time) {
+	if !t.IsZero() {
+		*t = t.UTC().Truncate(time.Microsecond)
+	}
+}
+
+// normalizeTimePtr does the same for an optional time. It stores a fresh copy rather than
+// writing through the pointer, which may be shared with the caller.
+func normalizeTimePtr(t **time.Time) {
+	if *t != nil {
+		v := **t
+		normalizeTime(&v)
+		*t = &v
+	}
+}

@@ -1,0 +1,261 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/store"
+)
+
+var _ = Describe("Records", func() {
+	forEachEngine(func(e *testEngine) {
+		var st *store.Store
+		BeforeEach(func() { st = e.shared })
+
+		Describe("lookups by id", func() {
+			It("return a trip with its driver and every stored field", func(ctx SpecContext) {
+				created := createTrip(ctx, st, tripOpts{Fare: 2310})
+				got, err := st.TripByID(ctx, created.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.Driver.ID).To(Equal(created.DriverID))
+				Expect(got.Driver.Name).To(Equal("Test Driver"))
+				Expect(got.Driver.Rating).To(Equal(4.87))
+				Expect(got.FareTotal).To(BeEquivalentTo(2310))
+				Expect(*got.PickupAddress).To(Equal("1 Market St"))
+				Expect(got.DropoffAddress).To(BeNil())
+				Expect(*got.ETAMinutes).To(Equal(4))
+				Expect(got.RoutePolyline).To(Equal("_p~iF~ps|U_ulLnnqC"))
+				Expect(got.MatchingScore).To(Equal(0.92))
+				Expect(got.DriverPayout).To(BeEquivalentTo(2310 * 75 / 100))
+				Expect(got.PlatformCost).To(BeEquivalentTo(85))
+			})
+
+			It("return drivers, riders and cities", func(ctx SpecContext) {
+				d := createDriver(ctx, st, driverOpts{Unavailable: true})
+				r := createRider(ctx, st)
+				gotD, err := st.DriverByID(ctx, d.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(gotD.Available).To(BeFalse())
+				Expect(gotD.VehiclePlate).To(Equal("7ABC123"))
+				Expect(gotD.Lat).To(Equal(37.78))
+				gotR, err := st.RiderByID(ctx, r.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(gotR.DefaultPaymentToken).To(Equal(r.DefaultPaymentToken))
+				c, err := st.CityByID(ctx, d.City)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(c.PerKm).To(BeEquivalentTo(130))
+				cs, err := st.Cities(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(cs).To(HaveLen(1))
+			})
+
+			It("answer ErrNotFound for unknown ids", func(ctx SpecContext) {
+				_, err := st.TripByID(ctx, "trp_missing")
+				Expect(err).To(MatchError(store.ErrNotFound))
+				_, err = st.DriverByID(ctx, "drv_missing")
+				Expect(err).To(MatchError(store.ErrNotFound))
+				_, err = st.RiderByID(ctx, "rdr_missing")
+				Expect(err).To(MatchError(store.ErrNotFound))
+				_, err = st.CityByID(ctx, "atlantis")
+				Expect(err).To(MatchError(store.ErrNotFound))
+				_, err = st.APIKeyByHash(ctx, "00")
+				Expect(err).To(MatchError(store.ErrNotFound))
+			})
+		})
+
+		Describe("constraints", func() {
+			It("report a repeated id as ErrDuplicate", func(ctx SpecContext) {
+				t := createTrip(ctx, st, tripOpts{})
+				again := t
+				_, err := st.CreateTrip(ctx, again)
+				Expect(err).To(MatchError(store.ErrDuplicate))
+
+				d, err := st.DriverByID(ctx, t.DriverID)
+				Expect(err).NotTo(HaveOccurred())
+				_, err = st.CreateDriver(ctx, d)
+				Expect(err).To(MatchError(store.ErrDuplicate))
+			})
+
+			It("report a reference to a missing row as ErrInvalidReference", func(ctx SpecContext) {
+				_, err := st.CreateDriver(ctx, store.Driver{ID: newID("drv_"), City: "atlantis"})
+				Expect(err).To(MatchError(store.ErrInvalidReference))
+			})
+
+			It("reject values outside the allowed sets", func(ctx SpecContext) {
+				t := createTrip(ctx, st, tripOpts{})
+				t.ID, t.Status = newID("trp_"), "teleported"
+				_, err := st.CreateTrip(ctx, t)
+				Expect(err).To(HaveOccurred())
+				Expect(errors.Is(err, store.ErrDuplicate)).To(BeFalse())
+			})
+		})
+
+		Describe("times", func() {
+			It("round-trip at microsecond precision in UTC", func(ctx SpecContext) {
+				zone := time.FixedZone("UTC+05:30", 5*3600+1800)
+				created := time.Date(2025, 3, 30, 1, 59, 59, 123456789, zone)
+				t := createTrip(ctx, st, tripOpts{CreatedAt: created, Status: store.TripStatusCompleted})
+				got, err := st.TripByID(ctx, t.ID)
+				Expect(err).NotTo(HaveOccurred())
+
+				want := created.UTC().Truncate(time.Microsecond)
+				Expect(got.CreatedAt).To(Equal(want)) // Equal: same instant and same location
+				Expect(got.CreatedAt.Location()).To(Equal(time.UTC))
+				Expect(got.PickupTime).To(Equal(want.Add(5 * time.Minute)))
+				Expect(*got.CompletedAt).To(Equal(want.Add(25 * time.Minute)))
+				Expect(got.CancelledAt).To(BeNil())
+				// What CreateTrip returned is what the database holds.
+				Expect(t.CreatedAt).To(Equal(want))
+				Expect(got.Driver.CreatedAt.Location()).To(Equal(time.UTC))
+			})
+
+			It("fill automatic timestamps in UTC at microsecond precision", func(ctx SpecContext) {
+				r := createRider(ctx, st)
+				got, err := st.RiderByID(ctx, r.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.CreatedAt).To(Equal(r.CreatedAt))
+				Expect(got.CreatedAt.Location()).To(Equal(time.UTC))
+				Expect(got.CreatedAt.Nanosecond() % 1000).To(BeZero())
+				Expect(got.CreatedAt).To(BeTemporally("~", time.Now(), time.Minute))
+			})
+		})
+
+		Describe("API keys", func() {
+			newKey := func(role string, subject *string) store.APIKey {
+				return store.APIKey{
+					ID: newID("key_"), Hash: randomHex(32), Role: role, Subject: subject, Account: "acct_test",
+				}
+			}
+
+			It("are found by hash", func(ctx SpecContext) {
+				rider := createRider(ctx, st)
+				k := newKey(store.RoleRider, &rider.ID)
+				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				got, err := st.APIKeyByHash(ctx, k.Hash)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.ID).To(Equal(k.ID))
+				Expect(got.Role).To(Equal(store.RoleRider))
+				Expect(*got.Subject).To(Equal(rider.ID))
+				Expect(got.Account).To(Equal("acct_test"))
+				Expect(got.RevokedAt).To(BeNil())
+				Expect(got.CreatedAt.Location()).To(Equal(time.UTC))
+			})
+
+			It("refuse a repeated id or hash", func(ctx SpecContext) {
+				k := newKey(store.RoleAdmin, nil)
+				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				sameHash := newKey(store.RoleAdmin, nil)
+				sameHash.Hash = k.Hash
+				Expect(st.CreateAPIKey(ctx, sameHash)).To(MatchError(store.ErrDuplicate))
+				sameID := newKey(store.RoleAdmin, nil)
+				sameID.ID = k.ID
+				Expect(st.CreateAPIKey(ctx, sameID)).To(MatchError(store.ErrDuplicate))
+			})
+
+			It("stay readable once revoked, with the first revocation time", func(ctx SpecContext) {
+				k := newKey(store.RoleAdmin, nil)
+				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(st.RevokeAPIKey(ctx, k.Hash)).To(Succeed())
+				first, err := st.APIKeyByHash(ctx, k.Hash)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(first.RevokedAt).NotTo(BeNil())
+				Expect(*first.RevokedAt).To(BeTemporally("~", time.Now(), time.Minute))
+
+				Expect(st.RevokeAPIKey(ctx, k.Hash)).To(Succeed())
+				second, err := st.APIKeyByHash(ctx, k.Hash)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(*second.RevokedAt).To(Equal(*first.RevokedAt))
+			})
+
+			It("cannot revoke an unknown key", func(ctx SpecContext) {
+				Expect(st.RevokeAPIKey(ctx, randomHex(32))).To(MatchError(store.ErrNotFound))
+			})
+		})
+
+		Describe("transactions", func() {
+			It("commit when the callback succeeds", func(ctx SpecContext) {
+				var id string
+				Expect(st.WithTx(ctx, func(tx *store.Store) error {
+					id = createRider(ctx, tx).ID
+					return nil
+				})).To(Succeed())
+				_, err := st.RiderByID(ctx, id)
+				Expect(err).NotTo(HaveOccurred())
+			})
+
+			It("roll back and pass the error through when it fails", func(ctx SpecContext) {
+				var id string
+				boom := errors.New("boom")
+				err := st.WithTx(ctx, func(tx *store.Store) error {
+					id = createRider(ctx, tx).ID
+					return boom
+				})
+				Expect(err).To(MatchError(boom))
+				_, err = st.RiderByID(ctx, id)
+				Expect(err).To(MatchError(store.ErrNotFound))
+			})
+
+			It("let many concurrent writers, through two handles, all succeed", func(ctx SpecContext) {
+				// Two Stores on one database stand in for two processes.
+				url := e.newDatabase(ctx)
+				a, b := openStore(ctx, url), openStore(ctx, url)
+				Expect(a.Migrate(ctx)).To(Succeed())
+				const writers, each = 8, 10
+				var wg sync.WaitGroup
+				errs := make(chan error, writers*each)
+				for w := range writers {
+					st := []*store.Store{a, b}[w%2]
+					wg.Go(func() {
+						for range each {
+							errs <- st.WithTx(ctx, func(tx *store.Store) error {
+								r, err := tx.CreateRider(ctx, store.Rider{ID: newID("rdr_"), Name: "Concurrent", Rating: 5})
+								if err != nil {
+									return err
+								}
+								_, err = tx.RiderByID(ctx, r.ID)
+								return err
+							})
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					Expect(err).NotTo(HaveOccurred())
+				}
+				var n int64
+				Expect(a.DB().WithContext(ctx).Model(&store.Rider{}).Count(&n).Error).To(Succeed())
+				Expect(n).To(BeEquivalentTo(writers * each))
+			})
+
+			It("keep store sentinels from inside", func(ctx SpecContext) {
+				err := st.WithTx(ctx, func(tx *store.Store) error {
+					_, err := tx.TripByID(ctx, "trp_missing")
+					return err
+				})
+				Expect(err).To(MatchError(store.ErrNotFound))
+			})
+
+			// On SQLite the transaction holds the only connection, so the outside cannot
+			// even ask; the spec is PostgreSQL's alone.
+			if e.name == "SQLite" {
+				return
+			}
+			It("do not leak uncommitted rows to the outside", func(ctx SpecContext) {
+				Expect(st.WithTx(ctx, func(tx *store.Store) error {
+					r := createRider(ctx, tx)
+					outside, cancel := context.WithTimeout(ctx, 5*time.Second)
+					defer cancel()
+					_, err := st.RiderByID(outside, r.ID)
+					Expect(err).To(MatchError(store.ErrNotFound))
+					return nil
+				})).To(Succeed())
+			})
+		})
+	})
+})

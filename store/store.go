@@ -1,0 +1,264 @@
+// Package store keeps Ride API's state in PostgreSQL or SQLite through GORM.
+//
+// It owns the models, one set of versioned migrations per engine, the queries, and the mapping
+// of engine errors to its own sentinels (see errors.go). Callers never see a driver error type.
+//
+// Times are written in UTC at microsecond precision: PostgreSQL stores microseconds, and SQLite
+// stores times as text whose order equals time order only when every value has the same offset.
+// Models normalise their own times before they are written; code that writes times through
+// DB() directly must pass UTC, microsecond-truncated values itself.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Engine names the database engine behind a Store, for the few places where SQL differs.
+type Engine string
+
+const (
+	// EnginePostgres is PostgreSQL, reached with a postgres:// or postgresql:// URL.
+	EnginePostgres Engine = "postgres"
+	// EngineSQLite is an SQLite file, the zero-configuration default.
+	EngineSQLite Engine = "sqlite"
+)
+
+// DefaultSQLitePath is the file Open uses when it is given an empty URL, so that the server
+// runs out of the box without any database to set up.
+const DefaultSQLitePath = "ride.db"
+
+// sqliteBusyTimeout is how long an SQLite connection waits for another process's write lock
+// before it gives up: long enough for any demo-sized write, short enough to surface a stuck lock.
+const sqliteBusyTimeout = 10 * time.Second
+
+//go:embed migrations/postgres/*.sql migrations/sqlite/*.sql
+var migrations embed.FS
+
+// Store is the application's handle on the database. Its methods are safe for concurrent use.
+// A Store handed to a WithTx callback runs every query inside that transaction.
+type Store struct {
+	db     *gorm.DB
+	engine Engine
+	// sqlDB is the connection pool; nil for a transaction-scoped Store, which owns nothing.
+	sqlDB *sql.DB
+}
+
+// Open connects to the database named by url and checks that it answers.
+//
+// An empty url means the SQLite file DefaultSQLitePath; "sqlite://PATH" names another SQLite
+// file; "postgres://…" and "postgresql://…" are PostgreSQL connection URLs. Open does not
+// migrate: call Migrate.
+func Open(ctx context.Context, url string) (*Store, error) {
+	engine, dialector, err := dialectorFor(url)
+	if err != nil {
+		return nil, err
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		// Duplicate keys and foreign-key violations come back as GORM sentinels, which
+		// interpretError maps to the store's own.
+		TranslateError: true,
+		Logger:         logger.Discard,
+		NowFunc:        now,
+		// Every write the store makes is either a single statement or runs inside WithTx, so
+		// GORM's implicit per-statement transaction only adds round trips.
+		SkipDefaultTransaction: true,
+		// GORM's own ping ignores ctx; Open pings below with it instead, so an unreachable
+		// server fails within the caller's deadline.
+		DisableAutomaticPing: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", engine, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", engine, err)
+	}
+	switch engine {
+	case EngineSQLite:
+		// SQLite allows one writer at a time. One connection serialises every statement in
+		// this process, so writers queue in database/sql instead of failing with SQLITE_BUSY;
+		// busy_timeout covers other processes on the same file. A transaction holds the
+		// connection, so code inside WithTx must use the transaction's Store, never the outer one.
+		sqlDB.SetMaxOpenConns(1)
+		sqlDB.SetMaxIdleConns(1)
+		sqlDB.SetConnMaxLifetime(0)
+		sqlDB.SetConnMaxIdleTime(0)
+	case EnginePostgres:
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		sqlDB.SetConnMaxLifetime(time.Hour)
+	}
+	s := &Store{db: db, engine: engine, sqlDB: sqlDB}
+	if err := s.Ping(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: open %s: %w", engine, err)
+	}
+	return s, nil
+}
+
+// dialectorFor picks the engine and GORM dialector for a database URL.
+func dialectorFor(raw string) (Engine, gorm.Dialector, error) {
+	switch {
+	case raw == "":
+		return EngineSQLite, sqlite.Open(sqliteDSN(DefaultSQLitePath)), nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		path := strings.TrimPrefix(raw, "sqlite://")
+		if path == "" {
+			return "", nil, errors.New("store: sqlite:// URL without a file path")
+		}
+		return EngineSQLite, sqlite.Open(sqliteDSN(path)), nil
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := url.Parse(raw); err != nil {
+			// url.Error quotes the URL, password included: report only the kind of problem.
+			return "", nil, errors.New("store: malformed PostgreSQL URL")
+		}
+		return EnginePostgres, postgres.Open(raw), nil
+	default:
+		scheme, _, _ := strings.Cut(raw, "://")
+		return "", nil, fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)
+	}
+}
+
+// sqliteDSN adds the connection settings every SQLite connection needs to a file path (and to
+// any query parameters the caller already gave).
+//
+//   - WAL lets readers in other processes proceed while one connection writes.
+//   - busy_timeout waits for another process's lock instead of failing at once.
+//   - foreign_keys is off by default in SQLite.
+//   - _txlock=immediate takes the write lock at BEGIN, so a transaction never has to upgrade
+//     a read lock later, which SQLite refuses with SQLITE_BUSY whatever the timeout.
+func sqliteDSN(path string) string {
+	file, query, _ := strings.Cut(path, "?")
+	params := []string{
+		fmt.Sprintf("_pragma=busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()),
+		"_pragma=journal_mode(WAL)",
+		"_pragma=foreign_keys(1)",
+		"_txlock=immediate",
+	}
+	if query != "" {
+		params = append([]string{query}, params...)
+	}
+	return file + "?" + strings.Join(params, "&")
+}
+
+// now is GORM's clock for automatic created_at and updated_at values: UTC at microsecond
+// precision, the resolution both engines keep.
+func now() time.Time {
+	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+// Migrate applies every migration not yet applied; running it again is a no-op.
+//
+// Each call uses its own goose Provider (no goose global state), so several stores in one
+// process can migrate at once. On PostgreSQL a session advisory lock keeps concurrent server
+// replicas from applying the same migration twice.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.sqlDB == nil {
+		return errors.New("store: Migrate inside a transaction")
+	}
+	var (
+		dialect goose.Dialect
+		dir     string
+		opts    = []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	)
+	switch s.engine {
+	case EnginePostgres:
+		dialect, dir = goose.DialectPostgres, "migrations/postgres"
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return fmt.Errorf("store: migrate: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	case EngineSQLite:
+		dialect, dir = goose.DialectSQLite3, "migrations/sqlite"
+	default:
+		return fmt.Errorf("store: migrate: unknown engine %q", s.engine)
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	// A Provider is cheap and holds per-run state; provider.Close would close s.sqlDB, which
+	// the Store still owns, so it is never called.
+	up := func() error {
+		provider, err := goose.NewProvider(dialect, s.sqlDB, fsys, opts...)
+		if err != nil {
+			return err
+		}
+		_, err = provider.Up(ctx)
+		return err
+	}
+	err = up()
+	if err != nil && s.engine == EngineSQLite && ctx.Err() == nil {
+		// SQLite has no advisory lock: another process may have applied the same migration
+		// between this one's check and its CREATE TABLE. A second run sees its work and has
+		// nothing left to do; a genuinely broken migration fails again.
+		err = up()
+	}
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers, for readiness checks.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.sqlDB == nil {
+		return s.db.WithContext(ctx).Exec("SELECT 1").Error
+	}
+	return s.sqlDB.PingContext(ctx)
+}
+
+// Close releases the connection pool. Closing a transaction-scoped Store does nothing: the
+// transaction ends when its WithTx callback returns.
+func (s *Store) Close() error {
+	if s.sqlDB == nil {
+		return nil
+	}
+	return s.sqlDB.Close()
+}
+
+// Engine reports which database engine the Store talks to.
+func (s *Store) Engine() Engine {
+	return s.engine
+}
+
+// DB exposes the underlying GORM handle for queries the store does not offer yet. Inside
+// WithTx it is the transaction. Writes through it must follow the package's time rule (UTC,
+// microseconds) and map errors with the store's sentinels in mind.
+func (s *Store) DB() *gorm.DB {
+	return s.db
+}
+
+// WithTx runs fn inside one database transaction: fn's Store sees and writes only through that
+// transaction, which commits when fn returns nil and rolls back when it returns an error or
+// panics. Nested calls use savepoints. Errors from the commit are mapped like any other.
+//
+// On SQLite the transaction holds the only connection: inside fn, use fn's Store, never s.
+func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, engine: s.engine})
+	})
+	return interpretError(err)
+}
+
+// conn is the GORM session every query starts from: bound to ctx, with fresh statement state.
+func (s *Store) conn(ctx context.Context) *gorm.DB {
+	return s.db.WithContext(ctx)
+}
