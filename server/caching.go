@@ -1,0 +1,149 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Cache policies of the contract: driver profiles change rarely and may be reused for a minute;
+// everything else must be revalidated, which the ETag makes cheap.
+const (
+	cacheRevalidate    = "private, max-age=0, must-revalidate"
+	cacheDriverProfile = "private, max-age=60"
+)
+
+func cachePolicy(path string) string {
+	if path == "/v1/drivers/{driverId}" {
+		return cacheDriverProfile
+	}
+	return cacheRevalidate
+}
+
+// bufferPool recycles response buffers; a GET answer is held whole to compute its ETag.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// heldResponse keeps a GET answer until the handler is done, so that its ETag is computed over
+// the exact bytes and a matching If-None-Match turns it into a 304.
+type heldResponse struct {
+	http.ResponseWriter
+	status int
+	body   *bytes.Buffer
+}
+
+func (h *heldResponse) WriteHeader(status int) {
+	if h.status == 0 {
+		h.status = status
+	}
+}
+
+func (h *heldResponse) Write(p []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return h.body.Write(p)
+}
+
+// respond is the outermost layer of every request: it names the request, renders errors
+// through the boundary, and finishes GET answers with their validators and cache headers.
+// HEAD is served as GET without the body.
+func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		head := req.Method == http.MethodHead
+		if head {
+			// Route and validate HEAD exactly as GET. Echo routes on the request it was
+			// handed, so change that one, before any copy is made.
+			req.Method = http.MethodGet
+		}
+		requestID := newRequestID()
+		c.SetRequest(req.WithContext(withRequestID(req.Context(), requestID)))
+		res := c.Response()
+		res.Header().Set(headerRequestID, requestID)
+
+		if req.Method != http.MethodGet {
+			res.Writer = stampedWriter{ResponseWriter: res.Writer, requestID: requestID}
+			if err := next(c); err != nil {
+				s.renderError(err, c)
+			}
+			return nil
+		}
+
+		held := &heldResponse{ResponseWriter: res.Writer, body: bufferPool.Get().(*bytes.Buffer)}
+		defer func() {
+			held.body.Reset()
+			bufferPool.Put(held.body)
+		}()
+		original := res.Writer
+		res.Writer = held
+		if err := next(c); err != nil {
+			s.renderError(err, c)
+		}
+		res.Writer = original
+
+		header := res.Header()
+		stampRequestID(header, requestID)
+		status := held.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if status == http.StatusOK {
+			sum := sha256.Sum256(held.body.Bytes())
+			etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+			header.Set("ETag", etag)
+			header.Set("Vary", "Authorization")
+			if info := operationFrom(c.Request().Context()); info != nil {
+				header.Set("Cache-Control", info.cacheControl)
+			}
+			if etagMatches(c.Request().Header.Values("If-None-Match"), etag) {
+				header.Del("Content-Type")
+				header.Del("Content-Length")
+				original.WriteHeader(http.StatusNotModified)
+				return nil
+			}
+		}
+		header.Set("Content-Length", strconv.Itoa(held.body.Len()))
+		original.WriteHeader(status)
+		if !head {
+			_, _ = original.Write(held.body.Bytes())
+		}
+		return nil
+	}
+}
+
+// stampedWriter sets X-Request-Id as the status line goes out, after generated code has set
+// every declared header (an empty X-Request-Id among them) from its typed response struct.
+type stampedWriter struct {
+	http.ResponseWriter
+	requestID string
+}
+
+func (w stampedWriter) WriteHeader(status int) {
+	stampRequestID(w.Header(), w.requestID)
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// stampRequestID repairs the header after generated code, which sets every declared header
+// from its typed response struct, wrote an empty X-Request-Id.
+func stampRequestID(h http.Header, id string) {
+	h.Set(headerRequestID, id)
+}
+
+// etagMatches applies If-None-Match's weak comparison (RFC 9110 §13.1.2).
+func etagMatches(headers []string, etag string) bool {
+	for _, header := range headers {
+		for _, candidate := range strings.Split(header, ",") {
+			candidate = strings.TrimSpace(candidate)
+			if candidate == "*" || strings.TrimPrefix(candidate, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,225 @@
+// Command rideapi serves Ride API and administers its database.
+//
+//	rideapi                      serve (migrates, seeds demo data into an empty database)
+//	rideapi migrate              apply migrations and exit
+//	rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/store"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "rideapi:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if len(args) == 0 {
+		return serve(ctx, args, stdout, stderr, log)
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr, log)
+	case "migrate":
+		return migrate(ctx, args[1:], stderr)
+	case "keys":
+		if len(args) > 1 && args[1] == "create" {
+			return createKey(ctx, args[2:], stdout, stderr)
+		}
+		fmt.Fprintln(stderr, "usage: rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]")
+		return flag.ErrHelp
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return nil
+	default:
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `rideapi serves Ride API.
+
+Usage:
+  rideapi [serve]       serve the API (applies migrations; seeds demo data into an empty database)
+  rideapi migrate       apply database migrations and exit
+  rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]
+                        create an API key and print it alone on stdout
+
+Environment:
+`)
+	for _, v := range server.EnvVars {
+		fmt.Fprintf(w, "  %-20s default %s\n  %-20s %s\n", v.Name, v.Default, "", v.Meaning)
+	}
+}
+
+func loadConfig() (server.Config, error) {
+	cfg, err := server.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+func openStore(ctx context.Context, cfg server.Config) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return st, nil
+}
+
+func migrate(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rideapi migrate\n\nApplies the embedded migrations to DATABASE_URL and exits.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintln(stderr, "migrations applied")
+	return nil
+}
+
+func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", "", "rider, driver or admin (required)")
+	subject := fs.String("subject", "", "the rider's or driver's id (required for rider and driver keys)")
+	account := fs.String("account", server.DefaultAccount, "the account (tenant) the key belongs to")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]\n\nPrints the new key alone on stdout; only its hash is stored.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	secret, err := server.NewAPIKey(ctx, st, *role, *subject, *account, time.Now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, secret)
+	return nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(stderr) }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.CursorSecretGenerated {
+		log.Warn("RIDE_CURSOR_SECRET is not set: cursors are signed with a random key and die with this process; set it when running replicas")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.DemoData {
+		if err := seedDemo(ctx, st, stdout); err != nil {
+			return err
+		}
+	}
+
+	srv, err := server.New(cfg, server.Deps{Store: st, Logger: log})
+	if err != nil {
+		return err
+	}
+	httpServer := &http.Server{Addr: cfg.Addr, Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.ListenAndServe() }()
+	log.Info("serving", "addr", cfg.Addr, "engine", string(st.Engine()))
+	base := "http://" + cfg.Addr
+	if strings.HasPrefix(cfg.Addr, ":") {
+		base = "http://localhost" + cfg.Addr
+	}
+	fmt.Fprintf(stdout, "Ride API listening on %s — try: curl -H \"Authorization: Bearer <key>\" %s/v1/trips\n", base, base)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return httpServer.Shutdown(shutdownCtx)
+}
+
+// seedDemo fills an empty database and prints a key of each role, the only time they can be
+// shown: keys are stored hashed.
+func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
+	now := time.Now()
+	demo, err := st.SeedDemo(ctx, now)
+	if err != nil {
+		return fmt.Errorf("seed demo data: %w", err)
+	}
+	if !demo.Seeded {
+		fmt.Fprintln(stdout, "Database already has trips; no demo data seeded. Create a key with: rideapi keys create --role admin")
+		return nil
+	}
+	keys := []struct{ role, subject string }{
+		{server.RoleAdmin, ""}, {server.RoleRider, demo.RiderID}, {server.RoleDriver, demo.DriverID},
+	}
+	fmt.Fprintln(stdout, "Demo data seeded. Demo API keys (shown once; only their hashes are stored):")
+	for _, k := range keys {
+		secret, err := server.NewAPIKey(ctx, st, k.role, k.subject, server.DefaultAccount, now)
+		if err != nil {
+			return fmt.Errorf("create demo %s key: %w", k.role, err)
+		}
+		fmt.Fprintf(stdout, "  %-6s  %s  %s\n", k.role, secret, k.subject)
+	}
+	return nil
+}

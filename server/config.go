@@ -1,0 +1,73 @@
+package server
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Config is the whole configuration of the server, read once from the environment.
+type Config struct {
+	// Addr is where the HTTP server listens (RIDE_ADDR).
+	Addr string
+	// DatabaseURL selects the store: empty for the embedded SQLite file ride.db,
+	// sqlite://PATH, or postgres://… (DATABASE_URL).
+	DatabaseURL string
+	// DemoData seeds demo cities, drivers, riders and trips into an empty database and prints a
+	// key of each role (RIDE_DEMO_DATA).
+	DemoData bool
+	// CursorSecret authenticates list cursors (RIDE_CURSOR_SECRET). Replicas must share it, or
+	// a cursor from one is refused by another.
+	CursorSecret []byte
+	// CursorSecretGenerated is true when no secret was configured and a random one is used.
+	CursorSecretGenerated bool
+}
+
+// EnvVar documents one environment variable for --help and the startup log.
+type EnvVar struct {
+	Name, Default, Meaning string
+	Secret                 bool
+}
+
+// EnvVars lists every variable the server reads, with its default.
+var EnvVars = []EnvVar{
+	{Name: "RIDE_ADDR", Default: ":8080", Meaning: "listen address"},
+	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
+	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
+	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
+}
+
+// ConfigFromEnv reads and validates the configuration; errors name the variable at fault.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := Config{Addr: ":8080", DemoData: true}
+	var errs []error
+	if v := getenv("RIDE_ADDR"); v != "" {
+		cfg.Addr = v
+	}
+	if v := getenv("DATABASE_URL"); v != "" {
+		if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") && !strings.HasPrefix(v, "sqlite://") {
+			errs = append(errs, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite://"))
+		}
+		cfg.DatabaseURL = v
+	}
+	if v := getenv("RIDE_DEMO_DATA"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RIDE_DEMO_DATA must be true or false, not %q", v))
+		}
+		cfg.DemoData = b
+	}
+	if v := getenv("RIDE_CURSOR_SECRET"); v != "" {
+		if len(v) < 16 {
+			errs = append(errs, errors.New("RIDE_CURSOR_SECRET must be at least 16 characters"))
+		}
+		cfg.CursorSecret = []byte(v)
+	} else {
+		cfg.CursorSecret = make([]byte, 32)
+		_, _ = rand.Read(cfg.CursorSecret)
+		cfg.CursorSecretGenerated = true
+	}
+	return cfg, errors.Join(errs...)
+}

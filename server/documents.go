@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/openapi"
+)
+
+// publishedDocuments holds the OpenAPI document rendered once at start.
+type publishedDocuments struct {
+	json []byte
+}
+
+func newPublishedDocuments() (*publishedDocuments, error) {
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	b, err := doc.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("render OpenAPI JSON: %w", err)
+	}
+	return &publishedDocuments{json: b}, nil
+}
+
+// documentResponse writes a precomputed document; re-encoding a 100 KB document per request
+// would be waste.
+type documentResponse struct {
+	contentType string
+	body        []byte
+}
+
+func (d documentResponse) write(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", d.contentType)
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(d.body)
+	return err
+}
+
+func (d documentResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error { return d.write(w) }
+func (d documentResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error { return d.write(w) }
+
+// GetOpenAPIJSON publishes the document as JSON.
+func (s *Server) GetOpenAPIJSON(context.Context, gen.GetOpenAPIJSONRequestObject) (gen.GetOpenAPIJSONResponseObject, error) {
+	return documentResponse{contentType: "application/json", body: s.docs.json}, nil
+}
+
+// GetOpenAPIYAML publishes the document exactly as maintained.
+func (s *Server) GetOpenAPIYAML(context.Context, gen.GetOpenAPIYAMLRequestObject) (gen.GetOpenAPIYAMLResponseObject, error) {
+	return documentResponse{contentType: "application/yaml", body: openapi.YAML}, nil
+}
+
+// GetHealth answers while the process runs.
+func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+	return gen.GetHealth200JSONResponse{Body: gen.Health{Status: "ok"}}, nil
+}
+
+// GetReadiness answers 200 only while the database does.
+func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness: database unreachable", "error", err)
+		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The database is unreachable.")
+	}
+	return gen.GetReadiness200JSONResponse{Body: gen.Health{Status: "ready"}}, nil
+}

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+// APIError is an error that already knows its HTTP answer. Handlers and middleware return it
+// (or a domain error that problemFor maps to one); only renderError writes it.
+type APIError struct {
+	Status int
+	Code   string
+	Detail string
+	// Fields lists each invalid input of a validation failure.
+	Fields []gen.ProblemFieldError
+	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
+	Header http.Header
+	// Err is the cause, logged for 5xx and never rendered.
+	Err error
+}
+
+func (e *APIError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Code, e.Detail, e.Err)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail)
+}
+
+func (e *APIError) Unwrap() error { return e.Err }
+
+func newAPIError(status int, code, detail string) *APIError {
+	return &APIError{Status: status, Code: code, Detail: detail}
+}
+
+// Error codes are part of the public contract: clients branch on them.
+const (
+	codeInvalidRequest       = "invalid_request"
+	codeInvalidLimit         = "invalid_limit"
+	codeInvalidCursor        = "invalid_cursor"
+	codeMalformedJSON        = "malformed_json"
+	codeUnauthenticated      = "unauthenticated"
+	codeForbidden            = "forbidden"
+	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeNotAcceptable        = "not_acceptable"
+	codeBodyTooLarge         = "body_too_large"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeRateLimited          = "rate_limited"
+	codeInternal             = "internal"
+	codeUnavailable          = "unavailable"
+)
+
+// titles are the short, human summaries of each code; `detail` carries the specifics.
+var titles = map[string]string{
+	codeInvalidRequest:       "Invalid request",
+	codeInvalidLimit:         "Invalid limit",
+	codeInvalidCursor:        "Invalid cursor",
+	codeMalformedJSON:        "Malformed JSON",
+	codeUnauthenticated:      "Unauthenticated",
+	codeForbidden:            "Forbidden",
+	codeNotFound:             "Not found",
+	codeMethodNotAllowed:     "Method not allowed",
+	codeNotAcceptable:        "Not acceptable",
+	codeBodyTooLarge:         "Body too large",
+	codeUnsupportedMediaType: "Unsupported media type",
+	codeRateLimited:          "Rate limited",
+	codeInternal:             "Internal error",
+	codeUnavailable:          "Service unavailable",
+}
+
+// problemFor maps any error to its public answer. It is the one place where domain, store,
+// validation and framework errors meet HTTP.
+func problemFor(err error) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var fieldErr *ride.FieldError
+	switch {
+	case errors.As(err, &fieldErr):
+		return &APIError{
+			Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			Detail: fieldErr.Error(),
+			Fields: []gen.ProblemFieldError{{Location: "query." + fieldErr.Param, Message: fieldErr.Message}},
+		}
+	case errors.Is(err, ride.ErrInvalidCursor):
+		return &APIError{
+			Status: http.StatusBadRequest, Code: codeInvalidCursor,
+			Detail: "The cursor is malformed, tampered with, or was issued for another query. Start the walk again without a cursor.",
+			Fields: []gen.ProblemFieldError{{Location: "query.cursor", Message: "not a cursor of this query"}},
+		}
+	case errors.Is(err, store.ErrNotFound):
+		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
+	}
+	var httpErr *echo.HTTPError
+	if errors.As(err, &httpErr) {
+		return echoProblem(httpErr)
+	}
+	return &APIError{Status: http.StatusInternalServerError, Code: codeInternal,
+		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
+}
+
+// echoProblem turns Echo's own errors (routing, body limit, binding) into problems.
+func echoProblem(e *echo.HTTPError) *APIError {
+	switch e.Code {
+	case http.StatusNotFound:
+		return newAPIError(http.StatusNotFound, codeNotFound, "No such route.")
+	case http.StatusMethodNotAllowed:
+		return newAPIError(http.StatusMethodNotAllowed, codeMethodNotAllowed, "This route does not support the method.")
+	case http.StatusRequestEntityTooLarge:
+		return newAPIError(http.StatusRequestEntityTooLarge, codeBodyTooLarge,
+			"The request body is larger than "+strconv.Itoa(maxBodyBytes)+" bytes.")
+	case http.StatusUnsupportedMediaType:
+		return newAPIError(http.StatusUnsupportedMediaType, codeUnsupportedMediaType, "Send the body as application/json.")
+	case http.StatusBadRequest:
+		return newAPIError(http.StatusBadRequest, codeInvalidRequest, fmt.Sprint(e.Message))
+	}
+	if e.Code >= 400 && e.Code < 500 {
+		return newAPIError(e.Code, codeInvalidRequest, fmt.Sprint(e.Message))
+	}
+	return &APIError{Status: http.StatusInternalServerError, Code: codeInternal,
+		Detail: "Something went wrong on our side.", Err: e}
+}
+
+// renderError is the error boundary: every error becomes an RFC 9457 problem. A 5xx body says
+// nothing of its cause; the log has it, under the same request id.
+func (s *Server) renderError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := problemFor(err)
+	requestID := requestIDFrom(c.Request().Context())
+	if p.Status >= 500 {
+		s.log.ErrorContext(c.Request().Context(), "request failed",
+			slog.String("request_id", requestID), slog.String("error", err.Error()))
+	}
+	for name, values := range p.Header {
+		for _, v := range values {
+			c.Response().Header().Add(name, v)
+		}
+	}
+	body := gen.Problem{
+		Type:      "/docs/problems#" + p.Code,
+		Title:     titles[p.Code],
+		Status:    int32(p.Status),
+		Code:      p.Code,
+		RequestId: requestID,
+	}
+	if body.Title == "" {
+		body.Title = http.StatusText(p.Status)
+	}
+	if p.Detail != "" {
+		body.Detail = &p.Detail
+	}
+	if len(p.Fields) > 0 {
+		body.Errors = &p.Fields
+	}
+	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
+	c.Response().WriteHeader(p.Status)
+	_ = json.NewEncoder(c.Response()).Encode(body)
+}

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+// GetDriver returns a driver's public profile to any authenticated caller.
+func (s *Server) GetDriver(ctx context.Context, req gen.GetDriverRequestObject) (gen.GetDriverResponseObject, error) {
+	d, err := s.driver(ctx, req.DriverId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetDriver200JSONResponse{Body: gen.Driver{
+		Id:     d.ID,
+		Name:   d.Name,
+		Rating: d.Rating,
+		Photo:  nonEmpty(d.Photo),
+		City:   d.City,
+		Vehicle: gen.Vehicle{
+			Make: d.VehicleMake, Model: d.VehicleModel, Color: d.VehicleColor, Plate: d.VehiclePlate,
+		},
+	}}, nil
+}
+
+// GetRider returns a rider to themself or an admin. Anyone else is refused before the lookup,
+// so a 403 never tells whether the id exists.
+func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (gen.GetRiderResponseObject, error) {
+	caller := principalFrom(ctx)
+	if !caller.IsAdmin() && !caller.Is(RoleRider, req.RiderId) {
+		return nil, forbidden("Only the rider themself or an admin may read a rider.")
+	}
+	if !ride.ValidID(ride.PrefixRider, req.RiderId) {
+		return nil, notFound("rider", req.RiderId)
+	}
+	r, err := s.store.RiderByID(ctx, req.RiderId)
+	if err != nil {
+		return nil, notFoundAs(err, "rider", req.RiderId)
+	}
+	return gen.GetRider200JSONResponse{Body: gen.Rider{
+		Id: r.ID, Name: r.Name, Rating: r.Rating, CreatedAt: r.CreatedAt.UTC(),
+	}}, nil
+}
+
+func (s *Server) driver(ctx context.Context, id string) (store.Driver, error) {
+	if !ride.ValidID(ride.PrefixDriver, id) {
+		return store.Driver{}, notFound("driver", id)
+	}
+	d, err := s.store.DriverByID(ctx, id)
+	if err != nil {
+		return store.Driver{}, notFoundAs(err, "driver", id)
+	}
+	return d, nil
+}
+
+func notFound(kind, id string) *APIError {
+	if len(id) > 64 {
+		id = id[:64] + "…"
+	}
+	return newAPIError(http.StatusNotFound, codeNotFound, "No "+kind+" "+id+".")
+}
+
+// notFoundAs names the missing resource when err is the store's ErrNotFound.
+func notFoundAs(err error, kind, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(kind, id)
+	}
+	return err
+}

@@ -1,0 +1,28 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+)
+
+const headerRequestID = "X-Request-Id"
+
+type requestIDKey struct{}
+
+func withRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// requestIDFrom returns the id that names this request in responses and logs.
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// newRequestID is random rather than sequential so ids from several replicas never collide.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+// tripSortFields are the sort keys of trips, in the spelling of the `sort` parameter.
+var tripSortFields = []string{"created_at", "pickup_time", "fare"}
+
+const defaultTripSort = "-created_at"
+
+const defaultLimit = 20
+
+// tripListRequest is what both trip list operations ask, once the path and the caller are known.
+type tripListRequest struct {
+	route           string
+	limit           *int32
+	cursor          *string
+	status          *gen.TripStatus
+	city            *string
+	driverID        *string
+	createdAfter    *time.Time
+	createdBefore   *time.Time
+	pickupTimeAfter *time.Time
+	sort            *[]gen.TripSortKey
+	fields          *[]gen.TripField
+}
+
+// ListTrips lists the trips the caller may see.
+func (s *Server) ListTrips(ctx context.Context, req gen.ListTripsRequestObject) (gen.ListTripsResponseObject, error) {
+	p := req.Params
+	list, err := s.listTrips(ctx, tripListRequest{
+		route: "/v1/trips", limit: p.Limit, cursor: p.Cursor, status: p.Status, city: p.City,
+		driverID: p.DriverId, createdAfter: p.CreatedAfter, createdBefore: p.CreatedBefore,
+		pickupTimeAfter: p.PickupTimeAfter, sort: p.Sort, fields: p.Fields,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListTrips200JSONResponse{Body: list}, nil
+}
+
+// ListDriverTrips lists one driver's trips, for that driver or an admin.
+func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsRequestObject) (gen.ListDriverTripsResponseObject, error) {
+	caller := principalFrom(ctx)
+	if !caller.IsAdmin() && !caller.Is(RoleDriver, req.DriverId) {
+		return nil, forbidden("Only the driver themself or an admin may list a driver's trips.")
+	}
+	if _, err := s.driver(ctx, req.DriverId); err != nil {
+		return nil, err
+	}
+	p := req.Params
+	list, err := s.listTrips(ctx, tripListRequest{
+		route: "/v1/drivers/" + req.DriverId + "/trips", limit: p.Limit, cursor: p.Cursor,
+		status: p.Status, city: p.City, driverID: &req.DriverId, createdAfter: p.CreatedAfter,
+		createdBefore: p.CreatedBefore, pickupTimeAfter: p.PickupTimeAfter, sort: p.Sort, fields: p.Fields,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListDriverTrips200JSONResponse{Body: list}, nil
+}
+
+// GetTrip returns one trip to its rider, its driver or an admin.
+func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen.GetTripResponseObject, error) {
+	fields, err := parseTripFields(req.Params.Fields)
+	if err != nil {
+		return nil, err
+	}
+	trip, err := s.visibleTrip(ctx, req.TripId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetTrip200JSONResponse{Body: tripView(trip, fields)}, nil
+}
+
+// visibleTrip loads a trip the caller may see: 404 when absent, 403 when someone else's.
+func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error) {
+	if !ride.ValidID(ride.PrefixTrip, id) {
+		return store.Trip{}, notFound("trip", id)
+	}
+	trip, err := s.store.TripByID(ctx, id)
+	if err != nil {
+		return store.Trip{}, notFoundAs(err, "trip", id)
+	}
+	if !canSeeTrip(principalFrom(ctx), trip) {
+		return store.Trip{}, forbidden("This trip belongs to another rider or driver.")
+	}
+	return trip, nil
+}
+
+func canSeeTrip(p Principal, t store.Trip) bool {
+	return p.IsAdmin() || p.Is(RoleRider, t.RiderID) || p.Is(RoleDriver, t.DriverID)
+}
+
+func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {
+	caller := principalFrom(ctx)
+	limit := defaultLimit
+	if req.limit != nil {
+		limit = int(*req.limit)
+	}
+	sortSpec := defaultTripSort
+	if req.sort != nil {
+		keys := make([]string, len(*req.sort))
+		for i, k := range *req.sort {
+			keys[i] = string(k)
+		}
+		sortSpec = strings.Join(keys, ",")
+	}
+	sortKeys, err := ride.ParseSort(sortSpec, tripSortFields)
+	if err != nil {
+		return gen.TripList{}, err
+	}
+	fields, err := parseTripFields(req.fields)
+	if err != nil {
+		return gen.TripList{}, err
+	}
+
+	filter := store.TripFilter{
+		Status:          string(deref(req.status)),
+		City:            deref(req.city),
+		DriverID:        deref(req.driverID),
+		CreatedAfter:    req.createdAfter,
+		CreatedBefore:   req.createdBefore,
+		PickupTimeAfter: req.pickupTimeAfter,
+	}
+	// A rider or driver sees their own trips only; the filter makes that a range of an index.
+	switch caller.Role {
+	case RoleRider:
+		filter.RiderID = caller.Subject
+	case RoleDriver:
+		if filter.DriverID != "" && filter.DriverID != caller.Subject {
+			return emptyTripList(), nil
+		}
+		filter.DriverID = caller.Subject
+	}
+
+	query := ride.QueryKey(req.route, filter.Status, filter.City, deref(req.driverID),
+		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
+		sortSpec, caller.Role, caller.Subject, caller.Account)
+	params := store.TripListParams{Filter: filter, Sort: storeSort(sortKeys), Limit: limit}
+	if req.cursor != nil {
+		cur, err := s.cursors.Decode(*req.cursor, query)
+		if err != nil {
+			return gen.TripList{}, err
+		}
+		if len(cur.Values) != len(sortKeys) {
+			return gen.TripList{}, ride.ErrInvalidCursor
+		}
+		keyset := &store.Keyset{Values: cur.Values, ID: cur.ID}
+		if cur.Backward {
+			params.Before = keyset
+		} else {
+			params.After = keyset
+		}
+	}
+
+	page, err := s.store.ListTrips(ctx, params)
+	if err != nil {
+		return gen.TripList{}, err
+	}
+	list := gen.TripList{Data: make([]gen.Trip, len(page.Trips))}
+	for i, t := range page.Trips {
+		list.Data[i] = tripView(t, fields)
+	}
+	list.Pagination = gen.Pagination{HasMore: page.MoreAfter, Count: int32(len(page.Trips))}
+	if n := len(page.Trips); n > 0 {
+		if page.MoreAfter {
+			last := page.Trips[n-1].Keyset(params.Sort)
+			next := s.cursors.Encode(ride.Cursor{Values: last.Values, ID: last.ID}, query)
+			list.Pagination.NextCursor = &next
+		}
+		if page.MoreBefore {
+			first := page.Trips[0].Keyset(params.Sort)
+			prev := s.cursors.Encode(ride.Cursor{Backward: true, Values: first.Values, ID: first.ID}, query)
+			list.Pagination.PrevCursor = &prev
+		}
+	}
+	return list, nil
+}
+
+func emptyTripList() gen.TripList {
+	return gen.TripList{Data: []gen.Trip{}, Pagination: gen.Pagination{}}
+}
+
+func storeSort(keys []ride.SortKey) []store.SortKey {
+	out := make([]store.SortKey, len(keys))
+	for i, k := range keys {
+		out[i] = store.SortKey{Field: store.SortField(k.Field), Desc: k.Desc}
+	}
+	return out
+}
+
+// timeKey renders a time filter for the cursor's query binding; absent and present differ.
+func timeKey(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// tripFieldSet is the set of members a sparse representation keeps; nil keeps all.
+type tripFieldSet map[gen.TripField]bool
+
+func parseTripFields(fields *[]gen.TripField) (tripFieldSet, error) {
+	if fields == nil {
+		return nil, nil
+	}
+	set := tripFieldSet{}
+	for _, f := range *fields {
+		set[f] = true
+	}
+	return set, nil
+}
+
+// tripView is the public projection of a stored trip. Internal columns (route, matching score,
+// payout, cost) have no member here, so they cannot leak.
+func tripView(t store.Trip, keep tripFieldSet) gen.Trip {
+	view := gen.Trip{Id: t.ID, Status: gen.TripStatus(t.Status)}
+	want := func(f gen.TripField) bool { return keep == nil || keep[f] }
+	if want(gen.TripFieldRideType) {
+		rt := gen.RideType(t.RideType)
+		view.RideType = &rt
+	}
+	if want(gen.TripFieldCity) {
+		view.City = ptr(t.City)
+	}
+	if want(gen.TripFieldRiderId) {
+		view.RiderId = ptr(t.RiderID)
+	}
+	if want(gen.TripFieldDriverSummary) {
+		view.DriverSummary = &gen.DriverSummary{
+			Id: t.Driver.ID, Name: t.Driver.Name, Rating: ptr(t.Driver.Rating), Photo: nonEmpty(t.Driver.Photo),
+		}
+	}
+	if want(gen.TripFieldPickup) {
+		view.Pickup = &gen.Location{Lat: t.PickupLat, Lng: t.PickupLng, Address: t.PickupAddress}
+	}
+	if want(gen.TripFieldDropoff) {
+		view.Dropoff = &gen.Location{Lat: t.DropoffLat, Lng: t.DropoffLng, Address: t.DropoffAddress}
+	}
+	if want(gen.TripFieldPickupTime) {
+		view.PickupTime = utc(t.PickupTime)
+	}
+	if want(gen.TripFieldFare) {
+		view.Fare = &gen.Money{Total: t.FareTotal, Currency: t.FareCurrency}
+	}
+	if want(gen.TripFieldEtaMinutes) && t.ETAMinutes != nil {
+		eta := int32(*t.ETAMinutes)
+		view.EtaMinutes = &eta
+	}
+	if want(gen.TripFieldCreatedAt) {
+		view.CreatedAt = utc(t.CreatedAt)
+	}
+	if want(gen.TripFieldUpdatedAt) {
+		view.UpdatedAt = utc(t.UpdatedAt)
+	}
+	if want(gen.TripFieldCompletedAt) && t.CompletedAt != nil {
+		view.CompletedAt = utc(*t.CompletedAt)
+	}
+	if want(gen.TripFieldCancelledAt) && t.CancelledAt != nil {
+		view.CancelledAt = utc(*t.CancelledAt)
+	}
+	return view
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func utc(t time.Time) *time.Time {
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
+
+	"github.com/rideapi/ride/gen"
+)
+
+// operationInfo is what the gate precomputes per operation, so a request pays for a map
+// lookup instead of walking the document.
+type operationInfo struct {
+	id           string
+	needsAuth    bool
+	queryParams  map[string]bool
+	produces     []string // media types of the success responses, for Accept negotiation
+	cacheControl string
+}
+
+// gate checks every request against openapi/ride.yaml before a handler runs: the route
+// exists, the caller is authenticated where the document asks for it, no unknown query
+// parameter is present, the Accept header admits the answer, and every parameter and body
+// member matches its schema.
+type gate struct {
+	doc        *openapi3.T
+	router     routers.Router
+	operations map[*openapi3.Operation]*operationInfo
+	auth       *authenticator
+	options    *openapi3filter.Options
+}
+
+func newGate(auth *authenticator) (*gate, error) {
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
+	}
+	// Route on paths alone: the servers list names example hosts, not where we run.
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build OpenAPI router: %w", err)
+	}
+	g := &gate{
+		doc:        doc,
+		router:     router,
+		operations: map[*openapi3.Operation]*operationInfo{},
+		auth:       auth,
+		options: &openapi3filter.Options{
+			MultiError:         true,
+			KeepValidatedValue: true,
+			// Authentication ran before validation (401 beats 400); the filter need not repeat it.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		},
+	}
+	for path, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			g.operations[op] = describeOperation(doc, path, item, op)
+		}
+	}
+	return g, nil
+}
+
+func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
+	info := &operationInfo{id: op.OperationID, queryParams: map[string]bool{}}
+	security := doc.Security
+	if op.Security != nil {
+		security = *op.Security
+	}
+	info.needsAuth = len(security) > 0
+	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, p := range params {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+				info.queryParams[p.Value.Name] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for code, resp := range op.Responses.Map() {
+		if !strings.HasPrefix(code, "2") || resp.Value == nil {
+			continue
+		}
+		for mediaType := range resp.Value.Content {
+			if !seen[mediaType] {
+				seen[mediaType] = true
+				info.produces = append(info.produces, mediaType)
+			}
+		}
+	}
+	sort.Strings(info.produces)
+	info.cacheControl = cachePolicy(path)
+	return info
+}
+
+type operationKey struct{}
+
+// operationFrom tells later layers (caching, logging, rate limits) which operation runs.
+func operationFrom(ctx context.Context) *operationInfo {
+	info, _ := ctx.Value(operationKey{}).(*operationInfo)
+	return info
+}
+
+func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		route, pathParams, err := g.router.FindRoute(req)
+		if err != nil {
+			return g.routeError(req, err)
+		}
+		info := g.operations[route.Operation]
+		ctx := context.WithValue(req.Context(), operationKey{}, info)
+
+		if info.needsAuth {
+			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization))
+			if err != nil {
+				return err
+			}
+			ctx = withPrincipal(ctx, principal)
+		}
+		req = req.WithContext(ctx)
+		c.SetRequest(req)
+
+		if err := rejectUnknownQuery(req, info); err != nil {
+			return err
+		}
+		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
+			return newAPIError(http.StatusNotAcceptable, codeNotAcceptable,
+				"This operation answers "+strings.Join(info.produces, " or ")+".")
+		}
+		input := &openapi3filter.RequestValidationInput{
+			Request:    req,
+			PathParams: pathParams,
+			Route:      route,
+			Options:    g.options,
+		}
+		if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+			return validationProblem(err)
+		}
+		return next(c)
+	}
+}
+
+func (g *gate) routeError(req *http.Request, err error) error {
+	if errors.Is(err, routers.ErrMethodNotAllowed) {
+		p := newAPIError(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			req.Method+" is not supported on this path.")
+		p.Header = http.Header{"Allow": {strings.Join(g.allowedMethods(req), ", ")}}
+		return p
+	}
+	return newAPIError(http.StatusNotFound, codeNotFound, "No route "+req.URL.Path+".")
+}
+
+// allowedMethods lists the methods of the path item that matches req, for the Allow header.
+func (g *gate) allowedMethods(req *http.Request) []string {
+	var methods []string
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = method
+		if _, _, err := g.router.FindRoute(probe); err == nil {
+			methods = append(methods, method)
+			if method == http.MethodGet {
+				methods = append(methods, http.MethodHead)
+			}
+		}
+	}
+	return methods
+}
+
+func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
+	var fields []gen.ProblemFieldError
+	for name := range req.URL.Query() {
+		if !info.queryParams[name] {
+			fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: "unknown parameter"})
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
+	return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+		Detail: "The request has query parameters this operation does not define.", Fields: fields}
+}
+
+// acceptable reports whether any media range of the Accept header admits one of produces.
+// No Accept header admits everything.
+func acceptable(accept []string, produces []string) bool {
+	if len(accept) == 0 || len(produces) == 0 {
+		return true
+	}
+	for _, header := range accept {
+		for _, part := range strings.Split(header, ",") {
+			mediaRange, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			if q, ok := params["q"]; ok && strings.Trim(q, "0.") == "" {
+				continue // q=0 excludes the range
+			}
+			for _, produced := range produces {
+				if mediaMatches(mediaRange, produced) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func mediaMatches(mediaRange, mediaType string) bool {
+	if mediaRange == "*/*" || mediaRange == mediaType {
+		return true
+	}
+	if major, ok := strings.CutSuffix(mediaRange, "/*"); ok {
+		return strings.HasPrefix(mediaType, major+"/")
+	}
+	return false
+}
+
+// validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names
+// every invalid input.
+func validationProblem(err error) error {
+	var httpErr *echo.HTTPError
+	if errors.As(err, &httpErr) {
+		return httpErr // the body limit tripped while the validator read the body
+	}
+	var fields []gen.ProblemFieldError
+	var unsupported, malformed bool
+	var walk func(error)
+	walk = func(err error) {
+		// A RequestError may wrap a MultiError of schema errors: take it before unwrapping
+		// further, or the parameter it names is lost.
+		reqErr, isReqErr := err.(*openapi3filter.RequestError)
+		if !isReqErr {
+			var multi openapi3.MultiError
+			if errors.As(err, &multi) {
+				for _, e := range multi {
+					walk(e)
+				}
+				return
+			}
+			if !errors.As(err, &reqErr) {
+				fields = append(fields, gen.ProblemFieldError{Location: "request", Message: err.Error()})
+				return
+			}
+		}
+		switch {
+		case reqErr.Parameter != nil:
+			location := reqErr.Parameter.In + "." + reqErr.Parameter.Name
+			fields = append(fields, parameterFindings(location, reqErr.Err, reqErr.Reason)...)
+		case strings.HasPrefix(reqErr.Reason, "header Content-Type has unexpected value"):
+			unsupported = true
+		case reqErr.Reason == "failed to decode request body":
+			malformed = true
+		default:
+			fields = append(fields, schemaFindings("body", reqErr.Err, reqErr.Reason)...)
+		}
+	}
+	walk(err)
+
+	switch {
+	case unsupported:
+		return newAPIError(http.StatusUnsupportedMediaType, codeUnsupportedMediaType, "Send the body as application/json.")
+	case malformed:
+		return newAPIError(http.StatusBadRequest, codeMalformedJSON, "The body is not valid JSON.")
+	}
+	code, detail := codeInvalidRequest, "The request does not match the API description; see errors[]."
+	if onlyAt(fields, "query.limit") {
+		code, detail = codeInvalidLimit, "limit must be an integer between 1 and 100."
+	} else if onlyAt(fields, "query.cursor") {
+		code, detail = codeInvalidCursor, "The cursor is malformed."
+	}
+	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
+}
+
+func onlyAt(fields []gen.ProblemFieldError, location string) bool {
+	for _, f := range fields {
+		if f.Location != location {
+			return false
+		}
+	}
+	return len(fields) > 0
+}
+
+// parameterFindings names the parameter itself; an item's position goes into the message.
+func parameterFindings(location string, err error, reason string) []gen.ProblemFieldError {
+	findings := schemaFindings(location, err, reason)
+	for i, f := range findings {
+		if item, ok := strings.CutPrefix(f.Location, location+"."); ok {
+			findings[i] = gen.ProblemFieldError{Location: location, Message: "item " + item + ": " + f.Message}
+		}
+	}
+	return findings
+}
+
+// schemaFindings flattens a schema error tree into one entry per failing member.
+func schemaFindings(location string, err error, reason string) []gen.ProblemFieldError {
+	var multi openapi3.MultiError
+	if errors.As(err, &multi) {
+		var out []gen.ProblemFieldError
+		for _, e := range multi {
+			out = append(out, schemaFindings(location, e, reason)...)
+		}
+		return out
+	}
+	var schemaErr *openapi3.SchemaError
+	if errors.As(err, &schemaErr) {
+		if pointer := schemaErr.JSONPointer(); len(pointer) > 0 {
+			location += "." + strings.Join(pointer, ".")
+		}
+		return []gen.ProblemFieldError{{Location: location, Message: schemaErr.Reason}}
+	}
+	message := reason
+	if err != nil {
+		message = err.Error()
+	}
+	if message == "" {
+		message = "invalid"
+	}
+	return []gen.ProblemFieldError{{Location: location, Message: message}}
+}
