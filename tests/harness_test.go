@@ -1,0 +1,274 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
+)
+
+// Harness is one running server on one engine, shared by the specs of that engine. Specs
+// isolate themselves by creating their own cities, drivers and riders.
+type Harness struct {
+	Engine string
+	URL    string
+	Store  *store.Store
+	// Admin is an admin key of the default account.
+	Admin string
+
+	httpServer *httptest.Server
+	closeDB    func()
+}
+
+var (
+	harnesses = map[string]*Harness{}
+	validator struct {
+		doc    *openapi3.T
+		router routers.Router
+	}
+)
+
+// engineNames is known when the spec tree is built, before BeforeSuite runs.
+func engineNames() []string {
+	names := []string{"sqlite"}
+	if os.Getenv("TEST_DATABASE_URL") != "" {
+		names = append(names, "postgres")
+	}
+	return names
+}
+
+// harnessFor returns the engine's harness, made on first use: spec files declare their trees
+// while package variables initialise, before any init function runs.
+func harnessFor(name string) *Harness {
+	if harnesses[name] == nil {
+		harnesses[name] = &Harness{Engine: name}
+	}
+	return harnesses[name]
+}
+
+// ForEachEngine declares the same specs once per engine.
+func ForEachEngine(text string, body func(h *Harness)) bool {
+	for _, name := range engineNames() {
+		h := harnessFor(name)
+		Describe(text+" ["+name+"]", Label(name), func() { body(h) })
+	}
+	return true
+}
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	doc, err := gen.GetSwagger()
+	Expect(err).NotTo(HaveOccurred())
+	doc.Servers = nil
+	validator.doc = doc
+	validator.router, err = gorillamux.NewRouter(doc)
+	Expect(err).NotTo(HaveOccurred())
+
+	for name, h := range harnesses {
+		var url string
+		switch name {
+		case "sqlite":
+			url = "sqlite://" + filepath.Join(GinkgoT().TempDir(), "ride.db")
+		case "postgres":
+			// CI sets TEST_DATABASE_URL: an unreachable server fails the suite, never skips it.
+			var err error
+			url, h.closeDB, err = storetest.NewPostgresDatabase(ctx, os.Getenv("TEST_DATABASE_URL"))
+			Expect(err).NotTo(HaveOccurred())
+		}
+		h.start(ctx, url)
+	}
+}, NodeTimeout(2*time.Minute))
+
+var _ = AfterSuite(func() {
+	for _, h := range harnesses {
+		if h.httpServer != nil {
+			h.httpServer.Close()
+		}
+		if h.Store != nil {
+			_ = h.Store.Close()
+		}
+		if h.closeDB != nil {
+			h.closeDB()
+		}
+	}
+})
+
+func (h *Harness) start(ctx context.Context, url string) {
+	st, err := store.Open(ctx, url)
+	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
+	Expect(st.Migrate(ctx)).To(Succeed())
+	h.Store = st
+	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
+	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(cfg, server.Deps{Store: st, Logger: logger})
+	Expect(err).NotTo(HaveOccurred())
+	h.httpServer = httptest.NewServer(srv)
+	h.URL = h.httpServer.URL
+	h.Admin = h.Key(server.RoleAdmin, "")
+}
+
+// Key creates an API key of the default account.
+func (h *Harness) Key(role, subject string) string {
+	return h.KeyIn(role, subject, server.DefaultAccount)
+}
+
+// KeyIn creates an API key of the given account.
+func (h *Harness) KeyIn(role, subject, account string) string {
+	secret, err := server.NewAPIKey(context.Background(), h.Store, role, subject, account, time.Now())
+	Expect(err).NotTo(HaveOccurred())
+	return secret
+}
+
+// Response is an answer the harness has already validated against the document.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic value, for assertions on exact members.
+func (r *Response) JSON() map[string]any {
+	var v map[string]any
+	ExpectWithOffset(1, json.Unmarshal(r.Body, &v)).To(Succeed(), "body: %s", r.Body)
+	return v
+}
+
+// Decode decodes the body into v.
+func (r *Response) Decode(v any) {
+	ExpectWithOffset(1, json.Unmarshal(r.Body, v)).To(Succeed(), "body: %s", r.Body)
+}
+
+// Problem decodes a problem+json body.
+func (r *Response) Problem() gen.Problem {
+	ExpectWithOffset(1, r.Header.Get("Content-Type")).To(Equal("application/problem+json"), "body: %s", r.Body)
+	var p gen.Problem
+	ExpectWithOffset(1, json.Unmarshal(r.Body, &p)).To(Succeed())
+	return p
+}
+
+// Request is one call; zero fields are left out.
+type Request struct {
+	Method string
+	Path   string
+	Key    string
+	Body   any // encoded as JSON unless []byte or string
+	Header map[string]string
+}
+
+// GET calls path with a key.
+func (h *Harness) GET(path, key string) *Response {
+	return h.Do(Request{Method: http.MethodGet, Path: path, Key: key})
+}
+
+// Do sends a request and validates the answer against openapi/ride.yaml.
+func (h *Harness) Do(r Request) *Response {
+	GinkgoHelper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	case string:
+		body = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		Expect(err).NotTo(HaveOccurred())
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(r.Method, h.URL+r.Path, body)
+	Expect(err).NotTo(HaveOccurred())
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.Key != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Key)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	Expect(err).NotTo(HaveOccurred())
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: data}
+	Expect(validateResponse(req, out)).To(Succeed(), "%s %s answered %d %s", r.Method, r.Path, res.StatusCode, data)
+	Expect(res.Header.Get("X-Request-Id")).To(HavePrefix("req_"), "every response carries X-Request-Id")
+	Expect(leaks(data)).To(Succeed(), "%s %s leaks internal data", r.Method, r.Path)
+	return out
+}
+
+var validateMu sync.Mutex
+
+// validateResponse checks an answer against the operation the request matches, or, for a
+// request the document has no operation for, checks it is a problem+json error.
+func validateResponse(req *http.Request, res *Response) error {
+	lookup := req.Clone(context.Background())
+	if lookup.Method == http.MethodHead {
+		lookup.Method = http.MethodGet
+	}
+	lookup.URL, _ = url.Parse(req.URL.String())
+	route, pathParams, err := validator.router.FindRoute(lookup)
+	if err != nil {
+		if res.Status != http.StatusNotFound && res.Status != http.StatusMethodNotAllowed {
+			return fmt.Errorf("no operation for %s %s, yet the answer is %d", req.Method, req.URL.Path, res.Status)
+		}
+		return validateProblem(res)
+	}
+	if res.Status >= 400 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+		if err := validateProblem(res); err != nil {
+			return err
+		}
+		if res.Status == http.StatusMethodNotAllowed || res.Status == http.StatusRequestEntityTooLarge || res.Status == http.StatusUnsupportedMediaType {
+			return nil // answers of the transport, not of one operation
+		}
+	}
+	input := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: lookup, PathParams: pathParams, Route: route,
+		},
+		Status: res.Status,
+		Header: res.Header,
+		Body:   io.NopCloser(bytes.NewReader(res.Body)),
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+			ExcludeResponseBody:   req.Method == http.MethodHead,
+		},
+	}
+	validateMu.Lock()
+	defer validateMu.Unlock()
+	return openapi3filter.ValidateResponse(context.Background(), input)
+}
+
+func validateProblem(res *Response) error {
+	if ct := res.Header.Get("Content-Type"); ct != "application/problem+json" {
+		return fmt.Errorf("error answer has Content-Type %q, want application/problem+json", ct)
+	}
+	var v any
+	if err := json.Unmarshal(res.Body, &v); err != nil {
+		return fmt.Errorf("problem body is not JSON: %w", err)
+	}
+	return validator.doc.Components.Schemas["Problem"].Value.VisitJSON(v)
+}
