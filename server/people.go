@@ -38,7 +38,7 @@ func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (g
 	if !ride.ValidID(ride.PrefixRider, req.RiderId) {
 		return nil, notFound("rider", req.RiderId)
 	}
-	r, err := s.store.RiderByID(ctx, req.RiderId)
+	r, err := s.storeFor(ctx).RiderByID(ctx, req.RiderId)
 	if err != nil {
 		return nil, notFoundAs(err, "rider", req.RiderId)
 	}
@@ -51,7 +51,7 @@ func (s *Server) driver(ctx context.Context, id string) (store.Driver, error) {
 	if !ride.ValidID(ride.PrefixDriver, id) {
 		return store.Driver{}, notFound("driver", id)
 	}
-	d, err := s.store.DriverByID(ctx, id)
+	d, err := s.storeFor(ctx).DriverByID(ctx, id)
 	if err != nil {
 		return store.Driver{}, notFoundAs(err, "driver", id)
 	}

@@ -85,7 +85,7 @@ func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error)
 	if !ride.ValidID(ride.PrefixTrip, id) {
 		return store.Trip{}, notFound("trip", id)
 	}
-	trip, err := s.store.TripByID(ctx, id)
+	trip, err := s.storeFor(ctx).TripByID(ctx, id)
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
 	}
@@ -161,7 +161,7 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		}
 	}
 
-	page, err := s.store.ListTrips(ctx, params)
+	page, err := s.storeFor(ctx).ListTrips(ctx, params)
 	if err != nil {
 		return gen.TripList{}, err
 	}
