@@ -406,6 +406,12 @@ type DriverId = string
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
 
+// IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
+type IdempotencyKey = string
+
+// IdempotencyKeyRequired Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
+type IdempotencyKeyRequired = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -437,6 +443,9 @@ type TripStatusFilter = TripStatus
 // BadRequest An RFC 9457 problem details object.
 type BadRequest = Problem
 
+// Conflict An RFC 9457 problem details object.
+type Conflict = Problem
+
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
 
@@ -449,6 +458,12 @@ type NotAcceptable = Problem
 // NotFound An RFC 9457 problem details object.
 type NotFound = Problem
 
+// PayloadTooLarge An RFC 9457 problem details object.
+type PayloadTooLarge = Problem
+
+// PreconditionFailed An RFC 9457 problem details object.
+type PreconditionFailed = Problem
+
 // ServiceUnavailable An RFC 9457 problem details object.
 type ServiceUnavailable = Problem
 
@@ -457,6 +472,12 @@ type TooManyRequests = Problem
 
 // Unauthorized An RFC 9457 problem details object.
 type Unauthorized = Problem
+
+// UnprocessableEntity An RFC 9457 problem details object.
+type UnprocessableEntity = Problem
+
+// UnsupportedMediaType An RFC 9457 problem details object.
+type UnsupportedMediaType = Problem
 
 // GetDriverParams defines parameters for GetDriver.
 type GetDriverParams struct {
@@ -1064,6 +1085,16 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 	Headers BadRequestResponseHeaders
 }
 
+type ConflictResponseHeaders struct {
+	RetryAfter *int
+	XRequestId string
+}
+type ConflictApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers ConflictResponseHeaders
+}
+
 type ForbiddenResponseHeaders struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
@@ -1120,6 +1151,24 @@ type NotModifiedResponse struct {
 	Headers NotModifiedResponseHeaders
 }
 
+type PayloadTooLargeResponseHeaders struct {
+	XRequestId string
+}
+type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers PayloadTooLargeResponseHeaders
+}
+
+type PreconditionFailedResponseHeaders struct {
+	XRequestId string
+}
+type PreconditionFailedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers PreconditionFailedResponseHeaders
+}
+
 type ServiceUnavailableResponseHeaders struct {
 	XRequestId string
 }
@@ -1150,6 +1199,24 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnauthorizedResponseHeaders
+}
+
+type UnprocessableEntityResponseHeaders struct {
+	XRequestId string
+}
+type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnprocessableEntityResponseHeaders
+}
+
+type UnsupportedMediaTypeResponseHeaders struct {
+	XRequestId string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
 }
 
 type GetHealthRequestObject struct {
@@ -2918,110 +2985,125 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcttGlvCrnEKmKlJ9IEWJlB1R9f1QPE7GM7bjspR4tkyv0AQOyQ6BbqS7QZnxqGp+7QPsvsM8WJ5k",
-	"63Q3QIAEKcrOZbLRn1gS+nL69LlfOh+CWGa5FCiMDoYfghmyBJX98QmLZ/hECqNkSr8nqGPFc8OlCIZB",
-	"lCu+YAZDyNj7Dpvi/++FkBXadBQuWMoTZjCCiVRgFM91CIrTwsBEAinXRp/D5hKPem5KovgCFeRKTniK",
-	"uhuEgcIfCq4wCYZGFRgGOp5hxggufM+yPMVgGOwBUhAGZpnTYG0UF9Pg9jYMnl6x6eYJL42SYgp+plQg",
-	"J2BmCPiexQYU5go1CsNoONBP+4I5CvqTE3YWH48fJwM8nTzqjYJWuF4zg895xo39TwuE/EcsoYpZmqL6",
-	"XIORcxQwLuI5Gof/Gdcw5yKhoQQfagMHClmiQSq4UdygPuzCJQoDUgArzAyF4TEzmAAT+obu7WbGUwTF",
-	"DEJK0GhgCkEKOnTLIU96vepEXBicomoe6TVmjAs66caxrugEGlKcGODCns4dZ8tex2dnd+2lsQ19GEuR",
-	"aCiE4WltG+AaJkWaApsyLkJQshAJJlDk2wBo3x6NWl5MDKrtWxsJN4wbGONEKgRFU7iY7klJ7ft+x9Ry",
-	"c8eL9IYtNUQXhZlJxX+0ZBuFoCXoGVOYQEz8rkEgsV7G33uS2pv7Giu30vObN28uasTVcvMzrJOfZSza",
-	"CQlRhUY4iL5EplBFh/tC5ca3gvP3144ZniWbkDxLCIYJR+34h3BBxCgLBamc6nP4oZAGgRu4maGAWArD",
-	"YsPFFHSR51LtLQ0U/nB9OjkZfxEfJ2fYZ4Pxo7gF3NswyJliGZpSPHPTcs3fiHTpJK5jHQKdmyUcMPev",
-	"TguCMJ4B0xBpJjoTxUTMdSyjwy5cCCjEXMgb4YZP+QJJZgNmuVlawU3n4rTVDwWqZRAGgmUEKY1vZ4+g",
-	"sU0QBhl7/xzF1MyC4aNBGGRclL8et93TE4UkirawUu3EsRsINDc26RIYTXFY4EIbJgwcvP7qCfT7/bPD",
-	"rQdxq1zbyY0TTaTKmAmGAWmSjuFZuzrx8H5pefp+AHs58JEQu9kfBXKhtGxB7oUAmbMfCoSxlPOMqfkQ",
-	"opxNubDc2RX43lzHdnJEyqT+LVe4WH2bAAP6C5eFHomcTSvNpVmGYE/UhQswLMvRiiM7M6RVpUDgWheY",
-	"WIUmzQwVTHhKrEASTBmQaiScvApJfDuthQkMej2IuLBKvASmOxLbEOnQUEdgjVZPj0/uJtY/W9OlTaSQ",
-	"cHOGzecaeClfFBxEiVpc//TPf0WrC86Zma3ASso195MotBw7GffjQXKKjyaPpyezPh98fzp/lD7OToJd",
-	"UH9lkbqTZi0wAsZLR6UOtobk8NbbPWSHm3HNk22o30dMPJu8lAJfMBPPWgmZrDyYKJlZmJhKCfmOUM6d",
-	"EOcGtOFpChktgjq09OmGEFX1ewO44WYmCwMMxjJZVgdydvPqRM8mHYKm48Cpn2oT8C3W3SviEc1/xBCO",
-	"Sf8d93qE5qWn/wVLC9xO69ZIi7Yh3H5tgJXghBWpIcstXEkNLkz/xElsnhVZMDwmuy7jwv/WaoC84vG8",
-	"yK94hneL7JzHc2tawQHZ/YXV9GM8/EQZnlsQrknefbwcf00eyzZOtu7MOiOrRO1kZOVX3NMySNS1OJH9",
-	"fPDDqXqkH5uTor8Y3Jy+f7R8/GM7H18pnn/FMU30JtRPZJaxjkYyI0jpGJl3UlxgCjQLMszGZOgbSWZo",
-	"oQTZDDpnSuOas3PYhYgnEblyIxFpw0yhI+sOMGdkuvmYNKSCWx8IE+tU6wQyvs9TmWAwnLBUY/u9TtzZ",
-	"6vjiBjN72j8pnATD4LOjlUd75Ibpowovwa0l32du0op+mVJsSR+1WVrkE40EHqPbaIBIeJ0EjMp3koBx",
-	"6+1HAbTYrD8/yQbiNH/0w2P1hT4zJ4v+zeD96fLRVgq4lMrcff9Wb85xqUNiPyPBzBRiCMjIOjSQSU3+",
-	"YIznwCBFlpBxG3UiyJAJPRK0Ogr6axdKbABPwtJnm3Cl7Qafa0i4wpjgCGGskM01GI66C392Umckok5l",
-	"dpmoC08dCoZQ/3s4YQqj/YmFDvhxpEII/BtaesjYe08s/Y+gnEvLHHto1dJYd9y0Tay5r40z3XkUN8U6",
-	"EAp1LoVGi4MvWeL9H/qN/BcU9keW56n3vo5yJccpZv/ve00A10iTZiRO8Nf0TRAGCRrG01LF2PALjBHG",
-	"aG4QBRzbABCpMrpEpSQ5M28/BKl0O5Zn7pbrZag1m9JOorACpFyxpNDjXi+4fef4CbUhI2KrU+XxNxzY",
-	"6AQ39r6euRNAuaO/16NExrpEgP6sec7bfa/glZvv8N+iRXw4hmvIWEqUg8mQLOXS1SPz10vOGdOWr25s",
-	"WIqgDMFpMhqkmJjiSBxUBoBfOgqtyQKRQ/bbd9FhCJGzDmhbsmXkxE2HgzXz4dBaQCPh7GIaXpnnUtHm",
-	"yKeiNssb2IfWaidY/3r5zcvG4eAgqn6+JqqKDh1D1wKPVdymU1lGbSj2M47WomT1wE+nEWXaa5HVjLWF",
-	"fAhpz0Vo9G0Y/L3jeazjdMiu2bVwhKWWr6Qa8yRBcQ/+/FmIco5LujPHFePCQMaWIKSBRDohdRBNStic",
-	"nnu4vPXLeyYMKsHSp8R1v+YFXoDVqCBdrErzxLG1Ayc6PHeBTpksIWZKcdQgJJTfdRds2NLJjDGL53Iy",
-	"WbvhT0HLS2ku4hhzw8alFvn16DpyW0fgoAOW2Di2kJBhwpkVqY7AZY7KhR9zJZMiRqJ5Ic01q4B/IPyt",
-	"N/yVLETya17uS+lCmgq1LFSM/rImBMfDPW29pxcyIa9lm4O7luCqB0asDIkaMY7IxlfOiZvKwEgN6WWG",
-	"bReEdkwDLX/oC7pEteAxfivYgvH015aXL6UBhSxZwkFUrEAg/aF+SQVxJeULJpb+r/o3MH0+15VVPi6S",
-	"qUsH6hyFgYOIPGdnG2OywoULUUVWc3ZszCsC7TJ8/3eFT+20d05eZUI/kSm+FcxnGfFX1jBhFcgiZwsX",
-	"co4JXLx6Zq1lyyP1tPmG1nnz5k1nPfe56+DrqdJPwlvlrbrEYaEUirglefhc3qCKmUZ4dvkNDE6OH0Ps",
-	"BwO5+9Znr4JThU6CMMiZIdMxGAb/+ZZ1fnz3oX/7p83AVJlhaAnMr3IieTFOeVxWfdBmuSJLzHAXsYh9",
-	"xnN7YnFjV558WmqkjLw08twJg1dMzdtG5zNpZHP4zJhcD4+O4kR0FU+w6z91Y5kdubPro91wdb/Pp0Et",
-	"Kl8o3rY5maxOHFS7D7pfPK5NTGRBeqQWzz+tRfNXFRsu1EJrLnDG4xTvYp3v/DAXZSoDm28Dm9GxKKzA",
-	"W60Zuht9V20rx99jbFbUcllkWWsxA4lqTy3ajSmTiT73xLTmU2GD3MBsiG2TnB5o45NoY+tNt93nX5Cl",
-	"pi0tR9w+xs/LfMDmLZUhuzra5Lw19F0Hx09rg+V5FWpsgUZyVwRFtJSx3AfPmABpB7EUZkXGRIdsIzKI",
-	"gCWJQq03AfcfmpAfwwum5mjg0oRwyQR81V4WUS+fWl1iykxjuf7j7uPHg7Odl3hWz9d1ztp4PF0jjM7x",
-	"yUl3cHw22Lnw8ReNle2vu0mEwHe7tV3LCylw2Zq4ZZkshC0Fy7iQCgpBbvtBTBLo0FUWpNs1V4seqSnA",
-	"XUKtUpS3YWCkYWmz+OqL07VM6aNB0Mox9dxoHR9uzXAFTxtaXlUFFZu4eTNDhXR6rg3kLl1sbC6B/rlh",
-	"6bzl8ITLdonqA+xyAjZRQutECTPMZpE3U8I7DhoGM6avs9bylytVYJlup10mMk3ljYu72DP49BGBv8ob",
-	"dVccP5YyRSasAF6Vn7Tlz7W2VU5lDcrEB6Vplt3qHIQt8zOurlMktAv9yXlbLi+3KcdXdS332NQd9nuX",
-	"vFgV+RAYVcbMVsJIlaBqQqYNc/Vkd8C2Rl917DTBrt1P6Cmilfa8QdzGlK+/egJng9PH4G1tcIkfDW56",
-	"G+El2CZytQ2ngRZsjteWhWv5VCNhTBJy5itNV5K0CvC0absyCVUXvS+ly1Duzql225Yr81TrwD9l8Qx8",
-	"7gO4yAtjMzJlyTCXAiaMp4VyJcx7pR89zm2y2gWPbzdTjfVc1/1rCcM2pTroDVqYfJOxfdasiVkDW6/C",
-	"/WHz2hVOkKQeuswzsYI7+ecaEhkXWRl5CiFaS8WNil6vHxM92Z8walLG2ugdhLIuj+lrecJwlWy1lNtA",
-	"+g5mqV1cS74Xm+SyySXpVuPECXsrSmgqcB1aQePSpQ4nZH95nIQQ5czMWj84L3Hzk63gs9E794nc5y6t",
-	"0ornZp524+KrxG2dVHbkcO+6nQozq6XbruE1T/Cqlea8jwJxyrQ+h1zxGDXomKXorDxu7wMFKbW3AcZS",
-	"yGxp7z+buFKC9yntuTrOaszG8W3xUCvh+8Kh7W5uVfCwb63Spp9739KhNl/ma8VihOdc7O1PnPV/CX+i",
-	"5jnWUNN291eK520o93U63mNccLxZVTBBWwGTj3yfAy5QlQV3Pg3P9Uj476S3mWsVWIuW2y4XnBibXrfG",
-	"TuRKlyJIpE25GV8JZbojEaFh1xkXhUFN/ElqIUVfDOOAjJmIMU3LP+U5MgVSpEu3upnhkv6aLl02fY2i",
-	"apP3p6mPCLfUAb/HRh9B8L5iVK8iBLuUajOcYKfLXE4md82rXEUyAlZ3tEljL9wH30riqg9D3zNTC0tw",
-	"XfqWN2zZkKaDe1vYE6buDMs4n6pFPty3sCz0FZX3QVitBrNVmzlEWHFIiDmQCm6YPlyVhJ7bQl1teMYM",
-	"1rp0rBlnbWLd8Ex2Egztc10aI7uOUCkQP0ldf7pwXdlb+5ZrhUGRJ/fkijYJuiMOsqqJbBOZVXGoF3ty",
-	"YstEnYHbWhaq69qzvnkd+WHZJ1KhdoOXK1pbsWmTmDztN1myIUYa2FsTS2FTHL5ruS466HOuTWuEqOxc",
-	"UDxvifqQv3yvUsM28z5v+Pw7vYXVyPXrt5A01tpGBGW1Y5tz5mtEqxO31oJCrRS0RgONC+k0fmteZ6f1",
-	"djv23233c1mx1FoOg08wXpKdZwNDNvQLL+QC9RBc9QYm8NN//TcwpfiCjvEP4OI6V3KqUGv4B1TkcT4S",
-	"1SCasW1Y4wMNrOitW9PlZb10Nc9ZHBMuWOprWj3eSjCDMCj3t/Wg1SZ1kq7Tc9M4rQ/ZQOF3q7j+ji4V",
-	"H6lvc+ZT5+CsthunRavgzdh8zbC8kktpaXNzrExwzW1/pbgVIZsKKfVptNXYxxdfPjk+6d8pGS1I5W6h",
-	"P0y54iaXkADHuFDcLC9tN6JFwdg2Fl4Upr3bpEwNWjuRrTdeDsH1JYJztOa4LF0scN1jtufJFW6SpGQ5",
-	"t6XavmMMOh0lbfA54yKqulLtNaz1O86MyV1Gk4uJLHOmLLbCzZcVk8qzABtkGQlPldaSE+ROb2Qngtb0",
-	"ubew/3J19cqu55MyNLkzYzy17ZGurmFY9oX7NEfZIB4CsX2l9nU4EmMp51xMdQg5W2Yk/0JQGCPPjesn",
-	"97meGxzPpJzr7kiMxGefwRMpFiisahqJDjy1tjy5s1Xlmy1jOVocR2TxT/j7LlwkCTd8gRDPmJii9jY2",
-	"NzMuYHE8rNokLDPDqlJM2yrJsU0IYBL6NlqFmVy4alm3YNIlUL6UCW1PB7UVsgdRPXvty2LBRhHcqG3R",
-	"NgKhObme+o4OffqiJcgWxTLByHU4RavQRlTvJ6fVmUiczl+Lc63qicmRoYu1fQPWy4GDqBYcII/GBhWk",
-	"4lMuuikztui3A1WTrT+lbzV0XKtL2G1Znrsf319BKyZqYf8lYywK4ad//uvQh5IxgfGSQF8lBVI0pnx8",
-	"IOFTbnQXXtoLcoaMmWFmIbIGs2tPAW9r35F+8EDuSkDQwlc8Q21Ylq/us9/vn1Vn5QK+vXriVst4rKSr",
-	"H6Fzx1xzKewq3/oSBIvdVZG4W1MhiSviA1pk0OvZ5m4GGdc6x9T4jklPmZqnKExqEeX6dbTzdonSp3a3",
-	"6C9PL/4cNZp1pPAucfT106sIlCwM+hwZEY0vP7B4LhvlynLTkisvGv3dI7FTMHq5VwnHC3saLqat5Rjz",
-	"8u6q1qJjC8ZIROv1F+U+ERk0jrBpdgl0jspuJAUMev0u/I1k7xhTW3lPSCXxOxIHVjgrR48kxugnJ5QP",
-	"Q2K7wqoQODC1jrHqfQvbOnRokcUEGSdEZyWayP7UI+GElk3wlC8xuFzFAlOZI0QfyM4jyViaebdRt17f",
-	"f/zTP//nuNeDA9/gBye9Q3KsliOx1kfY1j4INp+xteN3zOJ5I9th5EiQfuGiwHBnQ7CRMJV2AbrVVYPB",
-	"WBYicTFh3xUMB47MRqLZ8kt4cy2/h2BmzJS1uglwcw4FUYltz3cJXHdYt6A77EhsNAbDG5bOHTeRtkXT",
-	"GTONyRCUvLHth6iMk+YJWtMKkoL4F5hLVznWilmhcST0nOe5G60wd43e1i0I3ZVDgpg7fyKW2mi4mfl8",
-	"j+ucIgsgkbhSZywm1ixpQhdxjFpPitQzY6nUSNrbFpHo6RWbRiAXqGoPl4yXBrU1S8KRiL5jajmE5qMQ",
-	"LuJkn3/p+PdfhuDfVonsOyGJXc821FoS4GK9GnQk6ILRQNTvDeClNFBWm0brLbTW9k15jEJjzSh5pWSu",
-	"OBrnEjZNko1aCYMq07X0RGXS2HITpZ2JctztdXs0SuYoWM6DYdDv9rp9V8Y0s2bd0cyWKvxIP0/bXg05",
-	"6fVqgZ1cSboFUIWwOgUTW1AeK7S6jaVOGBpZuMc1JCSYo0jKzHRlPzxLgmHwNRpfKbHWrHXS6+0od7tf",
-	"mZvfYUsFZHkgkqMpX+DPWNs5cIdom1Id9qjWlnYbBqf7TGn2WtTN9WD49l0YVEHC4DlfoKDT2aoTMpLZ",
-	"VJNH8AINC97R1CNb9XrX9fvgFclekhCVbKa7zvi0NAlnbIFEGudw2uu7MPIN1+gVcypZAmOWkvumnC7V",
-	"gKnGmxkqbKWO19b1di7gb0Agr21FsJHWiP8dkgbN6t89q6X0ehdVVZeyi6wWx1VB14fyPYfbrVR2IZZr",
-	"7zA5TWedDKJQUh9b6iatokBr75Pd/qhXr0XeoChfl9l8XeZtO4ZWQ47qjy247stfiBg9fFuk1Y7a0fWX",
-	"zDq1p8x2kWbj2bPa42B/sNaF73akVcpZ3/lsyqdwfr83uJsh680qHyctBr3ju6c0qsvtpP1gcw1PdsKj",
-	"vSbUeuBo1snZ3bPWGyM+QTlWgutrNNvlSE2MOR7Uwbvb+4qJ6jWc23dbheCRDQRtFYXl0wL1l2esaWzn",
-	"D+vpNXLjNaYTMrnJoyJHrAuXLMOGryySkVBFiq5Q6+unV0CA2T0i+xqPf4zG+k88y1NuQwrO3mNm5juW",
-	"m6KU/DV32it7nPtiqhQBdw70TzXtMXLjAYJ9Vif9ts+4+ptc+4/3b2LtMWH9EZl9zyuV2Xesfyhlj9G/",
-	"mrarMk+tnb31V7Mqrq0SUQ8K70HhfbLC28M6Xr1L8AdQkc9t5G2N21pUo0tK/jwq0kcnuqXo2KIWuYZv",
-	"chQXr55VBZOk0P56+c3LEGIpFi5YZV88I4nxHxcvnp+DaAlRtDoGfm1a7rf1DphNyUjB0le1HGSjALrK",
-	"1LU6CetY+q2E5e9CanwMd/7MURpL2uskvdWrLrllybL0ntxiA6LpkrYgTWIYF5jYqtqP4xWa9WvySnnk",
-	"X5BXwnYkPbDQ74yFPGm2s5DLvB998M8T3u70xVzBXpurZdNK5Jphqtff+Ou3hzN58u8ce3LgbXu6iz4+",
-	"2N0PdveD3f2LhaaUlw+l2LIM+TFGdvmUa2Vj74452eR7VWusa/+DBRuA14jDEjr6xhXIGxFWfoIdL4Ur",
-	"MFpCouQCw5Eo5SSwNK2evnT9fiQtBd6gNj75e9B4EHNrxOkPEWtae5z6ITr1bx6deghIPSjGn00x/v6i",
-	"ReshojIwVNc8Rx/cO9A7MsCuzWXBNR+nWBZEeSV0wI126ie0rf5O7YR1Y/yw1eC2HQf3VRf/xtJom3Fe",
-	"vvjyIIIeRNCDbf6L2ObGiZJ1KfcxwsUZ5s1wRrPB4u07EiW26sgvu/5yWcxSSNBWxdqYhxsLB9FUgioE",
-	"dI/cX47iLDnyLRXRYaOycHh0lNI6M6nN8IveF+5dcX/AzWdMyDGonAAp51b6lh6As/ld7Z91ENKyL6m7",
-	"es7d4Yxk6tojIi4R3/J/wfMTy6zD5lTr6LRN8a7Tls30DJMqXuTK2CrdwVJX11RfzcaPbt/d/m8AAAD/",
-	"/w==",
+	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
+	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
+	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
+	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
+	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
+	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
+	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
+	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
+	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
+	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
+	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
+	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
+	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
+	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
+	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
+	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
+	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
+	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
+	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
+	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
+	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
+	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
+	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
+	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
+	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
+	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
+	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
+	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
+	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
+	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
+	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
+	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
+	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
+	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
+	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
+	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
+	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
+	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
+	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
+	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
+	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
+	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
+	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
+	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
+	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
+	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
+	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
+	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
+	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
+	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
+	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
+	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
+	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
+	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
+	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
+	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
+	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
+	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
+	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
+	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
+	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
+	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
+	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
+	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
+	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
+	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
+	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
+	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
+	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
+	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
+	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
+	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
+	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
+	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
+	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
+	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
+	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
+	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
+	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
+	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
+	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
+	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
+	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
+	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
+	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
+	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
+	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
+	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
+	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
+	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
+	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
+	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
+	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
+	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
+	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
+	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
+	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
+	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
+	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
+	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
+	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
+	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
+	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
+	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
+	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
+	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
+	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
+	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
+	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
+	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
+	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
+	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
+	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
+	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
+	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
+	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
+	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
+	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
+	"vKb6atZ/dPP+5v8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -44,38 +44,40 @@ func newAPIError(status int, code, detail string) *APIError {
 
 // Error codes are part of the public contract: clients branch on them.
 const (
-	codeInvalidRequest       = "invalid_request"
-	codeInvalidLimit         = "invalid_limit"
-	codeInvalidCursor        = "invalid_cursor"
-	codeMalformedJSON        = "malformed_json"
-	codeUnauthenticated      = "unauthenticated"
-	codeForbidden            = "forbidden"
-	codeNotFound             = "not_found"
-	codeMethodNotAllowed     = "method_not_allowed"
-	codeNotAcceptable        = "not_acceptable"
-	codeBodyTooLarge         = "body_too_large"
-	codeUnsupportedMediaType = "unsupported_media_type"
-	codeRateLimited          = "rate_limited"
-	codeInternal             = "internal"
-	codeUnavailable          = "unavailable"
+	codeInvalidRequest         = "invalid_request"
+	codeInvalidLimit           = "invalid_limit"
+	codeInvalidCursor          = "invalid_cursor"
+	codeMalformedJSON          = "malformed_json"
+	codeUnauthenticated        = "unauthenticated"
+	codeForbidden              = "forbidden"
+	codeNotFound               = "not_found"
+	codeMethodNotAllowed       = "method_not_allowed"
+	codeNotAcceptable          = "not_acceptable"
+	codeBodyTooLarge           = "body_too_large"
+	codeUnsupportedMediaType   = "unsupported_media_type"
+	codeRateLimited            = "rate_limited"
+	codeIdempotencyKeyRequired = "idempotency_key_required"
+	codeInternal               = "internal"
+	codeUnavailable            = "unavailable"
 )
 
 // titles are the short, human summaries of each code; `detail` carries the specifics.
 var titles = map[string]string{
-	codeInvalidRequest:       "Invalid request",
-	codeInvalidLimit:         "Invalid limit",
-	codeInvalidCursor:        "Invalid cursor",
-	codeMalformedJSON:        "Malformed JSON",
-	codeUnauthenticated:      "Unauthenticated",
-	codeForbidden:            "Forbidden",
-	codeNotFound:             "Not found",
-	codeMethodNotAllowed:     "Method not allowed",
-	codeNotAcceptable:        "Not acceptable",
-	codeBodyTooLarge:         "Body too large",
-	codeUnsupportedMediaType: "Unsupported media type",
-	codeRateLimited:          "Rate limited",
-	codeInternal:             "Internal error",
-	codeUnavailable:          "Service unavailable",
+	codeInvalidRequest:         "Invalid request",
+	codeInvalidLimit:           "Invalid limit",
+	codeInvalidCursor:          "Invalid cursor",
+	codeMalformedJSON:          "Malformed JSON",
+	codeUnauthenticated:        "Unauthenticated",
+	codeForbidden:              "Forbidden",
+	codeNotFound:               "Not found",
+	codeMethodNotAllowed:       "Method not allowed",
+	codeNotAcceptable:          "Not acceptable",
+	codeBodyTooLarge:           "Body too large",
+	codeUnsupportedMediaType:   "Unsupported media type",
+	codeRateLimited:            "Rate limited",
+	codeIdempotencyKeyRequired: "Idempotency key required",
+	codeInternal:               "Internal error",
+	codeUnavailable:            "Service unavailable",
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,

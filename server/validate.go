@@ -278,6 +278,8 @@ func validationProblem(err error) error {
 		code, detail = codeInvalidLimit, "limit must be an integer between 1 and 100."
 	} else if onlyAt(fields, "query.cursor") {
 		code, detail = codeInvalidCursor, "The cursor is malformed."
+	} else if onlyAt(fields, "header.Idempotency-Key") {
+		code, detail = codeIdempotencyKeyRequired, "Send an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."
 	}
 	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
 }
