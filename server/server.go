@@ -3,9 +3,14 @@
 package server
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -36,6 +41,15 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	metrics *Metrics
+	limits  *rateLimiter // nil when rate limits are off
+	ready   atomic.Bool
+
+	// Background workers run under workersCtx until Shutdown cancels it and waits.
+	workersCtx  context.Context
+	stopWorkers context.CancelFunc
+	workers     sync.WaitGroup
+	closeOnce   sync.Once
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -67,22 +81,87 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var pool *sql.DB
+	if db, err := deps.Store.DB().DB(); err == nil {
+		pool = db
+	}
+	s.metrics = newMetrics(pool)
+	if s.limits, err = newRateLimiter(cfg, s.log, s.metrics); err != nil {
+		return nil, err
+	}
+	if s.limits != nil {
+		g.limits = s.limits
+	}
+	s.workersCtx, s.stopWorkers = context.WithCancel(context.Background())
+	s.SetReady(true)
 
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.renderError
+	e.Pre(s.observe)
 	e.Pre(s.respond)
 	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"))
 	e.Use(g.middleware)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	s.registerOutsideDocument(e)
 	s.echo = e
 	return s, nil
 }
 
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// SetReady says whether the server takes traffic: GET /readyz answers 503 while it is false.
+// A new Server is ready; main sets it false while migrations run, then true.
+func (s *Server) SetReady(ready bool) {
+	s.ready.Store(ready)
+	if ready {
+		s.metrics.ready.Set(1)
+	} else {
+		s.metrics.ready.Set(0)
+	}
+}
+
+// Metrics are the server's Prometheus collectors, for code that counts events outside
+// a request (the webhook worker).
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// startWorker runs fn in the background until Shutdown; fn must return once its context is
+// cancelled.
+func (s *Server) startWorker(fn func(ctx context.Context)) {
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		fn(s.workersCtx)
+	}()
+}
+
+// Shutdown stops the background workers, waiting for them until ctx ends, and releases the
+// server's own connections (Redis). Calling it again is harmless. Call it after http.Server.Shutdown has drained the
+// requests in flight; the store belongs to the caller, who closes it last.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.SetReady(false)
+	s.stopWorkers()
+	done := make(chan struct{})
+	go func() {
+		s.workers.Wait()
+		close(done)
+	}()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("background workers still running: %w", ctx.Err()))
+	}
+	s.closeOnce.Do(func() {
+		if s.limits != nil {
+			errs = append(errs, s.limits.close())
+		}
+	})
+	return errors.Join(errs...)
+}
 
 // recoverPanics turns a panic into a 500 through the error boundary, which logs it and tells
 // the client nothing of it.
