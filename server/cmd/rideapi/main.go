@@ -70,7 +70,7 @@ Usage:
 Environment:
 `)
 	for _, v := range server.EnvVars {
-		fmt.Fprintf(w, "  %-20s default %s\n  %-20s %s\n", v.Name, v.Default, "", v.Meaning)
+		fmt.Fprintf(w, "  %-28s default %s\n  %-28s %s\n", v.Name, v.Default, "", v.Meaning)
 	}
 }
 
