@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -93,7 +94,7 @@ func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				err = fmt.Errorf("panic: %v", r)
+				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 			}
 		}()
 		return next(c)
