@@ -55,21 +55,22 @@ func bookingRider(caller Principal, named *string) (string, error) {
 	return "", forbidden("Only riders and admins may book rides.")
 }
 
-// book runs the booking's steps on tx, in the order that gives the most precise answer: the
-// estimate, the rider, then the scarce resources (the estimate's single use, a driver).
+// book runs the booking's steps on tx. The estimate is consumed first: a concurrent booking of
+// the same estimate then waits for this one's row lock (PostgreSQL) or transaction (SQLite) and
+// is answered estimate_already_used, whatever else it would have failed on.
 func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, estimateID, riderID string) (store.Trip, error) {
 	now := s.now()
 	est, err := bookableEstimate(ctx, tx, caller, estimateID, now)
 	if err != nil {
 		return store.Trip{}, err
 	}
-	if err := checkBookingRider(ctx, tx, riderID); err != nil {
-		return store.Trip{}, err
-	}
 	err = tx.FareEstimateMarkUsed(ctx, store.FareEstimateMarkUsedParams{ID: est.ID, At: now})
 	if errors.Is(err, store.ErrConflict) {
 		return store.Trip{}, ride.ErrEstimateAlreadyUsed // booked concurrently since it was read
 	} else if err != nil {
+		return store.Trip{}, err
+	}
+	if err := checkBookingRider(ctx, tx, riderID); err != nil {
 		return store.Trip{}, err
 	}
 
