@@ -79,7 +79,9 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	driver, err := tx.DriverClaimNearest(ctx, store.DriverClaimNearestParams{
 		City: est.City, Lat: pickup.Lat, Lng: pickup.Lng, At: now,
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	// ErrConflict: every driver picked was taken before the claim, which only a burst of
+	// bookings outside a row lock can cause; to the rider that is no driver either.
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 		return store.Trip{}, ride.ErrNoDriverAvailable
 	} else if err != nil {
 		return store.Trip{}, err
