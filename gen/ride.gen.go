@@ -22,6 +22,48 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CancelledBy.
+const (
+	CancelledByAdmin  CancelledBy = "admin"
+	CancelledByDriver CancelledBy = "driver"
+	CancelledByRider  CancelledBy = "rider"
+)
+
+// Valid indicates whether the value is a known member of the CancelledBy enum.
+func (e CancelledBy) Valid() bool {
+	switch e {
+	case CancelledByAdmin:
+		return true
+	case CancelledByDriver:
+		return true
+	case CancelledByRider:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FareEstimateStatus.
+const (
+	Expired FareEstimateStatus = "expired"
+	Used    FareEstimateStatus = "used"
+	Valid   FareEstimateStatus = "valid"
+)
+
+// Valid indicates whether the value is a known member of the FareEstimateStatus enum.
+func (e FareEstimateStatus) Valid() bool {
+	switch e {
+	case Expired:
+		return true
+	case Used:
+		return true
+	case Valid:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RideType.
 const (
 	Comfort RideType = "comfort"
@@ -157,6 +199,37 @@ func (e TripStatus) Valid() bool {
 	}
 }
 
+// Cancellation The record of a trip's cancellation.
+type Cancellation struct {
+	// CancelledBy The role of the caller who cancelled.
+	//
+	// Example: rider
+	CancelledBy CancelledBy `json:"cancelled_by"`
+	CreatedAt   time.Time   `json:"created_at"`
+
+	// Id Example: can_q2w3e4r5t6y7u2i3o4p5a6s7d2
+	Id string `json:"id"`
+
+	// Reason Example: Plans changed
+	Reason string `json:"reason"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// CancellationRequest Why the trip is cancelled.
+type CancellationRequest struct {
+	// Reason Free text, 1 to 500 characters, not only white space.
+	//
+	// Example: Plans changed
+	Reason string `json:"reason"`
+}
+
+// CancelledBy The role of the caller who cancelled.
+//
+// Example: rider
+type CancelledBy string
+
 // Currency Lowercase ISO 4217 currency code.
 //
 // Example: usd
@@ -198,6 +271,83 @@ type DriverSummary struct {
 	Rating *float64 `json:"rating,omitempty"`
 }
 
+// FareEstimate A priced route, bookable once by its creator until it expires.
+type FareEstimate struct {
+	// City The served city (slug) whose rates priced the trip and whose drivers serve it.
+	//
+	// Example: san-francisco
+	City      string    `json:"city"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Destination A point on the map, with an optional human-readable address.
+	Destination Location `json:"destination"`
+
+	// DistanceMeters Estimated road distance (great-circle distance × 1.3).
+	//
+	// Example: 5012
+	DistanceMeters int64 `json:"distance_meters"`
+
+	// DurationSeconds Estimated driving time at an urban 30 km/h.
+	//
+	// Example: 601
+	DurationSeconds int64 `json:"duration_seconds"`
+
+	// EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+	EstimateId string `json:"estimate_id"`
+
+	// ExpiresAt The instant from which the estimate can no longer be booked.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// ExpirySeconds The estimate's lifetime in seconds, counted from `created_at`; `expires_at` is `created_at` plus this.
+	//
+	// Example: 300
+	ExpirySeconds int32 `json:"expiry_seconds"`
+
+	// Origin A point on the map, with an optional human-readable address.
+	Origin Location `json:"origin"`
+
+	// PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
+	// the upfront price.
+	PriceRange PriceRange `json:"price_range"`
+
+	// RideType Vehicle class; prices scale with it.
+	//
+	// Example: economy
+	RideType RideType `json:"ride_type"`
+
+	// Status `valid` until `expires_at`, then `expired`; `used` once booked (an estimate is consumed
+	// only by a successful booking).
+	//
+	//
+	// Example: valid
+	Status FareEstimateStatus `json:"status"`
+
+	// TripId The trip booked from this estimate; present when `status` is `used`.
+	//
+	// Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId *string `json:"trip_id,omitempty"`
+}
+
+// FareEstimateRequest The route and vehicle class to price.
+type FareEstimateRequest struct {
+	// Destination A point on the map given in a request, with an optional human-readable address.
+	Destination LocationInput `json:"destination"`
+
+	// Origin A point on the map given in a request, with an optional human-readable address.
+	Origin LocationInput `json:"origin"`
+
+	// RideType Vehicle class; prices scale with it.
+	//
+	// Example: economy
+	RideType RideType `json:"ride_type"`
+}
+
+// FareEstimateStatus `valid` until `expires_at`, then `expired`; `used` once booked (an estimate is consumed
+// only by a successful booking).
+//
+// Example: valid
+type FareEstimateStatus string
+
 // Health A probe's answer.
 type Health struct {
 	// Status Example: ok
@@ -213,6 +363,18 @@ type Location struct {
 	Lat float64 `json:"lat"`
 
 	// Lng Example: -122.4194
+	Lng float64 `json:"lng"`
+}
+
+// LocationInput A point on the map given in a request, with an optional human-readable address.
+type LocationInput struct {
+	// Address Example: 1 Market St, San Francisco
+	Address *string `json:"address,omitempty"`
+
+	// Lat Example: 37.7936
+	Lat float64 `json:"lat"`
+
+	// Lng Example: -122.395
 	Lng float64 `json:"lng"`
 }
 
@@ -240,6 +402,21 @@ type Pagination struct {
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
 	PrevCursor *string `json:"prev_cursor"`
+}
+
+// PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
+// the upfront price.
+type PriceRange struct {
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Max Example: 2128
+	Max int64 `json:"max"`
+
+	// Min Example: 1665
+	Min int64 `json:"min"`
 }
 
 // Problem An RFC 9457 problem details object.
@@ -279,6 +456,21 @@ type ProblemFieldError struct {
 
 	// Message Example: number must be at most 100
 	Message string `json:"message"`
+}
+
+// RideRequest A booking of a fare estimate.
+type RideRequest struct {
+	// EstimateId The estimate to book (`est_…`).
+	//
+	// Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+	EstimateId string `json:"estimate_id"`
+
+	// RiderId The rider the trip is for. Required for an admin; a rider may leave it out or name
+	// themself (anyone else: 403).
+	//
+	//
+	// Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
+	RiderId *string `json:"rider_id,omitempty"`
 }
 
 // RideType Vehicle class; prices scale with it.
@@ -373,6 +565,17 @@ type TripSortKey string
 // Example: completed
 type TripStatus string
 
+// TripUpdate The replacement of a trip's status.
+type TripUpdate struct {
+	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
+	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
+	// `cancelled` are final.
+	//
+	//
+	// Example: completed
+	Status TripStatus `json:"status"`
+}
+
 // Vehicle The driver's vehicle.
 type Vehicle struct {
 	// Color Example: blue
@@ -406,11 +609,17 @@ type DriverId = string
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
 
+// EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+type EstimateId = string
+
 // IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKey = string
 
 // IdempotencyKeyRequired Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKeyRequired = string
+
+// IfMatch Example: "3f2a9c1b7d4e5f6081a2b3c4d5e6f708"
+type IfMatch = string
 
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
@@ -523,6 +732,24 @@ type ListDriverTripsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreateFareEstimateParams defines parameters for CreateFareEstimate.
+type CreateFareEstimateParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
+	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
+	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
+	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
+	// is not stored, so the same key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetFareEstimateParams defines parameters for GetFareEstimate.
+type GetFareEstimateParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -539,6 +766,18 @@ type GetOpenAPIYAMLParams struct {
 type GetRiderParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateRideParams defines parameters for CreateRide.
+type CreateRideParams struct {
+	// IdempotencyKey Required here, because a duplicate would do real-world harm: without it the answer is
+	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
+	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
+	// account. A retry with the same key and body replays the stored answer with
+	// `Idempotent-Replayed: true`; another body is 422 `idempotency_key_reused`; a request
+	// still in flight is 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not
+	// stored, so the same key may be retried.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
 }
 
 // ListTripsParams defines parameters for ListTrips.
@@ -592,6 +831,38 @@ type GetTripParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// UpdateTripParams defines parameters for UpdateTrip.
+type UpdateTripParams struct {
+	// IfMatch The `ETag` of the representation you last read (`GET /v1/trips/{tripId}` without
+	// `fields`), or `*`. The change is made only if the trip still has it; otherwise 412
+	// `precondition_failed`. Strong comparison: a weak (`W/`) tag never matches.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// CreateTripCancellationParams defines parameters for CreateTripCancellation.
+type CreateTripCancellationParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
+	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
+	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
+	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
+	// is not stored, so the same key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
+type CreateFareEstimateJSONRequestBody = FareEstimateRequest
+
+// CreateRideJSONRequestBody defines body for CreateRide for application/json ContentType.
+type CreateRideJSONRequestBody = RideRequest
+
+// UpdateTripJSONRequestBody defines body for UpdateTrip for application/json ContentType.
+type UpdateTripJSONRequestBody = TripUpdate
+
+// CreateTripCancellationJSONRequestBody defines body for CreateTripCancellation for application/json ContentType.
+type CreateTripCancellationJSONRequestBody = CancellationRequest
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -606,6 +877,12 @@ type ServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
+	// CreateFareEstimate Get a fare estimate
+	// (POST /v1/fare-estimates)
+	CreateFareEstimate(ctx echo.Context, params CreateFareEstimateParams) error
+	// GetFareEstimate Get a fare estimate
+	// (GET /v1/fare-estimates/{estimateId})
+	GetFareEstimate(ctx echo.Context, estimateId EstimateId, params GetFareEstimateParams) error
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
@@ -615,12 +892,21 @@ type ServerInterface interface {
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error
+	// CreateRide Book a ride
+	// (POST /v1/rides)
+	CreateRide(ctx echo.Context, params CreateRideParams) error
 	// ListTrips List trips
 	// (GET /v1/trips)
 	ListTrips(ctx echo.Context, params ListTripsParams) error
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx echo.Context, tripId TripId, params GetTripParams) error
+	// UpdateTrip Move a trip along its lifecycle
+	// (PUT /v1/trips/{tripId})
+	UpdateTrip(ctx echo.Context, tripId TripId, params UpdateTripParams) error
+	// CreateTripCancellation Cancel a trip
+	// (POST /v1/trips/{tripId}/cancellations)
+	CreateTripCancellation(ctx echo.Context, tripId TripId, params CreateTripCancellationParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -780,6 +1066,71 @@ func (w *ServerInterfaceWrapper) ListDriverTrips(ctx echo.Context) error {
 	return err
 }
 
+// CreateFareEstimate converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateFareEstimate(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFareEstimateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateFareEstimate(ctx, params)
+	return err
+}
+
+// GetFareEstimate converts echo context to params.
+func (w *ServerInterfaceWrapper) GetFareEstimate(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "estimateId" -------------
+	var estimateId EstimateId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "estimateId", ctx.Param("estimateId"), &estimateId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter estimateId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetFareEstimateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetFareEstimate(ctx, estimateId, params)
+	return err
+}
+
 // GetOpenAPIJSON converts echo context to params.
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
@@ -871,6 +1222,37 @@ func (w *ServerInterfaceWrapper) GetRider(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRider(ctx, riderId, params)
+	return err
+}
+
+// CreateRide converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRide(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRideParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyRequired
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRide(ctx, params)
 	return err
 }
 
@@ -1014,6 +1396,78 @@ func (w *ServerInterfaceWrapper) GetTrip(ctx echo.Context) error {
 	return err
 }
 
+// UpdateTrip converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateTrip(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateTripParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateTrip(ctx, tripId, params)
+	return err
+}
+
+// CreateTripCancellation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTripCancellation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTripCancellationParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTripCancellation(ctx, tripId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1063,9 +1517,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/v1/trips", wrapper.ListTrips, options.OperationMiddlewares["listTrips"]...)
 	router.GET(options.BaseURL+"/v1/trips/:tripId", wrapper.GetTrip, options.OperationMiddlewares["getTrip"]...)
+	router.PUT(options.BaseURL+"/v1/trips/:tripId", wrapper.UpdateTrip, options.OperationMiddlewares["updateTrip"]...)
+	router.POST(options.BaseURL+"/v1/trips/:tripId/cancellations", wrapper.CreateTripCancellation, options.OperationMiddlewares["createTripCancellation"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
+	router.GET(options.BaseURL+"/v1/fare-estimates/:estimateId", wrapper.GetFareEstimate, options.OperationMiddlewares["getFareEstimate"]...)
+	router.POST(options.BaseURL+"/v1/rides", wrapper.CreateRide, options.OperationMiddlewares["createRide"]...)
 	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
@@ -1820,6 +2279,499 @@ func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDr
 	return err
 }
 
+type CreateFareEstimateRequestObject struct {
+	Params CreateFareEstimateParams
+	Body   *CreateFareEstimateJSONRequestBody
+}
+
+type CreateFareEstimateResponseObject interface {
+	VisitCreateFareEstimateResponse(w http.ResponseWriter) error
+}
+
+type CreateFareEstimate201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateFareEstimate201JSONResponse struct {
+	Body    FareEstimate
+	Headers CreateFareEstimate201ResponseHeaders
+}
+
+func (response CreateFareEstimate201JSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate400ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate401ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate403ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate406ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate409ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate413ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate415ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate422ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate429ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate500ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimateRequestObject struct {
+	EstimateId EstimateId `json:"estimateId"`
+	Params     GetFareEstimateParams
+}
+
+type GetFareEstimateResponseObject interface {
+	VisitGetFareEstimateResponse(w http.ResponseWriter) error
+}
+
+type GetFareEstimate200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetFareEstimate200JSONResponse struct {
+	Body    FareEstimate
+	Headers GetFareEstimate200ResponseHeaders
+}
+
+func (response GetFareEstimate200JSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate304Response = NotModifiedResponse
+
+func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetFareEstimate400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate400ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate401ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate403ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate404ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate406ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate429ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate500ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenAPIJSONRequestObject struct {
 	Params GetOpenAPIJSONParams
 }
@@ -2299,6 +3251,266 @@ func (response GetRider500ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 	return err
 }
 
+type CreateRideRequestObject struct {
+	Params CreateRideParams
+	Body   *CreateRideJSONRequestBody
+}
+
+type CreateRideResponseObject interface {
+	VisitCreateRideResponse(w http.ResponseWriter) error
+}
+
+type CreateRide201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateRide201JSONResponse struct {
+	Body    Trip
+	Headers CreateRide201ResponseHeaders
+}
+
+func (response CreateRide201JSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide400ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide401ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide403ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide406ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide409ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide413ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide415ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide422ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide429ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide500ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTripsRequestObject struct {
 	Params ListTripsParams
 }
@@ -2712,6 +3924,576 @@ func (response GetTrip500ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 	return err
 }
 
+type UpdateTripRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params UpdateTripParams
+	Body   *UpdateTripJSONRequestBody
+}
+
+type UpdateTripResponseObject interface {
+	VisitUpdateTripResponse(w http.ResponseWriter) error
+}
+
+type UpdateTrip200ResponseHeaders struct {
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type UpdateTrip200JSONResponse struct {
+	Body    Trip
+	Headers UpdateTrip200ResponseHeaders
+}
+
+func (response UpdateTrip200JSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip400ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip401ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip403ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip404ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip406ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip409ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip412ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip413ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip415ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip429ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip500ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellationRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params CreateTripCancellationParams
+	Body   *CreateTripCancellationJSONRequestBody
+}
+
+type CreateTripCancellationResponseObject interface {
+	VisitCreateTripCancellationResponse(w http.ResponseWriter) error
+}
+
+type CreateTripCancellation201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateTripCancellation201JSONResponse struct {
+	Body    Cancellation
+	Headers CreateTripCancellation201ResponseHeaders
+}
+
+func (response CreateTripCancellation201JSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation400ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation401ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation403ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation404ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation406ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation409ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation413ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation415ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation422ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation429ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation500ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -2726,6 +4508,12 @@ type StrictServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
+	// CreateFareEstimate Get a fare estimate
+	// (POST /v1/fare-estimates)
+	CreateFareEstimate(ctx context.Context, request CreateFareEstimateRequestObject) (CreateFareEstimateResponseObject, error)
+	// GetFareEstimate Get a fare estimate
+	// (GET /v1/fare-estimates/{estimateId})
+	GetFareEstimate(ctx context.Context, request GetFareEstimateRequestObject) (GetFareEstimateResponseObject, error)
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -2735,12 +4523,21 @@ type StrictServerInterface interface {
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx context.Context, request GetRiderRequestObject) (GetRiderResponseObject, error)
+	// CreateRide Book a ride
+	// (POST /v1/rides)
+	CreateRide(ctx context.Context, request CreateRideRequestObject) (CreateRideResponseObject, error)
 	// ListTrips List trips
 	// (GET /v1/trips)
 	ListTrips(ctx context.Context, request ListTripsRequestObject) (ListTripsResponseObject, error)
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx context.Context, request GetTripRequestObject) (GetTripResponseObject, error)
+	// UpdateTrip Move a trip along its lifecycle
+	// (PUT /v1/trips/{tripId})
+	UpdateTrip(ctx context.Context, request UpdateTripRequestObject) (UpdateTripResponseObject, error)
+	// CreateTripCancellation Cancel a trip
+	// (POST /v1/trips/{tripId}/cancellations)
+	CreateTripCancellation(ctx context.Context, request CreateTripCancellationRequestObject) (CreateTripCancellationResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2853,6 +4650,80 @@ func (sh *strictHandler) ListDriverTrips(ctx echo.Context, driverId DriverId, pa
 	return nil
 }
 
+// CreateFareEstimate operation middleware
+func (sh *strictHandler) CreateFareEstimate(ctx echo.Context, params CreateFareEstimateParams) error {
+	var request CreateFareEstimateRequestObject
+
+	request.Params = params
+
+	var body CreateFareEstimateJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateFareEstimate(ctx.Request().Context(), request.(CreateFareEstimateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateFareEstimate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateFareEstimateResponseObject); ok {
+		return validResponse.VisitCreateFareEstimateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetFareEstimate operation middleware
+func (sh *strictHandler) GetFareEstimate(ctx echo.Context, estimateId EstimateId, params GetFareEstimateParams) error {
+	var request GetFareEstimateRequestObject
+
+	request.EstimateId = estimateId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetFareEstimate(ctx.Request().Context(), request.(GetFareEstimateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetFareEstimate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetFareEstimateResponseObject); ok {
+		return validResponse.VisitGetFareEstimateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOpenAPIJSON operation middleware
 func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error {
 	var request GetOpenAPIJSONRequestObject
@@ -2929,6 +4800,54 @@ func (sh *strictHandler) GetRider(ctx echo.Context, riderId RiderId, params GetR
 	return nil
 }
 
+// CreateRide operation middleware
+func (sh *strictHandler) CreateRide(ctx echo.Context, params CreateRideParams) error {
+	var request CreateRideRequestObject
+
+	request.Params = params
+
+	var body CreateRideJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRide(ctx.Request().Context(), request.(CreateRideRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRide")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRideResponseObject); ok {
+		return validResponse.VisitCreateRideResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListTrips operation middleware
 func (sh *strictHandler) ListTrips(ctx echo.Context, params ListTripsParams) error {
 	var request ListTripsRequestObject
@@ -2980,130 +4899,281 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 	return nil
 }
 
+// UpdateTrip operation middleware
+func (sh *strictHandler) UpdateTrip(ctx echo.Context, tripId TripId, params UpdateTripParams) error {
+	var request UpdateTripRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	var body UpdateTripJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTrip(ctx.Request().Context(), request.(UpdateTripRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTrip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateTripResponseObject); ok {
+		return validResponse.VisitUpdateTripResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTripCancellation operation middleware
+func (sh *strictHandler) CreateTripCancellation(ctx echo.Context, tripId TripId, params CreateTripCancellationParams) error {
+	var request CreateTripCancellationRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	var body CreateTripCancellationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTripCancellation(ctx.Request().Context(), request.(CreateTripCancellationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTripCancellation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTripCancellationResponseObject); ok {
+		return validResponse.VisitCreateTripCancellationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
-	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
-	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
-	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
-	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
-	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
-	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
-	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
-	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
-	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
-	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
-	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
-	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
-	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
-	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
-	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
-	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
-	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
-	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
-	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
-	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
-	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
-	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
-	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
-	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
-	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
-	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
-	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
-	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
-	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
-	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
-	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
-	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
-	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
-	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
-	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
-	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
-	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
-	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
-	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
-	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
-	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
-	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
-	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
-	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
-	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
-	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
-	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
-	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
-	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
-	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
-	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
-	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
-	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
-	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
-	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
-	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
-	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
-	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
-	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
-	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
-	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
-	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
-	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
-	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
-	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
-	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
-	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
-	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
-	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
-	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
-	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
-	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
-	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
-	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
-	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
-	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
-	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
-	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
-	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
-	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
-	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
-	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
-	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
-	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
-	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
-	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
-	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
-	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
-	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
-	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
-	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
-	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
-	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
-	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
-	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
-	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
-	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
-	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
-	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
-	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
-	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
-	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
-	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
-	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
-	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
-	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
-	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
-	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
-	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
-	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
-	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
-	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
-	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
-	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
-	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
-	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
-	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
-	"vKb6atZ/dPP+5v8FAAD//w==",
+	"7H3dchs5luarINg9YWonSZEiJVlU7IXssqu9bVc7bFXVbBS9SjDzkEQpE8gCkJJYHkX01T7A7sW8wbzI",
+	"vEk/yQQOgPxjkqJkl93dpZsqmZlAAgcHB+f3w8dOJNJMcOBadSYfO0ugMUj88zmNlvBccC1FYv4dg4ok",
+	"yzQTvDPphJlkV1RDQFJ606ML+J+DgKS50j0JVzRhMdUQkrmQREuWqYBIZjomlMckYUqrU7LexdHANokl",
+	"uwJJMinmLAHV7wQdCb/kTELcmWiZQ9BR0RJSasYFNzTNEuhMOjsMqRN09CozLystGV90bm+Dzotzulif",
+	"4XstBV8Q11JIIuZEL4HADY00kZBJUMA1Na8T89euw5x2RvMDehINZ8fxGA7nR4Npp3Vcr2JIM6GB63eQ",
+	"JXRlul1bB/OdkFwvgRO9ZIbA6hokMX+ZQSZ05QcuOBClhYTYrssSSPGFaNX7M6zMDCoj5nnamfzUMV/o",
+	"fGgb4GsRUTuO5rB+XIIE/EQkgWqISVdIQudziDTEe0SCErmMgESUkxkQCTTelX77V8N9ZKp9LbOL5ejy",
+	"IB3zw+zol2P5VJ3og6vR9fjmcHXUStN3VMNrljKN/2lZdfYreIJFNElAPlFEi0vgZJZHl6Ad7Zgil4zH",
+	"5lUzZlCadM0kFBGSXEumQe31yXvgmghOaK6XwDWLkBR2iRS5XrIEiKQaSGJGowiVZpkay+AnfjAYFDNi",
+	"XMMCZH1K7yCljJuZrk3r3MxAkQTmmjCOs7PT2fCt4cnJXd9S0EY+iASPFcm5ZknlM4Yf53mSELqgjAdE",
+	"ipzHEJM82zSA9s+DlquzuQa5+dNakGvKNJnBXEjDWVquGF/syF3t3/2BytX6F8+Sa7pSJDzL9VJI9ivu",
+	"hTAgShC1pGafRUaGKsLBiLOU3TiW2lmi1Xpu5ecff/zxrMJcLSu/hCr7obAyXwJDqFwB6YbPgEqQ4d6u",
+	"o7Lvtw7n397ZzfCqRVS9is0Y5gyU3T+GFoYZRS5JIhbqlPySCw2EaSvOIsE1jTTjC6LyLBNyZwkr4ZeL",
+	"w/nB7Gk0jE9gRMezo6hluLdBJ6OSpqD9kcd0yzL/hScre4rZrWOGzvSKdKn9v0pyM8JoSagioaK8N5eU",
+	"R0xFItzrkzNOcn7JxTW3ry/YFRgxTSDN9AoPQzMvZj71Sw5y1Qk6nKZmpOb99u3RqX2mE3RSevMa+EIv",
+	"O5OjcdBJGff/HLat03MrlTdspcqMvfg2bSOdrAg1TSwVGFeack26714+J6PR6GRv40RsLxfYuDajuZAp",
+	"1Z1Jx5zOPc3S9iPajfcZ7un7DdjJgQeO2LZ+0JBzqUQLcc84ERn9JQcyE+IypfJyQsKMLhjH3dnncKMv",
+	"ImwcmsOk+iyTcFU+mxNKzC9M5GrKM7ooTi5FUyA4oz45I5qmGaA4wpaB6dUoA0yp3CkDQi9BkjlLzFYw",
+	"EkxqIuSUW3kVkEKxgJiMBwMSMo6KkR9Mf8o3EdKSoUrACq8eDg/uZtZvUB1sEylGuFll8YkizMsXSbph",
+	"LK8u/vbX/wzLBc6oXpbDin2fu0kU0x09mI2icXwIR/PjxcFyxMY/H14eJcfpQWfbqF8iUbfyLA6Gk9nK",
+	"cqkdW01yOI34HrLDtrhg8SbS7yImXijNUqphE+3nRmEB91JzCUDprUsAZee7LYLpcHZ8L3WvouD+GdqO",
+	"cHIJK6vsJcwoawvgYDQyRTLAY4lFNCEiMz+as7NLyfffv/qGXI3NnpAQiTQFo8rsBWRojtSDw8MpzyTj",
+	"ms4SINGSShq5XRWJDGLzUk27pFEkcq77BCnKpNKFSnnN9JJQHKPMuZpyYz6holho+RWN/mBMliKX6hRV",
+	"fy1Xtn0hEEw3poPih5mIV2QBWk25XlLte3U62mylAfs1fwS2r7C0SXreKJkQtEHs+IsPmdfNeK1kwS91",
+	"Ue4Q/5sUuYY9M4fxwQEJWblUF5ewupCQK4jDU6cma0+cKffUwdmzJDG0MWpvQMaDk/WOGL/IlbGRcAKo",
+	"Qvbw4AuNcDy8uXHznnKmCBfakRT1uBrtUrqytoqWDOKKyLNWc8nZDbNqwxF+OB9ERzCE3tN4CL3x7Jj2",
+	"TqLhvDeKD2BMj2ZPo0FcP9kPDg+bezajWoM0g/g/P02nNwfD3nR6c/ziw7/+cYf98K7YdM194Z8QY8cF",
+	"ZAYRNboiJXGeJahpkmuRJzGJhbHdkt61kElMllSmEyS0yLVR5Az9Cl6dcnt0rC20/RYux72345TfuR/J",
+	"fbbjlBf78WzrLkKWtha2sk/tTnTTtfy/Zb+cktrmuHMbUC8VptxyPeNknrDFEjfCJ3E+sYxvOv7snL+L",
+	"YP8qO2H+hupo2X6uhS/O6SL02lTD17MSOUkoSmkak2747YtzUvokPpr/vYpvQ78NpjycM0hiFe6h5hX+",
+	"DycqoyXlC6OFkZTGxu5PVoTZL5o+nGxbUkWYPrUa2jVTQMbDgykPM4n2LjNDuphTluAGck6rSKQZlUwJ",
+	"PiGUXAO9JN3wx/1wj2i68OaomT6obYs571ka7erHejqs6kiDp+jXqqzacHCwg9Lxav6d4LBhdc44MWtD",
+	"5lKkqAhRmRh1wzLyqbUcmXbEc3MM6nKIjAbjQkhR3H79LTQwo2khRIs7rN2l9NYo5or9Ck4iDQcDo9ut",
+	"nNJ9RZMcNivY6BkKN2l5+LQ2rBjmNE90Z3IwCEpThXE9OrCLwdI8NUsxwJVw/2r1erxl0WWenbMU7rYT",
+	"MxZdoj8HT/k4R/fCDPY+0XDMcAgXxsh6uPH4jsWbzQf0SzdVVxnLraqrdD3u6I6I5QU/EKNs/MuhPFLH",
+	"+iAfXY2vD2+OVse/thsP55JlL1FqrI/6uUhT2lOQUYmWrhZZL4ErSIhpRVJIZyDRDyZB5xJ1VpVRqZqS",
+	"bK9vjozQnGZTHipNda5C9EFS69my7SGumSK2f2Io0eRaK0vgJktEDJ3JnCYK2tfVSsTaYjINKc72jxLm",
+	"nUnnD/tlaGLfvqb2C7p0bpF9X9lGJf9SKenKPFR6hcQ3PNJxFN3EA4aFmyygZbaVBayY35EDHuCoNuN9",
+	"L6S+e/3RWL+ElQrM9kN1RgIEBGi0JFSTVChNBI/A6BAJ0JjxBQl7IUmBGpvC9A7c/GrPJTx8WBx4R7E1",
+	"SS5h9USRmEmIzDgCMpNALxXRDFSffGOlzpSHvcLXo8M+eWFJMCHV3wNjNoa7M4uZ4MNYxRDQqCG3KPkc",
+	"s4wewDnvcXPsYMp7D6HdTZvEmn1am9OdU7FN0GspQWWCK0AaPKOxc7qaf0WCG2XT/Ekzq6ozwfczKWYJ",
+	"pP/6s7LRmoI1TYvYCv7KedMJOjFoyhJ/xGAczaiAM9DXAJwMUQc2R5lZRCmFVJ3JTx87SRESsnPu+/5S",
+	"UIouzJd4jgLE9+g5dDgYdG4/2P1kLH0Wb/bkOvpNxhgSYRrX65WdAfFfdOu6H4tIeQKoP9TnebvrEry1",
+	"7S39W06R0iRNaWI4x+j5lBT+ZaP5OclpNDqzr65RVTOjDIg9ycxL0iiFU94tFADXdegtcEvsnz4YdTK0",
+	"2oH5rNFlxNw2J92G+rCHGtCUW2eceb3wCQppPg5swSutnFfPKqxmrP/r/V++q02OdMPi7wvDVeGe3dCV",
+	"CHIRLOoVmlEbiV2L/UZorhpt6tVCWzt1UrZodOTiVjt2Yt6+DTr/1nN7rGfPkG2tKzEQ5Jbngs8TFt1n",
+	"e35Wnozc91VpyPrw6xNFolxKY2mbLQWkOxeSOOEw5QU/aEm5Yi68FXJx4byL9IqyxBjW5mcjAC9oYqyi",
+	"1UVGWez4h2k15Q3DsPTdlFZsd5P9GrQYsC3cVj69MzgYYMDedbvhq/cKTH4Kf7wUcsbiGPiXZpBLuw5W",
+	"as5yjWY+F5rEwh5i3XDux2b1oMfN3Vy8V1yD5DR5YaTyl1zAM4IaFxE2gKpYbMW+HU64d2qj7yJekYhK",
+	"yUARLoh/rvrkXenbmtHoUsznjRX+FLJ8J/RZFEGGXrcvzdeh/XRI7OgIjTG5gguSQswoHrmWwUtHYiZF",
+	"nEdgeJ4LfUGLwT8y/sYVfilyHn/Jxf1O2Dh7kT1kF2tuxvG4ThvX6Y2IjVW7yQHSyGSrOs5QhoQ1H1iI",
+	"/rdTs5u846xCdJ9Kt22E+E6NLL/rBXpLV4mg8bkQr6lcfHFh6YMPifm4UfapMe7esGekG5pnF1qIC3y4",
+	"tsM+adYV9/VL9F5/8VPCu7ctRxuGTgRflJ7xmqZMuq0e971TGwVg2kZNPyOF3oO8YhF8zwsl+8uKWhvf",
+	"WJFumJdDsBP+DRWHcyHeUL5yv6qvoBI/UYXlNMvjhc1dVJmxF7qhpBqsTe0X39DCurZr9glR1uL45z2U",
+	"GvbW1sZl2uYnCsvvOXUpkfCFNY+gcIALSSRciUuIydnbV2hF4R6p5viuycoff/yx10zU3DbxZl7nJ9Mt",
+	"kyICpcwmfsG1S3T8Gu4Ipsg1JEnP+ZGM3elcyZTIHDM9qCYcILYSOKaaTjD6PQcJPLIvTHkswKZrwA1T",
+	"6Dpz6RsrkUsVEMoJTUXOte2weB2lOz6GmwxzHHwiUkDolMcQJYxDTDK6SoFrdGFQ3kyVJzYu7zJ0KoF8",
+	"dN21x/D3+iSMRAwhUXSF6d/Rcs2N8Wmr7BJlIX5jLJ1zdFR8HX3CkDqsfg2dhLhTikFeoD12Yeyxz6hc",
+	"FD5dV8bCI0iSDXUKljEjIWObTukiQVGlkRlXJo2lqJn1uLunEF/MVndR67l/9xnGFsogyK7xy6DD4now",
+	"KaL84peD6xGM5aE+Wh3nB2wkxtkhPVLH8UFbDxJo0+/feZtQrlwOQtzWCN15zW8/IJBVxsd+6mA2ou+4",
+	"GFdQp2iNSmXdiZj9DBGePNUlrYQ+aGx1M5q8rSyXiys1y1NWZZ4FK9Yb4vXFLmlX7+KlBCAabrSL6h8O",
+	"BrXsIsP/mNJxvWQaiMpoBBgr2bgC1bRYF51vTW+ZTt/fSWg36i3UQ45s3w8iaZTAkOulqNPI1wZhILwT",
+	"uGzTTtChccrwu5Xwt3tnjcOeo+s5ahnGa3ENMqIKyKv3fyHjg+Gx81NHK2IkaJ2QuTLkq+b/0N6vHz6O",
+	"bv/Y9lWbl9uWClpkEmf5LGGRrz9rEQDu+Nycjn/nJr5vQrEPHdaqQ2JK3lJ52fZ2thRa1F9fap2pyf5+",
+	"FPO+WZO+e9SPRLpv5672t4+r/3O26FTSSnLJWuUN1U4vLb4+7j89rjSMRW4MmkpCymElHaWsc7KxQtPn",
+	"FSxZlMBd8vYH91qr5EESFsMr+wzsirbtFsst7/M0bS0BMvvFcYuy7/id4zK2qVJswW2aoT1e1tnpkTc+",
+	"iTc2rnTber6kEnxWe5sMyCSLILa5yQFWaGDeqDB652yFudd4OgnpatyYdnqk2iwn1nlGgbyC2NURqSRf",
+	"7BkZq2w1oPKjKI4oymP33K2F7YAwXZeEd4qhh+gfsdGPeaFAbdt9RUGoacaUNkfGRVlfVaeDXwZDbRoT",
+	"/z7pLswgexGTUQLlz//1H2TYH+3VJnw4GB7Us9yOxp1WZimCdUEnzq3P/8KZ6NtGZsjN+IIY2hDMkCe5",
+	"nFFORgNyme4va6M5GgzvPRhve6xpWvctdsBUGsOGbm3Xec5n3WHqJBoftp7ZjQBLcUsn2MzWJ9njfjdG",
+	"wQGsNpP1fFkrFknYHJCujHtvSUAw9RpiO8iwkkt0SsJygpjxUH1KsiS3ZYW1FRkNWpMgt6Q9Bh0h2YLd",
+	"i9Nxt15g5sXdxhOL4B2+acQWi+FCOyNtW7N3LAY05m7L3JftLapyzqcO1XT69iw4t+aW/Bgi8wt2SlyY",
+	"wKbYFumCZiHQuq1Lok80FKrbIijTpUqCBb440i1XXUzV12RdFrUIgTX2rW2oO22SKr0fZpNY1TvXgNLe",
+	"qSYkSqjCtAWc0PoR8wDh/Ipnub4/pxfNHsC1jdXdsGZlx3dR+H2xBxpoCJjLELqjuSowMAGK+59iI06Q",
+	"a93Jbrm+S3kpDo1ZKLjKU4inHC252YpQovIoAqXmeYKtGF+4VBRvEuEQCu4xf5kP1U0i/86aCP0T0EQv",
+	"2xUTMTNS0+bbrjNCKRbKz4jLOzeaa9ZG8M3oDmckE8wiG5gTJKVZ4B1hRGSW38kyTynvSaAxalA0jiWo",
+	"FiXJPaiPfEjeUHkJmrzXAXlPOXnZXutcxUQoqZjYI7A8Bo77x8fjk6065kk1H7530maCJA29tTc8OOiP",
+	"hyfjrR0Pn9Z6xn9u12ATFDjma9uWxe7H+8mY9YXDklJujuCivujvfy1PRke/yVqOTg6/6FK+Eby1KLXw",
+	"XDNOUsbR1jCWRzcy8nXPuiqTzT6SFkuk4mrZ6q707xllQWia1HPfnh4O7qnhNuhh+wzK8bSR5W1R8L4J",
+	"WIZi6TPJbGWNxrRr879rmly2TN7Qsl3ncbnIYk4wp9z0E8ZU07Cm9a4pjq2q/JKqi7QVnuBc5uArk8xX",
+	"5iJJxLXVr3AOLtPeDL9Mse+XwnsmRAIUlc0KPEBbqZFSiELhMQI80I9phZ86JRxhWGxpJnBU781PNsBs",
+	"SxjWPQYl7sA9Pmon+7PN8y5BGMwwiuICLDEUMgZZH5nS1OJ93DG2Bn9VqVMfdmV9AscRrbxXKujtzh7z",
+	"3GVZq6W45r5+FL2cQXPHijmSBXk97JNnVmNAR/ECFAlTehMGU246yLO5FFw7RW/KP8seTulNHUNoePD0",
+	"3jZqyuqxg+HR0eGniYEUtT8zuLtEgQs2tcnIdy+fk5Px4TFxcSxiSxYUsc3b5EDc6vNRtjZYcXoJFyhR",
+	"K5VAWpCZOa+WDpipPNeK1LN2p4ktn6gehN8Ja2Ntt436raa1q7BY81TQaElcljZhRiPAWgKPWsYEJ3PK",
+	"kty5p3YqnHE0xzIrm9Z6u14kU63SuD/0TtCmro4H4xaZu86Ort6jTllNNi6FN1Way14JKLt8Z8dITxSJ",
+	"RZSnPicuIGGjiGSaDwajyPAT/gUN47fx9hZGaR6P1rS1M6zYvci5NaJv2SyVhWupVII6u6zvkmQHUDds",
+	"SpgKUO7bQh9LE05TT5OAhBnVy9YHNnK7/ggLpDGv0D76WQneN7200rleYbS28EXJUZVVtlQf3bU6BWXK",
+	"rtuWwZi9D3MBnHmT0mp4NXSV9YVquA43+9pQhglx2cRkuYez8T64MdaQlxuHhU9r4de5kH1SQE7MbcIF",
+	"RhIR9gDfT+mKJEDR6W2LnWwNKh6eqYJkbsz3leBAIFEwIePByFvmu1fi3hMfZ5PLahNbnLeKoh+qvp5T",
+	"qwAooiKagDXFnJvfORggElykGCcX6dzWRt4kdQdD+c7a4mA1dKs8dJXQm8OenyF54b610G2xrW8ljYC8",
+	"Znzn+NLJ6LeIL1UiiXd4B88ly9pI7tJNXATxisF1WZJN2iqynQ/2lMAVSI8g4OoKmZpy76NFex4BFxvp",
+	"3Yi/CnO7hawn16FTlBlStrRb96c8BE0vUsZzDcqIbaMtJOB97jjIMnUDf8oyoNInPiAmKazMr8mqVaWt",
+	"NN6dpx4Qfq8O/B4feki0zFbGqTJivE3XqoeXsbnIxHx+n/BDZY3WeeyNfeA8ohZOIahAKrkwNVPeJ3RN",
+	"V7WzYXxvO9gcW3eN33o+WuTDfeMGgYOIuFe8pgSVaFVyeGnQGcJ0hSTXVO2VGBenpOooLrFOHWwLlVrt",
+	"HjV7UBCoesJ+inDdLZhUrT8POnkW33NXtEnQLY7nEuShTWQWaBdO7Ik54l5Yu6cV50JVT887A0oFadf2",
+	"csFr5TatM5Pj/fqWrImRGvUaYimoi8MPLctlJvqaKd3qkvf4j5JlLa7ZmOr7YSe0WX1ZzTO31Ygs32wu",
+	"P46k1tcmJvDwDW02uwO9KGbcCm5BKtgWFR6oLUiv9q/6cvZaV7eH/9+0PptiU6/ZHKJVZHPrXCoQeSOu",
+	"QE2ILTeEmPzt//4/QqVLOvh3wvhFJsVCglLk38sMvNMpL14yLTa9VntgXiz4rV85yz0ATNHOahxzxmlS",
+	"D235YXaCjv8+AlwUH6mydJWf68pp9ZVWEn6Pe+Qh8VPIEhpBirDblXzeEo1jU9BsZ/iNncNnP5QJa1tA",
+	"S12ct81ZlVgDvqTbLMlbT5CUXjY05HOxErjJ1t8VMTTcUm8lQ1m4frImbhXKd4/Pnj0fHozuFPE4JP+1",
+	"wE3G97hOLXMSQZRLplfvEZwaSTBDnOmzXLfjgPniC1R4aROHe0IsTDWxjoRLWHkXArFgwgiBaxEAjMin",
+	"GUMQHQcgTHo9zINFK7TEAsBlaMBfL7XObDY843Ph8+2pBXxwgC/m7MYBa6CpOQVkUsm6i0Wk1tLuOq3p",
+	"9c5U+NP5+Vvsz0PUsRh6S8oSRMu2lWMTf/WCyxnzdzAEdceCCqbcuR1U4KsezMsQAcu0vbLBJTFew2wp",
+	"xKXqT/mU/+EP5LngV8DxjJ3yHnmBRklG9bKoOccC0v2rYWhMlzm76ZMz3NJXHv9OOWOB6SXj5Go4KQCs",
+	"UCqRskZbeRhCGscQBw7GTkIqriyOiUul7puhPBOx+byZKGKXdNdrEfb6BL1k9q1N3mQzhHrjatlEuOcx",
+	"WtedyLbWw2LPhaXrLqzmVpveKY+t8tLw45ZIL8YiMwuLiE5orpFuWHF+GdMMnWY2saKfUI0AGT1SYK67",
+	"WTrkabtrlR87FsTb9XHIV6bHWF7h/41WGQbkb3/9zz0XuYKYzFZm6GUMMgGt/f0eMVswrfrkO1wgq5Hp",
+	"JaQ4ItT8LXAYcUbDHdFON8ht8U7T8TlLQWmaZuV6jkajk2KujJPvz5/b3lIWSWETfcy8I6aY4NjL967I",
+	"C6lbwvfYPiX8jPdX2E7GgwEiZVKSMqUySLQD0HacqVgCXCdIKIukpqzZbjh9gV8L//Ti7JuwBqMmuLPt",
+	"w29fnIc+EbVAbnElLzYj1EEYeqAHvyvPanD/U75VMDq5VwjHM5wNoum2FLxd+rUrQN+GHum0WeHmv4PQ",
+	"pZaxPS6wGXQGEj8kOBkPRn3yZyN7Z5AgJpIhqhG/U95F4SwtPxoxZv6yQnkvwHQcPEJIV1ew/IorZBDU",
+	"bQ+JRXkBtOzIZBRpNeVWaGE82V/MYUOjV5CIDEj40SisRjJ6ffU27FeRl4Z/++v/Hw4GpOugF8nBYM9Y",
+	"iKspbyA8tgE7EgyfbgSAn9HoshZc1WLKzfnCeA7BVnx4LchCYAdmVUvop5nIeQF7a/m8a9lsyusI8IZu",
+	"tgJkzxbROZSMGBFJc8MleFtDtQbOdmgnW0EQ8jjx5EeaXNrdZE5b0L0ZVRBPiBTXCAwJUltpHgPqiCTO",
+	"zf4l1EbH7dZCNOIpV5csy+zbEjKL+4/2TWCXnMQAmTWMIqG0ItdLF162mHZGA4gFlMcZjczW9DxRSfWy",
+	"m9EfakbaI3iXx4m9cg5tezfQbKVBoVoSTHn4A5WrCanfEWJdZ3jDUs9dsTQh7vqiEK+NscnfWJiOLMB4",
+	"E4dhys0CgybhaDAm3wlNPM5D2AQ3RSU+YRFwBRWlxKjUkoG2tm1dJVkrAtAgU1UJvxUqDdZRSGVVlGF/",
+	"0B9gbmEGnGasM+mM+oP+yNbnLFGt219iktuv5u9F2yUyB4NBxUPlClcRAN2cKRAjlEskAc82mlhhqEVu",
+	"71oRJIYMeOwTYQr94VXcmXS+Be1y7BowegeDwZZSyfuVSLovbKiQ9BMycjRhV/AZq+fHdhJtTYrJ7lcA",
+	"A2+DzuEuTeooR1V1vTP56UPQKbydndfsCriZHeYrGiWZLpSxCN6App0Ppuk+4grctfzOC2dkr5EQhWw2",
+	"a52yhVcJl/QKDGucksPBqARJdgdzImhMZjQxdqgDnFcYHrpegoRW7niHPgRry34FBnmHmAta2AKPfzzW",
+	"MK1Gd7dqAbfYxlXFomxjq6thUan00V/vcbuRy874qnEtl6t1NEYGYnrQjQWBeFAA6vtGbz8aVNEe1jjq",
+	"G18bWb1s6Kd2CpWv7FdhsC0u5m/EjG58G6TVlqLI5mWBvcptgdtYs3azYOX+vd8ZaNAPW+JDvtUPLiz0",
+	"KTt/NBjfvSGrMFEPkxbjwfDuJjX8Dmy029gs1Bg2ONqpQQV9zrQ6OLm7VRN65hMOx0JwfQt6sxypiDG7",
+	"B1Xnw+19xURxOdLth41C0F5NsFEU+uKf6kVEqBpj+0k1TljkWlRyNPrkPU2hZivzeMplnoDNC61dkBDi",
+	"5UzubiK0n1iaJQxdClbfo3rpEjfqotTYa3a25zid+1LKi4A7X3Q3d+3w5ho09C69m/Ntl/eqV7Tt/r67",
+	"Im2HBk14/13nK6Te9V0HYb/D21/stCtCaK2YmtVL1IpdW0TUHg+8xwPvkw+8HbTjEhH4d3BEvkbPW2O3",
+	"tRyNNjT4eY7IOZXQKwIgZvyZaIuqv7WpeDaO6GqSrY8d3WthpX4xdDVULIYS073IXqwcl1PepZW0m4or",
+	"dbTnLgZiGj1ougQKoBKovRAVt6O9zxkHYj2fgsOUF05iDlQi8jcYultj2vSg0FOV0MyhA1eGbxNiEwa1",
+	"wgzTqD/lLxi69lztWK4RbJjp4s4q99OFCzxdmGYhOtXKkolIpKB8XTGQ9hp/zVIkNwICzGnkrt0e9kc2",
+	"jGIo80RNOXoEzCIGJAPZu2SJSEFLWzprfrHJFw5NoeuLfdsq+C00Pi7TlJuFe6JImieaZXivUNdlUpL/",
+	"+o9hQFzCpflHf3QYkJsE/zw+3Csu1rNDJC5Fyg5yyv19x0uazItbOqAS7sA61D7eie7rlkOiMsoVORmQ",
+	"f8F7g4aH5F/s4UQ13jEYwWmRMVyUlFR66Kf0JrQMUqsu2SvWpkhisp53rDSuYlxYDzAv0QBwnIEP14X1",
+	"mulwyrujwcBocs4Xvtcnz0XOtbLwmEq7mw+YWxwHsYgXzIQNiDVUDpeCi1z6O8fqCqHVeGqIHvc2suv3",
+	"Q1bun3gm4tUOSkflIo1GKXZRC2lEJPmBJsAjRluLILHGcXTcPz48OXGlia62dPy0Vqdd9rm1qLLoDwsl",
+	"y/5GJ4f1hLMiT3jnezDa6txv69F/LXO4XdPghp9Ng6st+AavRTVrvqK1tdzGd5dy0XIJf6M2elvratrh",
+	"I97xQx2RX0zTepDiNNhBcSruADENhjsMrIkKje0Od6FCCwQkqncHuzReRwn9+t6TWrZKRTF8WctiKZ3A",
+	"deVu/2N5z/A2b3AFBXRuLy0pDsGK8tZWY1Im6mtIEmXULVSXmJ5yc3ZaRPXiBJ0Qh1IRlGgUpGu+VwO4",
+	"WVJFMqoUxHsY5bVoFV3bx+mUhw7LBZNDXKKN+anVdfIt6E87Jr+Udf4Jsv3RIn+0yB8t8q8gdu8rTCqX",
+	"yhcGuUsX6HtpscFPzRT5Swb87O2rokKXUIUZfsY441c2e6SwMv/32ZvXpw5Lup4z0Bqpc32b7r6uiGxP",
+	"e64BIBSps60yskmlryUr/yGExkM252dOm0DWbrL0xjC33y0rmib33C2YoZSszCfMQaIp4xBjGffD9opp",
+	"9SX3ip/yb7hXgnYiPW6hf7At5FizfQvZVPj9j+4m59utwdGiYn0t9ol5nt4eaLpz2/OLHBr236kCboe3",
+	"6QoH8/BR7X5Uux/V7t9M7S7Q8p3Ywg35EDXb33pf6Nim5y2xrmdC4B0sNlW/pv27BPoyOZ7DNTobAuLu",
+	"eyWhrw0MfR6HC0JNyxQ/H/Vy8fUKFHDE9Kq8fPyJIiFeEe6DYOWbU75TfOOU1JALfD9FjLEOOG2DMVNu",
+	"iz3bgkQB8QGcPLO55WGlMnQjGjG1tQYOWgP9PzgQJom4Lj1OyiOm4fEy8dU+PqM+9BXJoU2rH/XJGZ9y",
+	"64+yfVK+qi8WRvMQx6FSys6rXXV9jjjTEzI+OJjy4uGF9+WHWOjuy0Dw8cRG/Oyr1csXydmGoCaS4EVR",
+	"90KWNMuAYz2OOTjxamEa2cqUGh51BYA1aGAVRAlliMva1dfCvOVvMfaFbK5OYAG6DGba5i7eV9z8YVfN",
+	"h++cX63vfg4JXCGchsKYlQZ+ShBEY+VhtYhZJKyDUH3y0kFtTSpkm/JiQkISJVLw6sITVQRQC+yYkqK1",
+	"G4pME7tGxZvedRjgQ78NXZBuPDipdOrvZEYXIt7cOJdQkpNb/Dkfdca2bVc8l1g810tRfHFJi/g4loi4",
+	"q3+wenjKfX+WX5ZUXZilvoIL08CGiFvDfp4DJ9Xb5oqVvIQVLhjeNWQvX6MYO3a4QHTKD29u7EZdibxg",
+	"A1v1YZnTBiQRFB2ou/3HVYQhB2yMNxq5+olxRg919PB4o0Nbdch85Rly5v3UVi5UUhA6QQfrkNaQo+4G",
+	"fyrBJu5CmLj10BSNUbUIwIpn6WHjqlz0tItS+5WClRZJoV2dtieoQ3hyyZfyMWL5GLF8jFj+o0YsjRLt",
+	"JG5Dh68msDmFfHtWNpanFrqKql7HldIVUQCT4kAudMqgyKQjLi1MWQiuWIorCKa8CGTSJOmTb1zFKgLw",
+	"4tEN16C0Oyi7YQUbJdyYk/27yMb2OYT36Pkxf/sr5m8/pmw/eqo+27H8j5dP3Uyibjt59j+a/23NirF2",
+	"3RVTbJZ4P4k/hDBlxaOeF+prUPWO77V6wFElvu9x8Xcsjbap948i6FEEPTrLfzNnubaipCnlHiJcXllv",
+	"jLtTp1mUj7BypTb+RBVJf5Pqj97BXU0YLMRk0zF6OuU2CukQ+xwY2du/vK+USxZCer96J7VCh6uDYkoR",
+	"Q3DKw3uiCCKSzg4wgmGAOC4bkATD0yaUIGlHEiRnvAAsFlcOD+ekAhGDnmAM5VvH4Nvvz7E8tHBnTIiy",
+	"WI72GHIuX7sO3p2nCCVc9ERWkhrxJJz/cMpz7mDC7NnW5cL6eAMSltCcISleQ8+2BJrYUWPpgsIDz7mG",
+	"ue0XHZM1Z7b1JHsKG2rjD4gPi7mcWJ2DeJUV6oaBu5uRJkpMuQKtGsEGdwzTSOc0Qbfnnu+7shBd27KG",
+	"2HyKcBpTHn50yaOBK6KpvnUb2oRT22G5kr7DKt4zEse5et06pPQSVO0G3CL8g0uES4sAN+GruYOyKd27",
+	"HlBn3qgaLraBC/e0QFsHtgBK5LqAtN4ztMJlK1z+CDbH5oQLdB57XmCaKMYjNKmVpomD3jE8OjzAoBO6",
+	"hpE7L+aUGYrYgJXzJlfx7jhcY/M2g9lCWz5IBXo1ryo0D3Yae+DOmof2vBZeoTOEFROG790toQXybeGs",
+	"9diZZY+3VaDt9f5d7IAaMSksbhMi6K73WHZyDydvBTh0Jx/vl1MCXYgCC74MM3ax5suxnq8TRKG119AX",
+	"f6cq3z+rs/bLqGT39+7u4Gh9WxGAL1H+fUXH8FfSOd+YzetinRSBCo0akHhc513N7bomhwkZD9ZWWzM5",
+	"nmP/9bDsktq4rNM+SLeSsGFO+0JN2ZuQVsOeCFl6j/vk1Vr0vjxjZ2CLfat6oNVta8pDYBWnyrFT1xQc",
+	"cmpTD2lG5MvK2wpZMfJsWFbGEBslBQfW0LOqequRwT6VpfKxrUoqCX2wrMgwsajeDy9mNWv7vDKPr1rQ",
+	"KoEqWwafUK68rrR7rWh1Il8p/Fqj5bYjmqnS4HkMwT6e6v8Ep/pjzHa3Y93KiM3epEbSeR2X/qcPRsQi",
+	"SocT0I0orohoQmJAMGHMTLfvkm64EETmnPT37S/7URrvOyT6cK8GyDrZ309MP0uh9OTp4OkA5bob5/pl",
+	"syxTZWRYiEs83PwxbgPB/tBkstRf+v5eK9cHOtrrfX9fzbIs0ouKS+sL8JP6BTnMAe/SahpQ5WuNirL1",
+	"z/prUx28CpZ3NQrUvNfEBqwL3cdhh5epNRU8/rYvvbUAbY5WDqetOlaPRrPeFPNt25q4DN4NH1NLiIuy",
+	"BQtvWigGNLF4l9XesIzh9sPtfwcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the whole configuration of the server, read once from the environment.
@@ -23,7 +24,17 @@ type Config struct {
 	CursorSecret []byte
 	// CursorSecretGenerated is true when no secret was configured and a random one is used.
 	CursorSecretGenerated bool
+	// EstimateTTL is how long a fare estimate can be booked (RIDE_ESTIMATE_TTL), whole seconds
+	// between 1 s and 24 h. Zero means DefaultEstimateTTL.
+	EstimateTTL time.Duration
 }
+
+// DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
+// decide, short enough that prices stay current.
+const DefaultEstimateTTL = 300 * time.Second
+
+// maxEstimateTTL bounds RIDE_ESTIMATE_TTL: an upfront price a day old says little about traffic.
+const maxEstimateTTL = 24 * time.Hour
 
 // EnvVar documents one environment variable for --help and the startup log.
 type EnvVar struct {
@@ -37,11 +48,12 @@ var EnvVars = []EnvVar{
 	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
 	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
+	{Name: "RIDE_ESTIMATE_TTL", Default: "300s", Meaning: "fare estimate lifetime (whole seconds, 1s to 24h)"},
 }
 
 // ConfigFromEnv reads and validates the configuration; errors name the variable at fault.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: ":8080", DemoData: true}
+	cfg := Config{Addr: ":8080", DemoData: true, EstimateTTL: DefaultEstimateTTL}
 	var errs []error
 	if v := getenv("RIDE_ADDR"); v != "" {
 		cfg.Addr = v
@@ -68,6 +80,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.CursorSecret = make([]byte, 32)
 		_, _ = rand.Read(cfg.CursorSecret)
 		cfg.CursorSecretGenerated = true
+	}
+	if v := getenv("RIDE_ESTIMATE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > maxEstimateTTL || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("RIDE_ESTIMATE_TTL must be a whole number of seconds between 1s and 24h, such as 300s or 5m, not %q", v))
+		} else {
+			cfg.EstimateTTL = d
+		}
 	}
 	return cfg, errors.Join(errs...)
 }

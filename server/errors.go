@@ -61,6 +61,20 @@ const (
 	codeUnavailable            = "unavailable"
 )
 
+// Codes of booking and the trip lifecycle.
+const (
+	codeOutsideServiceArea = "outside_service_area"
+	codeEstimateNotFound   = "estimate_not_found"
+	codeEstimateExpired    = "estimate_expired"
+	codeEstimateUsed       = "estimate_already_used"
+	codeNoDriverAvailable  = "no_driver_available"
+	codeRiderHasActiveTrip = "rider_has_active_trip"
+	codeRiderNotFound      = "rider_not_found"
+	codeRiderIDRequired    = "rider_id_required"
+	codeInvalidTransition  = "invalid_transition"
+	codePreconditionFailed = "precondition_failed"
+)
+
 // titles are the short, human summaries of each code; `detail` carries the specifics.
 var titles = map[string]string{
 	codeInvalidRequest:         "Invalid request",
@@ -78,6 +92,17 @@ var titles = map[string]string{
 	codeIdempotencyKeyRequired: "Idempotency key required",
 	codeInternal:               "Internal error",
 	codeUnavailable:            "Service unavailable",
+
+	codeOutsideServiceArea: "Outside the service area",
+	codeEstimateNotFound:   "Estimate not found",
+	codeEstimateExpired:    "Estimate expired",
+	codeEstimateUsed:       "Estimate already used",
+	codeNoDriverAvailable:  "No driver available",
+	codeRiderHasActiveTrip: "Rider has an active trip",
+	codeRiderNotFound:      "Rider not found",
+	codeRiderIDRequired:    "Rider id required",
+	codeInvalidTransition:  "Invalid transition",
+	codePreconditionFailed: "Precondition failed",
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -88,7 +113,33 @@ func problemFor(err error) *APIError {
 		return apiErr
 	}
 	var fieldErr *ride.FieldError
+	var transitionErr *ride.TransitionError
 	switch {
+	case errors.As(err, &transitionErr):
+		return newAPIError(http.StatusConflict, codeInvalidTransition,
+			fmt.Sprintf("A trip cannot move from %s to %s.", transitionErr.From, transitionErr.To))
+	case errors.Is(err, ride.ErrInvalidTransition):
+		return newAPIError(http.StatusConflict, codeInvalidTransition, "The trip cannot make this move.")
+	case errors.Is(err, ride.ErrOutsideServiceArea):
+		return newAPIError(http.StatusUnprocessableEntity, codeOutsideServiceArea,
+			"The origin and the destination must both lie in the area of one served city.")
+	case errors.Is(err, ride.ErrEstimateNotFound):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateNotFound,
+			Detail: "No fare estimate of yours has this id. Request an estimate first.",
+			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
+	case errors.Is(err, ride.ErrEstimateExpired):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateExpired,
+			Detail: "The fare estimate has expired. Request a new one.",
+			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "expired"}}}
+	case errors.Is(err, ride.ErrEstimateAlreadyUsed):
+		return newAPIError(http.StatusConflict, codeEstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
+	// The store's refusals come from the partial unique indexes, when a concurrent booking
+	// took the rider or driver after the checks: the same answers as the checks'.
+	case errors.Is(err, ride.ErrNoDriverAvailable), errors.Is(err, store.ErrDriverHasActiveTrip):
+		return newAPIError(http.StatusConflict, codeNoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
+	case errors.Is(err, ride.ErrRiderHasActiveTrip), errors.Is(err, store.ErrRiderHasActiveTrip):
+		return newAPIError(http.StatusConflict, codeRiderHasActiveTrip,
+			"The rider already has a trip that is not completed or cancelled; finish or cancel it first.")
 	case errors.As(err, &fieldErr):
 		return &APIError{
 			Status: http.StatusBadRequest, Code: codeInvalidRequest,

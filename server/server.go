@@ -37,6 +37,8 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	// estimateTTL is how long a fare estimate can be booked.
+	estimateTTL time.Duration
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -58,6 +60,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		now:     func() time.Time { return deps.Now().UTC().Truncate(time.Microsecond) },
 		log:     deps.Logger,
 		cursors: ride.NewCursorCodec(cfg.CursorSecret),
+
+		estimateTTL: cfg.EstimateTTL,
+	}
+	if s.estimateTTL <= 0 {
+		s.estimateTTL = DefaultEstimateTTL
 	}
 	docs, err := newPublishedDocuments()
 	if err != nil {

@@ -14,12 +14,63 @@ import (
 
 // CreateTrip inserts a trip and returns it as stored (timestamps filled in when zero). The
 // Driver field is ignored: the trip refers to DriverID. ErrDuplicate when the id exists;
-// ErrInvalidReference when the city, rider or driver does not exist.
+// ErrInvalidReference when the city, rider or driver does not exist. An active trip whose
+// rider or driver already has one is refused by the database: ErrRiderHasActiveTrip or
+// ErrDriverHasActiveTrip.
 func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
-	if err := s.conn(ctx).Omit(clause.Associations).Create(&t).Error; err != nil {
-		return Trip{}, interpretError(err)
+	if !slices.Contains(ActiveTripStatuses, t.Status) {
+		if err := s.insertTrip(ctx, &t); err != nil {
+			return Trip{}, err
+		}
+		return t, nil
+	}
+	// The insert runs in a savepoint: on PostgreSQL a failed statement aborts the whole
+	// transaction, and the caller's transaction must survive to learn which index refused it.
+	err := s.WithTx(ctx, func(tx *Store) error { return tx.insertTrip(ctx, &t) })
+	if errors.Is(err, ErrDuplicate) {
+		return Trip{}, s.activeTripConflict(ctx, t, err)
+	}
+	if err != nil {
+		return Trip{}, err
 	}
 	return t, nil
+}
+
+func (s *Store) insertTrip(ctx context.Context, t *Trip) error {
+	return interpretError(s.conn(ctx).Omit(clause.Associations).Create(t).Error)
+}
+
+// activeTripConflict names the unique index an active trip's insert broke. The engines report
+// it differently (a constraint name, a column list) and GORM's translation drops it, so it is
+// found again by asking: a repeated id is a plain duplicate; otherwise the rider, then the
+// driver, already has an active trip (the rider first, as booking checks it first).
+func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) error {
+	checks := []struct {
+		where string
+		arg   string
+		err   error
+	}{
+		{"id = ?", t.ID, nil},
+		{"rider_id = ? AND status IN ?", t.RiderID, ErrRiderHasActiveTrip},
+		{"driver_id = ? AND status IN ?", t.DriverID, ErrDriverHasActiveTrip},
+	}
+	for _, c := range checks {
+		args := []any{c.arg}
+		if c.err != nil {
+			args = append(args, ActiveTripStatuses)
+		}
+		var found []int
+		if err := s.conn(ctx).Model(&Trip{}).Select("1").Where(c.where, args...).Limit(1).Scan(&found).Error; err != nil {
+			return errors.Join(cause, interpretError(err))
+		}
+		if len(found) > 0 {
+			if c.err == nil {
+				return cause
+			}
+			return fmt.Errorf("%w: %w", c.err, cause)
+		}
+	}
+	return cause
 }
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.

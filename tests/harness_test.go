@@ -119,13 +119,51 @@ func (h *Harness) start(ctx context.Context, url string) {
 	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
-	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
-	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: logger})
-	Expect(err).NotTo(HaveOccurred())
-	h.httpServer = httptest.NewServer(srv)
+	h.httpServer = httptest.NewServer(newTestServer(st, nil))
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
+}
+
+func newTestServer(st *store.Store, now func() time.Time) *server.Server {
+	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
+	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(cfg, server.Deps{Store: st, Now: now, Logger: logger})
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
+
+// WithClock is a harness for the current spec whose server, on the same database, reads the
+// time from now: specs that need time to pass (estimate expiry) move a FakeClock instead of
+// sleeping. The server stops when the spec ends.
+func (h *Harness) WithClock(now func() time.Time) *Harness {
+	clocked := *h
+	clocked.httpServer = httptest.NewServer(newTestServer(h.Store, now))
+	DeferCleanup(clocked.httpServer.Close)
+	clocked.URL = clocked.httpServer.URL
+	return &clocked
+}
+
+// FakeClock is a clock that moves only when told; safe for concurrent use.
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewFakeClock starts a clock at t.
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
+
+// Now tells the clock's time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // Key creates an API key of the default account.
