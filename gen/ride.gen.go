@@ -198,6 +198,108 @@ type DriverSummary struct {
 	Rating *float64 `json:"rating,omitempty"`
 }
 
+// GraphQLCost The document's cost: the number of fields it selects once fragments are expanded,
+// counted before anything runs, and the budget per request. `requested` is 0 when the
+// document could not be read.
+type GraphQLCost struct {
+	// Limit Example: 1000
+	Limit int32 `json:"limit"`
+
+	// Requested Example: 9
+	Requested int32 `json:"requested"`
+}
+
+// GraphQLError One GraphQL error.
+type GraphQLError struct {
+	// Extensions Machine-readable detail.
+	Extensions GraphQLError_Extensions `json:"extensions"`
+
+	// Locations Where in the document the error is.
+	Locations *[]GraphQLErrorLocation `json:"locations,omitempty"`
+
+	// Message Example: This trip belongs to another rider or driver.
+	Message string `json:"message"`
+
+	// Path The response path of the field that failed; members are field names (strings) and list indexes (integers).
+	//
+	// Example: ["trip"]
+	Path *[]interface{} `json:"path,omitempty"`
+}
+
+// GraphQLError_Extensions Machine-readable detail.
+type GraphQLError_Extensions struct {
+	// Code A stable identifier to branch on: `FORBIDDEN`, `INTERNAL`, `BAD_REQUEST`,
+	// `BAD_USER_INPUT`, `GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`,
+	// `OPERATION_RESOLUTION_FAILURE`, `QUERY_TOO_LONG`, `QUERY_TOO_DEEP`,
+	// `QUERY_TOO_COMPLEX`, `PERSISTED_QUERY_NOT_FOUND`, `PERSISTED_QUERY_HASH_MISMATCH`.
+	// `FORBIDDEN` and `INTERNAL` are the REST codes `forbidden` and `internal`.
+	//
+	//
+	// Example: FORBIDDEN
+	Code                 string                 `json:"code"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GraphQLErrorLocation A position in the document, counted from 1.
+type GraphQLErrorLocation struct {
+	// Column Example: 3
+	Column int32 `json:"column"`
+
+	// Line Example: 1
+	Line int32 `json:"line"`
+}
+
+// GraphQLRequest A GraphQL request as the GraphQL over HTTP specification defines it.
+type GraphQLRequest struct {
+	// Extensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+	Extensions *GraphQLRequestExtensions `json:"extensions,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several.
+	//
+	// Example: Trip
+	OperationName *string `json:"operationName,omitempty"`
+
+	// Query The GraphQL document. May be left out when `extensions.persistedQuery` names a registered document.
+	//
+	// Example: query Trip($id: ID!) { trip(id: $id) { status fare { total currency } } }
+	Query *string `json:"query,omitempty"`
+
+	// Variables The values of the document's variables.
+	//
+	// Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+	Variables *map[string]interface{} `json:"variables,omitempty"`
+}
+
+// GraphQLRequestExtensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+type GraphQLRequestExtensions struct {
+	// PersistedQuery An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+	// document's exact text. With `query`, it registers the document; alone, it names one
+	// registered before.
+	PersistedQuery       *PersistedQueryReference `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// GraphQLResponse The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLResponse struct {
+	// Data The result, shaped like the document's selection.
+	Data   *map[string]interface{} `json:"data,omitempty"`
+	Errors *[]GraphQLError         `json:"errors,omitempty"`
+
+	// Extensions Protocol extensions of the answer.
+	Extensions GraphQLResponseExtensions `json:"extensions"`
+}
+
+// GraphQLResponseExtensions Protocol extensions of the answer.
+type GraphQLResponseExtensions struct {
+	// Cost The document's cost: the number of fields it selects once fragments are expanded,
+	// counted before anything runs, and the budget per request. `requested` is 0 when the
+	// document could not be read.
+	Cost                 GraphQLCost            `json:"cost"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Health A probe's answer.
 type Health struct {
 	// Status Example: ok
@@ -240,6 +342,22 @@ type Pagination struct {
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
 	PrevCursor *string `json:"prev_cursor"`
+}
+
+// PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+// document's exact text. With `query`, it registers the document; alone, it names one
+// registered before.
+type PersistedQueryReference struct {
+	// Sha256Hash Lowercase hex SHA-256 of the UTF-8 text of `query`.
+	//
+	// Example: fd04909a99d2292de5c4061e1ca5670731930cbc17acee4b2b1365fdd33e005a
+	Sha256Hash *string `json:"sha256Hash,omitempty"`
+
+	// Version The protocol version; only 1 exists.
+	//
+	// Example: 1
+	Version              *int                   `json:"version,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // Problem An RFC 9457 problem details object.
@@ -406,6 +524,18 @@ type DriverId = string
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
 
+// GraphQLExtensions defines model for GraphQLExtensions.
+type GraphQLExtensions = string
+
+// GraphQLOperationName Example: Trip
+type GraphQLOperationName = string
+
+// GraphQLQuery Example: { trip(id: "trp_h3k2m4n5p6q7r8s9t2v3w4x5y6") { status fare { total currency } } }
+type GraphQLQuery = string
+
+// GraphQLVariables Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+type GraphQLVariables = string
+
 // IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKey = string
 
@@ -448,6 +578,14 @@ type Conflict = Problem
 
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
+
+// GraphQLBadRequestApplicationJSON The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLBadRequestApplicationJSON = GraphQLResponse
+
+// GraphQLBadRequestApplicationProblemPlusJSON An RFC 9457 problem details object.
+type GraphQLBadRequestApplicationProblemPlusJSON = Problem
 
 // InternalError An RFC 9457 problem details object.
 type InternalError = Problem
@@ -523,6 +661,24 @@ type ListDriverTripsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// QueryGraphQLParams defines parameters for QueryGraphQL.
+type QueryGraphQLParams struct {
+	// Query The GraphQL document. May be left out when `extensions` names a registered persisted query.
+	Query *GraphQLQuery `form:"query,omitempty" json:"query,omitempty"`
+
+	// Variables The values of the document's variables, as a JSON object (URL-encoded JSON text).
+	Variables *GraphQLVariables `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several. The GraphQL over HTTP specification fixes this camelCase name.
+	OperationName *GraphQLOperationName `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Extensions Protocol extensions as a JSON object (URL-encoded JSON text), such as `{"persistedQuery":{"version":1,"sha256Hash":"…"}}`.
+	Extensions *GraphQLExtensions `form:"extensions,omitempty" json:"extensions,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -592,6 +748,292 @@ type GetTripParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ExecuteGraphQLJSONRequestBody defines body for ExecuteGraphQL for application/json ContentType.
+type ExecuteGraphQLJSONRequestBody = GraphQLRequest
+
+// Getter for additional properties for GraphQLError_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLError_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLError_Extensions
+func (a *GraphQLError_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a *GraphQLError_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a GraphQLError_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLRequestExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequestExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequestExtensions
+func (a *GraphQLRequestExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a *GraphQLRequestExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a GraphQLRequestExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLResponseExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLResponseExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLResponseExtensions
+func (a *GraphQLResponseExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a *GraphQLResponseExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["cost"]; found {
+		err = json.Unmarshal(raw, &a.Cost)
+		if err != nil {
+			return fmt.Errorf("error reading 'cost': %w", err)
+		}
+		delete(object, "cost")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a GraphQLResponseExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["cost"], err = json.Marshal(a.Cost)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'cost': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PersistedQueryReference. Returns the specified
+// element and whether it was found
+func (a PersistedQueryReference) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PersistedQueryReference
+func (a *PersistedQueryReference) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a *PersistedQueryReference) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["sha256Hash"]; found {
+		err = json.Unmarshal(raw, &a.Sha256Hash)
+		if err != nil {
+			return fmt.Errorf("error reading 'sha256Hash': %w", err)
+		}
+		delete(object, "sha256Hash")
+	}
+
+	if raw, found := object["version"]; found {
+		err = json.Unmarshal(raw, &a.Version)
+		if err != nil {
+			return fmt.Errorf("error reading 'version': %w", err)
+		}
+		delete(object, "version")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a PersistedQueryReference) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Sha256Hash != nil {
+		object["sha256Hash"], err = json.Marshal(a.Sha256Hash)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sha256Hash': %w", err)
+		}
+	}
+
+	if a.Version != nil {
+		object["version"], err = json.Marshal(a.Version)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'version': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -606,6 +1048,12 @@ type ServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx echo.Context) error
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
@@ -777,6 +1225,71 @@ func (w *ServerInterfaceWrapper) ListDriverTrips(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDriverTrips(ctx, driverId, params)
+	return err
+}
+
+// QueryGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) QueryGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params QueryGraphQLParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "variables" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variables", ctx.QueryParams(), &params.Variables, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variables: %s", err))
+	}
+
+	// ------------- Optional query parameter "operationName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operationName", ctx.QueryParams(), &params.OperationName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operationName: %s", err))
+	}
+
+	// ------------- Optional query parameter "extensions" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "extensions", ctx.QueryParams(), &params.Extensions, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter extensions: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.QueryGraphQL(ctx, params)
+	return err
+}
+
+// ExecuteGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) ExecuteGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExecuteGraphQL(ctx)
 	return err
 }
 
@@ -1066,6 +1579,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.GET(options.BaseURL+"/v1/graphql", wrapper.QueryGraphQL, options.OperationMiddlewares["queryGraphQL"]...)
+	router.POST(options.BaseURL+"/v1/graphql", wrapper.ExecuteGraphQL, options.OperationMiddlewares["executeGraphQL"]...)
 	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
@@ -1105,6 +1620,23 @@ type ForbiddenApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers ForbiddenResponseHeaders
+}
+
+type GraphQLBadRequestResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type GraphQLBadRequestJSONResponse struct {
+	Body GraphQLResponse
+
+	Headers GraphQLBadRequestResponseHeaders
+}
+type GraphQLBadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers GraphQLBadRequestResponseHeaders
 }
 
 type InternalErrorResponseHeaders struct {
@@ -1808,6 +2340,424 @@ type ListDriverTrips500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQLRequestObject struct {
+	Params QueryGraphQLParams
+}
+
+type QueryGraphQLResponseObject interface {
+	VisitQueryGraphQLResponse(w http.ResponseWriter) error
+}
+
+type QueryGraphQL200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type QueryGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers QueryGraphQL200ResponseHeaders
+}
+
+func (response QueryGraphQL200JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL304Response = NotModifiedResponse
+
+func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type QueryGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response QueryGraphQL400JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL400ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL401ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL406ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL429ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL500ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQLRequestObject struct {
+	Body *ExecuteGraphQLJSONRequestBody
+}
+
+type ExecuteGraphQLResponseObject interface {
+	VisitExecuteGraphQLResponse(w http.ResponseWriter) error
+}
+
+type ExecuteGraphQL200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ExecuteGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers ExecuteGraphQL200ResponseHeaders
+}
+
+func (response ExecuteGraphQL200JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response ExecuteGraphQL400JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL400ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL401ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL406ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL413ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL415ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL429ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL500ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2726,6 +3676,12 @@ type StrictServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx context.Context, request QueryGraphQLRequestObject) (QueryGraphQLResponseObject, error)
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx context.Context, request ExecuteGraphQLRequestObject) (ExecuteGraphQLResponseObject, error)
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -2847,6 +3803,77 @@ func (sh *strictHandler) ListDriverTrips(ctx echo.Context, driverId DriverId, pa
 		return err
 	} else if validResponse, ok := response.(ListDriverTripsResponseObject); ok {
 		return validResponse.VisitListDriverTripsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// QueryGraphQL operation middleware
+func (sh *strictHandler) QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error {
+	var request QueryGraphQLRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.QueryGraphQL(ctx.Request().Context(), request.(QueryGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "QueryGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(QueryGraphQLResponseObject); ok {
+		return validResponse.VisitQueryGraphQLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExecuteGraphQL operation middleware
+func (sh *strictHandler) ExecuteGraphQL(ctx echo.Context) error {
+	var request ExecuteGraphQLRequestObject
+
+	var body ExecuteGraphQLJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExecuteGraphQL(ctx.Request().Context(), request.(ExecuteGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExecuteGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExecuteGraphQLResponseObject); ok {
+		return validResponse.VisitExecuteGraphQLResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2985,125 +4012,173 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
-	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
-	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
-	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
-	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
-	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
-	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
-	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
-	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
-	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
-	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
-	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
-	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
-	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
-	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
-	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
-	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
-	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
-	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
-	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
-	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
-	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
-	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
-	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
-	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
-	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
-	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
-	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
-	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
-	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
-	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
-	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
-	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
-	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
-	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
-	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
-	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
-	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
-	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
-	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
-	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
-	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
-	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
-	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
-	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
-	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
-	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
-	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
-	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
-	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
-	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
-	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
-	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
-	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
-	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
-	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
-	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
-	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
-	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
-	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
-	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
-	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
-	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
-	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
-	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
-	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
-	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
-	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
-	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
-	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
-	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
-	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
-	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
-	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
-	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
-	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
-	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
-	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
-	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
-	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
-	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
-	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
-	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
-	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
-	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
-	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
-	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
-	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
-	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
-	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
-	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
-	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
-	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
-	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
-	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
-	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
-	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
-	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
-	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
-	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
-	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
-	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
-	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
-	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
-	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
-	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
-	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
-	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
-	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
-	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
-	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
-	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
-	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
-	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
-	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
-	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
-	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
-	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
-	"vKb6atZ/dPP+5v8FAAD//w==",
+	"7H3bchs5suCvYGsmwlKcIkXqYltUnAe1Lbu144tGkrvnRNPLAqtAEq0iUA2gJLF9FDFP+wG7/zAfNl+y",
+	"gUygbixSlO12z2wrJmJaZuGaSOQ9E5+CWM4zKZgwOhh8CmaMJkzBny9oPGMvpDBKpvbfCdOx4pnhUgSD",
+	"IMoUv6aGhWRObzt0yv6zF5J5rk1HsWua8oQaFpGJVMQonumQKG4HJlQkJOXa6COyPMTTHnZJFL9mimRK",
+	"TnjKdDcIA8V+ybliSTAwKmdhoOMZm1O7LnZL51nKgkGwwZKCMDCLzDbWRnExDe7uwuDkkk6Xd3hhlBRT",
+	"4npKReSEmBkj7JbGhiiWKaaZMNQ2J/avTZc5DPYmu/Qw7o+fJfvsYPK0Nwxa13WasHkmDRPmnGUpXdhh",
+	"l87BzhORmxkTxMy4BbC+YYrYv+wiU7rwC5eCEW2kYgmey4yRYoZ40fkLW9gdVFYs8nkw+CmwMwQf2xb4",
+	"RsYU19Fc1o8zphhMEStGDUvIllSETiYsNizZJoppmauYkZgKMmZEMZpsCr+d6/4OINWOUdlotne1O98X",
+	"B9nTX56p5/rQ7F7v3ezfHiyetsL0nBr2hs+5gf9rOXX+K/MAi2maMvVEEyOvmCDjPL5ixsGOa3LFRWKb",
+	"2jUzbciW3YQmUpEbxQ3T211ywYQhUhCamxkThscACjwiTW5mPGVEUcNIalejCVX2mBrH4De+2+sVO+LC",
+	"sClT9S2dsznlwu50aVuXdgeapGxiCBewO9zOirn6h4f3zaVZG/hYLEWiSS4MTyvTWHyc5GlK6JRyERIl",
+	"c5GwhOTZqgW0T8+MWhxPDFOrpzaS3FBuyJhNpLKYZdSCi+mG2NU+7w9ULZZnPE5v6EKT6Dg3M6n4r3AX",
+	"opBoSfSM2nsWWxqqiWCWnM35rUOpjSlabeRWfP7xxx+PK8jVcvIzVkU/IFZ2JmYBlWtGtqLvGFVMRdub",
+	"rgrbty7nb+d4GU5bSNVpYtcw4Uzj/bGwsMgoc0VSOdVH5JdcGka4QXIWS2FobLiYEp1nmVQbU1jFfhkd",
+	"THbHz+N+csj26P74adyy3LswyKiic2Y8y+Om5Zjfi3SBXAyvjl06NwuyRfG/Os3tCuMZoZpEmorORFER",
+	"cx3LaLtLjgXJxZWQNwKbT/k1s2SasHlmFsAM7b64neqXnKlFEAaCzu1Kbfv26xHUpgnCYE5v3zAxNbNg",
+	"8HQ/DOZc+H/2287pBVLlFVepsmNPvm3f2KQLQm0XhAIX2lBhyNb5qxdkb2/vcHvlRnCUEXSu7Wgi1Zya",
+	"YBBY7twxfN7Oot16v4M7/bAFOzrwmSvG3p+15Fxp2QLcY0FkRn/JGRlLeTWn6mpAooxOuYDb2RXs1oxi",
+	"6BxZZlL9lil2XX6bEErsL1zmeigyOi04l6ZzRmBHXXJMDJ1nDMgR9AztqFYY4FrnThiQZsYUmfDUXgVL",
+	"wZQhUg0F0quQFIIFS8h+r0ciLkAw8ovpDsUqQCIYqgCs4OpBf/d+ZH0J4mAbSbHEDYXFJ5pwT18U2YoS",
+	"dT3659//EZUHnFEzK5eV+DE3oyh2OLo73ov3kwP2dPJsujvb4/s/H1w9TZ/Nd4N1q34FQF2Ls7AYQcYL",
+	"xFJcW41yOIn4AbQDe4x4sgr0m5CJ14pms7++Obk1TGguhV7expmSRsYyJaxoZOkgJf/z4v07Isc/s9iQ",
+	"rQ/nbzpMxNLyfPhg2K3ZDkuy+WkYZExprg1L/mp3MgwGn4bBtf1NiqFd3zDQM7p78PR7qmfDYDAM/vn3",
+	"fwyDu7toFQjKFdVgsHKb7zOm4J69g/7LMi2PZ0T6Rv6uJTLO51bOM5KoXITIvLghM6qJtpyfpl1iMdVN",
+	"Q6Q9yu8vL8+IzljMJ54vT/htyRvnLH1BNSN2L6s2KGsLbsfcS8WzYM3ZArDbb5Zfr99hl7yllp6iGClz",
+	"x6ejEs4RLBdVj6k9S0svinN1FGnFZvw/2zbxCS7KFk8GZBisl/qHwTb5RLShJtdkYgXqT8RIQ1NL/ZTV",
+	"dMid/d86mPxAFafjlOl2uFzTNGe6ef5PNLn2/cKNr8AqaBRDrYLIMOAJ3IL7wHG3XreMF39hbbItuWIL",
+	"1IJSbrF7yoRFNqbteVp5jcc0rdyGLUo+fDh9Sa73LbNQLJbzObMy/nZI+vZu7B4cDEWmuDB2XySeUUVj",
+	"x25imbHENqqpXTSOZW7RzgJ9wpU2ha51w82MUFijyoUeCioSAhpUof5WVN3dfTKTudJHgJhGLbB/wSnt",
+	"MHaA4oexTBZkyoweCjOjxo/qlJfxwjAY1/4R4lhRqax3vLY+IKCc4/qLiWxzu15kuTDTFjBk4n9TMjds",
+	"2+5hf3eXRLw8qtEVW4wUyzVLoiOnPxoPnKHw0IHd8zS1sLH6YEj2e4fLA3ExyjWL3AZAt+qARBhZqeHg",
+	"9tbteyi4JkIaB1JQcGqwmyNZsKDlLKnIAmhOKrG6YW9YgdsHk178lPVZ53nSZ5398TPaOYz7k85essv2",
+	"6dPx87iX1EXe3YODJjPLqDFM2UX8r5+Gw9vdfmc4vH128vE//rzBfTgvRILmvfBfyIwpFpIxi6lVoihJ",
+	"8iwFFYzcyDxNSCKJYjTt3EiVJmRG1XwAgLZkkxuAX4GrQ4Ey1dJB41xwHA++jkNx730kD7mOQ1Hcx+O1",
+	"twhQGk1PGr/iTXTbRfxfc1+OSO1y3HsNqKcKQ4FYzwWZpHw6g4vwRZhPEPHtwF8d8zcRO3+XmzB5JwV7",
+	"S008a1VeTi7plEyUnIMcSlVqBW4E11Eh++BBzO0glhvWsJ3s9faLq0DhkLsrwTbp2NV0cDnrpbgVFr0z",
+	"qxdp/itzeN/v9axovXA6DzDz1foNGOZWSpjwtbashE1onppgsNsLS02RC7O3iwfF5/k8GPR7PTgm969W",
+	"o9MZj6/y7JLP2f1qesbjKzCnAS9JcrDujNn2F+rtGSxhZHXcz9fdz3myWnsDt0BTeVOJWqu8KTfihtag",
+	"RI3ErtzL9n85UE/1M7Ob713v3xzcPl08+7Vdd7NC8yvO0qRFAnwh53Pa0SyjCgwNRmadlF2zlNheZM7m",
+	"Y6bADKmYyRVIRjqjSrOG02C7awlTZGnmUEQosUZgAqZoWMT+LKlpgjg+yNlNrEXyw26zVCYsGExoqln7",
+	"uU5wb1V4ccPmsNs/KzYJBsGfdkrP0A420zsFXII7QN9T7FTiL1WKLuxHbRYAfIsjgYPoKhywKNxEASvV",
+	"rkMBg+NthgGf4Sew672Qytx//mAruWILHdrrB0xTMRYSRq1qa8hcakOkiJnlVCmjCRdTEnUiMmfUSq52",
+	"dCbsrygo2p0RnoTeTo+C7xVbPNEk4YrFdh0hGStGrzQxnOkueYlUZyiiTmFqM1GXnCAIBqT6e2i1omhz",
+	"ZLEb/DxUsQC0zO4OKJ9Dlr3PwJwLuBwbWFK8gRZv0yqyhl9re7p3K9gFjMaK6UwKjerhdzRxNm/7r1gK",
+	"K9LYP2mGAiGXYidTcpyy+X/8rNFZVqCm7ZEg4a/wmyAMEmYoTz2LATemFTTGzNwwJkgfJC3LyuwhKiWV",
+	"DgY/fQrSwiOHe+768eZMazq1M4kcCIgf0WNov9cL7j7ifWLajHiy2pDu4DfYB48UN3Bep7gD4md057qT",
+	"yFh7AOg/1fd5t+kRnGF/hH8LFykVnzlNLeZYaZKSwrxPpPKUc0ZRKr0B965dZUiQk9lGioopG4qtQgBw",
+	"Q0dez0Ng//Qx2g5JhNKBndbKMnKC3clWQ3zYBgloKNAWapsXJlmp7OSMT0WllzOqboOl1q4V7AXVzZGt",
+	"qPh7ZLEq2sYLXXHgF766TiEZtYHY9dhpeEarzr5OzbO40SBlj8ZAzm244SC29V0Y/K3j7lgHeci63hUX",
+	"FGDLCykmKY8fcj2/Kk7Gbn5dqkve+/1EO6OUAYLFyNZEKuKIw1AU+GAUFZo772Ik5MgZd+k15alV3+zP",
+	"lgCOaKoYTRajjPLE4Q83eiga6kdpISh1pa1VWlLYoia1YFv59V7fbAjxEm7YFbM+yC/8JfjxSqoxTxIm",
+	"vjWCXOE5INUc5waUSSENSSQysa1o4teGctDj5W4enjPYbsSEW5hvhXOymo/DceW/fjg5/6/R5fv3oxfv",
+	"3569OfmbXa/nsdgvlmk+F4CYKRcWQy0XLdmtPWlgxUSzlFky0N/t7ROUwI+AHCCL59ry4F4XuHBzNbgx",
+	"ZJpWeewVjNpKvnZEAMdmeOmAdu7EGLhBvzm2F26SmAqL5CoXXXKsSdQ8ogjNBd75wMQ1S2XGkFoISaKE",
+	"GhoNkKMWoyaSoY0SNa2t6PX58dn3f30zOjs+vzgZvTo+fXPyMtq2BLFo6oPC0K6r0SiH27ESgB/hh+M3",
+	"py+PL0/fvyuGwSUWNnp7Y+2AEw62va3ou+OXow8XJ+ej03dnHy5teyFL49xQOMMIiWoenIhsRe/PTs5x",
+	"rvOTi/dvPhTTfjg/sePQElvGSl4xYVdaoumb9+9eW2ZQ/vLy5OSs/otDZb+Lwj3TQTSdUT0DGA3hnGCp",
+	"dUfXVnR2cn5xenF58nKEw35/fPH96O3pxdvjyxffV+QWzwPRKyRk5cCkIlRUvWlgjTEzKgh1FwbheH7y",
+	"1w8nF5cQSqGHIlqFqYgS6Fcr5EGjWTq5R3IKwdO9JPCBhR/NU150dB6fUnJ0u/C6OS67EDofRbIVVPtU",
+	"GKYETU8s+f2WbPeYgJ5MJEYdaZ6gsI7LibaRHsORx1QpDkhL/HfdJeel3XtM4ys5mTT48peA5Z00x3HM",
+	"MrDIf2tpJMKpI4KrIzSBiEQhyZwlnCK6g1hS3tlMySSPmZVUhDQjWiz+UVxZecKvZC6Sb3m47yRGWRQh",
+	"t3hYE7uOx3NaeU5vZcInnK0yWzfCv6vuDqAhUc1zEYHX5MjeJu/uqADdx5+vWyG0qYHlD31AZ3SRSppc",
+	"SvmGquk3J5beMZnayZ3U0idv+XdkK7LfRkbKEXxcumFftGsFejRYAl5RnrLkm3OJ00kVoy1Cp1JYGFSR",
+	"v0JqssqSRxNYs2WzitHEisogeX9FCF0wdc1j9kEUppFvS2oN7MyKrnm5BNzwbyg4XEr5loqF+1X/DoaM",
+	"J7qQucd5MsWAf52htqCoYWgJ9YdvYYEOyZpViWi0E/3/y5QaVrK1nctchy8klh8EdXkE7BtLHmGhGklF",
+	"FLuWVywhx2enYPuCO1JNjFmilT/++GOnmd2wbuPNZIgvhlumZMy0tpf4RBiXHfB7GJG5JjcsTTtOhx3n",
+	"xjsAKVE5RIFRQwRjCVLghBo6gMiYCVNMxNjAqt/O9sFuuQYl3IV2LWSudGiVWTqXuTA4YNEcqDt8ZrcZ",
+	"xD8xbfgcsu3oUCQsTrlgCcnowmr3oVOMm2ZnjNlx0XuVIB9wuLTH92x3SRTLhEVE0wXkTMWzJb36y07Z",
+	"ZZew5K3VdC7BvPz7yBMW1MsGMbgpxSJHoI+NrD72FYWLwniIiTAuVHZZ+H0jb5iKqWbk9OI92d/tPyvj",
+	"au0xgT+ycLznOgnqAUi08+vHT3t3LaFHPmK+LRa1iPHP8nHKY58ZaifLlNVHDUdvbOzu6OpEmaVZefJl",
+	"of7eq1zL20ooOaPqqq11NpNG1pvPjMn0YGcnTkRX8YR13aduLOc7uHe9s35d3Z+zaVCJOMoVb5vcKu7I",
+	"/IrZ97vPn1U6JjK3UlMlVumgEqlUZiCiG9mOec1mPE7ZfVfgB9cMPeg+aOOnADIUBAawu+WVY4Z4omX2",
+	"KUZTl9hykc/ndFUAu8MWjW2KgG3MpaBa86nAOEcK4QPL6PSIG1+EGytPuu08ncH/hfN1rPYgPNEkltqg",
+	"uddFM8iJ86hA8KFztEjL9yaKTm0vTK5ltxkVCUvCoYBYVstLMT+MioWZcTGFePKwCAd30mzGlOfFXRIV",
+	"rhdw/fd89nXVHxFDELCl5z67GXhWHb1SL86W7k1w7SzFDTZdnjXvT6X7YVvM4fL5VF2n1QMqBw3d2tYc",
+	"VGG8bQbjVHw3tsnyrao7t2iC2iFNzyqtMJirPvRbGs+4YB0LTghaxiCZFi4A3rtlNqIx1rkSaGYkGVvm",
+	"MCNSDEj06v35d6cvX568i0ISnb67PDl/d/zG/l11RIRD0XTwhKTd31T5fdmLZMdZ6+6peW1WeXaGosW1",
+	"E5IlF82795ejV+8/vHvZ9rHuv+kORQUScBVKYMA1sjfj/OTiEli+JhU/NbYuLOo+ysxTs2LY1qC7Ki7C",
+	"GbahX8X92l51wMXNlXlZM4aYSDhGhG0SvlZF8qLMwd1ytFrh6K3lXM24xji+MUulmELgQ5HdwROMR3Jp",
+	"fq18gJrZKsMjOm2JbeI5GpA+lNjRxHJUhKHa08LP6IPbwkn0dlGJg3CRsFv7yZEFvV0T4n6CWEt7FB5w",
+	"S2BoHJ2HSc2NfR8lWV1L4phkEqNfmkcbEk/EIR6930YJ0DtfOZ29dTSy30Zr0a9fD0J50BAN+MB4oV/b",
+	"GsBUYhraqaSL2mzCy9Nfrz26iLf78g8TNuGCWRZ6H83eKLoA5q6kjt6FjYTFr5phWSMzLulR5KmzASI7",
+	"Wbpnv3zN5MduPYG1NReyGK22XPQb20Vv/ZknA3L68n9sk0rO45958rlJjWElk/BBzHazRMfaPlBevi/a",
+	"+m7luXj8v7v3Rpx8pgTRlqzsdldId28d5awEJETNk7UnwKdCKgZVa5r7qV+deud7LQW11ufefnMPVFwk",
+	"Tysma0NFQlVSIQuOh/jYmq4LqoGEgjHG5jmRlixLtEMBl9Dyj5m0IjdUREoXJSvShOorl3vp76qi4shH",
+	"z0ZYAorcWI51A9MpKabhUEDQvEvudNJa9YaBIajb+Em7CFxBLClYuJSINnnbbvLht0AxnacmJHpGM2Z5",
+	"5hVr3gfUODiW7rkHu8t47U8PF0XaRJDPIM14/lXa3GBRmzHuloG+1nV0h9jC0LXZcJugSS6Llbpdq/me",
+	"0bRN6DommZJj9kSvXJKPhq9KgPLqXgHXdWtby3pZiGNNKQulOc1Cb00lMkOok1k+p6LUkmiSKKb18sLd",
+	"h/rK++QtVVfMkAsTkgsqyKv2KjPValQls0lpXZ/de9Z99mz/cK0N4bCaCtc5bDMxpQ27RKe/u9vd7x/u",
+	"rx24/7w2MvxzvYXCLh9nazuWt1K0psoXNnMuyJwLqUguuNFkK7ZouY2FWtLVhtMWLK/YX9dhemGntWTB",
+	"ygN1MfX5QcOY8HT/YQYBHDMs19MGlrOiPs0qjYyiopFhJqaBNB37nxuaXrVd8VysMAGV1h6gnHYc5Fzd",
+	"4IGWjzCYUT2at1YTulQ583zLzjKRaSpvMPgJ9uDUELv8MiWrosiNpUwZBX2xUs2nLTVVQ7GUyJf08XX5",
+	"bC+Y6ogIqJrmtFiRdDcRaytlgh4wKW72Z8wLKmsm2WUUyWiQ+CxVwlR9ZdpQLM91z9oa+FWFTn3ZlfMJ",
+	"HUa04t4KaelBbOgYCvTJOTU8blYrIVt2e8eZRQHLCYBfbaPtsbzSM3ZLLr4/7uwePHUMrDQFPnECEtT7",
+	"6JIfIekBxo5CEIycdqBrQsURoakUDFqgHiEFG4qKKoFn1CbmlGVy1vlvltdMPly+6jyHddpf3CLrqsok",
+	"6e0f9g7p4WGyu3u4m7CDeL/3tM/6MT14+qz3bK9/uNeLx3H/GY0Z2x/vjvt7Tw8mSbK3x3q9A9qqoWCR",
+	"nxU2fC8juFZHRIp0QfrowawrIO2q9zLSOGdcGyU/f/WCHO4fPCPOz+dsjNqVcXmwrVELesVGAPAVZsc6",
+	"fIvQvDZA+aTAKr9+J9HStF7rarUylXJoffEnVgh34dCEiyw3kCHn4+WhVBHlaa7Y5vY0B3NIHl4pyVZz",
+	"Dx9ezy9sk8T2e/sb2dNdFmMdsoasPArjvMTNY6843F0Wj0OkJ7q42xQzeKNGauQw7/X2YotP8Bdr3LxG",
+	"6zWI0mTi9qvfYVgmvwLm1oD+cfVlqRxcq8m/hi7LtyTdoFIsdCUciych8ekiTCwBdDAJSZRRM2v9gJ7t",
+	"5U9QRQ/iLvHTz1qKrh2lFc71vNmlg281+K7Jqb3vdArIlEO3HcM5T9hlK845vyqJU6r1EckUj5kmOqap",
+	"y5lBc56v5stiKeR8Aec/n2Bq920afKyCoGyztH0o5tCK+K6Qw2rXfJGAvmntiGXf/ENLObT5X18rGjPy",
+	"houNfaCHe7+FD7Ti7a6Apu3swZrZAnJXN8F5ua85uykrSpC2ghIuZvnIGUrQwuVyW7geCvfdCnsUy/U2",
+	"4pzBZ1C3f6LBJypDhbAyhekORcQMHc25yA3T9n5atpAyV5wAFxlTEbM09T9lGaMKGbw3QC3sr+miTc6p",
+	"dt4cpz4jRKS68AdM9BkI7xJ7dRnVsI6p1kMgoLvM5GRyX7+qQ6tyRss49hY/uHLOWA0mrNQdc6EUaH1D",
+	"lWhRo6b7D1bLJlTdG0qCingLfXhooY/QVbh5CMAqNXFauRkCAr18XEM9nhuqt8sSPUcQRufC5yqVskGM",
+	"A0VK19TZtQhj5xl5YWTdFgoG4jqp0ZcT11Le2rR8RhjkWfLAW9FGQdcYz8oaNW0ksyjWU6b02Q4o4LaW",
+	"6dFV7lmdvAr80NdqLkC7dJcLXCuvaR2ZHO7Xr2SNjNSg1yBLYZ0cfmw5LrvRN7wtvOaYFNWDFc9aTIXe",
+	"cr5x6Zc28T6rGYrWagtly+bxw0pqY61CAl99pk05czV7ih231uYhldI8FRyoHUin9q/6cXZaT7cD/111",
+	"PhfFlWro7XzC4oWV88CaCOFq5K28ZnpAMO+OJeSf//v/EKoUv7bb+G/CxShTcqqY1uS/SYEeR0NRNLI9",
+	"VjWrfbANC3zrVni5r19V9ItczIGgqYv+cHDzywzCwM8P9XmKSaooXcXnunBabbIEwh/KWMQ1laJddGFr",
+	"uAAqOOV04zRvJbxzetWM+pALaVoNHHOZsIbafqY4kJBlhpS6QPey7bPj7170d/fupYywJD9b6DbjR/zY",
+	"5mbVLM4VN4sLeBEAQDCG4v7HuWmv/ueD90FOpM3HDwYE3wYgqGhdsYVXsQhWcIe641j3w1JKmnEoneWq",
+	"tpNOR0nwWMy5KCuAwDE03hyYGZNhNDUXE+njtSmWeXFlnizLgwUbRueWeKq0ElBp1emliMqgNTzbSdgQ",
+	"MmHH8y5jnrDOjPIUnijAzKOBf+/GhWb6h29CdNt7tq/DoRhLecXFVIc+at42ZjHjmcF3clx86g0bz6S8",
+	"0t2hGIo//Ym8kOKaCWBNQ9EhJ9eYdG5mRc4yJCDuXPcjK/FP+G2XHIMx9BrqfIopWBNTTEfiglz3B2W8",
+	"kL3MpIzB0L7EJU0SloTuKQvF5vIaqxfhgEnXLuU7mdjp7UahYtHWciz7dpeAFQFbrbK22SVsrc703264",
+	"iCtGNswVwMoGUWnaiKpvutjRqUiQ5zfsXGV9J6vI2IMFlzSGUG1FFeOA1WjAqCAVn3LRTamBsjgdUjx0",
+	"4Xbpyv27yCu/dkioxvNx9e7siIm6hv9aYSwKyT///o9t539gCRkv7NJLs3PKjPGPKiV8yo3ukndwQCjI",
+	"mBmbw4pAYMZygcTJ2vf4rNwi13mt7MCXfM60ofOsPM+9vb3DYq9ckA+XL3C0OY+VxAwvu++Yay4FjPKh",
+	"vX4CjqnYz/BoEA6y3+tBFVZK5lzrjKXGvVrgMFPzlAmTAqCwfqJGbReCe2G26PuT45dRrXhiETsQvT65",
+	"jLAAc1jWa3IpEwBnX7jUFwrwt/K49sbKUKwljI7uFcTxGHYDlZpbEqau/NkVpR77vopuM0PKzwNlcRGx",
+	"fc1pu+iMKZhICrLf2+uSv1jaizGKGAZvye9QbAFxVoiPlozZv5AoQwkSnbua5qZSwbOIaIRSjhhfSEVR",
+	"xNuBycqfeiiQaIFX0L+GhA4uV+wl+mTlPEsZvZh3F3Wr9db6//z7/+33emTLFVwlu71tq1gthqJR17Wt",
+	"nCsBJ9jKVzfGNL6quciMHArLX7jIWbj2UQ4jyVTCAPZUy4JvY5mLoqSy8ywhmg1F/dkNCzesubyNIZ2u",
+	"ykJCuDkiucUSeCKnmkOFA+JmK6VM/OMc5EeaXuFtstyWmc6YapYMiJI3UA6WKYPUPGEgWpEkt/eXUPRx",
+	"4tWCStdDoa94lmFrxTJ8bAXUAgwJoiRhLEN9IpZFlE9ZydJKAIlkJTuDqO6pxwmdxzHTepKn7jJ6pmap",
+	"PRReiU4u6TTCKMbyQbbxwjANYkk4FNEPVC0GpP4wE1qc4Fm7jnvXbkDcm3ERvNWFIf+Q2AwowEUzj38o",
+	"7AEzQ6K93j55Jw3xdQKiZkljkH1THjMXmOWEkjMlM8WZQZWwLpIs5XcYpua64p4oRJqg4jUL+t1et+fC",
+	"KwXNeDAI9rq97h6mXs1ArNuZQXzLr/bvadvLXbu9XsWw4xIfIRnC8hSWQCmQWDHgbTRFYmhkjg9cSZKw",
+	"jInEhzMU8sNpEgyC18y48JpG8czdXm+Dgl2bpdi5GVZk2PkNWTqa8mv2FbOv93ETbV2Kze5UKpTdhcHB",
+	"Jl3qVXKq4now+OljGBRGwuANv2bC7g5ClayQTKfaagRvmaHBR9t1B/LS7zt+H/NHDbUUoqDN9qznfOpF",
+	"whm9ZhY1jshBbw/NyDdcM8eYU0kTMqapVd/cYwaasFSzmxlTrBU7zkH1RhXwd0CQc8jZNxKE+H9D1LC9",
+	"9u7v1VIcYR1WFYeyDq2u+0US2if/ptLdSiw7FovGW4jI6UDJgJoQdGWuJzAKBvK+lduf9qrVApYwyuWS",
+	"1l94+6kdQmWTnWrxe6yG+xsho1vfqmJ5q/Ndmy+0dipPtK5DzdpzrpVHT/9gRWd+WONW8b1+cN6UL7n5",
+	"e739+y9ktczQ51GL/V7//i61+g/QabO1Yakq6PB0ow6V6mW21+7h/b2apUu+gDkWhOs1M6vpSIWM4R3U",
+	"wce7h5KJ4kW6u48riSC+UbuSFPpS79XX30A0hv6DqnvNqvFQxxCLKoAi1iUXdM5qurJIhkLlKcPovtcn",
+	"l6R4KTeCF/Hcg3CgP/F5lnIwKaC8R83MlSusk1Krr+FuL2E7D4WUJwH3NnTPJW7Qcqkg/CajW/62Sbvq",
+	"u5ibt3fvUm7Qofmox6b7lcps2tY9XLFB62/G7QrPU2tNxurLlcWtLRxRjwzvkeF9McPbQDou64D/AVjk",
+	"G7C8NW5bC2tEp+TXYZFTRbPZL+lKjnieC01okaXmjcFas8SHn384fxNuns1qBx8zPRRbRbx1VGQuOnNQ",
+	"9e1KqmAG/0qjK85NtSHmRtppK882ktcnl5AIp2Gh3LlU8AmX8qmruNBZIG0MjcyvTy4HhJvSsiWcTSt0",
+	"vtRG7Uh89XWvt++YPj42U9pydVgaTjGrGx+T1yQ6e39xGbXxdYiXdyB8MFOvPR26AZ9ZelZz8z71N1k3",
+	"71fLO/4WjLCSBeuDJYyP2yvqGjkbYKUEjKv48hXLvPgQxv3u82cY3/XWh3eJPE3LCKsyycjVaXIZRP3n",
+	"B71KcE9w+m50dv7+9fnJxQVQkYfVpj/8osL060vJKyrIlkX1Iq8U7QiZVMZnolaqIlSeGy7LW2Cxctpe",
+	"Bp3rwh+ztaaixvajnPIopyw/RfH54sq/lSxxnosltr31+uRyuyJPeE4DckRrhacG9y/uuH+bIUIigT4S",
+	"J0q4kv+O3S4low9FMxs9RCMjVAsp0tnQ01h/y9SFuaDlu8ZpUfoYCih/U4ZJNBm/aUu8r7g3kWCFbvKS",
+	"pN5FIb67QH1MxIDs9npYy8o0iF9oBQqBdnst50X2PZI7skVdalDxiutQ+DdmNAPnaGRZQlSkEGOZnJuZ",
+	"1C1599C+JJxHlZcPhgJfrasNCL4wN+b2EfhhW6oKVF4DOamk7zsqrocQlWCZDHjjmon/4EQEQqL9i3vV",
+	"Zzxd/oMmloIvbWhA+r2w1+tVHr9teU1jOyQJy8zMNsZ6M1xMiQD25gG+1SzLdES4JehWIsVwgFwkTJFo",
+	"NEI0dtLnCMs44ss/TIMXG92ofViYx18olYu1y+zkRU2ze8qY1dZVPPsBMDtekfBo5dEVKY+agXC6suAJ",
+	"+U/yyTklB6QP9RJcGuKdf2kXxXB8GxMTGaF6aPGwCARbOMYbz1h8xZIBuf+1EePRCvpC4qTFTgv1IpjC",
+	"1y3FJs6vtYank63dHhwGwB7KjlbeXx4KC416yqYrZk3OYWveV2aVCj2jCm1tqAAoBvIjHPQVywx5RhK6",
+	"QI+4y7cqCiG0vWeyJaSlTqF/ngRkHFc+FN+cV/A3PtcAsRrhUICiBFXKtzEpxN8UOJtmvmNFX8EYg4LW",
+	"takTJ7cszg0rFQq34u9ksthceF5RLqVkNcVD6shlxgu43D6L1R5tiJSyzJMNwgBCQZaLGLVMVEmc/RqZ",
+	"roWLvn/XLMSzUaUc9M61QgKzf0oC54taioS4OONi142iS744kqt99MDiQ6U64af8hBk/qHYQ0GfI3T1F",
+	"ij4HFA/XIpwUVg+TNSpnd1+i4WmXt1A+Glc5lWqNN2dWqR5FXTO0rPIuvPcRsrJm3srHx/ZWPj72sEJ0",
+	"WHfOV3x7+ENku3hOXvEtAXOypkTQagA9qs5/QOX58YWTzUNHfneds7+BYb35Vgv0O9hkiS2F2f/lFN2z",
+	"9xcrNF1n9nZBeV3PRlZ4g7km7zMmrOJZCpRocrZqh7jGGM1Cdf2v47dvjlzF/3pkXms8jBvbDvf7BsWs",
+	"K8vSTFBpJWBNKP1etrd/C2fZ51zqrxycCKjdROmVwWT+tizoPH3gbfGWH6qJJeKGcmHZFtWfeVdsr295",
+	"V/yWf8O7ErYD6fEK/ZtdIYea7VcIE852PsF/10VjXhZ56m0RRpBNIQWD0N1G/sleexQv1Ab5lw25xOWt",
+	"emjHfnx04zy6cR7DTX6ziEzl6IMnW3AhPye25BwpWxlasj7UEnLOihIbuuIPAZVXMzbwq7PfuCLyRoRF",
+	"eAy0lwLzahckUfKahUPh6SShadolL10aGtRGBFssu2HauJynrahSJyBaGWj5hwix9IFBDxj5MSjzdwzK",
+	"fIzDfGSMX40x/vsFSTYjI308ZJXz7Hyy/1mb+IRW+Guu+ThlPg/YMSGwwgL7CSu+nLAqjG+3CtzOk/Mw",
+	"dvEvTI1WCef+cbZHEvRIgh5l899ENneeyiaV+xzigoJ53ZxRryv0E7gWIdnWDdssUh3TlCQMoqXA5oFt",
+	"yVY0hSeASHcHf9mJ58mOqyQUbdcS6gc7O6kdZya1GTzvPe8B/XIbXC75bhWDQgmQ8godW04DQJnfPwrI",
+	"FUl9Oa6uL+fpxgCa2ii4jvlnbiiXhqYrHX2w/XJXUHTaujjVabnHZVFeAt5gm9CYDSCvjIkEn44w9Iq1",
+	"Rtr5ejdLrtqhuKECyn5BnSg6aA/GgwfEypgnrArpdB23bO8cWQEkPas8kYSxdwXPoymmIVehAHavu493",
+	"/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

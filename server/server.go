@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -36,6 +37,10 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
+	// documents of automatic persisted queries.
+	graphql   *graphql.Schema
+	persisted *persistedQueries
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -63,6 +68,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.docs = docs
+	if s.graphql, err = newGraphQLSchema(s); err != nil {
+		return nil, err
+	}
+	s.persisted = newPersistedQueries(s.now)
 	g, err := newGate(newAuthenticator(deps.Store, s.now))
 	if err != nil {
 		return nil, err
