@@ -119,6 +119,10 @@ func (s *Server) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (s
 			"Unsupported persisted query version %d; send version 1.", ref.version)
 	}
 	hash := strings.ToLower(ref.hash)
+	if hash == "" {
+		return "", false, newRequestError(gqlCodeBadRequest,
+			"extensions.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
+	}
 	if r.query != "" {
 		if hashQuery(r.query) != hash {
 			return "", false, newRequestError(gqlCodePersistedQueryHashMismatch,

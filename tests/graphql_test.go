@@ -385,6 +385,10 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(res.Status).To(Equal(400))
 			Expect(gqlDecode(res).Codes()).To(Equal([]string{"BAD_REQUEST"}))
 
+			res = h.GQL(h.Admin, map[string]any{"query": query, "extensions": map[string]any{"persistedQuery": map[string]any{"version": 1}}})
+			Expect(res.Status).To(Equal(400))
+			Expect(gqlDecode(res).Codes()).To(Equal([]string{"BAD_REQUEST"}))
+
 			invalid := "{ nope }"
 			bad := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": sha256Hex(invalid)}}
 			res = h.GQL(h.Admin, map[string]any{"query": invalid, "extensions": bad})
