@@ -25,6 +25,11 @@ const (
 	// introspection query of GraphiQL and of code generators nests `ofType` about 13 deep, and
 	// the schema bounds what it returns, so it gets its own, larger limit.
 	graphQLMaxIntrospectionDepth = 20
+	// graphQLMaxIntrospectionLists bounds how many of the introspection list fields that lead
+	// back to types (fields, inputFields, interfaces, possibleTypes) may nest: the meta-schema is
+	// cyclic, so depth alone lets a short query fan out exponentially. graphql-js's
+	// MaxIntrospectionDepthRule sets the same bound; real introspection queries nest one.
+	graphQLMaxIntrospectionLists = 2
 	// graphQLMaxCost is the field budget of one request: every field counts 1, after fragments
 	// are expanded at each place they are spread.
 	graphQLMaxCost = 1_000
@@ -110,6 +115,10 @@ func analyzeDocument(query, operationName string) (documentAnalysis, *requestErr
 	case m.introspectionDepth > graphQLMaxIntrospectionDepth:
 		return a, newRequestError(gqlCodeTooDeep,
 			"The introspection query nests fields %d deep; the limit is %d.", m.introspectionDepth, graphQLMaxIntrospectionDepth).at(op.Position)
+	case m.introspectionLists > graphQLMaxIntrospectionLists:
+		return a, newRequestError(gqlCodeTooDeep,
+			"The introspection query nests fields, inputFields, interfaces or possibleTypes %d deep; the limit is %d.",
+			m.introspectionLists, graphQLMaxIntrospectionLists).at(op.Position)
 	case m.fields > graphQLMaxCost:
 		return a, newRequestError(gqlCodeTooComplex,
 			"The query selects %d fields; the limit is %d. Ask for fewer fields, or split the query.", m.fields, graphQLMaxCost).at(op.Position)
@@ -151,7 +160,14 @@ type selectionMeasure struct {
 	fields             int
 	depth              int
 	introspectionDepth int
+	// typeLists is how deeply fields named like the introspection lists that lead back to types
+	// nest; introspectionLists is the same under __schema and __type, where it counts.
+	typeLists          int
+	introspectionLists int
 }
+
+// introspectionTypeLists are the introspection fields whose items lead back to __Type.
+var introspectionTypeLists = map[string]bool{"fields": true, "inputFields": true, "interfaces": true, "possibleTypes": true}
 
 // selectionWalker measures selection sets. Each fragment is measured once and its measure
 // reused wherever it is spread, so fragments spreading fragments several times cost linear
@@ -183,10 +199,16 @@ func (w *selectionWalker) selectionSet(set ast.SelectionSet) selectionMeasure {
 		case *ast.Field:
 			inner := w.selectionSet(sel.SelectionSet)
 			depth := 1 + max(inner.depth, inner.introspectionDepth)
+			child = selectionMeasure{fields: addCost(1, inner.fields), typeLists: inner.typeLists,
+				introspectionLists: inner.introspectionLists}
+			if introspectionTypeLists[sel.Name] {
+				child.typeLists++
+			}
 			if sel.Name == "__schema" || sel.Name == "__type" {
-				child = selectionMeasure{fields: addCost(1, inner.fields), introspectionDepth: depth}
+				child.introspectionDepth = depth
+				child.introspectionLists = max(child.introspectionLists, inner.typeLists)
 			} else {
-				child = selectionMeasure{fields: addCost(1, inner.fields), depth: depth}
+				child.depth = depth
 			}
 		case *ast.InlineFragment:
 			child = w.selectionSet(sel.SelectionSet)
@@ -196,6 +218,8 @@ func (w *selectionWalker) selectionSet(set ast.SelectionSet) selectionMeasure {
 		m.fields = addCost(m.fields, child.fields)
 		m.depth = max(m.depth, child.depth)
 		m.introspectionDepth = max(m.introspectionDepth, child.introspectionDepth)
+		m.typeLists = max(m.typeLists, child.typeLists)
+		m.introspectionLists = max(m.introspectionLists, child.introspectionLists)
 	}
 	return m
 }

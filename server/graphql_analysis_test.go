@@ -36,6 +36,12 @@ var _ = Describe("GraphQL document analysis", func() {
 		Entry("depth 11", `{ a { b { c { d { e { f { g { h { i { j { k } } } } } } } } } } }`, gqlCodeTooDeep, "11 deep; the limit is 10"),
 		Entry("depth 11 through fragments", `{ a { ...B } } fragment B on X { b { c { d { e { f { g { h { i { j { k } } } } } } } } } }`, gqlCodeTooDeep, "11 deep"),
 		Entry("introspection deeper than 20", `{ __schema {`+strings.Repeat(" a {", 20)+" b "+strings.Repeat("}", 20)+` } }`, gqlCodeTooDeep, "22 deep; the limit is 20"),
+		Entry("introspection lists nested 3 deep (the meta-schema is cyclic)",
+			`{ __schema { types { fields { type { ofType { fields { type { ofType { fields { name } } } } } } } } } }`,
+			gqlCodeTooDeep, "possibleTypes 3 deep; the limit is 2"),
+		Entry("introspection lists nested 3 deep through fragments",
+			`{ __type(name: "Trip") { ...L } } fragment L on __Type { interfaces { possibleTypes { inputFields { name } } } }`,
+			gqlCodeTooDeep, "3 deep; the limit is 2"),
 		Entry("1,100 fields", spreads(11), gqlCodeTooComplex, "1100 fields; the limit is 1000"),
 		Entry("10,001 characters", "{ __typename }#"+strings.Repeat("x", 10_001-15), gqlCodeTooLong, "10001 characters"),
 		Entry("a syntax error", `{ trip(id: "x" { id } }`, gqlCodeParseFailed, "Syntax error"),
@@ -55,6 +61,13 @@ var _ = Describe("GraphQL document analysis", func() {
 		doc := "{ __typename }#"
 		_, err = analyzeDocument(doc+strings.Repeat("é", 10_000-len(doc)), "")
 		Expect(err).To(BeNil(), "the length limit counts characters, not bytes")
+	})
+
+	It("lets data fields named like introspection lists nest", func() {
+		_, err := analyzeDocument(`{ a { fields { fields { fields { name } } } } }`, "")
+		Expect(err).To(BeNil())
+		_, err = analyzeDocument(`{ __schema { types { fields { type { ofType { fields { name } } } } } } }`, "")
+		Expect(err).To(BeNil(), "two nested lists are allowed")
 	})
 
 	It("measures a fragment once however often it is spread, and saturates the count", func() {

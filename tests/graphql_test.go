@@ -244,6 +244,8 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(answer.Errors[0].Message).To(ContainSubstring("11 deep; the limit is 10"))
 			answer = expectRejected(h.GQL(h.Admin, map[string]any{"query": `{ __schema { types { fields { type {` + strings.Repeat(" ofType {", 17) + " name " + strings.Repeat("}", 17) + ` } } } } }`}), "QUERY_TOO_DEEP")
 			Expect(answer.Errors[0].Message).To(ContainSubstring("the limit is 20"))
+			cyclic := `{ __schema { types { fields { type { ofType { fields { type { ofType { fields { name } } } } } } } } } }`
+			expectRejected(h.GQL(h.Admin, map[string]any{"query": cyclic}), "QUERY_TOO_DEEP")
 			ok := h.Query(h.Admin, `{ trip(id: "`+trip.ID+`") { driver { name } } }`, nil)
 			Expect(ok.Errors).To(BeEmpty())
 		})
