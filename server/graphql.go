@@ -49,6 +49,7 @@ func newGraphQLSchema(s *Server) (*graphql.Schema, error) {
 // graphQLPanics answers a panicking resolver like any fault: INTERNAL, without the panic's text.
 type graphQLPanics struct{}
 
+// MakePanicError is the error a panicking resolver's field reports; the log has the panic.
 func (graphQLPanics) MakePanicError(ctx context.Context, _ any) *gqlerrors.QueryError {
 	return &gqlerrors.QueryError{
 		Message:    "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.",
