@@ -348,6 +348,108 @@ type FareEstimateRequest struct {
 // Example: valid
 type FareEstimateStatus string
 
+// GraphQLCost The document's cost: the number of fields it selects once fragments are expanded,
+// counted before anything runs, and the budget per request. `requested` is 0 when the
+// document could not be read.
+type GraphQLCost struct {
+	// Limit Example: 1000
+	Limit int32 `json:"limit"`
+
+	// Requested Example: 10
+	Requested int32 `json:"requested"`
+}
+
+// GraphQLError One GraphQL error.
+type GraphQLError struct {
+	// Extensions Machine-readable detail.
+	Extensions GraphQLError_Extensions `json:"extensions"`
+
+	// Locations Where in the document the error is.
+	Locations *[]GraphQLErrorLocation `json:"locations,omitempty"`
+
+	// Message Example: This trip belongs to another rider or driver.
+	Message string `json:"message"`
+
+	// Path The response path of the field that failed; members are field names (strings) and list indexes (integers).
+	//
+	// Example: ["trip"]
+	Path *[]interface{} `json:"path,omitempty"`
+}
+
+// GraphQLError_Extensions Machine-readable detail.
+type GraphQLError_Extensions struct {
+	// Code A stable identifier to branch on: `FORBIDDEN`, `INTERNAL`, `BAD_REQUEST`,
+	// `BAD_USER_INPUT`, `GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`,
+	// `OPERATION_RESOLUTION_FAILURE`, `QUERY_TOO_LONG`, `QUERY_TOO_DEEP`,
+	// `QUERY_TOO_COMPLEX`, `PERSISTED_QUERY_NOT_FOUND`, `PERSISTED_QUERY_HASH_MISMATCH`.
+	// `FORBIDDEN` and `INTERNAL` are the REST codes `forbidden` and `internal`.
+	//
+	//
+	// Example: FORBIDDEN
+	Code                 string                 `json:"code"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GraphQLErrorLocation A position in the document, counted from 1.
+type GraphQLErrorLocation struct {
+	// Column Example: 3
+	Column int32 `json:"column"`
+
+	// Line Example: 1
+	Line int32 `json:"line"`
+}
+
+// GraphQLRequest A GraphQL request as the GraphQL over HTTP specification defines it.
+type GraphQLRequest struct {
+	// Extensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+	Extensions *GraphQLRequestExtensions `json:"extensions,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several.
+	//
+	// Example: Trip
+	OperationName *string `json:"operationName,omitempty"`
+
+	// Query The GraphQL document. May be left out when `extensions.persistedQuery` names a registered document.
+	//
+	// Example: query Trip($id: ID!) { trip(id: $id) { status fare { total currency } } }
+	Query *string `json:"query,omitempty"`
+
+	// Variables The values of the document's variables.
+	//
+	// Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+	Variables *map[string]interface{} `json:"variables,omitempty"`
+}
+
+// GraphQLRequestExtensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+type GraphQLRequestExtensions struct {
+	// PersistedQuery An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+	// document's exact text. With `query`, it registers the document; alone, it names one
+	// registered before.
+	PersistedQuery       *PersistedQueryReference `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// GraphQLResponse The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLResponse struct {
+	// Data The result, shaped like the document's selection.
+	Data   *map[string]interface{} `json:"data,omitempty"`
+	Errors *[]GraphQLError         `json:"errors,omitempty"`
+
+	// Extensions Protocol extensions of the answer.
+	Extensions GraphQLResponseExtensions `json:"extensions"`
+}
+
+// GraphQLResponseExtensions Protocol extensions of the answer.
+type GraphQLResponseExtensions struct {
+	// Cost The document's cost: the number of fields it selects once fragments are expanded,
+	// counted before anything runs, and the budget per request. `requested` is 0 when the
+	// document could not be read.
+	Cost                 GraphQLCost            `json:"cost"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Health A probe's answer.
 type Health struct {
 	// Status Example: ok
@@ -402,6 +504,22 @@ type Pagination struct {
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
 	PrevCursor *string `json:"prev_cursor"`
+}
+
+// PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+// document's exact text. With `query`, it registers the document; alone, it names one
+// registered before.
+type PersistedQueryReference struct {
+	// Sha256Hash Lowercase hex SHA-256 of the UTF-8 text of `query`.
+	//
+	// Example: fd04909a99d2292de5c4061e1ca5670731930cbc17acee4b2b1365fdd33e005a
+	Sha256Hash *string `json:"sha256Hash,omitempty"`
+
+	// Version The protocol version; only 1 exists.
+	//
+	// Example: 1
+	Version              *int                   `json:"version,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
@@ -612,6 +730,18 @@ type DriverIdFilter = string
 // EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
 type EstimateId = string
 
+// GraphQLExtensions defines model for GraphQLExtensions.
+type GraphQLExtensions = string
+
+// GraphQLOperationName Example: Trip
+type GraphQLOperationName = string
+
+// GraphQLQuery Example: { trip(id: "trp_h3k2m4n5p6q7r8s9t2v3w4x5y6") { status fare { total currency } } }
+type GraphQLQuery = string
+
+// GraphQLVariables Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+type GraphQLVariables = string
+
 // IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKey = string
 
@@ -657,6 +787,14 @@ type Conflict = Problem
 
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
+
+// GraphQLBadRequestApplicationJSON The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLBadRequestApplicationJSON = GraphQLResponse
+
+// GraphQLBadRequestApplicationProblemPlusJSON An RFC 9457 problem details object.
+type GraphQLBadRequestApplicationProblemPlusJSON = Problem
 
 // InternalError An RFC 9457 problem details object.
 type InternalError = Problem
@@ -746,6 +884,24 @@ type CreateFareEstimateParams struct {
 
 // GetFareEstimateParams defines parameters for GetFareEstimate.
 type GetFareEstimateParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// QueryGraphQLParams defines parameters for QueryGraphQL.
+type QueryGraphQLParams struct {
+	// Query The GraphQL document. May be left out when `extensions` names a registered persisted query.
+	Query *GraphQLQuery `form:"query,omitempty" json:"query,omitempty"`
+
+	// Variables The values of the document's variables, as a JSON object (URL-encoded JSON text).
+	Variables *GraphQLVariables `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several. The GraphQL over HTTP specification fixes this camelCase name.
+	OperationName *GraphQLOperationName `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Extensions Protocol extensions as a JSON object (URL-encoded JSON text), such as `{"persistedQuery":{"version":1,"sha256Hash":"…"}}`.
+	Extensions *GraphQLExtensions `form:"extensions,omitempty" json:"extensions,omitempty"`
+
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -854,6 +1010,9 @@ type CreateTripCancellationParams struct {
 // CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
 type CreateFareEstimateJSONRequestBody = FareEstimateRequest
 
+// ExecuteGraphQLJSONRequestBody defines body for ExecuteGraphQL for application/json ContentType.
+type ExecuteGraphQLJSONRequestBody = GraphQLRequest
+
 // CreateRideJSONRequestBody defines body for CreateRide for application/json ContentType.
 type CreateRideJSONRequestBody = RideRequest
 
@@ -862,6 +1021,289 @@ type UpdateTripJSONRequestBody = TripUpdate
 
 // CreateTripCancellationJSONRequestBody defines body for CreateTripCancellation for application/json ContentType.
 type CreateTripCancellationJSONRequestBody = CancellationRequest
+
+// Getter for additional properties for GraphQLError_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLError_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLError_Extensions
+func (a *GraphQLError_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a *GraphQLError_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a GraphQLError_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLRequestExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequestExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequestExtensions
+func (a *GraphQLRequestExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a *GraphQLRequestExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a GraphQLRequestExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLResponseExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLResponseExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLResponseExtensions
+func (a *GraphQLResponseExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a *GraphQLResponseExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["cost"]; found {
+		err = json.Unmarshal(raw, &a.Cost)
+		if err != nil {
+			return fmt.Errorf("error reading 'cost': %w", err)
+		}
+		delete(object, "cost")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a GraphQLResponseExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["cost"], err = json.Marshal(a.Cost)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'cost': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PersistedQueryReference. Returns the specified
+// element and whether it was found
+func (a PersistedQueryReference) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PersistedQueryReference
+func (a *PersistedQueryReference) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a *PersistedQueryReference) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["sha256Hash"]; found {
+		err = json.Unmarshal(raw, &a.Sha256Hash)
+		if err != nil {
+			return fmt.Errorf("error reading 'sha256Hash': %w", err)
+		}
+		delete(object, "sha256Hash")
+	}
+
+	if raw, found := object["version"]; found {
+		err = json.Unmarshal(raw, &a.Version)
+		if err != nil {
+			return fmt.Errorf("error reading 'version': %w", err)
+		}
+		delete(object, "version")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a PersistedQueryReference) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Sha256Hash != nil {
+		object["sha256Hash"], err = json.Marshal(a.Sha256Hash)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sha256Hash': %w", err)
+		}
+	}
+
+	if a.Version != nil {
+		object["version"], err = json.Marshal(a.Version)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'version': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -883,6 +1325,12 @@ type ServerInterface interface {
 	// GetFareEstimate Get a fare estimate
 	// (GET /v1/fare-estimates/{estimateId})
 	GetFareEstimate(ctx echo.Context, estimateId EstimateId, params GetFareEstimateParams) error
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx echo.Context) error
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
@@ -1128,6 +1576,71 @@ func (w *ServerInterfaceWrapper) GetFareEstimate(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetFareEstimate(ctx, estimateId, params)
+	return err
+}
+
+// QueryGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) QueryGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params QueryGraphQLParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "variables" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variables", ctx.QueryParams(), &params.Variables, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variables: %s", err))
+	}
+
+	// ------------- Optional query parameter "operationName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operationName", ctx.QueryParams(), &params.OperationName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operationName: %s", err))
+	}
+
+	// ------------- Optional query parameter "extensions" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "extensions", ctx.QueryParams(), &params.Extensions, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter extensions: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.QueryGraphQL(ctx, params)
+	return err
+}
+
+// ExecuteGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) ExecuteGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExecuteGraphQL(ctx)
 	return err
 }
 
@@ -1522,6 +2035,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.GET(options.BaseURL+"/v1/graphql", wrapper.QueryGraphQL, options.OperationMiddlewares["queryGraphQL"]...)
+	router.POST(options.BaseURL+"/v1/graphql", wrapper.ExecuteGraphQL, options.OperationMiddlewares["executeGraphQL"]...)
 	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
 	router.GET(options.BaseURL+"/v1/fare-estimates/:estimateId", wrapper.GetFareEstimate, options.OperationMiddlewares["getFareEstimate"]...)
 	router.POST(options.BaseURL+"/v1/rides", wrapper.CreateRide, options.OperationMiddlewares["createRide"]...)
@@ -1564,6 +2079,23 @@ type ForbiddenApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers ForbiddenResponseHeaders
+}
+
+type GraphQLBadRequestResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type GraphQLBadRequestJSONResponse struct {
+	Body GraphQLResponse
+
+	Headers GraphQLBadRequestResponseHeaders
+}
+type GraphQLBadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers GraphQLBadRequestResponseHeaders
 }
 
 type InternalErrorResponseHeaders struct {
@@ -2760,6 +3292,424 @@ type GetFareEstimate500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetFareEstimate500ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQLRequestObject struct {
+	Params QueryGraphQLParams
+}
+
+type QueryGraphQLResponseObject interface {
+	VisitQueryGraphQLResponse(w http.ResponseWriter) error
+}
+
+type QueryGraphQL200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type QueryGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers QueryGraphQL200ResponseHeaders
+}
+
+func (response QueryGraphQL200JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL304Response = NotModifiedResponse
+
+func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type QueryGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response QueryGraphQL400JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL400ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL401ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL406ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL429ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL500ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQLRequestObject struct {
+	Body *ExecuteGraphQLJSONRequestBody
+}
+
+type ExecuteGraphQLResponseObject interface {
+	VisitExecuteGraphQLResponse(w http.ResponseWriter) error
+}
+
+type ExecuteGraphQL200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ExecuteGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers ExecuteGraphQL200ResponseHeaders
+}
+
+func (response ExecuteGraphQL200JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response ExecuteGraphQL400JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL400ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL401ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL406ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL413ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL415ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL429ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL500ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4514,6 +5464,12 @@ type StrictServerInterface interface {
 	// GetFareEstimate Get a fare estimate
 	// (GET /v1/fare-estimates/{estimateId})
 	GetFareEstimate(ctx context.Context, request GetFareEstimateRequestObject) (GetFareEstimateResponseObject, error)
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx context.Context, request QueryGraphQLRequestObject) (QueryGraphQLResponseObject, error)
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx context.Context, request ExecuteGraphQLRequestObject) (ExecuteGraphQLResponseObject, error)
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -4718,6 +5674,77 @@ func (sh *strictHandler) GetFareEstimate(ctx echo.Context, estimateId EstimateId
 		return err
 	} else if validResponse, ok := response.(GetFareEstimateResponseObject); ok {
 		return validResponse.VisitGetFareEstimateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// QueryGraphQL operation middleware
+func (sh *strictHandler) QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error {
+	var request QueryGraphQLRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.QueryGraphQL(ctx.Request().Context(), request.(QueryGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "QueryGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(QueryGraphQLResponseObject); ok {
+		return validResponse.VisitQueryGraphQLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExecuteGraphQL operation middleware
+func (sh *strictHandler) ExecuteGraphQL(ctx echo.Context) error {
+	var request ExecuteGraphQLRequestObject
+
+	var body ExecuteGraphQLJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExecuteGraphQL(ctx.Request().Context(), request.(ExecuteGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExecuteGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExecuteGraphQLResponseObject); ok {
+		return validResponse.VisitExecuteGraphQLResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5002,178 +6029,227 @@ func (sh *strictHandler) CreateTripCancellation(ctx echo.Context, tripId TripId,
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3dchs5luarINg9YWonSZEiJVlU7IXssqu9bVc7bFXVbBS9SjDzkEQpE8gCkJJYHkX01T7A7sW8wbzI",
-	"vEk/yQQOgPxjkqJkl93dpZsqmZlAAgcHB+f3w8dOJNJMcOBadSYfO0ugMUj88zmNlvBccC1FYv4dg4ok",
-	"yzQTvDPphJlkV1RDQFJ606ML+J+DgKS50j0JVzRhMdUQkrmQREuWqYBIZjomlMckYUqrU7LexdHANokl",
-	"uwJJMinmLAHV7wQdCb/kTELcmWiZQ9BR0RJSasYFNzTNEuhMOjsMqRN09CozLystGV90bm+Dzotzulif",
-	"4XstBV8Q11JIIuZEL4HADY00kZBJUMA1Na8T89euw5x2RvMDehINZ8fxGA7nR4Npp3Vcr2JIM6GB63eQ",
-	"JXRlul1bB/OdkFwvgRO9ZIbA6hokMX+ZQSZ05QcuOBClhYTYrssSSPGFaNX7M6zMDCoj5nnamfzUMV/o",
-	"fGgb4GsRUTuO5rB+XIIE/EQkgWqISVdIQudziDTEe0SCErmMgESUkxkQCTTelX77V8N9ZKp9LbOL5ejy",
-	"IB3zw+zol2P5VJ3og6vR9fjmcHXUStN3VMNrljKN/2lZdfYreIJFNElAPlFEi0vgZJZHl6Ad7Zgil4zH",
-	"5lUzZlCadM0kFBGSXEumQe31yXvgmghOaK6XwDWLkBR2iRS5XrIEiKQaSGJGowiVZpkay+AnfjAYFDNi",
-	"XMMCZH1K7yCljJuZrk3r3MxAkQTmmjCOs7PT2fCt4cnJXd9S0EY+iASPFcm5ZknlM4Yf53mSELqgjAdE",
-	"ipzHEJM82zSA9s+DlquzuQa5+dNakGvKNJnBXEjDWVquGF/syF3t3/2BytX6F8+Sa7pSJDzL9VJI9ivu",
-	"hTAgShC1pGafRUaGKsLBiLOU3TiW2lmi1Xpu5ecff/zxrMJcLSu/hCr7obAyXwJDqFwB6YbPgEqQ4d6u",
-	"o7Lvtw7n397ZzfCqRVS9is0Y5gyU3T+GFoYZRS5JIhbqlPySCw2EaSvOIsE1jTTjC6LyLBNyZwkr4ZeL",
-	"w/nB7Gk0jE9gRMezo6hluLdBJ6OSpqD9kcd0yzL/hScre4rZrWOGzvSKdKn9v0pyM8JoSagioaK8N5eU",
-	"R0xFItzrkzNOcn7JxTW3ry/YFRgxTSDN9AoPQzMvZj71Sw5y1Qk6nKZmpOb99u3RqX2mE3RSevMa+EIv",
-	"O5OjcdBJGff/HLat03MrlTdspcqMvfg2bSOdrAg1TSwVGFeack26714+J6PR6GRv40RsLxfYuDajuZAp",
-	"1Z1Jx5zOPc3S9iPajfcZ7un7DdjJgQeO2LZ+0JBzqUQLcc84ERn9JQcyE+IypfJyQsKMLhjH3dnncKMv",
-	"ImwcmsOk+iyTcFU+mxNKzC9M5GrKM7ooTi5FUyA4oz45I5qmGaA4wpaB6dUoA0yp3CkDQi9BkjlLzFYw",
-	"EkxqIuSUW3kVkEKxgJiMBwMSMo6KkR9Mf8o3EdKSoUrACq8eDg/uZtZvUB1sEylGuFll8YkizMsXSbph",
-	"LK8u/vbX/wzLBc6oXpbDin2fu0kU0x09mI2icXwIR/PjxcFyxMY/H14eJcfpQWfbqF8iUbfyLA6Gk9nK",
-	"cqkdW01yOI34HrLDtrhg8SbS7yImXijNUqphE+3nRmEB91JzCUDprUsAZee7LYLpcHZ8L3WvouD+GdqO",
-	"cHIJK6vsJcwoawvgYDQyRTLAY4lFNCEiMz+as7NLyfffv/qGXI3NnpAQiTQFo8rsBWRojtSDw8MpzyTj",
-	"ms4SINGSShq5XRWJDGLzUk27pFEkcq77BCnKpNKFSnnN9JJQHKPMuZpyYz6holho+RWN/mBMliKX6hRV",
-	"fy1Xtn0hEEw3poPih5mIV2QBWk25XlLte3U62mylAfs1fwS2r7C0SXreKJkQtEHs+IsPmdfNeK1kwS91",
-	"Ue4Q/5sUuYY9M4fxwQEJWblUF5ewupCQK4jDU6cma0+cKffUwdmzJDG0MWpvQMaDk/WOGL/IlbGRcAKo",
-	"Qvbw4AuNcDy8uXHznnKmCBfakRT1uBrtUrqytoqWDOKKyLNWc8nZDbNqwxF+OB9ERzCE3tN4CL3x7Jj2",
-	"TqLhvDeKD2BMj2ZPo0FcP9kPDg+bezajWoM0g/g/P02nNwfD3nR6c/ziw7/+cYf98K7YdM194Z8QY8cF",
-	"ZAYRNboiJXGeJahpkmuRJzGJhbHdkt61kElMllSmEyS0yLVR5Az9Cl6dcnt0rC20/RYux72345TfuR/J",
-	"fbbjlBf78WzrLkKWtha2sk/tTnTTtfy/Zb+cktrmuHMbUC8VptxyPeNknrDFEjfCJ3E+sYxvOv7snL+L",
-	"YP8qO2H+hupo2X6uhS/O6SL02lTD17MSOUkoSmkak2747YtzUvokPpr/vYpvQ78NpjycM0hiFe6h5hX+",
-	"DycqoyXlC6OFkZTGxu5PVoTZL5o+nGxbUkWYPrUa2jVTQMbDgykPM4n2LjNDuphTluAGck6rSKQZlUwJ",
-	"PiGUXAO9JN3wx/1wj2i68OaomT6obYs571ka7erHejqs6kiDp+jXqqzacHCwg9Lxav6d4LBhdc44MWtD",
-	"5lKkqAhRmRh1wzLyqbUcmXbEc3MM6nKIjAbjQkhR3H79LTQwo2khRIs7rN2l9NYo5or9Ck4iDQcDo9ut",
-	"nNJ9RZMcNivY6BkKN2l5+LQ2rBjmNE90Z3IwCEpThXE9OrCLwdI8NUsxwJVw/2r1erxl0WWenbMU7rYT",
-	"MxZdoj8HT/k4R/fCDPY+0XDMcAgXxsh6uPH4jsWbzQf0SzdVVxnLraqrdD3u6I6I5QU/EKNs/MuhPFLH",
-	"+iAfXY2vD2+OVse/thsP55JlL1FqrI/6uUhT2lOQUYmWrhZZL4ErSIhpRVJIZyDRDyZB5xJ1VpVRqZqS",
-	"bK9vjozQnGZTHipNda5C9EFS69my7SGumSK2f2Io0eRaK0vgJktEDJ3JnCYK2tfVSsTaYjINKc72jxLm",
-	"nUnnD/tlaGLfvqb2C7p0bpF9X9lGJf9SKenKPFR6hcQ3PNJxFN3EA4aFmyygZbaVBayY35EDHuCoNuN9",
-	"L6S+e/3RWL+ElQrM9kN1RgIEBGi0JFSTVChNBI/A6BAJ0JjxBQl7IUmBGpvC9A7c/GrPJTx8WBx4R7E1",
-	"SS5h9USRmEmIzDgCMpNALxXRDFSffGOlzpSHvcLXo8M+eWFJMCHV3wNjNoa7M4uZ4MNYxRDQqCG3KPkc",
-	"s4wewDnvcXPsYMp7D6HdTZvEmn1am9OdU7FN0GspQWWCK0AaPKOxc7qaf0WCG2XT/Ekzq6ozwfczKWYJ",
-	"pP/6s7LRmoI1TYvYCv7KedMJOjFoyhJ/xGAczaiAM9DXAJwMUQc2R5lZRCmFVJ3JTx87SRESsnPu+/5S",
-	"UIouzJd4jgLE9+g5dDgYdG4/2P1kLH0Wb/bkOvpNxhgSYRrX65WdAfFfdOu6H4tIeQKoP9TnebvrEry1",
-	"7S39W06R0iRNaWI4x+j5lBT+ZaP5OclpNDqzr65RVTOjDIg9ycxL0iiFU94tFADXdegtcEvsnz4YdTK0",
-	"2oH5rNFlxNw2J92G+rCHGtCUW2eceb3wCQppPg5swSutnFfPKqxmrP/r/V++q02OdMPi7wvDVeGe3dCV",
-	"CHIRLOoVmlEbiV2L/UZorhpt6tVCWzt1UrZodOTiVjt2Yt6+DTr/1nN7rGfPkG2tKzEQ5Jbngs8TFt1n",
-	"e35Wnozc91VpyPrw6xNFolxKY2mbLQWkOxeSOOEw5QU/aEm5Yi68FXJx4byL9IqyxBjW5mcjAC9oYqyi",
-	"1UVGWez4h2k15Q3DsPTdlFZsd5P9GrQYsC3cVj69MzgYYMDedbvhq/cKTH4Kf7wUcsbiGPiXZpBLuw5W",
-	"as5yjWY+F5rEwh5i3XDux2b1oMfN3Vy8V1yD5DR5YaTyl1zAM4IaFxE2gKpYbMW+HU64d2qj7yJekYhK",
-	"yUARLoh/rvrkXenbmtHoUsznjRX+FLJ8J/RZFEGGXrcvzdeh/XRI7OgIjTG5gguSQswoHrmWwUtHYiZF",
-	"nEdgeJ4LfUGLwT8y/sYVfilyHn/Jxf1O2Dh7kT1kF2tuxvG4ThvX6Y2IjVW7yQHSyGSrOs5QhoQ1H1iI",
-	"/rdTs5u846xCdJ9Kt22E+E6NLL/rBXpLV4mg8bkQr6lcfHFh6YMPifm4UfapMe7esGekG5pnF1qIC3y4",
-	"tsM+adYV9/VL9F5/8VPCu7ctRxuGTgRflJ7xmqZMuq0e971TGwVg2kZNPyOF3oO8YhF8zwsl+8uKWhvf",
-	"WJFumJdDsBP+DRWHcyHeUL5yv6qvoBI/UYXlNMvjhc1dVJmxF7qhpBqsTe0X39DCurZr9glR1uL45z2U",
-	"GvbW1sZl2uYnCsvvOXUpkfCFNY+gcIALSSRciUuIydnbV2hF4R6p5viuycoff/yx10zU3DbxZl7nJ9Mt",
-	"kyICpcwmfsG1S3T8Gu4Ipsg1JEnP+ZGM3elcyZTIHDM9qCYcILYSOKaaTjD6PQcJPLIvTHkswKZrwA1T",
-	"6Dpz6RsrkUsVEMoJTUXOte2weB2lOz6GmwxzHHwiUkDolMcQJYxDTDK6SoFrdGFQ3kyVJzYu7zJ0KoF8",
-	"dN21x/D3+iSMRAwhUXSF6d/Rcs2N8Wmr7BJlIX5jLJ1zdFR8HX3CkDqsfg2dhLhTikFeoD12Yeyxz6hc",
-	"FD5dV8bCI0iSDXUKljEjIWObTukiQVGlkRlXJo2lqJn1uLunEF/MVndR67l/9xnGFsogyK7xy6DD4now",
-	"KaL84peD6xGM5aE+Wh3nB2wkxtkhPVLH8UFbDxJo0+/feZtQrlwOQtzWCN15zW8/IJBVxsd+6mA2ou+4",
-	"GFdQp2iNSmXdiZj9DBGePNUlrYQ+aGx1M5q8rSyXiys1y1NWZZ4FK9Yb4vXFLmlX7+KlBCAabrSL6h8O",
-	"BrXsIsP/mNJxvWQaiMpoBBgr2bgC1bRYF51vTW+ZTt/fSWg36i3UQ45s3w8iaZTAkOulqNPI1wZhILwT",
-	"uGzTTtChccrwu5Xwt3tnjcOeo+s5ahnGa3ENMqIKyKv3fyHjg+Gx81NHK2IkaJ2QuTLkq+b/0N6vHz6O",
-	"bv/Y9lWbl9uWClpkEmf5LGGRrz9rEQDu+Nycjn/nJr5vQrEPHdaqQ2JK3lJ52fZ2thRa1F9fap2pyf5+",
-	"FPO+WZO+e9SPRLpv5672t4+r/3O26FTSSnLJWuUN1U4vLb4+7j89rjSMRW4MmkpCymElHaWsc7KxQtPn",
-	"FSxZlMBd8vYH91qr5EESFsMr+wzsirbtFsst7/M0bS0BMvvFcYuy7/id4zK2qVJswW2aoT1e1tnpkTc+",
-	"iTc2rnTber6kEnxWe5sMyCSLILa5yQFWaGDeqDB652yFudd4OgnpatyYdnqk2iwn1nlGgbyC2NURqSRf",
-	"7BkZq2w1oPKjKI4oymP33K2F7YAwXZeEd4qhh+gfsdGPeaFAbdt9RUGoacaUNkfGRVlfVaeDXwZDbRoT",
-	"/z7pLswgexGTUQLlz//1H2TYH+3VJnw4GB7Us9yOxp1WZimCdUEnzq3P/8KZ6NtGZsjN+IIY2hDMkCe5",
-	"nFFORgNyme4va6M5GgzvPRhve6xpWvctdsBUGsOGbm3Xec5n3WHqJBoftp7ZjQBLcUsn2MzWJ9njfjdG",
-	"wQGsNpP1fFkrFknYHJCujHtvSUAw9RpiO8iwkkt0SsJygpjxUH1KsiS3ZYW1FRkNWpMgt6Q9Bh0h2YLd",
-	"i9Nxt15g5sXdxhOL4B2+acQWi+FCOyNtW7N3LAY05m7L3JftLapyzqcO1XT69iw4t+aW/Bgi8wt2SlyY",
-	"wKbYFumCZiHQuq1Lok80FKrbIijTpUqCBb440i1XXUzV12RdFrUIgTX2rW2oO22SKr0fZpNY1TvXgNLe",
-	"qSYkSqjCtAWc0PoR8wDh/Ipnub4/pxfNHsC1jdXdsGZlx3dR+H2xBxpoCJjLELqjuSowMAGK+59iI06Q",
-	"a93Jbrm+S3kpDo1ZKLjKU4inHC252YpQovIoAqXmeYKtGF+4VBRvEuEQCu4xf5kP1U0i/86aCP0T0EQv",
-	"2xUTMTNS0+bbrjNCKRbKz4jLOzeaa9ZG8M3oDmckE8wiG5gTJKVZ4B1hRGSW38kyTynvSaAxalA0jiWo",
-	"FiXJPaiPfEjeUHkJmrzXAXlPOXnZXutcxUQoqZjYI7A8Bo77x8fjk6065kk1H7530maCJA29tTc8OOiP",
-	"hyfjrR0Pn9Z6xn9u12ATFDjma9uWxe7H+8mY9YXDklJujuCivujvfy1PRke/yVqOTg6/6FK+Eby1KLXw",
-	"XDNOUsbR1jCWRzcy8nXPuiqTzT6SFkuk4mrZ6q707xllQWia1HPfnh4O7qnhNuhh+wzK8bSR5W1R8L4J",
-	"WIZi6TPJbGWNxrRr879rmly2TN7Qsl3ncbnIYk4wp9z0E8ZU07Cm9a4pjq2q/JKqi7QVnuBc5uArk8xX",
-	"5iJJxLXVr3AOLtPeDL9Mse+XwnsmRAIUlc0KPEBbqZFSiELhMQI80I9phZ86JRxhWGxpJnBU781PNsBs",
-	"SxjWPQYl7sA9Pmon+7PN8y5BGMwwiuICLDEUMgZZH5nS1OJ93DG2Bn9VqVMfdmV9AscRrbxXKujtzh7z",
-	"3GVZq6W45r5+FL2cQXPHijmSBXk97JNnVmNAR/ECFAlTehMGU246yLO5FFw7RW/KP8seTulNHUNoePD0",
-	"3jZqyuqxg+HR0eGniYEUtT8zuLtEgQs2tcnIdy+fk5Px4TFxcSxiSxYUsc3b5EDc6vNRtjZYcXoJFyhR",
-	"K5VAWpCZOa+WDpipPNeK1LN2p4ktn6gehN8Ja2Ntt436raa1q7BY81TQaElcljZhRiPAWgKPWsYEJ3PK",
-	"kty5p3YqnHE0xzIrm9Z6u14kU63SuD/0TtCmro4H4xaZu86Ort6jTllNNi6FN1Way14JKLt8Z8dITxSJ",
-	"RZSnPicuIGGjiGSaDwajyPAT/gUN47fx9hZGaR6P1rS1M6zYvci5NaJv2SyVhWupVII6u6zvkmQHUDds",
-	"SpgKUO7bQh9LE05TT5OAhBnVy9YHNnK7/ggLpDGv0D76WQneN7200rleYbS28EXJUZVVtlQf3bU6BWXK",
-	"rtuWwZi9D3MBnHmT0mp4NXSV9YVquA43+9pQhglx2cRkuYez8T64MdaQlxuHhU9r4de5kH1SQE7MbcIF",
-	"RhIR9gDfT+mKJEDR6W2LnWwNKh6eqYJkbsz3leBAIFEwIePByFvmu1fi3hMfZ5PLahNbnLeKoh+qvp5T",
-	"qwAooiKagDXFnJvfORggElykGCcX6dzWRt4kdQdD+c7a4mA1dKs8dJXQm8OenyF54b610G2xrW8ljYC8",
-	"Znzn+NLJ6LeIL1UiiXd4B88ly9pI7tJNXATxisF1WZJN2iqynQ/2lMAVSI8g4OoKmZpy76NFex4BFxvp",
-	"3Yi/CnO7hawn16FTlBlStrRb96c8BE0vUsZzDcqIbaMtJOB97jjIMnUDf8oyoNInPiAmKazMr8mqVaWt",
-	"NN6dpx4Qfq8O/B4feki0zFbGqTJivE3XqoeXsbnIxHx+n/BDZY3WeeyNfeA8ohZOIahAKrkwNVPeJ3RN",
-	"V7WzYXxvO9gcW3eN33o+WuTDfeMGgYOIuFe8pgSVaFVyeGnQGcJ0hSTXVO2VGBenpOooLrFOHWwLlVrt",
-	"HjV7UBCoesJ+inDdLZhUrT8POnkW33NXtEnQLY7nEuShTWQWaBdO7Ik54l5Yu6cV50JVT887A0oFadf2",
-	"csFr5TatM5Pj/fqWrImRGvUaYimoi8MPLctlJvqaKd3qkvf4j5JlLa7ZmOr7YSe0WX1ZzTO31Ygs32wu",
-	"P46k1tcmJvDwDW02uwO9KGbcCm5BKtgWFR6oLUiv9q/6cvZaV7eH/9+0PptiU6/ZHKJVZHPrXCoQeSOu",
-	"QE2ILTeEmPzt//4/QqVLOvh3wvhFJsVCglLk38sMvNMpL14yLTa9VntgXiz4rV85yz0ATNHOahxzxmlS",
-	"D235YXaCjv8+AlwUH6mydJWf68pp9ZVWEn6Pe+Qh8VPIEhpBirDblXzeEo1jU9BsZ/iNncNnP5QJa1tA",
-	"S12ct81ZlVgDvqTbLMlbT5CUXjY05HOxErjJ1t8VMTTcUm8lQ1m4frImbhXKd4/Pnj0fHozuFPE4JP+1",
-	"wE3G97hOLXMSQZRLplfvEZwaSTBDnOmzXLfjgPniC1R4aROHe0IsTDWxjoRLWHkXArFgwgiBaxEAjMin",
-	"GUMQHQcgTHo9zINFK7TEAsBlaMBfL7XObDY843Ph8+2pBXxwgC/m7MYBa6CpOQVkUsm6i0Wk1tLuOq3p",
-	"9c5U+NP5+Vvsz0PUsRh6S8oSRMu2lWMTf/WCyxnzdzAEdceCCqbcuR1U4KsezMsQAcu0vbLBJTFew2wp",
-	"xKXqT/mU/+EP5LngV8DxjJ3yHnmBRklG9bKoOccC0v2rYWhMlzm76ZMz3NJXHv9OOWOB6SXj5Go4KQCs",
-	"UCqRskZbeRhCGscQBw7GTkIqriyOiUul7puhPBOx+byZKGKXdNdrEfb6BL1k9q1N3mQzhHrjatlEuOcx",
-	"WtedyLbWw2LPhaXrLqzmVpveKY+t8tLw45ZIL8YiMwuLiE5orpFuWHF+GdMMnWY2saKfUI0AGT1SYK67",
-	"WTrkabtrlR87FsTb9XHIV6bHWF7h/41WGQbkb3/9zz0XuYKYzFZm6GUMMgGt/f0eMVswrfrkO1wgq5Hp",
-	"JaQ4ItT8LXAYcUbDHdFON8ht8U7T8TlLQWmaZuV6jkajk2KujJPvz5/b3lIWSWETfcy8I6aY4NjL967I",
-	"C6lbwvfYPiX8jPdX2E7GgwEiZVKSMqUySLQD0HacqVgCXCdIKIukpqzZbjh9gV8L//Ti7JuwBqMmuLPt",
-	"w29fnIc+EbVAbnElLzYj1EEYeqAHvyvPanD/U75VMDq5VwjHM5wNoum2FLxd+rUrQN+GHum0WeHmv4PQ",
-	"pZaxPS6wGXQGEj8kOBkPRn3yZyN7Z5AgJpIhqhG/U95F4SwtPxoxZv6yQnkvwHQcPEJIV1ew/IorZBDU",
-	"bQ+JRXkBtOzIZBRpNeVWaGE82V/MYUOjV5CIDEj40SisRjJ6ffU27FeRl4Z/++v/Hw4GpOugF8nBYM9Y",
-	"iKspbyA8tgE7EgyfbgSAn9HoshZc1WLKzfnCeA7BVnx4LchCYAdmVUvop5nIeQF7a/m8a9lsyusI8IZu",
-	"tgJkzxbROZSMGBFJc8MleFtDtQbOdmgnW0EQ8jjx5EeaXNrdZE5b0L0ZVRBPiBTXCAwJUltpHgPqiCTO",
-	"zf4l1EbH7dZCNOIpV5csy+zbEjKL+4/2TWCXnMQAmTWMIqG0ItdLF162mHZGA4gFlMcZjczW9DxRSfWy",
-	"m9EfakbaI3iXx4m9cg5tezfQbKVBoVoSTHn4A5WrCanfEWJdZ3jDUs9dsTQh7vqiEK+NscnfWJiOLMB4",
-	"E4dhys0CgybhaDAm3wlNPM5D2AQ3RSU+YRFwBRWlxKjUkoG2tm1dJVkrAtAgU1UJvxUqDdZRSGVVlGF/",
-	"0B9gbmEGnGasM+mM+oP+yNbnLFGt219iktuv5u9F2yUyB4NBxUPlClcRAN2cKRAjlEskAc82mlhhqEVu",
-	"71oRJIYMeOwTYQr94VXcmXS+Be1y7BowegeDwZZSyfuVSLovbKiQ9BMycjRhV/AZq+fHdhJtTYrJ7lcA",
-	"A2+DzuEuTeooR1V1vTP56UPQKbydndfsCriZHeYrGiWZLpSxCN6App0Ppuk+4grctfzOC2dkr5EQhWw2",
-	"a52yhVcJl/QKDGucksPBqARJdgdzImhMZjQxdqgDnFcYHrpegoRW7niHPgRry34FBnmHmAta2AKPfzzW",
-	"MK1Gd7dqAbfYxlXFomxjq6thUan00V/vcbuRy874qnEtl6t1NEYGYnrQjQWBeFAA6vtGbz8aVNEe1jjq",
-	"G18bWb1s6Kd2CpWv7FdhsC0u5m/EjG58G6TVlqLI5mWBvcptgdtYs3azYOX+vd8ZaNAPW+JDvtUPLiz0",
-	"KTt/NBjfvSGrMFEPkxbjwfDuJjX8Dmy029gs1Bg2ONqpQQV9zrQ6OLm7VRN65hMOx0JwfQt6sxypiDG7",
-	"B1Xnw+19xURxOdLth41C0F5NsFEU+uKf6kVEqBpj+0k1TljkWlRyNPrkPU2hZivzeMplnoDNC61dkBDi",
-	"5UzubiK0n1iaJQxdClbfo3rpEjfqotTYa3a25zid+1LKi4A7X3Q3d+3w5ho09C69m/Ntl/eqV7Tt/r67",
-	"Im2HBk14/13nK6Te9V0HYb/D21/stCtCaK2YmtVL1IpdW0TUHg+8xwPvkw+8HbTjEhH4d3BEvkbPW2O3",
-	"tRyNNjT4eY7IOZXQKwIgZvyZaIuqv7WpeDaO6GqSrY8d3WthpX4xdDVULIYS073IXqwcl1PepZW0m4or",
-	"dbTnLgZiGj1ougQKoBKovRAVt6O9zxkHYj2fgsOUF05iDlQi8jcYultj2vSg0FOV0MyhA1eGbxNiEwa1",
-	"wgzTqD/lLxi69lztWK4RbJjp4s4q99OFCzxdmGYhOtXKkolIpKB8XTGQ9hp/zVIkNwICzGnkrt0e9kc2",
-	"jGIo80RNOXoEzCIGJAPZu2SJSEFLWzprfrHJFw5NoeuLfdsq+C00Pi7TlJuFe6JImieaZXivUNdlUpL/",
-	"+o9hQFzCpflHf3QYkJsE/zw+3Csu1rNDJC5Fyg5yyv19x0uazItbOqAS7sA61D7eie7rlkOiMsoVORmQ",
-	"f8F7g4aH5F/s4UQ13jEYwWmRMVyUlFR66Kf0JrQMUqsu2SvWpkhisp53rDSuYlxYDzAv0QBwnIEP14X1",
-	"mulwyrujwcBocs4Xvtcnz0XOtbLwmEq7mw+YWxwHsYgXzIQNiDVUDpeCi1z6O8fqCqHVeGqIHvc2suv3",
-	"Q1bun3gm4tUOSkflIo1GKXZRC2lEJPmBJsAjRluLILHGcXTcPz48OXGlia62dPy0Vqdd9rm1qLLoDwsl",
-	"y/5GJ4f1hLMiT3jnezDa6txv69F/LXO4XdPghp9Ng6st+AavRTVrvqK1tdzGd5dy0XIJf6M2elvratrh",
-	"I97xQx2RX0zTepDiNNhBcSruADENhjsMrIkKje0Od6FCCwQkqncHuzReRwn9+t6TWrZKRTF8WctiKZ3A",
-	"deVu/2N5z/A2b3AFBXRuLy0pDsGK8tZWY1Im6mtIEmXULVSXmJ5yc3ZaRPXiBJ0Qh1IRlGgUpGu+VwO4",
-	"WVJFMqoUxHsY5bVoFV3bx+mUhw7LBZNDXKKN+anVdfIt6E87Jr+Udf4Jsv3RIn+0yB8t8q8gdu8rTCqX",
-	"yhcGuUsX6HtpscFPzRT5Swb87O2rokKXUIUZfsY441c2e6SwMv/32ZvXpw5Lup4z0Bqpc32b7r6uiGxP",
-	"e64BIBSps60yskmlryUr/yGExkM252dOm0DWbrL0xjC33y0rmib33C2YoZSszCfMQaIp4xBjGffD9opp",
-	"9SX3ip/yb7hXgnYiPW6hf7At5FizfQvZVPj9j+4m59utwdGiYn0t9ol5nt4eaLpz2/OLHBr236kCboe3",
-	"6QoH8/BR7X5Uux/V7t9M7S7Q8p3Ywg35EDXb33pf6Nim5y2xrmdC4B0sNlW/pv27BPoyOZ7DNTobAuLu",
-	"eyWhrw0MfR6HC0JNyxQ/H/Vy8fUKFHDE9Kq8fPyJIiFeEe6DYOWbU75TfOOU1JALfD9FjLEOOG2DMVNu",
-	"iz3bgkQB8QGcPLO55WGlMnQjGjG1tQYOWgP9PzgQJom4Lj1OyiOm4fEy8dU+PqM+9BXJoU2rH/XJGZ9y",
-	"64+yfVK+qi8WRvMQx6FSys6rXXV9jjjTEzI+OJjy4uGF9+WHWOjuy0Dw8cRG/Oyr1csXydmGoCaS4EVR",
-	"90KWNMuAYz2OOTjxamEa2cqUGh51BYA1aGAVRAlliMva1dfCvOVvMfaFbK5OYAG6DGba5i7eV9z8YVfN",
-	"h++cX63vfg4JXCGchsKYlQZ+ShBEY+VhtYhZJKyDUH3y0kFtTSpkm/JiQkISJVLw6sITVQRQC+yYkqK1",
-	"G4pME7tGxZvedRjgQ78NXZBuPDipdOrvZEYXIt7cOJdQkpNb/Dkfdca2bVc8l1g810tRfHFJi/g4loi4",
-	"q3+wenjKfX+WX5ZUXZilvoIL08CGiFvDfp4DJ9Xb5oqVvIQVLhjeNWQvX6MYO3a4QHTKD29u7EZdibxg",
-	"A1v1YZnTBiQRFB2ou/3HVYQhB2yMNxq5+olxRg919PB4o0Nbdch85Rly5v3UVi5UUhA6QQfrkNaQo+4G",
-	"fyrBJu5CmLj10BSNUbUIwIpn6WHjqlz0tItS+5WClRZJoV2dtieoQ3hyyZfyMWL5GLF8jFj+o0YsjRLt",
-	"JG5Dh68msDmFfHtWNpanFrqKql7HldIVUQCT4kAudMqgyKQjLi1MWQiuWIorCKa8CGTSJOmTb1zFKgLw",
-	"4tEN16C0Oyi7YQUbJdyYk/27yMb2OYT36Pkxf/sr5m8/pmw/eqo+27H8j5dP3Uyibjt59j+a/23NirF2",
-	"3RVTbJZ4P4k/hDBlxaOeF+prUPWO77V6wFElvu9x8Xcsjbap948i6FEEPTrLfzNnubaipCnlHiJcXllv",
-	"jLtTp1mUj7BypTb+RBVJf5Pqj97BXU0YLMRk0zF6OuU2CukQ+xwY2du/vK+USxZCer96J7VCh6uDYkoR",
-	"Q3DKw3uiCCKSzg4wgmGAOC4bkATD0yaUIGlHEiRnvAAsFlcOD+ekAhGDnmAM5VvH4Nvvz7E8tHBnTIiy",
-	"WI72GHIuX7sO3p2nCCVc9ERWkhrxJJz/cMpz7mDC7NnW5cL6eAMSltCcISleQ8+2BJrYUWPpgsIDz7mG",
-	"ue0XHZM1Z7b1JHsKG2rjD4gPi7mcWJ2DeJUV6oaBu5uRJkpMuQKtGsEGdwzTSOc0Qbfnnu+7shBd27KG",
-	"2HyKcBpTHn50yaOBK6KpvnUb2oRT22G5kr7DKt4zEse5et06pPQSVO0G3CL8g0uES4sAN+GruYOyKd27",
-	"HlBn3qgaLraBC/e0QFsHtgBK5LqAtN4ztMJlK1z+CDbH5oQLdB57XmCaKMYjNKmVpomD3jE8OjzAoBO6",
-	"hpE7L+aUGYrYgJXzJlfx7jhcY/M2g9lCWz5IBXo1ryo0D3Yae+DOmof2vBZeoTOEFROG790toQXybeGs",
-	"9diZZY+3VaDt9f5d7IAaMSksbhMi6K73WHZyDydvBTh0Jx/vl1MCXYgCC74MM3ax5suxnq8TRKG119AX",
-	"f6cq3z+rs/bLqGT39+7u4Gh9WxGAL1H+fUXH8FfSOd+YzetinRSBCo0akHhc513N7bomhwkZD9ZWWzM5",
-	"nmP/9bDsktq4rNM+SLeSsGFO+0JN2ZuQVsOeCFl6j/vk1Vr0vjxjZ2CLfat6oNVta8pDYBWnyrFT1xQc",
-	"cmpTD2lG5MvK2wpZMfJsWFbGEBslBQfW0LOqequRwT6VpfKxrUoqCX2wrMgwsajeDy9mNWv7vDKPr1rQ",
-	"KoEqWwafUK68rrR7rWh1Il8p/Fqj5bYjmqnS4HkMwT6e6v8Ep/pjzHa3Y93KiM3epEbSeR2X/qcPRsQi",
-	"SocT0I0orohoQmJAMGHMTLfvkm64EETmnPT37S/7URrvOyT6cK8GyDrZ309MP0uh9OTp4OkA5bob5/pl",
-	"syxTZWRYiEs83PwxbgPB/tBkstRf+v5eK9cHOtrrfX9fzbIs0ouKS+sL8JP6BTnMAe/SahpQ5WuNirL1",
-	"z/prUx28CpZ3NQrUvNfEBqwL3cdhh5epNRU8/rYvvbUAbY5WDqetOlaPRrPeFPNt25q4DN4NH1NLiIuy",
-	"BQtvWigGNLF4l9XesIzh9sPtfwcAAP//",
+	"7H3rchs5luarYNk9YWonRfEi2RYV80O25Srv+KKW5KqZKNYywUxQRCkJZAFISWyPIvrXPsDuj3mDeZF5",
+	"k36SDZwD5I1JipRddneXoiLKFJlA4nJwcK7f+dSK5DyVggmjW8NPrRmjMVPw8SWNZuylFEbJxP4dMx0p",
+	"nhouRWvYClPFr6lhAZnT2116yf6lG5B5ps2uYtc04TE1LCRTqYhRPNUBUdx2TKiIScK10UdkuYunXWwS",
+	"K37NFEmVnPKE6U4raCn2a8YVi1tDozIWtHQ0Y3Nqx8Vu6TxNWGvY2mBIraBlFql9WBvFxWXr7i5onVzQ",
+	"y+UZnhslxSVxLaUickrMjBF2SyNDFEsV00wYah8n9tOmwxy1BtM+PYx6k2fxPjuYPu2OWo3jehOzeSoN",
+	"E+aMpQld2G6X9sG+JyQ3MyaImXG7wPqGKWI/2UEmdOEHLgUj2kjFYtyXGSP5G6LF7r+yhZ1BacQim7eG",
+	"P7XsG1o/Nw3wrYwojqM+rB9nTDF4RaQYNSwmbakInU5ZZFi8QxTTMlMRIxEVZMKIYjTedP32rnt7QFR7",
+	"RqXj2eCqP98XB+nTX5+p5/rQ9K8HN/u3B4unjWt6Rg17y+fcwP8adp3/mfkFi2iSMPVEEyOvmCCTLLpi",
+	"xq0d1+SKi9g+asfMtCFtOwlNpCI3ihumdzrknAlDpCA0MzMmDI9gKXCLNLmZ8YQRRQ0jiR2NJlTZbapt",
+	"g594v9vNZ8SFYZdMVad0xuaUCzvTpWld2BlokrCpIVzA7HA6K97VOzy8712aNS0fi6SINcmE4UnpNZYe",
+	"p1mSEHpJuQiIkpmIWUyydNUAml/PjFocTw1Tq19tJLmh3JAJm0plKcuoBReXG1JX83t/oGqx/Mbj5IYu",
+	"NAmPMzOTiv8ZzkIYEC2JnlF7ziLLQzURzLKzOb91JLUxR6v03EjPP/7443GJuBp2fsbK5AfMyr6J2YXK",
+	"NCPt8AWjiqlwZ9NR4fONw/m3MzwMbxpY1ZvYjmHKmcbzY9fCEqPMFEnkpT4iv2bSMMINsrNICkMjw8Ul",
+	"0VmaSrUxh1Xs1/HBtD95HvXiQzag+5OnUcNw74JWShWdM+OvPG4atvmDSBZ4i+HRsUPnZkHaFP/VSWZH",
+	"GM0I1STUVOxOFRUR15EMdzrkWJBMXAl5I/DxS37NLJsmbJ6aBVyGdl7cvurXjKlFK2gJOrcjtc83H49W",
+	"5TWtoDWnt2+ZuDSz1vDpftCac+H/7DXt00vkyiuOUmnGnn3btpFJFoTaJrgKXGhDhSHts9cvyWAwONxZ",
+	"ORHsZQyNKzOaSjWnpjVs2dt51/B58xXtxvsCzvR2A3Z84IEjxtYPGnKmtGxY3GNBZEp/zRiZSHk1p+pq",
+	"SMKUXnIBp7Mj2K0ZR9A4tJdJ+bdUsevitymhxH7DZaZHIqWX+c2l6ZwRmFGHHBND5ykDdgQtA9urFQa4",
+	"1pkTBqSZMUWmPLFHwXIwZYhUI4H8KiC5YMFist/tkpALEIz8YDojsWohcRnKC1ii1YNe/35ifQXiYBNL",
+	"scwNhcUnmnDPXxRph7G6Hv/1L/8VFhucUjMrhhX7PjfjKLY72p8Mov34gD2dPrvszwZ8/5eDq6fJs3m/",
+	"tW7Ur2FR19IsDEaQyQKpFMdW4RxOIt6Cd2CLMY9XLf0mbOJEGz6nhq1a+6kVWJh7qL4FTJu1W8CKzjfb",
+	"BNvh5NlW4t53iqazP709uTVMaC6FXp7HqZJGRjIhLH/IMnJK/tf5h/dETn5hkSHtj2dvd5mIpBVa4AfD",
+	"bs1OUPD9T6NWypTm2rD4T3YrRq3hp1Hr2n4nxcgu8KilZ7R/8PR7qmej1nDU+utf/mvUursLV+1hMaLK",
+	"Jq6c5oeUKWAU76H9slDOoxmR/iHPLGIZZXMrqBpJVCYCvH25ITOqibaiC006xG63ew2Rlha/v7g4JTpl",
+	"EZ96wWLKb4vLfc6Sl1QzYueyaoKyMuDmXb9QPF23t7DYzeTpx+tn2CHvqL0QUA6WmRM0wmKdQxgu6k6X",
+	"di8tw8v31bHUFZPxfzZN4hOc9DaPh2TUWq+2jFo75BPRhppM4wH7RIw0NLHsW1lVjdzZ/9atyQ9UcTpJ",
+	"mG5el2uaZEzX9/+JJte+XbDxEVi1GnlXq1Zk1OIxnIL7luNuvXIcLf6VNQnn5IotUI1LuKXuSyYssTFt",
+	"99MKnDyiSek0tCn5+PHNK3K9b287xSI5nzOrpOwEpGfPRv/gYCRSxYWx8yLRjCoaufsykimL7UMVvZFG",
+	"kcws2QGv5EqbXFm84WZGKIxRZUKPBBUxARUw199Lunp/n8xkpvQREKZRC2yfX/W2G9tB/sVExgtyyYwe",
+	"CTOjxvfqtK/JwjDo134IsK+wsDbsenPDkIB1Acefv8g+bseLMgO8qQ0SBfHfKZkZtmPnsN/vk5AXWzW+",
+	"YouxYplmcXjkFGDjF2ck/OrA7HmS2LWxCm1A9ruHyx1xMc40C90EQDncBZE2tGLPwe2tm/dIcE2ENG5J",
+	"QUOrrN0c2YJdWs7ikjCD9rCCqmsGkxW0fTDtRk9Zj+0+j3tsd3/yjO4eRr3p7iDus336dPI86sZVmb1/",
+	"cFC/jVNqDFN2EP/7p9Hott/bHY1un538/M9/3OA8nOXXaf1c+F/IjCkWkAmLqNUCKYmzNAEdktzILIlJ",
+	"LIliNNm9kSqJyYyq+RAW2rJNbmD9clodCRQKlzYa3wXbsfVxHIl7zyPZ5jiORH4ej9eeIiBptJ1p/BVP",
+	"opsu0v+a83JEKofj3mNAPVcYCaR6Lsg04ZczOAifRfkECd92/MUpfxOR7ZuchOk7aqJZ89UXnlzQy9Bf",
+	"fTUr7kJmJKHApWlM2uF3JxeksDZ+sv+8ie9CfwxGIpxylsQ63AGdKvyfjlVGMyourX5F5jRmRFpJn+Mb",
+	"bR+Ot1nxipsj1L1uuGZkv9cfiTBVYMnidkjjKeUJHCBnjo7kPKWKaymGhJIbRq9IO/xxL9whhl56Q5Od",
+	"PtPrNnO6i2u0qYX6ea+s/XSfg8W6tGu9bn8DdeLN9L0UbMXuHAti94ZMlZyDikNVYhUJJOSjXCrFxXNz",
+	"DKp8iAy6+zmTonD8OmvWwI6mYSEaDN3NxuJTq3Jr/mfmOFKv27Va28Kp0yBmrVadwea7UvaHXyvDitmU",
+	"ZolpDfvdoDBCcGEGfdwMPs/mdiu6sBPur0Z75imPrrL0gs/Z/RaglEdXYKmFWz7OwHA4YTufaRJKYQhj",
+	"w+fs4WahMx6vNgyAx6mulKpYrVVKletxQ0NjrMaiLwfp/q8H6ql+ZvrZ4Hr/5uD26eLZn5vNAladeQ1c",
+	"Y3nUL+V8Tnc1S6kCG5aR6W7CrllCbCsyZ/MJU2DhVsxkCmRWnVKl65xsp2OvjNDeZiMRoi4RgneBos0a",
+	"27O4YmTA/kEDqlMt8hJ2myYyZq3hlCaaNe8rcsTKZnLD5jDbPyo2bQ1bf9grnI57+Jjey9eldQfk+wYb",
+	"FfRLlaIL+6M2C1h8SyMtt6KraMCScJ0ErL6xjgSQzW9IAQ9wQdnxnktl7t9/MMNdsYUO7PEDcUYxFhBG",
+	"oxmhhsylNkSKiFkZImE05uKShLshmTNqdQrbOxP2W7yX4PLhceBdQKiSXLHFE01irlhkxxGQiWL0ShPD",
+	"me6QV8h1RiLcza24JuyQE1yCISl/H1h9NdycWOwEH0YqdgGtGHIHnM8Ry+ABlHMOh2MDI523/eNpWsXW",
+	"8NfKnO6dCjYBf4RiOpVCo+L+gsbOnWL/iqSwwqb9SFMU1bkUe6mSk4TN//kXjX7YnDRtixgZf+m+aQWt",
+	"mBnKE3/FgIfcioATZm4YE6QHMrC9yuwmKiWVbg1/+tRKcmcvzrnj+5szremlfZPIgIH4Hj2F9rrd1t3P",
+	"eJ6YNmMer/bRuPUb7oOzkxvYrzc4A+Lf6PZ1L5aR9gug/1Cd592mW3CK7XH9G26RQiWd08RSjpXzKck9",
+	"R1byc5zTSnT2XN2AqGZHGRC8yexDygqFI9HOBQDXdeg1cFzsn3624mSI0oF9rZVl5BSbk3ZNfNgBCWgk",
+	"0MxuH8+t/VLZlzN+KUqtnL0eBVY7VrDklCdH2mH+eWypKtzBA12KDcndwLu5ZNS0xK7FXs3pXvYj71ac",
+	"1ht1UrSodeQ80ht2Yp++C1r/tuvO2C7eIetal7ybQC0vpZgmPNrmeH5Rmozc+3WhyPrAiifamQsNMCxG",
+	"2lOpiGMOI5HTg1FUaO4c16GQY+c3oNeUJ1axtl9bBjimidWKFuOU8tjRDzd6JGqKYWG7KbTY9ir9NWhQ",
+	"YBuorfj1Xrd/AKE4rtsVb90q5OBz6OO1VBMex0x8bQK5wn1ArjnJDKj5QhoSS7zE2uHUjw3loMfDXd88",
+	"Z0rf6BJuuHxLNyereJ/crfynjydn/z6++PBh/PLDu9O3J/9mx+vvWGwXySSbCyDMhAtLofYWLa5bu9Nw",
+	"FRPNEmbZQK/f3ScogR8BO8Arnmt7B3c7cAvXR4MTw0vTKo/d/KK2kq/tEZZjM7p0i3bmxBg4Qb85tecO",
+	"rIgKS+QqEx1yrElY36IQzQXeLcTENUtkypBbCEnCmBoaDvFGzXuNJUPrMWpa7fC7s+PT7//0dnx6fHZ+",
+	"Mn59/ObtyatwxzLE/FEfb4gWd43mUpyOlQB8Dz8cv33z6vjizYf3eTc4xNx7Yk+s7XDKweraDl8cvxp/",
+	"PD85G795f/rxwj4vZGE2HQlnGCFhxbcWknb44fTkDN91dnL+4e3H/LUfz05sP7SglomSV0zYkRZk+vbD",
+	"++/sZVB88+rk5LT6jSNlP4vccbaLZDqjegZrNIJ9gqFWXZDt8PTk7PzN+cXJqzF2+/3x+ffjd2/O3x1f",
+	"vPy+JLf4OxD9dUKWNkwqQkXZzwnWGDOjglB3YHAdz07+9PHk/AKidPRIhKsoFUkCPZ65PGg0S6b3SE4B",
+	"BFEsCXzge0HzlBcdnUGykBzdLLxujsPOhc5HkWwF134jDFOCJieW/X7Na/eYgJ5MJAa0aR6jsI7DCXeQ",
+	"H8OWR1QpDkRL/O+6Q84Kj8SERldyOq3dy5+zLO+lOY4iloKv5GtLIyG+OiQ4OkJjCHYVksxZzCmSO4gl",
+	"xZlNlYyziFlJRUgzpvngH8WVlTv8WmYi/pqb+15i/EsezY2bNbXjeNynlfv0TsZ8ytkqs3Uts6Ds7gAe",
+	"ElY8FyF4TY7safLujtKi+9SGdSOEZyrL8rveoFO6SCSNL6R8S9XlV2eW3mWc2Jc7qaVH3vEXpB3a38ZG",
+	"yjH8uHTCPmvWJafja/A5fvVbwjslkaItQSdSXBb+zIp9g7Qb/aQ7R+i75QYl7y+4QudMXfOIfRS5aeTr",
+	"slr0SlvRNSuGgBP+DQWHCynfUbFw3+pvYMh4onOZe5LFl5hLolPUFhQ1DC2hfvPtWqBDsmJVIhrtRP+4",
+	"l1LNSra2cZFG85nM8qOgLkWFfWXJI8hVI6mIYtfyisXk+PQN2L7gjJRzrpZ45Y8//rhbT5xZN/F6ns1n",
+	"r1uqZMS0tof4RBiXePItjMhckxuWJLtOh51kxjsAKVEZxOdRQwRjMXLgmBo6hJilKVNMRPiAVb+d7YPd",
+	"cg1KuAu6W8hM6cAqs3QuM2Gww/xx4O7wM7tNITLNB4YHhI5EzKKECxaTlC6sdh84xbhudsZoKhdXWQq/",
+	"AodLc+TVToeEkYxZSDRdQDpeNFvSqz9vl13iEovfWU3nAszL30aesEu9bBCDk5IPcgz62NjqY19QuMiN",
+	"hy6tWEQsSVbkjSJhRlLFmN7i/PdRqZEdV6qspmg4+kndryweTxb3rdZL/+wL8AgXrutNo06CFo+rIQAR",
+	"FeNf+zcDtq8OzNPFs6zPB3I/PaBP9bO439SDYrRuMG6dJlRoFzkWNzUCJ0z93Q8IPyiiGn5qQXaI7zgf",
+	"V1Bd0coqFXnAGBZuR1be0pKtnMYom9HktLRdLhqgnpmwKKLjeL7fLF7e7GLtql28VoxBRLqLxTrodisx",
+	"oZb+IRDvZsYNIzqlEaQlrN6BcpqSi6lqDEocjc7vXWg36jWrBxTZfB5kUktJJjczWV0jn6sN4UutwGX/",
+	"tIIWjecc3lsKWnLPLFHYS5dfsDyMt/KGqYhqRt6cfyD7/d6zIhnBctDqQmbaLl85apPu/vnnT4O7Pza9",
+	"FfOkmgL488yuNJskPPJ4AA0MwF2fq9Mj7z3E2yZ4+YCPSrZuTMkpVVdNT6czaWT18ZkxqR7u7UWx6Ng9",
+	"6bifOpGc7+Hc9d76cXV+SS9bpWDATPFGfkONk0vzt+93nj8rNYxlZhWaUhjhQSmIsMg7xwgP2+c1m/Eo",
+	"Yffx2x/cY42cR2DWjxte0WeAO9p0WpBazrP5nK7K+nHUovGZPMsFM+io1vxSYHA4Xi/L5PRIG59FGyt3",
+	"umk/X1PFfJZhEw9IFY9YjBklAWTMQrS/tHLnZAEZM3A7SeUwB7hxcqRezSeWaUYzdc1il9etk+xyx/JY",
+	"jegM2o8iv6KoiN3vbi+wA8JNlRPey4YeIn/EVj4WuQC17vTlAB22GdfGXhnjIt+9ug5+G+xq05j450n7",
+	"0g5yN+IqSljx9X//J+l1BjuVCR90e/1qbPLT/VYjseQhFkErztDmP3Yq+rqR2eXm4pLYtSGQ10QyNaGC",
+	"DLrkar43q4zmabe39WC87rEkaW2bfAoBkJYM3d4u05yPlYaAd1A+EF/GjQCgUQoj2ATzxfG634xQYACL",
+	"1ct6Mask7yZ8ymBdufDWkoBAwgyLcZBhKQL0iITFBCFOrfwrSZMMM0ErOzLoNoaurwlWD1pS8Uu+FaXD",
+	"aR1DvNz9yhOP2Bk8adkWj9nYOCVtXbMzHjNQ5u6KiMX1Lcp8zgd8VmT65thlt+e4/OAi8xt2RJybwOWw",
+	"+iBvuxGg3VY50WcqCuVjERRBrsWCBR6swm1XlU1V92SZFzUwgSXyrRyoe3WS8no/TCdB0TszDLi9E01I",
+	"lFANwWYwoeUr5gHM+Y1IM7M9pefNHkC1td1dsWdFx/et8Hl+BmroVBD3ELqrucwwIEBE+K9iy06Aat3N",
+	"jlTfpqJgh1YtlEJncxaPBGhykwWhRGdRxLSeZgm04uLSxUZ4lQiGkFOP/WRfVFWJ/DNLLNSFCr10UVKr",
+	"Y4+e2NFpg4EiLg5aTl0sFqQtuRAtmN9U0UvbChGf2G1KRcziYCQ8u3WgJVQszMzedyoTYEKLHaYS2MFT",
+	"prwVr0PCPGgLeEDXQ4KVI5kiSOy0mrCH3BqJJQpOvCG8CIzsNrLtZVZdihurNF/H85sxraq6s+81cINr",
+	"IkeP9ODjPupx/KWwL/vI8smtxsU1MwrMA6l2/Y5GMy7Yrl1PkE0xvr5B+oTAv2URV2MCaylHxUgysVLj",
+	"jEgxJOHrD2cv3rx6dfI+DEj45v3Fydn747f2czmGKRiJemxYQJpD1UrfLweg2X7WRopVAr5WBYWNRENU",
+	"WECWorvef7gYv/7w8f2rph+roV+dkSitBJyFYjHgHNmjcXZyfgEmCU1KIa74dB6M4xNU/PHPu733HoQ9",
+	"bCK/UuRmMxaeS7kpwDas8GUpkaCMtFHmS5nIyxJPPdEljxGtAGlY8QGFCmaFSrjG8pR9HmMqgwOfadRT",
+	"qZmtMtlivCexj3iNG3gfGvvRO3uUZ7DZ3cKfMXyvjS/ROzk+JOEiZrf2J8cWdFXT+AlkJ7sVfuGWlqG2",
+	"dX5NKhGw93GS1QiHxySVGDhf39qa0Nxr4gQY2FvancHWcjGGBFfj17fqorY+0F/gx7ZmYR4mTh3n/Nc7",
+	"nlyyzH2gMjGbcsG0063X8eyNApPh3SU8ICt3/XawORU245BsRJa48AG8TpbO2a9fEtGmU0UlagS4yXur",
+	"DBdDTu2g23/k8ZC8efU/dkgJyOaPPH4oUk1QgofZ6rLdDL2mMg+0592nAN2t3BdP/3f3noiTB0oQTQhU",
+	"OUCBE+/eOc5ZimUO6ztrd4BfCqnQSFCfT/XoVBvfqydXnj7zrt97VsUlATRb3AwVMVVxiS24O8SH5Xdc",
+	"PD7kIk8KVbdy+HKRdiTgENr7YyatzA04vcmiuIo0ofrKAer4s6qoOPKJdyECE5Mbe2PdwOuUFJfBSEC+",
+	"rUPscdJa+YSBD7lT+0q75D1BLCtYuGzqJoHbTnL7U6CYzhITED2jKbN35hWrnwdUOZzL9B7qLlI9P20v",
+	"ijSJIA9gzbj/Zd5ct0JsdHE3dPSljqPbxIYLXZsNpwmq5LJYqZu1mu8ZTZqErmOSKjlhT/TKIRVmqYKj",
+	"y6t7BVzXrGks62UhjkjHdpXmNA18IAaRKa46mWVzKgoticaxYrrBSO9+qI68R95RdcUMOTcBOaeCvG7G",
+	"Pi1jJBeXTUKrCu3gWefZs/3DtT6OwzKKxu5hkwssqflNdnv9fme/d7i/tuPe80rP8Od6D0oCBi/7tnXb",
+	"gvagbYWy+sYBxCSItDkq0d/+Xh4Onv4mezk4PPiqW/lOikYouzxyigsy5wJ8Xdxo0o4sh9nBUJlktY++",
+	"gWGVXP1rw2X8c5bDW9GuqnE8P+hu6WGprQf2GRTjaVqW0xwAd5VyTVFnTBGPxwBYg/3nhiZXTdw6EyvM",
+	"eYXlDi5B2w8KIRWvyyZGrKA1o3o8b4QrvlAZ8yKIfctUJom8Qfs+zMFplHb4BTBHSSefSJkwCqp/CS64",
+	"CaBIA5hp6DGDPfC/bQWvOiICYNmdQULEnU00lBIO8RYvxcn+gugQBSizHUYOSQLAZFLFTFVHpg1F/O97",
+	"xlajr/LqVIdd2p/AUUQj7a0QfLeSKI6hAoCcU8OjOpooadvpHaeWBOylDqLHDtqRiyM9Y7fk/Pvj3f7B",
+	"UyeLFGbdJ07WheinDvkRUt+h7zAAGdcperoiHx4RmkjB4AlUCaVgI1HSCnGPmiTWAsZ2XajQ8pjJx4vX",
+	"u89hnPYbN8iq1jmNu/uH3UN6eBj3+4f9mB1E+92nPdaL6MHTZ91ng97hoBtNot4zGjG2P+lPeoOnB9M4",
+	"HgxYt3tAG5VNBOFdES7ixT331BGGifUwjrWqSzZbUZaJpvAqrnglj5gD9NAzeSM8VCFY4YI6m7dL5Rlk",
+	"2CEv0M0B0W2XTJNwTm/DYCRsB1k6VVIY551q2LqHMP45va0Wouj1n2/tWJ/zqsGr9/TpwefdHXNwWdnB",
+	"3Xd/uAjZpov17PVLcrh/8Iy44FtnvdcO9XZrK74W9IqNgf5XGPSr5J7nyzVHeiBST1l6ei/RhrventFo",
+	"vy00vFp4hVVvXY4y4VaMBNgan8QOyM6UJ5mLqdlIPXRrDoheK3XEMiDQ9vUbgiYdZ7+7v5GrykELVVfW",
+	"kJVb4f2r9W0vRcE7aA1HSE90zmopwmqFNbyiUdbtDiJLT/CJ1Rhh7ek1hFKXqdAfjzMsOeuBciuLvuaw",
+	"lDau0ZlWIZflU5JsUBkImhKOWNN4F3RwTex95NYkIGFKzazxBww3X/4JsDghGRJ/+kVL0bG9NK5zFcxq",
+	"aeMbXSlrgK7u2518ZYqum7bhjMfsoYZ25wdHtaAC0d9gQa/GO60OEAIeJuVVHdh/iwipbYoPYPSBWjks",
+	"9FeVY8anUnVIjm48xSwRCH8GhF14fk4XJGEUIvUQVwvhDuHynAOgQ5uKhRSMsESzIdnvDnbq3sJ7QR+3",
+	"LLKwKs5mFVlcNLKiH8oBKkcoAGiiI5o4fBMXm+iiIlgkhZxDcL+cTxGG7zapRkUUzyxtDgBvNvJDB7q5",
+	"Olb7C2RcbAu72RSQ+52iESNvudg4KPZw8FsExZbCn+8JaQL3UcOSuxwZF/Z8zdlNgf5JmsA/XeDYkbNM",
+	"o0vB4ZBwPRI+sAyMQFC1q5aTDk7aqsPJASEXaV2IImo6IxEyQ8dzLjLDtGXbVlpImA8UhEEW+SbwVZoy",
+	"qny2Blr8F/bbZNEo0pYab05TD8gZKA98ixc9JMQXQdh0Eea+TtaqxsRDc5nK6XSbmMnSHi3T2Dv8wYVx",
+	"IXJvUELvd7H16O5Aw8Wicjfsb208sdfWfeNHc1kDf9g22DFwaMRbBZkW+MWNQo4oFDq7MG2pyA3VOwWc",
+	"8hEpR7cVBfMcQjhVqHtuRjAPilwt37Cfw1w3i4AtQ50GrSyNtzwVTRx0jbeiwBNuYpk5sHIBv2QboN7T",
+	"CKmsy7fnvVGw+dIuneWc1opjWiUmR/vVI1lhI5XVq7GloMoOf27YLjvRt7wpoPGY5EXEFE8b7PneVbkx",
+	"TG+T1pdWzLlrlcjiyfr2w0gqfa0iAo8U3KSzO3zlfMaNOMqkBKNcooHKhuxW/qpu527j7u7Cv6v2Z1VA",
+	"7Vs+ZdEiwoRAl79E3slrpocEMZJYTP76f/4vocplSvwH4WKcKnmpmNbkP4q0waORyB+yLVY9VvnBPpjT",
+	"W6d0l3us8bxd6IK8BE2q8bh+mK2g5d8PWMr5S8okXabnqnBafqRxCT/CGXlI0DdLExoxhJIrJSEXwM+r",
+	"PK0bIz1v7HP9ociyW1P5zgWnNwaaoQJfrNskyRpvkDm9qscLyoU0jfbUuYxZzSx1qjjwwuWbNXG7UDz7",
+	"7PjFy15/cC+LhyH5twVuMr7Hn5sCdDSLMsXN4hwqnMISTKBY6XFmmktOeMQIEHhpvZjrkGCtU4KGhCu2",
+	"8CYEghUpoY4igs1alk9TDnjtrgol2d2F5F3QQgvYWdiGWg3VmTEppvBzMZUeJIAitrDDFrd3NwzYMDq3",
+	"t4BKSqmCsYz0Uq5gqxETwKkKEGxn+/PBRjxmuzPKEyi5inA3Q1+/2yW6+ULeQdWwoIORcGYHHXioBvsw",
+	"ixhPDdb9dpmXN2wyk/JKd0ZiJP7wB/JSimsm4I4diV1yco1Ih2aWA+UB6tXedS+0qsuU33bIMRzpa19q",
+	"RTtlgZsZF+S6NywiTS1XIkX0nvYVb2gcszhwFVMUm8trhMx2+d8dO5QXMravtxMFmOz2MoDCToeAlQyf",
+	"WmVNtkNor4aX3KkFF5WMyAhQgXCaYWG6C8sJ4bZ3KmIUXmp23AJU3GpkdmMhmAmDb9thyfhlVTMwmmE2",
+	"SCehBrCYd0leuNfN0pUvdTG7fuyA4of744os2B5jdQ3/WqkyDMhf//JfO87dyWIyWdihF16uhBnji8TH",
+	"/JIb3SHvYYNQIjMzNocRgeSPNSqIUxrucZG7Qa5zktuOL/icaUPnabGfg8HgMJ8rF+TjxUvsbc4jJTE7",
+	"yc474ppLAb18bAbtxD4V+wWKoGMn+90uFGWiZM61TlliXBVWR5maJ0yYBBYKi3ZoVNshLwTeFn5/cvwq",
+	"rFTsyKPOwu9OLkKfPZuDhDucDkxjddVyPDqlP5XHlZrRI7GWMTq+lzPHY5gNFG5rQOm58nuX1xfp+aJa",
+	"dVge/x6okoWE7UvQ2UGnTMGLpCD73UGH/KvlvRjdjgnelv2ORBuYs0J6tGzMfkKmDLi3OnMlDk2pbEwe",
+	"Cw/1QzAynYq8pp9bJitI65FApgVBCL66O/rTHcJw+MkKrJYzenn1LuyUQf57f/3L/+t1u6TtqvyQfnfH",
+	"aoiLkagVE2qqIUTA576yivCERlcVj7yRI2HvFy4yFqwtMmwkuZTQgd3VosrARGYir7DmHNlIZiNRLSNs",
+	"1w1hK3YwGcBBe8ZQ/CqzVAIlv8vAPdghTraEn+uLDZMfaXKFp8netszsTqhm8ZAoeQM1iJgyyM1jBjIi",
+	"iTN7fgnFkAo8WlD4biT0FU9TfFqxFItHg36DwaSUxIylqBhFMo8PLcqnWAkglqy4ziAf6NLTRCk/DQ+j",
+	"v9Qstwe0X1+S7NoZtNGZP1kYpkEsCUYi/IGqxZBUC82j6cy+ju2+lMIomQxJqvg1NfYMnjOXLQZoekAC",
+	"XNTBI0fCbjAzJBx098l7aYgHpwzrdbRAiE94xFxIrxNKrEitODOo21ZFkiXkAsPUXJfcb7lI0yo56Vu9",
+	"TrfTdYH5gqa8NWwNOt3OAEFFZiDW7c0gMvLP9vMla9Bl+91uyULl0LYgj87eKSwG/NlIMbjbaILM0MgM",
+	"C/ZLErOUidhHT+Xyw5u4NWx9x4wLzKxVbOl3uxugxG+G6+TesALWyU/I8tGEX7MvCPm3j5NoapJPdq8E",
+	"i38XtA42aVKFZi6L663hTz8Hrdza2XrLr5mws4MgVysk00ttNYJ3zNDWz7bpHoAh3rf9PlqcGmo5RM6b",
+	"7V7P+aUXCWf0mlnSOCIH3UFRj89dzImkMZnQxOqhrrapBvfQzYwp1kgdZ2BDQF32GxDIGQBFGomoFH9/",
+	"pGFbDe5v1YDIuY6q8k1ZR1bXvRxe5ZOvEX+3ksqOxYJUcAY9QJNVMgCIlK5EMYKLgoG8b+X2p90yROUS",
+	"Rb3ygE6FNAk1IppWqHhkr1xxEUsw/UbE6Ma3qkLDaiSnEmVWrrL7SBMe9s/eBb9XpOMf1viHfKsfnFvo",
+	"c07+oLt//4EsY1s/jFvsd3v3N6mAjkKjzcaG+OjQ4OlGDUqQ+bZV//D+VnW83M+4HHPG9R0zq/lIiY3h",
+	"GdStn++2ZROvHKdr3f28kgliFdyVrNAjlmgcqCCTBYrG0H5Y9hPmsRalGI0OOadzVtGVRTwSKksYBhNX",
+	"avGGpO00ObCFcE34PE04mBRQ3qNm5gI3qqzU6ms42wuYzrYr5VnAvQ++xDDjDZ5cqkK4Se/2ftvkOXRL",
+	"eKzfTZ9/AaG/mzSoV5LddL5SmU2fddVSN3j6q912uQutsRBI7kQr33y5R+3xwnu88D77wttAOi6Kz/0O",
+	"rsi3YHmrnbaGqxFdg1/mipxSxXZzBwjkVDfCBJ1iKB76ER2QGtrYwbwWlkCXQpd4x2NWlA/NoxdL1+VI",
+	"tGkp7KZkSh3suBr03IAFzRTohlQxSsCtBMcRfsKBoOUTEkByI7FgVEGRSWbXHZVp24MGS1VCU1fSqDR8",
+	"DIhNOKtk89hGnZE44WDacwmHmYEKSVhubL/fJ6H7auwcT2PbLASjWpEyEck50x4MjZFmYELDHcCB1dun",
+	"NDIS4jt6nQG6UezKPNEjARYBu4kBSZnaveKJnDOjEO/LfoPBFw4Csu0RyppgB129M7tNI2E37okm8ywx",
+	"PIUS9m0XSUn++z97AXEBl/aPzuAgILcJfHx2sJMDPOEQiQuRwkGOhLKHk8VkRpNpXhCaldwdAC7VIWEJ",
+	"bC0kOqVCk8Mu+ScoUd87IP+ElxM1IwFPHuURw3lKSamHzpzehkggleySnXxv8iCmEq5MGZgTLcCigDCE",
+	"cQbeXRdWgd7CkWgPul0ryTlb+E6HvJQZoGWVqundKO42x+FhQS3zsIYLD8LhTAqZKRY3CYQo8VRgSLdW",
+	"sotXQknqotTxCxkvtisbWcOPyxNoLYskP9CEiYjTxsxZSIwdPOs8Ozg8dPmsLiF5/3kFXK7oc20mbt4f",
+	"ZNcW/Q0OD6oBZ3mc8MZVIpvA+e6q3n+jMna3JMH1vpgEV9nwFVaLctR8SWrLt9vKMGlCF+xe4aJokreo",
+	"JdSva10OO3ws0vRQQ+RXk7QeJDh1NxCc8nLTtkFvg4HVS1lBu4NNVqGhbgWId/1NGi+XNvn21pNKtEpJ",
+	"MHxdiWIpjMBV4W7vk/+43hpcKl0yxfrY+SVYEt6ackyKQH3DkkRbcQvEJW5Gwt6dWAYuv0GHxEFrBgWE",
+	"Jmnb91VQeWdUk5RqzWIoT+sgNtvYx9FIhA6A1qNC+fjjRtPJd8x83jX5tbTzz+Dtjxr5o0b+qJF/A7a7",
+	"LTM5yflxoZBfKprOfk1W8uezTFi90AOO+egsyx69wvrx7G2wOTCh7XzC9Ei0c7yFMAehc/EZBYgURkR/",
+	"PHu7y0QkYxa7Eu3UKjQ30r4WogwNu7Uqz3cnF4BppmGg3MU4onKP+j5WyvFOREAAw6iv704uhla1zkNN",
+	"hAsyCVyUdq2C6CW/ZpoMuvvOCn/FFjooBVfpoIhkQoBOKOBLNQlPP5xfhE23BeBluCXc+qpw7RCabgPD",
+	"r3v+hxxUcPM2Hyrgj5u3q0BIfo27r6wkujQM4zMC8xI6LiinVG3EFRf5ghVFfHLkfuf5M8wce+cTx0SW",
+	"JEXuVoE14UoCOQSh3vODbiltqPXm/fj07MN3Zyfn58BEqtBxHlvN4VIjGHUJabrXLZUY2xJrbqW/2sML",
+	"Kiq8WOUwAtGzb4VjjypYQrgNsB6yPRgFVDHWrKfN1fC5ziMk22vQkXce5ZRHOcUR7xcRV/6uZImzTCzd",
+	"2+3vTi52ShKFv2pAlGi0w9eu//yMe6NiiEwCoxadLBEOS7iPy8CiI1FHFg0w7Cc3UYMFHGN/c8s6fOcS",
+	"T7S3NhdXLYofIwFQ5kXiQv3mN00gqqWAY2RYgXt5wVPvwmAkhLTSmUtCGJJ+t4uFCUyN+QVWohBo/Ndy",
+	"niOpIrsjbefUKErTjYRlkLZ7zSBcObR3QphDCCLkOdZOWsJQhecLxgkZso47joTHeSh1CNGprs+dI4iM",
+	"bkCIpTBblYmOyy1xa4hcXI8gT8DeMoSLZRBXsHIDI7FSELXcvXC2dD20giaWgy9NaEh63aBbqURohcUa",
+	"fv5OQGKWmpl9GLHDubgkAu43v+DtOsT+EeGWoVuRFAP0MxEzRcLxGMnYiZ9jrOYJ15btkfS7jhJ9yn5A",
+	"QsgVeV360zA1pRHT4UhAL6nUmk8SyBzWoR+ahz3pQ4j0DsZL92C+/lhAIWasb2HnlNe9uKfURWW6vnwA",
+	"OhyOVwCpWTl3BZSaZiD0rsTEJv9CPrno4yHpAaSugze7c4TrxHuA+nYAaVCb1tMYvNjf59GMRWiiWV/Q",
+	"YMfVQMnbAiCbJXq7mXnWhK+Ki4+4ANY1ogJp97tduxlTdNv5ulJRwpkwI2FXowoF50qlkzOYmg+KtcqK",
+	"nlGFQTWoWCgGcils9BVLDXlGYrrA0HcHHJRj5YLGlBcZNgiuIqRleoGLKUfRyRWnBd1HKvgMQEqY1xeM",
+	"BChgUAN/B2Es/AGEvakDd5X0IEwmyFlok5pycsuizLBCUXmQ52YFonZxg114to+Xl6tc59Hx7NYGyIAL",
+	"/L1W0IKcj2Wc+4YXlQD5vgSCXh6L37urY7VvBKaOYbiNK4F4JQXf9HUZRUxcZnQ+6xouv8fPd/D4W+LT",
+	"F2qKf+UnxChBdYaAnkTu7sGxf8hSbK+cbOER625JpHlNlNqulMuAuPiJ8lZUNU57A5fw5H76tKSyxdWy",
+	"KtUCKT8VFTAGvo5Fz2rFOdbW1rVKsDSJLwpy9/ODlEhXkK26MidrYORXr9CjTn73O9TKH52zmztnv7ky",
+	"+20cqH9LGvTph/MVKrQzqLv8u46/SFYEfnNNPqRMWI22ECnRmG31GXGN6Zi5Tvzvx+/eHhHRkITXmPri",
+	"+rbdfVuf4zrA5zoWRSMDq6/StzLq/V144R5yqL9wHiKQdp2kV+aN+dOyoPNky9PiTUpUE8vEDeXCXltU",
+	"P/Cs2FZf86z4Kf+GZyVoXqTHI/R3doQcaTYfIcSW2fsE/64LtalAwC4lEwFwgg+wqcdHNyfsAp7p32xE",
+	"Cw5vxUmBdXj0Dz36hx7jWH6zOBbl+INnW3AgHxK3coacrQhasT2vSR55IeWVzrFvKuE0DpGmQJsR7AZs",
+	"JgGhCcAjkNCD7YU+MdJldYyKnHlvDnNmW9/7Ew1ZCOh1cgh4oX1/6J1PxZMjsVHCwBGpQAH7fvKkHUjY",
+	"KNI4JLrBED2xKesiID4jIkvR+RCWoBbRm1TgMoYkTTK0C6AjwV0gE1hhM2NcgRMnj0rydWvgehl6+Cxv",
+	"hAo9xGeIODWDDjkWI4EBntgnFYvqZkF6DBgdS9iwotxV27u1uBmS/X5/JPIfx94UWPGLYS9DTKHBR/NK",
+	"AeFOhxyvyBKCJTjJgaTIjKYpEwBwZS9Oo6jQNEKop/Jml8uwBzXw3yihHKqzt82NtE+hscn49BLtgHcu",
+	"mSn5RqG5S6DxPj63az4fxgWqdtzXITglwXFwo7gxDGq2wHK7OhXEbhIAC+kOee1qVwwr7sR8QlKBZ9OL",
+	"C090npGUg7EXKxqAv9F5ZGwT3KP8SR+LG8CP/hi6rJf97mGpU/fjGGJyj6xwP1WsWE6BBV18Ghe0FXLs",
+	"sp7z0xsW4PY3M5m/cUbzhLOyjwXgOEfC94f0MqN6bLf6mo1tA/R4NubReAocEsWMWtQ82ldsARsGnh30",
+	"PlFIxnJA+3QkDm5v8aAuZJaTAcIoOacsuKIIF9owGiP8poNYAwpYmcBj+epnJu742gEPT+BxNe9cqZuy",
+	"dZ2U+UIpp6/i5CmXYri/mkKB3nwfZPOdx3que2KWGWApVPNh49rC6lsucfGVs38QmrhZnMYbtOafekwB",
+	"ekwBekwB+ntNAbJCtOO4NRm+nBHuBPL1MCeA95jLKroU+QQ+KM3YML+Qc5kyyFPTicuz1ljTIlbymgUj",
+	"kWcG0STpkFcOAhLKIMLVzW6YNu6ibIclsPFwJcjJ7wLexCflb9HzIyDKNwREecRAebRUfbFr+e8PoKSO",
+	"StJ08+x9sv+sTTNFve6aQ0imR4FwlxCERfgyorn4GpSt4zuNFnAXXLXddfE3zI3WifePLOiRBT0ay38z",
+	"Y7kLHqxzuYcwlzdojUmzpnwOrNNSSONPdJ5FPyx/6Q3c5Qz8nE3WDaNHI4FeSFcCxwWAn344L+EP5kx6",
+	"z1WnwdBGMLi62gZzKMozEuGWZXkAmn6DujxhAMDoK0rzhEf12jykuTQPORZ5BUB57QDmD0uY62AJBlc+",
+	"GgZPP14A3mJuzsD4eo8n5U2+LurWmfM0oUTIXZkWS933yRNg382Eq7uBd1tbSLTxBiQsal2FJH8MLNuK",
+	"0QRHDVhAGi48ZxoW2C8YJivGbLQk+xW2qw1fQME1AEcAuCsoAFVa3TBwkfQ00XIkNDO65mxw1zCNTEYT",
+	"MHvu+L5LG9HGlpUSiEeQojMS4SeHxhA4VKryU3chIjhgh8VO+g7LBRRhcZyp1+3DnF6xsreFFO4fDP63",
+	"WwuI8eGbqU8Lzs27HqF+WoPhzI+Bc/c01IoMEFFMZiZPONmxawXblpv8oXoLnxIhwXjsaYEbormIQKXW",
+	"hiYOy97SaK8PTicwDQN1jjHWM6ykSZULyAh2A82bFGasFfUgEejNtCzQPNho7CthLWUNlNw3E6jTIS3d",
+	"u5yOvJRcbqzNA3jzHu/KlSuX+3e+A2rZpMRCCFCSbrnHopMtjLylSlxfLJ79ywiBzkUBCGqWGNsAouZI",
+	"zwPvAdOqh/n+TkW+f1Rj7dcRyba37m5gaD0tMcDXwP9+f6HN7+zhdb5OCpV/rBiQ+EKJm6rbVUkOAjIe",
+	"LK02RnK8hP6rbtkZRb+skz5IuxSwYW/7XEzZGZJGxZ5IVViPO+TNkve+uGMnDNEzy3IgyrYV4SFAwal0",
+	"7VQlBVeKrC6H1D3yBZRlaVnB82xJVsUstkIKDKwmZ5XlVsuDfShL6WVrhVQSemdZHmGCZTIfjg5p9/Zl",
+	"aR7fFCFSMaoRVzahQntZaXPwxfJEvpH7tbKW665orguF59EF+3ir/wPc6o8+282udeQRq61JtaDzaqHX",
+	"nyAFFGCvHYOueXFlRBMSMwDLgMh0fJa0w0tJVCZIZw+/2Yvm8Z4r7RruVCqcDff2EtvPTGozfN593gW+",
+	"7sa5FLAO3uLcMyzlFaYfunsWHcH+0uSqkF8s2xNF/jMa2qt9fyxHWebhRTJzUYc5mni14jx3lexoOQyo",
+	"9LYaRNvya1840GiHVw7pXTXEN281QYd1Lvu4YpxFaE2pwG3Tm06x4olbK1f4pDxWD+++3BTibZuauAje",
+	"5RYXeUHDHAdjCFIVEzGClxswpjQgyfgKq0spwyNxQwVUzIbKxHTYDDZD2hVMD7tFUjgPvxu2z9FbsUh6",
+	"xuJ8PIgtkws0NMHCV+VVgPSLu5/v/n8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

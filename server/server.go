@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -39,6 +40,10 @@ type Server struct {
 	echo    *echo.Echo
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
+	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
+	// documents of automatic persisted queries.
+	graphql   *graphql.Schema
+	persisted *persistedQueries
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -71,6 +76,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.docs = docs
+	if s.graphql, err = newGraphQLSchema(s); err != nil {
+		return nil, err
+	}
+	s.persisted = newPersistedQueries(s.now)
 	g, err := newGate(newAuthenticator(deps.Store, s.now))
 	if err != nil {
 		return nil, err

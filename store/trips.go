@@ -83,6 +83,20 @@ func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
 	return t, nil
 }
 
+// TripsByIDs returns the trips among ids that exist, each with its driver, in one query and in
+// no particular order. Ids that name no trip are simply absent from the result.
+func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var trips []Trip
+	err := s.conn(ctx).Joins("Driver").Where("trips.id IN ?", ids).Find(&trips).Error
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return trips, nil
+}
+
 // SortField names a column trips can be listed by.
 type SortField string
 
