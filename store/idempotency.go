@@ -111,8 +111,9 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 			return rec, true, nil
 		}
 
-		// The key exists: take it over if its last attempt failed or died. The lease restarts
-		// now; created_at stays, so retention counts from the first use.
+		// The key exists: take it over if its last attempt failed or died. The lease (and the
+		// retention, which counts from the last attempt) restarts now; created_at keeps the
+		// first use.
 		now := c.Now.UTC().Truncate(time.Microsecond)
 		res = s.conn(ctx).Model(&IdempotencyRecord{}).
 			Where("account = ? AND idem_key = ? AND fingerprint = ?", c.Account, c.Key, c.Fingerprint).
@@ -193,15 +194,17 @@ func (s *Store) FailIdempotencyRecord(ctx context.Context, account, key, owner s
 // (or SQLite's only connection) for long.
 const idempotencyPurgeBatch = 1000
 
-// PurgeIdempotencyRecords deletes the records created before cutoff, in batches, and returns
-// how many went. Their keys are new again afterwards.
+// PurgeIdempotencyRecords deletes the records whose last attempt started before cutoff (for
+// most records, their first and only use), in batches, and returns how many went. Their keys
+// are new again afterwards. A record whose key was taken over later is kept longer, so an
+// attempt in flight never loses its record.
 func (s *Store) PurgeIdempotencyRecords(ctx context.Context, cutoff time.Time) (int64, error) {
 	cutoff = ceilMicro(cutoff)
 	var total int64
 	for {
 		// Row values in IN work on both engines; the subquery bounds the batch.
 		res := s.conn(ctx).Exec(`DELETE FROM idempotency_records WHERE (account, idem_key) IN (
-			SELECT account, idem_key FROM idempotency_records WHERE created_at < ? LIMIT ?)`,
+			SELECT account, idem_key FROM idempotency_records WHERE locked_at < ? LIMIT ?)`,
 			cutoff, idempotencyPurgeBatch)
 		if res.Error != nil {
 			return total, interpretError(res.Error)

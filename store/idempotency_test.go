@@ -139,10 +139,21 @@ var _ = Describe("Idempotency records", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(claimed).To(BeTrue())
 			}
+			// A key first used long ago and retried (after a failure) an hour ago is kept.
+			retried := claim("age-5", "fp", "owner")
+			retried.Now = now.Add(-30 * time.Hour)
+			_, _, err := e.shared.ClaimIdempotencyKey(ctx, retried)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(e.shared.FailIdempotencyRecord(ctx, "acct_test", "age-5", "owner")).To(Succeed())
+			retried.Now, retried.Owner = now.Add(-time.Hour), "owner-2"
+			_, claimed, err := e.shared.ClaimIdempotencyKey(ctx, retried)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(claimed).To(BeTrue())
+
 			n, err := e.shared.PurgeIdempotencyRecords(ctx, now.Add(-24*time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(n).To(BeEquivalentTo(2))
-			for i, kept := range []bool{false, false, true, true, true} {
+			for i, kept := range []bool{false, false, true, true, true, true} {
 				_, err := e.shared.IdempotencyRecordByKey(ctx, "acct_test", fmt.Sprint("age-", i))
 				if kept {
 					Expect(err).NotTo(HaveOccurred(), "age-%d", i)

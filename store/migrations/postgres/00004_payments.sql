@@ -28,8 +28,9 @@ CREATE TABLE idempotency_records (
     PRIMARY KEY (account, idem_key),
     CHECK (status <> 'completed' OR (response_status IS NOT NULL AND response_body IS NOT NULL))
 );
--- The purge deletes by age.
-CREATE INDEX idempotency_records_created_at_idx ON idempotency_records (created_at);
+-- The purge deletes by the start of the last attempt (locked_at >= created_at), so a record
+-- is kept for the retention period after its key was last tried and never purged in flight.
+CREATE INDEX idempotency_records_locked_at_idx ON idempotency_records (locked_at);
 
 CREATE TABLE payments (
     id             text COLLATE "C" PRIMARY KEY,
