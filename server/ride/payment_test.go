@@ -65,3 +65,26 @@ var _ = Describe("Receipt lines", func() {
 		Expect(ride.SplitProportionally(5, nil)).To(BeEmpty())
 	})
 })
+
+var _ = Describe("Payment rules", func() {
+	DescribeTable("CheckPayment",
+		func(status ride.TripStatus, amount int64, currency string, want error) {
+			err := ride.CheckPayment(status, 1850, "usd", amount, currency)
+			if want == nil {
+				Expect(err).NotTo(HaveOccurred())
+			} else {
+				Expect(err).To(MatchError(want))
+			}
+		},
+		Entry("the exact fare of a completed trip", ride.StatusCompleted, int64(1850), "usd", nil),
+		Entry("accepted", ride.StatusAccepted, int64(1850), "usd", ride.ErrTripNotCompleted),
+		Entry("arriving", ride.StatusArriving, int64(1850), "usd", ride.ErrTripNotCompleted),
+		Entry("in progress", ride.StatusInProgress, int64(1850), "usd", ride.ErrTripNotCompleted),
+		Entry("cancelled", ride.StatusCancelled, int64(1850), "usd", ride.ErrTripNotCompleted),
+		Entry("too little", ride.StatusCompleted, int64(1849), "usd", ride.ErrAmountMismatch),
+		Entry("too much", ride.StatusCompleted, int64(1851), "usd", ride.ErrAmountMismatch),
+		Entry("another currency", ride.StatusCompleted, int64(1850), "eur", ride.ErrAmountMismatch),
+		// The status is checked first: paying too early is the more useful thing to hear.
+		Entry("too early and wrong", ride.StatusInProgress, int64(1), "eur", ride.ErrTripNotCompleted),
+	)
+})
