@@ -22,6 +22,45 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for PaymentStatus.
+const (
+	Failed    PaymentStatus = "failed"
+	Succeeded PaymentStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentStatus enum.
+func (e PaymentStatus) Valid() bool {
+	switch e {
+	case Failed:
+		return true
+	case Succeeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiptLineItemKind.
+const (
+	BaseFare ReceiptLineItemKind = "base_fare"
+	Distance ReceiptLineItemKind = "distance"
+	Time     ReceiptLineItemKind = "time"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptLineItemKind enum.
+func (e ReceiptLineItemKind) Valid() bool {
+	switch e {
+	case BaseFare:
+		return true
+	case Distance:
+		return true
+	case Time:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RideType.
 const (
 	Comfort RideType = "comfort"
@@ -242,6 +281,77 @@ type Pagination struct {
 	PrevCursor *string `json:"prev_cursor"`
 }
 
+// Payment A charge of a trip's fare. The payment-method token is never part of it.
+type Payment struct {
+	// Amount Minor units (cents) of `currency`.
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// CreatedAt Example: 2026-11-03T18:25:43.511204Z
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	Id string `json:"id"`
+
+	// Status `succeeded` when the charge went through; `failed` when the provider declined it.
+	//
+	// Example: succeeded
+	Status PaymentStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentCreate A payment for one completed trip. `amount` and `currency` must equal the trip's fare:
+// the client states what it expects to be charged, and a mismatch is refused (422
+// `amount_mismatch`) rather than charged.
+type PaymentCreate struct {
+	// Amount The trip's fare in minor units (cents).
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// PaymentMethod A payment-method token from the payment provider. It is stored with the payment but
+	// never returned, logged or sent in events.
+	//
+	// The built-in simulated provider (the default) knows these test methods:
+	//
+	// | method | outcome |
+	// |---|---|
+	// | `pm_card_visa`, `pm_card_mastercard`, `pm_card_amex` | succeeds: 201 |
+	// | `pm_card_declined` | declined: 422 `payment_declined`, `failure_code` `card_declined` |
+	// | `pm_card_insufficient_funds` | declined: 422 `payment_declined`, `failure_code` `insufficient_funds` |
+	// | `pm_card_expired` | declined: 422 `payment_declined`, `failure_code` `expired_card` |
+	// | any other `pm_…` token | declined: 422 `payment_declined`, `failure_code` `invalid_payment_method` |
+	//
+	// Every declined attempt is recorded as a failed payment and emits `payment.failed`.
+	//
+	//
+	// Example: pm_card_visa
+	PaymentMethod string `json:"payment_method"`
+
+	// TripId The completed trip to pay for (`trp_…`).
+	//
+	// Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
+//
+// Example: succeeded
+type PaymentStatus string
+
 // Problem An RFC 9457 problem details object.
 type Problem struct {
 	// Code A stable snake_case identifier to branch on.
@@ -254,6 +364,14 @@ type Problem struct {
 
 	// Errors Each invalid input, for validation failures.
 	Errors *[]ProblemFieldError `json:"errors,omitempty"`
+
+	// FailureCode With `payment_declined`: why the payment provider declined (`card_declined`,
+	// `insufficient_funds`, `expired_card`, `invalid_payment_method`). More reasons may
+	// be added.
+	//
+	//
+	// Example: insufficient_funds
+	FailureCode *string `json:"failure_code,omitempty"`
 
 	// RequestId Example: req_5f2b8c1d9e3a4b6c
 	RequestId string `json:"request_id"`
@@ -279,6 +397,64 @@ type ProblemFieldError struct {
 
 	// Message Example: number must be at most 100
 	Message string `json:"message"`
+}
+
+// Receipt Issued with every successful payment. `line_items` split the amount by the city's rates
+// (base fare, distance, time) in whole minor units; they always add up exactly to
+// `amount` (rounding goes to the lines with the largest remainders, ties to the earlier
+// line).
+type Receipt struct {
+	// Amount Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: rcp_p2q3r4s5t6u7v2w3x4y5z6a7be
+	Id string `json:"id"`
+
+	// IssuedAt Example: 2026-11-03T18:25:43.511204Z
+	IssuedAt time.Time `json:"issued_at"`
+
+	// LineItems Example: [{"amount":287,"kind":"base_fare"},{"amount":1024,"kind":"distance"},{"amount":539,"kind":"time"}]
+	LineItems []ReceiptLineItem `json:"line_items"`
+
+	// PaymentId Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	PaymentId string `json:"payment_id"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// ReceiptLineItem One line of a receipt.
+type ReceiptLineItem struct {
+	// Amount Minor units (cents) of the receipt's currency.
+	//
+	// Example: 912
+	Amount int64 `json:"amount"`
+
+	// Kind What a line of a receipt charges for: the city's base fare, the distance driven, the
+	// time taken.
+	//
+	//
+	// Example: distance
+	Kind ReceiptLineItemKind `json:"kind"`
+}
+
+// ReceiptLineItemKind What a line of a receipt charges for: the city's base fare, the distance driven, the
+// time taken.
+//
+// Example: distance
+type ReceiptLineItemKind string
+
+// ReceiptList A page of receipts.
+type ReceiptList struct {
+	Data []Receipt `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
 }
 
 // RideType Vehicle class; prices scale with it.
@@ -430,6 +606,9 @@ type TripFields = []TripField
 // TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
 type TripId = string
 
+// TripIdQuery Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+type TripIdQuery = string
+
 // TripSort defines model for TripSort.
 type TripSort = []TripSortKey
 
@@ -439,6 +618,9 @@ type TripSort = []TripSortKey
 //
 // Example: completed
 type TripStatusFilter = TripStatus
+
+// BadGateway An RFC 9457 problem details object.
+type BadGateway = Problem
 
 // BadRequest An RFC 9457 problem details object.
 type BadRequest = Problem
@@ -535,6 +717,35 @@ type GetOpenAPIYAMLParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreatePaymentParams defines parameters for CreatePayment.
+type CreatePaymentParams struct {
+	// IdempotencyKey Required here, because a duplicate would do real-world harm: without it the answer is
+	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
+	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
+	// account. A retry with the same key and body replays the stored answer with
+	// `Idempotent-Replayed: true`; another body is 422 `idempotency_key_reused`; a request
+	// still in flight is 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not
+	// stored, so the same key may be retried.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+}
+
+// ListReceiptsParams defines parameters for ListReceipts.
+type ListReceiptsParams struct {
+	// TripId The trip whose receipts to list (`trp_…`).
+	TripId TripIdQuery `form:"trip_id" json:"trip_id"`
+
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetRiderParams defines parameters for GetRider.
 type GetRiderParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -592,6 +803,15 @@ type GetTripParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// GetTripPaymentParams defines parameters for GetTripPayment.
+type GetTripPaymentParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
+type CreatePaymentJSONRequestBody = PaymentCreate
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -612,6 +832,12 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx echo.Context, params CreatePaymentParams) error
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx echo.Context, params ListReceiptsParams) error
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error
@@ -621,6 +847,9 @@ type ServerInterface interface {
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx echo.Context, tripId TripId, params GetTripParams) error
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -838,6 +1067,86 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 	return err
 }
 
+// CreatePayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyRequired
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayment(ctx, params)
+	return err
+}
+
+// ListReceipts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListReceipts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListReceiptsParams
+	// ------------- Required query parameter "trip_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "trip_id", ctx.QueryParams(), &params.TripId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter trip_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListReceipts(ctx, params)
+	return err
+}
+
 // GetRider converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRider(ctx echo.Context) error {
 	var err error
@@ -1014,6 +1323,42 @@ func (w *ServerInterfaceWrapper) GetTrip(ctx echo.Context) error {
 	return err
 }
 
+// GetTripPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTripPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTripPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTripPayment(ctx, tripId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1066,11 +1411,23 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.POST(options.BaseURL+"/v1/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
+	router.GET(options.BaseURL+"/v1/trips/:tripId/payment", wrapper.GetTripPayment, options.OperationMiddlewares["getTripPayment"]...)
+	router.GET(options.BaseURL+"/v1/receipts", wrapper.ListReceipts, options.OperationMiddlewares["listReceipts"]...)
 	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
+}
+
+type BadGatewayResponseHeaders struct {
+	XRequestId string
+}
+type BadGatewayApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers BadGatewayResponseHeaders
 }
 
 type BadRequestResponseHeaders struct {
@@ -1086,8 +1443,9 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 }
 
 type ConflictResponseHeaders struct {
-	RetryAfter *int
-	XRequestId string
+	IdempotentReplayed *string
+	RetryAfter         *int
+	XRequestId         string
 }
 type ConflictApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1096,6 +1454,7 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenResponseHeaders struct {
+	IdempotentReplayed *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -1202,7 +1561,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 }
 
 type UnprocessableEntityResponseHeaders struct {
-	XRequestId string
+	IdempotentReplayed *string
+	XRequestId         string
 }
 type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1709,6 +2069,9 @@ func (response ListDriverTrips403ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2066,6 +2429,501 @@ func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
+type CreatePaymentRequestObject struct {
+	Params CreatePaymentParams
+	Body   *CreatePaymentJSONRequestBody
+}
+
+type CreatePaymentResponseObject interface {
+	VisitCreatePaymentResponse(w http.ResponseWriter) error
+}
+
+type CreatePayment201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreatePayment201JSONResponse struct {
+	Body    Payment
+	Headers CreatePayment201ResponseHeaders
+}
+
+func (response CreatePayment201JSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment400ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment401ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment403ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment406ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment409ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment413ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment422ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment429ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment502ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceiptsRequestObject struct {
+	Params ListReceiptsParams
+}
+
+type ListReceiptsResponseObject interface {
+	VisitListReceiptsResponse(w http.ResponseWriter) error
+}
+
+type ListReceipts200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListReceipts200JSONResponse struct {
+	Body    ReceiptList
+	Headers ListReceipts200ResponseHeaders
+}
+
+func (response ListReceipts200JSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts304Response = NotModifiedResponse
+
+func (response ListReceipts304Response) VisitListReceiptsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListReceipts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts400ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts401ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts403ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts406ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts429ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts500ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRiderRequestObject struct {
 	RiderId RiderId `json:"riderId"`
 	Params  GetRiderParams
@@ -2188,6 +3046,9 @@ func (response GetRider403ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2601,6 +3462,9 @@ func (response GetTrip403ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2712,6 +3576,242 @@ func (response GetTrip500ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 	return err
 }
 
+type GetTripPaymentRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params GetTripPaymentParams
+}
+
+type GetTripPaymentResponseObject interface {
+	VisitGetTripPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTripPayment200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetTripPayment200JSONResponse struct {
+	Body    Payment
+	Headers GetTripPayment200ResponseHeaders
+}
+
+func (response GetTripPayment200JSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment304Response = NotModifiedResponse
+
+func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetTripPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment400ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment401ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment403ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment404ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment406ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment429ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment500ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -2732,6 +3832,12 @@ type StrictServerInterface interface {
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx context.Context, request CreatePaymentRequestObject) (CreatePaymentResponseObject, error)
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx context.Context, request ListReceiptsRequestObject) (ListReceiptsResponseObject, error)
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx context.Context, request GetRiderRequestObject) (GetRiderResponseObject, error)
@@ -2741,6 +3847,9 @@ type StrictServerInterface interface {
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx context.Context, request GetTripRequestObject) (GetTripResponseObject, error)
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx context.Context, request GetTripPaymentRequestObject) (GetTripPaymentResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2903,6 +4012,79 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLP
 	return nil
 }
 
+// CreatePayment operation middleware
+func (sh *strictHandler) CreatePayment(ctx echo.Context, params CreatePaymentParams) error {
+	var request CreatePaymentRequestObject
+
+	request.Params = params
+
+	var body CreatePaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayment(ctx.Request().Context(), request.(CreatePaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePaymentResponseObject); ok {
+		return validResponse.VisitCreatePaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListReceipts operation middleware
+func (sh *strictHandler) ListReceipts(ctx echo.Context, params ListReceiptsParams) error {
+	var request ListReceiptsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReceipts(ctx.Request().Context(), request.(ListReceiptsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReceipts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListReceiptsResponseObject); ok {
+		return validResponse.VisitListReceiptsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetRider operation middleware
 func (sh *strictHandler) GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error {
 	var request GetRiderRequestObject
@@ -2980,130 +4162,198 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 	return nil
 }
 
+// GetTripPayment operation middleware
+func (sh *strictHandler) GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error {
+	var request GetTripPaymentRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTripPayment(ctx.Request().Context(), request.(GetTripPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTripPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTripPaymentResponseObject); ok {
+		return validResponse.VisitGetTripPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
-	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
-	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
-	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
-	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
-	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
-	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
-	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
-	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
-	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
-	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
-	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
-	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
-	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
-	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
-	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
-	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
-	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
-	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
-	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
-	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
-	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
-	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
-	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
-	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
-	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
-	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
-	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
-	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
-	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
-	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
-	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
-	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
-	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
-	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
-	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
-	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
-	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
-	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
-	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
-	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
-	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
-	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
-	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
-	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
-	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
-	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
-	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
-	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
-	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
-	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
-	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
-	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
-	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
-	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
-	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
-	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
-	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
-	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
-	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
-	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
-	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
-	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
-	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
-	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
-	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
-	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
-	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
-	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
-	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
-	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
-	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
-	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
-	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
-	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
-	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
-	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
-	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
-	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
-	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
-	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
-	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
-	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
-	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
-	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
-	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
-	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
-	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
-	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
-	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
-	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
-	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
-	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
-	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
-	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
-	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
-	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
-	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
-	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
-	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
-	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
-	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
-	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
-	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
-	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
-	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
-	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
-	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
-	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
-	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
-	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
-	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
-	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
-	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
-	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
-	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
-	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
-	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
-	"vKb6atZ/dPP+5v8FAAD//w==",
+	"7H3rciM3suarIDgnwlKcIsWbpG4q9ofcbnv6TLfd2y3bZ9fsZYFVSRJWFVANoEjRtiLm1z7A7jvMg82T",
+	"bCAB1IUsUpT6dryjiRg3ReKOzEQi88vE761IpJngwLVqjX5vLYDGIPHjMxot4JngWorE/B2DiiTLNBO8",
+	"NWqFmWRLqiEgKb1p0zn8t25A0lzptoQlTVhMNYRkJiTRkmUqIJKZhgnlMUmY0uqCbDdx1rVVYsmWIEkm",
+	"xYwloDqtoCXhfc4kxK2RljkELRUtIKVmXHBD0yyB1qh1wJBaQUuvM1NYacn4vHV7G7SeX9H59gzfain4",
+	"nLiaQhIxI3oBBG5opImETIICrqkpTsynQ4c5bg1mffo06k3P4yGczs6641bjuF7EkGZCA9dvIEvo2jS7",
+	"tQ+mn5CsFsCJXjCzwGoFkphPZpAJXfuBCw5EaSEhtvuyAFL0EK3bf4O1mUFlxDxPW6NfWqaH1rumAb4U",
+	"EbXj2BzWzwuQgF1EEqiGmBwJSehsBpGG+JhIUCKXEZCIcjIFIoHGh67fybJ3gkR1omU2WQyu++mQn2Zn",
+	"78/lE/VU95eD1fDmdH3WuKZvqIaXLGUa/9Ow6+w38AsW0SQB+ZUiWlwDJ9M8ugbt1o4pcs14bIqaMYPS",
+	"5MhMQhEhyUoyDeq4Q94C10RwQnO9AK5ZhEtht0iR1YIlQCTVQBIzGkWoNNu0sQ1+4v1ut5gR4xrmIOtT",
+	"egMpZdzMdGtaV2YGiiQw04RxnJ2dzo6+ek+f3tWXgqblg0jwWJGca5ZUujH0OMuThNA5ZTwgUuQ8hpjk",
+	"2a4BNHcPWq4vZxrk7q61ICvKNJnCTEhDWVquGZ8fSF3N/f5E5Xq7x8tkRdeKhJe5XgjJfkNeCAOiBFEL",
+	"avgsMjJUEQ5GnKXsxpHUwRKt1nIjPf/888+XFeJq2PkFVMkPhZXpCcxC5QrIUfg1UAkyPD50VLZ843D+",
+	"841lhhcNoupFbMYwY6As/5i1MMQockkSMVcX5H0uNBCmrTiLBNc00ozPicqzTMiDJayE95PTWX/6JOrF",
+	"T2FAh9OzqGG4t0Ero5KmoP2Rx3TDNv/Ak7U9xSzrmKEzvSZH1P6rktyMMFoQqkioKG/PJOURU5EIjzvk",
+	"kpOcX3Ox4rb4nC3BiGkCaabXeBiaeTHT1fsc5LoVtDhNzUhN+Wb2aNW6aQWtlN68BD7Xi9bobBi0Usb9",
+	"n72mfXpmpfIOVqrM2ItvUzfSyZpQU8WuAuNKU67J0Ztvn5HBYPD0eOdEbCsTrFyb0UzIlOrWqGVO57Zm",
+	"afMR7cb7NfL0/Qbs5MADR2xrP2jIuVSiYXEvOREZfZ8DmQpxnVJ5PSJhRueMI3d2ONzoSYSVQ3OYVH/L",
+	"JCzL32aEEvMNE7ka84zOi5NL0RQIzqhDLommaQYojrBmYFo1ygBTKnfKgNALkGTGEsMKRoJJTYQccyuv",
+	"AlIoFhCTYbdLQsZRMfKD6Yz5roW0y1BdwAqtnvb6dxPrN6gONokUI9yssviVIszLF0mOwlguJ//8+z/C",
+	"coMzqhflsGLf5mESxTRH+9NBNIxP4Wx2Pu8vBmz46+n1WXKe9lv7Rv0tLupemsXBcDJdWyq1Y6tJDqcR",
+	"30N22BoTFu9a+kPEREU//Bs0nYDkGtZWV0qY0XXmwMEoNIpkgFKdRTQhIjNfmqPniJIff3zxDVkODUlJ",
+	"iESagtEEjgPSMydS//R0zDPJuKbTBEi0oJJGjigjkUFsCtWUMxpFIue6QwwxzJhUutDIVkwvCMUxypyr",
+	"MTe3D9SzCiW5ohD3h2QhcqkuUHPWcm3rF/xkmjENFF9MRbwmc9BqzPWCat+qU3Gmaw3YrvkQ2LbCUqVv",
+	"e51+RFCFt+MvOjLFzXgtY2JPR8i2xH8nRa7h2Mxh2O+TkJVbNbmG9URCriAOL5yWqf3ijLlfHZw9SxKz",
+	"NkZrDMiw+3S7IcYnuTJXDJwAamBtPDdCI1tOb27cvMecKcKFdkuKalBt7VK6tqq+lgziisSwl86SdDdu",
+	"JTtOwNNZNzqDHrSfxD1oD6fntP006s3ag7gPQ3o2fRJ14/rB2D893ST5jGoN0gzif/0yHt/0e+3x+Ob8",
+	"+bt//7fW3fzwphAcm3zhfyHmGhSQKUTUqFqUxHmWoKJGViJPYhILc/VJ2ishk5gsqExHuNAi10YPMutX",
+	"0OqYW8m7tdG2L9yOe7PjmN/Jj+Q+7DjmBT9e7uUiJGl7QVX2V8uJbrqW/vfwywWpMcedbEC9VBhzS/WM",
+	"k1nC5gtkhA+ifGIJ3zT80Sn/kMPpi3DC7HvB4RXV0aJRxXl+RedkJkWKpxWViTmW7XJdWPWeaSd+UtMI",
+	"qKBO7WTQHRasQHGTOzuXbdY2o2nb4VQXqcFm0Xzvf220J8V+A0f3vW7XHMBrpxktaZLDbi0Ir+/hrqMY",
+	"f60NK4YZzRNt7vRBqU8yrgd9u1EszdPWqGdu/Cnj7q/Gq+lrFl3n2RVL4W5lPmPRNV668SyJc7wDTuH4",
+	"A7X7DIcwMZrwwzX8NyzereOh8XBTxZOx3KviSdfigXfGWE54Xwyy4ftTeabOdT8fLIer05uz9flvzRre",
+	"lWTZtwySWG2P+plIU9pWYC6YGsVk1k5gCQkxtUgK6RQkGisk6FyiZqQyKhVsmBaPO0YwhUZmjnmoNNW5",
+	"CtFQRK35wdaHuKYv2vaJWYlNqrXiB26yRMTQGs1ooqB5X2d2btX1YhpSnO2/SZi1Rq2/nJT24xNbTJ0U",
+	"69K6RfJ9YSuV9EulpGvzo9JrXHxDIy23ortowJDwJglome0lAW3bO4wCHmBNtOP977hsOwdNVguB2xoB",
+	"yzTuuVHcG4e/sQOmulXhHzSBvhoUExje30hgZvdWSH03deN98RrWKjDCBVUCCRAQoNGCUE1SoTQRPAJz",
+	"DidAY8bnJGyHJAVq9HLTOnDzrVWDcdlYHHhbpVXrr2H9lSIxkxCZcQRkKoFeK6IZqA75xsrUMQ/bhblB",
+	"hx3y3K7PiFS/D2ZUQng4K5gJPowRzAKao/wWl9+xwuABfPEWWf+A26Q3UllZsYu07K+1Od05FVsFDWcS",
+	"VCa4AlyDr2n8HdWwosgFkeBGYTMfaWbVXSb4SSbFNIH0339V1mFwWL+vbS3b6ZaWkWdKS6ApUSCXLAJy",
+	"ZKglo+vUaL+ZFEtzBhyTGWUJxERIEqHaba4p1usQLSAe86PQ1Zn4OhOQUsjwuEO+F3phyHVFFTHqMdPW",
+	"ho+t4C/lNRKvfgr19jHfUOZGu9Rhdzec0uhazGaWJit+uP9sO5tq20rGptVyxU8q5ldcsK9p7L65x8YU",
+	"AsXUiK2+UVFzWmYfNGWJ12zQx2aWcwp6BcBJD1fHaFCGu8w6qtbol99bSeEussTY8e2loBSdm554jueW",
+	"b9GLjl6327p9Z6UgKG1E4k4rryPs0RDdJUwjI72wMyC+R8dwJ7GIlF8A9Zf6PG+DD6dRVF7K+3ZKE8PS",
+	"5hJDSWF7NnTpDuwFtZehFfoezSgDYhUoU0hSPgdDrX6grunQmxfsYv/yLjwOSGiVUtOtUaHFzFYnRxta",
+	"63FgydUa6kzxwl4opOkc2JxXajmL3zGaEc1Y/+PtD9/XJkeOwuLzxFBVeLxF1YUjqV0o5PsIe8NtV/VE",
+	"tWtur4MaKWtsNOR8Wgc2YkrfBh/EoM8EnyUs0p9TblZpMnL9q1IsedfsV4pEuZRGkBqWAnI0E5I44TDm",
+	"BT1oSblizvUVcjFxlke6pCyh0wTM16jI0EQCjdeTjLLY0Q/TaktQloap8op+tOtyHjTczreprcGMcNdO",
+	"NTjfvQOyfZgHMkBUgBvfjuHfy/v5IYT2rZBTFsfAPzelXdsNteJ3mms0hpjzNxZWTTkKZ35sVhH+JPv2",
+	"KG7QasM1SE6T5+ac+Ky6GkHlnAjr7lUstgeRHU54fGGxAiJek4hKyUARLoj/XXXIm1J38orSx1OTvhf6",
+	"MoogQyPn52aQ0HYdEjs6QmOEgnBBUogZRSXAckppt82kiPMIDPNwoSe0GPwWBz0Svt/hb0XO48+5ud8L",
+	"iwoosE52s2ZmHI/7tHOfXomYzRjssgRu4O6qFmSUIWHNGByiIfrCcJO3IFcW3QP/9o0QyzyeIH6DXtN1",
+	"Imh8JcRLKuefXVh6X09iOjfXD2qum6/Y1+QoNL9NtBAT/HGLwz5o1hJVO9Ryv0Vbwmc/JV7MqhRtCDoR",
+	"3KxBlfgroiarDHli7R/mmDUaOGHaWio+4gq9tQaYH3mh9n9eUatxZmtyFOblEOyEP6HicCXEK8rX7lv1",
+	"BXTrr1Rxl5vm8dwiLVVmLh5HoaQa7C3fb75ZC+vjqd2YiLJXl/9/D6WNi9veyiXI9AOF5Y+cOgAnfGbN",
+	"Iyg8QUISCUtxDTG5fP0Cr2PII1VE8pas/Pnnn9ubsNJ9E99EoX7wumVSRKCUYeLnXDtY5pcwkDBFVpAk",
+	"bWfZMhdY53WgROYIrKGacIDYSuCYajpCsMEMJPDIFhjzWIBFx8ANU2jMc2iZtcilCgjlhKYi59o2WBRH",
+	"6Y4/w02GkBJQmqUY5kDHPIYoYRxib/NGowrlm8B+YmEQDhBVwU2gMbEZMnHcIWEkYgiJomsEq0eLT2dY",
+	"+TBycfhgiF+ZK9MVmk6+jGJi9iys9ob2T2S5YpATvNhNzMXuI2ophbnaQpnRdBc1uCVfihXIiCogL97+",
+	"QIb93rmz80VrYvYbjfaFTzFXcasODqHt3979PrhtgIV4zGMTTrBAaWb5NGGRj+0xnWXSXGw1s76kyDH7",
+	"bqjzVq8s/jCwpveJ1ZD3MSWvqbxuKp0thBb14gutMzU6OYli3pEsho77qROJ9MTOXZ3sH1fn12zeqqBB",
+	"csmaOpdUu1O06H3YeXJeqRiL3KhfFRzJaQVFUsaQWF+LaXMJCxYlcBcL/OSKWf+f90f/0kIHNS5hMbyy",
+	"zcDuaBk/JKa/QqRLanmbpynd5T931KJsGQ9vdmhYqhSbc4tBo+j83CanR9r4INrYudNN+/lXoIlugoMZ",
+	"bp/CVx6Hsr1L3mdXXTZx3Qi5qA7HVWsay+7QtEuSCWbDsgwtpTQL/LlIBBaiCVnkKeVtc6VA3CONYwlK",
+	"bQ/c/VAfeY+8ovIaNHmrA/KWcvJtc6BGNaCr3MSE6lpzg/PO+fnw6d5NfFrFibWfNvF4skEY7V6/3xn2",
+	"ng73Ntx7UmsZ/9xPImb4trembXkleCOOvNB+GCcp40KSnDOtyFFkJNCxjXVIdp9cDedI5QDcJ9SKg/I2",
+	"aGmhaVJ3xDw53UDonSGQZptjqo6a6nrYNoNyPE3L8roI8dgVSkktZiizMEWNKA/zz4om1w2TN2vZLFGd",
+	"h13MCEJYTDuhUVrRFbUNRdwz0aC1oGqSNgbkXMkcPMzT9DITSSJW1oyNc3DAHjP8EtHTKTl+KkQClKMA",
+	"LgNimnCbSmHclY+K8aGtphZ2dUE4Bh5aNDVwjDM1X1kjhYVTbcvxMtLmHp3ayf5q0Qtl2JEZRoFlQtiH",
+	"kDHI+siUpjbC7Y6xbdBXdXXqw67sT+Aoopn28ObQJCijBZU2qIh6+N2MSrAYLXfjaKegFyJ2MbLMBztm",
+	"VGpLZA1CM20mz1fNjB961glrqukDWDMoA9HqMrbV7/bP2r1euzu46j0Z9U9Hw0HntNfrd4f/s8oWeyCs",
+	"wYMkzqZ6ktH15LqfDvgwO31/Js9VXw/y4fJ0dXZzvqZNvZZH597bi90sj+AKCmTh/QCE+0kRtYMSsui2",
+	"ubIwQYk6q2zEHqK0YX/uoGX2bH5doSWH2Ns64B0AbOYC3cyCJIAwXKMkktAODUG1FfKysCN4n1Mbulwh",
+	"+dGYV8IqEA9hrsQUozTgJoPIAjun4JgmDrBxSlKm8A5v4ytmeA0/Gvb7Y+5GMfElwmMiKd7M0azt2rFX",
+	"7sMY6Ko+6B2H6UFcVIGg2//dyVkPoH4PurMipFFVaxIyGFbQBPTrkBe6gsYrIC2+3DTXY27lk0dNByQR",
+	"87nFOiFcg3ECSzPizpiPOV7tc5boNuNEsTRPEO/qO7R4Q4fmPybXXKzQDKSAaFCa2GGrkWnqD/cX+YOI",
+	"XEciBfLHmP/Rbrfx/6ZAmKWTiMp4smSKhkH5d0qVNqqPjKvf0hRuQvIHUXkUAcRqRPrdHqm35A1Eppz/",
+	"PLKhMn71iyIBCWeUJbmEiTX8hJtN1JpmXOWzGYsMS0xmOY/VwzppbKfWkzN9Pax5Vxlbcg3TIq7DdPHP",
+	"v/8jdJT1sOFbHFSdmLGnMX++BLkuGiVUa0gz7WOtZGy+U4R6gKonVCM6AGEAfgQd58LxkOXiwKhQzF6E",
+	"97BmxcnSyS+0/Vu3/XTSGOFTOyC2hUxdoBrBl9E1itsNUPunA6fXdOy9Z86GlNlz3LwtztKNJCuOwwwJ",
+	"ukwrXs6TFaDNVop8vriwxFErVoiKggisSuSzqxRNGz3DuhbfVdet+vvWJnmjZNOF6s23z8jT4ek5cfZO",
+	"YlG7ithpN10aYmiSwcrG/ilOr2GC169KDIY588ztduHylpQDL7AOTQP3COKq9vG9cNS0Nw6j09ScBxlv",
+	"Dv45NQevw/4ynuUa4bQ+qQ8TnDhutjj5Q0D9bs0xwMXiqG63AfxVGdFwpUNI4JZsGZHVYt14sJXEc7Qh",
+	"kwNEYm4J0GBD7gU75dRxh7yyeVKoElyRlK7HfIomD698lFu03VOjGaqC0r5/Wo6gyRo07A4bbqfbWojD",
+	"e9fJyiiCO+hQO1fBJs1X3DcOpui46CtFYhHlqUegBCTcAJGP8253EJmNx09Qv7VsQs73cMmmkDO/+hlW",
+	"NWlDYrVFb5RwW1TbEEICdV7ZFhHJAQmfsCphKsAbsgX62zXhNPVrYrQYqheNP1j3xvZPmAwDUTz2p1+V",
+	"4B3TSuM61yMMtja+CDmoksqe6IO7dqdYmbLppm14Y4PAGpLj2FwcqLICKg0o+JWa5YkXBx0SGqafoJgK",
+	"icoSHyJubWdTF/vNNMICzB1lzI+mRmKb60BAYqY05REExNxhj42uu1qIBKq3BERirn1wIY0xXBRzniVr",
+	"okVxbQnJESZxYnxO5gKUDwQ3I6ygyRGLgykZUsp4jJHjmpXFXWjwmJt6x/svOx949f8I13MZZZOs/34g",
+	"h+pUn+Xny/5qcDNcn/52Rs+njUYBm2Plk9gbSlqotf1LuWT9J+dB65rxuDVqGTKYGDJo3QZliV63PyyK",
+	"ePKolTgdPC0K4Ehu3x14UDpaf8k4vNCQ3hkM6g+mD7eJfAbjRmWwzVpnZXeqVLBHKBQL1SiZTXvWEucC",
+	"ST/YrmYBY9hWEethLenFoj3t9e/NZ5ZW7kUafzNVNhcc2ynW9oB1+5vrePNgohqt5xvL5/R3ZfTBUVVu",
+	"VuQlXu4dU7gkPS5YynAC0fQauFORnDZfcllQslNgGaem1ld/3CTfYl5KN9tErE3WBxRvE0JM9eFBqv5I",
+	"um3iyKpbYr99sSi5uY84mFpbjXvJYrhqVMac15lECVXqgmSSRaCIimgC9pip36cgElyka1SM0pkN271J",
+	"6otfltlee6NuN2qELgXBbuBCzbR8mAjfOl/umYSgyTv9naQRkJeMH+whfjr4FB7iChbgDmPvlWRZ05I7",
+	"U6bDACwZrMpcCKQpFYKDhl84DcqaeFxkJVNj7n43eg+16Sg34OSYnRZmGiMm8Qof2iQIYYnIsjkVdGfM",
+	"Q9B0kjKea8AbV2EVmdDCtmx4PEn8V1kGVBLBk3VhIFibb5N1k+ZTrXw4TT0AQFMd+D06egDBu9hAVWI+",
+	"9kmVOkAEq4tMzGZ31Suc/7dBq7JHjSej+cGlK7V5TIJKxiwHNGHKowVWtH5ADu/tM8XD4Y7xWy95g3y4",
+	"b4qKwOVmuc+CVbK5NF7z7EKgODQLcyQkWVF1XCaXuUC0okMpVjLBonEHvZyqc7CSa/qZ+Fv63mPMHyCu",
+	"kpx8uHA9zLdWTY0QtPIsvidXNEnQPciWMrtKk8gs0sw4sSdmmHDGmr0aE8yo6ulZ7by6+IHPRVos7RYv",
+	"F7RWsmmdmBzt11myJkZqq7chloK6OHzXsF1moncpTZgi4wM1Jjyvvqy6VM0s0mSydflYihk35l0hlbQr",
+	"FRqobUi79ld9O9uNu9vGf3ftzy4T+0s2g2ht9LwCbdAhr8QS1IjY8EaIyT//9/8hVEq2NNP4gzA+yaSY",
+	"S1CK/EEK8rgY86KQqbGrWO0HU7Cgt07lLPeZl4p6VuOYMU6Tuu7vh2kuLa5/zL1SdFIl6So915XTapGt",
+	"JfypRGruyYTqsJdNJv7EWv7K7qZJ3ih4U3q9oVheibXQjfftVMSwYcx/LVneaBzOEufRL8ueX379rNcf",
+	"3CkZcUi+t8BNxre4zSVGgEOUS6bXbzHjNS7BFJNXX+a6OW+dj5FAPZFuJvceEZv7mlgL5DWsve2RWKgC",
+	"wg1sxL+RlDRjmBbJZSUm7bYUCCdMGS9j/3EbNnJqL7TOLNac8ZnwaHZqM0W4FD7myMMBa6CpEZ4yqcBN",
+	"YxGpLbxpqxG87jTsv15dvcb2vHGAxdBeUJZgCm4b4DXy7zk44Kp/2CGwiAN/7KtgzKdCXDM+V4G3X5rC",
+	"PgmW0Y4dencF04UQ19bh/pe/kGeCL4Hj0TTmbWJdqBnViyI0HOM8T5a90Gj8M3bTIZcID1miV46bW73V",
+	"sZleME6WvVGRcA2ZmZSh1MonZ0R/R0A8OiAVS5cwCBuMO2YoX4vYdG8miklPjraR/scdguZ1W2qXD84M",
+	"oV65GpQQHvvMtduuNxuSYU0TYWnzD6tvFpjWKY/tmb/h/SpTxJiLjNlYzNGFtxxyFFas5uZGg9Z2Idmc",
+	"8U5CNWbWaJMikbubpUtnbblW+bFj3LrdH+cVNi3Gcon/GmUsDMg///6PYwcOhJhM12boJcwzAa39oyEx",
+	"mzOtOuR7Dy9TqKKnOCJUmG2iO+J07TsApW6Q+yClpuErloLSNM3K/RwMBk+LuTJOfrx6ZltLWSSFDaQz",
+	"846YYoJjKz+6WCxc3TLvj21Twq/4KIZtZNjtYv5QBA6pDBLtsnI7ylQsAa4TXCiLYVH2toupqLC38K/P",
+	"L78Ja2n/BHdX4vC751ehTR0clEZ6F1CC6+xTbvp8DJ4rL2tvCIz5XsHo5F4hHC9xNphjuCEu7drvXZGk",
+	"sOfzv24Govl+MKGrJWyfLdkMOgOJHQlOht1Bh/zNyN4pJJhMySyqEb9jfoTCWVp6NGLMfLJC+TgwbJfj",
+	"EWLRPd7wU7xLg0kIjy28ixfpp90yGf1TedwHQnb9ax8WfbqERGRAwt+Nnmcko1fzbsNONWVT759//7+9",
+	"bpccOXAR6XePzcVqPeYbGUmbEpESRKjuzCo/pdF1Db+qxZib84XxHIK9See1IHOBDZhdLXNGTUXOi2TA",
+	"ls6PLJmNeT2tvFk3my342Ma6uWQWMWH6guQKM6rpeqiabdBOtpJ6yCefJz/T5NpykzltQbenVEE8IlKs",
+	"MJEpSG2leQwWthLnhn8JtQBky1qYo3nM1TXLMltaQmYfE8BrgUf0xQCZvU9EQmkHAyyzFBoNIBZQHGeV",
+	"UDxPF+HrH95ehWQhuMiR7SqJwW3AXpEN5MgrQGTlcODbKaTHfEFlGpRvUJjmycmyd+IPXnMsIS+YJdqf",
+	"R90lZ7a7aVGPtaTqXymHYwu8GMHQt3JXR9u5nn0wZSXds0+W7BP+1rKl35ks/aLeR5VWjN4Rr93g8ADH",
+	"Ud07T3o56JwrTI1uCO/QDNEj0gs7TnXxM4RErMhpt1tBKFpI+JjjTIxEQOcDZtSikbVI+sB+v/iAbygZ",
+	"8Xd6c2NfVSKRpGpx7LITqiIvIeo6CdClU5nMUs0kgMs6K9cd8ra6CZ6DMl3kwidHkeAzNs8lKiI2ued5",
+	"3+gB2yQruD1fAhK+/vHKWUC/ef7y+dVzlGlszk1vhZ5HIzNMzxQVf7c9pby2Z9QgTIcXPr+i85CIJcjK",
+	"S1yGYBTq68GYhz9RuR6R+os8diD4nlnbPWg2Iu6xsBAfabJJ/TGxAspGxjfziIy5kXygSTjoDsn3QhOf",
+	"pyTczFKNl8KERcAVVLT111JkkoG2tpK6rr4VFqZBpqoCaCl0fYysk8rq7r1Ot9M1pUQGnGasNWoNOt3O",
+	"wEZsLvC+c7LAqKzfzOd505NN/W63Qvsu8Bqp3ihbEGMqokgCKn00sVqCFrl92UiQGDLgsXcdFor1i7g1",
+	"an0H2gWFbWQM7Xe7eyJ07xeZ63rYEZjrJ2QUjIQt4SNmfxjaSTRVKSZ7UknBeRu0Tg+pUs/SVb3Htka/",
+	"vAtahfW89ZItgZvZYYCduT3SuTJX5VegaeudqXqCeTHu2n5n1S1EUCEQeExSNvd3pQVdgiGNC3LaHVj/",
+	"yoopcBprImhMpjShPPLvUygCiQI8uhqp4w3apKxt5AsQyBvMGaIF3m7/hKRhag3urtWQnGUfVRWbso+s",
+	"lr0idvV3/5jO7U4qu+TrjUfw3LFsbt+Yk4buDBHHgwLw/DEKwlm3mq1ki6JcCHr9aa9fmleoLHJSfc/A",
+	"Zpr9RMToxrdDWu0Jk998mrNdeZtzH2nW3vGsvHb5L5b06qc9/kZf6yfnZvwQzh90h3czZDXN2cOkxbDb",
+	"u7tKLf8MVjpsbDZVHlY4O6hCJXuiqdV/enetzdRJH3A4FoLrO9C75UhFjFkeVK13t/cVE8VTZLfvdgpB",
+	"+zjpTlHog7Sqz37hnRHrj6p+Z72AVEEyc0ld0ELRIW/NZaFqRDJqvswTsDGp3z23dz/sI8Sn0NxLYFYJ",
+	"T7OEoa3NIc31wsEu66L0JVNOll7hdO67Ul4E3FnQvZN3QMmtLPiHtG7Ot0PKVR9EPLy8e5DwgAqb77Qc",
+	"Ol8h9aFl3VskB5T+bKdd4ZJtzAlbfbKw4NrCQ/t44D0eeB984B2gHZepsf8FjsiXaJLe4LaGo9F66z/O",
+	"EemsEx0vOnYci0yRHzLgl69fFCE25kD7j7c/fB+QSPClteIW0b//4/LVywuXeq1uomi8GLi2TXNf9nbQ",
+	"HMpey/VQuLAbLwmbq/SlhOWfQmo8hDs/spUGSXuTpHfeqj23rGma3JNbfJgOVcScJJoyjHCn6oG8Ymp9",
+	"Tl7xU/6EvBI0L9IjC/3JWMiRZjMLebeXGUEmmgCBz1zwx0aaD+sk9tG3Ll8DQik2w759zoXAvqKtCB1z",
+	"H1lSTfRT8eV0iH2kq+zSgmgrlzs0h2UU35a3R3Qw5ujisUUzuraOHfcEsHNNm+ZGZNgdoIu4cLHbV9Sc",
+	"3wtDl8r88x2b2wKL+HjHKujtCBIF9lnUomb583FgK7l3tDLKYrIGPeZHZY3N117QCXN34hWm3VY4PjVt",
+	"mvFvJUtBN9JlGRntNuaO1ArBjrwKdnwM34j2MITGBBDVh3KoEhx9RbWUEBek+hp04ewb88rrYFsJWhN2",
+	"DYg8QCeYM6jvej/X+1ExCuFKrm02b49p4bCyaX7NjHKV08RIO0cyddo+7pBL36ddmDEvVqaS9MBiHaxL",
+	"oO/QGST0qPFRaW84+d0+uXjreTDEbdr2FTKbt5pJ9One9XK33R0LYUkoPpnFYcz3vCw8B93wrHDjq9x7",
+	"nxk2nCjdVwWK6xogUzshWBYvRRP7ev4FCatCHmFXTvCYjRIcjhtfEy4HHm86doMxP+SF4fqpbg0WPtnX",
+	"vQ/15oevK2+yfS3i9QFqsHNyuvgWiYdeKeZf03U91VhJ/JhPx9Sw3OXlbytoIRKmGv9ow4PLeN8iiW09",
+	"29Bm7pQiavSuUNFKrt0D8265PFa3dUSrIbDbLQWp99GML36zd6hG9ZMM4otq6gmfE7MIl7QhrBZSqD/V",
+	"M03VrJ37alfjVR4f5niox/GzmVQeZCHpHmAhKZ7PMxV6Bwxs8/kSrHd6yCo0pBhHO07/kMrb6ew/sw3I",
+	"1OofRB/+Ide62ei1S+9EN1I/VVTw117pLtRwD/be6wopEOFihm4QjdFKHFZG3lul4Cgs4ufDSswKgqA5",
+	"YUaLCZ3wDlGFKzBzR8Nut4DnMH1cvi5caN+o2hjd2yLBEbKpF5Ai2NIMyCjCwZgzHiU5xs9UFHino2+g",
+	"VwdWXVECvy+1fOfVcbhre86NeT3fPz4PgOpf5TV8i0/UkCTKXERQkVMiBT88dwWwlVWHfCuk0WPtvIKm",
+	"KwHlBNJM2/k6l5JHn3rdHPGehV8Jla8xx/I73EVv/H7fV7uoPqN9gPfiE7iWPptDpBrbf6dPxBNqJdD/",
+	"0Sny6BT5s5zgX9jHscE9+48qDGI6+R3/3Qdkuipin5uc87VDY/NUaAbAYb6J/7JoJTu8XW/kYM7VR6H0",
+	"KJQePbWfCswknXzwogsZ8iFu2TdWspVe2f0oJYxjKpQQVQkVQTVZAYwK1VYvgEkiVkbVrECXjDqvbIqT",
+	"WIqlUaILOzdNkg75xoU2YTJ8mzq+pvVXYs/DnRilfwl0kvep36PlRzzTF8QzPUKYHg/Gj3Yw/vl0701Q",
+	"kYcSVU+ewlO0O2bAWiuWTLFpAvV4RXLEtLPgBOgy9JaYijJ+3KhwX1mr1f0NFP9FpdEu5dw/h/Yogh5F",
+	"0KNu/kl08w0D+EMBk9b6uaGYbznS91okCh9e4d8vsigFxeNUO0EnRyX+2ghQo6ZX8CUWWNIhw+6wEifq",
+	"Dck5R/DH0eYTFzaWGP3YC7HiZAESjhHLUiBpsIm64btJyXcy+8Ge688ljO/wtvpklg5c8SiZHyXzo2T+",
+	"lJK5ZLYmy2/wEcR1Ha9YTy32yzsjbDCs2DW7+QpzRBMSA+aDQYlty5KjcC6IzDnpnNhvTqI0PnHJxMLj",
+	"WuqA0clJYtpZCKVHT7pPuijh3Fy3n2RkWemO1EJc4yHgDTbWRGOD+9Gek/iMfB2f0de1gSrwxoOINtLO",
+	"NeUC7lSlog8r2K76xgIbt6s4S1dDZxYEaY61ujNaFcOv5BkrTkSL06x0UNDCjvmoBcQF5tSGwhcnE01s",
+	"bHS1PcSg3r67/X8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
