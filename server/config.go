@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config is the whole configuration of the server, read once from the environment.
@@ -23,7 +24,19 @@ type Config struct {
 	CursorSecret []byte
 	// CursorSecretGenerated is true when no secret was configured and a random one is used.
 	CursorSecretGenerated bool
+	// IdempotencyTTL is how long the answer stored for an Idempotency-Key is kept and replayed
+	// before the record is purged and the key is new again (RIDE_IDEMPOTENCY_TTL, 24h–72h).
+	// Zero means DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
 }
+
+// Bounds of RIDE_IDEMPOTENCY_TTL: long enough for a client's retries over a day, short enough
+// that the table stays small.
+const (
+	DefaultIdempotencyTTL = 24 * time.Hour
+	MinIdempotencyTTL     = 24 * time.Hour
+	MaxIdempotencyTTL     = 72 * time.Hour
+)
 
 // EnvVar documents one environment variable for --help and the startup log.
 type EnvVar struct {
@@ -37,11 +50,12 @@ var EnvVars = []EnvVar{
 	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
 	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
+	{Name: "RIDE_IDEMPOTENCY_TTL", Default: "24h", Meaning: "how long Idempotency-Key answers are kept and replayed (24h to 72h)"},
 }
 
 // ConfigFromEnv reads and validates the configuration; errors name the variable at fault.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: ":8080", DemoData: true}
+	cfg := Config{Addr: ":8080", DemoData: true, IdempotencyTTL: DefaultIdempotencyTTL}
 	var errs []error
 	if v := getenv("RIDE_ADDR"); v != "" {
 		cfg.Addr = v
@@ -68,6 +82,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.CursorSecret = make([]byte, 32)
 		_, _ = rand.Read(cfg.CursorSecret)
 		cfg.CursorSecretGenerated = true
+	}
+	if v := getenv("RIDE_IDEMPOTENCY_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinIdempotencyTTL || d > MaxIdempotencyTTL {
+			errs = append(errs, fmt.Errorf("RIDE_IDEMPOTENCY_TTL must be a duration from %s to %s (e.g. 48h), not %q",
+				"24h", "72h", v))
+		} else {
+			cfg.IdempotencyTTL = d
+		}
 	}
 	return cfg, errors.Join(errs...)
 }
