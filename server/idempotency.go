@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -59,9 +60,11 @@ var errKeyLost = errors.New("idempotency: the key was taken over")
 // marks the key failed, free for a retry; a crash leaves it pending until the lease runs out.
 // A completed key replays its stored answer byte for byte with Idempotent-Replayed: true.
 //
-// SQLite has one connection: the claim runs before the transaction begins and the replay or
-// refusal never needs one while another is held by this request, so a second request with the
-// same key only queues for the connection and never deadlocks.
+// SQLite has one connection, which a running attempt holds until it commits. The claim runs
+// before the transaction begins, replays and refusals need no transaction, and nothing inside
+// the transaction uses the outer store, so nothing ever waits for a connection it holds
+// itself: no deadlock. A request with the key of an attempt this process is running is
+// answered 409 from memory at once instead of queueing for the connection.
 func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -87,6 +90,12 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// This process's own attempts are known without a database round trip: on SQLite the
+		// running attempt holds the only connection until it commits, and a request with its
+		// key would otherwise queue behind it instead of hearing 409 at once.
+		if running, ok := s.executing.fingerprint(attempt.account, attempt.key); ok {
+			return answerKnownKey(c, store.IdempotencyRecord{Fingerprint: running, Status: store.IdempotencyPending}, fingerprint)
+		}
 		now := s.now()
 		rec, claimed, err := s.store.ClaimIdempotencyKey(ctx, store.IdempotencyClaim{
 			Account: attempt.account, Key: attempt.key, Fingerprint: fingerprint,
@@ -99,8 +108,40 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if !claimed {
 			return answerKnownKey(c, rec, fingerprint)
 		}
+		s.executing.add(attempt.account, attempt.key, fingerprint)
+		defer s.executing.remove(attempt.account, attempt.key)
 		return s.runOnce(c, next, attempt)
 	}
+}
+
+// executingKeys are the keys this process is executing right now, with their fingerprints.
+// The database stays the authority (it also knows other replicas' attempts); this only
+// answers sooner.
+type executingKeys struct {
+	mu   sync.Mutex
+	keys map[[2]string]string
+}
+
+func (e *executingKeys) fingerprint(account, key string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	fp, ok := e.keys[[2]string{account, key}]
+	return fp, ok
+}
+
+func (e *executingKeys) add(account, key, fingerprint string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.keys == nil {
+		e.keys = map[[2]string]string{}
+	}
+	e.keys[[2]string{account, key}] = fingerprint
+}
+
+func (e *executingKeys) remove(account, key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.keys, [2]string{account, key})
 }
 
 // idempotencyAttempt names the key an attempt holds and proves it holds it (owner).

@@ -48,6 +48,7 @@ type Server struct {
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
 	idempotencyTTL time.Duration
+	executing      executingKeys
 
 	// stop ends the background work New started (the idempotency purge); Close waits for it.
 	stop       context.CancelFunc

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -39,7 +40,13 @@ type Harness struct {
 	Admin string
 
 	httpServer *httptest.Server
+	server     *server.Server
 	closeDB    func()
+
+	// faults and provider let a spec fail or replace parts of a request's work; see
+	// payments_test.go. Both are nil between specs.
+	faults   atomic.Pointer[FaultFunc]
+	provider atomic.Pointer[server.PaymentProvider]
 }
 
 var (
@@ -105,6 +112,9 @@ var _ = AfterSuite(func() {
 		if h.httpServer != nil {
 			h.httpServer.Close()
 		}
+		if h.server != nil {
+			_ = h.server.Close()
+		}
 		if h.Store != nil {
 			_ = h.Store.Close()
 		}
@@ -121,8 +131,11 @@ func (h *Harness) start(ctx context.Context, url string) {
 	h.Store = st
 	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
 	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: logger})
+	srv, err := server.New(cfg, server.Deps{
+		Store: st, Logger: logger, Faults: h.fault, PaymentProvider: switchableProvider{h},
+	})
 	Expect(err).NotTo(HaveOccurred())
+	h.server = srv
 	h.httpServer = httptest.NewServer(srv)
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
