@@ -45,12 +45,13 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 		if err != nil {
 			return err
 		}
-		if err := ride.CheckPayment(ride.TripStatus(trip.Status), trip.FareTotal, trip.FareCurrency, body.Amount, body.Currency); err != nil {
-			return err
-		}
+		// Paid first: for a paid trip that is the answer, whatever amount was stated.
 		if _, err := tx.SucceededPaymentForTrip(ctx, trip.ID); err == nil {
 			return ride.ErrTripAlreadyPaid
 		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := ride.CheckPayment(ride.TripStatus(trip.Status), trip.FareTotal, trip.FareCurrency, body.Amount, body.Currency); err != nil {
 			return err
 		}
 

@@ -438,12 +438,17 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			}
 		})
 
-		It("a paid trip (409 trip_already_paid), with another key", func() {
+		It("a paid trip (409 trip_already_paid), with another key, whatever the amount", func() {
 			p := h.newPayable("completed")
 			Expect(h.pay(p.riderKey, newIdempotencyKey(), paymentOf(p.trip, "pm_card_visa")).Status).To(Equal(201))
-			res := h.pay(p.riderKey, newIdempotencyKey(), paymentOf(p.trip, "pm_card_visa"))
-			Expect(res.Status).To(Equal(409))
-			Expect(res.Problem().Code).To(Equal("trip_already_paid"))
+			for _, body := range []map[string]any{
+				paymentOf(p.trip, "pm_card_visa"),
+				{"trip_id": p.trip.ID, "amount": 1, "currency": "eur", "payment_method": "pm_card_visa"},
+			} {
+				res := h.pay(p.riderKey, newIdempotencyKey(), body)
+				Expect(res.Status).To(Equal(409))
+				Expect(res.Problem().Code).To(Equal("trip_already_paid"))
+			}
 			Expect(h.recordsOf(p.trip.ID).payments).To(HaveLen(1))
 		})
 
