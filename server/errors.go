@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -108,6 +107,7 @@ func problemFor(err error) *APIError {
 	}
 	var (
 		fieldErr    *ride.FieldError
+		earlyErr    *ride.TripNotCompletedError
 		mismatchErr *ride.AmountMismatchError
 		declinedErr *ride.PaymentDeclinedError
 		providerErr *PaymentProviderError
@@ -127,9 +127,9 @@ func problemFor(err error) *APIError {
 		}
 	case errors.Is(err, store.ErrNotFound):
 		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
-	case errors.Is(err, ride.ErrTripNotCompleted):
-		return newAPIError(http.StatusConflict, codeTripNotCompleted, "Only a completed trip can be paid; "+
-			strings.TrimPrefix(err.Error(), ride.ErrTripNotCompleted.Error()+": ")+".")
+	case errors.As(err, &earlyErr):
+		return newAPIError(http.StatusConflict, codeTripNotCompleted,
+			"Only a completed trip can be paid; this one is "+string(earlyErr.Status)+".")
 	case errors.Is(err, ride.ErrTripAlreadyPaid):
 		return newAPIError(http.StatusConflict, codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
 	case errors.As(err, &mismatchErr):

@@ -434,6 +434,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 				res := h.pay(p.riderKey, newIdempotencyKey(), paymentOf(p.trip, "pm_card_visa"))
 				Expect(res.Status).To(Equal(409), status)
 				Expect(res.Problem().Code).To(Equal("trip_not_completed"))
+				Expect(*res.Problem().Detail).To(ContainSubstring("this one is " + status))
 				Expect(h.recordsOf(p.trip.ID).nothing()).To(BeTrue())
 			}
 		})

@@ -30,13 +30,27 @@ var (
 // than charged). Whether the trip is already paid needs the store, so the caller checks that.
 func CheckPayment(status TripStatus, fareTotal int64, fareCurrency string, amount int64, currency string) error {
 	if status != StatusCompleted {
-		return fmt.Errorf("%w: the trip is %s", ErrTripNotCompleted, status)
+		return &TripNotCompletedError{Status: status}
 	}
 	if amount != fareTotal || currency != fareCurrency {
 		return &AmountMismatchError{FareTotal: fareTotal, FareCurrency: fareCurrency, Amount: amount, Currency: currency}
 	}
 	return nil
 }
+
+// TripNotCompletedError keeps the status of a trip paid too early; errors.Is matches
+// ErrTripNotCompleted.
+type TripNotCompletedError struct {
+	Status TripStatus
+}
+
+// Error names the trip's status.
+func (e *TripNotCompletedError) Error() string {
+	return fmt.Sprintf("ride: trip not completed: it is %s", e.Status)
+}
+
+// Unwrap lets errors.Is(err, ErrTripNotCompleted) hold.
+func (e *TripNotCompletedError) Unwrap() error { return ErrTripNotCompleted }
 
 // AmountMismatchError keeps the fare and the stated amount, so the answer can say which is
 // right; errors.Is matches ErrAmountMismatch.
