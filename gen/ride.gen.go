@@ -64,6 +64,45 @@ func (e FareEstimateStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentStatus.
+const (
+	Failed    PaymentStatus = "failed"
+	Succeeded PaymentStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentStatus enum.
+func (e PaymentStatus) Valid() bool {
+	switch e {
+	case Failed:
+		return true
+	case Succeeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiptLineItemKind.
+const (
+	BaseFare ReceiptLineItemKind = "base_fare"
+	Distance ReceiptLineItemKind = "distance"
+	Time     ReceiptLineItemKind = "time"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptLineItemKind enum.
+func (e ReceiptLineItemKind) Valid() bool {
+	switch e {
+	case BaseFare:
+		return true
+	case Distance:
+		return true
+	case Time:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RideType.
 const (
 	Comfort RideType = "comfort"
@@ -506,6 +545,77 @@ type Pagination struct {
 	PrevCursor *string `json:"prev_cursor"`
 }
 
+// Payment A charge of a trip's fare. The payment-method token is never part of it.
+type Payment struct {
+	// Amount Minor units (cents) of `currency`.
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// CreatedAt Example: 2026-11-03T18:25:43.511204Z
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	Id string `json:"id"`
+
+	// Status `succeeded` when the charge went through; `failed` when the provider declined it.
+	//
+	// Example: succeeded
+	Status PaymentStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentCreate A payment for one completed trip. `amount` and `currency` must equal the trip's fare:
+// the client states what it expects to be charged, and a mismatch is refused (422
+// `amount_mismatch`) rather than charged.
+type PaymentCreate struct {
+	// Amount The trip's fare in minor units (cents).
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// PaymentMethod A payment-method token from the payment provider. It is stored with the payment but
+	// never returned, logged or sent in events.
+	//
+	// The built-in simulated provider (the default) knows these test methods:
+	//
+	// | method | outcome |
+	// |---|---|
+	// | `pm_card_visa`, `pm_card_mastercard`, `pm_card_amex` | succeeds: 201 |
+	// | `pm_card_declined` | declined: 422 `payment_declined`, `failure_code` `card_declined` |
+	// | `pm_card_insufficient_funds` | declined: 422 `payment_declined`, `failure_code` `insufficient_funds` |
+	// | `pm_card_expired` | declined: 422 `payment_declined`, `failure_code` `expired_card` |
+	// | any other `pm_…` token | declined: 422 `payment_declined`, `failure_code` `invalid_payment_method` |
+	//
+	// Every declined attempt is recorded as a failed payment and emits `payment.failed`.
+	//
+	//
+	// Example: pm_card_visa
+	PaymentMethod string `json:"payment_method"`
+
+	// TripId The completed trip to pay for (`trp_…`).
+	//
+	// Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
+//
+// Example: succeeded
+type PaymentStatus string
+
 // PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
 // document's exact text. With `query`, it registers the document; alone, it names one
 // registered before.
@@ -550,6 +660,14 @@ type Problem struct {
 	// Errors Each invalid input, for validation failures.
 	Errors *[]ProblemFieldError `json:"errors,omitempty"`
 
+	// FailureCode With `payment_declined`: why the payment provider declined (`card_declined`,
+	// `insufficient_funds`, `expired_card`, `invalid_payment_method`). More reasons may
+	// be added.
+	//
+	//
+	// Example: insufficient_funds
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// RequestId Example: req_5f2b8c1d9e3a4b6c
 	RequestId string `json:"request_id"`
 
@@ -574,6 +692,64 @@ type ProblemFieldError struct {
 
 	// Message Example: number must be at most 100
 	Message string `json:"message"`
+}
+
+// Receipt Issued with every successful payment. `line_items` split the amount by the city's rates
+// (base fare, distance, time) in whole minor units; they always add up exactly to
+// `amount` (rounding goes to the lines with the largest remainders, ties to the earlier
+// line).
+type Receipt struct {
+	// Amount Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: rcp_p2q3r4s5t6u7v2w3x4y5z6a7be
+	Id string `json:"id"`
+
+	// IssuedAt Example: 2026-11-03T18:25:43.511204Z
+	IssuedAt time.Time `json:"issued_at"`
+
+	// LineItems Example: [{"amount":287,"kind":"base_fare"},{"amount":1024,"kind":"distance"},{"amount":539,"kind":"time"}]
+	LineItems []ReceiptLineItem `json:"line_items"`
+
+	// PaymentId Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	PaymentId string `json:"payment_id"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// ReceiptLineItem One line of a receipt.
+type ReceiptLineItem struct {
+	// Amount Minor units (cents) of the receipt's currency.
+	//
+	// Example: 912
+	Amount int64 `json:"amount"`
+
+	// Kind What a line of a receipt charges for: the city's base fare, the distance driven, the
+	// time taken.
+	//
+	//
+	// Example: distance
+	Kind ReceiptLineItemKind `json:"kind"`
+}
+
+// ReceiptLineItemKind What a line of a receipt charges for: the city's base fare, the distance driven, the
+// time taken.
+//
+// Example: distance
+type ReceiptLineItemKind string
+
+// ReceiptList A page of receipts.
+type ReceiptList struct {
+	Data []Receipt `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
 }
 
 // RideRequest A booking of a fare estimate.
@@ -769,6 +945,9 @@ type TripFields = []TripField
 // TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
 type TripId = string
 
+// TripIdQuery Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+type TripIdQuery = string
+
 // TripSort defines model for TripSort.
 type TripSort = []TripSortKey
 
@@ -778,6 +957,9 @@ type TripSort = []TripSortKey
 //
 // Example: completed
 type TripStatusFilter = TripStatus
+
+// BadGateway An RFC 9457 problem details object.
+type BadGateway = Problem
 
 // BadRequest An RFC 9457 problem details object.
 type BadRequest = Problem
@@ -874,11 +1056,12 @@ type ListDriverTripsParams struct {
 type CreateFareEstimateParams struct {
 	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
 	// printable characters, scoped to the caller's account. The first request with a key runs
-	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
-	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
-	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
-	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
-	// is not stored, so the same key may be retried.
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -918,6 +1101,35 @@ type GetOpenAPIYAMLParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreatePaymentParams defines parameters for CreatePayment.
+type CreatePaymentParams struct {
+	// IdempotencyKey Required here, because a duplicate would do real-world harm: without it the answer is
+	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
+	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
+	// account. A retry with the same key and body replays the stored answer with
+	// `Idempotent-Replayed: true`; another body, route or caller is 422
+	// `idempotency_key_reused`; a request still in flight is 409 `idempotency_key_in_use` with
+	// `Retry-After`. A 5xx answer is not stored, so the same key may be retried.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+}
+
+// ListReceiptsParams defines parameters for ListReceipts.
+type ListReceiptsParams struct {
+	// TripId The trip whose receipts to list (`trp_…`).
+	TripId TripIdQuery `form:"trip_id" json:"trip_id"`
+
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetRiderParams defines parameters for GetRider.
 type GetRiderParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -930,9 +1142,9 @@ type CreateRideParams struct {
 	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
 	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
 	// account. A retry with the same key and body replays the stored answer with
-	// `Idempotent-Replayed: true`; another body is 422 `idempotency_key_reused`; a request
-	// still in flight is 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not
-	// stored, so the same key may be retried.
+	// `Idempotent-Replayed: true`; another body, route or caller is 422
+	// `idempotency_key_reused`; a request still in flight is 409 `idempotency_key_in_use` with
+	// `Retry-After`. A 5xx answer is not stored, so the same key may be retried.
 	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
 }
 
@@ -999,12 +1211,19 @@ type UpdateTripParams struct {
 type CreateTripCancellationParams struct {
 	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
 	// printable characters, scoped to the caller's account. The first request with a key runs
-	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
-	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
-	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
-	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
-	// is not stored, so the same key may be retried.
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetTripPaymentParams defines parameters for GetTripPayment.
+type GetTripPaymentParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
@@ -1012,6 +1231,9 @@ type CreateFareEstimateJSONRequestBody = FareEstimateRequest
 
 // ExecuteGraphQLJSONRequestBody defines body for ExecuteGraphQL for application/json ContentType.
 type ExecuteGraphQLJSONRequestBody = GraphQLRequest
+
+// CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
+type CreatePaymentJSONRequestBody = PaymentCreate
 
 // CreateRideJSONRequestBody defines body for CreateRide for application/json ContentType.
 type CreateRideJSONRequestBody = RideRequest
@@ -1337,6 +1559,12 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx echo.Context, params CreatePaymentParams) error
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx echo.Context, params ListReceiptsParams) error
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error
@@ -1355,6 +1583,9 @@ type ServerInterface interface {
 	// CreateTripCancellation Cancel a trip
 	// (POST /v1/trips/{tripId}/cancellations)
 	CreateTripCancellation(ctx echo.Context, tripId TripId, params CreateTripCancellationParams) error
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1702,6 +1933,86 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 	return err
 }
 
+// CreatePayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyRequired
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayment(ctx, params)
+	return err
+}
+
+// ListReceipts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListReceipts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListReceiptsParams
+	// ------------- Required query parameter "trip_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "trip_id", ctx.QueryParams(), &params.TripId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter trip_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListReceipts(ctx, params)
+	return err
+}
+
 // GetRider converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRider(ctx echo.Context) error {
 	var err error
@@ -1981,6 +2292,42 @@ func (w *ServerInterfaceWrapper) CreateTripCancellation(ctx echo.Context) error 
 	return err
 }
 
+// GetTripPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTripPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTripPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTripPayment(ctx, tripId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2035,6 +2382,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.POST(options.BaseURL+"/v1/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
+	router.GET(options.BaseURL+"/v1/trips/:tripId/payment", wrapper.GetTripPayment, options.OperationMiddlewares["getTripPayment"]...)
+	router.GET(options.BaseURL+"/v1/receipts", wrapper.ListReceipts, options.OperationMiddlewares["listReceipts"]...)
 	router.GET(options.BaseURL+"/v1/graphql", wrapper.QueryGraphQL, options.OperationMiddlewares["queryGraphQL"]...)
 	router.POST(options.BaseURL+"/v1/graphql", wrapper.ExecuteGraphQL, options.OperationMiddlewares["executeGraphQL"]...)
 	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
@@ -2045,6 +2395,15 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
+}
+
+type BadGatewayResponseHeaders struct {
+	XRequestId string
+}
+type BadGatewayApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers BadGatewayResponseHeaders
 }
 
 type BadRequestResponseHeaders struct {
@@ -2060,8 +2419,9 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 }
 
 type ConflictResponseHeaders struct {
-	RetryAfter *int
-	XRequestId string
+	IdempotentReplayed *string
+	RetryAfter         *int
+	XRequestId         string
 }
 type ConflictApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -2070,6 +2430,7 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenResponseHeaders struct {
+	IdempotentReplayed *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -2193,7 +2554,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 }
 
 type UnprocessableEntityResponseHeaders struct {
-	XRequestId string
+	IdempotentReplayed *string
+	XRequestId         string
 }
 type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -2700,6 +3062,9 @@ func (response ListDriverTrips403ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2915,6 +3280,9 @@ func (response CreateFareEstimate403ApplicationProblemPlusJSONResponse) VisitCre
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2967,6 +3335,9 @@ func (response CreateFareEstimate409ApplicationProblemPlusJSONResponse) VisitCre
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3021,6 +3392,9 @@ func (response CreateFareEstimate422ApplicationProblemPlusJSONResponse) VisitCre
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
@@ -3193,6 +3567,9 @@ func (response GetFareEstimate403ApplicationProblemPlusJSONResponse) VisitGetFar
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -3968,6 +4345,501 @@ func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
+type CreatePaymentRequestObject struct {
+	Params CreatePaymentParams
+	Body   *CreatePaymentJSONRequestBody
+}
+
+type CreatePaymentResponseObject interface {
+	VisitCreatePaymentResponse(w http.ResponseWriter) error
+}
+
+type CreatePayment201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreatePayment201JSONResponse struct {
+	Body    Payment
+	Headers CreatePayment201ResponseHeaders
+}
+
+func (response CreatePayment201JSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment400ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment401ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment403ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment406ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment409ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment413ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment422ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment429ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment502ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceiptsRequestObject struct {
+	Params ListReceiptsParams
+}
+
+type ListReceiptsResponseObject interface {
+	VisitListReceiptsResponse(w http.ResponseWriter) error
+}
+
+type ListReceipts200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListReceipts200JSONResponse struct {
+	Body    ReceiptList
+	Headers ListReceipts200ResponseHeaders
+}
+
+func (response ListReceipts200JSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts304Response = NotModifiedResponse
+
+func (response ListReceipts304Response) VisitListReceiptsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListReceipts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts400ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts401ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts403ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts406ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts429ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts500ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRiderRequestObject struct {
 	RiderId RiderId `json:"riderId"`
 	Params  GetRiderParams
@@ -4090,6 +4962,9 @@ func (response GetRider403ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -4305,6 +5180,9 @@ func (response CreateRide403ApplicationProblemPlusJSONResponse) VisitCreateRideR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -4357,6 +5235,9 @@ func (response CreateRide409ApplicationProblemPlusJSONResponse) VisitCreateRideR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -4411,6 +5292,9 @@ func (response CreateRide422ApplicationProblemPlusJSONResponse) VisitCreateRideR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
@@ -4763,6 +5647,9 @@ func (response GetTrip403ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -4975,6 +5862,9 @@ func (response UpdateTrip403ApplicationProblemPlusJSONResponse) VisitUpdateTripR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -5053,6 +5943,9 @@ func (response UpdateTrip409ApplicationProblemPlusJSONResponse) VisitUpdateTripR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -5262,6 +6155,9 @@ func (response CreateTripCancellation403ApplicationProblemPlusJSONResponse) Visi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -5340,6 +6236,9 @@ func (response CreateTripCancellation409ApplicationProblemPlusJSONResponse) Visi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -5394,6 +6293,9 @@ func (response CreateTripCancellation422ApplicationProblemPlusJSONResponse) Visi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
@@ -5444,6 +6346,242 @@ func (response CreateTripCancellation500ApplicationProblemPlusJSONResponse) Visi
 	return err
 }
 
+type GetTripPaymentRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params GetTripPaymentParams
+}
+
+type GetTripPaymentResponseObject interface {
+	VisitGetTripPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTripPayment200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetTripPayment200JSONResponse struct {
+	Body    Payment
+	Headers GetTripPayment200ResponseHeaders
+}
+
+func (response GetTripPayment200JSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment304Response = NotModifiedResponse
+
+func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetTripPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment400ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment401ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment403ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment404ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment406ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment429ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment500ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -5476,6 +6614,12 @@ type StrictServerInterface interface {
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx context.Context, request CreatePaymentRequestObject) (CreatePaymentResponseObject, error)
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx context.Context, request ListReceiptsRequestObject) (ListReceiptsResponseObject, error)
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx context.Context, request GetRiderRequestObject) (GetRiderResponseObject, error)
@@ -5494,6 +6638,9 @@ type StrictServerInterface interface {
 	// CreateTripCancellation Cancel a trip
 	// (POST /v1/trips/{tripId}/cancellations)
 	CreateTripCancellation(ctx context.Context, request CreateTripCancellationRequestObject) (CreateTripCancellationResponseObject, error)
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx context.Context, request GetTripPaymentRequestObject) (GetTripPaymentResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -5801,6 +6948,79 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLP
 	return nil
 }
 
+// CreatePayment operation middleware
+func (sh *strictHandler) CreatePayment(ctx echo.Context, params CreatePaymentParams) error {
+	var request CreatePaymentRequestObject
+
+	request.Params = params
+
+	var body CreatePaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayment(ctx.Request().Context(), request.(CreatePaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePaymentResponseObject); ok {
+		return validResponse.VisitCreatePaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListReceipts operation middleware
+func (sh *strictHandler) ListReceipts(ctx echo.Context, params ListReceiptsParams) error {
+	var request ListReceiptsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReceipts(ctx.Request().Context(), request.(ListReceiptsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReceipts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListReceiptsResponseObject); ok {
+		return validResponse.VisitListReceiptsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetRider operation middleware
 func (sh *strictHandler) GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error {
 	var request GetRiderRequestObject
@@ -6024,232 +7244,299 @@ func (sh *strictHandler) CreateTripCancellation(ctx echo.Context, tripId TripId,
 	return nil
 }
 
+// GetTripPayment operation middleware
+func (sh *strictHandler) GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error {
+	var request GetTripPaymentRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTripPayment(ctx.Request().Context(), request.(GetTripPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTripPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTripPaymentResponseObject); ok {
+		return validResponse.VisitGetTripPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs5luarYNk9YWonRfEi2RYV80O25Srv+KKW5KqZKNYywUxQRCkJZAFISWyPIvrXPsDuj3mDeZF5",
-	"k36SDZwD5I1JipRddneXoiLKFJlA4nJwcK7f+dSK5DyVggmjW8NPrRmjMVPw8SWNZuylFEbJxP4dMx0p",
-	"nhouRWvYClPFr6lhAZnT2116yf6lG5B5ps2uYtc04TE1LCRTqYhRPNUBUdx2TKiIScK10UdkuYunXWwS",
-	"K37NFEmVnPKE6U4raCn2a8YVi1tDozIWtHQ0Y3Nqx8Vu6TxNWGvY2mBIraBlFql9WBvFxWXr7i5onVzQ",
-	"y+UZnhslxSVxLaUickrMjBF2SyNDFEsV00wYah8n9tOmwxy1BtM+PYx6k2fxPjuYPu2OWo3jehOzeSoN",
-	"E+aMpQld2G6X9sG+JyQ3MyaImXG7wPqGKWI/2UEmdOEHLgUj2kjFYtyXGSP5G6LF7r+yhZ1BacQim7eG",
-	"P7XsG1o/Nw3wrYwojqM+rB9nTDF4RaQYNSwmbakInU5ZZFi8QxTTMlMRIxEVZMKIYjTedP32rnt7QFR7",
-	"RqXj2eCqP98XB+nTX5+p5/rQ9K8HN/u3B4unjWt6Rg17y+fcwP8adp3/mfkFi2iSMPVEEyOvmCCTLLpi",
-	"xq0d1+SKi9g+asfMtCFtOwlNpCI3ihumdzrknAlDpCA0MzMmDI9gKXCLNLmZ8YQRRQ0jiR2NJlTZbapt",
-	"g594v9vNZ8SFYZdMVad0xuaUCzvTpWld2BlokrCpIVzA7HA6K97VOzy8712aNS0fi6SINcmE4UnpNZYe",
-	"p1mSEHpJuQiIkpmIWUyydNUAml/PjFocTw1Tq19tJLmh3JAJm0plKcuoBReXG1JX83t/oGqx/Mbj5IYu",
-	"NAmPMzOTiv8ZzkIYEC2JnlF7ziLLQzURzLKzOb91JLUxR6v03EjPP/7443GJuBp2fsbK5AfMyr6J2YXK",
-	"NCPt8AWjiqlwZ9NR4fONw/m3MzwMbxpY1ZvYjmHKmcbzY9fCEqPMFEnkpT4iv2bSMMINsrNICkMjw8Ul",
-	"0VmaSrUxh1Xs1/HBtD95HvXiQzag+5OnUcNw74JWShWdM+OvPG4atvmDSBZ4i+HRsUPnZkHaFP/VSWZH",
-	"GM0I1STUVOxOFRUR15EMdzrkWJBMXAl5I/DxS37NLJsmbJ6aBVyGdl7cvurXjKlFK2gJOrcjtc83H49W",
-	"5TWtoDWnt2+ZuDSz1vDpftCac+H/7DXt00vkyiuOUmnGnn3btpFJFoTaJrgKXGhDhSHts9cvyWAwONxZ",
-	"ORHsZQyNKzOaSjWnpjVs2dt51/B58xXtxvsCzvR2A3Z84IEjxtYPGnKmtGxY3GNBZEp/zRiZSHk1p+pq",
-	"SMKUXnIBp7Mj2K0ZR9A4tJdJ+bdUsevitymhxH7DZaZHIqWX+c2l6ZwRmFGHHBND5ykDdgQtA9urFQa4",
-	"1pkTBqSZMUWmPLFHwXIwZYhUI4H8KiC5YMFist/tkpALEIz8YDojsWohcRnKC1ii1YNe/35ifQXiYBNL",
-	"scwNhcUnmnDPXxRph7G6Hv/1L/8VFhucUjMrhhX7PjfjKLY72p8Mov34gD2dPrvszwZ8/5eDq6fJs3m/",
-	"tW7Ur2FR19IsDEaQyQKpFMdW4RxOIt6Cd2CLMY9XLf0mbOJEGz6nhq1a+6kVWJh7qL4FTJu1W8CKzjfb",
-	"BNvh5NlW4t53iqazP709uTVMaC6FXp7HqZJGRjIhLH/IMnJK/tf5h/dETn5hkSHtj2dvd5mIpBVa4AfD",
-	"bs1OUPD9T6NWypTm2rD4T3YrRq3hp1Hr2n4nxcgu8KilZ7R/8PR7qmej1nDU+utf/mvUursLV+1hMaLK",
-	"Jq6c5oeUKWAU76H9slDOoxmR/iHPLGIZZXMrqBpJVCYCvH25ITOqibaiC006xG63ew2Rlha/v7g4JTpl",
-	"EZ96wWLKb4vLfc6Sl1QzYueyaoKyMuDmXb9QPF23t7DYzeTpx+tn2CHvqL0QUA6WmRM0wmKdQxgu6k6X",
-	"di8tw8v31bHUFZPxfzZN4hOc9DaPh2TUWq+2jFo75BPRhppM4wH7RIw0NLHsW1lVjdzZ/9atyQ9UcTpJ",
-	"mG5el2uaZEzX9/+JJte+XbDxEVi1GnlXq1Zk1OIxnIL7luNuvXIcLf6VNQnn5IotUI1LuKXuSyYssTFt",
-	"99MKnDyiSek0tCn5+PHNK3K9b287xSI5nzOrpOwEpGfPRv/gYCRSxYWx8yLRjCoaufsykimL7UMVvZFG",
-	"kcws2QGv5EqbXFm84WZGKIxRZUKPBBUxARUw199Lunp/n8xkpvQREKZRC2yfX/W2G9tB/sVExgtyyYwe",
-	"CTOjxvfqtK/JwjDo134IsK+wsDbsenPDkIB1Acefv8g+bseLMgO8qQ0SBfHfKZkZtmPnsN/vk5AXWzW+",
-	"YouxYplmcXjkFGDjF2ck/OrA7HmS2LWxCm1A9ruHyx1xMc40C90EQDncBZE2tGLPwe2tm/dIcE2ENG5J",
-	"QUOrrN0c2YJdWs7ikjCD9rCCqmsGkxW0fTDtRk9Zj+0+j3tsd3/yjO4eRr3p7iDus336dPI86sZVmb1/",
-	"cFC/jVNqDFN2EP/7p9Hott/bHY1un538/M9/3OA8nOXXaf1c+F/IjCkWkAmLqNUCKYmzNAEdktzILIlJ",
-	"LIliNNm9kSqJyYyq+RAW2rJNbmD9clodCRQKlzYa3wXbsfVxHIl7zyPZ5jiORH4ej9eeIiBptJ1p/BVP",
-	"opsu0v+a83JEKofj3mNAPVcYCaR6Lsg04ZczOAifRfkECd92/MUpfxOR7ZuchOk7aqJZ89UXnlzQy9Bf",
-	"fTUr7kJmJKHApWlM2uF3JxeksDZ+sv+8ie9CfwxGIpxylsQ63AGdKvyfjlVGMyourX5F5jRmRFpJn+Mb",
-	"bR+Ot1nxipsj1L1uuGZkv9cfiTBVYMnidkjjKeUJHCBnjo7kPKWKaymGhJIbRq9IO/xxL9whhl56Q5Od",
-	"PtPrNnO6i2u0qYX6ea+s/XSfg8W6tGu9bn8DdeLN9L0UbMXuHAti94ZMlZyDikNVYhUJJOSjXCrFxXNz",
-	"DKp8iAy6+zmTonD8OmvWwI6mYSEaDN3NxuJTq3Jr/mfmOFKv27Va28Kp0yBmrVadwea7UvaHXyvDitmU",
-	"ZolpDfvdoDBCcGEGfdwMPs/mdiu6sBPur0Z75imPrrL0gs/Z/RaglEdXYKmFWz7OwHA4YTufaRJKYQhj",
-	"w+fs4WahMx6vNgyAx6mulKpYrVVKletxQ0NjrMaiLwfp/q8H6ql+ZvrZ4Hr/5uD26eLZn5vNAladeQ1c",
-	"Y3nUL+V8Tnc1S6kCG5aR6W7CrllCbCsyZ/MJU2DhVsxkCmRWnVKl65xsp2OvjNDeZiMRoi4RgneBos0a",
-	"27O4YmTA/kEDqlMt8hJ2myYyZq3hlCaaNe8rcsTKZnLD5jDbPyo2bQ1bf9grnI57+Jjey9eldQfk+wYb",
-	"FfRLlaIL+6M2C1h8SyMtt6KraMCScJ0ErL6xjgSQzW9IAQ9wQdnxnktl7t9/MMNdsYUO7PEDcUYxFhBG",
-	"oxmhhsylNkSKiFkZImE05uKShLshmTNqdQrbOxP2W7yX4PLhceBdQKiSXLHFE01irlhkxxGQiWL0ShPD",
-	"me6QV8h1RiLcza24JuyQE1yCISl/H1h9NdycWOwEH0YqdgGtGHIHnM8Ry+ABlHMOh2MDI523/eNpWsXW",
-	"8NfKnO6dCjYBf4RiOpVCo+L+gsbOnWL/iqSwwqb9SFMU1bkUe6mSk4TN//kXjX7YnDRtixgZf+m+aQWt",
-	"mBnKE3/FgIfcioATZm4YE6QHMrC9yuwmKiWVbg1/+tRKcmcvzrnj+5szremlfZPIgIH4Hj2F9rrd1t3P",
-	"eJ6YNmMer/bRuPUb7oOzkxvYrzc4A+Lf6PZ1L5aR9gug/1Cd592mW3CK7XH9G26RQiWd08RSjpXzKck9",
-	"R1byc5zTSnT2XN2AqGZHGRC8yexDygqFI9HOBQDXdeg1cFzsn3624mSI0oF9rZVl5BSbk3ZNfNgBCWgk",
-	"0MxuH8+t/VLZlzN+KUqtnL0eBVY7VrDklCdH2mH+eWypKtzBA12KDcndwLu5ZNS0xK7FXs3pXvYj71ac",
-	"1ht1UrSodeQ80ht2Yp++C1r/tuvO2C7eIetal7ybQC0vpZgmPNrmeH5Rmozc+3WhyPrAiifamQsNMCxG",
-	"2lOpiGMOI5HTg1FUaO4c16GQY+c3oNeUJ1axtl9bBjimidWKFuOU8tjRDzd6JGqKYWG7KbTY9ir9NWhQ",
-	"YBuorfj1Xrd/AKE4rtsVb90q5OBz6OO1VBMex0x8bQK5wn1ArjnJDKj5QhoSS7zE2uHUjw3loMfDXd88",
-	"Z0rf6BJuuHxLNyereJ/crfynjydn/z6++PBh/PLDu9O3J/9mx+vvWGwXySSbCyDMhAtLofYWLa5bu9Nw",
-	"FRPNEmbZQK/f3ScogR8BO8Arnmt7B3c7cAvXR4MTw0vTKo/d/KK2kq/tEZZjM7p0i3bmxBg4Qb85tecO",
-	"rIgKS+QqEx1yrElY36IQzQXeLcTENUtkypBbCEnCmBoaDvFGzXuNJUPrMWpa7fC7s+PT7//0dnx6fHZ+",
-	"Mn59/ObtyatwxzLE/FEfb4gWd43mUpyOlQB8Dz8cv33z6vjizYf3eTc4xNx7Yk+s7XDKweraDl8cvxp/",
-	"PD85G795f/rxwj4vZGE2HQlnGCFhxbcWknb44fTkDN91dnL+4e3H/LUfz05sP7SglomSV0zYkRZk+vbD",
-	"++/sZVB88+rk5LT6jSNlP4vccbaLZDqjegZrNIJ9gqFWXZDt8PTk7PzN+cXJqzF2+/3x+ffjd2/O3x1f",
-	"vPy+JLf4OxD9dUKWNkwqQkXZzwnWGDOjglB3YHAdz07+9PHk/AKidPRIhKsoFUkCPZ65PGg0S6b3SE4B",
-	"BFEsCXzge0HzlBcdnUGykBzdLLxujsPOhc5HkWwF134jDFOCJieW/X7Na/eYgJ5MJAa0aR6jsI7DCXeQ",
-	"H8OWR1QpDkRL/O+6Q84Kj8SERldyOq3dy5+zLO+lOY4iloKv5GtLIyG+OiQ4OkJjCHYVksxZzCmSO4gl",
-	"xZlNlYyziFlJRUgzpvngH8WVlTv8WmYi/pqb+15i/EsezY2bNbXjeNynlfv0TsZ8ytkqs3Uts6Ds7gAe",
-	"ElY8FyF4TY7safLujtKi+9SGdSOEZyrL8rveoFO6SCSNL6R8S9XlV2eW3mWc2Jc7qaVH3vEXpB3a38ZG",
-	"yjH8uHTCPmvWJafja/A5fvVbwjslkaItQSdSXBb+zIp9g7Qb/aQ7R+i75QYl7y+4QudMXfOIfRS5aeTr",
-	"slr0SlvRNSuGgBP+DQWHCynfUbFw3+pvYMh4onOZe5LFl5hLolPUFhQ1DC2hfvPtWqBDsmJVIhrtRP+4",
-	"l1LNSra2cZFG85nM8qOgLkWFfWXJI8hVI6mIYtfyisXk+PQN2L7gjJRzrpZ45Y8//rhbT5xZN/F6ns1n",
-	"r1uqZMS0tof4RBiXePItjMhckxuWJLtOh51kxjsAKVEZxOdRQwRjMXLgmBo6hJilKVNMRPiAVb+d7YPd",
-	"cg1KuAu6W8hM6cAqs3QuM2Gww/xx4O7wM7tNITLNB4YHhI5EzKKECxaTlC6sdh84xbhudsZoKhdXWQq/",
-	"AodLc+TVToeEkYxZSDRdQDpeNFvSqz9vl13iEovfWU3nAszL30aesEu9bBCDk5IPcgz62NjqY19QuMiN",
-	"hy6tWEQsSVbkjSJhRlLFmN7i/PdRqZEdV6qspmg4+kndryweTxb3rdZL/+wL8AgXrutNo06CFo+rIQAR",
-	"FeNf+zcDtq8OzNPFs6zPB3I/PaBP9bO439SDYrRuMG6dJlRoFzkWNzUCJ0z93Q8IPyiiGn5qQXaI7zgf",
-	"V1Bd0coqFXnAGBZuR1be0pKtnMYom9HktLRdLhqgnpmwKKLjeL7fLF7e7GLtql28VoxBRLqLxTrodisx",
-	"oZb+IRDvZsYNIzqlEaQlrN6BcpqSi6lqDEocjc7vXWg36jWrBxTZfB5kUktJJjczWV0jn6sN4UutwGX/",
-	"tIIWjecc3lsKWnLPLFHYS5dfsDyMt/KGqYhqRt6cfyD7/d6zIhnBctDqQmbaLl85apPu/vnnT4O7Pza9",
-	"FfOkmgL488yuNJskPPJ4AA0MwF2fq9Mj7z3E2yZ4+YCPSrZuTMkpVVdNT6czaWT18ZkxqR7u7UWx6Ng9",
-	"6bifOpGc7+Hc9d76cXV+SS9bpWDATPFGfkONk0vzt+93nj8rNYxlZhWaUhjhQSmIsMg7xwgP2+c1m/Eo",
-	"Yffx2x/cY42cR2DWjxte0WeAO9p0WpBazrP5nK7K+nHUovGZPMsFM+io1vxSYHA4Xi/L5PRIG59FGyt3",
-	"umk/X1PFfJZhEw9IFY9YjBklAWTMQrS/tHLnZAEZM3A7SeUwB7hxcqRezSeWaUYzdc1il9etk+xyx/JY",
-	"jegM2o8iv6KoiN3vbi+wA8JNlRPey4YeIn/EVj4WuQC17vTlAB22GdfGXhnjIt+9ug5+G+xq05j450n7",
-	"0g5yN+IqSljx9X//J+l1BjuVCR90e/1qbPLT/VYjseQhFkErztDmP3Yq+rqR2eXm4pLYtSGQ10QyNaGC",
-	"DLrkar43q4zmabe39WC87rEkaW2bfAoBkJYM3d4u05yPlYaAd1A+EF/GjQCgUQoj2ATzxfG634xQYACL",
-	"1ct6Mask7yZ8ymBdufDWkoBAwgyLcZBhKQL0iITFBCFOrfwrSZMMM0ErOzLoNoaurwlWD1pS8Uu+FaXD",
-	"aR1DvNz9yhOP2Bk8adkWj9nYOCVtXbMzHjNQ5u6KiMX1Lcp8zgd8VmT65thlt+e4/OAi8xt2RJybwOWw",
-	"+iBvuxGg3VY50WcqCuVjERRBrsWCBR6swm1XlU1V92SZFzUwgSXyrRyoe3WS8no/TCdB0TszDLi9E01I",
-	"lFANwWYwoeUr5gHM+Y1IM7M9pefNHkC1td1dsWdFx/et8Hl+BmroVBD3ELqrucwwIEBE+K9iy06Aat3N",
-	"jlTfpqJgh1YtlEJncxaPBGhykwWhRGdRxLSeZgm04uLSxUZ4lQiGkFOP/WRfVFWJ/DNLLNSFCr10UVKr",
-	"Y4+e2NFpg4EiLg5aTl0sFqQtuRAtmN9U0UvbChGf2G1KRcziYCQ8u3WgJVQszMzedyoTYEKLHaYS2MFT",
-	"prwVr0PCPGgLeEDXQ4KVI5kiSOy0mrCH3BqJJQpOvCG8CIzsNrLtZVZdihurNF/H85sxraq6s+81cINr",
-	"IkeP9ODjPupx/KWwL/vI8smtxsU1MwrMA6l2/Y5GMy7Yrl1PkE0xvr5B+oTAv2URV2MCaylHxUgysVLj",
-	"jEgxJOHrD2cv3rx6dfI+DEj45v3Fydn747f2czmGKRiJemxYQJpD1UrfLweg2X7WRopVAr5WBYWNRENU",
-	"WECWorvef7gYv/7w8f2rph+roV+dkSitBJyFYjHgHNmjcXZyfgEmCU1KIa74dB6M4xNU/PHPu733HoQ9",
-	"bCK/UuRmMxaeS7kpwDas8GUpkaCMtFHmS5nIyxJPPdEljxGtAGlY8QGFCmaFSrjG8pR9HmMqgwOfadRT",
-	"qZmtMtlivCexj3iNG3gfGvvRO3uUZ7DZ3cKfMXyvjS/ROzk+JOEiZrf2J8cWdFXT+AlkJ7sVfuGWlqG2",
-	"dX5NKhGw93GS1QiHxySVGDhf39qa0Nxr4gQY2FvancHWcjGGBFfj17fqorY+0F/gx7ZmYR4mTh3n/Nc7",
-	"nlyyzH2gMjGbcsG0063X8eyNApPh3SU8ICt3/XawORU245BsRJa48AG8TpbO2a9fEtGmU0UlagS4yXur",
-	"DBdDTu2g23/k8ZC8efU/dkgJyOaPPH4oUk1QgofZ6rLdDL2mMg+0592nAN2t3BdP/3f3noiTB0oQTQhU",
-	"OUCBE+/eOc5ZimUO6ztrd4BfCqnQSFCfT/XoVBvfqydXnj7zrt97VsUlATRb3AwVMVVxiS24O8SH5Xdc",
-	"PD7kIk8KVbdy+HKRdiTgENr7YyatzA04vcmiuIo0ofrKAer4s6qoOPKJdyECE5Mbe2PdwOuUFJfBSEC+",
-	"rUPscdJa+YSBD7lT+0q75D1BLCtYuGzqJoHbTnL7U6CYzhITED2jKbN35hWrnwdUOZzL9B7qLlI9P20v",
-	"ijSJIA9gzbj/Zd5ct0JsdHE3dPSljqPbxIYLXZsNpwmq5LJYqZu1mu8ZTZqErmOSKjlhT/TKIRVmqYKj",
-	"y6t7BVzXrGks62UhjkjHdpXmNA18IAaRKa46mWVzKgoticaxYrrBSO9+qI68R95RdcUMOTcBOaeCvG7G",
-	"Pi1jJBeXTUKrCu3gWefZs/3DtT6OwzKKxu5hkwssqflNdnv9fme/d7i/tuPe80rP8Od6D0oCBi/7tnXb",
-	"gvagbYWy+sYBxCSItDkq0d/+Xh4Onv4mezk4PPiqW/lOikYouzxyigsy5wJ8Xdxo0o4sh9nBUJlktY++",
-	"gWGVXP1rw2X8c5bDW9GuqnE8P+hu6WGprQf2GRTjaVqW0xwAd5VyTVFnTBGPxwBYg/3nhiZXTdw6EyvM",
-	"eYXlDi5B2w8KIRWvyyZGrKA1o3o8b4QrvlAZ8yKIfctUJom8Qfs+zMFplHb4BTBHSSefSJkwCqp/CS64",
-	"CaBIA5hp6DGDPfC/bQWvOiICYNmdQULEnU00lBIO8RYvxcn+gugQBSizHUYOSQLAZFLFTFVHpg1F/O97",
-	"xlajr/LqVIdd2p/AUUQj7a0QfLeSKI6hAoCcU8OjOpooadvpHaeWBOylDqLHDtqRiyM9Y7fk/Pvj3f7B",
-	"UyeLFGbdJ07WheinDvkRUt+h7zAAGdcperoiHx4RmkjB4AlUCaVgI1HSCnGPmiTWAsZ2XajQ8pjJx4vX",
-	"u89hnPYbN8iq1jmNu/uH3UN6eBj3+4f9mB1E+92nPdaL6MHTZ91ng97hoBtNot4zGjG2P+lPeoOnB9M4",
-	"HgxYt3tAG5VNBOFdES7ixT331BGGifUwjrWqSzZbUZaJpvAqrnglj5gD9NAzeSM8VCFY4YI6m7dL5Rlk",
-	"2CEv0M0B0W2XTJNwTm/DYCRsB1k6VVIY551q2LqHMP45va0Wouj1n2/tWJ/zqsGr9/TpwefdHXNwWdnB",
-	"3Xd/uAjZpov17PVLcrh/8Iy44FtnvdcO9XZrK74W9IqNgf5XGPSr5J7nyzVHeiBST1l6ei/RhrventFo",
-	"vy00vFp4hVVvXY4y4VaMBNgan8QOyM6UJ5mLqdlIPXRrDoheK3XEMiDQ9vUbgiYdZ7+7v5GrykELVVfW",
-	"kJVb4f2r9W0vRcE7aA1HSE90zmopwmqFNbyiUdbtDiJLT/CJ1Rhh7ek1hFKXqdAfjzMsOeuBciuLvuaw",
-	"lDau0ZlWIZflU5JsUBkImhKOWNN4F3RwTex95NYkIGFKzazxBww3X/4JsDghGRJ/+kVL0bG9NK5zFcxq",
-	"aeMbXSlrgK7u2518ZYqum7bhjMfsoYZ25wdHtaAC0d9gQa/GO60OEAIeJuVVHdh/iwipbYoPYPSBWjks",
-	"9FeVY8anUnVIjm48xSwRCH8GhF14fk4XJGEUIvUQVwvhDuHynAOgQ5uKhRSMsESzIdnvDnbq3sJ7QR+3",
-	"LLKwKs5mFVlcNLKiH8oBKkcoAGiiI5o4fBMXm+iiIlgkhZxDcL+cTxGG7zapRkUUzyxtDgBvNvJDB7q5",
-	"Olb7C2RcbAu72RSQ+52iESNvudg4KPZw8FsExZbCn+8JaQL3UcOSuxwZF/Z8zdlNgf5JmsA/XeDYkbNM",
-	"o0vB4ZBwPRI+sAyMQFC1q5aTDk7aqsPJASEXaV2IImo6IxEyQ8dzLjLDtGXbVlpImA8UhEEW+SbwVZoy",
-	"qny2Blr8F/bbZNEo0pYab05TD8gZKA98ixc9JMQXQdh0Eea+TtaqxsRDc5nK6XSbmMnSHi3T2Dv8wYVx",
-	"IXJvUELvd7H16O5Aw8Wicjfsb208sdfWfeNHc1kDf9g22DFwaMRbBZkW+MWNQo4oFDq7MG2pyA3VOwWc",
-	"8hEpR7cVBfMcQjhVqHtuRjAPilwt37Cfw1w3i4AtQ50GrSyNtzwVTRx0jbeiwBNuYpk5sHIBv2QboN7T",
-	"CKmsy7fnvVGw+dIuneWc1opjWiUmR/vVI1lhI5XVq7GloMoOf27YLjvRt7wpoPGY5EXEFE8b7PneVbkx",
-	"TG+T1pdWzLlrlcjiyfr2w0gqfa0iAo8U3KSzO3zlfMaNOMqkBKNcooHKhuxW/qpu527j7u7Cv6v2Z1VA",
-	"7Vs+ZdEiwoRAl79E3slrpocEMZJYTP76f/4vocplSvwH4WKcKnmpmNbkP4q0waORyB+yLVY9VvnBPpjT",
-	"W6d0l3us8bxd6IK8BE2q8bh+mK2g5d8PWMr5S8okXabnqnBafqRxCT/CGXlI0DdLExoxhJIrJSEXwM+r",
-	"PK0bIz1v7HP9ociyW1P5zgWnNwaaoQJfrNskyRpvkDm9qscLyoU0jfbUuYxZzSx1qjjwwuWbNXG7UDz7",
-	"7PjFy15/cC+LhyH5twVuMr7Hn5sCdDSLMsXN4hwqnMISTKBY6XFmmktOeMQIEHhpvZjrkGCtU4KGhCu2",
-	"8CYEghUpoY4igs1alk9TDnjtrgol2d2F5F3QQgvYWdiGWg3VmTEppvBzMZUeJIAitrDDFrd3NwzYMDq3",
-	"t4BKSqmCsYz0Uq5gqxETwKkKEGxn+/PBRjxmuzPKEyi5inA3Q1+/2yW6+ULeQdWwoIORcGYHHXioBvsw",
-	"ixhPDdb9dpmXN2wyk/JKd0ZiJP7wB/JSimsm4I4diV1yco1Ih2aWA+UB6tXedS+0qsuU33bIMRzpa19q",
-	"RTtlgZsZF+S6NywiTS1XIkX0nvYVb2gcszhwFVMUm8trhMx2+d8dO5QXMravtxMFmOz2MoDCToeAlQyf",
-	"WmVNtkNor4aX3KkFF5WMyAhQgXCaYWG6C8sJ4bZ3KmIUXmp23AJU3GpkdmMhmAmDb9thyfhlVTMwmmE2",
-	"SCehBrCYd0leuNfN0pUvdTG7fuyA4of744os2B5jdQ3/WqkyDMhf//JfO87dyWIyWdihF16uhBnji8TH",
-	"/JIb3SHvYYNQIjMzNocRgeSPNSqIUxrucZG7Qa5zktuOL/icaUPnabGfg8HgMJ8rF+TjxUvsbc4jJTE7",
-	"yc474ppLAb18bAbtxD4V+wWKoGMn+90uFGWiZM61TlliXBVWR5maJ0yYBBYKi3ZoVNshLwTeFn5/cvwq",
-	"rFTsyKPOwu9OLkKfPZuDhDucDkxjddVyPDqlP5XHlZrRI7GWMTq+lzPHY5gNFG5rQOm58nuX1xfp+aJa",
-	"dVge/x6okoWE7UvQ2UGnTMGLpCD73UGH/KvlvRjdjgnelv2ORBuYs0J6tGzMfkKmDLi3OnMlDk2pbEwe",
-	"Cw/1QzAynYq8pp9bJitI65FApgVBCL66O/rTHcJw+MkKrJYzenn1LuyUQf57f/3L/+t1u6TtqvyQfnfH",
-	"aoiLkagVE2qqIUTA576yivCERlcVj7yRI2HvFy4yFqwtMmwkuZTQgd3VosrARGYir7DmHNlIZiNRLSNs",
-	"1w1hK3YwGcBBe8ZQ/CqzVAIlv8vAPdghTraEn+uLDZMfaXKFp8netszsTqhm8ZAoeQM1iJgyyM1jBjIi",
-	"iTN7fgnFkAo8WlD4biT0FU9TfFqxFItHg36DwaSUxIylqBhFMo8PLcqnWAkglqy4ziAf6NLTRCk/DQ+j",
-	"v9Qstwe0X1+S7NoZtNGZP1kYpkEsCUYi/IGqxZBUC82j6cy+ju2+lMIomQxJqvg1NfYMnjOXLQZoekAC",
-	"XNTBI0fCbjAzJBx098l7aYgHpwzrdbRAiE94xFxIrxNKrEitODOo21ZFkiXkAsPUXJfcb7lI0yo56Vu9",
-	"TrfTdYH5gqa8NWwNOt3OAEFFZiDW7c0gMvLP9vMla9Bl+91uyULl0LYgj87eKSwG/NlIMbjbaILM0MgM",
-	"C/ZLErOUidhHT+Xyw5u4NWx9x4wLzKxVbOl3uxugxG+G6+TesALWyU/I8tGEX7MvCPm3j5NoapJPdq8E",
-	"i38XtA42aVKFZi6L663hTz8Hrdza2XrLr5mws4MgVysk00ttNYJ3zNDWz7bpHoAh3rf9PlqcGmo5RM6b",
-	"7V7P+aUXCWf0mlnSOCIH3UFRj89dzImkMZnQxOqhrrapBvfQzYwp1kgdZ2BDQF32GxDIGQBFGomoFH9/",
-	"pGFbDe5v1YDIuY6q8k1ZR1bXvRxe5ZOvEX+3ksqOxYJUcAY9QJNVMgCIlK5EMYKLgoG8b+X2p90yROUS",
-	"Rb3ygE6FNAk1IppWqHhkr1xxEUsw/UbE6Ma3qkLDaiSnEmVWrrL7SBMe9s/eBb9XpOMf1viHfKsfnFvo",
-	"c07+oLt//4EsY1s/jFvsd3v3N6mAjkKjzcaG+OjQ4OlGDUqQ+bZV//D+VnW83M+4HHPG9R0zq/lIiY3h",
-	"GdStn++2ZROvHKdr3f28kgliFdyVrNAjlmgcqCCTBYrG0H5Y9hPmsRalGI0OOadzVtGVRTwSKksYBhNX",
-	"avGGpO00ObCFcE34PE04mBRQ3qNm5gI3qqzU6ms42wuYzrYr5VnAvQ++xDDjDZ5cqkK4Se/2ftvkOXRL",
-	"eKzfTZ9/AaG/mzSoV5LddL5SmU2fddVSN3j6q912uQutsRBI7kQr33y5R+3xwnu88D77wttAOi6Kz/0O",
-	"rsi3YHmrnbaGqxFdg1/mipxSxXZzBwjkVDfCBJ1iKB76ER2QGtrYwbwWlkCXQpd4x2NWlA/NoxdL1+VI",
-	"tGkp7KZkSh3suBr03IAFzRTohlQxSsCtBMcRfsKBoOUTEkByI7FgVEGRSWbXHZVp24MGS1VCU1fSqDR8",
-	"DIhNOKtk89hGnZE44WDacwmHmYEKSVhubL/fJ6H7auwcT2PbLASjWpEyEck50x4MjZFmYELDHcCB1dun",
-	"NDIS4jt6nQG6UezKPNEjARYBu4kBSZnaveKJnDOjEO/LfoPBFw4Csu0RyppgB129M7tNI2E37okm8ywx",
-	"PIUS9m0XSUn++z97AXEBl/aPzuAgILcJfHx2sJMDPOEQiQuRwkGOhLKHk8VkRpNpXhCaldwdAC7VIWEJ",
-	"bC0kOqVCk8Mu+ScoUd87IP+ElxM1IwFPHuURw3lKSamHzpzehkggleySnXxv8iCmEq5MGZgTLcCigDCE",
-	"cQbeXRdWgd7CkWgPul0ryTlb+E6HvJQZoGWVqundKO42x+FhQS3zsIYLD8LhTAqZKRY3CYQo8VRgSLdW",
-	"sotXQknqotTxCxkvtisbWcOPyxNoLYskP9CEiYjTxsxZSIwdPOs8Ozg8dPmsLiF5/3kFXK7oc20mbt4f",
-	"ZNcW/Q0OD6oBZ3mc8MZVIpvA+e6q3n+jMna3JMH1vpgEV9nwFVaLctR8SWrLt9vKMGlCF+xe4aJokreo",
-	"JdSva10OO3ws0vRQQ+RXk7QeJDh1NxCc8nLTtkFvg4HVS1lBu4NNVqGhbgWId/1NGi+XNvn21pNKtEpJ",
-	"MHxdiWIpjMBV4W7vk/+43hpcKl0yxfrY+SVYEt6ackyKQH3DkkRbcQvEJW5Gwt6dWAYuv0GHxEFrBgWE",
-	"Jmnb91VQeWdUk5RqzWIoT+sgNtvYx9FIhA6A1qNC+fjjRtPJd8x83jX5tbTzz+Dtjxr5o0b+qJF/A7a7",
-	"LTM5yflxoZBfKprOfk1W8uezTFi90AOO+egsyx69wvrx7G2wOTCh7XzC9Ei0c7yFMAehc/EZBYgURkR/",
-	"PHu7y0QkYxa7Eu3UKjQ30r4WogwNu7Uqz3cnF4BppmGg3MU4onKP+j5WyvFOREAAw6iv704uhla1zkNN",
-	"hAsyCVyUdq2C6CW/ZpoMuvvOCn/FFjooBVfpoIhkQoBOKOBLNQlPP5xfhE23BeBluCXc+qpw7RCabgPD",
-	"r3v+hxxUcPM2Hyrgj5u3q0BIfo27r6wkujQM4zMC8xI6LiinVG3EFRf5ghVFfHLkfuf5M8wce+cTx0SW",
-	"JEXuVoE14UoCOQSh3vODbiltqPXm/fj07MN3Zyfn58BEqtBxHlvN4VIjGHUJabrXLZUY2xJrbqW/2sML",
-	"Kiq8WOUwAtGzb4VjjypYQrgNsB6yPRgFVDHWrKfN1fC5ziMk22vQkXce5ZRHOcUR7xcRV/6uZImzTCzd",
-	"2+3vTi52ShKFv2pAlGi0w9eu//yMe6NiiEwCoxadLBEOS7iPy8CiI1FHFg0w7Cc3UYMFHGN/c8s6fOcS",
-	"T7S3NhdXLYofIwFQ5kXiQv3mN00gqqWAY2RYgXt5wVPvwmAkhLTSmUtCGJJ+t4uFCUyN+QVWohBo/Ndy",
-	"niOpIrsjbefUKErTjYRlkLZ7zSBcObR3QphDCCLkOdZOWsJQhecLxgkZso47joTHeSh1CNGprs+dI4iM",
-	"bkCIpTBblYmOyy1xa4hcXI8gT8DeMoSLZRBXsHIDI7FSELXcvXC2dD20giaWgy9NaEh63aBbqURohcUa",
-	"fv5OQGKWmpl9GLHDubgkAu43v+DtOsT+EeGWoVuRFAP0MxEzRcLxGMnYiZ9jrOYJ15btkfS7jhJ9yn5A",
-	"QsgVeV360zA1pRHT4UhAL6nUmk8SyBzWoR+ahz3pQ4j0DsZL92C+/lhAIWasb2HnlNe9uKfURWW6vnwA",
-	"OhyOVwCpWTl3BZSaZiD0rsTEJv9CPrno4yHpAaSugze7c4TrxHuA+nYAaVCb1tMYvNjf59GMRWiiWV/Q",
-	"YMfVQMnbAiCbJXq7mXnWhK+Ki4+4ANY1ogJp97tduxlTdNv5ulJRwpkwI2FXowoF50qlkzOYmg+KtcqK",
-	"nlGFQTWoWCgGcils9BVLDXlGYrrA0HcHHJRj5YLGlBcZNgiuIqRleoGLKUfRyRWnBd1HKvgMQEqY1xeM",
-	"BChgUAN/B2Es/AGEvakDd5X0IEwmyFlok5pycsuizLBCUXmQ52YFonZxg114to+Xl6tc59Hx7NYGyIAL",
-	"/L1W0IKcj2Wc+4YXlQD5vgSCXh6L37urY7VvBKaOYbiNK4F4JQXf9HUZRUxcZnQ+6xouv8fPd/D4W+LT",
-	"F2qKf+UnxChBdYaAnkTu7sGxf8hSbK+cbOER625JpHlNlNqulMuAuPiJ8lZUNU57A5fw5H76tKSyxdWy",
-	"KtUCKT8VFTAGvo5Fz2rFOdbW1rVKsDSJLwpy9/ODlEhXkK26MidrYORXr9CjTn73O9TKH52zmztnv7ky",
-	"+20cqH9LGvTph/MVKrQzqLv8u46/SFYEfnNNPqRMWI22ECnRmG31GXGN6Zi5Tvzvx+/eHhHRkITXmPri",
-	"+rbdfVuf4zrA5zoWRSMDq6/StzLq/V144R5yqL9wHiKQdp2kV+aN+dOyoPNky9PiTUpUE8vEDeXCXltU",
-	"P/Cs2FZf86z4Kf+GZyVoXqTHI/R3doQcaTYfIcSW2fsE/64LtalAwC4lEwFwgg+wqcdHNyfsAp7p32xE",
-	"Cw5vxUmBdXj0Dz36hx7jWH6zOBbl+INnW3AgHxK3coacrQhasT2vSR55IeWVzrFvKuE0DpGmQJsR7AZs",
-	"JgGhCcAjkNCD7YU+MdJldYyKnHlvDnNmW9/7Ew1ZCOh1cgh4oX1/6J1PxZMjsVHCwBGpQAH7fvKkHUjY",
-	"KNI4JLrBED2xKesiID4jIkvR+RCWoBbRm1TgMoYkTTK0C6AjwV0gE1hhM2NcgRMnj0rydWvgehl6+Cxv",
-	"hAo9xGeIODWDDjkWI4EBntgnFYvqZkF6DBgdS9iwotxV27u1uBmS/X5/JPIfx94UWPGLYS9DTKHBR/NK",
-	"AeFOhxyvyBKCJTjJgaTIjKYpEwBwZS9Oo6jQNEKop/Jml8uwBzXw3yihHKqzt82NtE+hscn49BLtgHcu",
-	"mSn5RqG5S6DxPj63az4fxgWqdtzXITglwXFwo7gxDGq2wHK7OhXEbhIAC+kOee1qVwwr7sR8QlKBZ9OL",
-	"C090npGUg7EXKxqAv9F5ZGwT3KP8SR+LG8CP/hi6rJf97mGpU/fjGGJyj6xwP1WsWE6BBV18Ghe0FXLs",
-	"sp7z0xsW4PY3M5m/cUbzhLOyjwXgOEfC94f0MqN6bLf6mo1tA/R4NubReAocEsWMWtQ82ldsARsGnh30",
-	"PlFIxnJA+3QkDm5v8aAuZJaTAcIoOacsuKIIF9owGiP8poNYAwpYmcBj+epnJu742gEPT+BxNe9cqZuy",
-	"dZ2U+UIpp6/i5CmXYri/mkKB3nwfZPOdx3que2KWGWApVPNh49rC6lsucfGVs38QmrhZnMYbtOafekwB",
-	"ekwBekwB+ntNAbJCtOO4NRm+nBHuBPL1MCeA95jLKroU+QQ+KM3YML+Qc5kyyFPTicuz1ljTIlbymgUj",
-	"kWcG0STpkFcOAhLKIMLVzW6YNu6ibIclsPFwJcjJ7wLexCflb9HzIyDKNwREecRAebRUfbFr+e8PoKSO",
-	"StJ08+x9sv+sTTNFve6aQ0imR4FwlxCERfgyorn4GpSt4zuNFnAXXLXddfE3zI3WifePLOiRBT0ay38z",
-	"Y7kLHqxzuYcwlzdojUmzpnwOrNNSSONPdJ5FPyx/6Q3c5Qz8nE3WDaNHI4FeSFcCxwWAn344L+EP5kx6",
-	"z1WnwdBGMLi62gZzKMozEuGWZXkAmn6DujxhAMDoK0rzhEf12jykuTQPORZ5BUB57QDmD0uY62AJBlc+",
-	"GgZPP14A3mJuzsD4eo8n5U2+LurWmfM0oUTIXZkWS933yRNg382Eq7uBd1tbSLTxBiQsal2FJH8MLNuK",
-	"0QRHDVhAGi48ZxoW2C8YJivGbLQk+xW2qw1fQME1AEcAuCsoAFVa3TBwkfQ00XIkNDO65mxw1zCNTEYT",
-	"MHvu+L5LG9HGlpUSiEeQojMS4SeHxhA4VKryU3chIjhgh8VO+g7LBRRhcZyp1+3DnF6xsreFFO4fDP63",
-	"WwuI8eGbqU8Lzs27HqF+WoPhzI+Bc/c01IoMEFFMZiZPONmxawXblpv8oXoLnxIhwXjsaYEbormIQKXW",
-	"hiYOy97SaK8PTicwDQN1jjHWM6ykSZULyAh2A82bFGasFfUgEejNtCzQPNho7CthLWUNlNw3E6jTIS3d",
-	"u5yOvJRcbqzNA3jzHu/KlSuX+3e+A2rZpMRCCFCSbrnHopMtjLylSlxfLJ79ywiBzkUBCGqWGNsAouZI",
-	"zwPvAdOqh/n+TkW+f1Rj7dcRyba37m5gaD0tMcDXwP9+f6HN7+zhdb5OCpV/rBiQ+EKJm6rbVUkOAjIe",
-	"LK02RnK8hP6rbtkZRb+skz5IuxSwYW/7XEzZGZJGxZ5IVViPO+TNkve+uGMnDNEzy3IgyrYV4SFAwal0",
-	"7VQlBVeKrC6H1D3yBZRlaVnB82xJVsUstkIKDKwmZ5XlVsuDfShL6WVrhVQSemdZHmGCZTIfjg5p9/Zl",
-	"aR7fFCFSMaoRVzahQntZaXPwxfJEvpH7tbKW665orguF59EF+3ir/wPc6o8+282udeQRq61JtaDzaqHX",
-	"nyAFFGCvHYOueXFlRBMSMwDLgMh0fJa0w0tJVCZIZw+/2Yvm8Z4r7RruVCqcDff2EtvPTGozfN593gW+",
-	"7sa5FLAO3uLcMyzlFaYfunsWHcH+0uSqkF8s2xNF/jMa2qt9fyxHWebhRTJzUYc5mni14jx3lexoOQyo",
-	"9LYaRNvya1840GiHVw7pXTXEN281QYd1Lvu4YpxFaE2pwG3Tm06x4olbK1f4pDxWD+++3BTibZuauAje",
-	"5RYXeUHDHAdjCFIVEzGClxswpjQgyfgKq0spwyNxQwVUzIbKxHTYDDZD2hVMD7tFUjgPvxu2z9FbsUh6",
-	"xuJ8PIgtkws0NMHCV+VVgPSLu5/v/n8AAAD//w==",
+	"7L1rduM4ti44FbRO3ZVyX1qhhx9hed0fjghHpLvi4bIdmed2KluESMhCmQKYBGhbGeW16lcPoPvHncGZ",
+	"yJlJjeQu7A2QIEXJsuNVecpVqypkiQDx2NjYz29/akVynkrBhFat4afWjNGYZfDxJY1m7KUUOpOJ+Ttm",
+	"Ksp4qrkUrWErTDN+TTULyJzebtNL9j+6AZnnSm9n7JomPKaahWQqM6IznqqAZNx0TKiIScKVVodkuYu9",
+	"LjaJM37NMpJmcsoTpjqtoJWx33Kesbg11FnOgpaKZmxOzbjYLZ2nCWsNWxsMqRW09CI1DyudcXHZursL",
+	"WscX9HJ5huc6k+KS2JYyI3JK9IwRdksjTTKWZkwxoal5nJhPmw5z1BpM+/Qg6k324x22O93rjlqN4zqJ",
+	"2TyVmgl9xtKELky3S/tg3hOSmxkTRM+4WWB1wzJiPplBJnThBi4FI0rLjMW4LzNGijdEi+0/s4WZgTdi",
+	"kc9bw19a5g2tX5sG+FZGFMdRH9bPM5YxeEWUMapZTNoyI3Q6ZZFm8RbJmJJ5FjESUUEmjGSMxpuu37Pr",
+	"3jMgqmc6S8ezwVV/viN2073f9rPn6kD3rwc3O7e7i73GNT2jmr3lc67h/xp2nf/O3IJFNElY9oMiWl4x",
+	"QSZ5dMW0XTuuyBUXsXnUjJkpTdpmEorIjNxkXDO11SHnTGgiBaG5njGheQRLgVukyM2MJ4xkVDOSmNEo",
+	"QjOzTbVtcBPvd7vFjLjQ7JJl1SmdsTnlwsx0aVoXZgaKJGyqCRcwO5zOinf1Dg7ue5diTcvHIiliRXKh",
+	"eeK9xtDjNE8SQi8pFwHJZC5iFpM8XTWA5tcznS2Oppplq1+tJbmhXJMJm8rMUJbOFlxcbkhdze/9iWaL",
+	"5TceJTd0oUh4lOuZzPjvcBbCgChJ1IyacxYZHqqIYIadzfmtJamNOVql50Z6/vnnn4884mrY+RnzyQ+Y",
+	"lXkTMwuVK0ba4QtGM5aFW5uOCp9vHM6/n+FhOGlgVSexGcOUM4Xnx6yFIUaZZySRl+qQ/JZLzQjXyM4i",
+	"KTSNNBeXROVpKrONOWzGfhvvTvuT51EvPmADujPZixqGexe0UprROdPuyuO6YZs/iGSBtxgeHTN0rhek",
+	"TfFfleRmhNGMUEVCRcX2NKMi4iqS4VaHHAmSiyshbwQ+fsmvmWHThM1TvYDL0MyLm1f9lrNs0Qpags7N",
+	"SM3zzcejVXlNK2jN6e1bJi71rDXc2wlacy7cn72mfXqJXHnFUfJm7Ni3aRvpZEGoaYKrwIXSVGjSPnv9",
+	"kgwGg4OtlRPBXsbQuDKjqczmVLeGLXM7b2s+b76i7XhfwJl+2IAtH3jkiLH1o4acZ0o2LO6RIDKlv+WM",
+	"TKS8mtPsakjClF5yAaezI9itHkfQODSXif9bmrHr8rcpocR8w2WuRiKll8XNpeicEZhRhxwRTecpA3YE",
+	"LQPTqxEGuFK5FQaknrGMTHlijoLhYJkmMhsJ5FcBKQQLFpOdbpeEXIBg5AbTGYlVC4nL4C+gR6u7vf79",
+	"xPoKxMEmlmKYGwqLPyjCHX/JSDuMs+vxP/7+H2G5wSnVs3JYsetzM45iuqP9ySDaiXfZ3nT/sj8b8J2/",
+	"7l7tJfvzfmvdqF/Doq6lWRiMIJMFUimOrcI5rET8AN6BLcY8XrX0m7CJY6X5nGq2au2nRmBh9qH6FjCl",
+	"124BKzvfbBNMh5P9B4l7bzKazv7y9vhWM6G4FGp5HqeZ1DKSCWHFQ4aRU/J/nX94T+TkryzSpP3x7O02",
+	"E5E0Qgv8oNmt3gpKvv9p1EpZprjSLP6L2YpRa/hp1Lo230kxMgs8aqkZ7e/u/UjVbNQajlr/+Pt/jFp3",
+	"d+GqPSxHVNnEldP8kLIMGMV7aL8slPNoRqR7yDGLWEb53AiqWpIsFwHevlyTGVVEGdGFJh1ittu+hkhD",
+	"iz9eXJwSlbKIT51gMeW35eU+Z8lLqhgxc1k1QVkZcPOuX2Q8Xbe3sNjN5OnG62bYIe+ouRBQDpa5FTTC",
+	"cp1DGC7qTpdmLw3DK/bVstQVk3F/Nk3iE5z0No+HZNRar7aMWlvkE1Ga6lzhAftEtNQ0Mew7M6oauTP/",
+	"XbcmP9GM00nCVPO6XNMkZ6q+/z8ocu3aBRsfgVWrUXS1akVGLR7DKbhvOe7WK8fR4s+sSTgnV2yBalzC",
+	"DXVfMmGIjSmzn0bg5BFNvNPQpuTjx5NX5HrH3HYZi+R8zoySshWQnjkb/d3dkUgzLrSZF4lmNKORvS8j",
+	"mbLYPFTRG2kUydyQHfBKnildKIs3XM8IhTFmuVAjQUVMQAUs9Herq7f7O2Qm80yZ+yFmU5oneusQKFRn",
+	"C+youPNNf6Yn98VITGS8IJdMm3NJteveqmGThWZw/5sPAfYVlmaHbWd3GBIwM+BEsF/zJpyEQOEBXtQG",
+	"0aL4LpO56VdmZJrJefk1j41QYS81mREaz40iMB0JM3C7bFtmEXb6fRLycq/HV2wxzliuWBweWg1aL60u",
+	"rB5PErO2RiEORmKne7DcERfjXLHQThy0y22QiUMjN+3e3nrbIaS2WwIanq6sxBz5itkSzmJPGkKDWnks",
+	"ahaXFYdjd9qN9liPbT+Pe2x7Z7JPtw+i3nR7EPfZDt2bPI+6cVXo7+/u1q/zlGrNMjOI/+eX0ei239se",
+	"jW73j3/973/a4ECdFfdx/WC5X8iMZSwgExZRo0ZSEudpAkoouZF5EpNYkozRZPtGZklMZjSbD2GhDd/l",
+	"GhawWF2zP92mjcZ3wXY8+DyPxL0HmjzkPI9EcaCP1p4+OApofFP4Kx5lO13TaCTWnLPDyqEK8BiZc4Ij",
+	"sediJFYfDFocBTwHXJBpwi9ncDTuPQoj8bizQD7zKGwiBH6XozF9R3U0a75Mw+MLehm6y7RmF17InCQU",
+	"OBONSTt8c3xBSvvlJ/PPSXwXunMxEuGUsyRW4RZwzfD/tDw3mlFxaTQ2MqcxI9LoDhzfaPqwu2wENq4P",
+	"UZu74YqRnZ4hkzQD2xg3QxpPKU/gRFkDdyTnKc24kmJIKLlh9Iq0w5+fhVtE00tnujLTZ2rdZk63cY02",
+	"tXk/7/n6VPc52MC9Xet1+xsoKCfT91KwFbtzJIjZG3f3EEazxKgmSMeHhZyLi2fnGFQZExl0dwquReE8",
+	"dtasgRlNw0I0mM6bzc+nRolX/HdmWVSv2zV64MIq6CC4rVbGwYq8UpuAXyvDstJEa9jvBqVZgws96ONm",
+	"8Hk+N1vRhZ2wfzVaSE95dJWnF3zO7rcppTy6AtsviAtxDqbICdv6TCNTCkMYaz5njzc0nRnRZJW6C3JL",
+	"Xc3N4mytmpvZHjc0XcbZWPTlIN35bTfbU/u6nw+ud252b/cW+783GxqMgvQauMbyqF/K+ZxuK5bSDKxi",
+	"WqbbCbtmCTGtyJzNJywDm3nGdJ6BFKxSmqk6J9vqmCsjNNfbSISonYTgr6BoBcf2LK6YLbB/0KnqVIu8",
+	"hN2miYxZaziliWLN+4ocsbKZXLM5zPZPGZu2hq1/e1a6MZ/hY+pZsS6tOyDfE2xU0i/NMrowPyq9gMU3",
+	"NNKyK7qKBgwJ10nAaDDrSADZ/IYU8AinFo53jSIMd8TNTMK2RoynGvY84Uo3Dr+2A6Y5WpIeNYG+GhQT",
+	"2Hm4rdrM7lxm+n7qBrPlFVuowDAXkN4yxgLCaDQjVJO5VJpIETEjICWMxlxcknA7JHNGjQ5memfCfIu3",
+	"LiwbjwPnMkMl44otflAk5hmLzDgCMskYvVJEc6Y65BXy1JEItwurtw475BjXZ0j87wOj34ebHwUzwccd",
+	"BLOARsi6g+W3R2HwiHNxDkd/A6Om85Ugr1hFWvhrZU73TgWbgP8mYyqVQqGh4wWN31DNbiicgkgKI1ub",
+	"jzRFzYRL8SzN5CRh8//+V4V+683ee4qt8KVLUkaeKp0xOieKZdc8YqRtqCWlCzCrpZm8NnfAFkHRCwR5",
+	"0JCMGI3O72jG4pFoh7bN2LUZsyyTWbjVIe+lnhlyvaHKiGxzrtGVDL3AL6XJALR7BSrWSNTE7OEqzcWq",
+	"/xMaXcnpFGnSCwf5923r2ttGzti0WvbxZ54XEBbsBY3tNw/YmIKhmBYxyhuemNMy+6ApT5xkA6EeZjkn",
+	"TN8wJkgPVsdIUOZ0mXVUreEvn1pJEbWAxNhx/c2ZUvTSvEnkcG+5Hh3r6HW7rbtfkQsypQ1LXOlstIQ9",
+	"3AGvPddwkE5wBsS90R64Z7GMlFsA9W/Ved4Fn0+jILyUtpE5TcyRNvomJYUL1NClvbCNImFo4wY0BDPK",
+	"gKAAZR7KjC5iqNUN1HYdOgsSLvYvvxotJkSh1LzWiNByis1Juya1bgVIrugvMo8XbiuZmZczfim8Vtbx",
+	"hHqSGSuYJP3JkXZYfB4bqgq3lqi6iGfYLgTydYRdix7xAyK2K9EXG3VStqh1ZEMrNuzEPH0XfNYBfSnF",
+	"NOGR/pZ806fJyL5flWzJRQj9oKzdW8NNwkh7KjNimcNIFPSgMyoUtxEYoZBj6wCj15QndJIw8zUIMjQx",
+	"yvhinFIeW/rhWi0xytKIWBpP2qvMJkGDCXGZ2hosPvftVEMMmIuD2d4sECaA4DQ7vhXDf1AQzucQ2muZ",
+	"TXgcM/GtKe0KNxTZ7yTXYKYy928sUUxph1M3NhSEv8q+PbEbz0u1kVjQIA54dzmrOHatnPCXj8dn/3N8",
+	"8eHD+OWHd6dvj//djNfd+tgukkk+F0DhCReG1M29XgoAhmRAOCCKJcwwpl6/u0NQFT0EBoVCB1dGKuh2",
+	"QC6ojwYnhtf40DxWiA6GgEyPsBybEbhdtDMr8cJR/OrHpvANR1SY05LlokOOFAnrWxSi3cx5XJm4ZolM",
+	"GbIdIUkYU03DId7xRa+xZGhMRpNDO3xzdnT641/ejk+Pzs6Px6+PTt4evwq3DIsuHnWhvL6UiyFt1Mgk",
+	"roefjt6evDq6OPnwvugGh1g4Js3RNx1OOfgj2uGLo1fjj+fHZ+OT96cfL8zzQpYOhZGwFkISVtzWIWmH",
+	"H06Pz/BdZ8fnH95+LF778ezY9ENLaplk8ooJM9KSTN9+eP/GXE/lN6+Oj0+r31hSdrMofNLbSKYzqmaw",
+	"RiPYJxhq1bvfDk+Pz85Pzi+OX42x2x+Pzn8cvzs5f3d08fJHT5JytzK6woX0NkxmhAo/hADMknpGBaH2",
+	"wOA6nh3/5ePx+QUEwKmRCFdRKpIEBhMUEqpWLJneI8sFEJ+0JIKCNxPttE6YtZb5Upa1s3BGKhx2IQY/",
+	"CYkruPaJ0CwTNDk27PebatgETCpEYqyo4jGqDziccAv5MWx5RLOMA9ES97vqkLNS43Xq7ZdTbt9LfRRF",
+	"LAUv4rcWa0J8dUhwdOBI1zD9OYs5RXIH+aY8s2km4zxiRuQRUo9pMfglueeJ8N0Ov5a5iL/l5r6XGFpW",
+	"JErgZk3NOJ72aeU+vZMxn3K2yn9TS9rx/X7AQ8KKCy8E9+GhOU3O7+ctussaWjdCeOZJ7ncbdEoXiaTx",
+	"hZRvaXb5zZkl3BBckcS83EotPfKOvyDt0Pw21lKO4celE/ZZs/a876/BAvzNbwnnnUeKNgSdSHFZOvYr",
+	"FhfSbgwY2DrEIAauUfL+git0jmbzj6Iw1nxbVovhGUZ0zcsh4IS/ouBwIeU7Khb2W/UdLCI/qELmnuTx",
+	"JaZpqRS1hYxqhrZZt/lmLdAzX7FzEYUGp/+6l1LN3La2cZmh9pnM8qOgNvuLfWPJIyhUI5mRjF3LKxaT",
+	"o9MTMKLBGfHTGZd45c8//7xdz0lbN/F6Cttnr1uayYgpZQ7xsdA2p+t7mLW5IjcsSbatDjvJtfMVU5Ll",
+	"ELlKNRGMxciBY6rpEGL3pixjIsIHjPptbR/slitQwm0M3kLmmQqMMkvnMhcaOyweB+4OP7PbFGI2Xc5F",
+	"QOhIxCxKuGCx81QGVjGuG8IxqnA52hdcQM0RiFsdEkYyZiFRdAGZrtHs65nDP49cbHIhi98ZlekCDN7f",
+	"RzAxe7ZsWYMjVwxyDIrd2Ch2X1BKKayQNvVfRCxJVuR2I4VHMosxBc1GxEReIzOuNDMqp+bom7e/sng8",
+	"Wdy3Wi/dsy8gCqEMl9g0jito8bgakxJRMf6tfzNgO9mu3lvs530+kDvpLt1T+3G/qYeM0brluXWaUKFs",
+	"LGbc1MgFynxuQE8ZZvNLC+Ju/AgcGFdQXdHKKpW5+pi6YUbmb6lndKcxCnk0OfW2y0ag1LOHFmW8KS/2",
+	"m8XLm12uXbWL1xljkDVioxt3u91K2LWhfwhtvZlxzYhKaQSpQ6t3wE8ltFGKjWG+o9H5vQttR71m9YAi",
+	"m8+DTGqwAeRmJqtr5PAUICCwFdgMvVbQguyH1q/+PN0zSxT20uYALQ/jrbxhWUQVIyfnH8hOv7dfJgwZ",
+	"VlxdyFyZ5fPjoOn2779+Gtz9qemtmMvYlGRTZF+m+SThkcPsaGAA9h5encJ87yF+aBKmCzKqZNTHlJzS",
+	"7Krp6XQmtaw+PtM6VcNnz6JYdMyedOxPnUjOn+Hc1bP14+r8Nb1seeG1ecYb+Q3VVsAt3r7Teb7vNYxl",
+	"bjQjLzB31wvLLbEhMHjF9HnNZjxK2H389if7WCPnEZiZZ4dX9hngjjadFqSW83w+p6sCEi21KHymyETD",
+	"hCCqFL8UmH+B18syOT3RxmfRxsqdbtrP1zRjLhO4iQekGY9Y7JK9JlJeQUKNNALsZAFZbXA7yczignBt",
+	"BVK1mk8s04xi2TWLLfaCSvLLLRfSillAOIriiqIitr/bvcAOCNdVTngvG3qM/BEbQVsUAtS601eA6Jhm",
+	"XGlzZYxLTIrqOrhtMKtNY+KeJ+1LM8jtiGdRwsqv//N/kV5nsFWZ8G63169G++9BUO4ysRRBH0ErztF5",
+	"MLa6/rqRmeXm4pKYtSGQckjybEIFGXTJ1fzZrDKavW7vwYNxSsySpPXQBHEIujVkaPd2meZc9gGkkIAW",
+	"gxhQdgQAX1Ra0yaI6YDX/WaEAgNYrF7Wi1klwT7hUwbryoUzuwQEctJYjIMMvajjQxKWE4QQPP9XkiY5",
+	"ZmtXdmTQbUwGWZP+EbRkxi/5gygdTusYQgHvV554xM7gScO2eMzG2ipp65qd8ZiBMndXBmOub+HzORdk",
+	"XJHpVwTW457j8oOvzW3YIbH+Bptn7tImzEaAmlzlRJ+pKPjHIigDq8sFCxygjN2uKpuq7skyL2pgAkvk",
+	"WzlQ9+ok/no/TidB0TvXDLi9FU1IlFAF4W8woeUr5hHM+USkuX44pRfNHkG1td1dsWdlx/et8HlxBmoI",
+	"chBAEdqr2WcYEGki3FexYSdAtfZmR6pvU1GyQ6MWSqHyOYtHAjS5yYJQovIoYkpN8wRacXFpgyycSgRD",
+	"KKjHfDIvqqpE7pklFmpjjl7acKvVQUw/mNEpjREnNsRbTm1QFyQC2lgvmN80o5emFaKysduUipjFwUg4",
+	"dmuBhahYYPx9lguwxcUW9wwM6inLnDmwQ8Ii+gt4QNfB9vkhUfXMAJtBW6XgxFnUy1DNbiPbXmbVXgBa",
+	"pfk6nt+MO1fVnV2vgR1cEzk6NBYXQFLPHfHix8wjyye3GmDXzCgwMana9Tsazbhg22Y9QTbF1IEG6RMi",
+	"CJdFXIU54l7Wl5ZkYqTGGZFiSMLXH85enLx6dfw+DEh48v7i+Oz90Vvz2Q+GCkaiHmQWkOaYN+/75Ug2",
+	"08/akLNK5Niq6LKRaAgvC8hSmNj7Dxfj1x8+vn/V9GM1hqwzEt5KwFkoFwPOkTkaZ8fnF2CSUMQLusWn",
+	"i6gelxTljn/R7b33IOxhE/l5IaDNeJU2zasExDHCl6FEgjLSRtlWPpH7Ek89uaoINq2A3RjxAYUKZoRK",
+	"uMYqsBmkwEftNOqpVM9WmWwxcJSYR5zGDbwPvQbo5j0sckLNbuHPGAfYxpeorQLDlXARs1vzk2ULqqpp",
+	"/AKyk9kKt3BLy1DbOrcmlVDa+zjJahTSI5JKzAmob21NaO41cQKMEPZ2Z/BguRhji6sR9Q/qorY+0F/g",
+	"xrZmYR4nTh0V/Nd5sGwe0H3ATzGbcsGU1a3X8eyNIpzh3R5ml5G7vh60VYXNWLQpkSc2DgGvk6Vz9tuX",
+	"RJ3qVJHDGkGoit4qw8XYVTPo9p94PCQnr/6PLeKBTf2Jx49Fkwo8CKcHXbabIUxV5oH2vPsUoLuV++Lo",
+	"/+7eE3H8SAmiCSWugPyw4t07yzm9oOiwvrNmB/ilkBkaCerzqR6dauN79eTK02fOh3zPqthsgmaLm6Yi",
+	"plnssQV7h7j4/o4N7Ifs/kmp6lYOXyHSjgQcQnN/zKSRuQFLO1mUV5EiVF1ZTEp3VjMqDl1OYYjg4eTG",
+	"3Fg38LpMAr4T5HhbVC0rrfknDJzRndpXyuYlCmJYwcLiEzQJ3GaSDz8FGVN5ogOiZjRl5s68YvXzgCqH",
+	"dZneQ91lFuunh4siTSLII1gz7r/Pm+tWiI0u7oaOvtRxtJvYcKErveE0QZVcFitVs1bzI6NJk9B1RNJM",
+	"TtgPauWQSrNUydHl1b0Crm3WNJb1shBHNHKzSnOaBi6ig8gUV53M8jkVpZZE4zhjqsFIb3+ojrxH3tHs",
+	"imlyrgNyTgV53YxP7OOYl5dNQqsK7WC/s7+/c7DWx3Hg49JsHzS5wJKa32S71+93dnoHO2s77j2v9Ax/",
+	"rvegJGDwMm9bty1oD3qoUFbfOICBBZG2gPn659/Lg8HeV9nLwcHuN93Kd1I0wk0WIVhckDkX4OviWpF2",
+	"ZDjMFobKJKt99A0My3P1rw2Xcc8ZDm9Eu6rG8Xy3+0APS209sM+gHE/TspwWINWrlGuKOmOKCFcaAELM",
+	"Pzc0uWri1rlYYc4rLXdwCZp+UAipeF02MWIFrRlV43kjpPhFljMngpi3TGWSyBu078McrEZphl+CwXg6",
+	"+UTKhFFQ/T1I7ybILwWAw6HD9XbFOUwreNUhEVA6wRokRNzZREPxsMIf8FKc7F8R+KIETjfDKGBwADFE",
+	"ZjHLqiNTmiJG/z1jq9GXvzrVYXv7E1iKaKY9CF9suvOiGc0QFr2IUzNKEML72LDH7TnTMxnbKh/clWtI",
+	"aaaRyBp45ryZPN81H/zQHZ2qw+cRR7PujS45dr/b39vu9ba7g4ve82F/d7gz6Oz2ev3uzv+9sTPyMRyn",
+	"7oNN6WJ81Z8PxE66+9tetq/6epDvXO/e7N3uL2jTWzdzztlNbvTLPQB76kGxdnabvYXx/Gr3OLfseLFw",
+	"wcOvfIsdNLVQ/WZBEgYIbhlPOyTEoVmjaUFeiFjDfstpUgRCWJIfIrauBU8FKA2rRmE0Bjg+AIfPHpoY",
+	"FTVK5lxhOjGgqE4hFriN+KM4irF7ItwiGS2VX9tPkz616gBdVAe94jLd6BR56IX4n3tP1iOo3+E1IQtp",
+	"lLqbmIx1FS9jRHXIifaAnAo0FPfcJNcjgfzJAe4FJJGXlwiTAwo4B3VWaNUZiZGA+OKcJ3qbC6L4PE8g",
+	"SMO9EKGqHKw0uRLyBkx+ihHNlCY4bDU0Xf3N/kX+RmSuIzln5G8j8bft7W34n3kgTOfjiGbx+JorGgbl",
+	"33OqtBF9stj/ls7ZbUj+hg5CFqsh6Xd7pNqTi1I3z7nPQ8SFdqtfPBKQcEp5kmdsjNHnYb2LStdcqHw6",
+	"5ZE5EuNpLmL1uJc09lN5k3OhPqp72xh6sh3TAhLUvOIff/+P0FLW44aPOfRVYoY3jcQxWEaKVAGqNZun",
+	"2iEqZ7H5ThHqsM0coRrWwSAX2Y2g44Bna44dn2LWggPuVOJV0/n4F7r9e3f7YNwI23tP4EaVoUKwAF0A",
+	"u63hIX49XMOKjL32zqlxmTXXzUonvz1hhgQLA50Vjm7Q1ZXJ/HJ2iMRReaxgFQUR2BA667wvujZyBuY3",
+	"Vhz3/u9Lm7TKaPkga9ARVFiTc6p5VK/WgAzuKDXiu5kKmI22MAagVMdm7Jac/3i03d/ds3ak0iX/g7VT",
+	"QuR6h/wMQErQdxiAfdIa6VXFtndIaCIFgyfQnC8FGwnPoo/yddPtWJYJWRfmvTxm8vHi9fZzGCeInTjI",
+	"KhVP4+7OQfeAHhzE/f5BP2a70U53r8d6Ed3d2+/uD3oHg240iXr7NGJsZ9Kf9AZ7u9M4HgxYt7vbKMHZ",
+	"IicrQn2dqc4+dYgh/j1MZqr6AZo9YMvEXkaErXglj5jFmVMzeSMckrstPFCTKqoSOnmBISr2eCgSzult",
+	"GKD4lKfTTMJ9zaPGrXuMEDGnt9VCf73+8wfrBXNedVb29vZ2P0/vn0O4kRncfbq/zW5qMoqcvX5JDnZ2",
+	"94lNnLKRF8pWFXlwBIYS9IqNgf5XBGNUyb0ATWiO0kUASV+DeC/tjbDWF9Xoey+t87XQWGqEZwv9yEWa",
+	"a0BTdEhGUDkHb+TNowzsmgO+8Ur7vn/PN5hlgJEtyQdDcmMzferCaXkBtGtyVQBIPEtCUFCTXYKVssZW",
+	"h7zDao1USaHInC5GYgJWS6dAlFu0/KbmBK4SpPPhxQGDJuP8TndnoxgrC/dZJSujzK2gQxcYWKd5Lw/U",
+	"otTZU/SDKu4ZihjEYQ1DdJR3u4PIbDx8YrVboPb0mlNSF1QwkBRn6GvDhsQqi76GU3hU2xgFVjkryywi",
+	"2aDsLDQlHAsZ4UXYwTUxl7FdE6OJUD1r/AHzJJd/grIMAAeCP/1VSdExvTSucxVgdmnjG2OA1oDP3rc7",
+	"xcqUXTdtwxligDeU6MSKgKB2okvUC910cjwJzaEfA5sKiUoTV8wF7d8TW6WFa8AXoJqpkWhPDMc2Kn1Q",
+	"ZCcEkCGwZW7jm5lMmH8nA6TTwmHL0xiqBRTeYlmYHkLShlKy5r6+lEy5iz6BcJRCfQZQD6jCMadcxJBs",
+	"qHn5uK0MMRKm3dZ6g8Vnmu++gIkti9Jx2v9tkO2oXb2X71/3bwa3O4vd3/fo/qQ5HRb29avYDEtaqPT9",
+	"S7lk/ef7QeuKi7g1bBkyGBsyaN0F5RNY68M+4sij8sTu4KB4AEZy9+uGF6Wl9bdcsBPN5vfWAnAX0+fb",
+	"Nb+BgdIbbLPm6O2OTwVrmEKxUI2c2fSH1nRbR+CzbeMYQQN9FVC/6A0rFu3gEQlLSCsPIo0/myb1BYd+",
+	"irXdYN3+bF9cv5ioBg9YbfkKJWMqs6HPNz1+CVqly+jCUqEWKxsygTS9YqIaTl+esjKNAy5tTPDzsia9",
+	"H+vkW8xL6Wa7JvpVXD2JzsqYmYcc0yYpNq24Ftf7CIon6/sIg6n01biXPGaPDZ20mQ24vZXCqA0xkdUM",
+	"ttUpX6DZSHlVL6f6gJy3h1ilMJ8kWzksjED2UQCmMuuQoiTcFAFEIKEdipDB83O6IAmjkHuJIPBYEgZU",
+	"6jlgfbapWEjBCEsUG5Kd7mCrLvTfWxjnM6xv/nasIouLRhn9Jz/l6BDNAoqoiCYW+rZqKmORFHIOcA1y",
+	"PsViHrdJ9UyWzywfSUAFaFIUbGGi1dn3XwBD46GliZpSrN9kNGLkLRcbpzkfDL5GmrOX0H6PHw8CghuW",
+	"3HqpbCL7NWc3ZYUk0lQgyaYCHlrBGq33FqKWq5FwqYIQ1jPNk6QOVwhh99UQYlssrkT8wUpLujMSIdN0",
+	"POci1wwU8cLgDamf6DYsEETgqzRlNHP4G2j7XZhvk0WjoctrvDlNPQIFwh/4A170mKRtrBigSuCCdZdN",
+	"FeUAmstUTqcPyYL19qhRYDI/2MQ8rG4WeCVPLVoCBrBiKEpVbtp5cDgMyAz3jB8DoBr4w0PTVwNbse1B",
+	"acNljbdG7V+UZl6zMG2ZkRuqtsqSc4fEz1fEpfWqKNIMJZnNCOZRucj+Dfs5zHWzsAm/YFLQytP4gaei",
+	"iYOuiT8ta641scyi+FyJzG0aoDW0seyc8m/Pe/Oai6VdOssFrZXHtEpMlvarR7LCRiqrV2NLQZUd/tqw",
+	"XWai98nSUDjrMwVpuK++rxTt1xtrsuTbKm3FjBursRGvGJtHA5UN2a78Vd3O7cbd3YZ/V+3PKu/pWz5l",
+	"0SJKvECyDnknr5kaEoTPZjH5x//7/xGaWeyLvxEuxmkmLzOmFPlbCQR1OBLFQ6bFqscqP5gHC3rreHe5",
+	"q8dYtAtt2p6gSVUldMM0uqx9P1RkK17ik7RPz1Xh1H+kcQk/whl5TBo/SxMaMawy4IXrleXjVsXOb1wv",
+	"buMo+p9K3KSGbHKHeGXhBhpTB9GyXa7bJMkbb5A5vapngMqF1I32pLmMWc1ZdZrxvNH5kSZ2F8pn949e",
+	"vOz1B/eyeBiSe1tgJ+N6/LUp5UqxKM+4XpybRcclmDCasewo181leR2YKAi8VJHwyEKdAlMZkhfQnKCF",
+	"/YotnG2dYDgdhMRhQSPD8mnKoeojogwxsr0NcGyghZaljWAboN9yCWZapwjKyMVUOthHioWwbIVCc3fD",
+	"gDWjc3MLZIkH/hTLSC2hP7UaUR6tqgDpk6Y/Z/ziMdueUZ4YlmALCA6RMboS+SpAkUYFVcOCCkbCmh1U",
+	"4Ozz5mFX49OI+RZL64ZNZlJeYVDYv/0beSnFNRNwx47ENsEwH0gNdjUUABD92XUvNKrLlN92yBEc6WtX",
+	"jlpZZYHrGRfkujcsc4cNVyJlPqZyVcHBnxcQF8E2l9e2HiIi+nXMUF7I2LzeTBRqurWXITG3OgTcR/jU",
+	"Kh+zGUJ7deWRrVq6mOdaRuxSNL2FpU8r9CH+TO9UxCi81Ly7ZQU8o5GZjYX0NEynboeeV8ioZuBNQnyP",
+	"TkI1FA7bJieFextnKVP6W86IzcJ2Y4cCD7g/NnLJ9Bhn1/CvkSrDgPzj7/+xZQPYWUwmCzP0MvYlYVrb",
+	"TSMxv+Radch7FwKtQNeYw4hA8sc6vsQqDfckPdhBrkt7MB1f8DlTms7Tcj8Hg8FBMVcuyMeLl9jbnEeZ",
+	"RLwZM++IKy4F9PKxuZ4L9pkxw66cb2un24XC9RDcqlKWaDKFiqaWMhVPmNAJLBTGWSpU2wHpA94W/nh8",
+	"9CqsVDUu8gjDN8cXocNDK5xQFnkVgclsRXFXuMSdSg8IGUoOrWWMlu8VzPEIZsPFZSOA85Xbu6IGc88V",
+	"+68jNrv3hEYyQ8I2rd2gU5bBi6QgO91Bh/zZ8F7EK0DIPsN+R6INzDlDejRszHxCpgwlkVQOVwgGaDkL",
+	"VoFuADWWEWuACiNlGTpzy2QEaeViEyGtBKelbIaELT4VfjICq+GMTl69Czt+RcreP/7+//e6XdK2AbCk",
+	"390yGuJiJGoF15vqrBPIogjL3jteKkMIiPGVHAstR8LcL1zkDMv7e029vAfzJLmU0IHZ1bIk5kTmInZO",
+	"SxvehmQ2EkjAKkD52qwbApFuIbyDrfoSE64PSa6gYKyuYjpjhzhZr7SSHVSH/EyTKzxN5rZlentCFYuH",
+	"JJM3UKedZRq5ecwwtDLOzfklFJNk8GhFNFdsJNQVT1N8OmMpSPGYe+KizmPGUlSMIllk/JZFmI0EEEtW",
+	"XGceZrWji/D0w/lFSGZSyByOHQlryNZF2Zy2E4DIjc1VinO8NRi5gezlWI7EjGbzAMuymG013ZNn171n",
+	"7uI11xKcBbNEKpIpK/YKt+IH5QgZJul2E0PLcF72svlB2VjroIRVjBferg4rtXvhB4fZAJL0QqGLyFUE",
+	"huNBJgvN4L6CDyhBNaBwG/EjZ+Fh9R0+rRi5I17YwcEFjqC3hnj6fbIKFvzQM19V5mvBk3a6B4bwmotU",
+	"LpfYHJJe2LGii5shS+QNAAuXUfTcYizBTAxHAOcaFAylEZpWlZ/J/4MibDplkTbsb/f2FsxIlEQZVbMt",
+	"W3xZFWWXQdYB9wZ2YpZqCkDHEmsmdMi5vwnuBKWa9HfIDGizHUkx5Zd5BoII1i7f7xs5YJlkpcD7JSDh",
+	"6ccLa8p9dfz2+OIYeJpDF3ByHkAfXbpD4cVz4C3lpD0jBkGFtPD4gl6GCPUB3BRiXw3BKJDXg5EIf6LZ",
+	"Ykgqd5MdiHkd234phc5kMiRpxq+pNpfTObPAWFCBBHgjF/WCOyNhOB/TJBx0d8h7qYkr6BMWtw91Fya4",
+	"tyNm0QustG50zYwzjUafqqy+BNKqWTZXXsBWIeu3vJjWVq/T7XQtBomgKW8NW4NOtzNA/OQZ6DvPZpAE",
+	"/rv5fMkajDz9btejfVuhAKjeCFsshppdUcZA6KMJSgla5lCdRUgSs5SJ2LnGC8H6JG4NW2+YtjnotYLo",
+	"/W53g8qam0HY2zesQLB3EzICRsKv2Rcsk7KDk2hqUkz2mVdK9C5o7W7SpFrOztdjW8Nffg1ahRug9ZZf",
+	"M2FmB/n8Rnukl8qoyu+Ypq1fTdNnUEDmvu13wBiOBRUMQcRkzi+drjSj18yQxiHZ7Q7QUXTDFbMSayJp",
+	"TCY0oSIyOpQEHwFLFIOrq5E6zsC4hkae70AgZ1BcR0sE4P3jkYZpNbi/VUMVo3VUVWzKOrK67hVI0p/w",
+	"w0l8t5LKjsSCVGqzuGvZaN9QvImuBGyHi4LB/WMEhL2uX9ZniaJeOez6Us2CmK+mFSofeXYyNcweeL0t",
+	"pP+ViNGOb1VV29Wg9R5lVq6y+0gTHnbP3gX/qtXhflrjOHWtfrL+0s85+YPuzv0H0q8H+DhusdPt3d+k",
+	"UqgJGm02NqwpCQ32NmrglRk1rfoH97eq1xj7jMuxYFxvmF7NRzw2hmdQtX69eyibeGU5Xevu15VM8BlY",
+	"SFeyQpdIrGzEHJksUGeE9kPfgV4EIXnBSx1ybpQF34hkxPwsTxjiJrw5Rt0P3hGStjVxgJHQCOHzNOFg",
+	"a7OZFHpmI5qqrPQtV5aXXsB0HrpSjgXc++BLRFTY4MnSZfIaLAob9W7ut02eQ3+dq4+26fMvIFNukwan",
+	"4PS74HO28Tuct3LTZ8G9rTZ5+pvddoVvubF4cuFd9m++wtX8dOE9XXiffeFtIB2/dkC//wpX5FswSddO",
+	"W8PViD7zL3NFTmnGtgvPIMBHNiKin2KMKjrYbc0IdD6B3Tn08OVDizHGYwaOpsBW1y+AiN11ORJt6sWj",
+	"eT6GwRZi7UDVFo4WMlvIhWaMEvC3wnGEn3Ag6BKAfOnCeyIYzZjSJGJm3VGZNj0osFQlNLVl4L3hYwpV",
+	"wlkFuMg06ozEMQebt8VWyzVUlee6sGDar8bWIzs2zcICUQMzjCM5Z6oE82iuwaK5xXI1evuURlpC4FOv",
+	"Mwi8gP+R8CL+U5ZtX/FEzpnOsLSB+Qajkmy1m7YrxtBUYWUrKDzLI2E27gdF5nmiuRFKMtK2IcbkP/9X",
+	"LyA2Etn80RnsBuQ2gY/7u1sFlr3NSbCxgzjIkYDEKxaTGU2m1mYJAHWFHxBw9Dsk9OpKhESlVChy0CX/",
+	"zTTo9XbJf8PLieqRgCcPi1D6IgPb66Ezp7chEkglGXur2Jsius+D0PZrEKERXZTVWmCcgfNjh9WaFuFI",
+	"tAfdrpHkHEpKh7yUORQGuKRcKHRL3GTcbo6F/u+QoyaPA1fWI+HyWqsCIUo8lYpLD1ayy1f+mS2s5AHM",
+	"7YWMFxsIHR4sb61URoEVaFgk+YkmTEScNoIEAgbgYL+zv3twYKH7LPbizvNKHY2yz7Wgg0V/ACRY9jc4",
+	"2K1GYhYB9EVNy4fUfSnuwmpYjM5ydrckwfW+mARX2fAVVgs/neRrVFH1sUPXtfbjcZ8K2z/WEPnNJK1H",
+	"CU7dDQSnl1JME44Rczu9DQZWL/8P7XY3WYWGEr0g3vU3abxcDvr7W08qYVyeYPi6Et5VGoGrwt2zT+7j",
+	"emuwV+4ZgpS8S9AT3pqSr8oMFs2SRBlxC8QlrkfC3J1K8yQpb9AhsVWESsSHkLQB/ckvQDajiqRUKRZv",
+	"QfgDVhNqYx+HIxHazFYHgO8C8xtNJ2+Y/rxr8ltp55/B25808ieN/Ekj/w5s96HM5Ljgx6VCfpnRdPZb",
+	"spI/n+XC6IWutoILWzTs0SmsH8/eBpvXYDGdTwBto4AnC4t6GzY+o8TLx1SBj2dvt5mIZMziQwuVYRSa",
+	"G2leC+G3mt0alefN8QWUb1AwUG6Df1G5t7E3UBTcORGh2AGGQ745vhga1boINRE2yCSw6QvVIBCAN1dk",
+	"0N2xVvgrtlCBF3WogjLED2sRQUCOi8kKm24LgJezS/jgq8K2wyocGxh+7fM/FfVTNm/zoVLnZvN2lWo5",
+	"3+Lu85VEm5+kXapsUS3cBuV4hZVtHeUvWDzZZQ3vdJ7vY0rlO5dRKfIkKZMaS+gVW/3cgqX3nu92vXy6",
+	"1sn78enZhzdnx+fnwESqVTJcGQlbgg/r7nlF9XpduB02Ew3qVVhW+atdJZWMCidW2XIo6Nk3wrEroOIV",
+	"8/KCFcuqbFsQekpLnMRt5DwzqgDi14UOt9cUgtt6klOe5BRLvF9EXPlDyRJnuVi6t9tvji+2PInCXTUg",
+	"SjTa4WvXf3HGnVExRCaBUYtWlgiHXomb5RpKI1EvohRg2E9hoi5CYL28BPjOZmQpZ20ur1pqI4mhamOZ",
+	"0VO/+XVTvSgvEh8ZVmBfXvLUuzAYCSGNdGazc4ak3+1iDVZdY34BIFuj8V/JeVE0yoIPt61To4y4HgnD",
+	"IE33ikEcf2juhLColoLVHbFM/FK5KHi+ZJyQOm6540g4ABSvQ4hOtX1uHULKQEMxLAqzzXJRi1xGLq5G",
+	"kEBjbhnCxXK9KrByAyMxUhA13L10tnQd5ogihoMvTWhIet2g2+2CYZ1GRhQwwmKtVOhWQGKW6pl5GMsk",
+	"cnFJBNxvbsHb9Wqih4Qbhm5EUsxcyUXMMhKOx0jGVvwcg5EWry3TI+l3LSU6LAvAiExz/dr7U7NsSiOm",
+	"wpGAXlKpFJ8kkFKvQjc0B5TXh9yBLUwk6MF83bGYapbZUr5mTkWJ33uq+lam6yqlosPhaAXusJFzVyAP",
+	"KwZC78ryf+R/kE82+nhIelA9zKIB37kYeBTvMcIc8YQJ9WoIw4vdfR7NWIQmmvW1W7dsueeiLeAXG6I3",
+	"m1mkE1nzjn3EBrCuERVIu9/tms2YotvOldDHQgQjYVajipyMHLBDzmBqLigWcipmNMOgGlQsMgZyKWw0",
+	"BNTvk5guMCfEQk0WZcFAY3LZBlwj6pCQhukFNqYcRSeOSCqg+8gMPgP0Jia8BiMBCliPvOMvthDfxR1A",
+	"2Js6zq2nB2GWTcFCm9SU41sW5ZqVisqjPDcrigeWN9iFY/t4eU0WwDMcmLTZ2gAZcAlX3QpakAy1XNKz",
+	"4UUefvWXAJwuYvF7d/WylBvVjcQw3MaVQCCfkm9aJ7ahKAsZUMy6VoLUlQq1lUAfWIqzVFPcKz8heA+q",
+	"MwT0JHJ3T8nOxyzFw5WTB3jEug8k0qL8c21X/IrHNn7C34qqxmluYA9++ZdPSypbXK0gXa0F/UtZ7Hfg",
+	"Svb2jFZcoLM+uCwzVmF29Y/vfn2UEmkhJKsrc7ymYubqFXrSye/+BbXyJ+fs5s7Z767Mfh8H6j+TBn36",
+	"4XyFCm0N6jb/ruMukhWB31yRDykTRqMtRUo0Zht9RlxjnnKhE//Po3dvD4loSMJrTH2xfZvuvq/PcV19",
+	"lDpISyMDq6/S9zLq/SG8cI851F84DxFIu07SK/PG3GlZ0HnywNPiTEpUEcPENeVQZ4yqR54V0+pbnhU3",
+	"5a94VoLmRXo6Qn+wI2RJs/kIOWCH1cHUL22Eaq3YIsKguPoptmoegAXVi2+5yncBAXR2RehIOGxwP2rZ",
+	"QyvokA/CagD2lUvx2CCApnRBirDsYCS80O2ULhC6YFnNwgAg39ZZYD1DXDSE6BT1QsIOxtzCI65ihY9P",
+	"12aJYmSne+C1LH/eCrCRkNAwpTwmC6ZHol22oAnkVo/Nj6G16m1Q/tLI4+jux3Nq+jTjXypZiWa8sraN",
+	"3Zh7CtwFK6rb4fi4GonSLttYhq+0v2PNG7D2VgrzHaLSUJrYEc5iJPyw41p8MZqbqIN5sCnjAENRM/hf",
+	"sUWBFAKAwRfZAi1vDrVJsBt4qm1mlKucJobbWZKp0vZWhxy5d+LCjESxMl7pOUTzQZth3+IPkdAFlA7L",
+	"jLpnn8w/J/GdO4No+G4Mp3Y2iWEDrIidCkwWEEagLiHCBlHNslqSQQVPBUyCl0w734aH4RFUkVQCB6S0",
+	"GkvFnMTMflXYCK8YS9VKkDEMkabJSEQ0SQ5J6DN5P0TObJQUDDZh9/bWoxhwfLiBx3XokmAklKzO28K0",
+	"GYLh6wLUXcnlz4tNd7jxj49Rt1DUWVy1kpzSRbXgc0n8UNXUtMDT5fivbzspypJAgZclE0W95mu9gmVR",
+	"9+O+Yh8PMElUqwl/4+B0t9krRKPqTebiiAo+aY9gcalhiSGMR30KZX8KZX8KZf8DhbKbVv2N6OMN1eyG",
+	"LmqGn1NbZJfWCvB6IvipE7oLMdzBma5N9i8wT+UUEv01AIsLdmP4PQoF7bCogBR68NLW78mNFFNGoBsR",
+	"rkCFazvfusw14drmNFakbxBtjOyNWKcASqhnbA5wgi66PhgJLqIkj12+o+3Cyuj13EkUV5SE7+t+Bocs",
+	"ivfcSMB1VhSCgOKqIP55ASOIwFeN6FdyztzwrArgKrOS1zIzcizOK2hSCaggbJ5qnK8N13T4ik42B0TD",
+	"AjkBhK+RgOdXACKcuf1+qHRxATLjxmGaXwE84ZslFfjVme7N+neE6pVqegree0oy+KPc4N85i792etZf",
+	"VQDT/ewT/LsuOatSTWsJfqZyadRvhWaINygN9U+bA4XDW6FAwDo8MaUnpvSU+fTVMp8yyx8c64ID+ZhM",
+	"pzPkbGWak+l5jYX8hZRXqoARryRgVcyBzpCFcrs1+pLQ1S0JHZSWxQEZlSiLTh62wo7r/QcFuBUVUT00",
+	"7w9duHL55EhsBDFxSCpV1Vw/BcwLQHyUwB8SA6exEE0TTgfgJwOGRp5aw7ZXtQbjj8sSNyFJkxwjSazN",
+	"Gi+QCaywnjGeQdhvkccGmpa7XoaFvmAtuKGrlhQi5PegQ47ESKD/APukYlHdLDTWgz+iLLMl/K7apZY0",
+	"JDv9/kgUP46dOlWJpMZehmglx0dL7wKYNJtxZWAJjgtMfjKjacoE1ApA9a/wlwwrmw0hsVKofM7ioFZH",
+	"LUoon7N4JNr6Rpqn0PanHSCJshrUJdNeND00t5ArTi+yu+YQVGxqc8d+HUIYO4Sa3mRcayYOCRT4WxDr",
+	"ASjQpblRw/A7NawEoBcTkktKnPPVFHUtyxUFLc7F8JomuEfFky57O4Af3TG0OCnglCkedY4Zi+wtJMJe",
+	"u+UUCGvugH+grZBji5NXnN6wrBN6M5PFG2e0gCjyo3KnaBB3/SG9zKgam62+ZmPTYCNXwSqXSGH4x3hl",
+	"CvA9tmYpHYnd21s8qAuZF2SA1gWrY6MLhQulGY2xkpGtVgEUsNKibvjqP4c5HThAPR6T+HzBQ4GqhAX7",
+	"VW3vL0xbFsK7r/rdnSubV4/dXWaAXnLv48b1AKO8Xy34G5vkscpbsziNN2gtovnJ0v5kaX+ytP9RQWOM",
+	"EG05bk2G9zEErUC+HhgXSucUsorycuXAbq0YGxYXciFTBgWYIbHIfArLA8eZvGZBaSQmNEk65JWtpiMz",
+	"W4e1Zob36jaGK2Fx/yUAcR2M4wN6foLQ/Y4Quk+ouU+Wqi92Lf/xjOF1HNumm6cI3VoNTIZ63TWHJN5q",
+	"iSxMpIHrJ/DE18C3jm81WsBtOt7DPYb/pNxonXj/xIKeWNCTsfyrGctrESmPxejGcATgFGnehACCJa8r",
+	"0eMOd3G4HB5SxWws2GTdMHo4EuiFtNXEbZBtUa2wFl9rC31jMiwYXG2Z2DnUNx+J8IEVzqHK5wYlzsMA",
+	"akyuqHIeHtbLnJPmKufkSLjMejNia2r0yleCJRiSP9AwePrxAip0FOYMRGRwETnO5GvztK05TxFKhNyW",
+	"abnUfQe3AfbdXNgSxni3tYVEG29AwhxKoqMFv3gMLNsZowmOGtCjFVx41jTs1yysGLPRkuxW2Kw2fKE0",
+	"zWzEvaFvqKXvrW4YWOwFmig5EopB7LrvbLDXMI10ThMwe265vv14fmxZfGNmdQigLiMRfrLRU4HFMfef",
+	"ugsR8xM7LHfSdei+QZ2QHDlTr92HOb1ivreFlO4fhIswWws1BsOTqQOSK8y7rqbhtFa4pTgG1t0zzZOE",
+	"ZCzNmGJCw5kIMDxc5rqAKNkyawXbVpj8oRA2nxIhwXjsaIFroriIQKVWmia2+qGh0V4fnE5gGgbqHNsM",
+	"ggqwjl+LW7AbaN6kMGPZ/UeJQCdTX6B5tNHY0uMyzoTnvplAyWNp6N6igCAF+sbaIuW76NFw6IKSlvu3",
+	"vgNq2KTEmrLTaWOPZScPMPKaNcXV/XIICF9GCLQuCsDcN8TYBth9S3quVAMwrXpi+L+oyPdf1Vj7bUSy",
+	"h1t3NzC0nnoM8DXwv3+9ZPh35vBaXyeFIupGDEj4lEWLqFJRba26XZXkICDj0dJqc64j9F91y86oSzIC",
+	"6YO0vYANc9sXYsrWkDQq9sQPMe6QkyXvfXnHThjWW/HlQJRtK8JDgIKTd+1UJQV01C/JIXWPfFn8xFtW",
+	"8Dy7tEAjpMDAanKWL7caHuxCWbyXrRVSy4S4IsIEBvsZ9UTM3r705vFda4pgvmNr2DpNqFBOVtq8XIc/",
+	"ke/kfq2s5bormqtS4XlywT7d6v8FbvUnn+1m1zryiNXWpOZL3KZNro0bLzItiyxsCDPCuA8b87caGqBd",
+	"KtGBvX09FABX/2Onu+PVq3e8LBeQot8ukuWp1myeaoRnBEFgJm8EmbGMbQHiQIF3AF1U05NWVPUwC/To",
+	"/OJvZaG/JyfWrr5LgX8y1z+Z65/M9V/TXF8etqb8nODzbfg1VJlPrQmjGcuOckB6BIxHqGtpu60F3ciI",
+	"JiRmgIYNHBufJe3wUpIsF6TzDL95Fs1jCKmnKQ+3WkErzxILzTh89iwx/cyk0sPn3edd4HB2rkv3BAT3",
+	"FIE8Ul4hvqBVizBux+k4PCvVTcOrRAlwin7Rat8f/aD4IhpU5jZIvCgXCmHeftz1DeCZ+FGb3ttqNViW",
+	"X/vCVoW0BUkBv61W0sUZuTG+qFBVLQRBGQlpX4kBVMtvOsWS5natbGVzf6yufuty0zPE11luYhMuGl6G",
+	"WDxmFas50arYnzK5uQQVQrgg7wUFsS+/wtxICLJXYGkPQc9mIsYCqBrM6w1o9DZpgC3Bjo7EDRXaaMHn",
+	"cCUOmwHrSbuCC26oQAob82UH7nD+VuyDmrG4GA/i0xciA00AS6WyDgDhdPfr3f8OAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,8 @@ type APIError struct {
 	Fields []gen.ProblemFieldError
 	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
 	Header http.Header
+	// FailureCode is the provider's reason of a payment_declined answer.
+	FailureCode string
 	// Err is the cause, logged for 5xx and never rendered.
 	Err error
 }
@@ -57,6 +59,14 @@ const (
 	codeUnsupportedMediaType   = "unsupported_media_type"
 	codeRateLimited            = "rate_limited"
 	codeIdempotencyKeyRequired = "idempotency_key_required"
+	codeIdempotencyKeyReused   = "idempotency_key_reused"
+	codeIdempotencyKeyInUse    = "idempotency_key_in_use"
+	codeTripNotFound           = "trip_not_found"
+	codeTripNotCompleted       = "trip_not_completed"
+	codeTripAlreadyPaid        = "trip_already_paid"
+	codeAmountMismatch         = "amount_mismatch"
+	codePaymentDeclined        = "payment_declined"
+	codePaymentProviderError   = "payment_provider_error"
 	codeInternal               = "internal"
 	codeUnavailable            = "unavailable"
 )
@@ -90,6 +100,14 @@ var titles = map[string]string{
 	codeUnsupportedMediaType:   "Unsupported media type",
 	codeRateLimited:            "Rate limited",
 	codeIdempotencyKeyRequired: "Idempotency key required",
+	codeIdempotencyKeyReused:   "Idempotency key reused",
+	codeIdempotencyKeyInUse:    "Idempotency key in use",
+	codeTripNotFound:           "Trip not found",
+	codeTripNotCompleted:       "Trip not completed",
+	codeTripAlreadyPaid:        "Trip already paid",
+	codeAmountMismatch:         "Amount mismatch",
+	codePaymentDeclined:        "Payment declined",
+	codePaymentProviderError:   "Payment provider error",
 	codeInternal:               "Internal error",
 	codeUnavailable:            "Service unavailable",
 
@@ -112,8 +130,14 @@ func problemFor(err error) *APIError {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	var fieldErr *ride.FieldError
-	var transitionErr *ride.TransitionError
+	var (
+		fieldErr      *ride.FieldError
+		earlyErr      *ride.TripNotCompletedError
+		mismatchErr   *ride.AmountMismatchError
+		declinedErr   *ride.PaymentDeclinedError
+		providerErr   *PaymentProviderError
+		transitionErr *ride.TransitionError
+	)
 	switch {
 	case errors.As(err, &transitionErr):
 		return newAPIError(http.StatusConflict, codeInvalidTransition,
@@ -154,6 +178,23 @@ func problemFor(err error) *APIError {
 		}
 	case errors.Is(err, store.ErrNotFound):
 		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
+	case errors.As(err, &earlyErr):
+		return newAPIError(http.StatusConflict, codeTripNotCompleted,
+			"Only a completed trip can be paid; this one is "+string(earlyErr.Status)+".")
+	case errors.Is(err, ride.ErrTripAlreadyPaid):
+		return newAPIError(http.StatusConflict, codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
+	case errors.As(err, &mismatchErr):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeAmountMismatch,
+			Detail: fmt.Sprintf("amount and currency must equal the trip's fare, %d %s.", mismatchErr.FareTotal, mismatchErr.FareCurrency),
+			Fields: []gen.ProblemFieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
+	case errors.As(err, &declinedErr):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codePaymentDeclined,
+			Detail:      "The payment provider declined the charge (" + declinedErr.FailureCode + "). Try another payment method with a new Idempotency-Key.",
+			FailureCode: declinedErr.FailureCode}
+	case errors.As(err, &providerErr):
+		return &APIError{Status: http.StatusBadGateway, Code: codePaymentProviderError,
+			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
+			Err:    err}
 	}
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {
@@ -217,6 +258,9 @@ func (s *Server) renderError(err error, c echo.Context) {
 	}
 	if len(p.Fields) > 0 {
 		body.Errors = &p.Fields
+	}
+	if p.FailureCode != "" {
+		body.FailureCode = &p.FailureCode
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)

@@ -3,10 +3,12 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
@@ -27,6 +29,12 @@ type Deps struct {
 	// Now is the clock; tests pass a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// PaymentProvider charges payments; nil means the built-in SimulatedProvider.
+	PaymentProvider PaymentProvider
+	// Faults, when set, is called at named points of a request's work (see the fault*
+	// constants) with the subject at hand, and a non-nil error (or a panic) fails the request
+	// there. Only tests set it, to prove a failure half-way through leaves nothing behind.
+	Faults func(ctx context.Context, point, subject string) error
 }
 
 // Server implements every operation of openapi/ride.yaml.
@@ -44,6 +52,15 @@ type Server struct {
 	// documents of automatic persisted queries.
 	graphql   *graphql.Schema
 	persisted *persistedQueries
+
+	payments       PaymentProvider
+	faults         func(ctx context.Context, point, subject string) error
+	idempotencyTTL time.Duration
+	executing      executingKeys
+
+	// stop ends the background work New started (the idempotency purge); Close waits for it.
+	stop       context.CancelFunc
+	background sync.WaitGroup
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -59,6 +76,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
+	if deps.PaymentProvider == nil {
+		deps.PaymentProvider = SimulatedProvider{}
+	}
+	if cfg.IdempotencyTTL == 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
 	s := &Server{
 		cfg:     cfg,
 		store:   deps.Store,
@@ -66,7 +89,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:     deps.Logger,
 		cursors: ride.NewCursorCodec(cfg.CursorSecret),
 
-		estimateTTL: cfg.EstimateTTL,
+		payments:       deps.PaymentProvider,
+		faults:         deps.Faults,
+		idempotencyTTL: cfg.IdempotencyTTL,
+		estimateTTL:    cfg.EstimateTTL,
 	}
 	if s.estimateTTL <= 0 {
 		s.estimateTTL = DefaultEstimateTTL
@@ -93,9 +119,24 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"))
 	e.Use(g.middleware)
+	// After the gate: only authenticated, valid requests reach the idempotency layer, so a
+	// malformed request is never stored against its key.
+	e.Use(s.idempotency)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.echo = e
+
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	s.background.Go(func() { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
 	return s, nil
+}
+
+// Close stops the server's background work and waits for it to end. It does not close the
+// store, which the caller owns; stop serving requests first.
+func (s *Server) Close() error {
+	s.stop()
+	s.background.Wait()
+	return nil
 }
 
 // ServeHTTP makes the server an http.Handler.

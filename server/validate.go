@@ -22,6 +22,7 @@ import (
 // lookup instead of walking the document.
 type operationInfo struct {
 	id           string
+	path         string // the OpenAPI path template, e.g. /v1/trips/{tripId}
 	needsAuth    bool
 	queryParams  map[string]bool
 	produces     []string // media types of the success responses, for Accept negotiation
@@ -72,7 +73,7 @@ func newGate(auth *authenticator) (*gate, error) {
 }
 
 func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
-	info := &operationInfo{id: op.OperationID, queryParams: map[string]bool{}}
+	info := &operationInfo{id: op.OperationID, path: path, queryParams: map[string]bool{}}
 	security := doc.Security
 	if op.Security != nil {
 		security = *op.Security

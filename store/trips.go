@@ -216,55 +216,13 @@ func (s *Store) ListTrips(ctx context.Context, p TripListParams) (TripPage, erro
 	if err != nil {
 		return TripPage{}, err
 	}
-
-	// Fetch in walk order, or in reverse walk order for a Before page.
-	fetch := s.filteredTrips(ctx, p.Filter).Joins("Driver")
-	if from != nil {
-		fetch = fetch.Where(keysetCondition(keys, from, !backward, false))
+	trips, after, before, err := keysetPage[Trip](
+		s.filteredTrips(ctx, p.Filter).Joins("Driver"), s.filteredTrips(ctx, p.Filter),
+		keys, from, backward, p.Limit)
+	if err != nil {
+		return TripPage{}, err
 	}
-	for _, k := range keys {
-		fetch = fetch.Order(clause.OrderByColumn{
-			Column: clause.Column{Name: k.column, Raw: true},
-			Desc:   k.desc != backward,
-		})
-	}
-	var trips []Trip
-	if err := fetch.Limit(p.Limit + 1).Find(&trips).Error; err != nil {
-		return TripPage{}, interpretError(err)
-	}
-	more := len(trips) > p.Limit
-	if more {
-		trips = trips[:p.Limit]
-	}
-	if backward {
-		slices.Reverse(trips)
-	}
-	page := TripPage{Trips: trips}
-	if trips == nil {
-		page.Trips = []Trip{}
-	}
-
-	// The other direction: is there a trip at or beyond the keyset, looking back the way the
-	// page came from?
-	var other bool
-	if from != nil {
-		var found []int
-		err := s.filteredTrips(ctx, p.Filter).
-			Select("1").
-			Where(keysetCondition(keys, from, backward, true)).
-			Limit(1).
-			Scan(&found).Error
-		if err != nil {
-			return TripPage{}, interpretError(err)
-		}
-		other = len(found) > 0
-	}
-	if backward {
-		page.MoreBefore, page.MoreAfter = more, other
-	} else {
-		page.MoreAfter, page.MoreBefore = more, other
-	}
-	return page, nil
+	return TripPage{Trips: trips, MoreAfter: after, MoreBefore: before}, nil
 }
 
 // keysetArgs is a resolved keyset: one comparison value per order key, id last.

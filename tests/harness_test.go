@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -39,7 +40,13 @@ type Harness struct {
 	Admin string
 
 	httpServer *httptest.Server
+	server     *server.Server
 	closeDB    func()
+
+	// faults and provider let a spec fail or replace parts of a request's work; see
+	// payments_test.go. Both are nil between specs.
+	faults   atomic.Pointer[FaultFunc]
+	provider atomic.Pointer[server.PaymentProvider]
 }
 
 var (
@@ -105,6 +112,9 @@ var _ = AfterSuite(func() {
 		if h.httpServer != nil {
 			h.httpServer.Close()
 		}
+		if h.server != nil {
+			_ = h.server.Close()
+		}
 		if h.Store != nil {
 			_ = h.Store.Close()
 		}
@@ -119,15 +129,20 @@ func (h *Harness) start(ctx context.Context, url string) {
 	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
-	h.httpServer = httptest.NewServer(newTestServer(st, nil))
+	h.server = h.newServer(nil)
+	h.httpServer = httptest.NewServer(h.server)
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
 }
 
-func newTestServer(st *store.Store, now func() time.Time) *server.Server {
+// newServer builds a server on the harness's store; now is its clock (nil: the real one).
+// Faults and the payment provider stay switchable by the spec through the harness.
+func (h *Harness) newServer(now func() time.Time) *server.Server {
 	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
 	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(cfg, server.Deps{Store: st, Now: now, Logger: logger})
+	srv, err := server.New(cfg, server.Deps{
+		Store: h.Store, Now: now, Logger: logger, Faults: h.fault, PaymentProvider: switchableProvider{h},
+	})
 	Expect(err).NotTo(HaveOccurred())
 	return srv
 }
@@ -136,11 +151,13 @@ func newTestServer(st *store.Store, now func() time.Time) *server.Server {
 // time from now: specs that need time to pass (estimate expiry) move a FakeClock instead of
 // sleeping. The server stops when the spec ends.
 func (h *Harness) WithClock(now func() time.Time) *Harness {
-	clocked := *h
-	clocked.httpServer = httptest.NewServer(newTestServer(h.Store, now))
+	clocked := &Harness{Engine: h.Engine, Store: h.Store, Admin: h.Admin}
+	clocked.server = clocked.newServer(now)
+	clocked.httpServer = httptest.NewServer(clocked.server)
+	DeferCleanup(clocked.server.Close)
 	DeferCleanup(clocked.httpServer.Close)
 	clocked.URL = clocked.httpServer.URL
-	return &clocked
+	return clocked
 }
 
 // FakeClock is a clock that moves only when told; safe for concurrent use.

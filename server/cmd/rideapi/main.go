@@ -177,6 +177,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err != nil {
 		return err
 	}
+	// Deferred calls run last in, first out: background work stops before the store closes.
+	defer srv.Close()
 	httpServer := &http.Server{Addr: cfg.Addr, Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.ListenAndServe() }()
