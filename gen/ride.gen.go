@@ -22,6 +22,87 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for CancelledBy.
+const (
+	CancelledByAdmin  CancelledBy = "admin"
+	CancelledByDriver CancelledBy = "driver"
+	CancelledByRider  CancelledBy = "rider"
+)
+
+// Valid indicates whether the value is a known member of the CancelledBy enum.
+func (e CancelledBy) Valid() bool {
+	switch e {
+	case CancelledByAdmin:
+		return true
+	case CancelledByDriver:
+		return true
+	case CancelledByRider:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FareEstimateStatus.
+const (
+	Expired FareEstimateStatus = "expired"
+	Used    FareEstimateStatus = "used"
+	Valid   FareEstimateStatus = "valid"
+)
+
+// Valid indicates whether the value is a known member of the FareEstimateStatus enum.
+func (e FareEstimateStatus) Valid() bool {
+	switch e {
+	case Expired:
+		return true
+	case Used:
+		return true
+	case Valid:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentStatus.
+const (
+	Failed    PaymentStatus = "failed"
+	Succeeded PaymentStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentStatus enum.
+func (e PaymentStatus) Valid() bool {
+	switch e {
+	case Failed:
+		return true
+	case Succeeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceiptLineItemKind.
+const (
+	BaseFare ReceiptLineItemKind = "base_fare"
+	Distance ReceiptLineItemKind = "distance"
+	Time     ReceiptLineItemKind = "time"
+)
+
+// Valid indicates whether the value is a known member of the ReceiptLineItemKind enum.
+func (e ReceiptLineItemKind) Valid() bool {
+	switch e {
+	case BaseFare:
+		return true
+	case Distance:
+		return true
+	case Time:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RideType.
 const (
 	Comfort RideType = "comfort"
@@ -157,6 +238,37 @@ func (e TripStatus) Valid() bool {
 	}
 }
 
+// Cancellation The record of a trip's cancellation.
+type Cancellation struct {
+	// CancelledBy The role of the caller who cancelled.
+	//
+	// Example: rider
+	CancelledBy CancelledBy `json:"cancelled_by"`
+	CreatedAt   time.Time   `json:"created_at"`
+
+	// Id Example: can_q2w3e4r5t6y7u2i3o4p5a6s7d2
+	Id string `json:"id"`
+
+	// Reason Example: Plans changed
+	Reason string `json:"reason"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// CancellationRequest Why the trip is cancelled.
+type CancellationRequest struct {
+	// Reason Free text, 1 to 500 characters, not only white space.
+	//
+	// Example: Plans changed
+	Reason string `json:"reason"`
+}
+
+// CancelledBy The role of the caller who cancelled.
+//
+// Example: rider
+type CancelledBy string
+
 // Currency Lowercase ISO 4217 currency code.
 //
 // Example: usd
@@ -198,6 +310,185 @@ type DriverSummary struct {
 	Rating *float64 `json:"rating,omitempty"`
 }
 
+// FareEstimate A priced route, bookable once by its creator until it expires.
+type FareEstimate struct {
+	// City The served city (slug) whose rates priced the trip and whose drivers serve it.
+	//
+	// Example: san-francisco
+	City      string    `json:"city"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Destination A point on the map, with an optional human-readable address.
+	Destination Location `json:"destination"`
+
+	// DistanceMeters Estimated road distance (great-circle distance × 1.3).
+	//
+	// Example: 5012
+	DistanceMeters int64 `json:"distance_meters"`
+
+	// DurationSeconds Estimated driving time at an urban 30 km/h.
+	//
+	// Example: 601
+	DurationSeconds int64 `json:"duration_seconds"`
+
+	// EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+	EstimateId string `json:"estimate_id"`
+
+	// ExpiresAt The instant from which the estimate can no longer be booked.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// ExpirySeconds The estimate's lifetime in seconds, counted from `created_at`; `expires_at` is `created_at` plus this.
+	//
+	// Example: 300
+	ExpirySeconds int32 `json:"expiry_seconds"`
+
+	// Origin A point on the map, with an optional human-readable address.
+	Origin Location `json:"origin"`
+
+	// PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
+	// the upfront price.
+	PriceRange PriceRange `json:"price_range"`
+
+	// RideType Vehicle class; prices scale with it.
+	//
+	// Example: economy
+	RideType RideType `json:"ride_type"`
+
+	// Status `valid` until `expires_at`, then `expired`; `used` once booked (an estimate is consumed
+	// only by a successful booking).
+	//
+	//
+	// Example: valid
+	Status FareEstimateStatus `json:"status"`
+
+	// TripId The trip booked from this estimate; present when `status` is `used`.
+	//
+	// Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId *string `json:"trip_id,omitempty"`
+}
+
+// FareEstimateRequest The route and vehicle class to price.
+type FareEstimateRequest struct {
+	// Destination A point on the map given in a request, with an optional human-readable address.
+	Destination LocationInput `json:"destination"`
+
+	// Origin A point on the map given in a request, with an optional human-readable address.
+	Origin LocationInput `json:"origin"`
+
+	// RideType Vehicle class; prices scale with it.
+	//
+	// Example: economy
+	RideType RideType `json:"ride_type"`
+}
+
+// FareEstimateStatus `valid` until `expires_at`, then `expired`; `used` once booked (an estimate is consumed
+// only by a successful booking).
+//
+// Example: valid
+type FareEstimateStatus string
+
+// GraphQLCost The document's cost: the number of fields it selects once fragments are expanded,
+// counted before anything runs, and the budget per request. `requested` is 0 when the
+// document could not be read.
+type GraphQLCost struct {
+	// Limit Example: 1000
+	Limit int32 `json:"limit"`
+
+	// Requested Example: 10
+	Requested int32 `json:"requested"`
+}
+
+// GraphQLError One GraphQL error.
+type GraphQLError struct {
+	// Extensions Machine-readable detail.
+	Extensions GraphQLError_Extensions `json:"extensions"`
+
+	// Locations Where in the document the error is.
+	Locations *[]GraphQLErrorLocation `json:"locations,omitempty"`
+
+	// Message Example: This trip belongs to another rider or driver.
+	Message string `json:"message"`
+
+	// Path The response path of the field that failed; members are field names (strings) and list indexes (integers).
+	//
+	// Example: ["trip"]
+	Path *[]interface{} `json:"path,omitempty"`
+}
+
+// GraphQLError_Extensions Machine-readable detail.
+type GraphQLError_Extensions struct {
+	// Code A stable identifier to branch on: `FORBIDDEN`, `INTERNAL`, `BAD_REQUEST`,
+	// `BAD_USER_INPUT`, `GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`,
+	// `OPERATION_RESOLUTION_FAILURE`, `QUERY_TOO_LONG`, `QUERY_TOO_DEEP`,
+	// `QUERY_TOO_COMPLEX`, `PERSISTED_QUERY_NOT_FOUND`, `PERSISTED_QUERY_HASH_MISMATCH`.
+	// `FORBIDDEN` and `INTERNAL` are the REST codes `forbidden` and `internal`.
+	//
+	//
+	// Example: FORBIDDEN
+	Code                 string                 `json:"code"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// GraphQLErrorLocation A position in the document, counted from 1.
+type GraphQLErrorLocation struct {
+	// Column Example: 3
+	Column int32 `json:"column"`
+
+	// Line Example: 1
+	Line int32 `json:"line"`
+}
+
+// GraphQLRequest A GraphQL request as the GraphQL over HTTP specification defines it.
+type GraphQLRequest struct {
+	// Extensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+	Extensions *GraphQLRequestExtensions `json:"extensions,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several.
+	//
+	// Example: Trip
+	OperationName *string `json:"operationName,omitempty"`
+
+	// Query The GraphQL document. May be left out when `extensions.persistedQuery` names a registered document.
+	//
+	// Example: query Trip($id: ID!) { trip(id: $id) { status fare { total currency } } }
+	Query *string `json:"query,omitempty"`
+
+	// Variables The values of the document's variables.
+	//
+	// Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+	Variables *map[string]interface{} `json:"variables,omitempty"`
+}
+
+// GraphQLRequestExtensions Protocol extensions of the request. Members other than `persistedQuery` are ignored.
+type GraphQLRequestExtensions struct {
+	// PersistedQuery An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+	// document's exact text. With `query`, it registers the document; alone, it names one
+	// registered before.
+	PersistedQuery       *PersistedQueryReference `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{}   `json:"-"`
+}
+
+// GraphQLResponse The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLResponse struct {
+	// Data The result, shaped like the document's selection.
+	Data   *map[string]interface{} `json:"data,omitempty"`
+	Errors *[]GraphQLError         `json:"errors,omitempty"`
+
+	// Extensions Protocol extensions of the answer.
+	Extensions GraphQLResponseExtensions `json:"extensions"`
+}
+
+// GraphQLResponseExtensions Protocol extensions of the answer.
+type GraphQLResponseExtensions struct {
+	// Cost The document's cost: the number of fields it selects once fragments are expanded,
+	// counted before anything runs, and the budget per request. `requested` is 0 when the
+	// document could not be read.
+	Cost                 GraphQLCost            `json:"cost"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Health A probe's answer.
 type Health struct {
 	// Status Example: ok
@@ -213,6 +504,18 @@ type Location struct {
 	Lat float64 `json:"lat"`
 
 	// Lng Example: -122.4194
+	Lng float64 `json:"lng"`
+}
+
+// LocationInput A point on the map given in a request, with an optional human-readable address.
+type LocationInput struct {
+	// Address Example: 1 Market St, San Francisco
+	Address *string `json:"address,omitempty"`
+
+	// Lat Example: 37.7936
+	Lat float64 `json:"lat"`
+
+	// Lng Example: -122.395
 	Lng float64 `json:"lng"`
 }
 
@@ -242,6 +545,108 @@ type Pagination struct {
 	PrevCursor *string `json:"prev_cursor"`
 }
 
+// Payment A charge of a trip's fare. The payment-method token is never part of it.
+type Payment struct {
+	// Amount Minor units (cents) of `currency`.
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// CreatedAt Example: 2026-11-03T18:25:43.511204Z
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	Id string `json:"id"`
+
+	// Status `succeeded` when the charge went through; `failed` when the provider declined it.
+	//
+	// Example: succeeded
+	Status PaymentStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentCreate A payment for one completed trip. `amount` and `currency` must equal the trip's fare:
+// the client states what it expects to be charged, and a mismatch is refused (422
+// `amount_mismatch`) rather than charged.
+type PaymentCreate struct {
+	// Amount The trip's fare in minor units (cents).
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// PaymentMethod A payment-method token from the payment provider. It is stored with the payment but
+	// never returned, logged or sent in events.
+	//
+	// The built-in simulated provider (the default) knows these test methods:
+	//
+	// | method | outcome |
+	// |---|---|
+	// | `pm_card_visa`, `pm_card_mastercard`, `pm_card_amex` | succeeds: 201 |
+	// | `pm_card_declined` | declined: 422 `payment_declined`, `failure_code` `card_declined` |
+	// | `pm_card_insufficient_funds` | declined: 422 `payment_declined`, `failure_code` `insufficient_funds` |
+	// | `pm_card_expired` | declined: 422 `payment_declined`, `failure_code` `expired_card` |
+	// | any other `pm_…` token | declined: 422 `payment_declined`, `failure_code` `invalid_payment_method` |
+	//
+	// Every declined attempt is recorded as a failed payment and emits `payment.failed`.
+	//
+	//
+	// Example: pm_card_visa
+	PaymentMethod string `json:"payment_method"`
+
+	// TripId The completed trip to pay for (`trp_…`).
+	//
+	// Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
+//
+// Example: succeeded
+type PaymentStatus string
+
+// PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
+// document's exact text. With `query`, it registers the document; alone, it names one
+// registered before.
+type PersistedQueryReference struct {
+	// Sha256Hash Lowercase hex SHA-256 of the UTF-8 text of `query`.
+	//
+	// Example: fd04909a99d2292de5c4061e1ca5670731930cbc17acee4b2b1365fdd33e005a
+	Sha256Hash *string `json:"sha256Hash,omitempty"`
+
+	// Version The protocol version; only 1 exists.
+	//
+	// Example: 1
+	Version              *int                   `json:"version,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
+// the upfront price.
+type PriceRange struct {
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Max Example: 2128
+	Max int64 `json:"max"`
+
+	// Min Example: 1665
+	Min int64 `json:"min"`
+}
+
 // Problem An RFC 9457 problem details object.
 type Problem struct {
 	// Code A stable snake_case identifier to branch on.
@@ -254,6 +659,14 @@ type Problem struct {
 
 	// Errors Each invalid input, for validation failures.
 	Errors *[]ProblemFieldError `json:"errors,omitempty"`
+
+	// FailureCode With `payment_declined`: why the payment provider declined (`card_declined`,
+	// `insufficient_funds`, `expired_card`, `invalid_payment_method`). More reasons may
+	// be added.
+	//
+	//
+	// Example: insufficient_funds
+	FailureCode *string `json:"failure_code,omitempty"`
 
 	// RequestId Example: req_5f2b8c1d9e3a4b6c
 	RequestId string `json:"request_id"`
@@ -279,6 +692,79 @@ type ProblemFieldError struct {
 
 	// Message Example: number must be at most 100
 	Message string `json:"message"`
+}
+
+// Receipt Issued with every successful payment. `line_items` split the amount by the city's rates
+// (base fare, distance, time) in whole minor units; they always add up exactly to
+// `amount` (rounding goes to the lines with the largest remainders, ties to the earlier
+// line).
+type Receipt struct {
+	// Amount Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// Id Example: rcp_p2q3r4s5t6u7v2w3x4y5z6a7be
+	Id string `json:"id"`
+
+	// IssuedAt Example: 2026-11-03T18:25:43.511204Z
+	IssuedAt time.Time `json:"issued_at"`
+
+	// LineItems Example: [{"amount":287,"kind":"base_fare"},{"amount":1024,"kind":"distance"},{"amount":539,"kind":"time"}]
+	LineItems []ReceiptLineItem `json:"line_items"`
+
+	// PaymentId Example: pay_k2m3n4p5q6r7s2t3u4v5w6x7ya
+	PaymentId string `json:"payment_id"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+	TripId string `json:"trip_id"`
+}
+
+// ReceiptLineItem One line of a receipt.
+type ReceiptLineItem struct {
+	// Amount Minor units (cents) of the receipt's currency.
+	//
+	// Example: 912
+	Amount int64 `json:"amount"`
+
+	// Kind What a line of a receipt charges for: the city's base fare, the distance driven, the
+	// time taken.
+	//
+	//
+	// Example: distance
+	Kind ReceiptLineItemKind `json:"kind"`
+}
+
+// ReceiptLineItemKind What a line of a receipt charges for: the city's base fare, the distance driven, the
+// time taken.
+//
+// Example: distance
+type ReceiptLineItemKind string
+
+// ReceiptList A page of receipts.
+type ReceiptList struct {
+	Data []Receipt `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// RideRequest A booking of a fare estimate.
+type RideRequest struct {
+	// EstimateId The estimate to book (`est_…`).
+	//
+	// Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+	EstimateId string `json:"estimate_id"`
+
+	// RiderId The rider the trip is for. Required for an admin; a rider may leave it out or name
+	// themself (anyone else: 403).
+	//
+	//
+	// Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
+	RiderId *string `json:"rider_id,omitempty"`
 }
 
 // RideType Vehicle class; prices scale with it.
@@ -373,6 +859,17 @@ type TripSortKey string
 // Example: completed
 type TripStatus string
 
+// TripUpdate The replacement of a trip's status.
+type TripUpdate struct {
+	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
+	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
+	// `cancelled` are final.
+	//
+	//
+	// Example: completed
+	Status TripStatus `json:"status"`
+}
+
 // Vehicle The driver's vehicle.
 type Vehicle struct {
 	// Color Example: blue
@@ -406,11 +903,29 @@ type DriverId = string
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
 
+// EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
+type EstimateId = string
+
+// GraphQLExtensions defines model for GraphQLExtensions.
+type GraphQLExtensions = string
+
+// GraphQLOperationName Example: Trip
+type GraphQLOperationName = string
+
+// GraphQLQuery Example: { trip(id: "trp_h3k2m4n5p6q7r8s9t2v3w4x5y6") { status fare { total currency } } }
+type GraphQLQuery = string
+
+// GraphQLVariables Example: {"id":"trp_h3k2m4n5p6q7r8s9t2v3w4x5y6"}
+type GraphQLVariables = string
+
 // IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKey = string
 
 // IdempotencyKeyRequired Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKeyRequired = string
+
+// IfMatch Example: "3f2a9c1b7d4e5f6081a2b3c4d5e6f708"
+type IfMatch = string
 
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
@@ -430,6 +945,9 @@ type TripFields = []TripField
 // TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
 type TripId = string
 
+// TripIdQuery Example: trp_h3k2m4n5p6q7r2s3t2v3w4x5y4
+type TripIdQuery = string
+
 // TripSort defines model for TripSort.
 type TripSort = []TripSortKey
 
@@ -440,6 +958,9 @@ type TripSort = []TripSortKey
 // Example: completed
 type TripStatusFilter = TripStatus
 
+// BadGateway An RFC 9457 problem details object.
+type BadGateway = Problem
+
 // BadRequest An RFC 9457 problem details object.
 type BadRequest = Problem
 
@@ -448,6 +969,14 @@ type Conflict = Problem
 
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
+
+// GraphQLBadRequestApplicationJSON The standard GraphQL response envelope. `data` is absent when the document could not
+// run, and holds exactly the fields asked for when it ran; `errors` lists what went wrong,
+// each with a stable `extensions.code`. `extensions.cost` is on every answer.
+type GraphQLBadRequestApplicationJSON = GraphQLResponse
+
+// GraphQLBadRequestApplicationProblemPlusJSON An RFC 9457 problem details object.
+type GraphQLBadRequestApplicationProblemPlusJSON = Problem
 
 // InternalError An RFC 9457 problem details object.
 type InternalError = Problem
@@ -523,6 +1052,43 @@ type ListDriverTripsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreateFareEstimateParams defines parameters for CreateFareEstimate.
+type CreateFareEstimateParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetFareEstimateParams defines parameters for GetFareEstimate.
+type GetFareEstimateParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// QueryGraphQLParams defines parameters for QueryGraphQL.
+type QueryGraphQLParams struct {
+	// Query The GraphQL document. May be left out when `extensions` names a registered persisted query.
+	Query *GraphQLQuery `form:"query,omitempty" json:"query,omitempty"`
+
+	// Variables The values of the document's variables, as a JSON object (URL-encoded JSON text).
+	Variables *GraphQLVariables `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// OperationName Which operation of the document to run, when it has several. The GraphQL over HTTP specification fixes this camelCase name.
+	OperationName *GraphQLOperationName `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Extensions Protocol extensions as a JSON object (URL-encoded JSON text), such as `{"persistedQuery":{"version":1,"sha256Hash":"…"}}`.
+	Extensions *GraphQLExtensions `form:"extensions,omitempty" json:"extensions,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -535,10 +1101,51 @@ type GetOpenAPIYAMLParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreatePaymentParams defines parameters for CreatePayment.
+type CreatePaymentParams struct {
+	// IdempotencyKey Required here, because a duplicate would do real-world harm: without it the answer is
+	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
+	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
+	// account. A retry with the same key and body replays the stored answer with
+	// `Idempotent-Replayed: true`; another body, route or caller is 422
+	// `idempotency_key_reused`; a request still in flight is 409 `idempotency_key_in_use` with
+	// `Retry-After`. A 5xx answer is not stored, so the same key may be retried.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
+}
+
+// ListReceiptsParams defines parameters for ListReceipts.
+type ListReceiptsParams struct {
+	// TripId The trip whose receipts to list (`trp_…`).
+	TripId TripIdQuery `form:"trip_id" json:"trip_id"`
+
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetRiderParams defines parameters for GetRider.
 type GetRiderParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateRideParams defines parameters for CreateRide.
+type CreateRideParams struct {
+	// IdempotencyKey Required here, because a duplicate would do real-world harm: without it the answer is
+	// 400 `idempotency_key_required`. A key the client generates per logical operation (a
+	// UUID v4 is recommended), 1 to 255 printable characters, scoped to the caller's
+	// account. A retry with the same key and body replays the stored answer with
+	// `Idempotent-Replayed: true`; another body, route or caller is 422
+	// `idempotency_key_reused`; a request still in flight is 409 `idempotency_key_in_use` with
+	// `Retry-After`. A 5xx answer is not stored, so the same key may be retried.
+	IdempotencyKey IdempotencyKeyRequired `json:"Idempotency-Key"`
 }
 
 // ListTripsParams defines parameters for ListTrips.
@@ -592,6 +1199,334 @@ type GetTripParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// UpdateTripParams defines parameters for UpdateTrip.
+type UpdateTripParams struct {
+	// IfMatch The `ETag` of the representation you last read (`GET /v1/trips/{tripId}` without
+	// `fields`), or `*`. The change is made only if the trip still has it; otherwise 412
+	// `precondition_failed`. Strong comparison: a weak (`W/`) tag never matches.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// CreateTripCancellationParams defines parameters for CreateTripCancellation.
+type CreateTripCancellationParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetTripPaymentParams defines parameters for GetTripPayment.
+type GetTripPaymentParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
+type CreateFareEstimateJSONRequestBody = FareEstimateRequest
+
+// ExecuteGraphQLJSONRequestBody defines body for ExecuteGraphQL for application/json ContentType.
+type ExecuteGraphQLJSONRequestBody = GraphQLRequest
+
+// CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
+type CreatePaymentJSONRequestBody = PaymentCreate
+
+// CreateRideJSONRequestBody defines body for CreateRide for application/json ContentType.
+type CreateRideJSONRequestBody = RideRequest
+
+// UpdateTripJSONRequestBody defines body for UpdateTrip for application/json ContentType.
+type UpdateTripJSONRequestBody = TripUpdate
+
+// CreateTripCancellationJSONRequestBody defines body for CreateTripCancellation for application/json ContentType.
+type CreateTripCancellationJSONRequestBody = CancellationRequest
+
+// Getter for additional properties for GraphQLError_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLError_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLError_Extensions
+func (a *GraphQLError_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a *GraphQLError_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &a.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+		delete(object, "code")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLError_Extensions to handle AdditionalProperties
+func (a GraphQLError_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["code"], err = json.Marshal(a.Code)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'code': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLRequestExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequestExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequestExtensions
+func (a *GraphQLRequestExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a *GraphQLRequestExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequestExtensions to handle AdditionalProperties
+func (a GraphQLRequestExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for GraphQLResponseExtensions. Returns the specified
+// element and whether it was found
+func (a GraphQLResponseExtensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLResponseExtensions
+func (a *GraphQLResponseExtensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a *GraphQLResponseExtensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["cost"]; found {
+		err = json.Unmarshal(raw, &a.Cost)
+		if err != nil {
+			return fmt.Errorf("error reading 'cost': %w", err)
+		}
+		delete(object, "cost")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLResponseExtensions to handle AdditionalProperties
+func (a GraphQLResponseExtensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["cost"], err = json.Marshal(a.Cost)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'cost': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for PersistedQueryReference. Returns the specified
+// element and whether it was found
+func (a PersistedQueryReference) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for PersistedQueryReference
+func (a *PersistedQueryReference) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a *PersistedQueryReference) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["sha256Hash"]; found {
+		err = json.Unmarshal(raw, &a.Sha256Hash)
+		if err != nil {
+			return fmt.Errorf("error reading 'sha256Hash': %w", err)
+		}
+		delete(object, "sha256Hash")
+	}
+
+	if raw, found := object["version"]; found {
+		err = json.Unmarshal(raw, &a.Version)
+		if err != nil {
+			return fmt.Errorf("error reading 'version': %w", err)
+		}
+		delete(object, "version")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for PersistedQueryReference to handle AdditionalProperties
+func (a PersistedQueryReference) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Sha256Hash != nil {
+		object["sha256Hash"], err = json.Marshal(a.Sha256Hash)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sha256Hash': %w", err)
+		}
+	}
+
+	if a.Version != nil {
+		object["version"], err = json.Marshal(a.Version)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'version': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -606,21 +1541,51 @@ type ServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
+	// CreateFareEstimate Get a fare estimate
+	// (POST /v1/fare-estimates)
+	CreateFareEstimate(ctx echo.Context, params CreateFareEstimateParams) error
+	// GetFareEstimate Get a fare estimate
+	// (GET /v1/fare-estimates/{estimateId})
+	GetFareEstimate(ctx echo.Context, estimateId EstimateId, params GetFareEstimateParams) error
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx echo.Context) error
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx echo.Context, params CreatePaymentParams) error
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx echo.Context, params ListReceiptsParams) error
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error
+	// CreateRide Book a ride
+	// (POST /v1/rides)
+	CreateRide(ctx echo.Context, params CreateRideParams) error
 	// ListTrips List trips
 	// (GET /v1/trips)
 	ListTrips(ctx echo.Context, params ListTripsParams) error
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx echo.Context, tripId TripId, params GetTripParams) error
+	// UpdateTrip Move a trip along its lifecycle
+	// (PUT /v1/trips/{tripId})
+	UpdateTrip(ctx echo.Context, tripId TripId, params UpdateTripParams) error
+	// CreateTripCancellation Cancel a trip
+	// (POST /v1/trips/{tripId}/cancellations)
+	CreateTripCancellation(ctx echo.Context, tripId TripId, params CreateTripCancellationParams) error
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -780,6 +1745,136 @@ func (w *ServerInterfaceWrapper) ListDriverTrips(ctx echo.Context) error {
 	return err
 }
 
+// CreateFareEstimate converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateFareEstimate(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFareEstimateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateFareEstimate(ctx, params)
+	return err
+}
+
+// GetFareEstimate converts echo context to params.
+func (w *ServerInterfaceWrapper) GetFareEstimate(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "estimateId" -------------
+	var estimateId EstimateId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "estimateId", ctx.Param("estimateId"), &estimateId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter estimateId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetFareEstimateParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetFareEstimate(ctx, estimateId, params)
+	return err
+}
+
+// QueryGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) QueryGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params QueryGraphQLParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "variables" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variables", ctx.QueryParams(), &params.Variables, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variables: %s", err))
+	}
+
+	// ------------- Optional query parameter "operationName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operationName", ctx.QueryParams(), &params.OperationName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operationName: %s", err))
+	}
+
+	// ------------- Optional query parameter "extensions" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "extensions", ctx.QueryParams(), &params.Extensions, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter extensions: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.QueryGraphQL(ctx, params)
+	return err
+}
+
+// ExecuteGraphQL converts echo context to params.
+func (w *ServerInterfaceWrapper) ExecuteGraphQL(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExecuteGraphQL(ctx)
+	return err
+}
+
 // GetOpenAPIJSON converts echo context to params.
 func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	var err error
@@ -838,6 +1933,86 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 	return err
 }
 
+// CreatePayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyRequired
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayment(ctx, params)
+	return err
+}
+
+// ListReceipts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListReceipts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListReceiptsParams
+	// ------------- Required query parameter "trip_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "trip_id", ctx.QueryParams(), &params.TripId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter trip_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListReceipts(ctx, params)
+	return err
+}
+
 // GetRider converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRider(ctx echo.Context) error {
 	var err error
@@ -871,6 +2046,37 @@ func (w *ServerInterfaceWrapper) GetRider(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRider(ctx, riderId, params)
+	return err
+}
+
+// CreateRide converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRide(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRideParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyRequired
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRide(ctx, params)
 	return err
 }
 
@@ -1014,6 +2220,114 @@ func (w *ServerInterfaceWrapper) GetTrip(ctx echo.Context) error {
 	return err
 }
 
+// UpdateTrip converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateTrip(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateTripParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateTrip(ctx, tripId, params)
+	return err
+}
+
+// CreateTripCancellation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTripCancellation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTripCancellationParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTripCancellation(ctx, tripId, params)
+	return err
+}
+
+// GetTripPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTripPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTripPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTripPayment(ctx, tripId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1063,14 +2377,33 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/v1/trips", wrapper.ListTrips, options.OperationMiddlewares["listTrips"]...)
 	router.GET(options.BaseURL+"/v1/trips/:tripId", wrapper.GetTrip, options.OperationMiddlewares["getTrip"]...)
+	router.PUT(options.BaseURL+"/v1/trips/:tripId", wrapper.UpdateTrip, options.OperationMiddlewares["updateTrip"]...)
+	router.POST(options.BaseURL+"/v1/trips/:tripId/cancellations", wrapper.CreateTripCancellation, options.OperationMiddlewares["createTripCancellation"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.POST(options.BaseURL+"/v1/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
+	router.GET(options.BaseURL+"/v1/trips/:tripId/payment", wrapper.GetTripPayment, options.OperationMiddlewares["getTripPayment"]...)
+	router.GET(options.BaseURL+"/v1/receipts", wrapper.ListReceipts, options.OperationMiddlewares["listReceipts"]...)
+	router.GET(options.BaseURL+"/v1/graphql", wrapper.QueryGraphQL, options.OperationMiddlewares["queryGraphQL"]...)
+	router.POST(options.BaseURL+"/v1/graphql", wrapper.ExecuteGraphQL, options.OperationMiddlewares["executeGraphQL"]...)
+	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
+	router.GET(options.BaseURL+"/v1/fare-estimates/:estimateId", wrapper.GetFareEstimate, options.OperationMiddlewares["getFareEstimate"]...)
+	router.POST(options.BaseURL+"/v1/rides", wrapper.CreateRide, options.OperationMiddlewares["createRide"]...)
 	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
+}
+
+type BadGatewayResponseHeaders struct {
+	XRequestId string
+}
+type BadGatewayApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers BadGatewayResponseHeaders
 }
 
 type BadRequestResponseHeaders struct {
@@ -1086,8 +2419,9 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 }
 
 type ConflictResponseHeaders struct {
-	RetryAfter *int
-	XRequestId string
+	IdempotentReplayed *string
+	RetryAfter         *int
+	XRequestId         string
 }
 type ConflictApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1096,6 +2430,7 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 }
 
 type ForbiddenResponseHeaders struct {
+	IdempotentReplayed *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -1105,6 +2440,23 @@ type ForbiddenApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers ForbiddenResponseHeaders
+}
+
+type GraphQLBadRequestResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type GraphQLBadRequestJSONResponse struct {
+	Body GraphQLResponse
+
+	Headers GraphQLBadRequestResponseHeaders
+}
+type GraphQLBadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers GraphQLBadRequestResponseHeaders
 }
 
 type InternalErrorResponseHeaders struct {
@@ -1202,7 +2554,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 }
 
 type UnprocessableEntityResponseHeaders struct {
-	XRequestId string
+	IdempotentReplayed *string
+	XRequestId         string
 }
 type UnprocessableEntityApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -1709,6 +3062,9 @@ func (response ListDriverTrips403ApplicationProblemPlusJSONResponse) VisitListDr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -1808,6 +3164,929 @@ type ListDriverTrips500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimateRequestObject struct {
+	Params CreateFareEstimateParams
+	Body   *CreateFareEstimateJSONRequestBody
+}
+
+type CreateFareEstimateResponseObject interface {
+	VisitCreateFareEstimateResponse(w http.ResponseWriter) error
+}
+
+type CreateFareEstimate201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateFareEstimate201JSONResponse struct {
+	Body    FareEstimate
+	Headers CreateFareEstimate201ResponseHeaders
+}
+
+func (response CreateFareEstimate201JSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate400ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate401ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate403ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate406ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate409ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate413ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate415ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate422ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate429ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFareEstimate500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate500ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimateRequestObject struct {
+	EstimateId EstimateId `json:"estimateId"`
+	Params     GetFareEstimateParams
+}
+
+type GetFareEstimateResponseObject interface {
+	VisitGetFareEstimateResponse(w http.ResponseWriter) error
+}
+
+type GetFareEstimate200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetFareEstimate200JSONResponse struct {
+	Body    FareEstimate
+	Headers GetFareEstimate200ResponseHeaders
+}
+
+func (response GetFareEstimate200JSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate304Response = NotModifiedResponse
+
+func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetFareEstimate400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate400ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate401ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate403ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate404ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate406ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate429ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFareEstimate500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate500ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQLRequestObject struct {
+	Params QueryGraphQLParams
+}
+
+type QueryGraphQLResponseObject interface {
+	VisitQueryGraphQLResponse(w http.ResponseWriter) error
+}
+
+type QueryGraphQL200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type QueryGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers QueryGraphQL200ResponseHeaders
+}
+
+func (response QueryGraphQL200JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL304Response = NotModifiedResponse
+
+func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type QueryGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response QueryGraphQL400JSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL400ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL401ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL406ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL429ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL500ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQLRequestObject struct {
+	Body *ExecuteGraphQLJSONRequestBody
+}
+
+type ExecuteGraphQLResponseObject interface {
+	VisitExecuteGraphQLResponse(w http.ResponseWriter) error
+}
+
+type ExecuteGraphQL200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ExecuteGraphQL200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers ExecuteGraphQL200ResponseHeaders
+}
+
+func (response ExecuteGraphQL200JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400JSONResponse struct{ GraphQLBadRequestJSONResponse }
+
+func (response ExecuteGraphQL400JSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL400ApplicationProblemPlusJSONResponse struct {
+	GraphQLBadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL400ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL401ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL406ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL413ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL415ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL429ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteGraphQL500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL500ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2066,6 +4345,501 @@ func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
+type CreatePaymentRequestObject struct {
+	Params CreatePaymentParams
+	Body   *CreatePaymentJSONRequestBody
+}
+
+type CreatePaymentResponseObject interface {
+	VisitCreatePaymentResponse(w http.ResponseWriter) error
+}
+
+type CreatePayment201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreatePayment201JSONResponse struct {
+	Body    Payment
+	Headers CreatePayment201ResponseHeaders
+}
+
+func (response CreatePayment201JSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment400ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment401ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment403ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment406ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment409ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment413ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment422ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment429ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment502ApplicationProblemPlusJSONResponse struct {
+	BadGatewayApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment502ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceiptsRequestObject struct {
+	Params ListReceiptsParams
+}
+
+type ListReceiptsResponseObject interface {
+	VisitListReceiptsResponse(w http.ResponseWriter) error
+}
+
+type ListReceipts200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListReceipts200JSONResponse struct {
+	Body    ReceiptList
+	Headers ListReceipts200ResponseHeaders
+}
+
+func (response ListReceipts200JSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts304Response = NotModifiedResponse
+
+func (response ListReceipts304Response) VisitListReceiptsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListReceipts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts400ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts401ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts403ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts406ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts429ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts500ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRiderRequestObject struct {
 	RiderId RiderId `json:"riderId"`
 	Params  GetRiderParams
@@ -2188,6 +4962,9 @@ func (response GetRider403ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2287,6 +5064,275 @@ type GetRider500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetRider500ApplicationProblemPlusJSONResponse) VisitGetRiderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRideRequestObject struct {
+	Params CreateRideParams
+	Body   *CreateRideJSONRequestBody
+}
+
+type CreateRideResponseObject interface {
+	VisitCreateRideResponse(w http.ResponseWriter) error
+}
+
+type CreateRide201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateRide201JSONResponse struct {
+	Body    Trip
+	Headers CreateRide201ResponseHeaders
+}
+
+func (response CreateRide201JSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide400ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide401ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide403ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide406ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide409ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide413ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide415ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide422ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide429ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRide500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide500ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2601,6 +5647,9 @@ func (response GetTrip403ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -2712,6 +5761,827 @@ func (response GetTrip500ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 	return err
 }
 
+type UpdateTripRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params UpdateTripParams
+	Body   *UpdateTripJSONRequestBody
+}
+
+type UpdateTripResponseObject interface {
+	VisitUpdateTripResponse(w http.ResponseWriter) error
+}
+
+type UpdateTrip200ResponseHeaders struct {
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type UpdateTrip200JSONResponse struct {
+	Body    Trip
+	Headers UpdateTrip200ResponseHeaders
+}
+
+func (response UpdateTrip200JSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip400ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip401ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip403ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip404ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip406ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip409ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip412ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip413ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip415ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip429ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip500ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellationRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params CreateTripCancellationParams
+	Body   *CreateTripCancellationJSONRequestBody
+}
+
+type CreateTripCancellationResponseObject interface {
+	VisitCreateTripCancellationResponse(w http.ResponseWriter) error
+}
+
+type CreateTripCancellation201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateTripCancellation201JSONResponse struct {
+	Body    Cancellation
+	Headers CreateTripCancellation201ResponseHeaders
+}
+
+func (response CreateTripCancellation201JSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation400ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation401ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation403ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation404ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation406ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation409ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation413ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation415ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation422ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation429ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation500ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPaymentRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params GetTripPaymentParams
+}
+
+type GetTripPaymentResponseObject interface {
+	VisitGetTripPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetTripPayment200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetTripPayment200JSONResponse struct {
+	Body    Payment
+	Headers GetTripPayment200ResponseHeaders
+}
+
+func (response GetTripPayment200JSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment304Response = NotModifiedResponse
+
+func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetTripPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment400ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment401ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment403ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment404ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment406ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment429ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTripPayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment500ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -2726,21 +6596,51 @@ type StrictServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
+	// CreateFareEstimate Get a fare estimate
+	// (POST /v1/fare-estimates)
+	CreateFareEstimate(ctx context.Context, request CreateFareEstimateRequestObject) (CreateFareEstimateResponseObject, error)
+	// GetFareEstimate Get a fare estimate
+	// (GET /v1/fare-estimates/{estimateId})
+	GetFareEstimate(ctx context.Context, request GetFareEstimateRequestObject) (GetFareEstimateResponseObject, error)
+	// QueryGraphQL Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	QueryGraphQL(ctx context.Context, request QueryGraphQLRequestObject) (QueryGraphQLResponseObject, error)
+	// ExecuteGraphQL Run a GraphQL query (POST)
+	// (POST /v1/graphql)
+	ExecuteGraphQL(ctx context.Context, request ExecuteGraphQLRequestObject) (ExecuteGraphQLResponseObject, error)
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
 	// GetOpenAPIYAML This document as YAML
 	// (GET /v1/openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// CreatePayment Pay for a completed trip
+	// (POST /v1/payments)
+	CreatePayment(ctx context.Context, request CreatePaymentRequestObject) (CreatePaymentResponseObject, error)
+	// ListReceipts List a trip's receipts
+	// (GET /v1/receipts)
+	ListReceipts(ctx context.Context, request ListReceiptsRequestObject) (ListReceiptsResponseObject, error)
 	// GetRider Get a rider
 	// (GET /v1/riders/{riderId})
 	GetRider(ctx context.Context, request GetRiderRequestObject) (GetRiderResponseObject, error)
+	// CreateRide Book a ride
+	// (POST /v1/rides)
+	CreateRide(ctx context.Context, request CreateRideRequestObject) (CreateRideResponseObject, error)
 	// ListTrips List trips
 	// (GET /v1/trips)
 	ListTrips(ctx context.Context, request ListTripsRequestObject) (ListTripsResponseObject, error)
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx context.Context, request GetTripRequestObject) (GetTripResponseObject, error)
+	// UpdateTrip Move a trip along its lifecycle
+	// (PUT /v1/trips/{tripId})
+	UpdateTrip(ctx context.Context, request UpdateTripRequestObject) (UpdateTripResponseObject, error)
+	// CreateTripCancellation Cancel a trip
+	// (POST /v1/trips/{tripId}/cancellations)
+	CreateTripCancellation(ctx context.Context, request CreateTripCancellationRequestObject) (CreateTripCancellationResponseObject, error)
+	// GetTripPayment Get a trip's payment
+	// (GET /v1/trips/{tripId}/payment)
+	GetTripPayment(ctx context.Context, request GetTripPaymentRequestObject) (GetTripPaymentResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2853,6 +6753,151 @@ func (sh *strictHandler) ListDriverTrips(ctx echo.Context, driverId DriverId, pa
 	return nil
 }
 
+// CreateFareEstimate operation middleware
+func (sh *strictHandler) CreateFareEstimate(ctx echo.Context, params CreateFareEstimateParams) error {
+	var request CreateFareEstimateRequestObject
+
+	request.Params = params
+
+	var body CreateFareEstimateJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateFareEstimate(ctx.Request().Context(), request.(CreateFareEstimateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateFareEstimate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateFareEstimateResponseObject); ok {
+		return validResponse.VisitCreateFareEstimateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetFareEstimate operation middleware
+func (sh *strictHandler) GetFareEstimate(ctx echo.Context, estimateId EstimateId, params GetFareEstimateParams) error {
+	var request GetFareEstimateRequestObject
+
+	request.EstimateId = estimateId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetFareEstimate(ctx.Request().Context(), request.(GetFareEstimateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetFareEstimate")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetFareEstimateResponseObject); ok {
+		return validResponse.VisitGetFareEstimateResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// QueryGraphQL operation middleware
+func (sh *strictHandler) QueryGraphQL(ctx echo.Context, params QueryGraphQLParams) error {
+	var request QueryGraphQLRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.QueryGraphQL(ctx.Request().Context(), request.(QueryGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "QueryGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(QueryGraphQLResponseObject); ok {
+		return validResponse.VisitQueryGraphQLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExecuteGraphQL operation middleware
+func (sh *strictHandler) ExecuteGraphQL(ctx echo.Context) error {
+	var request ExecuteGraphQLRequestObject
+
+	var body ExecuteGraphQLJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExecuteGraphQL(ctx.Request().Context(), request.(ExecuteGraphQLRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExecuteGraphQL")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExecuteGraphQLResponseObject); ok {
+		return validResponse.VisitExecuteGraphQLResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOpenAPIJSON operation middleware
 func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error {
 	var request GetOpenAPIJSONRequestObject
@@ -2903,6 +6948,79 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLP
 	return nil
 }
 
+// CreatePayment operation middleware
+func (sh *strictHandler) CreatePayment(ctx echo.Context, params CreatePaymentParams) error {
+	var request CreatePaymentRequestObject
+
+	request.Params = params
+
+	var body CreatePaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayment(ctx.Request().Context(), request.(CreatePaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePaymentResponseObject); ok {
+		return validResponse.VisitCreatePaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListReceipts operation middleware
+func (sh *strictHandler) ListReceipts(ctx echo.Context, params ListReceiptsParams) error {
+	var request ListReceiptsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListReceipts(ctx.Request().Context(), request.(ListReceiptsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListReceipts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListReceiptsResponseObject); ok {
+		return validResponse.VisitListReceiptsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetRider operation middleware
 func (sh *strictHandler) GetRider(ctx echo.Context, riderId RiderId, params GetRiderParams) error {
 	var request GetRiderRequestObject
@@ -2923,6 +7041,54 @@ func (sh *strictHandler) GetRider(ctx echo.Context, riderId RiderId, params GetR
 		return err
 	} else if validResponse, ok := response.(GetRiderResponseObject); ok {
 		return validResponse.VisitGetRiderResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateRide operation middleware
+func (sh *strictHandler) CreateRide(ctx echo.Context, params CreateRideParams) error {
+	var request CreateRideRequestObject
+
+	request.Params = params
+
+	var body CreateRideJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRide(ctx.Request().Context(), request.(CreateRideRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRide")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRideResponseObject); ok {
+		return validResponse.VisitCreateRideResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2980,130 +7146,397 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 	return nil
 }
 
+// UpdateTrip operation middleware
+func (sh *strictHandler) UpdateTrip(ctx echo.Context, tripId TripId, params UpdateTripParams) error {
+	var request UpdateTripRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	var body UpdateTripJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateTrip(ctx.Request().Context(), request.(UpdateTripRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateTrip")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateTripResponseObject); ok {
+		return validResponse.VisitUpdateTripResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateTripCancellation operation middleware
+func (sh *strictHandler) CreateTripCancellation(ctx echo.Context, tripId TripId, params CreateTripCancellationParams) error {
+	var request CreateTripCancellationRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	var body CreateTripCancellationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTripCancellation(ctx.Request().Context(), request.(CreateTripCancellationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTripCancellation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTripCancellationResponseObject); ok {
+		return validResponse.VisitCreateTripCancellationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetTripPayment operation middleware
+func (sh *strictHandler) GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error {
+	var request GetTripPaymentRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetTripPayment(ctx.Request().Context(), request.(GetTripPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetTripPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetTripPaymentResponseObject); ok {
+		return validResponse.VisitGetTripPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
-	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
-	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
-	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
-	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
-	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
-	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
-	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
-	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
-	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
-	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
-	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
-	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
-	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
-	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
-	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
-	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
-	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
-	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
-	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
-	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
-	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
-	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
-	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
-	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
-	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
-	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
-	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
-	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
-	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
-	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
-	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
-	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
-	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
-	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
-	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
-	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
-	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
-	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
-	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
-	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
-	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
-	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
-	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
-	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
-	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
-	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
-	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
-	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
-	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
-	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
-	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
-	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
-	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
-	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
-	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
-	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
-	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
-	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
-	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
-	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
-	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
-	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
-	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
-	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
-	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
-	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
-	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
-	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
-	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
-	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
-	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
-	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
-	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
-	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
-	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
-	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
-	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
-	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
-	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
-	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
-	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
-	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
-	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
-	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
-	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
-	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
-	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
-	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
-	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
-	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
-	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
-	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
-	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
-	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
-	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
-	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
-	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
-	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
-	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
-	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
-	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
-	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
-	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
-	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
-	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
-	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
-	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
-	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
-	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
-	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
-	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
-	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
-	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
-	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
-	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
-	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
-	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
-	"vKb6atZ/dPP+5v8FAAD//w==",
+	"7L1rduM4ti44FbRO3ZVyX1qhhx9hed0fjghHpLvi4bIdmed2KluESMhCmQKYBGhbGeW16lcPoPvHncGZ",
+	"yJlJjeQu7A2QIEXJsuNVecpVqypkiQDx2NjYz29/akVynkrBhFat4afWjNGYZfDxJY1m7KUUOpOJ+Ttm",
+	"Ksp4qrkUrWErTDN+TTULyJzebtNL9j+6AZnnSm9n7JomPKaahWQqM6IznqqAZNx0TKiIScKVVodkuYu9",
+	"LjaJM37NMpJmcsoTpjqtoJWx33Kesbg11FnOgpaKZmxOzbjYLZ2nCWsNWxsMqRW09CI1DyudcXHZursL",
+	"WscX9HJ5huc6k+KS2JYyI3JK9IwRdksjTTKWZkwxoal5nJhPmw5z1BpM+/Qg6k324x22O93rjlqN4zqJ",
+	"2TyVmgl9xtKELky3S/tg3hOSmxkTRM+4WWB1wzJiPplBJnThBi4FI0rLjMW4LzNGijdEi+0/s4WZgTdi",
+	"kc9bw19a5g2tX5sG+FZGFMdRH9bPM5YxeEWUMapZTNoyI3Q6ZZFm8RbJmJJ5FjESUUEmjGSMxpuu37Pr",
+	"3jMgqmc6S8ezwVV/viN2073f9rPn6kD3rwc3O7e7i73GNT2jmr3lc67h/xp2nf/O3IJFNElY9oMiWl4x",
+	"QSZ5dMW0XTuuyBUXsXnUjJkpTdpmEorIjNxkXDO11SHnTGgiBaG5njGheQRLgVukyM2MJ4xkVDOSmNEo",
+	"QjOzTbVtcBPvd7vFjLjQ7JJl1SmdsTnlwsx0aVoXZgaKJGyqCRcwO5zOinf1Dg7ue5diTcvHIiliRXKh",
+	"eeK9xtDjNE8SQi8pFwHJZC5iFpM8XTWA5tcznS2Oppplq1+tJbmhXJMJm8rMUJbOFlxcbkhdze/9iWaL",
+	"5TceJTd0oUh4lOuZzPjvcBbCgChJ1IyacxYZHqqIYIadzfmtJamNOVql50Z6/vnnn4884mrY+RnzyQ+Y",
+	"lXkTMwuVK0ba4QtGM5aFW5uOCp9vHM6/n+FhOGlgVSexGcOUM4Xnx6yFIUaZZySRl+qQ/JZLzQjXyM4i",
+	"KTSNNBeXROVpKrONOWzGfhvvTvuT51EvPmADujPZixqGexe0UprROdPuyuO6YZs/iGSBtxgeHTN0rhek",
+	"TfFfleRmhNGMUEVCRcX2NKMi4iqS4VaHHAmSiyshbwQ+fsmvmWHThM1TvYDL0MyLm1f9lrNs0Qpags7N",
+	"SM3zzcejVXlNK2jN6e1bJi71rDXc2wlacy7cn72mfXqJXHnFUfJm7Ni3aRvpZEGoaYKrwIXSVGjSPnv9",
+	"kgwGg4OtlRPBXsbQuDKjqczmVLeGLXM7b2s+b76i7XhfwJl+2IAtH3jkiLH1o4acZ0o2LO6RIDKlv+WM",
+	"TKS8mtPsakjClF5yAaezI9itHkfQODSXif9bmrHr8rcpocR8w2WuRiKll8XNpeicEZhRhxwRTecpA3YE",
+	"LQPTqxEGuFK5FQaknrGMTHlijoLhYJkmMhsJ5FcBKQQLFpOdbpeEXIBg5AbTGYlVC4nL4C+gR6u7vf79",
+	"xPoKxMEmlmKYGwqLPyjCHX/JSDuMs+vxP/7+H2G5wSnVs3JYsetzM45iuqP9ySDaiXfZ3nT/sj8b8J2/",
+	"7l7tJfvzfmvdqF/Doq6lWRiMIJMFUimOrcI5rET8AN6BLcY8XrX0m7CJY6X5nGq2au2nRmBh9qH6FjCl",
+	"124BKzvfbBNMh5P9B4l7bzKazv7y9vhWM6G4FGp5HqeZ1DKSCWHFQ4aRU/J/nX94T+TkryzSpP3x7O02",
+	"E5E0Qgv8oNmt3gpKvv9p1EpZprjSLP6L2YpRa/hp1Lo230kxMgs8aqkZ7e/u/UjVbNQajlr/+Pt/jFp3",
+	"d+GqPSxHVNnEldP8kLIMGMV7aL8slPNoRqR7yDGLWEb53AiqWpIsFwHevlyTGVVEGdGFJh1ittu+hkhD",
+	"iz9eXJwSlbKIT51gMeW35eU+Z8lLqhgxc1k1QVkZcPOuX2Q8Xbe3sNjN5OnG62bYIe+ouRBQDpa5FTTC",
+	"cp1DGC7qTpdmLw3DK/bVstQVk3F/Nk3iE5z0No+HZNRar7aMWlvkE1Ga6lzhAftEtNQ0Mew7M6oauTP/",
+	"XbcmP9GM00nCVPO6XNMkZ6q+/z8ocu3aBRsfgVWrUXS1akVGLR7DKbhvOe7WK8fR4s+sSTgnV2yBalzC",
+	"DXVfMmGIjSmzn0bg5BFNvNPQpuTjx5NX5HrH3HYZi+R8zoySshWQnjkb/d3dkUgzLrSZF4lmNKORvS8j",
+	"mbLYPFTRG2kUydyQHfBKnildKIs3XM8IhTFmuVAjQUVMQAUs9Herq7f7O2Qm80yZ+yFmU5oneusQKFRn",
+	"C+youPNNf6Yn98VITGS8IJdMm3NJteveqmGThWZw/5sPAfYVlmaHbWd3GBIwM+BEsF/zJpyEQOEBXtQG",
+	"0aL4LpO56VdmZJrJefk1j41QYS81mREaz40iMB0JM3C7bFtmEXb6fRLycq/HV2wxzliuWBweWg1aL60u",
+	"rB5PErO2RiEORmKne7DcERfjXLHQThy0y22QiUMjN+3e3nrbIaS2WwIanq6sxBz5itkSzmJPGkKDWnks",
+	"ahaXFYdjd9qN9liPbT+Pe2x7Z7JPtw+i3nR7EPfZDt2bPI+6cVXo7+/u1q/zlGrNMjOI/+eX0ei239se",
+	"jW73j3/973/a4ECdFfdx/WC5X8iMZSwgExZRo0ZSEudpAkoouZF5EpNYkozRZPtGZklMZjSbD2GhDd/l",
+	"GhawWF2zP92mjcZ3wXY8+DyPxL0HmjzkPI9EcaCP1p4+OApofFP4Kx5lO13TaCTWnLPDyqEK8BiZc4Ij",
+	"sediJFYfDFocBTwHXJBpwi9ncDTuPQoj8bizQD7zKGwiBH6XozF9R3U0a75Mw+MLehm6y7RmF17InCQU",
+	"OBONSTt8c3xBSvvlJ/PPSXwXunMxEuGUsyRW4RZwzfD/tDw3mlFxaTQ2MqcxI9LoDhzfaPqwu2wENq4P",
+	"UZu74YqRnZ4hkzQD2xg3QxpPKU/gRFkDdyTnKc24kmJIKLlh9Iq0w5+fhVtE00tnujLTZ2rdZk63cY02",
+	"tXk/7/n6VPc52MC9Xet1+xsoKCfT91KwFbtzJIjZG3f3EEazxKgmSMeHhZyLi2fnGFQZExl0dwquReE8",
+	"dtasgRlNw0I0mM6bzc+nRolX/HdmWVSv2zV64MIq6CC4rVbGwYq8UpuAXyvDstJEa9jvBqVZgws96ONm",
+	"8Hk+N1vRhZ2wfzVaSE95dJWnF3zO7rcppTy6AtsviAtxDqbICdv6TCNTCkMYaz5njzc0nRnRZJW6C3JL",
+	"Xc3N4mytmpvZHjc0XcbZWPTlIN35bTfbU/u6nw+ud252b/cW+783GxqMgvQauMbyqF/K+ZxuK5bSDKxi",
+	"WqbbCbtmCTGtyJzNJywDm3nGdJ6BFKxSmqk6J9vqmCsjNNfbSISonYTgr6BoBcf2LK6YLbB/0KnqVIu8",
+	"hN2miYxZaziliWLN+4ocsbKZXLM5zPZPGZu2hq1/e1a6MZ/hY+pZsS6tOyDfE2xU0i/NMrowPyq9gMU3",
+	"NNKyK7qKBgwJ10nAaDDrSADZ/IYU8AinFo53jSIMd8TNTMK2RoynGvY84Uo3Dr+2A6Y5WpIeNYG+GhQT",
+	"2Hm4rdrM7lxm+n7qBrPlFVuowDAXkN4yxgLCaDQjVJO5VJpIETEjICWMxlxcknA7JHNGjQ5memfCfIu3",
+	"LiwbjwPnMkMl44otflAk5hmLzDgCMskYvVJEc6Y65BXy1JEItwurtw475BjXZ0j87wOj34ebHwUzwccd",
+	"BLOARsi6g+W3R2HwiHNxDkd/A6Om85Ugr1hFWvhrZU73TgWbgP8mYyqVQqGh4wWN31DNbiicgkgKI1ub",
+	"jzRFzYRL8SzN5CRh8//+V4V+683ee4qt8KVLUkaeKp0xOieKZdc8YqRtqCWlCzCrpZm8NnfAFkHRCwR5",
+	"0JCMGI3O72jG4pFoh7bN2LUZsyyTWbjVIe+lnhlyvaHKiGxzrtGVDL3AL6XJALR7BSrWSNTE7OEqzcWq",
+	"/xMaXcnpFGnSCwf5923r2ttGzti0WvbxZ54XEBbsBY3tNw/YmIKhmBYxyhuemNMy+6ApT5xkA6EeZjkn",
+	"TN8wJkgPVsdIUOZ0mXVUreEvn1pJEbWAxNhx/c2ZUvTSvEnkcG+5Hh3r6HW7rbtfkQsypQ1LXOlstIQ9",
+	"3AGvPddwkE5wBsS90R64Z7GMlFsA9W/Ved4Fn0+jILyUtpE5TcyRNvomJYUL1NClvbCNImFo4wY0BDPK",
+	"gKAAZR7KjC5iqNUN1HYdOgsSLvYvvxotJkSh1LzWiNByis1Juya1bgVIrugvMo8XbiuZmZczfim8Vtbx",
+	"hHqSGSuYJP3JkXZYfB4bqgq3lqi6iGfYLgTydYRdix7xAyK2K9EXG3VStqh1ZEMrNuzEPH0XfNYBfSnF",
+	"NOGR/pZ806fJyL5flWzJRQj9oKzdW8NNwkh7KjNimcNIFPSgMyoUtxEYoZBj6wCj15QndJIw8zUIMjQx",
+	"yvhinFIeW/rhWi0xytKIWBpP2qvMJkGDCXGZ2hosPvftVEMMmIuD2d4sECaA4DQ7vhXDf1AQzucQ2muZ",
+	"TXgcM/GtKe0KNxTZ7yTXYKYy928sUUxph1M3NhSEv8q+PbEbz0u1kVjQIA54dzmrOHatnPCXj8dn/3N8",
+	"8eHD+OWHd6dvj//djNfd+tgukkk+F0DhCReG1M29XgoAhmRAOCCKJcwwpl6/u0NQFT0EBoVCB1dGKuh2",
+	"QC6ojwYnhtf40DxWiA6GgEyPsBybEbhdtDMr8cJR/OrHpvANR1SY05LlokOOFAnrWxSi3cx5XJm4ZolM",
+	"GbIdIUkYU03DId7xRa+xZGhMRpNDO3xzdnT641/ejk+Pzs6Px6+PTt4evwq3DIsuHnWhvL6UiyFt1Mgk",
+	"roefjt6evDq6OPnwvugGh1g4Js3RNx1OOfgj2uGLo1fjj+fHZ+OT96cfL8zzQpYOhZGwFkISVtzWIWmH",
+	"H06Pz/BdZ8fnH95+LF778ezY9ENLaplk8ooJM9KSTN9+eP/GXE/lN6+Oj0+r31hSdrMofNLbSKYzqmaw",
+	"RiPYJxhq1bvfDk+Pz85Pzi+OX42x2x+Pzn8cvzs5f3d08fJHT5JytzK6woX0NkxmhAo/hADMknpGBaH2",
+	"wOA6nh3/5ePx+QUEwKmRCFdRKpIEBhMUEqpWLJneI8sFEJ+0JIKCNxPttE6YtZb5Upa1s3BGKhx2IQY/",
+	"CYkruPaJ0CwTNDk27PebatgETCpEYqyo4jGqDziccAv5MWx5RLOMA9ES97vqkLNS43Xq7ZdTbt9LfRRF",
+	"LAUv4rcWa0J8dUhwdOBI1zD9OYs5RXIH+aY8s2km4zxiRuQRUo9pMfglueeJ8N0Ov5a5iL/l5r6XGFpW",
+	"JErgZk3NOJ72aeU+vZMxn3K2yn9TS9rx/X7AQ8KKCy8E9+GhOU3O7+ctussaWjdCeOZJ7ncbdEoXiaTx",
+	"hZRvaXb5zZkl3BBckcS83EotPfKOvyDt0Pw21lKO4celE/ZZs/a876/BAvzNbwnnnUeKNgSdSHFZOvYr",
+	"FhfSbgwY2DrEIAauUfL+git0jmbzj6Iw1nxbVovhGUZ0zcsh4IS/ouBwIeU7Khb2W/UdLCI/qELmnuTx",
+	"JaZpqRS1hYxqhrZZt/lmLdAzX7FzEYUGp/+6l1LN3La2cZmh9pnM8qOgNvuLfWPJIyhUI5mRjF3LKxaT",
+	"o9MTMKLBGfHTGZd45c8//7xdz0lbN/F6Cttnr1uayYgpZQ7xsdA2p+t7mLW5IjcsSbatDjvJtfMVU5Ll",
+	"ELlKNRGMxciBY6rpEGL3pixjIsIHjPptbR/slitQwm0M3kLmmQqMMkvnMhcaOyweB+4OP7PbFGI2Xc5F",
+	"QOhIxCxKuGCx81QGVjGuG8IxqnA52hdcQM0RiFsdEkYyZiFRdAGZrtHs65nDP49cbHIhi98ZlekCDN7f",
+	"RzAxe7ZsWYMjVwxyDIrd2Ch2X1BKKayQNvVfRCxJVuR2I4VHMosxBc1GxEReIzOuNDMqp+bom7e/sng8",
+	"Wdy3Wi/dsy8gCqEMl9g0jito8bgakxJRMf6tfzNgO9mu3lvs530+kDvpLt1T+3G/qYeM0brluXWaUKFs",
+	"LGbc1MgFynxuQE8ZZvNLC+Ju/AgcGFdQXdHKKpW5+pi6YUbmb6lndKcxCnk0OfW2y0ag1LOHFmW8KS/2",
+	"m8XLm12uXbWL1xljkDVioxt3u91K2LWhfwhtvZlxzYhKaQSpQ6t3wE8ltFGKjWG+o9H5vQttR71m9YAi",
+	"m8+DTGqwAeRmJqtr5PAUICCwFdgMvVbQguyH1q/+PN0zSxT20uYALQ/jrbxhWUQVIyfnH8hOv7dfJgwZ",
+	"VlxdyFyZ5fPjoOn2779+Gtz9qemtmMvYlGRTZF+m+SThkcPsaGAA9h5encJ87yF+aBKmCzKqZNTHlJzS",
+	"7Krp6XQmtaw+PtM6VcNnz6JYdMyedOxPnUjOn+Hc1bP14+r8Nb1seeG1ecYb+Q3VVsAt3r7Teb7vNYxl",
+	"bjQjLzB31wvLLbEhMHjF9HnNZjxK2H389if7WCPnEZiZZ4dX9hngjjadFqSW83w+p6sCEi21KHymyETD",
+	"hCCqFL8UmH+B18syOT3RxmfRxsqdbtrP1zRjLhO4iQekGY9Y7JK9JlJeQUKNNALsZAFZbXA7yczignBt",
+	"BVK1mk8s04xi2TWLLfaCSvLLLRfSillAOIriiqIitr/bvcAOCNdVTngvG3qM/BEbQVsUAtS601eA6Jhm",
+	"XGlzZYxLTIrqOrhtMKtNY+KeJ+1LM8jtiGdRwsqv//N/kV5nsFWZ8G63169G++9BUO4ysRRBH0ErztF5",
+	"MLa6/rqRmeXm4pKYtSGQckjybEIFGXTJ1fzZrDKavW7vwYNxSsySpPXQBHEIujVkaPd2meZc9gGkkIAW",
+	"gxhQdgQAX1Ra0yaI6YDX/WaEAgNYrF7Wi1klwT7hUwbryoUzuwQEctJYjIMMvajjQxKWE4QQPP9XkiY5",
+	"ZmtXdmTQbUwGWZP+EbRkxi/5gygdTusYQgHvV554xM7gScO2eMzG2ipp65qd8ZiBMndXBmOub+HzORdk",
+	"XJHpVwTW457j8oOvzW3YIbH+Bptn7tImzEaAmlzlRJ+pKPjHIigDq8sFCxygjN2uKpuq7skyL2pgAkvk",
+	"WzlQ9+ok/no/TidB0TvXDLi9FU1IlFAF4W8woeUr5hHM+USkuX44pRfNHkG1td1dsWdlx/et8HlxBmoI",
+	"chBAEdqr2WcYEGki3FexYSdAtfZmR6pvU1GyQ6MWSqHyOYtHAjS5yYJQovIoYkpN8wRacXFpgyycSgRD",
+	"KKjHfDIvqqpE7pklFmpjjl7acKvVQUw/mNEpjREnNsRbTm1QFyQC2lgvmN80o5emFaKysduUipjFwUg4",
+	"dmuBhahYYPx9lguwxcUW9wwM6inLnDmwQ8Ii+gt4QNfB9vkhUfXMAJtBW6XgxFnUy1DNbiPbXmbVXgBa",
+	"pfk6nt+MO1fVnV2vgR1cEzk6NBYXQFLPHfHix8wjyye3GmDXzCgwMana9Tsazbhg22Y9QTbF1IEG6RMi",
+	"CJdFXIU54l7Wl5ZkYqTGGZFiSMLXH85enLx6dfw+DEh48v7i+Oz90Vvz2Q+GCkaiHmQWkOaYN+/75Ug2",
+	"08/akLNK5Niq6LKRaAgvC8hSmNj7Dxfj1x8+vn/V9GM1hqwzEt5KwFkoFwPOkTkaZ8fnF2CSUMQLusWn",
+	"i6gelxTljn/R7b33IOxhE/l5IaDNeJU2zasExDHCl6FEgjLSRtlWPpH7Ek89uaoINq2A3RjxAYUKZoRK",
+	"uMYqsBmkwEftNOqpVM9WmWwxcJSYR5zGDbwPvQbo5j0sckLNbuHPGAfYxpeorQLDlXARs1vzk2ULqqpp",
+	"/AKyk9kKt3BLy1DbOrcmlVDa+zjJahTSI5JKzAmob21NaO41cQKMEPZ2Z/BguRhji6sR9Q/qorY+0F/g",
+	"xrZmYR4nTh0V/Nd5sGwe0H3ATzGbcsGU1a3X8eyNIpzh3R5ml5G7vh60VYXNWLQpkSc2DgGvk6Vz9tuX",
+	"RJ3qVJHDGkGoit4qw8XYVTPo9p94PCQnr/6PLeKBTf2Jx49Fkwo8CKcHXbabIUxV5oH2vPsUoLuV++Lo",
+	"/+7eE3H8SAmiCSWugPyw4t07yzm9oOiwvrNmB/ilkBkaCerzqR6dauN79eTK02fOh3zPqthsgmaLm6Yi",
+	"plnssQV7h7j4/o4N7Ifs/kmp6lYOXyHSjgQcQnN/zKSRuQFLO1mUV5EiVF1ZTEp3VjMqDl1OYYjg4eTG",
+	"3Fg38LpMAr4T5HhbVC0rrfknDJzRndpXyuYlCmJYwcLiEzQJ3GaSDz8FGVN5ogOiZjRl5s68YvXzgCqH",
+	"dZneQ91lFuunh4siTSLII1gz7r/Pm+tWiI0u7oaOvtRxtJvYcKErveE0QZVcFitVs1bzI6NJk9B1RNJM",
+	"TtgPauWQSrNUydHl1b0Crm3WNJb1shBHNHKzSnOaBi6ig8gUV53M8jkVpZZE4zhjqsFIb3+ojrxH3tHs",
+	"imlyrgNyTgV53YxP7OOYl5dNQqsK7WC/s7+/c7DWx3Hg49JsHzS5wJKa32S71+93dnoHO2s77j2v9Ax/",
+	"rvegJGDwMm9bty1oD3qoUFbfOICBBZG2gPn659/Lg8HeV9nLwcHuN93Kd1I0wk0WIVhckDkX4OviWpF2",
+	"ZDjMFobKJKt99A0My3P1rw2Xcc8ZDm9Eu6rG8Xy3+0APS209sM+gHE/TspwWINWrlGuKOmOKCFcaAELM",
+	"Pzc0uWri1rlYYc4rLXdwCZp+UAipeF02MWIFrRlV43kjpPhFljMngpi3TGWSyBu078McrEZphl+CwXg6",
+	"+UTKhFFQ/T1I7ybILwWAw6HD9XbFOUwreNUhEVA6wRokRNzZREPxsMIf8FKc7F8R+KIETjfDKGBwADFE",
+	"ZjHLqiNTmiJG/z1jq9GXvzrVYXv7E1iKaKY9CF9suvOiGc0QFr2IUzNKEML72LDH7TnTMxnbKh/clWtI",
+	"aaaRyBp45ryZPN81H/zQHZ2qw+cRR7PujS45dr/b39vu9ba7g4ve82F/d7gz6Oz2ev3uzv+9sTPyMRyn",
+	"7oNN6WJ81Z8PxE66+9tetq/6epDvXO/e7N3uL2jTWzdzztlNbvTLPQB76kGxdnabvYXx/Gr3OLfseLFw",
+	"wcOvfIsdNLVQ/WZBEgYIbhlPOyTEoVmjaUFeiFjDfstpUgRCWJIfIrauBU8FKA2rRmE0Bjg+AIfPHpoY",
+	"FTVK5lxhOjGgqE4hFriN+KM4irF7ItwiGS2VX9tPkz616gBdVAe94jLd6BR56IX4n3tP1iOo3+E1IQtp",
+	"lLqbmIx1FS9jRHXIifaAnAo0FPfcJNcjgfzJAe4FJJGXlwiTAwo4B3VWaNUZiZGA+OKcJ3qbC6L4PE8g",
+	"SMO9EKGqHKw0uRLyBkx+ihHNlCY4bDU0Xf3N/kX+RmSuIzln5G8j8bft7W34n3kgTOfjiGbx+JorGgbl",
+	"33OqtBF9stj/ls7ZbUj+hg5CFqsh6Xd7pNqTi1I3z7nPQ8SFdqtfPBKQcEp5kmdsjNHnYb2LStdcqHw6",
+	"5ZE5EuNpLmL1uJc09lN5k3OhPqp72xh6sh3TAhLUvOIff/+P0FLW44aPOfRVYoY3jcQxWEaKVAGqNZun",
+	"2iEqZ7H5ThHqsM0coRrWwSAX2Y2g44Bna44dn2LWggPuVOJV0/n4F7r9e3f7YNwI23tP4EaVoUKwAF0A",
+	"u63hIX49XMOKjL32zqlxmTXXzUonvz1hhgQLA50Vjm7Q1ZXJ/HJ2iMRReaxgFQUR2BA667wvujZyBuY3",
+	"Vhz3/u9Lm7TKaPkga9ARVFiTc6p5VK/WgAzuKDXiu5kKmI22MAagVMdm7Jac/3i03d/ds3ak0iX/g7VT",
+	"QuR6h/wMQErQdxiAfdIa6VXFtndIaCIFgyfQnC8FGwnPoo/yddPtWJYJWRfmvTxm8vHi9fZzGCeInTjI",
+	"KhVP4+7OQfeAHhzE/f5BP2a70U53r8d6Ed3d2+/uD3oHg240iXr7NGJsZ9Kf9AZ7u9M4HgxYt7vbKMHZ",
+	"IicrQn2dqc4+dYgh/j1MZqr6AZo9YMvEXkaErXglj5jFmVMzeSMckrstPFCTKqoSOnmBISr2eCgSzult",
+	"GKD4lKfTTMJ9zaPGrXuMEDGnt9VCf73+8wfrBXNedVb29vZ2P0/vn0O4kRncfbq/zW5qMoqcvX5JDnZ2",
+	"94lNnLKRF8pWFXlwBIYS9IqNgf5XBGNUyb0ATWiO0kUASV+DeC/tjbDWF9Xoey+t87XQWGqEZwv9yEWa",
+	"a0BTdEhGUDkHb+TNowzsmgO+8Ur7vn/PN5hlgJEtyQdDcmMzferCaXkBtGtyVQBIPEtCUFCTXYKVssZW",
+	"h7zDao1USaHInC5GYgJWS6dAlFu0/KbmBK4SpPPhxQGDJuP8TndnoxgrC/dZJSujzK2gQxcYWKd5Lw/U",
+	"otTZU/SDKu4ZihjEYQ1DdJR3u4PIbDx8YrVboPb0mlNSF1QwkBRn6GvDhsQqi76GU3hU2xgFVjkryywi",
+	"2aDsLDQlHAsZ4UXYwTUxl7FdE6OJUD1r/AHzJJd/grIMAAeCP/1VSdExvTSucxVgdmnjG2OA1oDP3rc7",
+	"xcqUXTdtwxligDeU6MSKgKB2okvUC910cjwJzaEfA5sKiUoTV8wF7d8TW6WFa8AXoJqpkWhPDMc2Kn1Q",
+	"ZCcEkCGwZW7jm5lMmH8nA6TTwmHL0xiqBRTeYlmYHkLShlKy5r6+lEy5iz6BcJRCfQZQD6jCMadcxJBs",
+	"qHn5uK0MMRKm3dZ6g8Vnmu++gIkti9Jx2v9tkO2oXb2X71/3bwa3O4vd3/fo/qQ5HRb29avYDEtaqPT9",
+	"S7lk/ef7QeuKi7g1bBkyGBsyaN0F5RNY68M+4sij8sTu4KB4AEZy9+uGF6Wl9bdcsBPN5vfWAnAX0+fb",
+	"Nb+BgdIbbLPm6O2OTwVrmEKxUI2c2fSH1nRbR+CzbeMYQQN9FVC/6A0rFu3gEQlLSCsPIo0/myb1BYd+",
+	"irXdYN3+bF9cv5ioBg9YbfkKJWMqs6HPNz1+CVqly+jCUqEWKxsygTS9YqIaTl+esjKNAy5tTPDzsia9",
+	"H+vkW8xL6Wa7JvpVXD2JzsqYmYcc0yYpNq24Ftf7CIon6/sIg6n01biXPGaPDZ20mQ24vZXCqA0xkdUM",
+	"ttUpX6DZSHlVL6f6gJy3h1ilMJ8kWzksjED2UQCmMuuQoiTcFAFEIKEdipDB83O6IAmjkHuJIPBYEgZU",
+	"6jlgfbapWEjBCEsUG5Kd7mCrLvTfWxjnM6xv/nasIouLRhn9Jz/l6BDNAoqoiCYW+rZqKmORFHIOcA1y",
+	"PsViHrdJ9UyWzywfSUAFaFIUbGGi1dn3XwBD46GliZpSrN9kNGLkLRcbpzkfDL5GmrOX0H6PHw8CghuW",
+	"3HqpbCL7NWc3ZYUk0lQgyaYCHlrBGq33FqKWq5FwqYIQ1jPNk6QOVwhh99UQYlssrkT8wUpLujMSIdN0",
+	"POci1wwU8cLgDamf6DYsEETgqzRlNHP4G2j7XZhvk0WjoctrvDlNPQIFwh/4A170mKRtrBigSuCCdZdN",
+	"FeUAmstUTqcPyYL19qhRYDI/2MQ8rG4WeCVPLVoCBrBiKEpVbtp5cDgMyAz3jB8DoBr4w0PTVwNbse1B",
+	"acNljbdG7V+UZl6zMG2ZkRuqtsqSc4fEz1fEpfWqKNIMJZnNCOZRucj+Dfs5zHWzsAm/YFLQytP4gaei",
+	"iYOuiT8ta641scyi+FyJzG0aoDW0seyc8m/Pe/Oai6VdOssFrZXHtEpMlvarR7LCRiqrV2NLQZUd/tqw",
+	"XWai98nSUDjrMwVpuK++rxTt1xtrsuTbKm3FjBursRGvGJtHA5UN2a78Vd3O7cbd3YZ/V+3PKu/pWz5l",
+	"0SJKvECyDnknr5kaEoTPZjH5x//7/xGaWeyLvxEuxmkmLzOmFPlbCQR1OBLFQ6bFqscqP5gHC3rreHe5",
+	"q8dYtAtt2p6gSVUldMM0uqx9P1RkK17ik7RPz1Xh1H+kcQk/whl5TBo/SxMaMawy4IXrleXjVsXOb1wv",
+	"buMo+p9K3KSGbHKHeGXhBhpTB9GyXa7bJMkbb5A5vapngMqF1I32pLmMWc1ZdZrxvNH5kSZ2F8pn949e",
+	"vOz1B/eyeBiSe1tgJ+N6/LUp5UqxKM+4XpybRcclmDCasewo181leR2YKAi8VJHwyEKdAlMZkhfQnKCF",
+	"/YotnG2dYDgdhMRhQSPD8mnKoeojogwxsr0NcGyghZaljWAboN9yCWZapwjKyMVUOthHioWwbIVCc3fD",
+	"gDWjc3MLZIkH/hTLSC2hP7UaUR6tqgDpk6Y/Z/ziMdueUZ4YlmALCA6RMboS+SpAkUYFVcOCCkbCmh1U",
+	"4Ozz5mFX49OI+RZL64ZNZlJeYVDYv/0beSnFNRNwx47ENsEwH0gNdjUUABD92XUvNKrLlN92yBEc6WtX",
+	"jlpZZYHrGRfkujcsc4cNVyJlPqZyVcHBnxcQF8E2l9e2HiIi+nXMUF7I2LzeTBRqurWXITG3OgTcR/jU",
+	"Kh+zGUJ7deWRrVq6mOdaRuxSNL2FpU8r9CH+TO9UxCi81Ly7ZQU8o5GZjYX0NEynboeeV8ioZuBNQnyP",
+	"TkI1FA7bJieFextnKVP6W86IzcJ2Y4cCD7g/NnLJ9Bhn1/CvkSrDgPzj7/+xZQPYWUwmCzP0MvYlYVrb",
+	"TSMxv+Radch7FwKtQNeYw4hA8sc6vsQqDfckPdhBrkt7MB1f8DlTms7Tcj8Hg8FBMVcuyMeLl9jbnEeZ",
+	"RLwZM++IKy4F9PKxuZ4L9pkxw66cb2un24XC9RDcqlKWaDKFiqaWMhVPmNAJLBTGWSpU2wHpA94W/nh8",
+	"9CqsVDUu8gjDN8cXocNDK5xQFnkVgclsRXFXuMSdSg8IGUoOrWWMlu8VzPEIZsPFZSOA85Xbu6IGc88V",
+	"+68jNrv3hEYyQ8I2rd2gU5bBi6QgO91Bh/zZ8F7EK0DIPsN+R6INzDlDejRszHxCpgwlkVQOVwgGaDkL",
+	"VoFuADWWEWuACiNlGTpzy2QEaeViEyGtBKelbIaELT4VfjICq+GMTl69Czt+RcreP/7+//e6XdK2AbCk",
+	"390yGuJiJGoF15vqrBPIogjL3jteKkMIiPGVHAstR8LcL1zkDMv7e029vAfzJLmU0IHZ1bIk5kTmInZO",
+	"SxvehmQ2EkjAKkD52qwbApFuIbyDrfoSE64PSa6gYKyuYjpjhzhZr7SSHVSH/EyTKzxN5rZlentCFYuH",
+	"JJM3UKedZRq5ecwwtDLOzfklFJNk8GhFNFdsJNQVT1N8OmMpSPGYe+KizmPGUlSMIllk/JZFmI0EEEtW",
+	"XGceZrWji/D0w/lFSGZSyByOHQlryNZF2Zy2E4DIjc1VinO8NRi5gezlWI7EjGbzAMuymG013ZNn171n",
+	"7uI11xKcBbNEKpIpK/YKt+IH5QgZJul2E0PLcF72svlB2VjroIRVjBferg4rtXvhB4fZAJL0QqGLyFUE",
+	"huNBJgvN4L6CDyhBNaBwG/EjZ+Fh9R0+rRi5I17YwcEFjqC3hnj6fbIKFvzQM19V5mvBk3a6B4bwmotU",
+	"LpfYHJJe2LGii5shS+QNAAuXUfTcYizBTAxHAOcaFAylEZpWlZ/J/4MibDplkTbsb/f2FsxIlEQZVbMt",
+	"W3xZFWWXQdYB9wZ2YpZqCkDHEmsmdMi5vwnuBKWa9HfIDGizHUkx5Zd5BoII1i7f7xs5YJlkpcD7JSDh",
+	"6ccLa8p9dfz2+OIYeJpDF3ByHkAfXbpD4cVz4C3lpD0jBkGFtPD4gl6GCPUB3BRiXw3BKJDXg5EIf6LZ",
+	"Ykgqd5MdiHkd234phc5kMiRpxq+pNpfTObPAWFCBBHgjF/WCOyNhOB/TJBx0d8h7qYkr6BMWtw91Fya4",
+	"tyNm0QustG50zYwzjUafqqy+BNKqWTZXXsBWIeu3vJjWVq/T7XQtBomgKW8NW4NOtzNA/OQZ6DvPZpAE",
+	"/rv5fMkajDz9btejfVuhAKjeCFsshppdUcZA6KMJSgla5lCdRUgSs5SJ2LnGC8H6JG4NW2+YtjnotYLo",
+	"/W53g8qam0HY2zesQLB3EzICRsKv2Rcsk7KDk2hqUkz2mVdK9C5o7W7SpFrOztdjW8Nffg1ahRug9ZZf",
+	"M2FmB/n8Rnukl8qoyu+Ypq1fTdNnUEDmvu13wBiOBRUMQcRkzi+drjSj18yQxiHZ7Q7QUXTDFbMSayJp",
+	"TCY0oSIyOpQEHwFLFIOrq5E6zsC4hkae70AgZ1BcR0sE4P3jkYZpNbi/VUMVo3VUVWzKOrK67hVI0p/w",
+	"w0l8t5LKjsSCVGqzuGvZaN9QvImuBGyHi4LB/WMEhL2uX9ZniaJeOez6Us2CmK+mFSofeXYyNcweeL0t",
+	"pP+ViNGOb1VV29Wg9R5lVq6y+0gTHnbP3gX/qtXhflrjOHWtfrL+0s85+YPuzv0H0q8H+DhusdPt3d+k",
+	"UqgJGm02NqwpCQ32NmrglRk1rfoH97eq1xj7jMuxYFxvmF7NRzw2hmdQtX69eyibeGU5Xevu15VM8BlY",
+	"SFeyQpdIrGzEHJksUGeE9kPfgV4EIXnBSx1ybpQF34hkxPwsTxjiJrw5Rt0P3hGStjVxgJHQCOHzNOFg",
+	"a7OZFHpmI5qqrPQtV5aXXsB0HrpSjgXc++BLRFTY4MnSZfIaLAob9W7ut02eQ3+dq4+26fMvIFNukwan",
+	"4PS74HO28Tuct3LTZ8G9rTZ5+pvddoVvubF4cuFd9m++wtX8dOE9XXiffeFtIB2/dkC//wpX5FswSddO",
+	"W8PViD7zL3NFTmnGtgvPIMBHNiKin2KMKjrYbc0IdD6B3Tn08OVDizHGYwaOpsBW1y+AiN11ORJt6sWj",
+	"eT6GwRZi7UDVFo4WMlvIhWaMEvC3wnGEn3Ag6BKAfOnCeyIYzZjSJGJm3VGZNj0osFQlNLVl4L3hYwpV",
+	"wlkFuMg06ozEMQebt8VWyzVUlee6sGDar8bWIzs2zcICUQMzjCM5Z6oE82iuwaK5xXI1evuURlpC4FOv",
+	"Mwi8gP+R8CL+U5ZtX/FEzpnOsLSB+Qajkmy1m7YrxtBUYWUrKDzLI2E27gdF5nmiuRFKMtK2IcbkP/9X",
+	"LyA2Etn80RnsBuQ2gY/7u1sFlr3NSbCxgzjIkYDEKxaTGU2m1mYJAHWFHxBw9Dsk9OpKhESlVChy0CX/",
+	"zTTo9XbJf8PLieqRgCcPi1D6IgPb66Ezp7chEkglGXur2Jsius+D0PZrEKERXZTVWmCcgfNjh9WaFuFI",
+	"tAfdrpHkHEpKh7yUORQGuKRcKHRL3GTcbo6F/u+QoyaPA1fWI+HyWqsCIUo8lYpLD1ayy1f+mS2s5AHM",
+	"7YWMFxsIHR4sb61URoEVaFgk+YkmTEScNoIEAgbgYL+zv3twYKH7LPbizvNKHY2yz7Wgg0V/ACRY9jc4",
+	"2K1GYhYB9EVNy4fUfSnuwmpYjM5ydrckwfW+mARX2fAVVgs/neRrVFH1sUPXtfbjcZ8K2z/WEPnNJK1H",
+	"CU7dDQSnl1JME44Rczu9DQZWL/8P7XY3WYWGEr0g3vU3abxcDvr7W08qYVyeYPi6Et5VGoGrwt2zT+7j",
+	"emuwV+4ZgpS8S9AT3pqSr8oMFs2SRBlxC8QlrkfC3J1K8yQpb9AhsVWESsSHkLQB/ckvQDajiqRUKRZv",
+	"QfgDVhNqYx+HIxHazFYHgO8C8xtNJ2+Y/rxr8ltp55/B25808ieN/Ekj/w5s96HM5Ljgx6VCfpnRdPZb",
+	"spI/n+XC6IWutoILWzTs0SmsH8/eBpvXYDGdTwBto4AnC4t6GzY+o8TLx1SBj2dvt5mIZMziQwuVYRSa",
+	"G2leC+G3mt0alefN8QWUb1AwUG6Df1G5t7E3UBTcORGh2AGGQ745vhga1boINRE2yCSw6QvVIBCAN1dk",
+	"0N2xVvgrtlCBF3WogjLED2sRQUCOi8kKm24LgJezS/jgq8K2wyocGxh+7fM/FfVTNm/zoVLnZvN2lWo5",
+	"3+Lu85VEm5+kXapsUS3cBuV4hZVtHeUvWDzZZQ3vdJ7vY0rlO5dRKfIkKZMaS+gVW/3cgqX3nu92vXy6",
+	"1sn78enZhzdnx+fnwESqVTJcGQlbgg/r7nlF9XpduB02Ew3qVVhW+atdJZWMCidW2XIo6Nk3wrEroOIV",
+	"8/KCFcuqbFsQekpLnMRt5DwzqgDi14UOt9cUgtt6klOe5BRLvF9EXPlDyRJnuVi6t9tvji+2PInCXTUg",
+	"SjTa4WvXf3HGnVExRCaBUYtWlgiHXomb5RpKI1EvohRg2E9hoi5CYL28BPjOZmQpZ20ur1pqI4mhamOZ",
+	"0VO/+XVTvSgvEh8ZVmBfXvLUuzAYCSGNdGazc4ak3+1iDVZdY34BIFuj8V/JeVE0yoIPt61To4y4HgnD",
+	"IE33ikEcf2juhLColoLVHbFM/FK5KHi+ZJyQOm6540g4ABSvQ4hOtX1uHULKQEMxLAqzzXJRi1xGLq5G",
+	"kEBjbhnCxXK9KrByAyMxUhA13L10tnQd5ogihoMvTWhIet2g2+2CYZ1GRhQwwmKtVOhWQGKW6pl5GMsk",
+	"cnFJBNxvbsHb9Wqih4Qbhm5EUsxcyUXMMhKOx0jGVvwcg5EWry3TI+l3LSU6LAvAiExz/dr7U7NsSiOm",
+	"wpGAXlKpFJ8kkFKvQjc0B5TXh9yBLUwk6MF83bGYapbZUr5mTkWJ33uq+lam6yqlosPhaAXusJFzVyAP",
+	"KwZC78ryf+R/kE82+nhIelA9zKIB37kYeBTvMcIc8YQJ9WoIw4vdfR7NWIQmmvW1W7dsueeiLeAXG6I3",
+	"m1mkE1nzjn3EBrCuERVIu9/tms2YotvOldDHQgQjYVajipyMHLBDzmBqLigWcipmNMOgGlQsMgZyKWw0",
+	"BNTvk5guMCfEQk0WZcFAY3LZBlwj6pCQhukFNqYcRSeOSCqg+8gMPgP0Jia8BiMBCliPvOMvthDfxR1A",
+	"2Js6zq2nB2GWTcFCm9SU41sW5ZqVisqjPDcrigeWN9iFY/t4eU0WwDMcmLTZ2gAZcAlX3QpakAy1XNKz",
+	"4UUefvWXAJwuYvF7d/WylBvVjcQw3MaVQCCfkm9aJ7ahKAsZUMy6VoLUlQq1lUAfWIqzVFPcKz8heA+q",
+	"MwT0JHJ3T8nOxyzFw5WTB3jEug8k0qL8c21X/IrHNn7C34qqxmluYA9++ZdPSypbXK0gXa0F/UtZ7Hfg",
+	"Svb2jFZcoLM+uCwzVmF29Y/vfn2UEmkhJKsrc7ymYubqFXrSye/+BbXyJ+fs5s7Z767Mfh8H6j+TBn36",
+	"4XyFCm0N6jb/ruMukhWB31yRDykTRqMtRUo0Zht9RlxjnnKhE//Po3dvD4loSMJrTH2xfZvuvq/PcV19",
+	"lDpISyMDq6/S9zLq/SG8cI851F84DxFIu07SK/PG3GlZ0HnywNPiTEpUEcPENeVQZ4yqR54V0+pbnhU3",
+	"5a94VoLmRXo6Qn+wI2RJs/kIOWCH1cHUL22Eaq3YIsKguPoptmoegAXVi2+5yncBAXR2RehIOGxwP2rZ",
+	"QyvokA/CagD2lUvx2CCApnRBirDsYCS80O2ULhC6YFnNwgAg39ZZYD1DXDSE6BT1QsIOxtzCI65ihY9P",
+	"12aJYmSne+C1LH/eCrCRkNAwpTwmC6ZHol22oAnkVo/Nj6G16m1Q/tLI4+jux3Nq+jTjXypZiWa8sraN",
+	"3Zh7CtwFK6rb4fi4GonSLttYhq+0v2PNG7D2VgrzHaLSUJrYEc5iJPyw41p8MZqbqIN5sCnjAENRM/hf",
+	"sUWBFAKAwRfZAi1vDrVJsBt4qm1mlKucJobbWZKp0vZWhxy5d+LCjESxMl7pOUTzQZth3+IPkdAFlA7L",
+	"jLpnn8w/J/GdO4No+G4Mp3Y2iWEDrIidCkwWEEagLiHCBlHNslqSQQVPBUyCl0w734aH4RFUkVQCB6S0",
+	"GkvFnMTMflXYCK8YS9VKkDEMkabJSEQ0SQ5J6DN5P0TObJQUDDZh9/bWoxhwfLiBx3XokmAklKzO28K0",
+	"GYLh6wLUXcnlz4tNd7jxj49Rt1DUWVy1kpzSRbXgc0n8UNXUtMDT5fivbzspypJAgZclE0W95mu9gmVR",
+	"9+O+Yh8PMElUqwl/4+B0t9krRKPqTebiiAo+aY9gcalhiSGMR30KZX8KZX8KZf8DhbKbVv2N6OMN1eyG",
+	"LmqGn1NbZJfWCvB6IvipE7oLMdzBma5N9i8wT+UUEv01AIsLdmP4PQoF7bCogBR68NLW78mNFFNGoBsR",
+	"rkCFazvfusw14drmNFakbxBtjOyNWKcASqhnbA5wgi66PhgJLqIkj12+o+3Cyuj13EkUV5SE7+t+Bocs",
+	"ivfcSMB1VhSCgOKqIP55ASOIwFeN6FdyztzwrArgKrOS1zIzcizOK2hSCaggbJ5qnK8N13T4ik42B0TD",
+	"AjkBhK+RgOdXACKcuf1+qHRxATLjxmGaXwE84ZslFfjVme7N+neE6pVqegree0oy+KPc4N85i792etZf",
+	"VQDT/ewT/LsuOatSTWsJfqZyadRvhWaINygN9U+bA4XDW6FAwDo8MaUnpvSU+fTVMp8yyx8c64ID+ZhM",
+	"pzPkbGWak+l5jYX8hZRXqoARryRgVcyBzpCFcrs1+pLQ1S0JHZSWxQEZlSiLTh62wo7r/QcFuBUVUT00",
+	"7w9duHL55EhsBDFxSCpV1Vw/BcwLQHyUwB8SA6exEE0TTgfgJwOGRp5aw7ZXtQbjj8sSNyFJkxwjSazN",
+	"Gi+QCaywnjGeQdhvkccGmpa7XoaFvmAtuKGrlhQi5PegQ47ESKD/APukYlHdLDTWgz+iLLMl/K7apZY0",
+	"JDv9/kgUP46dOlWJpMZehmglx0dL7wKYNJtxZWAJjgtMfjKjacoE1ApA9a/wlwwrmw0hsVKofM7ioFZH",
+	"LUoon7N4JNr6Rpqn0PanHSCJshrUJdNeND00t5ArTi+yu+YQVGxqc8d+HUIYO4Sa3mRcayYOCRT4WxDr",
+	"ASjQpblRw/A7NawEoBcTkktKnPPVFHUtyxUFLc7F8JomuEfFky57O4Af3TG0OCnglCkedY4Zi+wtJMJe",
+	"u+UUCGvugH+grZBji5NXnN6wrBN6M5PFG2e0gCjyo3KnaBB3/SG9zKgam62+ZmPTYCNXwSqXSGH4x3hl",
+	"CvA9tmYpHYnd21s8qAuZF2SA1gWrY6MLhQulGY2xkpGtVgEUsNKibvjqP4c5HThAPR6T+HzBQ4GqhAX7",
+	"VW3vL0xbFsK7r/rdnSubV4/dXWaAXnLv48b1AKO8Xy34G5vkscpbsziNN2gtovnJ0v5kaX+ytP9RQWOM",
+	"EG05bk2G9zEErUC+HhgXSucUsorycuXAbq0YGxYXciFTBgWYIbHIfArLA8eZvGZBaSQmNEk65JWtpiMz",
+	"W4e1Zob36jaGK2Fx/yUAcR2M4wN6foLQ/Y4Quk+ouU+Wqi92Lf/xjOF1HNumm6cI3VoNTIZ63TWHJN5q",
+	"iSxMpIHrJ/DE18C3jm81WsBtOt7DPYb/pNxonXj/xIKeWNCTsfyrGctrESmPxejGcATgFGnehACCJa8r",
+	"0eMOd3G4HB5SxWws2GTdMHo4EuiFtNXEbZBtUa2wFl9rC31jMiwYXG2Z2DnUNx+J8IEVzqHK5wYlzsMA",
+	"akyuqHIeHtbLnJPmKufkSLjMejNia2r0yleCJRiSP9AwePrxAip0FOYMRGRwETnO5GvztK05TxFKhNyW",
+	"abnUfQe3AfbdXNgSxni3tYVEG29AwhxKoqMFv3gMLNsZowmOGtCjFVx41jTs1yysGLPRkuxW2Kw2fKE0",
+	"zWzEvaFvqKXvrW4YWOwFmig5EopB7LrvbLDXMI10ThMwe265vv14fmxZfGNmdQigLiMRfrLRU4HFMfef",
+	"ugsR8xM7LHfSdei+QZ2QHDlTr92HOb1ivreFlO4fhIswWws1BsOTqQOSK8y7rqbhtFa4pTgG1t0zzZOE",
+	"ZCzNmGJCw5kIMDxc5rqAKNkyawXbVpj8oRA2nxIhwXjsaIFroriIQKVWmia2+qGh0V4fnE5gGgbqHNsM",
+	"ggqwjl+LW7AbaN6kMGPZ/UeJQCdTX6B5tNHY0uMyzoTnvplAyWNp6N6igCAF+sbaIuW76NFw6IKSlvu3",
+	"vgNq2KTEmrLTaWOPZScPMPKaNcXV/XIICF9GCLQuCsDcN8TYBth9S3quVAMwrXpi+L+oyPdf1Vj7bUSy",
+	"h1t3NzC0nnoM8DXwv3+9ZPh35vBaXyeFIupGDEj4lEWLqFJRba26XZXkICDj0dJqc64j9F91y86oSzIC",
+	"6YO0vYANc9sXYsrWkDQq9sQPMe6QkyXvfXnHThjWW/HlQJRtK8JDgIKTd+1UJQV01C/JIXWPfFn8xFtW",
+	"8Dy7tEAjpMDAanKWL7caHuxCWbyXrRVSy4S4IsIEBvsZ9UTM3r705vFda4pgvmNr2DpNqFBOVtq8XIc/",
+	"ke/kfq2s5bormqtS4XlywT7d6v8FbvUnn+1m1zryiNXWpOZL3KZNro0bLzItiyxsCDPCuA8b87caGqBd",
+	"KtGBvX09FABX/2Onu+PVq3e8LBeQot8ukuWp1myeaoRnBEFgJm8EmbGMbQHiQIF3AF1U05NWVPUwC/To",
+	"/OJvZaG/JyfWrr5LgX8y1z+Z65/M9V/TXF8etqb8nODzbfg1VJlPrQmjGcuOckB6BIxHqGtpu60F3ciI",
+	"JiRmgIYNHBufJe3wUpIsF6TzDL95Fs1jCKmnKQ+3WkErzxILzTh89iwx/cyk0sPn3edd4HB2rkv3BAT3",
+	"FIE8Ul4hvqBVizBux+k4PCvVTcOrRAlwin7Rat8f/aD4IhpU5jZIvCgXCmHeftz1DeCZ+FGb3ttqNViW",
+	"X/vCVoW0BUkBv61W0sUZuTG+qFBVLQRBGQlpX4kBVMtvOsWS5natbGVzf6yufuty0zPE11luYhMuGl6G",
+	"WDxmFas50arYnzK5uQQVQrgg7wUFsS+/wtxICLJXYGkPQc9mIsYCqBrM6w1o9DZpgC3Bjo7EDRXaaMHn",
+	"cCUOmwHrSbuCC26oQAob82UH7nD+VuyDmrG4GA/i0xciA00AS6WyDgDhdPfr3f8OAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

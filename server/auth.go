@@ -17,11 +17,11 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
-// Roles a key can have.
+// Roles a key can have; the store defines them because its schema checks them.
 const (
-	RoleRider  = "rider"
-	RoleDriver = "driver"
-	RoleAdmin  = "admin"
+	RoleRider  = store.RoleRider
+	RoleDriver = store.RoleDriver
+	RoleAdmin  = store.RoleAdmin
 )
 
 // DefaultAccount is the account of keys created without one; the demo keys belong to it.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,8 +95,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 			status = http.StatusOK
 		}
 		if status == http.StatusOK {
-			sum := sha256.Sum256(held.body.Bytes())
-			etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+			etag := strongETag(held.body.Bytes())
 			header.Set("ETag", etag)
 			header.Set("Vary", "Authorization")
 			if info := operationFrom(c.Request().Context()); info != nil {
@@ -141,6 +141,37 @@ func (w stampedWriter) WriteHeader(status int) {
 // from its typed response struct, wrote an empty X-Request-Id.
 func stampRequestID(h http.Header, id string) {
 	h.Set(headerRequestID, id)
+}
+
+// strongETag is the validator of a representation: a strong ETag over its exact bytes (128 bits
+// of SHA-256, plenty to tell versions of one resource apart).
+func strongETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// representationETag is the ETag a GET answering v carries: the generated handlers encode the
+// body with json.Encoder (trailing newline included) and respond hashes exactly those bytes. A
+// write that must answer or check the ETag of a resource (PUT, If-Match) computes it here, so
+// it always agrees with the GET.
+func representationETag(v any) (string, error) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		return "", err
+	}
+	return strongETag(buf.Bytes()), nil
+}
+
+// etagMatchesStrong applies If-Match's strong comparison (RFC 9110 §13.1.1): `*` matches any
+// current representation, a weak tag never matches.
+func etagMatchesStrong(header string, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimSpace(candidate)
+		if candidate == "*" || candidate == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // etagMatches applies If-None-Match's weak comparison (RFC 9110 §13.1.2).

@@ -30,6 +30,14 @@ type Config struct {
 	CursorSecret []byte
 	// CursorSecretGenerated is true when no secret was configured and a random one is used.
 	CursorSecretGenerated bool
+	// EstimateTTL is how long a fare estimate can be booked (RIDE_ESTIMATE_TTL), whole seconds
+	// between 1 s and 24 h. Zero means DefaultEstimateTTL.
+	EstimateTTL time.Duration
+
+	// IdempotencyTTL is how long the answer stored for an Idempotency-Key is kept and replayed
+	// before the record is purged and the key is new again (RIDE_IDEMPOTENCY_TTL, 24h–72h).
+	// Zero means DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
 
 	// RateLimitRead and RateLimitWrite are each API key's budgets in requests per
 	// RateLimitPeriod (RIDE_RATE_LIMIT_READ, RIDE_RATE_LIMIT_WRITE); a bucket holds twice its
@@ -46,6 +54,21 @@ type Config struct {
 	RateLimitKeyPrefix string
 }
 
+// DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
+// decide, short enough that prices stay current.
+const DefaultEstimateTTL = 300 * time.Second
+
+// maxEstimateTTL bounds RIDE_ESTIMATE_TTL: an upfront price a day old says little about traffic.
+const maxEstimateTTL = 24 * time.Hour
+
+// Bounds of RIDE_IDEMPOTENCY_TTL: long enough for a client's retries over a day, short enough
+// that the table stays small.
+const (
+	DefaultIdempotencyTTL = 24 * time.Hour
+	MinIdempotencyTTL     = 24 * time.Hour
+	MaxIdempotencyTTL     = 72 * time.Hour
+)
+
 // EnvVar documents one environment variable for --help and the startup log.
 type EnvVar struct {
 	Name, Default, Meaning string
@@ -58,6 +81,8 @@ var EnvVars = []EnvVar{
 	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
 	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
+	{Name: "RIDE_ESTIMATE_TTL", Default: "300s", Meaning: "fare estimate lifetime (whole seconds, 1s to 24h)"},
+	{Name: "RIDE_IDEMPOTENCY_TTL", Default: "24h", Meaning: "how long Idempotency-Key answers are kept and replayed (24h to 72h)"},
 	{Name: "RIDE_RATE_LIMIT_READ", Default: "100", Meaning: "reads (GET, HEAD, GraphQL) per second per API key, burst twice that; 0 turns the limit off"},
 	{Name: "RIDE_RATE_LIMIT_WRITE", Default: "20", Meaning: "writes (POST, PUT, DELETE; fare estimates too) per second per API key, burst twice that; 0 turns the limit off"},
 	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
@@ -74,7 +99,8 @@ const maxRateLimit = 1_000_000
 
 // ConfigFromEnv reads and validates the configuration; errors name the variable at fault.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: ":8080", DemoData: true, RateLimitRead: DefaultRateLimitRead, RateLimitWrite: DefaultRateLimitWrite}
+	cfg := Config{Addr: ":8080", DemoData: true, EstimateTTL: DefaultEstimateTTL, IdempotencyTTL: DefaultIdempotencyTTL,
+		RateLimitRead: DefaultRateLimitRead, RateLimitWrite: DefaultRateLimitWrite}
 	var errs []error
 	if v := getenv("RIDE_ADDR"); v != "" {
 		cfg.Addr = v
@@ -101,6 +127,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.CursorSecret = make([]byte, 32)
 		_, _ = rand.Read(cfg.CursorSecret)
 		cfg.CursorSecretGenerated = true
+	}
+	if v := getenv("RIDE_ESTIMATE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > maxEstimateTTL || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("RIDE_ESTIMATE_TTL must be a whole number of seconds between 1s and 24h, such as 300s or 5m, not %q", v))
+		} else {
+			cfg.EstimateTTL = d
+		}
+	}
+	if v := getenv("RIDE_IDEMPOTENCY_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinIdempotencyTTL || d > MaxIdempotencyTTL {
+			errs = append(errs, fmt.Errorf("RIDE_IDEMPOTENCY_TTL must be a duration from %s to %s (e.g. 48h), not %q",
+				"24h", "72h", v))
+		} else {
+			cfg.IdempotencyTTL = d
+		}
 	}
 	for _, limit := range []struct {
 		name string
@@ -147,6 +190,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("DATABASE_URL", database),
 		slog.Bool("RIDE_DEMO_DATA", c.DemoData),
 		slog.String("RIDE_CURSOR_SECRET", cursorSecret),
+		slog.String("RIDE_ESTIMATE_TTL", c.EstimateTTL.String()),
+		slog.String("RIDE_IDEMPOTENCY_TTL", c.IdempotencyTTL.String()),
 		slog.String("RIDE_RATE_LIMIT_READ", rateLimitText(c.RateLimitRead)),
 		slog.String("RIDE_RATE_LIMIT_WRITE", rateLimitText(c.RateLimitWrite)),
 		slog.String("REDIS_URL", redisURL),

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -28,6 +29,8 @@ var _ = Describe("ConfigFromEnv", func() {
 		Expect(cfg.RateLimitRead).To(Equal(100))
 		Expect(cfg.RateLimitWrite).To(Equal(20))
 		Expect(cfg.RedisURL).To(BeEmpty())
+		Expect(cfg.EstimateTTL).To(Equal(300 * time.Second))
+		Expect(cfg.IdempotencyTTL).To(Equal(24 * time.Hour))
 	})
 
 	It("reads exactly the variables EnvVars documents, so --help cannot drift", func() {
@@ -69,6 +72,10 @@ var _ = Describe("ConfigFromEnv", func() {
 		}),
 		Entry("a Redis URL", env{"REDIS_URL": "redis://:pw@127.0.0.1:6379/2"}, func(c Config) { Expect(c.RedisURL).To(Equal("redis://:pw@127.0.0.1:6379/2")) }),
 		Entry("a TLS Redis URL", env{"REDIS_URL": "rediss://cache.internal:6380"}, func(c Config) { Expect(c.RedisURL).To(Equal("rediss://cache.internal:6380")) }),
+		Entry("an estimate lifetime in seconds", env{"RIDE_ESTIMATE_TTL": "90s"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(90 * time.Second)) }),
+		Entry("an estimate lifetime in minutes", env{"RIDE_ESTIMATE_TTL": "5m"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(5 * time.Minute)) }),
+		Entry("the longest estimate lifetime", env{"RIDE_ESTIMATE_TTL": "24h"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(24 * time.Hour)) }),
+		Entry("an idempotency retention", env{"RIDE_IDEMPOTENCY_TTL": "48h"}, func(c Config) { Expect(c.IdempotencyTTL).To(Equal(48 * time.Hour)) }),
 	)
 
 	DescribeTable("rejects, naming the variable and never echoing a secret",
@@ -87,6 +94,14 @@ var _ = Describe("ConfigFromEnv", func() {
 		Entry("an absurd read limit", env{"RIDE_RATE_LIMIT_READ": "1000000000"}, "RIDE_RATE_LIMIT_READ"),
 		Entry("a Redis URL of another scheme", env{"REDIS_URL": "http://:hunter2@cache:6379"}, "REDIS_URL"),
 		Entry("a Redis URL with a bad database", env{"REDIS_URL": "redis://:hunter2@cache:6379/x"}, "REDIS_URL"),
+		Entry("an estimate lifetime without a unit", env{"RIDE_ESTIMATE_TTL": "300"}, "RIDE_ESTIMATE_TTL"),
+		Entry("a zero estimate lifetime", env{"RIDE_ESTIMATE_TTL": "0s"}, "RIDE_ESTIMATE_TTL"),
+		Entry("a negative estimate lifetime", env{"RIDE_ESTIMATE_TTL": "-5s"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime in part-seconds", env{"RIDE_ESTIMATE_TTL": "1500ms"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime over a day", env{"RIDE_ESTIMATE_TTL": "25h"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime in words", env{"RIDE_ESTIMATE_TTL": "soon"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an idempotency retention under a day", env{"RIDE_IDEMPOTENCY_TTL": "1h"}, "RIDE_IDEMPOTENCY_TTL"),
+		Entry("an idempotency retention over three days", env{"RIDE_IDEMPOTENCY_TTL": "96h"}, "RIDE_IDEMPOTENCY_TTL"),
 	)
 
 	It("reports every invalid variable at once", func() {

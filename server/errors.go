@@ -25,6 +25,8 @@ type APIError struct {
 	Fields []gen.ProblemFieldError
 	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
 	Header http.Header
+	// FailureCode is the provider's reason of a payment_declined answer.
+	FailureCode string
 	// Err is the cause, logged for 5xx and never rendered.
 	Err error
 }
@@ -57,8 +59,30 @@ const (
 	codeUnsupportedMediaType   = "unsupported_media_type"
 	codeRateLimited            = "rate_limited"
 	codeIdempotencyKeyRequired = "idempotency_key_required"
+	codeIdempotencyKeyReused   = "idempotency_key_reused"
+	codeIdempotencyKeyInUse    = "idempotency_key_in_use"
+	codeTripNotFound           = "trip_not_found"
+	codeTripNotCompleted       = "trip_not_completed"
+	codeTripAlreadyPaid        = "trip_already_paid"
+	codeAmountMismatch         = "amount_mismatch"
+	codePaymentDeclined        = "payment_declined"
+	codePaymentProviderError   = "payment_provider_error"
 	codeInternal               = "internal"
 	codeUnavailable            = "unavailable"
+)
+
+// Codes of booking and the trip lifecycle.
+const (
+	codeOutsideServiceArea = "outside_service_area"
+	codeEstimateNotFound   = "estimate_not_found"
+	codeEstimateExpired    = "estimate_expired"
+	codeEstimateUsed       = "estimate_already_used"
+	codeNoDriverAvailable  = "no_driver_available"
+	codeRiderHasActiveTrip = "rider_has_active_trip"
+	codeRiderNotFound      = "rider_not_found"
+	codeRiderIDRequired    = "rider_id_required"
+	codeInvalidTransition  = "invalid_transition"
+	codePreconditionFailed = "precondition_failed"
 )
 
 // titles are the short, human summaries of each code; `detail` carries the specifics.
@@ -76,8 +100,27 @@ var titles = map[string]string{
 	codeUnsupportedMediaType:   "Unsupported media type",
 	codeRateLimited:            "Rate limited",
 	codeIdempotencyKeyRequired: "Idempotency key required",
+	codeIdempotencyKeyReused:   "Idempotency key reused",
+	codeIdempotencyKeyInUse:    "Idempotency key in use",
+	codeTripNotFound:           "Trip not found",
+	codeTripNotCompleted:       "Trip not completed",
+	codeTripAlreadyPaid:        "Trip already paid",
+	codeAmountMismatch:         "Amount mismatch",
+	codePaymentDeclined:        "Payment declined",
+	codePaymentProviderError:   "Payment provider error",
 	codeInternal:               "Internal error",
 	codeUnavailable:            "Service unavailable",
+
+	codeOutsideServiceArea: "Outside the service area",
+	codeEstimateNotFound:   "Estimate not found",
+	codeEstimateExpired:    "Estimate expired",
+	codeEstimateUsed:       "Estimate already used",
+	codeNoDriverAvailable:  "No driver available",
+	codeRiderHasActiveTrip: "Rider has an active trip",
+	codeRiderNotFound:      "Rider not found",
+	codeRiderIDRequired:    "Rider id required",
+	codeInvalidTransition:  "Invalid transition",
+	codePreconditionFailed: "Precondition failed",
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -87,8 +130,40 @@ func problemFor(err error) *APIError {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	var fieldErr *ride.FieldError
+	var (
+		fieldErr      *ride.FieldError
+		earlyErr      *ride.TripNotCompletedError
+		mismatchErr   *ride.AmountMismatchError
+		declinedErr   *ride.PaymentDeclinedError
+		providerErr   *PaymentProviderError
+		transitionErr *ride.TransitionError
+	)
 	switch {
+	case errors.As(err, &transitionErr):
+		return newAPIError(http.StatusConflict, codeInvalidTransition,
+			fmt.Sprintf("A trip cannot move from %s to %s.", transitionErr.From, transitionErr.To))
+	case errors.Is(err, ride.ErrInvalidTransition):
+		return newAPIError(http.StatusConflict, codeInvalidTransition, "The trip cannot make this move.")
+	case errors.Is(err, ride.ErrOutsideServiceArea):
+		return newAPIError(http.StatusUnprocessableEntity, codeOutsideServiceArea,
+			"The origin and the destination must both lie in the area of one served city.")
+	case errors.Is(err, ride.ErrEstimateNotFound):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateNotFound,
+			Detail: "No fare estimate of yours has this id. Request an estimate first.",
+			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
+	case errors.Is(err, ride.ErrEstimateExpired):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateExpired,
+			Detail: "The fare estimate has expired. Request a new one.",
+			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "expired"}}}
+	case errors.Is(err, ride.ErrEstimateAlreadyUsed):
+		return newAPIError(http.StatusConflict, codeEstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
+	// The store's refusals come from the partial unique indexes, when a concurrent booking
+	// took the rider or driver after the checks: the same answers as the checks'.
+	case errors.Is(err, ride.ErrNoDriverAvailable), errors.Is(err, store.ErrDriverHasActiveTrip):
+		return newAPIError(http.StatusConflict, codeNoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
+	case errors.Is(err, ride.ErrRiderHasActiveTrip), errors.Is(err, store.ErrRiderHasActiveTrip):
+		return newAPIError(http.StatusConflict, codeRiderHasActiveTrip,
+			"The rider already has a trip that is not completed or cancelled; finish or cancel it first.")
 	case errors.As(err, &fieldErr):
 		return &APIError{
 			Status: http.StatusBadRequest, Code: codeInvalidRequest,
@@ -103,6 +178,23 @@ func problemFor(err error) *APIError {
 		}
 	case errors.Is(err, store.ErrNotFound):
 		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
+	case errors.As(err, &earlyErr):
+		return newAPIError(http.StatusConflict, codeTripNotCompleted,
+			"Only a completed trip can be paid; this one is "+string(earlyErr.Status)+".")
+	case errors.Is(err, ride.ErrTripAlreadyPaid):
+		return newAPIError(http.StatusConflict, codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
+	case errors.As(err, &mismatchErr):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeAmountMismatch,
+			Detail: fmt.Sprintf("amount and currency must equal the trip's fare, %d %s.", mismatchErr.FareTotal, mismatchErr.FareCurrency),
+			Fields: []gen.ProblemFieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
+	case errors.As(err, &declinedErr):
+		return &APIError{Status: http.StatusUnprocessableEntity, Code: codePaymentDeclined,
+			Detail:      "The payment provider declined the charge (" + declinedErr.FailureCode + "). Try another payment method with a new Idempotency-Key.",
+			FailureCode: declinedErr.FailureCode}
+	case errors.As(err, &providerErr):
+		return &APIError{Status: http.StatusBadGateway, Code: codePaymentProviderError,
+			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
+			Err:    err}
 	}
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {
@@ -166,6 +258,9 @@ func (s *Server) renderError(err error, c echo.Context) {
 	}
 	if len(p.Fields) > 0 {
 		body.Errors = &p.Fields
+	}
+	if p.FailureCode != "" {
+		body.FailureCode = &p.FailureCode
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)

@@ -37,6 +37,26 @@ var _ = Describe("Server lifecycle", func() {
 		Expect(s.Shutdown(context.Background())).To(Succeed(), "a second Shutdown is harmless")
 	})
 
+	It("holds the workers of a starting server until it is ready", func(ctx SpecContext) {
+		st, err := store.Open(ctx, "sqlite://"+filepath.Join(GinkgoT().TempDir(), "ride.db"))
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(st.Close)
+		starting, err := New(Config{CursorSecret: []byte("lifecycle-test-secret-0123")}, Deps{Store: st, Starting: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(starting.ready.Load()).To(BeFalse())
+		var ran atomic.Bool
+		started := make(chan struct{})
+		starting.startWorker(func(ctx context.Context) {
+			ran.Store(true)
+			close(started)
+			<-ctx.Done()
+		})
+		Consistently(ran.Load, 50*time.Millisecond, 10*time.Millisecond).Should(BeFalse(), "a worker ran before migrations were done")
+		starting.SetReady(true)
+		Eventually(started).Should(BeClosed())
+		Expect(starting.Shutdown(ctx)).To(Succeed())
+	})
+
 	It("gives up on a worker that ignores its context when the deadline passes", func() {
 		release := make(chan struct{})
 		DeferCleanup(func() { close(release) })

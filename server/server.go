@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -30,6 +32,15 @@ type Deps struct {
 	// Now is the clock; tests pass a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// PaymentProvider charges payments; nil means the built-in SimulatedProvider.
+	PaymentProvider PaymentProvider
+	// Faults, when set, is called at named points of a request's work (see the fault*
+	// constants) with the subject at hand, and a non-nil error (or a panic) fails the request
+	// there. Only tests set it, to prove a failure half-way through leaves nothing behind.
+	Faults func(ctx context.Context, point, subject string) error
+	// Starting makes New return a server that is not ready yet: GET /readyz answers 503 and
+	// background workers wait until SetReady(true). main sets it while migrations run.
+	Starting bool
 }
 
 // Server implements every operation of openapi/ride.yaml.
@@ -44,12 +55,28 @@ type Server struct {
 	metrics *Metrics
 	limits  *rateLimiter // nil when rate limits are off
 	ready   atomic.Bool
+	// estimateTTL is how long a fare estimate can be booked.
+	estimateTTL time.Duration
+	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
+	// documents of automatic persisted queries.
+	graphql   *graphql.Schema
+	persisted *persistedQueries
 
-	// Background workers run under workersCtx until Shutdown cancels it and waits.
-	workersCtx  context.Context
-	stopWorkers context.CancelFunc
-	workers     sync.WaitGroup
-	closeOnce   sync.Once
+	payments       PaymentProvider
+	faults         func(ctx context.Context, point, subject string) error
+	idempotencyTTL time.Duration
+	executing      executingKeys
+
+	// Background workers (the idempotency purge) run under backgroundCtx until stop cancels
+	// it; Shutdown and Close wait for them. They start when the server is first ready, so
+	// that none touches a database whose migrations are still running.
+	backgroundCtx context.Context
+	stop          context.CancelFunc
+	background    sync.WaitGroup
+	workersMu     sync.Mutex
+	workers       []func(ctx context.Context) // registered, not yet started
+	workersOn     bool
+	closeOnce     sync.Once
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -65,18 +92,36 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
+	if deps.PaymentProvider == nil {
+		deps.PaymentProvider = SimulatedProvider{}
+	}
+	if cfg.IdempotencyTTL == 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
 	s := &Server{
 		cfg:     cfg,
 		store:   deps.Store,
 		now:     func() time.Time { return deps.Now().UTC().Truncate(time.Microsecond) },
 		log:     deps.Logger,
 		cursors: ride.NewCursorCodec(cfg.CursorSecret),
+
+		payments:       deps.PaymentProvider,
+		faults:         deps.Faults,
+		idempotencyTTL: cfg.IdempotencyTTL,
+		estimateTTL:    cfg.EstimateTTL,
+	}
+	if s.estimateTTL <= 0 {
+		s.estimateTTL = DefaultEstimateTTL
 	}
 	docs, err := newPublishedDocuments()
 	if err != nil {
 		return nil, err
 	}
 	s.docs = docs
+	if s.graphql, err = newGraphQLSchema(s); err != nil {
+		return nil, err
+	}
+	s.persisted = newPersistedQueries(s.now)
 	g, err := newGate(newAuthenticator(deps.Store, s.now))
 	if err != nil {
 		return nil, err
@@ -92,8 +137,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.limits != nil {
 		g.limits = s.limits
 	}
-	s.workersCtx, s.stopWorkers = context.WithCancel(context.Background())
-	s.SetReady(true)
+	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
+	s.startWorker(func(ctx context.Context) { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
+	s.SetReady(!deps.Starting)
 
 	e := echo.New()
 	e.HideBanner = true
@@ -104,23 +150,42 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"))
 	e.Use(g.middleware)
+	// After the gate: only authenticated, valid requests reach the idempotency layer, so a
+	// malformed request is never stored against its key.
+	e.Use(s.idempotency)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.registerOutsideDocument(e)
 	s.echo = e
 	return s, nil
 }
 
+// Close stops the server's background work and waits for it to end: Shutdown without a
+// deadline. It does not close the store, which the caller owns; stop serving requests first.
+func (s *Server) Close() error {
+	return s.Shutdown(context.Background())
+}
+
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
 // SetReady says whether the server takes traffic: GET /readyz answers 503 while it is false.
-// A new Server is ready; main sets it false while migrations run, then true.
+// A new Server is ready unless Deps.Starting; the first SetReady(true) starts the background
+// workers.
 func (s *Server) SetReady(ready bool) {
 	s.ready.Store(ready)
-	if ready {
-		s.metrics.ready.Set(1)
-	} else {
+	if !ready {
 		s.metrics.ready.Set(0)
+		return
+	}
+	s.metrics.ready.Set(1)
+	s.workersMu.Lock()
+	defer s.workersMu.Unlock()
+	if !s.workersOn && s.backgroundCtx.Err() == nil {
+		s.workersOn = true
+		for _, fn := range s.workers {
+			s.background.Go(func() { fn(s.backgroundCtx) })
+		}
+		s.workers = nil
 	}
 }
 
@@ -128,25 +193,30 @@ func (s *Server) SetReady(ready bool) {
 // a request (the webhook worker).
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// startWorker runs fn in the background until Shutdown; fn must return once its context is
-// cancelled.
+// startWorker runs fn in the background, from the moment the server is ready until Shutdown
+// or Close; fn must return once its context is cancelled.
 func (s *Server) startWorker(fn func(ctx context.Context)) {
-	s.workers.Add(1)
-	go func() {
-		defer s.workers.Done()
-		fn(s.workersCtx)
-	}()
+	s.workersMu.Lock()
+	defer s.workersMu.Unlock()
+	if !s.workersOn {
+		s.workers = append(s.workers, fn)
+		return
+	}
+	s.background.Go(func() { fn(s.backgroundCtx) })
 }
 
 // Shutdown stops the background workers, waiting for them until ctx ends, and releases the
-// server's own connections (Redis). Calling it again is harmless. Call it after http.Server.Shutdown has drained the
-// requests in flight; the store belongs to the caller, who closes it last.
+// server's own connections (Redis). Calling it again is harmless. Call it after
+// http.Server.Shutdown has drained the requests in flight; the store belongs to the caller,
+// who closes it last.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.SetReady(false)
-	s.stopWorkers()
+	s.workersMu.Lock()
+	s.stop() // under the lock: no worker starts after this
+	s.workersMu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		s.workers.Wait()
+		s.background.Wait()
 		close(done)
 	}()
 	var errs []error
@@ -172,7 +242,7 @@ func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				if r == http.ErrAbortHandler {
 					panic(r)
 				}
-				err = fmt.Errorf("panic: %v", r)
+				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
 			}
 		}()
 		return next(c)

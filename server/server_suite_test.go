@@ -7,9 +7,9 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// TestServer runs the package's unit specs: pure rules of the server that need no HTTP.
-// The HTTP behaviour is specified in tests/, over a real server.
+// TestServer runs the server package's own specs: pure rules that are cheaper to pin down
+// here than through HTTP. The HTTP behaviour is specified in tests/.
 func TestServer(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "server")
+	RunSpecs(t, "Server")
 }

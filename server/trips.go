@@ -101,10 +101,7 @@ func canSeeTrip(p Principal, t store.Trip) bool {
 
 func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {
 	caller := principalFrom(ctx)
-	limit := defaultLimit
-	if req.limit != nil {
-		limit = int(*req.limit)
-	}
+	limit := pageLimit(req.limit)
 	sortSpec := defaultTripSort
 	if req.sort != nil {
 		keys := make([]string, len(*req.sort))
@@ -145,20 +142,9 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
 		sortSpec, caller.Role, caller.Subject, caller.Account)
 	params := store.TripListParams{Filter: filter, Sort: storeSort(sortKeys), Limit: limit}
-	if req.cursor != nil {
-		cur, err := s.cursors.Decode(*req.cursor, query)
-		if err != nil {
-			return gen.TripList{}, err
-		}
-		if len(cur.Values) != len(sortKeys) {
-			return gen.TripList{}, ride.ErrInvalidCursor
-		}
-		keyset := &store.Keyset{Values: cur.Values, ID: cur.ID}
-		if cur.Backward {
-			params.Before = keyset
-		} else {
-			params.After = keyset
-		}
+	params.After, params.Before, err = s.keysetFrom(req.cursor, query, len(sortKeys))
+	if err != nil {
+		return gen.TripList{}, err
 	}
 
 	page, err := s.storeFor(ctx).ListTrips(ctx, params)
@@ -169,19 +155,10 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 	for i, t := range page.Trips {
 		list.Data[i] = tripView(t, fields)
 	}
-	list.Pagination = gen.Pagination{HasMore: page.MoreAfter, Count: int32(len(page.Trips))}
-	if n := len(page.Trips); n > 0 {
-		if page.MoreAfter {
-			last := page.Trips[n-1].Keyset(params.Sort)
-			next := s.cursors.Encode(ride.Cursor{Values: last.Values, ID: last.ID}, query)
-			list.Pagination.NextCursor = &next
-		}
-		if page.MoreBefore {
-			first := page.Trips[0].Keyset(params.Sort)
-			prev := s.cursors.Encode(ride.Cursor{Backward: true, Values: first.Values, ID: first.ID}, query)
-			list.Pagination.PrevCursor = &prev
-		}
-	}
+	n := len(page.Trips)
+	list.Pagination = s.pagination(query, n, page.MoreAfter, page.MoreBefore,
+		func() store.Keyset { return page.Trips[0].Keyset(params.Sort) },
+		func() store.Keyset { return page.Trips[n-1].Keyset(params.Sort) })
 	return list, nil
 }
 

@@ -22,7 +22,7 @@ import (
 // lookup instead of walking the document.
 type operationInfo struct {
 	id           string
-	path         string     // the OpenAPI path template, for logs and metrics
+	path         string     // the OpenAPI path template, e.g. /v1/trips/{tripId}
 	class        limitClass // the rate-limit budget it draws on
 	needsAuth    bool
 	queryParams  map[string]bool
@@ -77,7 +77,7 @@ func newGate(auth *authenticator) (*gate, error) {
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			info := describeOperation(doc, path, item, op)
-			info.path, info.class = path, classify(method, path)
+			info.class = classify(method, path)
 			g.operations[op] = info
 		}
 	}
@@ -85,7 +85,7 @@ func newGate(auth *authenticator) (*gate, error) {
 }
 
 func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
-	info := &operationInfo{id: op.OperationID, queryParams: map[string]bool{}}
+	info := &operationInfo{id: op.OperationID, path: path, queryParams: map[string]bool{}}
 	security := doc.Security
 	if op.Security != nil {
 		security = *op.Security

@@ -20,6 +20,12 @@ var (
 	ErrConflict = errors.New("store: conflict")
 	// ErrInvalidReference means the row refers to another row that does not exist (a foreign key).
 	ErrInvalidReference = errors.New("store: reference to a missing row")
+	// ErrRiderHasActiveTrip means an active trip could not be stored because its rider already
+	// has one (the partial unique index on trips). It wraps ErrDuplicate.
+	ErrRiderHasActiveTrip = errors.New("store: the rider already has an active trip")
+	// ErrDriverHasActiveTrip means an active trip could not be stored because its driver already
+	// has one (the partial unique index on trips). It wraps ErrDuplicate.
+	ErrDriverHasActiveTrip = errors.New("store: the driver already has an active trip")
 )
 
 // SQLSTATE and SQLite extended result codes for the violations the store reports. They are

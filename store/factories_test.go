@@ -47,17 +47,21 @@ func createCity(ctx context.Context, st *store.Store, o cityOpts) store.City {
 type driverOpts struct {
 	City        string // default: a new city
 	Unavailable bool
+	Lat, Lng    float64 // default 37.78, -122.41
 }
 
 func createDriver(ctx context.Context, st *store.Store, o driverOpts) store.Driver {
 	if o.City == "" {
 		o.City = createCity(ctx, st, cityOpts{}).ID
 	}
+	if o.Lat == 0 && o.Lng == 0 {
+		o.Lat, o.Lng = 37.78, -122.41
+	}
 	id := newID("drv_")
 	d, err := st.CreateDriver(ctx, store.Driver{
 		ID: id, Name: "Test Driver", Rating: 4.87, Photo: "https://cdn.example.com/drivers/" + id + ".jpg",
 		VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "Blue", VehiclePlate: "7ABC123",
-		City: o.City, Lat: 37.78, Lng: -122.41, Available: !o.Unavailable,
+		City: o.City, Lat: o.Lat, Lng: o.Lng, Available: !o.Unavailable,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return d

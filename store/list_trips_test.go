@@ -50,11 +50,16 @@ func createListFixture(ctx context.Context, st *store.Store) listFixture {
 		case i%5 == 0:
 			status = store.TripStatusCancelled
 		}
+		// The three active trips (i < 3) need three riders: a rider has one active trip at most.
+		rider := f.riders[(i/2)%3]
+		if i < 3 {
+			rider = f.riders[i]
+		}
 		created := listBase.Add(time.Duration(i/3) * (time.Minute + time.Microsecond))
 		f.trips = append(f.trips, createTrip(ctx, st, tripOpts{
 			Status:     status,
 			DriverID:   f.drivers[i%3],
-			RiderID:    f.riders[(i/2)%3],
+			RiderID:    rider,
 			CreatedAt:  created,
 			PickupTime: created.Add(time.Duration((i*7)%11) * time.Minute),
 			Fare:       1000 + int64((i*5)%9)*125,

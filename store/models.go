@@ -242,3 +242,77 @@ func normalizeTimePtr(t **time.Time) {
 		*t = &v
 	}
 }
+
+// FareEstimate is a priced route that its creator may book once before ExpiresAt. The creator
+// is the principal that asked for it (role, subject, account); CreatorSubject is empty for an
+// admin. The booking that consumes it sets UsedAt, then TripID, in its transaction. Amounts are
+// minor units of Currency.
+type FareEstimate struct {
+	ID                 string `gorm:"column:id;primaryKey"` // est_…
+	RideType           string
+	City               string
+	OriginLat          float64
+	OriginLng          float64
+	OriginAddress      *string
+	DestinationLat     float64
+	DestinationLng     float64
+	DestinationAddress *string
+	DistanceMeters     int64
+	DurationSeconds    int64
+	PriceMin           int64
+	PriceMax           int64
+	Currency           string
+	CreatorRole        string
+	CreatorSubject     string
+	CreatorAccount     string
+	CreatedAt          time.Time
+	ExpiresAt          time.Time
+	UsedAt             *time.Time
+	TripID             *string
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (FareEstimate) TableName() string { return "fare_estimates" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (e *FareEstimate) BeforeSave(*gorm.DB) error {
+	e.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (e *FareEstimate) AfterFind(*gorm.DB) error {
+	e.normalize()
+	return nil
+}
+
+func (e *FareEstimate) normalize() {
+	normalizeTime(&e.CreatedAt)
+	normalizeTime(&e.ExpiresAt)
+	normalizeTimePtr(&e.UsedAt)
+}
+
+// Cancellation records who cancelled a trip through the cancellation resource, and why.
+// CancelledBy is the caller's role.
+type Cancellation struct {
+	ID          string `gorm:"column:id;primaryKey"` // can_…
+	TripID      string
+	Reason      string
+	CancelledBy string
+	CreatedAt   time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Cancellation) TableName() string { return "cancellations" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (c *Cancellation) BeforeSave(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (c *Cancellation) AfterFind(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}

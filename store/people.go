@@ -22,6 +22,19 @@ func (s *Store) DriverByID(ctx context.Context, id string) (Driver, error) {
 	return d, nil
 }
 
+// DriversByIDs returns the drivers among ids that exist, in one query and in no particular
+// order. Ids that name no driver are simply absent from the result.
+func (s *Store) DriversByIDs(ctx context.Context, ids []string) ([]Driver, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var drivers []Driver
+	if err := s.conn(ctx).Where("id IN ?", ids).Find(&drivers).Error; err != nil {
+		return nil, interpretError(err)
+	}
+	return drivers, nil
+}
+
 // CreateRider inserts a rider and returns it as stored (created_at filled in when zero).
 // ErrDuplicate when the id exists.
 func (s *Store) CreateRider(ctx context.Context, r Rider) (Rider, error) {

@@ -14,12 +14,63 @@ import (
 
 // CreateTrip inserts a trip and returns it as stored (timestamps filled in when zero). The
 // Driver field is ignored: the trip refers to DriverID. ErrDuplicate when the id exists;
-// ErrInvalidReference when the city, rider or driver does not exist.
+// ErrInvalidReference when the city, rider or driver does not exist. An active trip whose
+// rider or driver already has one is refused by the database: ErrRiderHasActiveTrip or
+// ErrDriverHasActiveTrip.
 func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
-	if err := s.conn(ctx).Omit(clause.Associations).Create(&t).Error; err != nil {
-		return Trip{}, interpretError(err)
+	if !slices.Contains(ActiveTripStatuses, t.Status) {
+		if err := s.insertTrip(ctx, &t); err != nil {
+			return Trip{}, err
+		}
+		return t, nil
+	}
+	// The insert runs in a savepoint: on PostgreSQL a failed statement aborts the whole
+	// transaction, and the caller's transaction must survive to learn which index refused it.
+	err := s.WithTx(ctx, func(tx *Store) error { return tx.insertTrip(ctx, &t) })
+	if errors.Is(err, ErrDuplicate) {
+		return Trip{}, s.activeTripConflict(ctx, t, err)
+	}
+	if err != nil {
+		return Trip{}, err
 	}
 	return t, nil
+}
+
+func (s *Store) insertTrip(ctx context.Context, t *Trip) error {
+	return interpretError(s.conn(ctx).Omit(clause.Associations).Create(t).Error)
+}
+
+// activeTripConflict names the unique index an active trip's insert broke. The engines report
+// it differently (a constraint name, a column list) and GORM's translation drops it, so it is
+// found again by asking: a repeated id is a plain duplicate; otherwise the rider, then the
+// driver, already has an active trip (the rider first, as booking checks it first).
+func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) error {
+	checks := []struct {
+		where string
+		arg   string
+		err   error
+	}{
+		{"id = ?", t.ID, nil},
+		{"rider_id = ? AND status IN ?", t.RiderID, ErrRiderHasActiveTrip},
+		{"driver_id = ? AND status IN ?", t.DriverID, ErrDriverHasActiveTrip},
+	}
+	for _, c := range checks {
+		args := []any{c.arg}
+		if c.err != nil {
+			args = append(args, ActiveTripStatuses)
+		}
+		var found []int
+		if err := s.conn(ctx).Model(&Trip{}).Select("1").Where(c.where, args...).Limit(1).Scan(&found).Error; err != nil {
+			return errors.Join(cause, interpretError(err))
+		}
+		if len(found) > 0 {
+			if c.err == nil {
+				return cause
+			}
+			return fmt.Errorf("%w: %w", c.err, cause)
+		}
+	}
+	return cause
 }
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.
@@ -30,6 +81,20 @@ func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
 		return Trip{}, interpretError(err)
 	}
 	return t, nil
+}
+
+// TripsByIDs returns the trips among ids that exist, each with its driver, in one query and in
+// no particular order. Ids that name no trip are simply absent from the result.
+func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var trips []Trip
+	err := s.conn(ctx).Joins("Driver").Where("trips.id IN ?", ids).Find(&trips).Error
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return trips, nil
 }
 
 // SortField names a column trips can be listed by.
@@ -151,55 +216,13 @@ func (s *Store) ListTrips(ctx context.Context, p TripListParams) (TripPage, erro
 	if err != nil {
 		return TripPage{}, err
 	}
-
-	// Fetch in walk order, or in reverse walk order for a Before page.
-	fetch := s.filteredTrips(ctx, p.Filter).Joins("Driver")
-	if from != nil {
-		fetch = fetch.Where(keysetCondition(keys, from, !backward, false))
+	trips, after, before, err := keysetPage[Trip](
+		s.filteredTrips(ctx, p.Filter).Joins("Driver"), s.filteredTrips(ctx, p.Filter),
+		keys, from, backward, p.Limit)
+	if err != nil {
+		return TripPage{}, err
 	}
-	for _, k := range keys {
-		fetch = fetch.Order(clause.OrderByColumn{
-			Column: clause.Column{Name: k.column, Raw: true},
-			Desc:   k.desc != backward,
-		})
-	}
-	var trips []Trip
-	if err := fetch.Limit(p.Limit + 1).Find(&trips).Error; err != nil {
-		return TripPage{}, interpretError(err)
-	}
-	more := len(trips) > p.Limit
-	if more {
-		trips = trips[:p.Limit]
-	}
-	if backward {
-		slices.Reverse(trips)
-	}
-	page := TripPage{Trips: trips}
-	if trips == nil {
-		page.Trips = []Trip{}
-	}
-
-	// The other direction: is there a trip at or beyond the keyset, looking back the way the
-	// page came from?
-	var other bool
-	if from != nil {
-		var found []int
-		err := s.filteredTrips(ctx, p.Filter).
-			Select("1").
-			Where(keysetCondition(keys, from, backward, true)).
-			Limit(1).
-			Scan(&found).Error
-		if err != nil {
-			return TripPage{}, interpretError(err)
-		}
-		other = len(found) > 0
-	}
-	if backward {
-		page.MoreBefore, page.MoreAfter = more, other
-	} else {
-		page.MoreAfter, page.MoreBefore = more, other
-	}
-	return page, nil
+	return TripPage{Trips: trips, MoreAfter: after, MoreBefore: before}, nil
 }
 
 // keysetArgs is a resolved keyset: one comparison value per order key, id last.

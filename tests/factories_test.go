@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -19,14 +20,32 @@ type CityOpts struct {
 	Currency string
 }
 
+// Test cities are served circles of cityRadius on a grid whose cells are further apart than
+// two radii, so that every city has an area of its own: an estimate made in one spec's city is
+// never served by another spec's city.
+const (
+	cityRadius     = 30_000
+	cityGridRows   = 100 // latitudes -49.5 … 49.5, one degree (111 km) apart
+	cityGridLngGap = 1.5 // degrees; at 50° latitude still 107 km
+)
+
+// cityCenter is the grid cell of the n-th city.
+func cityCenter(n int64) (lat, lng float64) {
+	row, col := n%cityGridRows, (n/cityGridRows)%int64(360/cityGridLngGap)
+	return -49.5 + float64(row), -179.25 + float64(col)*cityGridLngGap
+}
+
 // NewCity creates a city of its own, so a spec can filter on it and see only its own trips.
+// Rates: $2.50 base, $1.20/km, $0.30/min, $7.00 minimum.
 func (h *Harness) NewCity(o CityOpts) store.City {
 	if o.Currency == "" {
 		o.Currency = "usd"
 	}
+	n := citySeq.Add(1)
+	lat, lng := cityCenter(n)
 	c, err := h.Store.CreateCity(context.Background(), store.City{
-		ID: fmt.Sprintf("test-city-%d-%s", citySeq.Add(1), ride.NewID("c")[2:10]), Name: "Testville",
-		CenterLat: 37.77, CenterLng: -122.42, RadiusMeters: 30_000, Currency: o.Currency,
+		ID: fmt.Sprintf("test-city-%d-%s", n, ride.NewID("c")[2:10]), Name: "Testville",
+		CenterLat: lat, CenterLng: lng, RadiusMeters: cityRadius, Currency: o.Currency,
 		BaseFare: 250, PerKm: 120, PerMinute: 30, MinimumFare: 700, CreatedAt: time.Now(),
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -36,21 +55,38 @@ func (h *Harness) NewCity(o CityOpts) store.City {
 // DriverOpts shapes a driver.
 type DriverOpts struct {
 	City string
+	// Unavailable marks a driver who is on a trip (or off duty).
+	Unavailable bool
+	// North and East place the driver this many meters from the city's center.
+	North, East float64
 }
 
-// NewDriver creates a driver in o.City (a new city when empty).
+// NewDriver creates a driver in o.City (a new city when empty), at its center unless placed.
 func (h *Harness) NewDriver(o DriverOpts) store.Driver {
 	if o.City == "" {
 		o.City = h.NewCity(CityOpts{}).ID
 	}
+	city, err := h.Store.CityByID(context.Background(), o.City)
+	Expect(err).NotTo(HaveOccurred())
+	at := PointIn(city, o.North, o.East)
 	d, err := h.Store.CreateDriver(context.Background(), store.Driver{
 		ID: ride.NewID(ride.PrefixDriver), Name: "Test Driver", Rating: 4.8,
 		Photo: "https://cdn.ride.example.com/drivers/test.jpg", VehicleMake: "Toyota", VehicleModel: "Prius",
-		VehicleColor: "blue", VehiclePlate: "TEST123", City: o.City, Lat: 37.7, Lng: -122.4,
-		Available: true, CreatedAt: time.Now(), UpdatedAt: time.Now(),
+		VehicleColor: "blue", VehiclePlate: "TEST123", City: o.City, Lat: at.Lat, Lng: at.Lng,
+		Available: !o.Unavailable, CreatedAt: time.Now(), UpdatedAt: time.Now(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return d
+}
+
+// PointIn is the point north and east meters from the city's center (flat-earth, exact enough
+// within a city).
+func PointIn(c store.City, north, east float64) ride.Point {
+	const metersPerDegree = 111_195.0
+	return ride.Point{
+		Lat: c.CenterLat + north/metersPerDegree,
+		Lng: c.CenterLng + east/(metersPerDegree*math.Cos(c.CenterLat*math.Pi/180)),
+	}
 }
 
 // NewRider creates a rider with a hidden payment token.
@@ -96,9 +132,13 @@ func (h *Harness) NewTrip(o TripOpts) store.Trip {
 		CreatedAt: o.CreatedAt, UpdatedAt: o.CreatedAt,
 		RoutePolyline: "SECRET_POLYLINE_o}~pF", MatchingScore: 0.987654, DriverPayout: 1387, PlatformCost: 211,
 	}
-	if o.Status == "completed" {
+	switch o.Status {
+	case "completed":
 		done := o.PickupTime.Add(20 * time.Minute)
 		t.CompletedAt = &done
+	case "cancelled":
+		at := o.CreatedAt.Add(time.Minute)
+		t.CancelledAt = &at
 	}
 	created, err := h.Store.CreateTrip(context.Background(), t)
 	Expect(err).NotTo(HaveOccurred())

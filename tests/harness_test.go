@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -39,7 +40,13 @@ type Harness struct {
 	Admin string
 
 	httpServer *httptest.Server
+	server     *server.Server
 	closeDB    func()
+
+	// faults and provider let a spec fail or replace parts of a request's work; see
+	// payments_test.go. Both are nil between specs.
+	faults   atomic.Pointer[FaultFunc]
+	provider atomic.Pointer[server.PaymentProvider]
 }
 
 var (
@@ -105,6 +112,9 @@ var _ = AfterSuite(func() {
 		if h.httpServer != nil {
 			h.httpServer.Close()
 		}
+		if h.server != nil {
+			_ = h.server.Close()
+		}
 		if h.Store != nil {
 			_ = h.Store.Close()
 		}
@@ -119,13 +129,58 @@ func (h *Harness) start(ctx context.Context, url string) {
 	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
-	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
-	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: logger})
-	Expect(err).NotTo(HaveOccurred())
-	h.httpServer = httptest.NewServer(srv)
+	h.server = h.newServer(nil)
+	h.httpServer = httptest.NewServer(h.server)
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
+}
+
+// newServer builds a server on the harness's store; now is its clock (nil: the real one).
+// Faults and the payment provider stay switchable by the spec through the harness.
+func (h *Harness) newServer(now func() time.Time) *server.Server {
+	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
+	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(cfg, server.Deps{
+		Store: h.Store, Now: now, Logger: logger, Faults: h.fault, PaymentProvider: switchableProvider{h},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return srv
+}
+
+// WithClock is a harness for the current spec whose server, on the same database, reads the
+// time from now: specs that need time to pass (estimate expiry) move a FakeClock instead of
+// sleeping. The server stops when the spec ends.
+func (h *Harness) WithClock(now func() time.Time) *Harness {
+	clocked := &Harness{Engine: h.Engine, Store: h.Store, Admin: h.Admin}
+	clocked.server = clocked.newServer(now)
+	clocked.httpServer = httptest.NewServer(clocked.server)
+	DeferCleanup(clocked.server.Close)
+	DeferCleanup(clocked.httpServer.Close)
+	clocked.URL = clocked.httpServer.URL
+	return clocked
+}
+
+// FakeClock is a clock that moves only when told; safe for concurrent use.
+type FakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewFakeClock starts a clock at t.
+func NewFakeClock(t time.Time) *FakeClock { return &FakeClock{now: t} }
+
+// Now tells the clock's time.
+func (c *FakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // Key creates an API key of the default account.

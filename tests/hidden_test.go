@@ -15,8 +15,9 @@ import (
 // plant in it. The harness checks every response of every spec against both.
 var (
 	hiddenMembers = []string{"route_polyline", "matching_score", "driver_payout", "platform_cost",
-		"default_payment_token", "payment_token", "payment_method_token", "cost_basis"}
-	hiddenValues = []string{"SECRET_POLYLINE", "tok_SECRET_PAYMENT_TOKEN", "0.987654"}
+		"default_payment_token", "payment_token", "payment_method_token", "cost_basis", "provider_ref"}
+	// ch_sim_ starts the simulated provider's charge references, which stay internal.
+	hiddenValues = []string{"SECRET_POLYLINE", "tok_SECRET_PAYMENT_TOKEN", "0.987654", "ch_sim_"}
 )
 
 // leaks scans a body recursively for hidden members and values.

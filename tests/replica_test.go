@@ -37,8 +37,5 @@ func (h *Harness) Replica(cfg server.Config, logger *slog.Logger) (*Harness, *se
 		defer cancel()
 		Expect(srv.Shutdown(ctx)).To(Succeed())
 	})
-	replica := *h
-	replica.URL = ts.URL
-	replica.httpServer = ts
-	return &replica, srv
+	return &Harness{Engine: h.Engine, Store: h.Store, Admin: h.Admin, URL: ts.URL, httpServer: ts, server: srv}, srv
 }

@@ -48,3 +48,27 @@ func (e *TransitionError) Error() string {
 
 // Unwrap lets errors.Is(err, ErrInvalidTransition) hold for every TransitionError.
 func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
+
+// Booking errors. Each is a rule of the domain the API answers with its own
+// code; errors.Is matches them through any wrapping.
+var (
+	// ErrOutsideServiceArea means a point of a route lies outside the served
+	// area of the origin's city (422 outside_service_area).
+	ErrOutsideServiceArea = errors.New("ride: outside the service area")
+	// ErrEstimateNotFound means the estimate does not exist or belongs to
+	// someone else; the two are answered alike so that ids of other callers'
+	// estimates cannot be probed (422 estimate_not_found).
+	ErrEstimateNotFound = errors.New("ride: no such estimate")
+	// ErrEstimateExpired means the estimate's lifetime has passed
+	// (422 estimate_expired).
+	ErrEstimateExpired = errors.New("ride: estimate expired")
+	// ErrEstimateAlreadyUsed means the estimate was booked already
+	// (409 estimate_already_used).
+	ErrEstimateAlreadyUsed = errors.New("ride: estimate already used")
+	// ErrNoDriverAvailable means no driver of the city is free to take the
+	// trip (409 no_driver_available).
+	ErrNoDriverAvailable = errors.New("ride: no driver available")
+	// ErrRiderHasActiveTrip means the rider already has a trip that is not
+	// final; a rider rides one trip at a time (409 rider_has_active_trip).
+	ErrRiderHasActiveTrip = errors.New("ride: rider has an active trip")
+)

@@ -169,10 +169,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		return err
 	}
 	defer st.Close()
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: log})
+	srv, err := server.New(cfg, server.Deps{Store: st, Logger: log, Starting: true})
 	if err != nil {
 		return err
 	}
+	// Deferred calls run last in, first out: background work stops before the store closes
+	// (serveUntilDone stops it already; this covers the early returns).
+	defer srv.Close()
 	// Listen before migrating, so that probes get answers (/healthz 200, /readyz 503) while
 	// migrations run, and a taken port fails at once.
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -208,8 +211,9 @@ const shutdownTimeout = 20 * time.Second
 // listening and marks srv ready when it succeeds, and on ctx's end (SIGTERM) shuts down
 // gracefully: it stops accepting connections, lets the requests in flight finish, then stops
 // the server's background workers. The caller closes the store afterwards.
+//
+// srv should have been made with Deps.Starting, so that it is not ready until prepare is done.
 func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, srv *server.Server, log *slog.Logger, prepare func(context.Context) error) error {
-	srv.SetReady(false)
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(ln) }()

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("GraphQL document analysis", func() {
+	DescribeTable("measures the fields a document selects once fragments are expanded",
+		func(doc string, cost int) {
+			a, err := analyzeDocument(doc, "")
+			Expect(err).To(BeNil())
+			Expect(a.cost).To(Equal(cost))
+		},
+		Entry("one field", `{ __typename }`, 1),
+		Entry("the seed's query", `{ trip(id: "x") { status etaMinutes driver { name rating photo } fare { total currency } } }`, 10),
+		Entry("aliases count apart", `{ a: trip(id: "x") { id } b: trip(id: "y") { id } }`, 4),
+		Entry("a fragment counts where it is spread", `{ a: trip(id: "x") { ...T } b: trip(id: "y") { ...T } } fragment T on Trip { id status }`, 6),
+		Entry("inline fragments count their fields", `{ trip(id: "x") { ... on Trip { id } } }`, 2),
+		Entry("unused fragments do not count", `{ __typename } fragment U on Trip { id status city }`, 1),
+		Entry("an unknown fragment counts nothing (validation names it)", `{ ...Missing }`, 0),
+		Entry("introspection counts like data", `{ __schema { types { name } } }`, 3),
+	)
+
+	DescribeTable("refuses documents over a limit, before running them",
+		func(doc, code, message string) {
+			_, err := analyzeDocument(doc, "")
+			Expect(err).NotTo(BeNil())
+			Expect(err.code).To(Equal(code))
+			Expect(err.message).To(ContainSubstring(message))
+		},
+		Entry("depth 11", `{ a { b { c { d { e { f { g { h { i { j { k } } } } } } } } } } }`, gqlCodeTooDeep, "11 deep; the limit is 10"),
+		Entry("depth 11 through fragments", `{ a { ...B } } fragment B on X { b { c { d { e { f { g { h { i { j { k } } } } } } } } } }`, gqlCodeTooDeep, "11 deep"),
+		Entry("introspection deeper than 20", `{ __schema {`+strings.Repeat(" a {", 20)+" b "+strings.Repeat("}", 20)+` } }`, gqlCodeTooDeep, "22 deep; the limit is 20"),
+		Entry("introspection lists nested 3 deep (the meta-schema is cyclic)",
+			`{ __schema { types { fields { type { ofType { fields { type { ofType { fields { name } } } } } } } } } }`,
+			gqlCodeTooDeep, "possibleTypes 3 deep; the limit is 2"),
+		Entry("introspection lists nested 3 deep through fragments",
+			`{ __type(name: "Trip") { ...L } } fragment L on __Type { interfaces { possibleTypes { inputFields { name } } } }`,
+			gqlCodeTooDeep, "3 deep; the limit is 2"),
+		Entry("1,100 fields", spreads(11), gqlCodeTooComplex, "1100 fields; the limit is 1000"),
+		Entry("10,001 characters", "{ __typename }#"+strings.Repeat("x", 10_001-15), gqlCodeTooLong, "10001 characters"),
+		Entry("a syntax error", `{ trip(id: "x" { id } }`, gqlCodeParseFailed, "Syntax error"),
+		Entry("a fragment cycle", `{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }`, gqlCodeValidationFailed, "within itself"),
+		Entry("a mutation", `mutation { cancel }`, gqlCodeBadRequest, "queries only"),
+		Entry("no operation", `fragment F on Query { __typename }`, gqlCodeOperationResolutionFailure, "no operation"),
+		Entry("two anonymous operations", `{ a } { b }`, gqlCodeOperationResolutionFailure, "operationName"),
+	)
+
+	It("accepts exactly the limits", func() {
+		deep := `{ a { b { c { d { e { f { g { h { i { j } } } } } } } } } }`
+		_, err := analyzeDocument(deep, "")
+		Expect(err).To(BeNil())
+		a, err := analyzeDocument(spreads(10), "")
+		Expect(err).To(BeNil())
+		Expect(a.cost).To(Equal(1000))
+		doc := "{ __typename }#"
+		_, err = analyzeDocument(doc+strings.Repeat("é", 10_000-len(doc)), "")
+		Expect(err).To(BeNil(), "the length limit counts characters, not bytes")
+	})
+
+	It("lets data fields named like introspection lists nest", func() {
+		_, err := analyzeDocument(`{ a { fields { fields { fields { name } } } } }`, "")
+		Expect(err).To(BeNil())
+		_, err = analyzeDocument(`{ __schema { types { fields { type { ofType { fields { name } } } } } } }`, "")
+		Expect(err).To(BeNil(), "two nested lists are allowed")
+	})
+
+	It("measures a fragment once however often it is spread, and saturates the count", func() {
+		var doc strings.Builder
+		doc.WriteString("{ ...F0 }\n")
+		for i := 0; i < 62; i++ {
+			fmt.Fprintf(&doc, "fragment F%d on Query { ...F%d ...F%d }\n", i, i+1, i+1)
+		}
+		doc.WriteString("fragment F62 on Query { __typename }")
+		a, err := analyzeDocument(doc.String(), "")
+		Expect(err).NotTo(BeNil())
+		Expect(err.code).To(Equal(gqlCodeTooComplex))
+		Expect(a.cost).To(Equal(math.MaxInt32))
+	})
+
+	It("picks the operation named by operationName", func() {
+		a, err := analyzeDocument(`query A { __typename } query B { a: __typename b: __typename }`, "B")
+		Expect(err).To(BeNil())
+		Expect(a.operation.Name).To(Equal("B"))
+		Expect(a.cost).To(Equal(2))
+		_, err = analyzeDocument(`query A { __typename }`, "C")
+		Expect(err.code).To(Equal(gqlCodeOperationResolutionFailure))
+	})
+
+	It("foresees the ids of root fields, from literals, variables and defaults", func() {
+		a, err := analyzeDocument(`query($t: ID!, $u: ID = "trp_ddddddddddddddddddddddddda", $n: ID) {
+			a: trip(id: "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa") { id }
+			b: trip(id: $t) { id }
+			c: trip(id: $u) { id }
+			d: trip(id: $n) { id }
+			e: trip(id: "not-an-id") { id }
+			...More
+			driver(id: "drv_aaaaaaaaaaaaaaaaaaaaaaaaaa") { name }
+		}
+		fragment More on Query { f: trip(id: "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa") { id } g: trip(id: "trp_ccccccccccccccccccccccccca") { id } }`, "")
+		Expect(err).To(BeNil())
+		vars := map[string]any{"t": "trp_bbbbbbbbbbbbbbbbbbbbbbbbba", "n": 12.0}
+		Expect(a.rootIDs("trip", "trp", vars)).To(Equal([]string{
+			"trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", "trp_bbbbbbbbbbbbbbbbbbbbbbbbba", "trp_ddddddddddddddddddddddddda", "trp_ccccccccccccccccccccccccca",
+		}))
+		Expect(a.rootIDs("driver", "drv", vars)).To(Equal([]string{"drv_aaaaaaaaaaaaaaaaaaaaaaaaaa"}))
+	})
+})
+
+// spreads is a document that spreads, n times, a fragment of 100 fields.
+func spreads(n int) string {
+	return "{ " + strings.Repeat("...F ", n) + "} fragment F on Query { " + strings.Repeat("__typename ", 100) + "}"
+}

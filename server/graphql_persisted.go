@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rideapi/ride/store"
+)
+
+// Automatic persisted queries (the Apollo protocol). A client sends the SHA-256 of a document
+// instead of the document; on PERSISTED_QUERY_NOT_FOUND it sends both, and the server checks
+// the hash, runs the document and registers it. Registrations live in the database, so every
+// replica serves a hash registered through any of them, and in a small cache in front of it,
+// so a known hash costs no query.
+
+// persistedQueryTTL is how long a registration is served after it was last made. An expired
+// hash is answered PERSISTED_QUERY_NOT_FOUND, and the client registers it again.
+const persistedQueryTTL = 7 * 24 * time.Hour
+
+// persistedQueryCacheMax bounds the in-process cache; when it is full it starts over, as the
+// authenticator's cache does: documents are small and the database has them all.
+const persistedQueryCacheMax = 2_000
+
+// persistedQueryVersion is the only version of the protocol.
+const persistedQueryVersion = 1
+
+// persistedQueryRef is a request's extensions.persistedQuery.
+type persistedQueryRef struct {
+	version int
+	hash    string
+}
+
+type persistedQueries struct {
+	now func() time.Time
+
+	mu    sync.RWMutex
+	cache map[string]persistedEntry
+}
+
+type persistedEntry struct {
+	query   string
+	expires time.Time
+}
+
+func newPersistedQueries(now func() time.Time) *persistedQueries {
+	return &persistedQueries{now: now, cache: map[string]persistedEntry{}}
+}
+
+// hashQuery is the protocol's hash: lowercase hex SHA-256 of the document's UTF-8 text.
+func hashQuery(query string) string {
+	sum := sha256.Sum256([]byte(query))
+	return hex.EncodeToString(sum[:])
+}
+
+func (p *persistedQueries) cached(hash string) (string, bool) {
+	p.mu.RLock()
+	e, ok := p.cache[hash]
+	p.mu.RUnlock()
+	if !ok || p.now().After(e.expires) {
+		return "", false
+	}
+	return e.query, true
+}
+
+func (p *persistedQueries) remember(hash, query string, registered time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.cache) >= persistedQueryCacheMax {
+		p.cache = map[string]persistedEntry{}
+	}
+	p.cache[hash] = persistedEntry{query: query, expires: registered.Add(persistedQueryTTL)}
+}
+
+// lookup returns the document registered under hash; false when there is none (or it expired).
+func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, hash string) (string, bool, error) {
+	if query, ok := p.cached(hash); ok {
+		return query, true, nil
+	}
+	q, err := st.PersistedQueryByHash(ctx, hash, p.now().Add(-persistedQueryTTL))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	p.remember(hash, q.Query, q.CreatedAt)
+	return q.Query, true, nil
+}
+
+// register stores a document that ran under its hash, and purges expired registrations while it
+// writes anyway. A hash this process registered recently is not written again, so a client that
+// always sends hash and document costs no write per request.
+func (p *persistedQueries) register(ctx context.Context, st *store.Store, hash, query string) error {
+	if _, ok := p.cached(hash); ok {
+		return nil
+	}
+	now := p.now()
+	if err := st.SavePersistedQuery(ctx, store.PersistedQuery{Hash: hash, Query: query, CreatedAt: now}); err != nil {
+		return err
+	}
+	p.remember(hash, query, now)
+	_, err := st.DeletePersistedQueriesBefore(ctx, now.Add(-persistedQueryTTL))
+	return err
+}
+
+// resolvePersistedQuery turns a request that uses the protocol into the document to run. It
+// returns the document, whether it must be registered once it has run, and the request error
+// that stops it.
+func (s *Server) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (string, bool, *requestError) {
+	ref := r.persisted
+	if ref.version != persistedQueryVersion {
+		return "", false, newRequestError(gqlCodeBadRequest,
+			"Unsupported persisted query version %d; send version 1.", ref.version)
+	}
+	hash := strings.ToLower(ref.hash)
+	if hash == "" {
+		return "", false, newRequestError(gqlCodeBadRequest,
+			"extensions.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
+	}
+	if r.query != "" {
+		if hashQuery(r.query) != hash {
+			return "", false, newRequestError(gqlCodePersistedQueryHashMismatch,
+				"provided sha does not match query: sha256Hash must be the lowercase hex SHA-256 of the query's exact text.")
+		}
+		return r.query, true, nil
+	}
+	query, found, err := s.persisted.lookup(ctx, s.storeFor(ctx), hash)
+	if err != nil {
+		// The client can always fall back to sending the document, so a store failure reads as
+		// a miss; the log keeps the cause.
+		s.log.ErrorContext(ctx, "persisted query lookup failed",
+			slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+	}
+	if !found {
+		return "", false, newRequestError(gqlCodePersistedQueryNotFound, "PersistedQueryNotFound")
+	}
+	return query, false, nil
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+// issueReceipt writes the receipt of a successful payment on the payment's transaction. The
+// lines split the amount by the trip's city rates over its route (ride.ReceiptLines).
+func (s *Server) issueReceipt(ctx context.Context, tx *store.Store, trip store.Trip, p store.Payment) (store.Receipt, error) {
+	city, err := tx.CityByID(ctx, trip.City)
+	if err != nil {
+		return store.Receipt{}, fmt.Errorf("receipt of %s: city %s: %w", p.ID, trip.City, err)
+	}
+	lines := ride.ReceiptLines(p.Amount,
+		ride.Point{Lat: trip.PickupLat, Lng: trip.PickupLng}, ride.Point{Lat: trip.DropoffLat, Lng: trip.DropoffLng},
+		ride.Rates{Currency: city.Currency, BaseFare: city.BaseFare, PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare})
+	items := make([]gen.ReceiptLineItem, len(lines))
+	for i, l := range lines {
+		items[i] = gen.ReceiptLineItem{Kind: gen.ReceiptLineItemKind(l.Kind), Amount: l.Amount}
+	}
+	data, err := json.Marshal(items)
+	if err != nil {
+		return store.Receipt{}, err
+	}
+	return tx.CreateReceipt(ctx, store.Receipt{
+		ID: ride.NewID(ride.PrefixReceipt), TripID: trip.ID, PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency,
+		LineItems: string(data), IssuedAt: p.CreatedAt,
+	})
+}
+
+// ListReceipts lists a trip's receipts, newest first, to the trip's rider or an admin. A rider
+// naming a trip that is not theirs, or that does not exist, is refused alike (403), so the
+// answer never tells whether another rider's trip exists; for an admin an unknown trip is an
+// empty list, as an unknown filter value is on every list.
+func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestObject) (gen.ListReceiptsResponseObject, error) {
+	caller := principalFrom(ctx)
+	p := req.Params
+	if !caller.IsAdmin() {
+		ok, err := s.ridersTrip(ctx, caller, p.TripId)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, forbidden("Only the trip's rider or an admin may list its receipts.")
+		}
+	}
+	query := ride.QueryKey("/v1/receipts", p.TripId, "-issued_at", caller.Role, caller.Subject, caller.Account)
+	params := store.ReceiptListParams{TripID: p.TripId, Limit: pageLimit(p.Limit)}
+	var err error
+	params.After, params.Before, err = s.keysetFrom(p.Cursor, query, 1)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.storeFor(ctx).ListReceipts(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	list := gen.ReceiptList{Data: make([]gen.Receipt, len(page.Receipts))}
+	for i, r := range page.Receipts {
+		if list.Data[i], err = receiptView(r); err != nil {
+			return nil, err
+		}
+	}
+	n := len(page.Receipts)
+	list.Pagination = s.pagination(query, n, page.MoreAfter, page.MoreBefore,
+		func() store.Keyset { return page.Receipts[0].Keyset() },
+		func() store.Keyset { return page.Receipts[n-1].Keyset() })
+	return gen.ListReceipts200JSONResponse{Body: list}, nil
+}
+
+// ridersTrip reports whether the caller is a rider and tripID names one of their trips.
+func (s *Server) ridersTrip(ctx context.Context, caller Principal, tripID string) (bool, error) {
+	if caller.Role != RoleRider || !ride.ValidID(ride.PrefixTrip, tripID) {
+		return false, nil
+	}
+	trip, err := s.storeFor(ctx).TripByID(ctx, tripID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return trip.RiderID == caller.Subject, nil
+}
+
+// receiptView is the public projection of a receipt.
+func receiptView(r store.Receipt) (gen.Receipt, error) {
+	var items []gen.ReceiptLineItem
+	if err := json.Unmarshal([]byte(r.LineItems), &items); err != nil {
+		return gen.Receipt{}, fmt.Errorf("receipt %s: line items: %w", r.ID, err)
+	}
+	return gen.Receipt{
+		Id: r.ID, TripId: r.TripID, PaymentId: r.PaymentID, Amount: r.Amount, Currency: r.Currency,
+		LineItems: items, IssuedAt: r.IssuedAt.UTC(),
+	}, nil
+}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gorm.io/gorm/clause"
+)
+
+// DriverClaimNearestParams asks for the free driver of a city nearest to a pickup point.
+type DriverClaimNearestParams struct {
+	City     string
+	Lat, Lng float64
+	At       time.Time
+}
+
+// claimAttempts bounds how often DriverClaimNearest retries when the driver it picked was
+// taken between its select and its update (possible only outside a PostgreSQL row lock).
+const claimAttempts = 3
+
+// DriverClaimNearest picks the available driver of the city nearest to (Lat, Lng) and marks
+// them unavailable, so that the trip about to be created owns them. Call it inside the booking
+// transaction: a rollback frees the driver again. ErrNotFound when no driver is free.
+//
+// Two concurrent claims never get the same driver. On PostgreSQL the candidate is selected
+// FOR UPDATE SKIP LOCKED: a driver another booking is claiming is skipped, not waited for, so
+// concurrent bookings spread over the free drivers. SQLite runs one write transaction at a
+// time. On both, the claim itself is conditional (`WHERE id = ? AND available`), and a driver
+// who already has an active trip is never a candidate, whatever their flag says.
+func (s *Store) DriverClaimNearest(ctx context.Context, p DriverClaimNearestParams) (Driver, error) {
+	// Rank by the equirectangular approximation: squared degree differences with longitude
+	// scaled by cos(latitude), computed here. Within a city it orders drivers as the
+	// great-circle distance does, and it is plain arithmetic, which SQLite evaluates without
+	// its optional math functions.
+	scale := math.Cos(p.Lat * math.Pi / 180)
+	scale *= scale
+	nearest := clause.OrderBy{Expression: clause.Expr{
+		SQL:                "(drivers.lat - ?) * (drivers.lat - ?) + (drivers.lng - ?) * (drivers.lng - ?) * ?, drivers.id",
+		Vars:               []any{p.Lat, p.Lat, p.Lng, p.Lng, scale},
+		WithoutParentheses: true,
+	}}
+	at := utcMicro(p.At)
+	for range claimAttempts {
+		q := s.conn(ctx).
+			Where("drivers.city = ? AND drivers.available", p.City).
+			Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN ?)", ActiveTripStatuses).
+			Order(nearest)
+		if s.engine == EnginePostgres {
+			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
+		}
+		var d Driver
+		if err := q.Take(&d).Error; err != nil {
+			return Driver{}, interpretError(err)
+		}
+		res := s.conn(ctx).Table("drivers").
+			Where("id = ? AND available", d.ID).
+			UpdateColumns(map[string]any{"available": false, "updated_at": at})
+		if res.Error != nil {
+			return Driver{}, interpretError(res.Error)
+		}
+		if res.RowsAffected == 1 {
+			d.Available, d.UpdatedAt = false, at
+			return d, nil
+		}
+	}
+	return Driver{}, fmt.Errorf("%w: every driver picked was taken before the claim", ErrConflict)
+}
+
+// DriverReleaseParams makes a driver available again when their trip ends.
+type DriverReleaseParams struct {
+	ID string
+	At time.Time
+	// Lat and Lng, when set, move the driver (to the drop-off of a completed trip), so the
+	// next booking measures from where they are.
+	Lat, Lng *float64
+}
+
+// DriverRelease marks a driver available. ErrNotFound when the driver does not exist.
+func (s *Store) DriverRelease(ctx context.Context, p DriverReleaseParams) error {
+	if (p.Lat == nil) != (p.Lng == nil) {
+		return errors.New("store: DriverRelease needs both Lat and Lng, or neither")
+	}
+	updates := map[string]any{"available": true, "updated_at": utcMicro(p.At)}
+	if p.Lat != nil {
+		updates["lat"], updates["lng"] = *p.Lat, *p.Lng
+	}
+	res := s.conn(ctx).Table("drivers").Where("id = ?", p.ID).UpdateColumns(updates)
+	if res.Error != nil {
+		return interpretError(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Payment statuses, as stored.
+const (
+	// PaymentSucceeded means the provider charged the payment method.
+	PaymentSucceeded = "succeeded"
+	// PaymentFailed means the provider declined; FailureCode says why.
+	PaymentFailed = "failed"
+)
+
+// Payment is one attempt to charge a trip's fare. PaymentMethod (the provider's token) and
+// ProviderRef (the provider's charge id) are internal: no public view, event or log shows them.
+type Payment struct {
+	ID            string `gorm:"column:id;primaryKey"` // pay_…
+	TripID        string
+	Amount        int64  // minor units of Currency
+	Currency      string // lowercase ISO 4217
+	Status        string
+	FailureCode   *string
+	PaymentMethod string `json:"-"` // internal
+	ProviderRef   string `json:"-"` // internal
+	CreatedAt     time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Payment) TableName() string { return "payments" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (p *Payment) BeforeSave(*gorm.DB) error {
+	normalizeTime(&p.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (p *Payment) AfterFind(*gorm.DB) error {
+	normalizeTime(&p.CreatedAt)
+	return nil
+}
+
+// Receipt is issued for a successful payment. LineItems is the JSON array of {kind, amount}
+// lines as published; they add up to Amount.
+type Receipt struct {
+	ID        string `gorm:"column:id;primaryKey"` // rcp_…
+	TripID    string
+	PaymentID string
+	Amount    int64
+	Currency  string
+	LineItems string // JSON
+	IssuedAt  time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Receipt) TableName() string { return "receipts" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision, which keyset order on SQLite
+// depends on.
+func (r *Receipt) BeforeSave(*gorm.DB) error {
+	normalizeTime(&r.IssuedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (r *Receipt) AfterFind(*gorm.DB) error {
+	normalizeTime(&r.IssuedAt)
+	return nil
+}
+
+// Keyset is the receipt's position in a list, newest first: issued_at as Unix microseconds,
+// then its id.
+func (r Receipt) Keyset() Keyset {
+	return Keyset{Values: []int64{r.IssuedAt.UnixMicro()}, ID: r.ID}
+}
+
+// LockTripForPayment makes the calling transaction the only one paying the trip until it ends:
+// on PostgreSQL a row lock (SELECT … FOR UPDATE), so a second payment of the same trip waits and
+// then sees the first one's outcome instead of charging the rider twice; on SQLite the
+// transaction already holds the database's write lock (BEGIN IMMEDIATE). ErrNotFound when the
+// trip does not exist. Call it inside WithTx.
+func (s *Store) LockTripForPayment(ctx context.Context, tripID string) error {
+	q := s.conn(ctx).Model(&Trip{}).Select("id").Where("id = ?", tripID)
+	if s.engine == EnginePostgres {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	var ids []string
+	if err := q.Find(&ids).Error; err != nil {
+		return interpretError(err)
+	}
+	if len(ids) == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded
+// payment (a unique index on succeeded payments per trip guards this even against concurrent
+// writers) or the id exists; ErrInvalidReference when the trip does not exist.
+func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
+	if err := s.conn(ctx).Create(&p).Error; err != nil {
+		return Payment{}, interpretError(err)
+	}
+	return p, nil
+}
+
+// SucceededPaymentForTrip returns the trip's succeeded payment, or ErrNotFound while it has
+// none.
+func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Payment, error) {
+	var p Payment
+	err := s.conn(ctx).Where("trip_id = ? AND status = ?", tripID, PaymentSucceeded).Take(&p).Error
+	if err != nil {
+		return Payment{}, interpretError(err)
+	}
+	return p, nil
+}
+
+// PaymentsForTrip lists every payment attempt of a trip, oldest first.
+func (s *Store) PaymentsForTrip(ctx context.Context, tripID string) ([]Payment, error) {
+	var ps []Payment
+	err := s.conn(ctx).Where("trip_id = ?", tripID).Order("created_at, id").Find(&ps).Error
+	return ps, interpretError(err)
+}
+
+// CreateReceipt stores a receipt. ErrInvalidReference when its trip or payment does not exist.
+func (s *Store) CreateReceipt(ctx context.Context, r Receipt) (Receipt, error) {
+	if err := s.conn(ctx).Create(&r).Error; err != nil {
+		return Receipt{}, interpretError(err)
+	}
+	return r, nil
+}
+
+// ReceiptListParams asks for one page of a trip's receipts, newest first (issued_at, then id,
+// both descending). At most one of After and Before; keysets come from Receipt.Keyset. Limit
+// must be positive.
+type ReceiptListParams struct {
+	TripID string
+	After  *Keyset
+	Before *Keyset
+	Limit  int
+}
+
+// ReceiptPage is one page of receipts in list order; MoreAfter and MoreBefore as in TripPage.
+type ReceiptPage struct {
+	Receipts   []Receipt
+	MoreAfter  bool
+	MoreBefore bool
+}
+
+// receiptOrder is the one order receipts are listed in.
+var receiptOrder = []orderKey{{column: "receipts.issued_at", desc: true}, {column: "receipts.id", desc: true}}
+
+// ListReceipts returns one page of a trip's receipts by keyset pagination, as ListTrips does.
+func (s *Store) ListReceipts(ctx context.Context, p ReceiptListParams) (ReceiptPage, error) {
+	if p.Limit < 1 || (p.After != nil && p.Before != nil) {
+		return ReceiptPage{}, ErrInvalidListParams
+	}
+	ks, backward := p.After, false
+	if p.Before != nil {
+		ks, backward = p.Before, true
+	}
+	var from keysetArgs
+	if ks != nil {
+		if len(ks.Values) != 1 {
+			return ReceiptPage{}, ErrInvalidListParams
+		}
+		from = keysetArgs{time.UnixMicro(ks.Values[0]).UTC(), ks.ID}
+	}
+	rows := func() *gorm.DB { return s.conn(ctx).Model(&Receipt{}).Where("receipts.trip_id = ?", p.TripID) }
+	receipts, after, before, err := keysetPage[Receipt](rows(), rows(), receiptOrder, from, backward, p.Limit)
+	if err != nil {
+		return ReceiptPage{}, err
+	}
+	return ReceiptPage{Receipts: receipts, MoreAfter: after, MoreBefore: before}, nil
+}
+
+// ReceiptsForPayment lists the receipts issued for a payment, oldest first.
+func (s *Store) ReceiptsForPayment(ctx context.Context, paymentID string) ([]Receipt, error) {
+	var rs []Receipt
+	err := s.conn(ctx).Where("payment_id = ?", paymentID).Order("issued_at, id").Find(&rs).Error
+	return rs, interpretError(err)
+}

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// TripSetStatusParams moves one trip from one status to another. The optional times are set
+// with the move: PickupTime when the trip starts, CompletedAt or CancelledAt when it ends.
+type TripSetStatusParams struct {
+	ID          string
+	From, To    string
+	At          time.Time // the new updated_at
+	PickupTime  *time.Time
+	CompletedAt *time.Time
+	CancelledAt *time.Time
+}
+
+// TripSetStatus applies a status change only if the trip is still in From, in one conditional
+// update (`… WHERE id = ? AND status = ?`), never read-check-write: of two concurrent moves from
+// the same status exactly one wins. ErrConflict when the trip is not in From (it moved on
+// concurrently, or does not exist). The lifecycle rules themselves belong to the caller.
+func (s *Store) TripSetStatus(ctx context.Context, p TripSetStatusParams) error {
+	updates := map[string]any{"status": p.To, "updated_at": utcMicro(p.At)}
+	for column, t := range map[string]*time.Time{
+		"pickup_time": p.PickupTime, "completed_at": p.CompletedAt, "cancelled_at": p.CancelledAt,
+	} {
+		if t != nil {
+			updates[column] = utcMicro(*t)
+		}
+	}
+	res := s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates)
+	if res.Error != nil {
+		return interpretError(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return ErrConflict
+	}
+	return nil
+}
+
+// RiderHasActiveTrip reports whether the rider has a trip that is not final. Booking asks
+// first, to answer precisely; the partial unique index still guards against a concurrent
+// booking of the same rider (see CreateTrip).
+func (s *Store) RiderHasActiveTrip(ctx context.Context, riderID string) (bool, error) {
+	var found []int
+	err := s.conn(ctx).Model(&Trip{}).Select("1").
+		Where("rider_id = ? AND status IN ?", riderID, ActiveTripStatuses).
+		Limit(1).Scan(&found).Error
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return len(found) > 0, nil
+}
+
+// CreateCancellation records a trip's cancellation. ErrDuplicate when the trip already has one;
+// ErrInvalidReference when the trip does not exist.
+func (s *Store) CreateCancellation(ctx context.Context, c Cancellation) (Cancellation, error) {
+	if err := s.conn(ctx).Create(&c).Error; err != nil {
+		return Cancellation{}, interpretError(err)
+	}
+	return c, nil
+}
+
+// CancellationByTrip returns the cancellation of a trip, or ErrNotFound.
+func (s *Store) CancellationByTrip(ctx context.Context, tripID string) (Cancellation, error) {
+	var c Cancellation
+	if err := s.conn(ctx).Where("trip_id = ?", tripID).Take(&c).Error; err != nil {
+		return Cancellation{}, interpretError(err)
+	}
+	return c, nil
+}
