@@ -138,13 +138,25 @@ var _ = Describe("Observability", func() {
 		Expect(scrape(api)).To(ContainSubstring(`ride_http_requests_total{method="GET",route="/metrics",status="200"} 1`))
 	})
 
-	It("counts idempotency replays and webhook deliveries where their code reports them", func() {
+	It("counts idempotency replays", func() {
+		api, _ := h.Replica(server.Config{}, nil)
+		city := h.NewCity(CityOpts{})
+		key := api.Key(server.RoleRider, h.NewRider().ID)
+		request := Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: key, Body: estimateBody(city, "economy"),
+			Header: map[string]string{"Idempotency-Key": newIdempotencyKey()}}
+		Expect(api.Do(request).Status).To(Equal(http.StatusCreated))
+		Expect(scrape(api)).To(ContainSubstring("ride_idempotency_replays_total 0"))
+		replayed := api.Do(request)
+		Expect(replayed.Header.Get("Idempotent-Replayed")).To(Equal("true"))
+		Expect(scrape(api)).To(ContainSubstring("ride_idempotency_replays_total 1"))
+	})
+
+	It("declares the webhook delivery outcomes for the delivery worker to count", func() {
 		api, srv := h.Replica(server.Config{}, nil)
-		srv.Metrics().IdempotencyReplays.Inc()
 		srv.Metrics().WebhookDeliveries.WithLabelValues("retry").Inc()
 		metrics := scrape(api)
-		Expect(metrics).To(ContainSubstring("ride_idempotency_replays_total 1"))
 		Expect(metrics).To(ContainSubstring(`ride_webhook_deliveries_total{outcome="retry"} 1`))
+		Expect(metrics).To(ContainSubstring(`ride_webhook_deliveries_total{outcome="failed"} 0`))
 	})
 
 	Describe("GET /readyz", func() {

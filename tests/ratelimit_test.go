@@ -137,6 +137,36 @@ var _ = Describe("Rate limits", func() {
 		Expect(rateOf(res)).To(Equal(rateHeaders{Limit: 4, Remaining: 3, Reset: rateOf(res).Reset}))
 	})
 
+	It("keep writes in a bucket of their own, fare estimates included, and count GraphQL as a read", func() {
+		api, _ := h.Replica(server.Config{RateLimitRead: 3, RateLimitWrite: 1, RateLimitPeriod: slowRefill}, nil)
+		city := h.NewCity(CityOpts{})
+		rider := h.NewRider()
+		key := api.Key(server.RoleRider, rider.ID)
+		estimate := func() *Response {
+			return api.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: key, Body: estimateBody(city, "economy")})
+		}
+
+		for want := 1; want >= 0; want-- {
+			res := estimate()
+			Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+			Expect(rateOf(res).Limit).To(Equal(2), "the write bucket: twice the write rate")
+			Expect(rateOf(res).Remaining).To(Equal(want))
+		}
+		denied := estimate()
+		expectRateLimited(denied)
+		Expect(denied.Problem().Detail).To(HaveValue(ContainSubstring("write budget")))
+
+		By("reads draw on the other bucket, GraphQL over POST among them")
+		res := api.GET("/v1/trips?limit=1", key)
+		Expect(res.Status).To(Equal(200))
+		Expect(rateOf(res)).To(Equal(rateHeaders{Limit: 6, Remaining: 5, Reset: rateOf(res).Reset}))
+		res = api.Do(Request{Method: http.MethodPost, Path: "/v1/graphql", Key: key,
+			Body: map[string]any{"query": "{ trip(id: \"trp_nosuchtrip0000000000000000\") { id } }"}})
+		Expect(res.Status).To(Equal(200), "%s", res.Body)
+		Expect(rateOf(res).Limit).To(Equal(6))
+		Expect(rateOf(res).Remaining).To(Equal(4))
+	})
+
 	It("leave unauthenticated requests alone: no budget spent, no headers", func() {
 		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitWrite: 1, RateLimitPeriod: slowRefill}, nil)
 		for range 5 {
