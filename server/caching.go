@@ -102,11 +102,19 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 				header.Set("Cache-Control", info.cacheControl)
 			}
 			if etagMatches(c.Request().Header.Values("If-None-Match"), etag) {
+				settleNotModified(c.Request().Context(), header) // a 304 costs no budget
 				header.Del("Content-Type")
 				header.Del("Content-Length")
 				original.WriteHeader(http.StatusNotModified)
 				return nil
 			}
+		}
+		if denied := overdrawn(c.Request().Context()); denied != nil {
+			// The bucket was empty: the request ran only to learn whether it was a 304.
+			keepOnlyRateLimitHeaders(header)
+			res.Committed = false
+			s.renderError(denied, c)
+			return nil
 		}
 		header.Set("Content-Length", strconv.Itoa(held.body.Len()))
 		original.WriteHeader(status)

@@ -4,9 +4,15 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rideapi/ride/store"
 )
 
 // Config is the whole configuration of the server, read once from the environment.
@@ -32,6 +38,20 @@ type Config struct {
 	// before the record is purged and the key is new again (RIDE_IDEMPOTENCY_TTL, 24h–72h).
 	// Zero means DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
+
+	// RateLimitRead and RateLimitWrite are each API key's budgets in requests per
+	// RateLimitPeriod (RIDE_RATE_LIMIT_READ, RIDE_RATE_LIMIT_WRITE); a bucket holds twice its
+	// rate. Zero turns that limit off, so the zero Config (which tests build) has no limits.
+	RateLimitRead, RateLimitWrite int
+	// RateLimitPeriod is the period of those rates: a second when zero. Not read from the
+	// environment; tests stretch it so that refills cannot race their requests.
+	RateLimitPeriod time.Duration
+	// RedisURL shares the rate-limit buckets between replicas through Redis (REDIS_URL);
+	// empty keeps them in the process.
+	RedisURL string
+	// RateLimitKeyPrefix namespaces the buckets in Redis ("ride:" when empty). Not read from
+	// the environment; tests set a unique one so that runs sharing a Redis never meet.
+	RateLimitKeyPrefix string
 }
 
 // DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
@@ -63,11 +83,24 @@ var EnvVars = []EnvVar{
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
 	{Name: "RIDE_ESTIMATE_TTL", Default: "300s", Meaning: "fare estimate lifetime (whole seconds, 1s to 24h)"},
 	{Name: "RIDE_IDEMPOTENCY_TTL", Default: "24h", Meaning: "how long Idempotency-Key answers are kept and replayed (24h to 72h)"},
+	{Name: "RIDE_RATE_LIMIT_READ", Default: "100", Meaning: "reads (GET, HEAD, GraphQL) per second per API key, burst twice that; 0 turns the limit off"},
+	{Name: "RIDE_RATE_LIMIT_WRITE", Default: "20", Meaning: "writes (POST, PUT, DELETE; fare estimates too) per second per API key, burst twice that; 0 turns the limit off"},
+	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
 }
+
+// Defaults of the rate limits, in requests per second per API key.
+const (
+	DefaultRateLimitRead  = 100
+	DefaultRateLimitWrite = 20
+)
+
+// maxRateLimit bounds a configured rate; beyond it a typo is likelier than a wish.
+const maxRateLimit = 1_000_000
 
 // ConfigFromEnv reads and validates the configuration; errors name the variable at fault.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{Addr: ":8080", DemoData: true, EstimateTTL: DefaultEstimateTTL, IdempotencyTTL: DefaultIdempotencyTTL}
+	cfg := Config{Addr: ":8080", DemoData: true, EstimateTTL: DefaultEstimateTTL, IdempotencyTTL: DefaultIdempotencyTTL,
+		RateLimitRead: DefaultRateLimitRead, RateLimitWrite: DefaultRateLimitWrite}
 	var errs []error
 	if v := getenv("RIDE_ADDR"); v != "" {
 		cfg.Addr = v
@@ -112,5 +145,86 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.IdempotencyTTL = d
 		}
 	}
+	for _, limit := range []struct {
+		name string
+		into *int
+	}{{"RIDE_RATE_LIMIT_READ", &cfg.RateLimitRead}, {"RIDE_RATE_LIMIT_WRITE", &cfg.RateLimitWrite}} {
+		v := getenv(limit.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > maxRateLimit {
+			errs = append(errs, fmt.Errorf("%s must be a whole number of requests per second from 0 (off) to %d, not %q", limit.name, maxRateLimit, v))
+			continue
+		}
+		*limit.into = n
+	}
+	if v := getenv("REDIS_URL"); v != "" {
+		// The parser's own message may quote the URL, password and all: name the form instead.
+		if _, err := redis.ParseURL(v); err != nil {
+			errs = append(errs, errors.New("REDIS_URL must be redis://[user:password@]host:port[/db] or rediss://…"))
+		}
+		cfg.RedisURL = v
+	}
 	return cfg, errors.Join(errs...)
+}
+
+// LogValue is the resolved configuration as the startup log shows it, one member per
+// variable, with passwords and secrets masked: logging a Config can never leak them.
+func (c Config) LogValue() slog.Value {
+	database := "(embedded SQLite file " + store.DefaultSQLitePath + ")"
+	if c.DatabaseURL != "" {
+		database = maskURL(c.DatabaseURL)
+	}
+	cursorSecret := "(set, masked)"
+	if c.CursorSecretGenerated {
+		cursorSecret = "(random per process)"
+	}
+	redisURL := "(unset: buckets kept in the process)"
+	if c.RedisURL != "" {
+		redisURL = maskURL(c.RedisURL)
+	}
+	return slog.GroupValue(
+		slog.String("RIDE_ADDR", c.Addr),
+		slog.String("DATABASE_URL", database),
+		slog.Bool("RIDE_DEMO_DATA", c.DemoData),
+		slog.String("RIDE_CURSOR_SECRET", cursorSecret),
+		slog.String("RIDE_ESTIMATE_TTL", c.EstimateTTL.String()),
+		slog.String("RIDE_IDEMPOTENCY_TTL", c.IdempotencyTTL.String()),
+		slog.String("RIDE_RATE_LIMIT_READ", rateLimitText(c.RateLimitRead)),
+		slog.String("RIDE_RATE_LIMIT_WRITE", rateLimitText(c.RateLimitWrite)),
+		slog.String("REDIS_URL", redisURL),
+	)
+}
+
+func rateLimitText(perSecond int) string {
+	if perSecond <= 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%d/s, burst %d", perSecond, 2*perSecond)
+}
+
+// maskURL hides the password of a URL's user info and of any password-like query parameter
+// (PostgreSQL URLs may carry password=…). A URL that does not parse is hidden whole, since
+// where its password sits is unknown.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable, masked)"
+	}
+	if q := u.Query(); len(q) > 0 {
+		changed := false
+		for name := range q {
+			lower := strings.ToLower(name)
+			if strings.Contains(lower, "password") || strings.Contains(lower, "secret") || lower == "sslkey" {
+				q[name] = []string{"xxxxx"}
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.Redacted()
 }

@@ -1,29 +1,153 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"sort"
 	"strings"
-	"testing"
 	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
-func TestConfigEstimateTTL(t *testing.T) {
-	env := func(kv map[string]string) func(string) string {
-		return func(k string) string { return kv[k] }
-	}
-	cfg, err := ConfigFromEnv(env(nil))
-	if err != nil || cfg.EstimateTTL != 300*time.Second {
-		t.Fatalf("default: got %v, %v; want 300s", cfg.EstimateTTL, err)
-	}
-	for value, want := range map[string]time.Duration{"90s": 90 * time.Second, "5m": 5 * time.Minute, "24h": 24 * time.Hour} {
-		cfg, err := ConfigFromEnv(env(map[string]string{"RIDE_ESTIMATE_TTL": value}))
-		if err != nil || cfg.EstimateTTL != want {
-			t.Errorf("%s: got %v, %v; want %v", value, cfg.EstimateTTL, err, want)
+// env is a fake environment for ConfigFromEnv.
+type env map[string]string
+
+func (e env) get(name string) string { return e[name] }
+
+var _ = Describe("ConfigFromEnv", func() {
+	It("has a working default for every variable", func() {
+		cfg, err := ConfigFromEnv(env{}.get)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Addr).To(Equal(":8080"))
+		Expect(cfg.DatabaseURL).To(BeEmpty())
+		Expect(cfg.DemoData).To(BeTrue())
+		Expect(cfg.CursorSecretGenerated).To(BeTrue())
+		Expect(cfg.CursorSecret).To(HaveLen(32))
+		Expect(cfg.RateLimitRead).To(Equal(100))
+		Expect(cfg.RateLimitWrite).To(Equal(20))
+		Expect(cfg.RedisURL).To(BeEmpty())
+		Expect(cfg.EstimateTTL).To(Equal(300 * time.Second))
+		Expect(cfg.IdempotencyTTL).To(Equal(24 * time.Hour))
+	})
+
+	It("reads exactly the variables EnvVars documents, so --help cannot drift", func() {
+		read := map[string]bool{}
+		_, _ = ConfigFromEnv(func(name string) string { read[name] = true; return "" })
+		var documented, used []string
+		for _, v := range EnvVars {
+			documented = append(documented, v.Name)
 		}
-	}
-	for _, value := range []string{"300", "0s", "-5s", "1500ms", "25h", "soon"} {
-		_, err := ConfigFromEnv(env(map[string]string{"RIDE_ESTIMATE_TTL": value}))
-		if err == nil || !strings.Contains(err.Error(), "RIDE_ESTIMATE_TTL") {
-			t.Errorf("%q: got %v; want an error naming RIDE_ESTIMATE_TTL", value, err)
+		for name := range read {
+			used = append(used, name)
 		}
+		sort.Strings(documented)
+		sort.Strings(used)
+		Expect(used).To(Equal(documented))
+	})
+
+	DescribeTable("accepts",
+		func(vars env, check func(Config)) {
+			cfg, err := ConfigFromEnv(vars.get)
+			Expect(err).NotTo(HaveOccurred())
+			check(cfg)
+		},
+		Entry("a listen address", env{"RIDE_ADDR": "127.0.0.1:9000"}, func(c Config) { Expect(c.Addr).To(Equal("127.0.0.1:9000")) }),
+		Entry("a PostgreSQL URL", env{"DATABASE_URL": "postgres://u:p@db/ride"}, func(c Config) { Expect(c.DatabaseURL).To(Equal("postgres://u:p@db/ride")) }),
+		Entry("an SQLite file", env{"DATABASE_URL": "sqlite:///tmp/x.db"}, func(c Config) { Expect(c.DatabaseURL).To(Equal("sqlite:///tmp/x.db")) }),
+		Entry("demo data off", env{"RIDE_DEMO_DATA": "false"}, func(c Config) { Expect(c.DemoData).To(BeFalse()) }),
+		Entry("a cursor secret", env{"RIDE_CURSOR_SECRET": "0123456789abcdef"}, func(c Config) {
+			Expect(string(c.CursorSecret)).To(Equal("0123456789abcdef"))
+			Expect(c.CursorSecretGenerated).To(BeFalse())
+		}),
+		Entry("rate limits", env{"RIDE_RATE_LIMIT_READ": "7", "RIDE_RATE_LIMIT_WRITE": " 3 "}, func(c Config) {
+			Expect(c.RateLimitRead).To(Equal(7))
+			Expect(c.RateLimitWrite).To(Equal(3))
+		}),
+		Entry("rate limits off", env{"RIDE_RATE_LIMIT_READ": "0", "RIDE_RATE_LIMIT_WRITE": "0"}, func(c Config) {
+			Expect(c.RateLimitRead).To(BeZero())
+			Expect(c.RateLimitWrite).To(BeZero())
+		}),
+		Entry("a Redis URL", env{"REDIS_URL": "redis://:pw@127.0.0.1:6379/2"}, func(c Config) { Expect(c.RedisURL).To(Equal("redis://:pw@127.0.0.1:6379/2")) }),
+		Entry("a TLS Redis URL", env{"REDIS_URL": "rediss://cache.internal:6380"}, func(c Config) { Expect(c.RedisURL).To(Equal("rediss://cache.internal:6380")) }),
+		Entry("an estimate lifetime in seconds", env{"RIDE_ESTIMATE_TTL": "90s"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(90 * time.Second)) }),
+		Entry("an estimate lifetime in minutes", env{"RIDE_ESTIMATE_TTL": "5m"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(5 * time.Minute)) }),
+		Entry("the longest estimate lifetime", env{"RIDE_ESTIMATE_TTL": "24h"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(24 * time.Hour)) }),
+		Entry("an idempotency retention", env{"RIDE_IDEMPOTENCY_TTL": "48h"}, func(c Config) { Expect(c.IdempotencyTTL).To(Equal(48 * time.Hour)) }),
+	)
+
+	DescribeTable("rejects, naming the variable and never echoing a secret",
+		func(vars env, variable string) {
+			_, err := ConfigFromEnv(vars.get)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(variable))
+			Expect(err.Error()).NotTo(ContainSubstring("hunter2"))
+		},
+		Entry("an unknown database scheme", env{"DATABASE_URL": "mysql://u:hunter2@db/ride"}, "DATABASE_URL"),
+		Entry("a non-boolean demo flag", env{"RIDE_DEMO_DATA": "sometimes"}, "RIDE_DEMO_DATA"),
+		Entry("a short cursor secret", env{"RIDE_CURSOR_SECRET": "hunter2"}, "RIDE_CURSOR_SECRET"),
+		Entry("a negative read limit", env{"RIDE_RATE_LIMIT_READ": "-1"}, "RIDE_RATE_LIMIT_READ"),
+		Entry("a fractional write limit", env{"RIDE_RATE_LIMIT_WRITE": "2.5"}, "RIDE_RATE_LIMIT_WRITE"),
+		Entry("a write limit with units", env{"RIDE_RATE_LIMIT_WRITE": "20/s"}, "RIDE_RATE_LIMIT_WRITE"),
+		Entry("an absurd read limit", env{"RIDE_RATE_LIMIT_READ": "1000000000"}, "RIDE_RATE_LIMIT_READ"),
+		Entry("a Redis URL of another scheme", env{"REDIS_URL": "http://:hunter2@cache:6379"}, "REDIS_URL"),
+		Entry("a Redis URL with a bad database", env{"REDIS_URL": "redis://:hunter2@cache:6379/x"}, "REDIS_URL"),
+		Entry("an estimate lifetime without a unit", env{"RIDE_ESTIMATE_TTL": "300"}, "RIDE_ESTIMATE_TTL"),
+		Entry("a zero estimate lifetime", env{"RIDE_ESTIMATE_TTL": "0s"}, "RIDE_ESTIMATE_TTL"),
+		Entry("a negative estimate lifetime", env{"RIDE_ESTIMATE_TTL": "-5s"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime in part-seconds", env{"RIDE_ESTIMATE_TTL": "1500ms"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime over a day", env{"RIDE_ESTIMATE_TTL": "25h"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an estimate lifetime in words", env{"RIDE_ESTIMATE_TTL": "soon"}, "RIDE_ESTIMATE_TTL"),
+		Entry("an idempotency retention under a day", env{"RIDE_IDEMPOTENCY_TTL": "1h"}, "RIDE_IDEMPOTENCY_TTL"),
+		Entry("an idempotency retention over three days", env{"RIDE_IDEMPOTENCY_TTL": "96h"}, "RIDE_IDEMPOTENCY_TTL"),
+	)
+
+	It("reports every invalid variable at once", func() {
+		_, err := ConfigFromEnv(env{"RIDE_DEMO_DATA": "maybe", "RIDE_RATE_LIMIT_READ": "x", "REDIS_URL": "nope"}.get)
+		Expect(err).To(MatchError(And(ContainSubstring("RIDE_DEMO_DATA"), ContainSubstring("RIDE_RATE_LIMIT_READ"), ContainSubstring("REDIS_URL"))))
+	})
+})
+
+var _ = Describe("the logged configuration", func() {
+	logged := func(cfg Config) map[string]any {
+		var buf bytes.Buffer
+		slog.New(slog.NewJSONHandler(&buf, nil)).Info("configuration", "config", cfg)
+		var line struct{ Config map[string]any }
+		Expect(json.Unmarshal(buf.Bytes(), &line)).To(Succeed(), buf.String())
+		Expect(buf.String()).NotTo(ContainSubstring("hunter2"))
+		return line.Config
 	}
-}
+
+	It("names every variable", func() {
+		cfg, err := ConfigFromEnv(env{}.get)
+		Expect(err).NotTo(HaveOccurred())
+		got := logged(cfg)
+		for _, v := range EnvVars {
+			Expect(got).To(HaveKey(v.Name))
+		}
+		Expect(got).To(HaveKeyWithValue("RIDE_RATE_LIMIT_READ", "100/s, burst 200"))
+		Expect(got).To(HaveKeyWithValue("RIDE_CURSOR_SECRET", "(random per process)"))
+	})
+
+	DescribeTable("masks secrets",
+		func(vars env, variable, want string) {
+			cfg, err := ConfigFromEnv(vars.get)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(logged(cfg)).To(HaveKeyWithValue(variable, want))
+		},
+		Entry("the database password", env{"DATABASE_URL": "postgres://ride:hunter2@db:5432/ride?sslmode=require"}, "DATABASE_URL", "postgres://ride:xxxxx@db:5432/ride?sslmode=require"),
+		Entry("a database password given as a parameter", env{"DATABASE_URL": "postgres://ride@db/ride?password=hunter2"}, "DATABASE_URL", "postgres://ride@db/ride?password=xxxxx"),
+		Entry("nothing of a URL without a password", env{"DATABASE_URL": "postgres://ride@db/ride"}, "DATABASE_URL", "postgres://ride@db/ride"),
+		Entry("the cursor secret", env{"RIDE_CURSOR_SECRET": "hunter2-hunter2-hunter2"}, "RIDE_CURSOR_SECRET", "(set, masked)"),
+		Entry("the Redis password", env{"REDIS_URL": "redis://:hunter2@cache:6379/0"}, "REDIS_URL", "redis://:xxxxx@cache:6379/0"),
+		Entry("the Redis user's password", env{"REDIS_URL": "rediss://app:hunter2@cache:6380"}, "REDIS_URL", "rediss://app:xxxxx@cache:6380"),
+		Entry("rate limits turned off", env{"RIDE_RATE_LIMIT_WRITE": "0"}, "RIDE_RATE_LIMIT_WRITE", "off"),
+	)
+
+	It("hides a URL it cannot parse whole", func() {
+		Expect(maskURL("postgres://u:hunter2@db:port/x")).NotTo(ContainSubstring("hunter2"))
+		Expect(strings.Contains(maskURL("::not a url"), "::")).To(BeFalse())
+	})
+})

@@ -58,8 +58,12 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 	return gen.GetHealth200JSONResponse{Body: gen.Health{Status: "ok"}}, nil
 }
 
-// GetReadiness answers 200 only while the database does.
+// GetReadiness answers 200 only once the server is ready (migrations done) and while the
+// database answers.
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
+	if !s.ready.Load() {
+		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The server is starting (migrations are running) or shutting down.")
+	}
 	if err := s.store.Ping(ctx); err != nil {
 		s.log.WarnContext(ctx, "readiness: database unreachable", "error", err)
 		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The database is unreachable.")

@@ -106,6 +106,9 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if !claimed {
+			if rec.Status == store.IdempotencyCompleted && rec.Fingerprint == fingerprint {
+				s.metrics.IdempotencyReplays.Inc() // answerKnownKey replays it
+			}
 			return answerKnownKey(c, rec, fingerprint)
 		}
 		s.executing.add(attempt.account, attempt.key, fingerprint)

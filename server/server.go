@@ -4,11 +4,14 @@ package server
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
@@ -35,6 +38,9 @@ type Deps struct {
 	// constants) with the subject at hand, and a non-nil error (or a panic) fails the request
 	// there. Only tests set it, to prove a failure half-way through leaves nothing behind.
 	Faults func(ctx context.Context, point, subject string) error
+	// Starting makes New return a server that is not ready yet: GET /readyz answers 503 and
+	// background workers wait until SetReady(true). main sets it while migrations run.
+	Starting bool
 }
 
 // Server implements every operation of openapi/ride.yaml.
@@ -46,6 +52,9 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	metrics *Metrics
+	limits  *rateLimiter // nil when rate limits are off
+	ready   atomic.Bool
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
 	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
@@ -58,9 +67,16 @@ type Server struct {
 	idempotencyTTL time.Duration
 	executing      executingKeys
 
-	// stop ends the background work New started (the idempotency purge); Close waits for it.
-	stop       context.CancelFunc
-	background sync.WaitGroup
+	// Background workers (the idempotency purge) run under backgroundCtx until stop cancels
+	// it; Shutdown and Close wait for them. They start when the server is first ready, so
+	// that none touches a database whose migrations are still running.
+	backgroundCtx context.Context
+	stop          context.CancelFunc
+	background    sync.WaitGroup
+	workersMu     sync.Mutex
+	workers       []func(ctx context.Context) // registered, not yet started
+	workersOn     bool
+	closeOnce     sync.Once
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -110,11 +126,26 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var pool *sql.DB
+	if db, err := deps.Store.DB().DB(); err == nil {
+		pool = db
+	}
+	s.metrics = newMetrics(pool)
+	if s.limits, err = newRateLimiter(cfg, s.log, s.metrics); err != nil {
+		return nil, err
+	}
+	if s.limits != nil {
+		g.limits = s.limits
+	}
+	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
+	s.startWorker(func(ctx context.Context) { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
+	s.SetReady(!deps.Starting)
 
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.renderError
+	e.Pre(s.observe)
 	e.Pre(s.respond)
 	e.Use(recoverPanics)
 	e.Use(middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"))
@@ -123,24 +154,84 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// malformed request is never stored against its key.
 	e.Use(s.idempotency)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	s.registerOutsideDocument(e)
 	s.echo = e
-
-	ctx, stop := context.WithCancel(context.Background())
-	s.stop = stop
-	s.background.Go(func() { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
 	return s, nil
 }
 
-// Close stops the server's background work and waits for it to end. It does not close the
-// store, which the caller owns; stop serving requests first.
+// Close stops the server's background work and waits for it to end: Shutdown without a
+// deadline. It does not close the store, which the caller owns; stop serving requests first.
 func (s *Server) Close() error {
-	s.stop()
-	s.background.Wait()
-	return nil
+	return s.Shutdown(context.Background())
 }
 
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// SetReady says whether the server takes traffic: GET /readyz answers 503 while it is false.
+// A new Server is ready unless Deps.Starting; the first SetReady(true) starts the background
+// workers.
+func (s *Server) SetReady(ready bool) {
+	s.ready.Store(ready)
+	if !ready {
+		s.metrics.ready.Set(0)
+		return
+	}
+	s.metrics.ready.Set(1)
+	s.workersMu.Lock()
+	defer s.workersMu.Unlock()
+	if !s.workersOn && s.backgroundCtx.Err() == nil {
+		s.workersOn = true
+		for _, fn := range s.workers {
+			s.background.Go(func() { fn(s.backgroundCtx) })
+		}
+		s.workers = nil
+	}
+}
+
+// Metrics are the server's Prometheus collectors, for code that counts events outside
+// a request (the webhook worker).
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// startWorker runs fn in the background, from the moment the server is ready until Shutdown
+// or Close; fn must return once its context is cancelled.
+func (s *Server) startWorker(fn func(ctx context.Context)) {
+	s.workersMu.Lock()
+	defer s.workersMu.Unlock()
+	if !s.workersOn {
+		s.workers = append(s.workers, fn)
+		return
+	}
+	s.background.Go(func() { fn(s.backgroundCtx) })
+}
+
+// Shutdown stops the background workers, waiting for them until ctx ends, and releases the
+// server's own connections (Redis). Calling it again is harmless. Call it after
+// http.Server.Shutdown has drained the requests in flight; the store belongs to the caller,
+// who closes it last.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.SetReady(false)
+	s.workersMu.Lock()
+	s.stop() // under the lock: no worker starts after this
+	s.workersMu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.background.Wait()
+		close(done)
+	}()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("background workers still running: %w", ctx.Err()))
+	}
+	s.closeOnce.Do(func() {
+		if s.limits != nil {
+			errs = append(errs, s.limits.close())
+		}
+	})
+	return errors.Join(errs...)
+}
 
 // recoverPanics turns a panic into a 500 through the error boundary, which logs it and tells
 // the client nothing of it.

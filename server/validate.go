@@ -22,7 +22,8 @@ import (
 // lookup instead of walking the document.
 type operationInfo struct {
 	id           string
-	path         string // the OpenAPI path template, e.g. /v1/trips/{tripId}
+	path         string     // the OpenAPI path template, e.g. /v1/trips/{tripId}
+	class        limitClass // the rate-limit budget it draws on
 	needsAuth    bool
 	queryParams  map[string]bool
 	produces     []string // media types of the success responses, for Accept negotiation
@@ -39,6 +40,15 @@ type gate struct {
 	operations map[*openapi3.Operation]*operationInfo
 	auth       *authenticator
 	options    *openapi3filter.Options
+	// limits meters authenticated requests right after authentication; nil when rate
+	// limits are off.
+	limits limiter
+}
+
+// limiter spends the caller's request budget for an operation. It may write headers and
+// returns the context later layers see, or the error to answer with (a 429).
+type limiter interface {
+	admit(ctx context.Context, req *http.Request, header http.Header, p Principal, info *operationInfo) (context.Context, error)
 }
 
 func newGate(auth *authenticator) (*gate, error) {
@@ -65,8 +75,10 @@ func newGate(auth *authenticator) (*gate, error) {
 		},
 	}
 	for path, item := range doc.Paths.Map() {
-		for _, op := range item.Operations() {
-			g.operations[op] = describeOperation(doc, path, item, op)
+		for method, op := range item.Operations() {
+			info := describeOperation(doc, path, item, op)
+			info.class = classify(method, path)
+			g.operations[op] = info
 		}
 	}
 	return g, nil
@@ -113,6 +125,9 @@ func operationFrom(ctx context.Context) *operationInfo {
 
 func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if outsideDocument(c.Path()) {
+			return next(c) // /metrics and /docs: public, and not operations of the document
+		}
 		req := c.Request()
 		route, pathParams, err := g.router.FindRoute(req)
 		if err != nil {
@@ -120,6 +135,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		info := g.operations[route.Operation]
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
+		c.Set(observedOperation, info)
 
 		if info.needsAuth {
 			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization))
@@ -127,6 +143,12 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			ctx = withPrincipal(ctx, principal)
+			c.Set(observedPrincipal, principal)
+			if g.limits != nil {
+				if ctx, err = g.limits.admit(ctx, req, c.Response().Header(), principal, info); err != nil {
+					return err
+				}
+			}
 		}
 		req = req.WithContext(ctx)
 		c.SetRequest(req)

@@ -37,7 +37,7 @@ var _ = ForEachEngine("A rider's journey", func(h *Harness) {
 		// The rider pays the upfront fare once and gets a receipt that adds up.
 		pay := h.Do(Request{Method: http.MethodPost, Path: "/v1/payments", Key: riderKey,
 			Header: map[string]string{"Idempotency-Key": newIdempotencyKey()},
-			Body: map[string]any{"trip_id": trip.Id, "amount": done.Fare.Total, "currency": done.Fare.Currency, "payment_method": "pm_card_visa"}})
+			Body:   map[string]any{"trip_id": trip.Id, "amount": done.Fare.Total, "currency": done.Fare.Currency, "payment_method": "pm_card_visa"}})
 		Expect(pay.Status).To(Equal(http.StatusCreated), "%s", pay.Body)
 		Expect(pay.Header.Get("Location")).To(Equal("/v1/trips/" + trip.Id + "/payment"))
 		var payment gen.Payment

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -69,7 +70,7 @@ Usage:
 Environment:
 `)
 	for _, v := range server.EnvVars {
-		fmt.Fprintf(w, "  %-20s default %s\n  %-20s %s\n", v.Name, v.Default, "", v.Meaning)
+		fmt.Fprintf(w, "  %-28s default %s\n  %-28s %s\n", v.Name, v.Default, "", v.Meaning)
 	}
 }
 
@@ -156,48 +157,87 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err != nil {
 		return err
 	}
+	log.Info("configuration", "config", cfg) // Config masks its secrets itself
 	if cfg.CursorSecretGenerated {
 		log.Warn("RIDE_CURSOR_SECRET is not set: cursors are signed with a random key and die with this process; set it when running replicas")
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := openStore(ctx, cfg)
+	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if cfg.DemoData {
-		if err := seedDemo(ctx, st, stdout); err != nil {
-			return err
-		}
-	}
-
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: log})
+	srv, err := server.New(cfg, server.Deps{Store: st, Logger: log, Starting: true})
 	if err != nil {
 		return err
 	}
-	// Deferred calls run last in, first out: background work stops before the store closes.
+	// Deferred calls run last in, first out: background work stops before the store closes
+	// (serveUntilDone stops it already; this covers the early returns).
 	defer srv.Close()
-	httpServer := &http.Server{Addr: cfg.Addr, Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- httpServer.ListenAndServe() }()
-	log.Info("serving", "addr", cfg.Addr, "engine", string(st.Engine()))
-	base := "http://" + cfg.Addr
-	if strings.HasPrefix(cfg.Addr, ":") {
-		base = "http://localhost" + cfg.Addr
-	}
-	fmt.Fprintf(stdout, "Ride API listening on %s — try: curl -H \"Authorization: Bearer <key>\" %s/v1/trips\n", base, base)
-
-	select {
-	case err := <-errc:
+	// Listen before migrating, so that probes get answers (/healthz 200, /readyz 503) while
+	// migrations run, and a taken port fails at once.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
 		return err
-	case <-ctx.Done():
+	}
+	log.Info("listening; not ready until migrations finish", "addr", ln.Addr().String(), "engine", string(st.Engine()))
+	prepare := func(ctx context.Context) error {
+		if err := st.Migrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if cfg.DemoData {
+			if err := seedDemo(ctx, st, stdout); err != nil {
+				return err
+			}
+		}
+		base := "http://" + cfg.Addr
+		if strings.HasPrefix(cfg.Addr, ":") {
+			base = "http://localhost" + cfg.Addr
+		}
+		log.Info("ready", "addr", ln.Addr().String())
+		fmt.Fprintf(stdout, "Ride API listening on %s — try: curl -H \"Authorization: Bearer <key>\" %s/v1/trips\n", base, base)
+		return nil
+	}
+	return serveUntilDone(ctx, ln, srv, srv, log, prepare)
+}
+
+// shutdownTimeout bounds the drain after SIGTERM; orchestrators usually wait 30 s before they
+// kill, so this leaves room for the rest of the shutdown.
+const shutdownTimeout = 20 * time.Second
+
+// serveUntilDone serves handler on ln, runs prepare (migrations, demo data) while already
+// listening and marks srv ready when it succeeds, and on ctx's end (SIGTERM) shuts down
+// gracefully: it stops accepting connections, lets the requests in flight finish, then stops
+// the server's background workers. The caller closes the store afterwards.
+//
+// srv should have been made with Deps.Starting, so that it is not ready until prepare is done.
+func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, srv *server.Server, log *slog.Logger, prepare func(context.Context) error) error {
+	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- httpServer.Serve(ln) }()
+
+	err := prepare(ctx)
+	if err == nil {
+		srv.SetReady(true)
+		select {
+		case err = <-errc:
+		case <-ctx.Done():
+		}
 	}
 	log.Info("shutting down: draining in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return httpServer.Shutdown(shutdownCtx)
+	srv.SetReady(false)
+	if shutdownErr := httpServer.Shutdown(shutdownCtx); shutdownErr != nil {
+		err = errors.Join(err, fmt.Errorf("drain: %w", shutdownErr))
+	}
+	if workersErr := srv.Shutdown(shutdownCtx); workersErr != nil {
+		err = errors.Join(err, workersErr)
+	}
+	log.Info("stopped")
+	return err
 }
 
 // seedDemo fills an empty database and prints a key of each role, the only time they can be

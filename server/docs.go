@@ -1,0 +1,249 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"sort"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	swaggerfiles "github.com/swaggo/files/v2"
+)
+
+// Routes served beside the OpenAPI document rather than from it: the metrics scrape and the
+// human-readable reference. They need no API key and the gate lets them through unchecked.
+// They are kept out of the document on purpose: they are not part of the API a client
+// program calls (an HTML page and a Prometheus exposition), so generated clients stay clean
+// and the pages may change without the v1 compatibility gate.
+const (
+	routeMetrics    = "/metrics"
+	routeDocs       = "/docs"
+	routeProblems   = "/docs/problems"
+	routeDocsAssets = "/docs/assets/*"
+)
+
+// outsideDocument reports whether an Echo route is one of those.
+func outsideDocument(route string) bool {
+	switch route {
+	case routeMetrics, routeDocs, routeProblems, routeDocsAssets:
+		return true
+	}
+	return false
+}
+
+func (s *Server) registerOutsideDocument(e *echo.Echo) {
+	e.GET(routeMetrics, echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	e.GET(routeDocs, s.docsPage)
+	e.GET(routeProblems, s.problemsPage)
+	e.GET(routeDocsAssets, s.docsAsset)
+}
+
+// docsCSP lets the reference page load only what the binary serves: Swagger UI's script and
+// stylesheet, and the document from /v1/openapi.json. Swagger UI styles elements inline and
+// draws icons as data: images.
+const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// docsHTML is the reference page: Swagger UI (embedded from github.com/swaggo/files/v2, so it
+// works with no internet access) rendering /v1/openapi.json.
+const docsHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Ride API reference</title>
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<link rel="stylesheet" href="/docs/assets/ride.css">
+</head>
+<body>
+<nav class="ride-nav">
+  <strong>Ride API</strong>
+  <a href="/docs/problems">Problem types</a>
+  <a href="/v1/openapi.json">openapi.json</a>
+  <a href="/v1/openapi.yaml">openapi.yaml</a>
+</nav>
+<div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/assets/ride-docs.js"></script>
+</body>
+</html>
+`
+
+// docsJS starts Swagger UI on the published document. It points "Try it out" at the server
+// that serves the page, whatever the document's servers list says.
+const docsJS = `"use strict";
+fetch("/v1/openapi.json")
+  .then(function (response) { return response.json(); })
+  .then(function (spec) {
+    spec.servers = [{ url: window.location.origin, description: "This server" }];
+    window.ui = SwaggerUIBundle({
+      spec: spec,
+      dom_id: "#swagger-ui",
+      deepLinking: true,
+      filter: true,
+      displayRequestDuration: true,
+      defaultModelsExpandDepth: 0,
+      presets: [SwaggerUIBundle.presets.apis],
+      layout: "BaseLayout"
+    });
+  });
+`
+
+const docsCSS = `body { margin: 0; font-family: sans-serif; }
+.ride-nav { display: flex; gap: 1.5em; align-items: baseline; padding: 0.8em 1.5em; background: #1b1b1b; color: #fff; }
+.ride-nav a { color: #9fd3ff; text-decoration: none; }
+`
+
+// docsAssets are the files the reference page loads, read once from the embedded bundle.
+var docsAssets = func() map[string]documentResponse {
+	assets := map[string]documentResponse{
+		"ride-docs.js": {contentType: "text/javascript; charset=utf-8", body: []byte(docsJS)},
+		"ride.css":     {contentType: "text/css; charset=utf-8", body: []byte(docsCSS)},
+	}
+	for name, contentType := range map[string]string{
+		"swagger-ui.css":       "text/css; charset=utf-8",
+		"swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+		"favicon-32x32.png":    "image/png",
+		"favicon-16x16.png":    "image/png",
+	} {
+		body, err := fs.ReadFile(swaggerfiles.FS, name)
+		if err != nil {
+			panic(fmt.Sprintf("swagger UI asset %s missing from github.com/swaggo/files/v2: %v", name, err))
+		}
+		assets[name] = documentResponse{contentType: contentType, body: body}
+	}
+	return assets
+}()
+
+func (s *Server) docsPage(c echo.Context) error {
+	return writeDocsPage(c, "text/html; charset=utf-8", []byte(docsHTML))
+}
+
+func (s *Server) docsAsset(c echo.Context) error {
+	asset, ok := docsAssets[path.Clean(c.Param("*"))]
+	if !ok {
+		return newAPIError(http.StatusNotFound, codeNotFound, "No such file of the reference page.")
+	}
+	// The bundle changes only with the module version; an hour of reuse spares reloads.
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return writeDocsPage(c, asset.contentType, asset.body)
+}
+
+func writeDocsPage(c echo.Context, contentType string, body []byte) error {
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", docsCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	return documentResponse{contentType: contentType, body: body}.write(c.Response())
+}
+
+// problemDoc explains one error code on /docs/problems, where every problem's `type` points.
+type problemDoc struct {
+	Status  int
+	Meaning string
+}
+
+// problemDocs explains the codes of the table in errors.go; the page lists that table, so a
+// code cannot be missing from it, and a spec checks that each has its explanation here.
+var problemDocs = map[string]problemDoc{
+	codeInvalidRequest:         {400, "A parameter, header or body member breaks the API description: wrong type, format, range, length, enum value, a required member missing or an unknown one present. errors[] names each, such as query.status or body.origin.lat."},
+	codeInvalidLimit:           {400, "limit is not an integer from 1 to 100."},
+	codeInvalidCursor:          {400, "The cursor is malformed, was tampered with, or belongs to another query (route, filters, sort or caller). Start the walk again without a cursor."},
+	codeMalformedJSON:          {400, "The body is not valid JSON."},
+	codeIdempotencyKeyRequired: {400, "This operation needs an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."},
+	codeUnauthenticated:        {401, "No API key, or one that is unknown or revoked. Send Authorization: Bearer <key>."},
+	codeForbidden:              {403, "The key is valid but its role or subject may not do this."},
+	codeNotFound:               {404, "No such resource or route."},
+	codeMethodNotAllowed:       {405, "The path exists but not with this method; the Allow header lists the methods it has."},
+	codeNotAcceptable:          {406, "The Accept header admits no media type the operation answers with."},
+	codeBodyTooLarge:           {413, "The request body is larger than 1 MiB (1,048,576 bytes)."},
+	codeUnsupportedMediaType:   {415, "The body is not sent as application/json."},
+	codeRateLimited:            {429, "The API key's budget for this kind of request (reads or writes) is spent. Wait Retry-After seconds; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset describe the bucket."},
+	codeInternal:               {500, "A fault on our side; the answer carries no details. Retry with backoff and quote the request_id if it persists."},
+	codeUnavailable:            {503, "The service is not ready (starting, or its database is unreachable). Retry with backoff."},
+
+	codeInvalidTransition:    {409, "The trip's status cannot move that way (the lifecycle allows accepted → arriving | in_progress | cancelled, arriving → in_progress | cancelled, in_progress → completed)."},
+	codeNoDriverAvailable:    {409, "No driver of the pickup's city is free right now. Try again shortly."},
+	codeRiderHasActiveTrip:   {409, "The rider already has a trip that is not completed or cancelled."},
+	codeEstimateUsed:         {409, "The fare estimate has already been booked."},
+	codeTripNotCompleted:     {409, "The trip cannot be paid before it is completed."},
+	codeTripAlreadyPaid:      {409, "The trip already has a successful payment."},
+	codeIdempotencyKeyInUse:  {409, "A request with this Idempotency-Key is still running. Retry after Retry-After seconds."},
+	codePreconditionFailed:   {412, "The If-Match ETag no longer matches the resource. Read it again and retry."},
+	codeEstimateExpired:      {422, "The fare estimate has expired. Request a new one."},
+	codeEstimateNotFound:     {422, "No fare estimate of yours has that id."},
+	codeOutsideServiceArea:   {422, "The origin or destination lies outside every served city."},
+	codeRiderNotFound:        {422, "No rider has the rider_id given in the body."},
+	codeRiderIDRequired:      {422, "An admin booking a ride must name the rider in rider_id."},
+	codeTripNotFound:         {422, "The trip named in the body does not exist or is not yours."},
+	codeAmountMismatch:       {422, "The amount or currency differs from the trip's fare."},
+	codePaymentDeclined:      {422, "The payment provider declined the payment method. The failed payment is recorded."},
+	codeIdempotencyKeyReused: {422, "This Idempotency-Key was used with another body or on another route."},
+	codePaymentProviderError: {502, "The payment provider failed or could not be reached. Nothing was committed; retry with the same Idempotency-Key, with backoff."},
+}
+
+var problemsTemplate = template.Must(template.New("problems").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Ride API problem types</title>
+<link rel="stylesheet" href="/docs/assets/ride.css">
+<style>
+main { max-width: 60em; margin: 1.5em auto; padding: 0 1.5em; line-height: 1.45; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 0.5em 0.7em; border-bottom: 1px solid #ddd; }
+tr:target { background: #fff6cc; }
+</style>
+</head>
+<body>
+<nav class="ride-nav"><strong>Ride API</strong><a href="/docs">Reference</a></nav>
+<main>
+<h1>Problem types</h1>
+<p>Every error answer is an RFC 9457 problem (<code>application/problem+json</code>) whose
+<code>type</code> is <code>/docs/problems#&lt;code&gt;</code> and whose <code>code</code> is one of
+these stable identifiers. Branch on <code>code</code>; <code>detail</code> is for people, and
+<code>errors[]</code> names each invalid input.</p>
+<table>
+<thead><tr><th>code</th><th>status</th><th>title</th><th>meaning</th></tr></thead>
+<tbody>
+{{range .}}<tr id="{{.Code}}"><td><a href="#{{.Code}}"><code>{{.Code}}</code></a></td><td>{{if .Status}}{{.Status}}{{end}}</td><td>{{.Title}}</td><td>{{.Meaning}}</td></tr>
+{{end}}</tbody>
+</table>
+</main>
+</body>
+</html>
+`))
+
+type problemRow struct {
+	Code, Title, Meaning string
+	Status               int
+}
+
+// problemRows lists every code of the error table, by status then code.
+func problemRows() []problemRow {
+	rows := make([]problemRow, 0, len(titles))
+	for code, title := range titles {
+		doc := problemDocs[code]
+		rows = append(rows, problemRow{Code: code, Title: title, Status: doc.Status, Meaning: doc.Meaning})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Status != rows[j].Status {
+			return rows[i].Status < rows[j].Status
+		}
+		return rows[i].Code < rows[j].Code
+	})
+	return rows
+}
+
+func (s *Server) problemsPage(c echo.Context) error {
+	var buf bytes.Buffer
+	if err := problemsTemplate.Execute(&buf, problemRows()); err != nil {
+		return err
+	}
+	return writeDocsPage(c, "text/html; charset=utf-8", buf.Bytes())
+}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Keys of what the gate tells the observer through the Echo context. The request's context
+// is not enough: when authentication fails, the gate returns before it hands on its context,
+// yet the log line of that 401 still names its route.
+const (
+	observedOperation = "ride.operation"
+	observedPrincipal = "ride.principal"
+)
+
+// routeUnmatched labels requests that match no route, so that scanners probing random paths
+// cannot grow the metrics without bound.
+const routeUnmatched = "unmatched"
+
+// statusRecorder remembers the status line of the answer as it goes out.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += n
+	return n, err
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observe wraps every request, outside respond, so that it sees the final answer (a 304, a
+// rendered problem): it writes one structured log line and the request metrics. The line
+// names the caller by key id and role, never by key.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		method, path := req.Method, req.URL.Path // respond turns HEAD into GET
+		rec := &statusRecorder{ResponseWriter: c.Response().Writer}
+		c.Response().Writer = rec
+		err := next(c)
+		c.Response().Writer = rec.ResponseWriter
+		elapsed := time.Since(start)
+
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := routeUnmatched
+		if info, ok := c.Get(observedOperation).(*operationInfo); ok && info != nil {
+			route = info.path
+		} else if outsideDocument(c.Path()) {
+			route = c.Path()
+		}
+		s.metrics.observeRequest(method, route, status, elapsed)
+
+		attrs := []slog.Attr{
+			slog.String("request_id", c.Response().Header().Get(headerRequestID)),
+			slog.String("method", method),
+			slog.String("route", route),
+			slog.String("path", path),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			slog.Int("bytes", rec.bytes),
+		}
+		if p, ok := c.Get(observedPrincipal).(Principal); ok {
+			attrs = append(attrs, slog.String("key_id", p.KeyID), slog.String("role", p.Role))
+		}
+		level := slog.LevelInfo
+		switch {
+		case status == http.StatusInternalServerError:
+			level = slog.LevelError
+		case status >= 500:
+			level = slog.LevelWarn // not ready, or a dependency down: the readiness probe tells
+		}
+		s.log.LogAttrs(req.Context(), level, "request", attrs...)
+		return err
+	}
+}

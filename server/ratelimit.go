@@ -1,0 +1,374 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Rate limits: each API key has two token buckets, one for reads (GET, HEAD and GraphQL
+// queries) and one for writes (POST, PUT, DELETE). A bucket holds twice its per-second rate
+// and refills continuously. The gate takes a token right after authentication; a 304 gives it
+// back (caching.go), because revalidating an unchanged representation costs us next to
+// nothing and is exactly what we want clients to do.
+//
+// Both stores implement GCRA (the generic cell rate algorithm), which is a token bucket kept
+// as one timestamp per key: the in-process one here, the shared one in Redis through
+// redis_rate, so a key behaves the same with one replica or many.
+
+// limitClass is the budget a request draws on.
+type limitClass uint8
+
+const (
+	classRead limitClass = iota
+	classWrite
+)
+
+func (c limitClass) String() string {
+	if c == classWrite {
+		return "write"
+	}
+	return "read"
+}
+
+// classify puts an operation in a budget: safe methods and GraphQL (a query language over
+// POST) are reads; everything else, fare estimates included, writes.
+func classify(method, path string) limitClass {
+	switch {
+	case method == http.MethodGet || method == http.MethodHead:
+		return classRead
+	case path == "/v1/graphql":
+		return classRead
+	default:
+		return classWrite
+	}
+}
+
+// bucketLimit is one budget: rate tokens per period, at most burst in the bucket.
+type bucketLimit struct {
+	rate   int
+	burst  int
+	period time.Duration
+}
+
+func (l bucketLimit) interval() time.Duration { return l.period / time.Duration(l.rate) }
+
+// quota is a bucket after a take or a refund.
+type quota struct {
+	allowed    bool
+	limit      int           // the bucket's size
+	remaining  int           // whole tokens left
+	reset      time.Duration // until the bucket is full again
+	retryAfter time.Duration // until the next token, when not allowed
+}
+
+// buckets stores token buckets by key.
+type buckets interface {
+	take(ctx context.Context, key string, l bucketLimit) (quota, error)
+	refund(ctx context.Context, key string, l bucketLimit) (quota, error)
+	close() error
+}
+
+// rateLimiter meters authenticated requests per API key. It is the gate's limiter.
+type rateLimiter struct {
+	limits  [2]bucketLimit // by limitClass; rate 0 is off
+	buckets buckets
+	prefix  string
+	log     *slog.Logger
+	metrics *Metrics
+}
+
+// redisTimeout bounds one Redis round trip: past it the request goes through unmetered
+// rather than waiting on a sick cache.
+const redisTimeout = 250 * time.Millisecond
+
+// newRateLimiter builds the limiter cfg asks for, or nil when both limits are off.
+func newRateLimiter(cfg Config, log *slog.Logger, metrics *Metrics) (*rateLimiter, error) {
+	if cfg.RateLimitRead <= 0 && cfg.RateLimitWrite <= 0 {
+		return nil, nil
+	}
+	period := cfg.RateLimitPeriod
+	if period <= 0 {
+		period = time.Second
+	}
+	l := &rateLimiter{prefix: cfg.RateLimitKeyPrefix, log: log, metrics: metrics}
+	if l.prefix == "" {
+		l.prefix = "ride:"
+	}
+	for class, rate := range map[limitClass]int{classRead: cfg.RateLimitRead, classWrite: cfg.RateLimitWrite} {
+		if rate > 0 {
+			l.limits[class] = bucketLimit{rate: rate, burst: 2 * rate, period: period}
+		}
+	}
+	if cfg.RedisURL == "" {
+		l.buckets = newMemoryBuckets(time.Now)
+		return l, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, errors.New("REDIS_URL does not parse") // its text may quote the password
+	}
+	client := redis.NewClient(opts)
+	l.buckets = &redisBuckets{client: client, limiter: redis_rate.NewLimiter(client)}
+	return l, nil
+}
+
+func (l *rateLimiter) close() error { return l.buckets.close() }
+
+type rateChargeKey struct{}
+
+// rateCharge is what admit leaves for caching.go: the token to give back if the answer turns
+// out to be a 304, or, when the bucket was empty, the 429 to send unless it is one.
+type rateCharge struct {
+	limiter *rateLimiter
+	key     string
+	limit   bucketLimit
+	denied  *APIError
+}
+
+func rateChargeFrom(ctx context.Context) *rateCharge {
+	ch, _ := ctx.Value(rateChargeKey{}).(*rateCharge)
+	return ch
+}
+
+// admit spends one token of the caller's budget for the operation, writes the RateLimit-*
+// headers, and answers 429 when the bucket is empty. A conditional GET on an empty bucket
+// goes on all the same, marked as overdrawn: if it ends in a 304 it is answered (a 304 is
+// free), and otherwise caching.go turns it into the 429.
+func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.Header, p Principal, info *operationInfo) (context.Context, error) {
+	class := info.class
+	limit := l.limits[class]
+	if limit.rate == 0 {
+		return ctx, nil
+	}
+	key := l.prefix + "ratelimit:" + class.String() + ":" + p.KeyID
+	q, err := l.buckets.take(ctx, key, limit)
+	if err != nil {
+		// Failing open: a broken cache must not take the API down with it.
+		l.metrics.rateLimitErrors.Inc()
+		l.log.WarnContext(ctx, "rate limit store failed; request let through unmetered",
+			slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+		return ctx, nil
+	}
+	setRateLimitHeaders(header, q)
+	charge := &rateCharge{limiter: l, key: key, limit: limit}
+	if !q.allowed {
+		l.metrics.rateLimited.WithLabelValues(class.String()).Inc()
+		charge.denied = rateLimited(class, limit, q)
+		if req.Method != http.MethodGet || req.Header.Get("If-None-Match") == "" {
+			return ctx, charge.denied
+		}
+	}
+	return context.WithValue(ctx, rateChargeKey{}, charge), nil
+}
+
+func rateLimited(class limitClass, limit bucketLimit, q quota) *APIError {
+	retry := ceilSeconds(q.retryAfter)
+	if retry < 1 {
+		retry = 1
+	}
+	p := newAPIError(http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf(
+		"This API key's %s budget is spent: %d requests per %s, bursts up to %d. Retry after %d s.",
+		class, limit.rate, periodText(limit.period), limit.burst, retry))
+	p.Header = http.Header{"Retry-After": {strconv.Itoa(retry)}}
+	return p
+}
+
+func periodText(d time.Duration) string {
+	if d == time.Second {
+		return "second"
+	}
+	return d.String()
+}
+
+// settleNotModified gives back the token of a request answered 304.
+func settleNotModified(ctx context.Context, header http.Header) {
+	ch := rateChargeFrom(ctx)
+	if ch == nil || ch.denied != nil {
+		return // nothing was taken
+	}
+	q, err := ch.limiter.buckets.refund(ctx, ch.key, ch.limit)
+	if err != nil {
+		ch.limiter.metrics.rateLimitErrors.Inc()
+		return
+	}
+	setRateLimitHeaders(header, q)
+}
+
+// overdrawn is the 429 owed by a request that ran on an empty bucket only to learn whether
+// its answer was a 304, or nil.
+func overdrawn(ctx context.Context) *APIError {
+	if ch := rateChargeFrom(ctx); ch != nil {
+		return ch.denied
+	}
+	return nil
+}
+
+const (
+	headerRateLimitLimit     = "RateLimit-Limit"
+	headerRateLimitRemaining = "RateLimit-Remaining"
+	headerRateLimitReset     = "RateLimit-Reset"
+)
+
+func setRateLimitHeaders(h http.Header, q quota) {
+	h.Set(headerRateLimitLimit, strconv.Itoa(q.limit))
+	h.Set(headerRateLimitRemaining, strconv.Itoa(q.remaining))
+	h.Set(headerRateLimitReset, strconv.Itoa(ceilSeconds(q.reset)))
+}
+
+// The canonical forms of the headers an answer replaced by a 429 keeps (Header.Set stores
+// "RateLimit-Limit" as "Ratelimit-Limit").
+var (
+	keepRequestID = http.CanonicalHeaderKey(headerRequestID)
+	keepLimit     = http.CanonicalHeaderKey(headerRateLimitLimit)
+	keepRemaining = http.CanonicalHeaderKey(headerRateLimitRemaining)
+	keepReset     = http.CanonicalHeaderKey(headerRateLimitReset)
+)
+
+// keepOnlyRateLimitHeaders clears what a handler wrote, for an answer replaced by a 429.
+func keepOnlyRateLimitHeaders(h http.Header) {
+	for name := range h {
+		switch http.CanonicalHeaderKey(name) {
+		case keepRequestID, keepLimit, keepRemaining, keepReset:
+		default:
+			delete(h, name)
+		}
+	}
+}
+
+func ceilSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int(math.Ceil(d.Seconds()))
+}
+
+// gcraQuota describes a bucket whose theoretical arrival time is tat: the bucket is full when
+// tat is not after now, and each interval tat lies ahead of now is one token missing.
+func gcraQuota(now, tat time.Time, l bucketLimit) quota {
+	interval := l.interval()
+	ahead := tat.Sub(now)
+	if ahead < 0 {
+		ahead = 0
+	}
+	missing := int((ahead + interval - 1) / interval) // rounded up: a part-token is no token
+	return quota{allowed: true, limit: l.burst, remaining: max(l.burst-missing, 0), reset: ahead}
+}
+
+// memoryBuckets keeps the buckets of one process. A bucket that has refilled is the same as
+// no bucket, so idle keys are dropped by a sweep at most once a minute.
+type memoryBuckets struct {
+	now func() time.Time
+
+	mu        sync.Mutex
+	tat       map[string]time.Time
+	lastSweep time.Time
+}
+
+const memorySweepEvery = time.Minute
+
+func newMemoryBuckets(now func() time.Time) *memoryBuckets {
+	return &memoryBuckets{now: now, tat: map[string]time.Time{}, lastSweep: now()}
+}
+
+func (m *memoryBuckets) take(_ context.Context, key string, l bucketLimit) (quota, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.sweep(now)
+	interval := l.interval()
+	tat := m.tat[key]
+	if tat.Before(now) {
+		tat = now
+	}
+	next := tat.Add(interval)
+	allowAt := next.Add(-time.Duration(l.burst) * interval)
+	if now.Before(allowAt) {
+		return quota{limit: l.burst, reset: tat.Sub(now), retryAfter: allowAt.Sub(now)}, nil
+	}
+	m.tat[key] = next
+	return gcraQuota(now, next, l), nil
+}
+
+func (m *memoryBuckets) refund(_ context.Context, key string, l bucketLimit) (quota, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	tat, ok := m.tat[key]
+	if ok {
+		tat = tat.Add(-l.interval())
+		if tat.After(now) {
+			m.tat[key] = tat
+		} else {
+			delete(m.tat, key)
+		}
+	}
+	return gcraQuota(now, tat, l), nil
+}
+
+func (m *memoryBuckets) sweep(now time.Time) {
+	if now.Sub(m.lastSweep) < memorySweepEvery {
+		return
+	}
+	m.lastSweep = now
+	for key, tat := range m.tat {
+		if !tat.After(now) {
+			delete(m.tat, key)
+		}
+	}
+}
+
+func (m *memoryBuckets) close() error { return nil }
+
+// size is the number of keys held, for tests of the sweep.
+func (m *memoryBuckets) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.tat)
+}
+
+// redisBuckets shares the buckets of every replica through Redis: redis_rate runs GCRA as one
+// atomic script on Redis's clock, so replicas need not agree on the time.
+type redisBuckets struct {
+	client  *redis.Client
+	limiter *redis_rate.Limiter
+}
+
+func (r *redisBuckets) take(ctx context.Context, key string, l bucketLimit) (quota, error) {
+	return r.allowN(ctx, key, l, 1)
+}
+
+// refund is a take of -1 tokens: the script moves the key's arrival time back one interval.
+func (r *redisBuckets) refund(ctx context.Context, key string, l bucketLimit) (quota, error) {
+	return r.allowN(ctx, key, l, -1)
+}
+
+func (r *redisBuckets) allowN(ctx context.Context, key string, l bucketLimit, n int) (quota, error) {
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	res, err := r.limiter.AllowN(ctx, key, redis_rate.Limit{Rate: l.rate, Burst: l.burst, Period: l.period}, n)
+	if err != nil {
+		return quota{}, fmt.Errorf("redis rate limit: %w", err)
+	}
+	q := quota{
+		allowed:   res.Allowed != 0,
+		limit:     l.burst,
+		remaining: min(max(res.Remaining, 0), l.burst),
+		reset:     max(res.ResetAfter, 0),
+	}
+	if !q.allowed {
+		q.retryAfter = res.RetryAfter
+	}
+	return q, nil
+}
+
+func (r *redisBuckets) close() error { return r.client.Close() }

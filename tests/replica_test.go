@@ -1,0 +1,41 @@
+package tests
+
+import (
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/server"
+)
+
+// quietLogger keeps a replica's request log out of the spec output.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// Replica starts another server over h's store with its own configuration (rate limits,
+// Redis, a logger of the spec's): one more replica of the same deployment, as a load
+// balancer would see it. It shares h's keys and data and is shut down after the spec.
+func (h *Harness) Replica(cfg server.Config, logger *slog.Logger) (*Harness, *server.Server) {
+	GinkgoHelper()
+	if cfg.CursorSecret == nil {
+		cfg.CursorSecret = []byte("test-cursor-secret-0123456789")
+	}
+	if logger == nil {
+		logger = quietLogger()
+	}
+	srv, err := server.New(cfg, server.Deps{Store: h.Store, Logger: logger})
+	Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewServer(srv)
+	DeferCleanup(func() {
+		ts.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		Expect(srv.Shutdown(ctx)).To(Succeed())
+	})
+	return &Harness{Engine: h.Engine, Store: h.Store, Admin: h.Admin, URL: ts.URL, httpServer: ts, server: srv}, srv
+}
