@@ -121,7 +121,7 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/drivers/{driverId}/trips (the `ListDriverTrips` operationId).
 	ListDriverTrips(ctx context.Context, driverId DriverId, params *ListDriverTripsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateFareEstimateWithBody Get a fare estimate
+	// CreateFareEstimateWithBody Price a route
 	//
 	// Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 	// (a driver is answered 403). The city is the served area containing the origin (the one
@@ -142,7 +142,7 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/fare-estimates (the `CreateFareEstimate` operationId).
 	CreateFareEstimateWithBody(ctx context.Context, params *CreateFareEstimateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// CreateFareEstimate Get a fare estimate
+	// CreateFareEstimate Price a route
 	//
 	// Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 	// (a driver is answered 403). The city is the served area containing the origin (the one
@@ -549,7 +549,7 @@ func (c *Client) ListDriverTrips(ctx context.Context, driverId DriverId, params 
 	return c.Client.Do(req)
 }
 
-// CreateFareEstimateWithBody Get a fare estimate
+// CreateFareEstimateWithBody Price a route
 //
 // Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 // (a driver is answered 403). The city is the served area containing the origin (the one
@@ -580,7 +580,7 @@ func (c *Client) CreateFareEstimateWithBody(ctx context.Context, params *CreateF
 	return c.Client.Do(req)
 }
 
-// CreateFareEstimate Get a fare estimate
+// CreateFareEstimate Price a route
 //
 // Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 // (a driver is answered 403). The city is the served area containing the origin (the one
@@ -2476,7 +2476,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/drivers/{driverId}/trips (the `ListDriverTrips` operationId).
 	ListDriverTripsWithResponse(ctx context.Context, driverId DriverId, params *ListDriverTripsParams, reqEditors ...RequestEditorFn) (*ListDriverTripsResponse, error)
 
-	// CreateFareEstimateWithBodyWithResponse Get a fare estimate
+	// CreateFareEstimateWithBodyWithResponse Price a route
 	//
 	// Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 	// (a driver is answered 403). The city is the served area containing the origin (the one
@@ -2497,7 +2497,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/fare-estimates (the `CreateFareEstimate` operationId).
 	CreateFareEstimateWithBodyWithResponse(ctx context.Context, params *CreateFareEstimateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFareEstimateResponse, error)
 
-	// CreateFareEstimateWithResponse Get a fare estimate
+	// CreateFareEstimateWithResponse Price a route
 	//
 	// Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 	// (a driver is answered 403). The city is the served area containing the origin (the one
@@ -6103,7 +6103,7 @@ func (c *ClientWithResponses) ListDriverTripsWithResponse(ctx context.Context, d
 	return ParseListDriverTripsResponse(rsp)
 }
 
-// CreateFareEstimateWithBodyWithResponse Get a fare estimate
+// CreateFareEstimateWithBodyWithResponse Price a route
 //
 // Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 // (a driver is answered 403). The city is the served area containing the origin (the one
@@ -6130,7 +6130,7 @@ func (c *ClientWithResponses) CreateFareEstimateWithBodyWithResponse(ctx context
 	return ParseCreateFareEstimateResponse(rsp)
 }
 
-// CreateFareEstimateWithResponse Get a fare estimate
+// CreateFareEstimateWithResponse Price a route
 //
 // Prices a trip from `origin` to `destination` in a ride type, for a rider or an admin
 // (a driver is answered 403). The city is the served area containing the origin (the one
