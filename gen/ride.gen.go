@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,57 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for EventType.
+const (
+	EventTypePaymentFailed    EventType = "payment.failed"
+	EventTypePaymentSucceeded EventType = "payment.succeeded"
+	EventTypeTripArriving     EventType = "trip.arriving"
+	EventTypeTripCancelled    EventType = "trip.cancelled"
+	EventTypeTripCompleted    EventType = "trip.completed"
+	EventTypeTripCreated      EventType = "trip.created"
+	EventTypeTripStarted      EventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypePaymentFailed:
+		return true
+	case EventTypePaymentSucceeded:
+		return true
+	case EventTypeTripArriving:
+		return true
+	case EventTypeTripCancelled:
+		return true
+	case EventTypeTripCompleted:
+		return true
+	case EventTypeTripCreated:
+		return true
+	case EventTypeTripStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentEventType.
+const (
+	PaymentEventTypePaymentFailed    PaymentEventType = "payment.failed"
+	PaymentEventTypePaymentSucceeded PaymentEventType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentEventType enum.
+func (e PaymentEventType) Valid() bool {
+	switch e {
+	case PaymentEventTypePaymentFailed:
+		return true
+	case PaymentEventTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for RideType.
 const (
@@ -37,6 +89,21 @@ func (e RideType) Valid() bool {
 	case Economy:
 		return true
 	case Xl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCompletedEventType.
+const (
+	TripCompletedEventTypeTripCompleted TripCompletedEventType = "trip.completed"
+)
+
+// Valid indicates whether the value is a known member of the TripCompletedEventType enum.
+func (e TripCompletedEventType) Valid() bool {
+	switch e {
+	case TripCompletedEventTypeTripCompleted:
 		return true
 	default:
 		return false
@@ -157,6 +224,69 @@ func (e TripStatus) Valid() bool {
 	}
 }
 
+// Defines values for TripStatusEventType.
+const (
+	TripStatusEventTypeTripArriving  TripStatusEventType = "trip.arriving"
+	TripStatusEventTypeTripCancelled TripStatusEventType = "trip.cancelled"
+	TripStatusEventTypeTripCreated   TripStatusEventType = "trip.created"
+	TripStatusEventTypeTripStarted   TripStatusEventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the TripStatusEventType enum.
+func (e TripStatusEventType) Valid() bool {
+	switch e {
+	case TripStatusEventTypeTripArriving:
+		return true
+	case TripStatusEventTypeTripCancelled:
+		return true
+	case TripStatusEventTypeTripCreated:
+		return true
+	case TripStatusEventTypeTripStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	Failed    WebhookDeliveryStatus = "failed"
+	Pending   WebhookDeliveryStatus = "pending"
+	Succeeded WebhookDeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case Failed:
+		return true
+	case Pending:
+		return true
+	case Succeeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointStatus.
+const (
+	Disabled WebhookEndpointStatus = "disabled"
+	Enabled  WebhookEndpointStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointStatus enum.
+func (e WebhookEndpointStatus) Valid() bool {
+	switch e {
+	case Disabled:
+		return true
+	case Enabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Currency Lowercase ISO 4217 currency code.
 //
 // Example: usd
@@ -197,6 +327,28 @@ type DriverSummary struct {
 	// Rating Example: 4.87
 	Rating *float64 `json:"rating,omitempty"`
 }
+
+// Event Something that happened, as delivered to webhook endpoints and listed by `GET /v1/events`:
+// `{id, type, created_at, data}`, where `data` depends on `type`. `id` is unique per
+// event and the same on every delivery attempt: deduplicate on it. Members may be added
+// within v1, never removed.
+type Event struct {
+	union json.RawMessage
+}
+
+// EventList A page of events.
+type EventList struct {
+	Data []Event `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// EventType The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+//
+// Example: trip.completed
+type EventType string
 
 // Health A probe's answer.
 type Health struct {
@@ -240,6 +392,52 @@ type Pagination struct {
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
 	PrevCursor *string `json:"prev_cursor"`
+}
+
+// PaymentEvent A `payment.succeeded` or `payment.failed` event.
+type PaymentEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `payment.*` event says.
+	Data PaymentEventData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string           `json:"id"`
+	Type PaymentEventType `json:"type"`
+}
+
+// PaymentEventType defines model for PaymentEvent.Type.
+type PaymentEventType string
+
+// PaymentEventData What a `payment.*` event says.
+type PaymentEventData struct {
+	// Amount Minor units of `currency`.
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// FailureCode Why a failed payment failed, e.g. `card_declined`.
+	//
+	// Example: card_declined
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// PaymentId Example: pay_q2r3s4t5u6v7w2x3y4z5a6b7c2
+	PaymentId string `json:"payment_id"`
+
+	// Status The payment's status, `succeeded` or `failed`.
+	//
+	// Example: succeeded
+	Status string `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
 }
 
 // Problem An RFC 9457 problem details object.
@@ -300,6 +498,25 @@ type Rider struct {
 	Rating float64 `json:"rating"`
 }
 
+// SecretRotation The result of a secret rotation.
+type SecretRotation struct {
+	// PreviousSecretExpiresAt When the replaced secret stops signing (the rotation's own time when the grace period is 0).
+	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
+
+	// Secret The new signing secret. Shown only here.
+	//
+	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
+	Secret string `json:"secret"`
+}
+
+// SecretRotationCreate How to rotate an endpoint's secret.
+type SecretRotationCreate struct {
+	// GracePeriodSeconds How long the replaced secret keeps signing, up to 7 days; `0` revokes it at once.
+	//
+	// Example: 3600
+	GracePeriodSeconds *int32 `json:"grace_period_seconds,omitempty"`
+}
+
 // Trip A trip's public view. `id` and `status` are always present; every other member is
 // present in a full representation and left out when `fields` does not name it.
 // `eta_minutes`, `completed_at` and `cancelled_at` appear only when they apply.
@@ -352,6 +569,34 @@ type Trip struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
+// TripCompletedData What a `trip.completed` event says.
+type TripCompletedData struct {
+	CompletedAt time.Time `json:"completed_at"`
+
+	// Fare An amount in minor units (cents) of a lowercase ISO 4217 currency.
+	Fare Money `json:"fare"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// TripCompletedEvent A `trip.completed` event.
+type TripCompletedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `trip.completed` event says.
+	Data TripCompletedData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string                 `json:"id"`
+	Type TripCompletedEventType `json:"type"`
+}
+
+// TripCompletedEventType defines model for TripCompletedEvent.Type.
+type TripCompletedEventType string
+
 // TripField A top-level member of Trip, for sparse representations.
 type TripField string
 
@@ -373,6 +618,39 @@ type TripSortKey string
 // Example: completed
 type TripStatus string
 
+// TripStatusData What the other `trip.*` events say.
+type TripStatusData struct {
+	OccurredAt time.Time `json:"occurred_at"`
+
+	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
+	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
+	// `cancelled` are final.
+	//
+	//
+	// Example: completed
+	Status TripStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// TripStatusEvent A `trip.created`, `trip.arriving`, `trip.started` or `trip.cancelled` event.
+type TripStatusEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string              `json:"id"`
+	Type TripStatusEventType `json:"type"`
+}
+
+// TripStatusEventType defines model for TripStatusEvent.Type.
+type TripStatusEventType string
+
 // Vehicle The driver's vehicle.
 type Vehicle struct {
 	// Color Example: blue
@@ -386,6 +664,152 @@ type Vehicle struct {
 
 	// Plate Example: 7ABC123
 	Plate string `json:"plate"`
+}
+
+// WebhookDelivery One attempt to deliver one event to the endpoint.
+type WebhookDelivery struct {
+	// Attempt The 1-based number of the attempt for this event and endpoint.
+	//
+	// Example: 1
+	Attempt     int32     `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+
+	// Error Why the attempt failed; null when it succeeded.
+	Error *string `json:"error"`
+
+	// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	EventId string `json:"event_id"`
+
+	// EventType The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+	// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+	//
+	//
+	// Example: trip.completed
+	EventType EventType `json:"event_type"`
+
+	// Id The attempt's id (`wha_…`).
+	//
+	// Example: wha_m2n3p4q5r6s7t2u3v4w5x6y7z2
+	Id string `json:"id"`
+
+	// LatencyMs Milliseconds from sending the request to the receiver's answer (or the failure).
+	//
+	// Example: 84
+	LatencyMs int64 `json:"latency_ms"`
+
+	// NextAttemptAt When the next attempt is due; null unless `status` is `pending`.
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// ResponseStatus The receiver's HTTP status; null when it gave none (timeout, connection failure, refused address).
+	//
+	// Example: 200
+	ResponseStatus *int32 `json:"response_status"`
+
+	// Status What an attempt meant for its delivery: `succeeded` (the receiver answered 2xx),
+	// `pending` (it failed and another attempt follows at `next_attempt_at`) or `failed` (it
+	// failed and none follows: a permanent 4xx, the endpoint was disabled, or 24 h passed).
+	//
+	//
+	// Example: succeeded
+	Status WebhookDeliveryStatus `json:"status"`
+}
+
+// WebhookDeliveryList A page of delivery attempts.
+type WebhookDeliveryList struct {
+	Data []WebhookDelivery `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// WebhookDeliveryStatus What an attempt meant for its delivery: `succeeded` (the receiver answered 2xx),
+// `pending` (it failed and another attempt follows at `next_attempt_at`) or `failed` (it
+// failed and none follows: a permanent 4xx, the endpoint was disabled, or 24 h passed).
+//
+// Example: succeeded
+type WebhookDeliveryStatus string
+
+// WebhookEndpoint A registered webhook endpoint. Its signing secret is never shown after registration.
+type WebhookEndpoint struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Accounting sync
+	Description *string     `json:"description"`
+	Events      []EventType `json:"events"`
+
+	// Id Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+	Id string `json:"id"`
+
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	//
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
+}
+
+// WebhookEndpointCreate A webhook endpoint to register.
+type WebhookEndpointCreate struct {
+	// Description A note for humans, e.g. what the endpoint is for.
+	//
+	// Example: Accounting sync
+	Description *string `json:"description,omitempty"`
+
+	// Events The event kinds to send, each at most once.
+	Events []EventType `json:"events"`
+
+	// Url The absolute `https` URL to call. A literal private, loopback or link-local address
+	// is refused with 422 `invalid_webhook_url`.
+	//
+	//
+	// Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
+}
+
+// WebhookEndpointList A page of webhook endpoints.
+type WebhookEndpointList struct {
+	Data []WebhookEndpoint `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+// receive nothing. Delete a disabled endpoint and register it again to resume.
+//
+// Example: enabled
+type WebhookEndpointStatus string
+
+// WebhookEndpointWithSecret A newly registered webhook endpoint, with the secret that signs its deliveries.
+type WebhookEndpointWithSecret struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Accounting sync
+	Description *string     `json:"description"`
+	Events      []EventType `json:"events"`
+
+	// Id Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+	Id string `json:"id"`
+
+	// Secret The signing secret, `whsec_` and the base64 of 32 random bytes. Shown only here:
+	// store it now. Rotate it with `POST /v1/webhook-endpoints/{endpointId}/secret-rotations`.
+	//
+	//
+	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
+	Secret string `json:"secret"`
+
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	//
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
 }
 
 // City Example: san-francisco
@@ -405,6 +829,24 @@ type DriverId = string
 
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
+
+// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+type EndpointId = string
+
+// EventCreatedAfter defines model for EventCreatedAfter.
+type EventCreatedAfter = time.Time
+
+// EventCreatedBefore defines model for EventCreatedBefore.
+type EventCreatedBefore = time.Time
+
+// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+type EventId = string
+
+// EventTypeFilter The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+//
+// Example: trip.completed
+type EventTypeFilter = EventType
 
 // IdempotencyKey Example: 5f0c6e1e-8d1e-4b7a-9c1f-3d2e4a6b8c0d
 type IdempotencyKey = string
@@ -523,6 +965,35 @@ type ListDriverTripsParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Type Only events of this kind.
+	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
+
+	// CreatedAfter Only events created strictly after this instant (RFC 3339).
+	CreatedAfter *EventCreatedAfter `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only events created strictly before this instant (RFC 3339).
+	CreatedBefore *EventCreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetEventParams defines parameters for GetEvent.
+type GetEventParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
 type GetOpenAPIJSONParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -592,6 +1063,259 @@ type GetTripParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
+type ListWebhookEndpointsParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
+	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
+	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
+	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
+	// is not stored, so the same key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
+type GetWebhookEndpointParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
+type RotateWebhookEndpointSecretParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
+	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
+	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
+	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
+	// is not stored, so the same key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListWebhookEndpointsDeprecatedParams defines parameters for ListWebhookEndpointsDeprecated.
+type ListWebhookEndpointsDeprecatedParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateWebhookEndpointDeprecatedParams defines parameters for CreateWebhookEndpointDeprecated.
+type CreateWebhookEndpointDeprecatedParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored for 24 hours; a retry with the same key and the same body gets
+	// that answer again, byte for byte, with `Idempotent-Replayed: true`. The same key with
+	// another body (or on another route) is 422 `idempotency_key_reused`; while the first
+	// request is still running, 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer
+	// is not stored, so the same key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWebhookEndpointDeprecatedParams defines parameters for GetWebhookEndpointDeprecated.
+type GetWebhookEndpointDeprecatedParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ReceiveEventParams defines parameters for ReceiveEvent.
+type ReceiveEventParams struct {
+	// XRideEvent The event kind, as `type` in the body.
+	XRideEvent EventType `json:"X-Ride-Event"`
+
+	// XRideEventId The event id, as `id` in the body; the same on every attempt. Deduplicate on it.
+	XRideEventId string `json:"X-Ride-Event-Id"`
+
+	// XRideSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">`, one `v1` per
+	// active secret (two during the grace window of a secret rotation), signed afresh
+	// on every attempt.
+	XRideSignature string `json:"X-Ride-Signature"`
+
+	// XRideDeliveryAttempt The 1-based number of this attempt to deliver the event to this endpoint.
+	XRideDeliveryAttempt int `json:"X-Ride-Delivery-Attempt"`
+
+	// WebhookId Standard Webhooks message id; the event id.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp Standard Webhooks signing time, in Unix seconds.
+	WebhookTimestamp int64 `json:"webhook-timestamp"`
+
+	// WebhookSignature Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`
+	// keyed with the base64-decoded part of the secret after `whsec_`, one per active
+	// secret, separated by spaces.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
+// CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
+type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
+
+// RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
+type RotateWebhookEndpointSecretJSONRequestBody = SecretRotationCreate
+
+// CreateWebhookEndpointDeprecatedJSONRequestBody defines body for CreateWebhookEndpointDeprecated for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateWebhookEndpointDeprecatedJSONRequestBody = WebhookEndpointCreate
+
+// ReceiveEventJSONRequestBody defines body for ReceiveEvent for application/json ContentType.
+type ReceiveEventJSONRequestBody = Event
+
+// AsTripCompletedEvent returns the union data inside the Event as a TripCompletedEvent
+func (t Event) AsTripCompletedEvent() (TripCompletedEvent, error) {
+	var body TripCompletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripCompletedEvent overwrites any union data inside the Event as the provided TripCompletedEvent
+func (t *Event) FromTripCompletedEvent(v TripCompletedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTripCompletedEvent performs a merge with any union data inside the Event, using the provided TripCompletedEvent
+func (t *Event) MergeTripCompletedEvent(v TripCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTripStatusEvent returns the union data inside the Event as a TripStatusEvent
+func (t Event) AsTripStatusEvent() (TripStatusEvent, error) {
+	var body TripStatusEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripStatusEvent overwrites any union data inside the Event as the provided TripStatusEvent
+func (t *Event) FromTripStatusEvent(v TripStatusEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTripStatusEvent performs a merge with any union data inside the Event, using the provided TripStatusEvent
+func (t *Event) MergeTripStatusEvent(v TripStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPaymentEvent returns the union data inside the Event as a PaymentEvent
+func (t Event) AsPaymentEvent() (PaymentEvent, error) {
+	var body PaymentEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentEvent overwrites any union data inside the Event as the provided PaymentEvent
+func (t *Event) FromPaymentEvent(v PaymentEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePaymentEvent performs a merge with any union data inside the Event, using the provided PaymentEvent
+func (t *Event) MergePaymentEvent(v PaymentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment.failed":
+		return t.AsPaymentEvent()
+	case "payment.succeeded":
+		return t.AsPaymentEvent()
+	case "trip.arriving":
+		return t.AsTripStatusEvent()
+	case "trip.cancelled":
+		return t.AsTripStatusEvent()
+	case "trip.completed":
+		return t.AsTripCompletedEvent()
+	case "trip.created":
+		return t.AsTripStatusEvent()
+	case "trip.started":
+		return t.AsTripStatusEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -606,6 +1330,12 @@ type ServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
+	// ListEvents List events
+	// (GET /v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Get an event
+	// (GET /v1/events/{eventId})
+	GetEvent(ctx echo.Context, eventId EventId, params GetEventParams) error
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
@@ -621,6 +1351,44 @@ type ServerInterface interface {
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx echo.Context, tripId TripId, params GetTripParams) error
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /v1/webhook-endpoints)
+	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /v1/webhook-endpoints)
+	CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /v1/webhook-endpoints/{endpointId})
+	DeleteWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /v1/webhook-endpoints/{endpointId})
+	GetWebhookEndpoint(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointParams) error
+	// ListWebhookDeliveries List an endpoint's delivery attempts
+	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error
+	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
+	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
+	RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error
+	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
+	// (GET /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	ListWebhookEndpointsDeprecated(ctx echo.Context, params ListWebhookEndpointsDeprecatedParams) error
+	// CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
+	// (POST /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateWebhookEndpointDeprecated(ctx echo.Context, params CreateWebhookEndpointDeprecatedParams) error
+	// DeleteWebhookEndpointDeprecated Delete a webhook endpoint (deprecated spelling)
+	// (DELETE /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	DeleteWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId) error
+	// GetWebhookEndpointDeprecated Get a webhook endpoint (deprecated spelling)
+	// (GET /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointDeprecatedParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -777,6 +1545,105 @@ func (w *ServerInterfaceWrapper) ListDriverTrips(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDriverTrips(ctx, driverId, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_before", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_before: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "eventId" -------------
+	var eventId EventId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "eventId", ctx.Param("eventId"), &eventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter eventId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, eventId, params)
 	return err
 }
 
@@ -1014,6 +1881,337 @@ func (w *ServerInterfaceWrapper) GetTrip(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhookEndpoints converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookEndpointsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpoints(ctx, params)
+	return err
+}
+
+// CreateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpoint(ctx, params)
+	return err
+}
+
+// DeleteWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpoint(ctx, endpointId)
+	return err
+}
+
+// GetWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpoint(ctx, endpointId, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, endpointId, params)
+	return err
+}
+
+// RotateWebhookEndpointSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookEndpointSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookEndpointSecret(ctx, endpointId, params)
+	return err
+}
+
+// ListWebhookEndpointsDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpointsDeprecated(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookEndpointsDeprecatedParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpointsDeprecated(ctx, params)
+	return err
+}
+
+// CreateWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookEndpointDeprecatedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpointDeprecated(ctx, params)
+	return err
+}
+
+// DeleteWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpointDeprecated(ctx, endpointId)
+	return err
+}
+
+// GetWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetWebhookEndpointDeprecatedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpointDeprecated(ctx, endpointId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1066,11 +2264,181 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["listWebhookEndpoints"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
+	router.DELETE(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.DeleteWebhookEndpoint, options.OperationMiddlewares["deleteWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/v1/webhook_endpoints", wrapper.ListWebhookEndpointsDeprecated, options.OperationMiddlewares["listWebhookEndpointsDeprecated"]...)
+	router.POST(options.BaseURL+"/v1/webhook_endpoints", wrapper.CreateWebhookEndpointDeprecated, options.OperationMiddlewares["createWebhookEndpointDeprecated"]...)
+	router.DELETE(options.BaseURL+"/v1/webhook_endpoints/:endpointId", wrapper.DeleteWebhookEndpointDeprecated, options.OperationMiddlewares["deleteWebhookEndpointDeprecated"]...)
+	router.GET(options.BaseURL+"/v1/webhook_endpoints/:endpointId", wrapper.GetWebhookEndpointDeprecated, options.OperationMiddlewares["getWebhookEndpointDeprecated"]...)
+	router.GET(options.BaseURL+"/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
+}
+
+// CallbackReceiverInterface represents handlers for receiving inbound
+// callback requests. Each callback becomes a Handle*Callback
+// method that the implementation fills in. The caller mounts the per-
+// callback echo.HandlerFunc returned by {Op}CallbackHandler at
+// whatever URL path they advertise to senders.
+type CallbackReceiverInterface interface {
+	// Receive an event (Ride API calls your URL)
+	// HandleReceiveEventCallback handles the POST callback for event.
+	HandleReceiveEventCallback(ctx echo.Context, params ReceiveEventParams) error
+}
+
+// ReceiveEventCallbackHandler returns the echo.HandlerFunc for the event callback.
+// Mount this at the URL path advertised to callback senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params ReceiveEventParams
+
+		// ------------- Required header parameter "X-Ride-Event" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event")]; found {
+			var XRideEvent EventType
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event", valueList[0], &XRideEvent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event: %s", err))
+			}
+			params.XRideEvent = XRideEvent
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Event-Id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event-Id")]; found {
+			var XRideEventId string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event-Id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event-Id", valueList[0], &XRideEventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event-Id: %s", err))
+			}
+			params.XRideEventId = XRideEventId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event-Id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Signature")]; found {
+			var XRideSignature string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Signature", valueList[0], &XRideSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Signature: %s", err))
+			}
+			params.XRideSignature = XRideSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Signature is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Delivery-Attempt" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Delivery-Attempt")]; found {
+			var XRideDeliveryAttempt int
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Delivery-Attempt, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Delivery-Attempt", valueList[0], &XRideDeliveryAttempt, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Delivery-Attempt: %s", err))
+			}
+			params.XRideDeliveryAttempt = XRideDeliveryAttempt
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Delivery-Attempt is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp int64
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleReceiveEventCallback(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
 }
 
 type BadRequestResponseHeaders struct {
@@ -1808,6 +3176,445 @@ type ListDriverTrips500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventList
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents304Response = NotModifiedResponse
+
+func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents406ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	EventId EventId `json:"eventId"`
+	Params  GetEventParams
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetEvent200JSONResponse struct {
+	Body    Event
+	Headers GetEvent200ResponseHeaders
+}
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent304Response = NotModifiedResponse
+
+func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent403ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent406ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent429ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2712,6 +4519,2198 @@ func (response GetTrip500ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 	return err
 }
 
+type ListWebhookEndpointsRequestObject struct {
+	Params ListWebhookEndpointsParams
+}
+
+type ListWebhookEndpointsResponseObject interface {
+	VisitListWebhookEndpointsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpoints200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookEndpoints200JSONResponse struct {
+	Body    WebhookEndpointList
+	Headers ListWebhookEndpoints200ResponseHeaders
+}
+
+func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints304Response = NotModifiedResponse
+
+func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookEndpoints400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointRequestObject struct {
+	Params CreateWebhookEndpointParams
+	Body   *CreateWebhookEndpointJSONRequestBody
+}
+
+type CreateWebhookEndpointResponseObject interface {
+	VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpoint201ResponseHeaders struct {
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateWebhookEndpoint201JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers CreateWebhookEndpoint201ResponseHeaders
+}
+
+func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+}
+
+type DeleteWebhookEndpointResponseObject interface {
+	VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpoint204ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DeleteWebhookEndpoint204Response struct {
+	Headers DeleteWebhookEndpoint204ResponseHeaders
+}
+
+func (response DeleteWebhookEndpoint204Response) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     GetWebhookEndpointParams
+}
+
+type GetWebhookEndpointResponseObject interface {
+	VisitGetWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpoint200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetWebhookEndpoint200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers GetWebhookEndpoint200ResponseHeaders
+}
+
+func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint304Response = NotModifiedResponse
+
+func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries304Response = NotModifiedResponse
+
+func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries406ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecretRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     RotateWebhookEndpointSecretParams
+	Body       *RotateWebhookEndpointSecretJSONRequestBody
+}
+
+type RotateWebhookEndpointSecretResponseObject interface {
+	VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookEndpointSecret201ResponseHeaders struct {
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type RotateWebhookEndpointSecret201JSONResponse struct {
+	Body    SecretRotation
+	Headers RotateWebhookEndpointSecret201ResponseHeaders
+}
+
+func (response RotateWebhookEndpointSecret201JSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret413ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret415ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecatedRequestObject struct {
+	Params ListWebhookEndpointsDeprecatedParams
+}
+
+type ListWebhookEndpointsDeprecatedResponseObject interface {
+	VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpointsDeprecated200ResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookEndpointsDeprecated200JSONResponse struct {
+	Body    WebhookEndpointList
+	Headers ListWebhookEndpointsDeprecated200ResponseHeaders
+}
+
+func (response ListWebhookEndpointsDeprecated200JSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated304Response = NotModifiedResponse
+
+func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecatedRequestObject struct {
+	Params CreateWebhookEndpointDeprecatedParams
+	Body   *CreateWebhookEndpointDeprecatedJSONRequestBody
+}
+
+type CreateWebhookEndpointDeprecatedResponseObject interface {
+	VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpointDeprecated201ResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateWebhookEndpointDeprecated201JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers CreateWebhookEndpointDeprecated201ResponseHeaders
+}
+
+func (response CreateWebhookEndpointDeprecated201JSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecatedRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+}
+
+type DeleteWebhookEndpointDeprecatedResponseObject interface {
+	VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpointDeprecated204ResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DeleteWebhookEndpointDeprecated204Response struct {
+	Headers DeleteWebhookEndpointDeprecated204ResponseHeaders
+}
+
+func (response DeleteWebhookEndpointDeprecated204Response) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecatedRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     GetWebhookEndpointDeprecatedParams
+}
+
+type GetWebhookEndpointDeprecatedResponseObject interface {
+	VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpointDeprecated200ResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetWebhookEndpointDeprecated200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers GetWebhookEndpointDeprecated200ResponseHeaders
+}
+
+func (response GetWebhookEndpointDeprecated200JSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated304Response = NotModifiedResponse
+
+func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -2726,6 +6725,12 @@ type StrictServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
+	// ListEvents List events
+	// (GET /v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Get an event
+	// (GET /v1/events/{eventId})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
 	// GetOpenAPIJSON This document as JSON
 	// (GET /v1/openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -2741,6 +6746,44 @@ type StrictServerInterface interface {
 	// GetTrip Get a trip
 	// (GET /v1/trips/{tripId})
 	GetTrip(ctx context.Context, request GetTripRequestObject) (GetTripResponseObject, error)
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /v1/webhook-endpoints)
+	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /v1/webhook-endpoints)
+	CreateWebhookEndpoint(ctx context.Context, request CreateWebhookEndpointRequestObject) (CreateWebhookEndpointResponseObject, error)
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /v1/webhook-endpoints/{endpointId})
+	DeleteWebhookEndpoint(ctx context.Context, request DeleteWebhookEndpointRequestObject) (DeleteWebhookEndpointResponseObject, error)
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /v1/webhook-endpoints/{endpointId})
+	GetWebhookEndpoint(ctx context.Context, request GetWebhookEndpointRequestObject) (GetWebhookEndpointResponseObject, error)
+	// ListWebhookDeliveries List an endpoint's delivery attempts
+	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
+	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
+	RotateWebhookEndpointSecret(ctx context.Context, request RotateWebhookEndpointSecretRequestObject) (RotateWebhookEndpointSecretResponseObject, error)
+	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
+	// (GET /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	ListWebhookEndpointsDeprecated(ctx context.Context, request ListWebhookEndpointsDeprecatedRequestObject) (ListWebhookEndpointsDeprecatedResponseObject, error)
+	// CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
+	// (POST /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateWebhookEndpointDeprecated(ctx context.Context, request CreateWebhookEndpointDeprecatedRequestObject) (CreateWebhookEndpointDeprecatedResponseObject, error)
+	// DeleteWebhookEndpointDeprecated Delete a webhook endpoint (deprecated spelling)
+	// (DELETE /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	DeleteWebhookEndpointDeprecated(ctx context.Context, request DeleteWebhookEndpointDeprecatedRequestObject) (DeleteWebhookEndpointDeprecatedResponseObject, error)
+	// GetWebhookEndpointDeprecated Get a webhook endpoint (deprecated spelling)
+	// (GET /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetWebhookEndpointDeprecated(ctx context.Context, request GetWebhookEndpointDeprecatedRequestObject) (GetWebhookEndpointDeprecatedResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2847,6 +6890,57 @@ func (sh *strictHandler) ListDriverTrips(ctx echo.Context, driverId DriverId, pa
 		return err
 	} else if validResponse, ok := response.(ListDriverTripsResponseObject); ok {
 		return validResponse.VisitListDriverTripsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, eventId EventId, params GetEventParams) error {
+	var request GetEventRequestObject
+
+	request.EventId = eventId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2980,130 +7074,546 @@ func (sh *strictHandler) GetTrip(ctx echo.Context, tripId TripId, params GetTrip
 	return nil
 }
 
+// ListWebhookEndpoints operation middleware
+func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
+	var request ListWebhookEndpointsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpoints(ctx.Request().Context(), request.(ListWebhookEndpointsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpoints")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpoint operation middleware
+func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error {
+	var request CreateWebhookEndpointRequestObject
+
+	request.Params = params
+
+	var body CreateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpoint(ctx.Request().Context(), request.(CreateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpoint operation middleware
+func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error {
+	var request DeleteWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpoint(ctx.Request().Context(), request.(DeleteWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpoint operation middleware
+func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointParams) error {
+	var request GetWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpoint(ctx.Request().Context(), request.(GetWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookEndpointSecret operation middleware
+func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error {
+	var request RotateWebhookEndpointSecretRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	var body RotateWebhookEndpointSecretJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookEndpointSecret(ctx.Request().Context(), request.(RotateWebhookEndpointSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookEndpointSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookEndpointSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookEndpointSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookEndpointsDeprecated operation middleware
+func (sh *strictHandler) ListWebhookEndpointsDeprecated(ctx echo.Context, params ListWebhookEndpointsDeprecatedParams) error {
+	var request ListWebhookEndpointsDeprecatedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpointsDeprecated(ctx.Request().Context(), request.(ListWebhookEndpointsDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpointsDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsDeprecatedResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) CreateWebhookEndpointDeprecated(ctx echo.Context, params CreateWebhookEndpointDeprecatedParams) error {
+	var request CreateWebhookEndpointDeprecatedRequestObject
+
+	request.Params = params
+
+	var body CreateWebhookEndpointDeprecatedJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpointDeprecated(ctx.Request().Context(), request.(CreateWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) DeleteWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId) error {
+	var request DeleteWebhookEndpointDeprecatedRequestObject
+
+	request.EndpointId = endpointId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpointDeprecated(ctx.Request().Context(), request.(DeleteWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointDeprecatedParams) error {
+	var request GetWebhookEndpointDeprecatedRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpointDeprecated(ctx.Request().Context(), request.(GetWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tcttGEuCrdCFbFakWpCiJsi2q7ofi2Fnv2o7LVuK9Mn3CEGiSEwIzyMyAEuNV1f66B7h7h32wPMlV",
-	"zwxAgAQpynaczUV/ElmYj56e7p7+1ocgllkuBQqjg8GHYIosQWV/fMziKT6WwiiZ0r8T1LHiueFSBIMg",
-	"yhWfM4MhZOy6wyb4P3ohZIU2HYVzlvKEGYxgLBUYxXMdguK0MDCRQMq10WewvsSDnpuSKD5HBbmSY56i",
-	"7gZhoPDngitMgoFRBYaBjqeYMYILr1mWpxgMgh1ACsLALHIarI3iYhLc3ITBkws2WT/hG6OkmICfKRXI",
-	"MZgpAl6z2IDCXKFGYRgNB/ppVzCHwfH4iJ3Gh6OHSR9Pxg96w6AVrmcJZrk0KMxrzFO2oGXX7oH2ieBq",
-	"igLMlBOC9RUqoJ8IyJQtSsClQNBGKkzcvUwRqh3iRecfuKAT1CAWRRYM3gW0Q/C+DcDnMmYOjlWw3k5R",
-	"od0iVsgMJrAnFbDxGGODyT4o1LJQMULMBIwQFLJkV/wdzA8PLFEdGJVfTo9nR1lfnOQPfn6oHulTczQ/",
-	"vupfnywetOL0NTP4nGfc2P+03Dr/BUuExSxNUX2twcgZChgV8QyNxx3XMOMioaEEM2oDe3QIDVLBleIG",
-	"9X4X3qAwIAWwwkxRGB5bVLgr0nA15SmCYgYhJWg0MEXXtHIN5cGPer3qRFwYnKBqHuk1ZowLOunasS7o",
-	"BBpSHBvgwp7OHWfDXoenp7ftpbENfRhLkWgohOFpbRuix3GRpsAmjIsQlCxEggkU+SYA2rdHoxbnY4Nq",
-	"89ZGwhXjBkY4loooy6gFF5Mdqat93x+ZWqzveJ5esYWG6LwwU6n4L5YXohC0BD1lxGcxyVANAkmcZfza",
-	"k9TOEq2xcis9v3379rxGXC03P8U6+VlhRTshIarQCHvRN8gUqmh/V6jc+FZw/vnaMcOzFlH1LCEYxhy1",
-	"4x/CBRGjLBSkcqLP4OdCGgRunDiLpTAsNlxMQBd5LtXOElbhz5cn46PRo/gwOcVj1h89iFvAvQmDnCmW",
-	"oSmfPG5arvl7kS7cK+ZYh0DnZgF7zP1fpwVBGE+BaYg0E52xYiLmOpbRfhfOBRRiJuSVcMMnfI4kpgGz",
-	"3CzsY0jn4rTVzwWqRRAGgmUEKY1vZ4+gsU0QBhm7fo5iYqbB4EE/DDIuyn8ett3TYyeVN7BS7cSl+Ka5",
-	"sUkXwGiKwwIX2jBhYO/108dwfHx8ur/xIG6VSzu5caKxVBkzwSCg17ljeNb+RHt4v7E8fTeAvRz4SIjd",
-	"7I8CuVBatiD3XIDM2c8FwkjKWcbUbABRziZcWO7sCrw2l7GdHNFjUv+WK5wvv42BAf2Gy0IPRc4m1cul",
-	"WYZgT9SFczAsy9GKIzszpFVJGeBaF14ZkGaKCsY8JVYgCaYMSDUUTl6FUCkWmEC/14OIC6sYlcB0h2IT",
-	"Ih0a6gis0erJ4dHtxPqtVQfbRAoJN6csfq2Bl/JFwV6UqPnlr//+T7S84JyZ6RKspFxzN4lCy7Gj0XHc",
-	"T07wwfjh5Gh6zPs/ncwepA+zo2Ab1E8tUrfSrAVGwGjhqNTB1pAcXiO+g+xwMy55sgn1u4iJmn74D2x7",
-	"AWGGC6crpZx0nQkKJIVGQ45WqvOYpSBz+iU9PXsMfvjh2bcw7xNJKYxlliFpAvshHNKLdHRyMhS54sKw",
-	"UYoQT5lisSfKWOaY0KCGcsbiWBbCdIGIYcyVNpVGdsXNFJiFURVCDwVZH1bPqpTkmkJ81IepLJQ+s5qz",
-	"UQs3v+InWoYWqH4xkskCJmj0UJgpM+WqXsUZLQzademH0K0VLVX6TqnTD8Cq8A7+aiMaTvA6xrQ77Vm2",
-	"hfJ3ShYG9+kM/aMjiPjyqi5nuLhUWGhMojOvZZoSOUNRYseenqcp4Ya0xhD6vdP1hbi4LDSZGPYAVgPr",
-	"2HcjItlycn3tzz0UXIOQxqPUqkEN3GVs4VR9ozgmNYnhjM4l6a5YJRtewJNxL36Ah9h5lBxipz96yDqn",
-	"8eG4c5wcYZ89GD2Ke0nzYTw6OVkl+ZwZg4qA+F/vhsPro8POcHj98Mn7v/4luJ0fXleCY5Uvyi9AZlAI",
-	"I4wZqVoMkiJPraIGV7JIE0gkmT5p50qqNIEpU9nAIloWhvQgwl9Fq0PhJO/aRbu97HXcmR2H4lZ+hLuw",
-	"41BU/Hi+lYssSTsDVbuvjhP9cR39b+GXM2gwx61swEqpMBSO6rmAcconU8sIn0T54AifFv7slL/L4/S7",
-	"cML4pRT4gpl42qriPLlgExgrmdnXiqmUnmWHrjOn3nPjxU9Gi6AOm9QOx71+xQrMXnJ3I9rGHYKm48Cp",
-	"I6nFZ9Fu978i7UnzX9DT/WGvRw/wwmtGc5YWuFkLsuZ7tOkptl8bYCU4ZkVqyKYPl/okF+b4yF0Uz4os",
-	"GBySxZ9x4f/Vapq+4vGsyC94hrcr8zmPZ9botm9JUlgbcIT7n6jd5xaES9KEP17Df82TzTqedR6uqngq",
-	"UVtVPOVX3NFmTNSlOJLHef/nE/VAPzRHxfG8f3Vy/WDx8Jd2De9C8fwpxzTR61A/llnGOhrJwDRWTOad",
-	"FOeYAs2CDLMRKuusUGgKZTUjnTOlccW1uN8lwRSRzByKSBtmCh1ZRxFz7gc3H5OGvujWB8LEKtU68YPX",
-	"eSoTDAZjlmpsv9exO1sdX9xgZk/7F4XjYBB8dbD0Hx+4YfqgwktwY8n3mZu0pF+mFFvQR20WFvlEI4HH",
-	"6CYaIBJeJQGj8q0kYNx6u1HAR3gTCd43Upnb799aVDNc6JDYzz6aCjEEZPEUmIFMagNSxEgvVYos4WIC",
-	"USeCDBlprrQ6CvqtUxTpZMCTsPTmOcV3houvNSRcYUxwhDBSyGYaDEfdhW+d1BmKqFMZ5CbqwhOHggHU",
-	"fx+OmcJod2KhA34cqRAC6bG7sZLPE8vxR1DOG8scO9hbpRvHcdMmsea+Ns5061HcFOtaUqhzKTRaHHzD",
-	"Eu8Zo3/FUpBKQz+y3CmEXIqDXMlRitlff9LOpV6RJs1InOCvvTdBGCRoGE/LJ8YGO0jRGKG5QhRwaDUt",
-	"esroEpWSSgeDdx+CtPLbuzN3y/Uy1JpNaCdRWAFSrlhS6GGvF9y8d/yE2pB5udHd5vE36Fu/NTf2vp65",
-	"E0C5o7/Xg0TGukSA/qp5zptdr+CVm+/w3/KKLA2fjKVEOaRNMqicgCBVKTmnzGmlVzYIRFCG4F4yGqSY",
-	"mOBQ7FUKgF86Ku08h+x376P9ECKnHdC2pMvIsZsOeyvqw77VgIbCeUxoeOW4kYo2Rz4RtVne9bJv/TkE",
-	"69/ffP+ycTjYi6qfL4mqon3H0LUwX+XR71SaURuK/YyDlfhJPSTQacQfdlpkOWNlIR9c2HERGn0TBv/s",
-	"eB7ruDdk2+yao9pSy2MpximP78Ken5UmY7+/XppLZYzsaw1xoRTZc8RSCHtjqcALh6Go6MEoJjT3MYhI",
-	"yEvvAmJzxlMy3+jXJAAvWaqQJYvLnPHE0w83eihWzI+lh2BpK+1tspLCFjOphdqWX2+N4IQ2quqX3bDr",
-	"naJHn0IfT6Ua8SRB8aUJZObuwUnNUWGsMSmkgUS6R2wvGpewOT3onrlXL++ZINOWpU9IKn/JCzwHq3GB",
-	"dFEuzRMn9h040f6ZC5HKZAExU4qjBiGh/K678HrpQRmxeCbH45Ub/hS0vJTmPI4xt76dL03Xkds6Agcd",
-	"sMRGwIWEDBPO7JPrCHzprsqVTIoYieaFNJesAv6e8Dfe8FNZiORLXu5L6YKhVYqHu6wxwXF/Txvv6YVM",
-	"yKrd5ABZSTeqO86sDIkaPrDI+t/OiJtKx1kN6WW+0zYI7ZgGWv7UF/SKLVLJkgspnzM1+eLCsnRxp7Q5",
-	"KfuMjLsX/BvYi+jbpZHy0n5c47BPOrWyGpnVKZ8ynmLyxV+JZ+M6RRNBp1IQDurEXxM1eQ3ky7GFmZ5Z",
-	"0neBGxeb+4wYeoNqzmP8QVRK9pcVtcaebAF7UbEEwR34N1QcLqR8wcTC/1b/Dirx17qynEZFMnEJZjon",
-	"e2EvUsygs6nLyydcONd2wz4B7SyO/38fpRV7a+vkZW7dJwrLHwTzeWv4hTWPsHKASwUK53KGCZy/emat",
-	"KMsj9UTMNVn59u3bzmo23baDrybffTLeciVj1JqY+IkwPhvt93BHcA1XmKYd70ciu9O7khmowuYTMAMC",
-	"MXESOGGGDWyMdYwKRewGDEUi0SUF4DXX1nXmkwQWslA6BCaAZbIQxi1YDbfS3X7G69xG0lEbntnsbjYU",
-	"CcYpF5hAzhYZCmNdGEys5jODi/76PJBauNi67tojxftdiGKZYASaLWyObjxdc2N82i37bEZMXpClc2Ed",
-	"Fb+PPkGojuq7WSeh5ZQKyEtrj12SPfYZlYvKp+sSL61/K27JMHour1DFTCM8e/M99I8OH3pnWLwAuibr",
-	"2a5COIVOgmYom3V+ef/h+KYliF1maLVlNVU5ZXkxSnlcViLQZrkie9Rw59ePPY9uTsxc25Unn5ZaVsYn",
-	"GnnCCYNXTM3aRudTaWRz+NSYXA8ODuJEdBVPsOs/dWOZHbiz64PtcHV/yidBLXZdKN62ORnu7vGrdu93",
-	"Hz2sTUxkQVpTLep9Uot5LzPeXUCC1pzjlMcp3sYCP/phLhZThv/eBTYjzqKwAm+5ZuhudFntIEc/YWyW",
-	"1PKmyLLWZHBiK08t2o0pkzF97h7Tmk+Ey5hhNhC1Tk73tPFJtLHxptvu82/IUtOWvELcPsKvy6j5+i2V",
-	"ga062uSsNUBcB8dPa4NlcyHNOeSSuyISoqWM5WH5nIG0g1gK0yJjokOWgM3SYkmiUOt1wP2HJuSH8IKp",
-	"GRp4Y0J4wwQ8bU8rr5efLC8xZaax3PHD7sOH/dOtl3haz2rpnLbxeLpCGJ3Do6Nu//C0v3Xhw0eNle0/",
-	"t5MIge92a7uWF1K0Zr1WSgsXkHEhFRSCGw17MUmgfZeZnW5+uVrekdoDuE2oVQ/lTRgYaVjaDHs8OlnJ",
-	"J3rQD1o5ph4WqePDrRku4WlDy6sqIX1T4RezqcmQu6QqYyPu9L8rls5aDk+4bJeoPgwtx2DTCWidiHRN",
-	"G/hZT5zactAwmDJ9mbWWD1yoAsukNNplLNNUXjnvsz2DT7Ig8JfZFd0lx4+kTJEJK4CX6fttWWZa2yqR",
-	"Moe/LMSjWXarMxC2TMrlfqKwVXH0K+dbcNkr63J8WRdwh03dYX9yIf5lkQSBUeWV2BxGqRJUTci0Ya4e",
-	"5xbYVuirjp0m2LX7CT1FtNKeV2zbmPL108dw2j95CF5nBpceocFNbyO8BNtErnbZrlqwGV5aFq5lHRkJ",
-	"I5KQU1+pt5SklZu77bUrUzXqoveldHk82zOPum3Lldkcq8A/YfEUfEQYuMgLY/MWyjJWLgWMGU8L5cpq",
-	"d0rS8Ti3KV0uhHaznpBTzwi5ey1W2Pao9nv9FiZfZ2yfW9LErIGNV2G8xbV67TXj1cdWPSF9rSGRcZGV",
-	"/vcQopWElWHR6x3HRE/2JxeYrpWsNkdvIZRVeUxfyxOGy5QkS7kNpG9hltrFtWRFYZNc1rkk3aHK104F",
-	"Tha9hsglFTmckP7lcRJClDMzbf3grMT1T7YCysYw3CcyULu0Siuem9lMaxdfpTfVSWVLptNtt1NhZrl0",
-	"2zW85gletNKct1EgTpnWZ5ArHqMGHbMUnZbH7X2UldgYSyGzhb3/bOwS7q5T2nN5nOWYtePbFNtWwvfp",
-	"tZvN3CotcNeM3nU7964Jtm22zHeKxQjPudjZnjg9/i3siZrlWENN291fKJ63odxns3qLcc7xapnnC21p",
-	"vj7+dwY4R1WmpftkNa6Hwn+nd5u5UuuVmKHtvIBjY5PQrLITuQTfaOl2c/nCpjsUERp2mXFRGNTEn/Qs",
-	"pOhTRh2QMRMxpmn5qzxHpkCKdFF2I8AF/TZdOPfZCkXVJu9OUx/hbqkDfoeNPoLgfbqVXnoItj2qTXeC",
-	"nS5zOR7fNq8yFUkJWN7ROo29cB98Kb7L0Q9r1WDeLcF1aVtesUVDmvbvrGGPmbrVLeNsqhb5cNf069DX",
-	"HdwFYbVKhdbXzCHCikNCzJ5UcMX0/rJw4sy6pL0rutblwKpxVifWDctkK8HQPpelMrLtCNUD4iepy08X",
-	"rkt9a9ek5jAo8uSOXNEmQbf4QZaVA20isyqh8GJPjm0xhVNwW4sndP31rG9eR35Y1tlXqF3j5YrWlmza",
-	"JCZP+02WbIiRBvZWxFLYFIfvW66LDvqca9PqISorvxXPW7w+ZC/fKSG/Tb3PGzb/VmthOXL1+i0kjbU2",
-	"EUFZE9BmnPlKiurErRUTUCuYqNFA40I6jX81r7PTersd+/9N9/OmYqmVGAYfY7wgPc86hqzrF17IOeoB",
-	"uBw2TODX//1/gCnF53SMfwEXl7mSE4Vaw7+gIo+zoagG0YxNwxofaGBFb93aW15WFVXznMYx5oKlvvLD",
-	"460EMwiDcn9bNVFtUifpOj03ldP6kDUU/rj062+p8vee+jZjPnUGznK7UVq0Ct6MzVYUywu5kJY218fK",
-	"BFfM9leKWxGy/iClPmi8HPvw/JvHh0fHt0pGC1K5W+gPU664ziUkwDEuFDeLN7abi0XByDZmOS9Me01m",
-	"GQi3eiJbbVwzANfXBZyhNcNFaWKB675he0a4bGySlCzntqDJd9yATkdJ63zOuFjmZdtrWOkXMzUmd5FJ",
-	"LsayjH0yl3zvi2/oybMAG2QZCU+V1oITZE6vRSeC1lCn17D/dnHxyq7ngzI0uTNlPLXtZVwWz6DsVebD",
-	"HGXTshCI7atnX4dDMZJyxsVEh2UEmgZjjDw3rseZj/Vc4Wgq5Ux3h2IovvoKHksxR2GfpqHowBOry5M5",
-	"W+X/2mS+g/lhRBr/mF934TxJuOFzW30tJqi9js3NlAuYHw6qYkLLzLDMl9Vl4TFLEkxC34ZIYSbnrqbE",
-	"LZh0CZRvZELb00FtHcneelx4vwvWi+BGbfK2EQjNyfUQdrRfdmVYd7K5uLurA46Wro2o3o+LVmcicW/+",
-	"ip9rWXVDhgxdrK2us1YO7EU15wBZNNapIBWfcNFNmbHFCh2omhT5U/pWLY5rdQm7TU529+OrEGnFRM3t",
-	"/0kZi0L49d//2feuZExgtCDQl0GBFI0pG+IlfMKN7sJLe0FOkTFTzCxEVmF2RZzgde1bwg8eyG0BCFr4",
-	"gmeoDcvy5X0eHx+fVmflAn64eOxWy3ispMuWonPHXHMp7Co/+IQbi91lKZVbU+FPtuGbW6Tf69naeAYZ",
-	"1zrH1PiOM54yNU9RmNQiylW1amftEqVP7G7R356cfxs1Slql8CZx9N2Ti8i1xQiXVTQ+/cDiuSwnL5Pu",
-	"S648b/THGoqtgtHLvUo4ntvT2P4ZLclHs/LuqgLcw7K3wWq2UbmPbVbgCLvsBEJA56jsRlJAv3fchX+Q",
-	"7B1hauvTCKkkfodizwpn5eiRxBj95ITyfkhsV9gnBPZMra666rloC2z3LbKYqFqreDSR/qmHwgktG+Ap",
-	"O9m5WMUcU5kjRB9IzyPJWKp5N1G3XgV3+Ou//+9hrwd7vgwejnr7ZFgthmKl2r6tyB5sPGNjx6QRi2eN",
-	"aIeRQ0HvCxcFhlsbKhkJE2kXoFtdluGNZCGqRheOzvccmQ1Fs2US4c11wth3CU2+YiEBbs6gICqx7c3q",
-	"+UhuQXfYWjVX2VgJ3rJ05riJXls0nRHTmAxAyStbpI/KOGmeoFWtICmIf4G5cJVjLdt/ZCj0jOe5G60w",
-	"d42yrFkQuiuHBDF39kQstdFwNfXxHldfTBpAInH5nLGYWLOkCV3EMWo9LlLPjOWjRtLeFlJGTy7YJAI5",
-	"R1VrpjlaGNRWLQmHIvqRqcUAmk31nMfJtiTt+J6kA/D9PiPbZ9H15bFJwpYEuFjNiR8KumA0EB33+vBS",
-	"Gihz7qPVRhNW9015jEJjTSl5pWSuOBpnEjZVkrVcCYMq07XwRKXS2HQTpZ2KctjtdXs0SuYoWM6DQXDc",
-	"7XWPXRrT1Kp1B1ObqvAL/Txp67p41OvVHDs+idC2PKI3BRNbVhMrtG8bS50wNLJwzQklJJijSMrIdKU/",
-	"PEuCQfAdGp8psVLSfNTrbUlbu1u6mt9hQ7ZaeSCSoymf42fMZO67Q7RNqQ57UCvevgmDk12mNCvO6up6",
-	"MHj3PgwqJ2HwnM9R0Ols1gkpyWyiySJ4gYYF72nqgc3xvu36vfOKZC9JiEo2011nfFKqhFM2RyKNMzjp",
-	"HTs38hXX6B/mVLIERiwl8823mNKAqcarKSpspY7X1vR2JuDvQCCvbf67kVaJ/wOSBs06vn1WS6HBNqqq",
-	"LmUbWc0Pq4SuD2U/vJuNVHYuFit9bN1LZ40MW1/BNuZN2ocCrb5PevuDXj3zfo2ifF5mszvnu3YMLYcc",
-	"1FsSuR4FvxExevg2SKstuaOr3bU7tfba20iz0Yq71rD6T1bA9eOWsEo560cfTfkUzj/u9W9nyHrJ3sdJ",
-	"i37v8PYpjVoKO2k32FzZp53wYKcJtUpgmnV0evus1TKgT3gcK8H1HZrNcqQmxhwP6uD9zV3FRNVN9Ob9",
-	"RiHo+otvFIVlA556506rGtv5g3p4jcx4jenYFyhYQ6wLb1iGDVtZJEOhihRdotZ3Ty6g6nIe2W6mvpmn",
-	"tZ94lqfcuhScvsfM1HdaaIpSstfcaS/sce6KqVIE3DrQt7rdYeRam55dVqf3bZdx9Z7Gu4/3PYV3mLDa",
-	"am3X80pldh3r24ntMPqLvXZV5Km1v0G963DFtVUg6v7Bu3/wPvnB20E7XnZn+RM8kc+t522F21qeRheU",
-	"/DxPpPdOdEvRseFZ5Bq+z1Gcv3pWJUzSg/b3N9+/DCGWYu6cVbYvKEmM/3n+4vmZLyNsuihaDQO/Ni33",
-	"+1oHLHEV5ix9VYtBNhKgq0hdq5GwiqXfS1j+IaTGx3DnZ/bSWNJeJemNVnXJLQuWpXfkFusQTRe0Bb0k",
-	"hnGBic2q/TheoVlfklfKI/+GvBK2I+mehf5gLORJs52FXOT94INv4nuz1RZzCXttppYNK5Fphqle7YR7",
-	"3O7O5Ml/s+/Jgbepep8+3uvd93r3vd79m7mmlJcPpdiyDPkxSnbZ8LzSsbf7nGzwvco11rU/umAd8Bpx",
-	"UEJH37gCeSXCyk4o/wKgdnn5iZJzDIeilJPA0rRqEO3q/Wx/CLxCbXzwd6/RNnqjx+lP4Wta+eM+996p",
-	"/3Lv1L1D6v5h/GwP4x/PW7TqIiodQ/WX5+CD+2sJWyLArsxlzjUfpdj8yz+wx412z09oS/3dsxPWlfH9",
-	"VoXbVhzc9bn4L5ZGm5TzsuPLvQi6F0H3uvlvopsbJ0pWpdzHCBenmDfdGc0Ci3fvSZTYrCO/7Grnspil",
-	"kKDNirU+DzcW9qKJBFUI6B643xzEWXLgSyqi/UZm4eDgIKV1plKbwaPeI/fXN/wB19uYkGFQGQFSzqz0",
-	"LS0Ap/OXf8KQK0jLuqTu8o+eOJyRTF1pIuIC8S1/md1PLKMO61OtodM2xZtOGzbTU0wqf5FLY6veDpa6",
-	"vKb6atZ/dPP+5v8FAAD//w==",
+	"7L3tchu5sTd+KygmVSudDCmSoiSbqq1/aW3vrhPb62NpX5KljwacaZJYDYFZAEOK66OqfPpfwPPcQy4s",
+	"V/IUGsC8cUhR8tsm0RfTIgcYoNHobjS6f/2uFYl5KjhwrVrDd62IJsmYRlf4x7MFcG3+8+6PEn7NQOnO",
+	"WMSrPxxkMrkx36dC4e8xqEiyVDPBW8PWGxYDOXv9nJjOFNEzIBKmTGmQEJPv37wggkdAUpAEzBuImBBK",
+	"VDY2nYwhJleMxwGhmiRAlcanhyNu+lF0Dq7RnK4IlZItgMyFBKJnlOOjAaE8tg+p8lMiwzcJGYPsjPiI",
+	"/wCSTVZkDBNsLzOlGZ/ieM00h0SCIU6mgXz78uxJ+/zbs/7RMRELkCQcZd3uYaTxAzr2L0mX2NJ+GZIr",
+	"WEFMlkzP7OiBx6lgXBMFkQRN9syXy5lIgITLmYLo8p9//0dIlJaMT/dxGmYAVAJhOiCMk0hwpSnXRLM5",
+	"BCNu+iZAoxkJF73QTC/8qW3o3z5nU051JiE8JRJ+gci2UZrOU1Wi2BGZM55pUGQixZysRCZHPEpEdNUh",
+	"FzMg3wiS0uiKToGEU6Zn2bgTifmBZDHQlOHnwRLGMyGuVEhiAWbBmSJ7oSVvuI/rYQlwrimPqYzJj64F",
+	"mQGNQSqSgCaUrxqeSNhYUrkiC7taWggcGB/xGOIsTVhENRDBcd0sa4QsDskeTZQwNPMUQW5uP49DJGzo",
+	"Bt1mcRiQnLcEH3FYgFwRCVqu7CJQrpZmzfvX16FhS8NlpySVIgKlCJ1okEsqY9UZ8VbQEilIarbC87g1",
+	"bEmIgC3AbqWglVJJ56BBqtbw5/rGuchn4HaAIqFepRCaaXi27LSCFjNPW9K1ghanc2gNW+VptoKW2bFM",
+	"QtwaaplB0FLRDObU7NY/Spi0hq0/HBRb/8D+qg6w9cUqhdbNTbB5fMyNzhC6NLbTMiGJpSPVGuap7pCn",
+	"1eVieqeZtJ/HWycD13SeJqYVLPTlyfjw6tf+9dF8wI/TR7KvBvp48WjZXw1aQcuQsjVs2e3VNL9Qf2k3",
+	"csbZtdmkgsfKbuZg0XO/JWIJMqIKyAyuq4JhQkat2+WCewbCgAgOduOmIEecRtrIqVw4LAWJM+lF0lTS",
+	"CMiS8VgsncS0D0qhkd32A6LYlENM6ESCmo342hogf24jeS41dqS5/rJ3cnx40j8edLuGREf9oxP66Pgx",
+	"nEAEY4jpYZ9OJvS4H8URPZzQo15E4xM4OaFdODqeTI4Oj+NuBI+g130UPxrHu6yS4cJee0wVxIRn8zFI",
+	"Qw4UOm6eRAsSQ8KMoC6kghb2IS+Fb2O/p7aHVfvM9robSXpBa844m2dz/L+bDeMapiCbprMu8eaglJG3",
+	"LD4tDZ/FGwdciLJPtlXWR214D3nVaCYjFL4vbaJbh57rph2pXHBdayLknGpL5OPS4O9Ec+UZXw3Njgzs",
+	"xjVMdjzYtMkLsld2+9qUdpEFI14YC1ac4qvbMUQihpikVGrL5rmAQL3jDQcnTIxNZcXIiNvHAqLAKB0N",
+	"MRmviEppBGqLIPCjV3eUBIte8Jcj8bfJb68eH/3t8fc/ZL1navLf88kPr/57xq/+1k9/eSwev3r66uDb",
+	"g/T54MsGHntrXwRKfyXiFRqjgmtngdLUqg4m+MEvyiziu7totNbNzU19HviFSgVXgNZu/6ef1m3Zs+iK",
+	"i2UC8RSqu1ERLowhxzWhU8o42ct4guYA9/YCUyQRaL9iwyVdEWNa73daN0Fr0Ouuv+0bs4YTIclUiPiU",
+	"5Ia00iJV1iIxW8zYJDFTdJyANa8LkWZ6bprHGzQBIc57J3twHUGqyaD7CDsc9B8HZDlj0YwYg9O8jEG8",
+	"P9w0CmPRGWlqyGH46SZoHTW9+WvKEkM716Fj254xOwNrfQbksGs/+2RmvpsFpNf1/5J//v0fJOOaJaQ/",
+	"IDPb3tnT+G5yRsI3ZlDtM/NTSKi6MlQyM00En9qVmAkuMglxh1ywOYhMK7LX6xK1b63TSHAOkRkymVCW",
+	"GEFQJgOhCbsCnOZN0FIQZZLpVWv489ugpbL5nMoVEhltPcMClkv2akchY12bA9C+YX86NTZgy4ug1tsb",
+	"ZFJnERtCPqHRDJ4IrqVI1gkbppItqIaAzOl1m07hy25A5pnSbQkLmrCYagiRClqyVAXE2OpS4WInTGl1",
+	"Sta7OO7aJrFE7ZlKMWEJoPzeRQrsMKQm7dJ6CqkEu70bJmreFw6t9lYpJIlZXicMc2vbLHLsujH8Fr5g",
+	"/CokRqwpwrQiKouMvS7kLZPhRnX/3DLft942DfbZBZ2uj/JcS8GnxE1TSD9AuKaRJtKMzEgLO1bzv11p",
+	"OmodTvr0cdQbn8QDOJocd0etRiI+j2GeCiMx30Ca0JXptpmWZDkD7kymXFZRM8iErnLKcjBbXjqhYb7K",
+	"3xCt2n8BPIrchXAvxKYl/nEGeCAFEklAXbUnJKGTCQqtfSJBiUxGQCLKydhsSxrvSr+DRe8Ad8CBlunl",
+	"7PCqPx/wo/T41xP5SD3W/cXhcnB9tDpupOkbquEFmzON/zSsOvsNPMHMHgf5hSJaXAEn4yy6Au1oxxSe",
+	"6cyjTsmRPTMJRYQkS8k0qP0OOUdvCCc00zPgGs9K/vipjHBOgBhVThIzGiuhBK8tg5943xhH67ZQMaU3",
+	"MKfM2Gzr07owMzCn8onOz3c4nQ3v6j1+fNu7FDSRz5qHTr4XrzH8OMmSxOrWgEiRmeM+ydJNA2h+vVEL",
+	"qBU2v1oLsqRMezeQV2+dnc39hveee1FjZFADdWdAUmoMPUEyBYRxpYG6I7U1E83P1jQ0mjP5ctTKxVd7",
+	"AVIxwUetcGcRgn2ajeDNO28xqFtf0rgtfkCFt2YsJUu6UiQ8y/RMSPYbbvYwIEoQNaNGkERGoymCLhYy",
+	"Z9duz+ysXyo9N47sxx9/PCvtnmbil/YXSmPzJvCrsRd+BVSCDPd3HZV9vnE4P72xu/15gyx+HpsxTJh3",
+	"mRlamN1mjIRETNUp+TUTGgjTVl4bc9gY93xKVJamQu6sQiT8enk06Y8fRb34MRzSwfg4ahjuTdU/9a71",
+	"BI2c+ri/48nK2hRWNpihM70ie9R+qiQzIzSGpCKhorw9kZRHTEUi3O+QM04ybqxqbh+fsgWg2WwO2Ss0",
+	"TfLj4q8ZyFVxODHPN+//VuU1raA1p9cvgE/1rDU8HuCZ3P/Za1qnJ1btbJAVpRl7/WTaRjpZOXsWqcCc",
+	"c3bvzddPyOHh4eP9jROxvVxi48qM8tOssZXwDNnaMt6vUGjdbcDe332/EdvW9xpyJpVoIO4ZJyKlv2ZA",
+	"xkJczam8GpIwpVPGcXd2OFzrywgbh0Zbln9LJSyK3yaEEvMNE5ka8ZROc9WMLkmckTkumEM53kXYloHp",
+	"1Vg7TKnMWTtCz0CSCUvMVjASzBy/5YhbeRWQ3HKCmAy6XRIyjpafH0zphF0npCVDmYAlXj3q9W9n1qdo",
+	"nDeJFCPcrOn+hSLMyxdJ9sJYLvB2oVhgo2KKYcW+z90kiumO9seH0SA+guPJybQ/O2SDX46ujpOTeb+1",
+	"bdRfI1G38iwOhpPxynKpHVtFcrjzyR1kh21xiT6yRtLvIiaeObW5ifZOveYH8voqLGewdRWg6H+3dTAd",
+	"Xg3mx7yfPvr1UB6pE91fDJbH149W/d8aPXn2Vm8Heedu0H4nAq886q1Sb9OwP5fYw4Fv4hccbJ1JYKG3",
+	"M4nr8WP5elv5JdDWreoI7X3v5niziYr4intdQbVKR86/QJPNSa5gZY9fCTPHpylwMGckhc7QRExZRJOS",
+	"m2CPku+/f/6ULAZGiOMV7xzM4WI/ID1jA/aPjkY8lYxrOk6ARDMqaeTUQCRSiO1NQum8R6NIZFzbC9MJ",
+	"k0rnhzz051Ico8y4GnHKY/RGFOfu0hm7PyAzkUl1iodxLVeFPxg1mOnGdJB/MRbxikxBqxHXM6p9r+7U",
+	"NF5p6040/wlsX2HhJWh7N8GQoFfAjj9/kb23ptyqQnzTHipK4r+TItOwb+Yw6PdJyIqluryC1aWETEEc",
+	"nrqDq/bEGXFPHZw9SxJDG3MQDcig+3i9I8YvMwWhm0DZ12e0+dH1tZv3iHu3LJIUDx4V2s3pynoP0Km3",
+	"xQtec3RssDmPJt3oGHrQfhT3oD0Yn9D246g3aR/GfRjQ4/GjqBtXTdH+0VFdyaRUa5BmEP/z82h03e+1",
+	"R6Prk2dv//TH7U4e3A9vcgGw7vC1v5AZSAjIGCJqDjeUFJewS5ElMYkFkUCT9lLIJCYzKudDJLTItDl5",
+	"GPrlvDri1tZZW2j7LlyOO2/HEb91P5K7bMcRz/fj2dZdhCxtfV7Wje52opuu5f8t++WUVDbHrduAeqkw",
+	"4pbrGSeThE1nuBHei/PdfYTp+INz/i5K5rPshMkrweEl1dGs8VDx7IJObVCLsQ+pTIx2teQ6tQdqpp34",
+	"mZtOQAVVbieH3UG+Fej24Ivnk7YZTdsOp0ykBjdosyvxtTmvKPYbOL7vdbvG5F25s8iCJhlsPnegRzDc",
+	"pIDx18qwYpjQLNGtYb92hXrYtwvlrrC73dsutFuvWXSVpRdsDrcfn1MWXaEfD3VJnKHXZQz772lepjiE",
+	"S2OE3d/EfMPizacqvDypW2oyllstNel63NFLE8tL3heH6eDXI3lsLPnscDFYHl0fr05+az5TXUiWfs0g",
+	"idX6qJ+I+Zy2i9tfLdJ2AgtIiGlF5jAfg0T/pwSdSbSMVEqlgtptxX7HBvrgRVmoNNWZCtH3TK3Dz7aH",
+	"uHJCs/3j/Uuda634ges0ETG0hhOaKGhe14mdW5leTMNc3WZD5nRp3SD7PreNCv6lUtKV+VHpFRLf8EjL",
+	"UXQTDxgWrrOAlulWFtC2vx3Dae5+QWHGey6kvn390YdxBSsVmO2HSlMCBDZ8kGoyF8qHtlGSAI0Zn5Kw",
+	"HZI5UGO5mt6Bm2+toWhmhoFg7oLAGr5XsPpCkZhJe5sakLEEeqWIZqA65KmVOiMetvMToQ475JklwZCU",
+	"vw8mVEK4O7OYCd6PVQwBjbK7QcnnmOXwHpxzjptjBw+Hd5za3bRJrNlfdz45FSMo4h1sOAWzIQ7urtl7",
+	"MexxeodIi5xD18Mj0NJCl/SKR2ahFjaU+Gfk/I4ZZQIaYox9XM2B6w5eMkAMcett0MpkYtSp1qkaHhyk",
+	"VGoOsuNemIea5iGmSPidiNE8V6TL+s7+/s0LsyPQA+8PWEUkJgpJBRxNTdbgdb+px5J8RWPn+N9C3VSK",
+	"cQLzPzVQOUJeb1WUe8sMXFOWeH2ON+vGqhuDXgJw0sOxG7vBLISUwkWZJvm9q2Wwju/PRZq1hi0XSOd7",
+	"9OKg1+22SoE5lyzefJvgmHWIQVmaadwcz+0MiH+j20QHsYiUJ4D6Q3WeOy/xa9t+06KWTplzmphtakx3",
+	"SvI7DiKkV1Mzao8AS7zEN6MMiDUbzEOS8imM+F5ubbmuQ3+otsT++W24H5DQmmLmtS7kHJuTvZqtto/m",
+	"5ohbh7B5PPdLC2leDmzKS62cZ3kf3dVmrH8+/+5VZXJkL8z/f2m4Kty30rMUU5LfyLZzM7SJxK7FQe3+",
+	"u3yl267cH+/USdGi1pG7HN6xE/P0TdD6qe32WNsq7G2tS/dwyC1PBJ8kLLrL9vygPBm596vibOpjHL5Q",
+	"JMqkNMLHbCkgexMhiRMOI57zg5aUK+auWEMuLp2Hmy4oS8xZ2XxthPAlTSTQeHWZUhY7/mFajXjtrFe4",
+	"Y4qD6d6mI2nQcCZt4Lbi11tv4AMbTWe73fDWO93+vw9/fC3kmMUx8E/NIFd2HazUHGc2z4ULTWLhEysm",
+	"fmzW6HzY3PXFe841SE6TZ0Yqf8oFPCNo3hJhL/EVi63Yt8MJ90/zTAkSUSkZKMIF8b+rDnlTuKvGNLoS",
+	"k0lthd+HLK+EPosiSNGR9qn5OrSvDl3GD6ExRjBxQeYQM4oq1zJ44RtMpYizCAzPc6EvaT74B8bfuMJf",
+	"i4zHn3JxXwkb65GH6NnFmphxPKzTxnV6KWI2YbDJ21QLFy17KVGGhBWHY4jOzlOzm7yXskR0H6+6bYT4",
+	"TIUs/9EL9JquEkHjCyFeUDn95MLS3yck5uXSJmr2yEv2FdkLzW+XWohL/HFth73XrCVaZGhT2rD9T64l",
+	"nk/KHG0Y2oXwl5m/JGrS0pAvJzhmo2aNvUuYS834gBQ6B7lgEXzPcyP704pajTNbkb0wK4ZgJ/wRDYcL",
+	"IV5SvnLfqs9gEn+h8pPTOIunNkBYpZhjEUqqwZ6p/eIbWrj0qEpmSCkb7d9TKdXOW1sbF7HR7yksv+fU",
+	"heXCJ7Y8gvy2QUgiYSGuIMZ0G3OKwj1SDqRfk5U//vhjux4svG3i9dji96abSyE3m/gZ1y7Y9nO4I5gi",
+	"S0iStvMjmXOn89tTIjMM3qCacIDYSuCYajrEC+0JSOCRfWDEMf/fnFbhmil0nbmIjJXIpAowOW4uMq5t",
+	"h/njKN3xZ7hOMWwBlGZzTCWiIx5DlDCOaZDoQkYXBuX1fBRir9pd0E3pbh5dd83X8vsdEkYihpAoulI2",
+	"AW7NjfF+q+yCtSF+aU46GNn0mewJQ+qw7uAPcafkg7zE89gl4g58OOMi9+nauHL0b0UN4Vwv8uz65+ff",
+	"kUG/d+KcYdGKmGVCz3Z+X5Ype69QxA3Q9m9v3x3eNEQM+ADUphCyPGQ2zcYJi3zam3lZKs15VLsLlMjt",
+	"0c1x52tvZfH7Rc76y6BKGkRMyWsqr5qeTmdCi+rj/nYlinlHshgq1yt27upg+7g6v6TTVilQIJOs6eXm",
+	"4G6VX/72QefRSalhLDJjNZVCDI5KAQZFxpK9kDB9LmDGogRu2wI/uMeqib4/tzDgF0mYD6/oM7ArWmSr",
+	"ifEvEOmCW859cmdjDo/lFpcA6mPNXWgyVQ6NQQtC8dZvnZ0eeOO9eGPjSjetZw5mVHNCiznomQXZoJrM",
+	"aJoCB5uL5TAk7BrWQ7uLRFqbWR9+8+yCHCx6B/YGNByOePiOxYG7TCpda6P2vAkDssSsx9D8GZIYUuCx",
+	"IoI70BcXdcEUyTj7NQMLEmJvJStBoDnMhxtvjvcxJPEa5gp56eI+XEQYjWOILZAQ42TRC1xyloS5WPhI",
+	"sZgZks0Zp9o6VOc0Td1i+lvdiTswblBQ9qkCBqd+FbxbO9xGiOeEb7/tGrzSLKI8gmTLGDe1y6+wt7R7",
+	"4h+qNrWLfscXKk3lHVrd5FJl9aoUbn0TtASH7yZ4A3xb1EBt+DfBroEGuz1fWcWbt343vmBN8GFnxGfu",
+	"2J20LjbNhtk5viMnUj1+o0gjutW6Kp6syxwcSqWvjbLHG34NB1yXGexxA4b23s6zT0j2xsIcbfbdhV6+",
+	"A/wNn2eZkOxhyBnCWI0FlUWTnIvzNvl+MN+sbcjyl86v4iJx8jTvEoPXd2aNk4P1YJDalmwSCUFdtrwN",
+	"KrFS9R7rCudboImeNTKYFGP4wgelrTOYD2UoK0px1Rh/VWYG16yJAzanvp8RiwnnUELmNA38AYYIfIgm",
+	"ZJbNKW9LoDEGQdM4lqAadob7oTryHnlJ5RVocq4Dck45+bo5T7KcMF5QMaG60t3hSefkZPB4q9p+XA4a",
+	"bT9usuqSminQ7vX7nUHv8WBrx71HlZ7xz+1GgRm+fVvTsrwUvDGpJD+mMk7mjAtpdLBWZC8ygmHfphom",
+	"m88qDSeH0pFnm6zJj0ZGYglNk+pF96OjJsSjBhupfBFepoftMyjG00SW1xXR2ATVQNHysZJaGcowjmkt",
+	"S5pcNUze0LJZ9hUIXijNEbAPDaJOqykuectEg9aMqst5Y2bYhczAx3ybt0xEkoilvW/EOTCP0ZNcFcGL",
+	"nWLHj4VIgCLKTSkftSmIWylMe/ZJqR46w7TCV50SjsAG2iP3mLeYr6w32QaHrlvuRaLrHV5qJ/uLDeoq",
+	"0t/MMPKwTWtCyhhkdWQou3cYW42/ytSpDru0PoHjiGbeK9kKDdKyQVW5rOCKsnLgQOusmNvhu0aGB7m9",
+	"sauJ89Q8nx/9N2Mo1nP97p+0578oUFh2U6fb15LlajUo080R5LbFe+qoVhcfVBNaLNd/uZVC91uDQps3",
+	"i46XJaEsJsj5KM7CCh3vIS6De0lqhxl1aeM21+e8IpRYqnsXpvszINCZdkgYURlfejdndRKtym+Nx3rb",
+	"5WXdnZDS1eWvfXmoBvooO16cLPvXh6vBb0f0eHwSNboTCsOnCbEE3/KFD1oOSFjbgt5OrIy+zIDrXCtZ",
+	"ujbse0TBl7m2RI3iBYHnpNL6BtsMNu9RbbIN3nz9hDweHJ0Q56wlNi5XEdu8Sf81scWZIaQx5xSnV3CJ",
+	"lkQpt0ALMjaG2sxB/BQEyuMrGoWVixEuU/SVsNH62ynbaerOhxHXB/+MRjPiQhEJ42mmMWDW41+VgdQw",
+	"un2Xo5qjOSZu2NithmNbORT57hgnQZNtP+gOGmyNdcnggpqrlNVk41LoxhPfWfnWxAX1OUb6QpFYRNnc",
+	"B34EJKxFSlskH8NPDjiyyhm1p7cwSt0stFLezjAoEg+QcytE37JZSgvXkPsAVXZZ3yXJDvBg2JQwZbGS",
+	"bDS7pQmnc8iBdcOU6lnjD/Z6Yv0nFGAYPGN/+kUJ3ilQmGp0robRry18HldfZpUtIfa3rU5OmaLrpmV4",
+	"w2Jo9jI45ziJEqrUKUkli0ARFdEE7GHTZjV44wEiwcV8hes/n9i0muukev4unlmbPibSNTK+S6LbfL9y",
+	"D+tsTRDcMY2uyYn+DYItv2B8Z0f248OP4cguXVmUSNO09ueI9vrGYUFviipTGJ3aAB69vhQeSOfSPnlp",
+	"L2aVW5q1/cldZE6a0Ahi372FDPXQwIh379/4hSJiyREu2MMRepDrFCQTMWGKdPcrx8CtfGBfueGUCct8",
+	"FPa5DjmfYeAAT1aYI1/d4BZV92/zx4u/zr9e/XX+9XH00w+D6KcfevDN3xbj/p9n0fzPM+Bf9+Dbr3vx",
+	"T9Mvb/cO2fEF2yh7+8oWOVs0tmFPNHldWjiXH1clwbfmrCss6S08aYFP48ixtv64FJd2KS5d4EwlcfiR",
+	"hV9ef1MiHGR5nRuuAApu8FmIJySmK3VKwm7oQjgURm7ZXMTKqhwed7cmKx93B48q+crN7pA1Cl9IljaJ",
+	"K5fv6a75FgyWRSYsaUqEdUGbp+4+xgYguAwjpkbc/W6O3tTiG9YCPfFKCSYaM4dwV4Q2BTYsYiVsRq3u",
+	"jHgIml668g1Gt+Xe0Euq3SBzD6v9Kk2BSsvzfs+tzLfJyjp3a9K41Hh3eXyPO/LywO/wovsc5W2OjCqu",
+	"dbcZpNU7YGwuUjGZ3NYu9/YaA7pYo8ZjLNbesPiXNos9KOGluLtkpkog0pUtMbizk2xC5a136dYt2qBb",
+	"73o0C1xm/l0IVsrl36Zp8J6DKcQRWFK1X0ALnKKEc/FDJWhRPAKhW0vtrlXMey69Ib9tCrnx5RrJy/c3",
+	"TIqzyq5pv0ErS+M77oom62PLybhyX7jdyVO7edrq6bmfDLgTN38Mb0PhYMCh1GTZrfTb7OZspN2n82eu",
+	"r/JndmjW7vs+gvOyAI1osgVy9Aynz8UEcTSs16MRN0OVj1TlXVWWKoEHNc1lxpqSyoVooX+qUjLnvbKu",
+	"qc26JBZqPBpU9fzbhrUwE73tsh5xDd7zrh4Nsc97VV+Gg2jy2DkQjXzGjWAZpISVUeKByoK0K39Vl7Pd",
+	"uLpt/Ny0PucbXLcv2ASilTn847kPtxF5KRaghsRm1EFM/vn//x/iL+/J/xLGL1MpphKUIv9LcvY4HfH8",
+	"IdNi02OVH8yDOb91SkaqB5Qp4hDQlJ4wTpNqqIEfZitolSIMSi8ps3SZn6sei63BAgUJt6g0hMVHo96K",
+	"Z395oYxOW+d9EaGv+W7C+T46/+Mqtlxqleezce+UwoI2qzUX2HJ7PIuQa9Eqn0MTljjjd6EG7xZ2U94O",
+	"H1pp/lBE526BInbxtk1WX2K9xQWNxknWuFZzelXz0l2IlUCZvv6siKF2B/JaMmTi9RNK4hwqxbMnZ189",
+	"6fUPb90jOCT/tsBNxvfYRC0HSuNLizW7yRuqmAleqWIGlSJmtRtTV61suGvdtOKFeamKIsi0/J4y3MLm",
+	"Q2ev6dDp3nDH3QnNVwk/zlbVYbsKQxi9kAP7+WvHncIrcMJrEvTuu9X2s8txsYRyu1mguBki5hiiR9Mm",
+	"oWK+nvf5Hc6Vhj95tLqcN7okkoQ5f5+FT1TWknEuPZsw5NjQVbeUeSwdHscRDcxe/lWH+mhw59t4jCdx",
+	"dNjue8YIG88TTJE487E2rjJX7rFjioSpnVS40RNwK894wKfLbZfmJQJ9e3Hx2l2d13h1ShdAuNnje9oW",
+	"pwrIekGqgEiYYH6Ti/Kr0rbf6BvdMIsSgXezN2qCK0cZa1Af+V6qbIdcBlSOQTUSVjjT7/+a9FhniR0E",
+	"7W2Hl3rk/PseZOpy/vOeaZoXb4PXhud7yBxlrFJgOk+GWA0rYR97ZSlQgDz2r6/3gxHPdxnZY15Ou4q6",
+	"1owuNE+SiKUiVJOwtrzhfjm2xHQ04qWeuC2Zh80R3AvknBr6kcH1dVDRlWRJla+bF2MKIRaUS6lSEO9X",
+	"jxzlqBUXLhW03Gyqp4qt8S01ELrmYIC8NHY9xaRDnmtVu7fCND7M0FB4f2XTnG0ncsNV3r0s4/IwK/lF",
+	"a5B/u2lXdbeIfa8a69umrqPvWgDhjgLPr1zJvyqT5gyq27ELd7K+Tf85yarrUI7L2H4bvBHo8Q6Xhmdr",
+	"/GixYi27NgjIKsfUO+PCgdFjLLtygW/LWREIa9/BlHmqauGs81y5ZEpj2HrBc9tqbOfIjg0wqDuHLVX4",
+	"dTNkaNCyeVzuZ1eC1LFTg+03ViLJNJAQGSwsY1R2yBlJmAZJE5KXXEyESMc0ujKCLWH8qp2IiCbeWEBs",
+	"fG9AYMiHBSt3YHJuqS8zmeSIq/dh8Eo6weBRNTn3rP032v7trfvsth//qdN++1/Dg4Of/2c0Ugf/3x/e",
+	"/gn/9/a//njrXqlskx22wG0WwFp634exAHLJ/7uwAGrSbL06JHBUjmEpy9Epd6//GahTEnotGpqTqSJ7",
+	"tMEGCAe9LvlGcAj3R9z3YvQ+Igg/hQQ01iNwXRUSwKh1L2ZyEBcre1Q2h6qidiO2SYr2v9Uwpfz325Tz",
+	"j0zPzvMYEpokO+TOra/yu3oq0ZaolKpmD/Jaznl6p6s/LSbksE8k5bGYYy0PtRa9MnTQ/4ZeXCw75I2N",
+	"9WAeUPH1d+c2PXWtAuDBu6Lq0M2BHUvbR+moNWnw8SJj1hn37bpO4rBMVtuMpqBU7cFaTJjYa2ityoYs",
+	"A9WpVPM9xyqAuGhjLOh3lunmygIeYcRWf64XPBwSWw+Q2EDCK1j5EEJi9TB6c+yqGPFJU4aw3C5FmLTb",
+	"UmCO15zxAvASPWO1OoNGMFvIB8YnwoNKUItq6iCk8wrEGui8VcdbjkWk1tK+W40YEi4KBk+xpj/nOzKN",
+	"2zPKEsvICI809BWHXf64Lz0ckAmVkF/Nq2DEx0JcMT5VgQ8vNw8bWZG6BGuXRO9VTGfER/wPfyBPBDei",
+	"33DoiLfJMzy8YU1ND6yIKGkHi15IUgkTdt0hZ2j7LLCGCJ+CcnEwPvN5mEPi470EKYAIq8nStQxpo25t",
+	"h3HHDMWibeNVBgL07q0Dbux3CEbJ2qc2RZObIVQbl7FBwn1fW2g9iNwCmtjDT1iE7oblQrWmd2rsHjzf",
+	"VeO4CzhjwuncLCwaRxiJRPbCUvBrGLigWSHZlPFOYs5rSIa8uKWbpSvxZyWA8mNH1Ee7Pg5L3/QYywV+",
+	"yliaz3/+/R/77oiHqfZm6EXuXQLGwFCuKPqUadUhr3CB7J2snsEcR4RhALYUAXH+j1uy/Nwgt+X5mY4v",
+	"fKH/Yj0PDw8f53NlnHx/8cT2NmeRFNa7ZuYdMWVObKaX7x2SEVK3wKj2Zchd+XZruXW7WOGFkjlTKoVE",
+	"u0qF/mTIEuA6QULZ2gzKRqRZ3WveFn777OxpWCnMkMMIhN88uwhtcaeSMHW4LkhnXxTFo5n6XXlWqas6",
+	"4lsFo5N7uXA8w9nYyMB1VKcrv3Z5GYmer9BTh3Hy78GSO5axfT0rM+gUJL5IcDLoHnbIX4zsHYONWjRE",
+	"NeJ3xPdQOEvLj0aMmf9ZobwfmG2XoZJyHhAX2JxXTkeX7b7zdeQFwhyZjC2qRtwKLcyj9CWe7UloAYlI",
+	"gYTvjHFnJKO37W7CThlevPfPv//fXrdL9lxMJul3908J5asRr9WMaSoVQzBtcGOlTTxKlJMKtcAy+Zrx",
+	"DIKthTi1IFOBHZhVLfDNxyLjebkmy+d7ls1GvFpq09DN1nPat+rbQcHGhOlTkhkuyU0b70uyHdrJlmCy",
+	"fUFO8iNNruxuMtoWtL0KGRIpllhqBqS20jxG0zQmcWb2L6E2K9RuLayiNeLqiqWpfVpCaisN4rEgsEtO",
+	"YoDUni0iobQqzrm2SoaxAGIBhTqjkdmanidcGeZJlrjN6JWakfaIUB8+u6DTkIgFyFKVebQN0SwJRjz8",
+	"gcrVkFSLMduoUPM6aD8RXEuRDP0RMsQC5NbyRPRFZAHG62CjI24WGDQJD7sD8kpo4sFMw3q5JLQdExYB",
+	"V1AySl5LkUoG2ka3VE2SNRAaDXKuSuk3uUmDOD5Ypbo1bPU63U4XQS9S4DRlrWHrsNPtHFp8qBmadQcz",
+	"RAT4DcObm4zyfrdbCr506GxYuM/oFIgRrziSgLqNJlYYapHZotbCYbj4BPDcfnget4atb0A7QIJarYh+",
+	"t7tDCY7dcMDcGzbAgPkJGTlqbOAPCBE5sJNoapJP9qBUFeMmaB3t0qQK5V0211vDn98GrTyQt/WCLYCb",
+	"2SG4gzGS6RTrkLwETVtvTdMDBM+8bfnddZKRvUZC5LLZrPWcTb1JOKMLMKxxSo66hzYqZMkUOMWcCBqT",
+	"MU0oj3yhREUgUbD0uQZr3PEGo4hsNMtnYJA3CCyK7jD5r8gaptXh7a0aEFy3cVW+KNvYatHLkbLe+TrK",
+	"Nxu57IyvSAWX0mk6PGQgcC3dCEiHigLQ3jd2+3G3DGm6xlEO8K5a1X2DR6N45KBcWM8Wf/lIzOjGt0Fa",
+	"bQHlK3FmRZXdxpr4sH/2JvhPRcb+YUvqg2/1g8t4eJ+df9gd3L4hy1jo95MWg27v9iYVkFpstNvYLJ4+",
+	"NjjeqUGpxIJp1X98e6s6vvJ7KMdccH0DerMcKYkxuwdV6+3NXcVEXoUeAb2aheABOoI2ikJfRq5c8R1N",
+	"Y2w/LKfAmGO8gmTikF/xINYh53QOlbMyj0dcZglYPBQPyYfvCLEKvisCj+cnNk8TZtH70N6jeuaugaui",
+	"1JzX7GwvcDp3pZQXAbc++MQipezw5FqxuV16N/ptl+fKteF3f95VZd+hQb1g6K7zFVLv+qwrirnD059M",
+	"2+VB9I2FY/Iw+rLmy2PqHxTeg8J7b4W3g3VclL36D1CRL9DzVtttDarRBrZ/GBVZhCVsVIguo8DJgoQq",
+	"TQ67mCQdEA5LUNo5kfZQCeItxv6wSLhekQlNEhsJMBlxfz/m47c6BIUuwgtmGpHA0L+FLzMUwZhPG1CJ",
+	"L7PREtifdd2NOA7KKOqVyLxXAWKM/XSOaHu9lUep2PJweISeUR4nYB1ipvmcmbanI17DqrWJ1hgMUr6y",
+	"c+C4hFOJjjstcCBXjMe2uhYCCjhvIqESRhyuoyRTbAGbdPszH2zz2dV6Hkqyu1bHJndV2eVGu+vtT6Yq",
+	"C3TYrbqywId90I8P+vEz6Md/PXWXxxV6JedkX+7Isg8cvMPPbW6s7/KUlAZNVdFNgb2dSFZGnDMbm++R",
+	"1Rv9VgVK+O/SbeUQpZu9Vnly2oNIehBJDyb7x/BqOZT0JiF2V5nxzEq5wj53t4cdLxE2WOlMke9S4Gev",
+	"n+eAfUa4/fn8u1eYurOwl8m5Kf3Xs5cvTl39pOoVYqMAdH2b7j6vGGwOF6+E+ftYvWZxWKfS55KM/xIi",
+	"4j5b8QPfoiJr11l6462X3y0rOk/uuFtKJoFRG5oyX3XlfnvFtPqUe8VP+SPulaCZSA9b6F9sCznWbN5C",
+	"NjL24B1+brO3L3LQq6arEAz7wizxREEtUO6wOdwAQTp/t0a2Hd6msoXmxwcj+8HIfjCyP9rVsXTywYst",
+	"3JD3sbHfWMlW2Njb74QxODbH61N5wLoLkFEAQz868xuTRCx5kPvxLUYPtwkAKxJLsYBgxL2cJJg999TF",
+	"y2LZC5tRW/arhyVspnDjjfB/xF2wv8G4Q88Pt8ef8fb44cL4QTF+MMX4r+ferl/h+ovbsuY5eGc+tkZo",
+	"WqjYBVNsnIBPWHBKaI9pZdVPYNMJUUIGZWN8v9HgRnDDu6qL37E02mSc+1K3DyLoQQQ92OYfxTbXVpTU",
+	"pdx9hEvZMF9LDd/qjHBJbV+odeyELYEqHWJz7G0mlk2qskWUO41Wdi3D/ndhcH8yMduEYbE9IqKMXvEg",
+	"gB8E8ENQxA5W45r8KsnWHz22DYpXYUFkIhdgZ8uIeazbplHkT+ZRA+t5VxbKQhHqIX48WIrDPkDsjhDt",
+	"T5WX9nSF58tQRhUxO+JGRpsO84JTdUAhTGgzP3KhXRFihO1vQhQa8XVIIbIXzQBrLmB5rgniDllQIvcE",
+	"2Kw5BHAJHFTZ01fnIy4Bx4IlztbK1+93COoXCyhZxnPwgCmhRfYIERNTQWRRMYcjbqNLVBUbBVPyqugo",
+	"F2XEKUdul31toy+dA2jE7aDR5i9jrJFcIZVSx3WhFX1QjIMKwTxfLJmXIw0yixIu2bjIQAjx7XapkfCm",
+	"7+WQLECyyYqEP7XfsBja52zKqc4khCPu8TbPNeUxlTHxDOsT9veLJGFJl5iWG5BarGU+cYy6RHdZ7Okf",
+	"9q+vQzKhSnfIGQkH5i+bcK1nlJNB9xGu8aD/2FV7soGoGhcNqUBd2NGI7xWYQIQmSnjwH1WBALM57IhV",
+	"gNcZgbF4LC4m2et1iUJEQIrZ6DWMTIIgV+bdsWO3Hpkb3juyH4dd+9knM/PdLCC9rv+X/PPv/7DVQkYc",
+	"gQFtBwVt9sI3oOWqjW4nTCCZCS4yBKFxSJ5UXdktalgCZKPv0Dq86shBd76IiWGeCgTL/AusnBmCgvEr",
+	"Ea82C0X/CIM188KhxN2sGTS9j2XQlCCXNt30FEA/NYAfsyUdwM9ebcPvn5LQV5TBdaojJpcso3Jh9m1a",
+	"u1yh5t/IyPnEib2fzAjZwZx4IvgkYRYfbdDb4RWv6SoRNL4Q4gWVU2u39I52mY/K0lRIDfFLiBn1UIGD",
+	"fn+Xxi6+3sjJZ1xbv/3nM5i8uULomtnUbDVtOltWYMfsCTMB3QAkb5HiqpvYut4cHmspPQBVURXkiyRi",
+	"WjGNTkfcodCRubAqQzlkdaY75A3ieXi8a6OJSQLUmwdYLV0htNoeF4XKspmH1Xv3AYaz4HcrwuKKeZBX",
+	"c5vRBRjFug6Dx9SIeyiSMiQexHVEvHJ+RIPCsQRcVzg1KT/YRPr4lNQJlsfvOqpVZeqDfPzdy8e7esk+",
+	"l7jJYSJ3EzbB5lh1X+tgs9eqFrTuoWwKQ6PRrf/ehtxnciZtDGBvtpMePEgPHqQHF/6Hc+HvKs/uGM+e",
+	"m1RbvPpVwNfCdtjq7a8ZVGJSLiNcS0XFOESu5YqkBcZ/9U4gGPH8FCcyHYk5BPWKIhbsnEQidr+54hAW",
+	"t9IfuS06v/l71RnxZ9w6HizMW4rxl+ieocpFC7mzvEtU2hjdU62ZwOA/8uKhUj5j68VDuW7Gg9Z40BoP",
+	"WuOjgBVUKrevFa35bDqkDhpupvoeLy0uWupXJVhPvuoK+GKtQoqD7eWwNJooKF8HmFPzLD+lj3j1Zvqp",
+	"Bfw0vWP1e2Kr35O9sKkYfhgQj7uKpfDJl1hPZt/eZuDZ3S5PCbzTO+7RR4ygyh77XeXXPlKRiHKilkzb",
+	"ihQJMJVJwBL5I+5r5GOca5LX1vf18smZ/0ZpliR2xn4+S8ZjsfTKm8qEGSL4ZbPOc4TbHeaVMPRSuA4t",
+	"nfGKiK/QId+kOy3ufL3egPXxfngf9y3KLketf9dqWsHW8PC4270JdlSKdhZvHLW8t/zm5mM6zKvv3HRm",
+	"M6xuF+nB8/3g2bmjGnxwlX8sV7ktwVFV2lVdtYvL/LI5HCuVgOihPsWw7rn1vxOaMIo3sTkc3po2D4PC",
+	"b22Re3z7AjP6BeNXob9U3i1WqxjEQ9TWTlFbZE8BbFun/Q95viqt8W1Ny4/e8WRm+Oa2Z88t3rmQ+PDD",
+	"ce7hOPdvEUZG9goxTVQKScL4dP+24LJ7ifbN5Z3CwDrCzIkjShhGNy0l0xq4vUdU2oK62RIuNMlHOixu",
+	"PHNZHxTfOVz0gKRJpioaY0jMuK3eoCPuVIcLkFJ+rxeBX7anDvle2ZI9DZPYOZDmPXTOf25ITUNEjdFD",
+	"W5iqrojur0vupR8ezi4PUTsPR5EPErVzFyW16WCyNZbnHtrs6bMXzy6e7VCu8AMcXBqjYypaZOc4GSc2",
+	"dx/9Z5aiDxLxIU7nY8fp3M0G/ijejQ8tMdaDft7H6Pydhv/c5orYLsge/BIPfomHa+Z/m+CkOzoy3uO6",
+	"uYqrVq3E/PNbIyCxPJnruoYchMlpMWD5TARfs8+SvXAqiMw46RzYbw6ieXzgai+H+5UShMODA0xymwml",
+	"h4+6j7oold081wKjEKEoRyMyJBOygCKy4EO+mjeTJGETiFaRLWLlaiHa5O2boN73a1uxx3XlCveoUkNf",
+	"nmC9KSIuNTVxGE7rLYpsNkzXqiUg2sxDDLhy6XEzmqbAy1OrxoeV3pmzxvpbb6t20FzSgKxVNChe5oBg",
+	"N1BTzSDOkflsrkCu2WliK7yVyYVIfTdvb/5fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
