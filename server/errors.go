@@ -13,6 +13,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
 )
 
 // APIError is an error that already knows its HTTP answer. Handlers and middleware return it
@@ -59,6 +60,7 @@ const (
 	codeIdempotencyKeyRequired = "idempotency_key_required"
 	codeInternal               = "internal"
 	codeUnavailable            = "unavailable"
+	codeInvalidWebhookURL      = "invalid_webhook_url"
 )
 
 // titles are the short, human summaries of each code; `detail` carries the specifics.
@@ -78,6 +80,7 @@ var titles = map[string]string{
 	codeIdempotencyKeyRequired: "Idempotency key required",
 	codeInternal:               "Internal error",
 	codeUnavailable:            "Service unavailable",
+	codeInvalidWebhookURL:      "Invalid webhook URL",
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -103,6 +106,14 @@ func problemFor(err error) *APIError {
 		}
 	case errors.Is(err, store.ErrNotFound):
 		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
+	}
+	var urlErr *webhooks.URLError
+	if errors.As(err, &urlErr) {
+		return &APIError{
+			Status: http.StatusUnprocessableEntity, Code: codeInvalidWebhookURL,
+			Detail: "The webhook URL " + urlErr.Reason + ".",
+			Fields: []gen.ProblemFieldError{{Location: "body.url", Message: urlErr.Reason}},
+		}
 	}
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {

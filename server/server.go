@@ -37,6 +37,8 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	// life runs the background work (webhook deliveries) between Start and Close.
+	life lifecycle
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -79,6 +81,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	e.Use(g.middleware)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.echo = e
+
+	worker, err := newWebhookWorker(cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	s.addTask("webhook deliveries", worker.Run)
 	return s, nil
 }
 

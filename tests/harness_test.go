@@ -37,8 +37,11 @@ type Harness struct {
 	Store  *store.Store
 	// Admin is an admin key of the default account.
 	Admin string
+	// DatabaseURL names the harness's database, for more servers on it.
+	DatabaseURL string
 
 	httpServer *httptest.Server
+	server     *server.Server
 	closeDB    func()
 }
 
@@ -105,6 +108,9 @@ var _ = AfterSuite(func() {
 		if h.httpServer != nil {
 			h.httpServer.Close()
 		}
+		if h.server != nil {
+			_ = h.server.Close()
+		}
 		if h.Store != nil {
 			_ = h.Store.Close()
 		}
@@ -115,17 +121,44 @@ var _ = AfterSuite(func() {
 })
 
 func (h *Harness) start(ctx context.Context, url string) {
+	// The delivery worker runs for the whole suite: a spec that registers an endpoint and
+	// writes an event (directly or through any operation) sees it delivered.
+	h.startWith(ctx, url, testConfig(), true)
+}
+
+// startWith opens the database at url and serves it with cfg, running the background work
+// (the webhook delivery worker) when startWorker.
+func (h *Harness) startWith(ctx context.Context, url string, cfg server.Config, startWorker bool) {
 	st, err := store.Open(ctx, url)
 	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
-	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
-	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := server.New(cfg, server.Deps{Store: st, Logger: logger})
+	h.DatabaseURL = url
+	srv, err := server.New(cfg, server.Deps{Store: st, Logger: testLogger()})
 	Expect(err).NotTo(HaveOccurred())
+	if startWorker {
+		Expect(srv.Start(context.Background())).To(Succeed())
+	}
+	h.server = srv
 	h.httpServer = httptest.NewServer(srv)
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
+}
+
+// testConfig is the configuration of every test server: webhooks may call receivers on
+// 127.0.0.1 over plain http, and retry on a second-scale schedule within a minute.
+func testConfig() server.Config {
+	return server.Config{
+		CursorSecret:         []byte("test-cursor-secret-0123456789"),
+		WebhookInsecure:      true,
+		WebhookRetrySchedule: []time.Duration{time.Second, 2 * time.Second},
+		WebhookHorizon:       time.Minute,
+		WebhookTimeout:       2 * time.Second,
+	}
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Key creates an API key of the default account.

@@ -177,6 +177,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err != nil {
 		return err
 	}
+	if cfg.WebhookInsecure {
+		log.Warn("RIDE_WEBHOOK_INSECURE is on: webhooks may call plain-http URLs and private or loopback addresses; never in production")
+	}
+	// The delivery worker outlives the signal: it stops after the HTTP server has drained,
+	// so events committed by the last requests are still picked up (or left, durably, to
+	// the next start).
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer srv.Close()
 	httpServer := &http.Server{Addr: cfg.Addr, Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.ListenAndServe() }()
