@@ -241,7 +241,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p webhooks.ClaimParams) ([]
 			return nil, interpretError(err)
 		}
 	} else {
-		err := s.WithTx(ctx, func(tx *Store) error {
+		// SQLite: look before taking the write lock, which most polls would take for nothing.
+		var due bool
+		err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+			WHERE status = 'pending' AND due_at <= ?)`, now).Scan(&due).Error
+		if err != nil || !due {
+			return nil, interpretError(err)
+		}
+		err = s.WithTx(ctx, func(tx *Store) error {
 			var ids []int64
 			if err := tx.conn(ctx).Raw(sqliteClaim, lease, now, now, p.Limit).Scan(&ids).Error; err != nil {
 				return err

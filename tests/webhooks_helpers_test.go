@@ -122,15 +122,22 @@ func (r *Receiver) CallsFor(eventID string) []Call {
 // the spec, so that no later spec's events go to it. It returns the endpoint's id and secret.
 func (h *Harness) RegisterEndpoint(url string, events ...string) (id, secret string) {
 	GinkgoHelper()
-	res := h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints", Key: h.Admin,
-		Body: map[string]any{"url": url, "events": events}})
-	Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
-	body := res.JSON()
-	id, secret = body["id"].(string), body["secret"].(string)
+	id, secret = h.RegisterEndpointKept(url, events...)
 	DeferCleanup(func() {
 		h.Do(Request{Method: http.MethodDelete, Path: "/v1/webhook-endpoints/" + id, Key: h.Admin})
 	})
 	return id, secret
+}
+
+// RegisterEndpointKept registers an endpoint that outlives the spec: for isolated databases,
+// which go away anyway, and whose servers a spec may have stopped.
+func (h *Harness) RegisterEndpointKept(url string, events ...string) (id, secret string) {
+	GinkgoHelper()
+	res := h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints", Key: h.Admin,
+		Body: map[string]any{"url": url, "events": events}})
+	Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+	body := res.JSON()
+	return body["id"].(string), body["secret"].(string)
 }
 
 // AppendEvent writes an event of the given kind about a new subject, created now, with the
