@@ -50,11 +50,11 @@ var _ = ForEachEngine("Webhook deliveries", func(h *Harness) {
 
 		Eventually(func() []map[string]any { return h.Deliveries(id) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(ConsistOf(And(
-				HaveKeyWithValue("event_id", event.ID), HaveKeyWithValue("event_type", "trip.completed"),
-				HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "succeeded"),
-				HaveKeyWithValue("response_status", 200.0), HaveKeyWithValue("error", BeNil()),
-				HaveKeyWithValue("next_attempt_at", BeNil()), HaveKey("latency_ms"), HaveKey("attempted_at"),
-			)))
+			HaveKeyWithValue("event_id", event.ID), HaveKeyWithValue("event_type", "trip.completed"),
+			HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "succeeded"),
+			HaveKeyWithValue("response_status", 200.0), HaveKeyWithValue("error", BeNil()),
+			HaveKeyWithValue("next_attempt_at", BeNil()), HaveKey("latency_ms"), HaveKey("attempted_at"),
+		)))
 	})
 
 	It("sends only the kinds an endpoint subscribed to, and only events created after its registration", func() {
@@ -143,8 +143,8 @@ var _ = ForEachEngine("Webhook deliveries", func(h *Harness) {
 		event := h.AppendEvent("trip.cancelled")
 		Eventually(func() []map[string]any { return h.Deliveries(id) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(ConsistOf(And(
-				HaveKeyWithValue("status", "failed"), HaveKeyWithValue("response_status", 400.0),
-				HaveKeyWithValue("next_attempt_at", BeNil()))))
+			HaveKeyWithValue("status", "failed"), HaveKeyWithValue("response_status", 400.0),
+			HaveKeyWithValue("next_attempt_at", BeNil()))))
 		Expect(receiver.CallsFor(event.ID)).To(HaveLen(1))
 		Expect(h.GET("/v1/webhook-endpoints/"+id, h.Admin).JSON()["status"]).To(Equal("enabled"))
 	})
@@ -187,8 +187,8 @@ var _ = ForEachEngine("Webhook deliveries", func(h *Harness) {
 		h.AppendEvent("payment.succeeded")
 		Eventually(func() []map[string]any { return h.Deliveries(id) }).
 			WithTimeout(retriesWithin).WithPolling(pollEvery).Should(ContainElement(And(
-				HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "pending"),
-				HaveKeyWithValue("response_status", BeNil()), HaveKeyWithValue("error", ContainSubstring("timeout")))))
+			HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "pending"),
+			HaveKeyWithValue("response_status", BeNil()), HaveKeyWithValue("error", ContainSubstring("timeout")))))
 	})
 
 	It("delivers everything a receiver missed while it was down, once it is back", func() {

@@ -49,10 +49,10 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		Expect(receiver.CallsFor(event.ID)[1].Attempt).To(Equal(2))
 		Eventually(func() []map[string]any { return b.Deliveries(id) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(ConsistOf(
-				And(HaveKeyWithValue("attempt", 2.0), HaveKeyWithValue("status", "succeeded")),
-				And(HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "pending"),
-					HaveKeyWithValue("error", ContainSubstring("interrupted"))),
-			))
+			And(HaveKeyWithValue("attempt", 2.0), HaveKeyWithValue("status", "succeeded")),
+			And(HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "pending"),
+				HaveKeyWithValue("error", ContainSubstring("interrupted"))),
+		))
 	})
 
 	It("takes over a delivery whose worker died after claiming it, once the lease runs out", func(ctx SpecContext) {
@@ -144,7 +144,7 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		committed := map[string]time.Time{}
 		for range events {
 			e := a.AppendEvent("trip.completed")
-			committed[e.ID] = time.Now() // AppendEvent returns after the commit
+			committed[e.ID] = time.Now()      // AppendEvent returns after the commit
 			time.Sleep(10 * time.Millisecond) // pacing, not an assertion: commits spread over ~3s
 		}
 		Eventually(func() int { return len(receiver.Calls()) }).
