@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -295,16 +294,15 @@ func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.Lis
 
 // GetWebhookEndpointDeprecated is GetWebhookEndpoint under the seed's spelling.
 func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWebhookEndpointDeprecatedRequestObject) (gen.GetWebhookEndpointDeprecatedResponseObject, error) {
-	res, err := s.GetWebhookEndpoint(ctx, gen.GetWebhookEndpointRequestObject{EndpointId: req.EndpointId})
+	if err := requireAdmin(ctx, "read webhook endpoints"); err != nil {
+		return nil, err
+	}
+	w, err := s.webhookEndpoint(ctx, req.EndpointId)
 	if err != nil {
 		return nil, err
 	}
-	ok, isOK := res.(gen.GetWebhookEndpoint200JSONResponse)
-	if !isOK {
-		return nil, errors.New("server: unexpected answer of GetWebhookEndpoint")
-	}
 	return gen.GetWebhookEndpointDeprecated200JSONResponse{
-		Body: ok.Body,
+		Body: webhookEndpointView(w),
 		Headers: gen.GetWebhookEndpointDeprecated200ResponseHeaders{
 			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints/" + req.EndpointId),
 		},

@@ -353,7 +353,7 @@ func (s *Store) PurgeEvents(ctx context.Context, createdBefore time.Time) (int64
 	var total int64
 	for {
 		res := s.conn(ctx).Exec(`DELETE FROM events WHERE seq IN (
-			SELECT seq FROM events WHERE created_at < ? ORDER BY seq LIMIT ?)`, before, purgeBatch)
+			SELECT seq FROM events WHERE created_at < ? LIMIT ?)`, before, purgeBatch)
 		if res.Error != nil {
 			return total, interpretError(res.Error)
 		}

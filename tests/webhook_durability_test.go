@@ -23,10 +23,14 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		event := a.AppendEvent("trip.completed") // committed; no worker is running
 		Expect(receiver.Calls()).To(BeEmpty())
 
+		started := time.Now()
 		a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
 		Eventually(func() []Call { return receiver.CallsFor(event.ID) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))
 		Expect(receiver.CallsFor(event.ID)[0].Attempt).To(Equal(1))
+		AddReportEntry(fmt.Sprintf("restart [%s]", h.Engine), fmt.Sprintf(
+			"event committed while no worker ran: delivered (attempt 1) %s after the next server started",
+			receiver.CallsFor(event.ID)[0].At.Sub(started).Round(time.Millisecond)))
 	})
 
 	It("resumes an attempt interrupted by a shutdown, in the next server, as the next attempt", func(ctx SpecContext) {
@@ -43,10 +47,14 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))
 		a.StopWorker()
 
+		started := time.Now()
 		b := a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
 		Eventually(func() []Call { return receiver.CallsFor(event.ID) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(2))
 		Expect(receiver.CallsFor(event.ID)[1].Attempt).To(Equal(2))
+		AddReportEntry(fmt.Sprintf("interrupted attempt [%s]", h.Engine), fmt.Sprintf(
+			"attempt 1 cut off by a shutdown; attempt 2 delivered %s after the next server started",
+			receiver.CallsFor(event.ID)[1].At.Sub(started).Round(time.Millisecond)))
 		Eventually(func() []map[string]any { return b.Deliveries(id) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(ConsistOf(
 			And(HaveKeyWithValue("attempt", 2.0), HaveKeyWithValue("status", "succeeded")),
@@ -76,6 +84,8 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		call := receiver.CallsFor(event.ID)[0]
 		Expect(call.Attempt).To(Equal(2), "attempt 1 may have been sent by the dead worker: never reuse its number")
 		Expect(call.At).To(BeTemporally(">=", now.Add(2*time.Second)), "not before the lease ran out")
+		AddReportEntry(fmt.Sprintf("lease takeover [%s]", h.Engine), fmt.Sprintf(
+			"claim abandoned with a 2s lease; taken over as attempt 2 after %s", call.At.Sub(now).Round(time.Millisecond)))
 	})
 
 	It("never lets two workers on one database send the same attempt twice", func(ctx SpecContext) {
