@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -161,6 +162,9 @@ type Worker struct {
 	now   func() time.Time
 	wake  chan struct{}
 	slots chan struct{}
+	// announced is set when the store announced new events (EventListener) and cleared once
+	// a fan-out handled some: until then the worker looks again soon, not at the next poll.
+	announced atomic.Bool
 }
 
 // NewWorker checks cfg and fills in its defaults.
@@ -228,7 +232,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	if listener, ok := w.cfg.Store.(EventListener); ok {
 		inflight.Go(func() {
-			if err := listener.ListenEvents(ctx, w.Wake); err != nil && ctx.Err() == nil {
+			announce := func() {
+				w.announced.Store(true)
+				w.Wake()
+			}
+			if err := listener.ListenEvents(ctx, announce); err != nil && ctx.Err() == nil {
 				w.log.Warn("listening for new events failed; polling only", "error", err)
 			}
 		})
@@ -237,25 +245,48 @@ func (w *Worker) Run(ctx context.Context) error {
 	poll := time.NewTicker(w.cfg.PollInterval)
 	defer poll.Stop()
 	var nextPurge time.Time
+	var recheck time.Duration
 	for {
 		if now := w.now(); !now.Before(nextPurge) {
 			w.purge(ctx, now)
 			nextPurge = now.Add(w.cfg.PurgeInterval)
 		}
-		w.step(ctx, &inflight)
+		fannedOut := w.step(ctx, &inflight)
+
+		// An announced event the fan-out could not take yet (on PostgreSQL: an older
+		// transaction elsewhere is still running, see the store) is usually takeable a few
+		// milliseconds later. Look again soon, backing off, instead of at the next poll.
+		var soon <-chan time.Time
+		if w.announced.Load() {
+			if fannedOut > 0 {
+				w.announced.Store(false)
+				recheck = 0
+			} else if recheck = max(2*recheck, minRecheck); recheck < w.cfg.PollInterval {
+				soon = time.After(recheck)
+			} else {
+				w.announced.Store(false)
+				recheck = 0
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.wake:
 		case <-poll.C:
+		case <-soon:
 		}
 	}
 }
 
+// minRecheck is the first wait before looking again for announced events; it doubles up to
+// the poll interval.
+const minRecheck = 5 * time.Millisecond
+
 // step fans out every new event, then claims as many due deliveries as there are free slots
 // and sends each in its own goroutine. A slow receiver holds only its own slot, so it never
 // delays deliveries to others while slots remain.
-func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) {
+// It reports how many events it fanned out.
+func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) (fannedOut int) {
 	for ctx.Err() == nil {
 		n, err := w.cfg.Store.FanOutEvents(ctx, FanOutParams{Now: w.now(), Limit: w.cfg.FanOutBatch})
 		if err != nil {
@@ -264,13 +295,14 @@ func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) {
 			}
 			break
 		}
+		fannedOut += n
 		if n < w.cfg.FanOutBatch {
 			break
 		}
 	}
 	free := cap(w.slots) - len(w.slots)
 	if free == 0 || ctx.Err() != nil {
-		return
+		return fannedOut
 	}
 	now := w.now()
 	claimed, err := w.cfg.Store.ClaimDeliveries(ctx, ClaimParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: free})
@@ -278,7 +310,7 @@ func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) {
 		if ctx.Err() == nil {
 			w.log.Warn("claiming due deliveries failed; retrying at the next poll", "error", err)
 		}
-		return
+		return fannedOut
 	}
 	backlog := len(claimed) == free
 	for _, d := range claimed {
@@ -293,6 +325,7 @@ func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) {
 			w.attempt(ctx, d)
 		})
 	}
+	return fannedOut
 }
 
 // attempt sends one delivery and records the outcome.

@@ -21,9 +21,30 @@ type fakeStore struct {
 	limits   []int
 	attempts []webhooks.Attempt
 	purged   []time.Time
+	// fanOuts counts FanOutEvents calls; the call numbered takeableAfter finds an event.
+	fanOuts       int
+	takeableAfter int
 }
 
-func (f *fakeStore) FanOutEvents(context.Context, webhooks.FanOutParams) (int, error) { return 0, nil }
+func (f *fakeStore) FanOutEvents(context.Context, webhooks.FanOutParams) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fanOuts++
+	if f.takeableAfter > 0 && f.fanOuts >= f.takeableAfter {
+		f.takeableAfter = 0
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// listeningStore announces one new event as soon as the worker listens.
+type listeningStore struct{ *fakeStore }
+
+func (l listeningStore) ListenEvents(ctx context.Context, notify func()) error {
+	notify()
+	<-ctx.Done()
+	return nil
+}
 
 func (f *fakeStore) ClaimDeliveries(_ context.Context, p webhooks.ClaimParams) ([]webhooks.Delivery, error) {
 	f.mu.Lock()
@@ -76,6 +97,24 @@ var _ = Describe("The worker", func() {
 		}()
 		return func() { cancel(); <-done }
 	}
+
+	It("looks again soon after an announced event it could not take yet, not at the next poll", func() {
+		store := &fakeStore{takeableAfter: 4}
+		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
+			Store: listeningStore{store}, Now: func() time.Time { return now },
+			NewAttemptID: func() string { return "wha_1" }, PollInterval: time.Hour,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		// With an hour between polls, only the re-checks can make these calls.
+		Eventually(func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.fanOuts }).
+			WithTimeout(5 * time.Second).Should(BeNumerically(">=", 4))
+		Consistently(func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.fanOuts }, 300*time.Millisecond).
+			Should(BeNumerically("<=", 5), "once the event was taken, the worker waits for the next poll or wake")
+	})
 
 	It("purges events past the 30-day retention when it starts", func() {
 		store := &fakeStore{}
