@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,39 @@ func (e CancelledBy) Valid() bool {
 	}
 }
 
+// Defines values for EventType.
+const (
+	EventTypePaymentFailed    EventType = "payment.failed"
+	EventTypePaymentSucceeded EventType = "payment.succeeded"
+	EventTypeTripArriving     EventType = "trip.arriving"
+	EventTypeTripCancelled    EventType = "trip.cancelled"
+	EventTypeTripCompleted    EventType = "trip.completed"
+	EventTypeTripCreated      EventType = "trip.created"
+	EventTypeTripStarted      EventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypePaymentFailed:
+		return true
+	case EventTypePaymentSucceeded:
+		return true
+	case EventTypeTripArriving:
+		return true
+	case EventTypeTripCancelled:
+		return true
+	case EventTypeTripCompleted:
+		return true
+	case EventTypeTripCreated:
+		return true
+	case EventTypeTripStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FareEstimateStatus.
 const (
 	Expired FareEstimateStatus = "expired"
@@ -64,18 +98,36 @@ func (e FareEstimateStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentEventType.
+const (
+	PaymentEventTypePaymentFailed    PaymentEventType = "payment.failed"
+	PaymentEventTypePaymentSucceeded PaymentEventType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentEventType enum.
+func (e PaymentEventType) Valid() bool {
+	switch e {
+	case PaymentEventTypePaymentFailed:
+		return true
+	case PaymentEventTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
-	Failed    PaymentStatus = "failed"
-	Succeeded PaymentStatus = "succeeded"
+	PaymentStatusFailed    PaymentStatus = "failed"
+	PaymentStatusSucceeded PaymentStatus = "succeeded"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
 func (e PaymentStatus) Valid() bool {
 	switch e {
-	case Failed:
+	case PaymentStatusFailed:
 		return true
-	case Succeeded:
+	case PaymentStatusSucceeded:
 		return true
 	default:
 		return false
@@ -118,6 +170,21 @@ func (e RideType) Valid() bool {
 	case Economy:
 		return true
 	case Xl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCompletedEventType.
+const (
+	TripCompletedEventTypeTripCompleted TripCompletedEventType = "trip.completed"
+)
+
+// Valid indicates whether the value is a known member of the TripCompletedEventType enum.
+func (e TripCompletedEventType) Valid() bool {
+	switch e {
+	case TripCompletedEventTypeTripCompleted:
 		return true
 	default:
 		return false
@@ -238,6 +305,69 @@ func (e TripStatus) Valid() bool {
 	}
 }
 
+// Defines values for TripStatusEventType.
+const (
+	TripStatusEventTypeTripArriving  TripStatusEventType = "trip.arriving"
+	TripStatusEventTypeTripCancelled TripStatusEventType = "trip.cancelled"
+	TripStatusEventTypeTripCreated   TripStatusEventType = "trip.created"
+	TripStatusEventTypeTripStarted   TripStatusEventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the TripStatusEventType enum.
+func (e TripStatusEventType) Valid() bool {
+	switch e {
+	case TripStatusEventTypeTripArriving:
+		return true
+	case TripStatusEventTypeTripCancelled:
+		return true
+	case TripStatusEventTypeTripCreated:
+		return true
+	case TripStatusEventTypeTripStarted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusFailed    WebhookDeliveryStatus = "failed"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusFailed:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	case WebhookDeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointStatus.
+const (
+	Disabled WebhookEndpointStatus = "disabled"
+	Enabled  WebhookEndpointStatus = "enabled"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointStatus enum.
+func (e WebhookEndpointStatus) Valid() bool {
+	switch e {
+	case Disabled:
+		return true
+	case Enabled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Cancellation The record of a trip's cancellation.
 type Cancellation struct {
 	// CancelledBy The role of the caller who cancelled.
@@ -309,6 +439,28 @@ type DriverSummary struct {
 	// Rating Example: 4.87
 	Rating *float64 `json:"rating,omitempty"`
 }
+
+// Event Something that happened, as delivered to webhook endpoints and listed by `GET /v1/events`:
+// `{id, type, created_at, data}`, where `data` depends on `type`. `id` is unique per
+// event and the same on every delivery attempt: deduplicate on it. Members may be added
+// within v1, never removed.
+type Event struct {
+	union json.RawMessage
+}
+
+// EventList A page of events.
+type EventList struct {
+	Data []Event `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// EventType The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+//
+// Example: trip.completed
+type EventType string
 
 // FareEstimate A priced route, bookable once by its creator until it expires.
 type FareEstimate struct {
@@ -611,6 +763,52 @@ type PaymentCreate struct {
 	TripId string `json:"trip_id"`
 }
 
+// PaymentEvent A `payment.succeeded` or `payment.failed` event.
+type PaymentEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `payment.*` event says.
+	Data PaymentEventData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string           `json:"id"`
+	Type PaymentEventType `json:"type"`
+}
+
+// PaymentEventType defines model for PaymentEvent.Type.
+type PaymentEventType string
+
+// PaymentEventData What a `payment.*` event says.
+type PaymentEventData struct {
+	// Amount Minor units of `currency`.
+	//
+	// Example: 1850
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Example: usd
+	Currency Currency `json:"currency"`
+
+	// FailureCode Why a failed payment failed, e.g. `card_declined`.
+	//
+	// Example: card_declined
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// PaymentId Example: pay_q2r3s4t5u6v7w2x3y4z5a6b7c2
+	PaymentId string `json:"payment_id"`
+
+	// Status The payment's status, `succeeded` or `failed`.
+	//
+	// Example: succeeded
+	Status string `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
 // PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
 //
 // Example: succeeded
@@ -786,6 +984,25 @@ type Rider struct {
 	Rating float64 `json:"rating"`
 }
 
+// SecretRotation The result of a secret rotation.
+type SecretRotation struct {
+	// PreviousSecretExpiresAt When the replaced secret stops signing (the rotation's own time when the grace period is 0).
+	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
+
+	// Secret The new signing secret. Shown only here.
+	//
+	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
+	Secret string `json:"secret"`
+}
+
+// SecretRotationCreate How to rotate an endpoint's secret.
+type SecretRotationCreate struct {
+	// GracePeriodSeconds How long the replaced secret keeps signing, up to 7 days; `0` revokes it at once.
+	//
+	// Example: 3600
+	GracePeriodSeconds *int32 `json:"grace_period_seconds,omitempty"`
+}
+
 // Trip A trip's public view. `id` and `status` are always present; every other member is
 // present in a full representation and left out when `fields` does not name it.
 // `eta_minutes`, `completed_at` and `cancelled_at` appear only when they apply.
@@ -838,6 +1055,34 @@ type Trip struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
+// TripCompletedData What a `trip.completed` event says.
+type TripCompletedData struct {
+	CompletedAt time.Time `json:"completed_at"`
+
+	// Fare An amount in minor units (cents) of a lowercase ISO 4217 currency.
+	Fare Money `json:"fare"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// TripCompletedEvent A `trip.completed` event.
+type TripCompletedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `trip.completed` event says.
+	Data TripCompletedData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string                 `json:"id"`
+	Type TripCompletedEventType `json:"type"`
+}
+
+// TripCompletedEventType defines model for TripCompletedEvent.Type.
+type TripCompletedEventType string
+
 // TripField A top-level member of Trip, for sparse representations.
 type TripField string
 
@@ -858,6 +1103,39 @@ type TripSortKey string
 //
 // Example: completed
 type TripStatus string
+
+// TripStatusData What the other `trip.*` events say.
+type TripStatusData struct {
+	OccurredAt time.Time `json:"occurred_at"`
+
+	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
+	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
+	// `cancelled` are final.
+	//
+	//
+	// Example: completed
+	Status TripStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId string `json:"trip_id"`
+}
+
+// TripStatusEvent A `trip.created`, `trip.arriving`, `trip.started` or `trip.cancelled` event.
+type TripStatusEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string              `json:"id"`
+	Type TripStatusEventType `json:"type"`
+}
+
+// TripStatusEventType defines model for TripStatusEvent.Type.
+type TripStatusEventType string
 
 // TripUpdate The replacement of a trip's status.
 type TripUpdate struct {
@@ -885,6 +1163,152 @@ type Vehicle struct {
 	Plate string `json:"plate"`
 }
 
+// WebhookDelivery One attempt to deliver one event to the endpoint.
+type WebhookDelivery struct {
+	// Attempt The 1-based number of the attempt for this event and endpoint.
+	//
+	// Example: 1
+	Attempt     int32     `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+
+	// Error Why the attempt failed; null when it succeeded.
+	Error *string `json:"error"`
+
+	// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	EventId string `json:"event_id"`
+
+	// EventType The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+	// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+	//
+	//
+	// Example: trip.completed
+	EventType EventType `json:"event_type"`
+
+	// Id The attempt's id (`wha_…`).
+	//
+	// Example: wha_m2n3p4q5r6s7t2u3v4w5x6y7z2
+	Id string `json:"id"`
+
+	// LatencyMs Milliseconds from sending the request to the receiver's answer (or the failure).
+	//
+	// Example: 84
+	LatencyMs int64 `json:"latency_ms"`
+
+	// NextAttemptAt When the next attempt is due; null unless `status` is `pending`.
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+
+	// ResponseStatus The receiver's HTTP status; null when it gave none (timeout, connection failure, refused address).
+	//
+	// Example: 200
+	ResponseStatus *int32 `json:"response_status"`
+
+	// Status What an attempt meant for its delivery: `succeeded` (the receiver answered 2xx),
+	// `pending` (it failed and another attempt follows at `next_attempt_at`) or `failed` (it
+	// failed and none follows: a permanent 4xx, the endpoint was disabled, or 24 h passed).
+	//
+	//
+	// Example: succeeded
+	Status WebhookDeliveryStatus `json:"status"`
+}
+
+// WebhookDeliveryList A page of delivery attempts.
+type WebhookDeliveryList struct {
+	Data []WebhookDelivery `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// WebhookDeliveryStatus What an attempt meant for its delivery: `succeeded` (the receiver answered 2xx),
+// `pending` (it failed and another attempt follows at `next_attempt_at`) or `failed` (it
+// failed and none follows: a permanent 4xx, the endpoint was disabled, or 24 h passed).
+//
+// Example: succeeded
+type WebhookDeliveryStatus string
+
+// WebhookEndpoint A registered webhook endpoint. Its signing secret is never shown after registration.
+type WebhookEndpoint struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Accounting sync
+	Description *string     `json:"description"`
+	Events      []EventType `json:"events"`
+
+	// Id Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+	Id string `json:"id"`
+
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	//
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
+}
+
+// WebhookEndpointCreate A webhook endpoint to register.
+type WebhookEndpointCreate struct {
+	// Description A note for humans, e.g. what the endpoint is for.
+	//
+	// Example: Accounting sync
+	Description *string `json:"description,omitempty"`
+
+	// Events The event kinds to send, each at most once.
+	Events []EventType `json:"events"`
+
+	// Url The absolute `https` URL to call. A literal private, loopback or link-local address
+	// is refused with 422 `invalid_webhook_url`.
+	//
+	//
+	// Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
+}
+
+// WebhookEndpointList A page of webhook endpoints.
+type WebhookEndpointList struct {
+	Data []WebhookEndpoint `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+// receive nothing. Delete a disabled endpoint and register it again to resume.
+//
+// Example: enabled
+type WebhookEndpointStatus string
+
+// WebhookEndpointWithSecret A newly registered webhook endpoint, with the secret that signs its deliveries.
+type WebhookEndpointWithSecret struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Accounting sync
+	Description *string     `json:"description"`
+	Events      []EventType `json:"events"`
+
+	// Id Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+	Id string `json:"id"`
+
+	// Secret The signing secret, `whsec_` and the base64 of 32 random bytes. Shown only here:
+	// store it now. Rotate it with `POST /v1/webhook-endpoints/{endpointId}/secret-rotations`.
+	//
+	//
+	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
+	Secret string `json:"secret"`
+
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
+	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	//
+	//
+	// Example: enabled
+	Status WebhookEndpointStatus `json:"status"`
+
+	// Url Example: https://partner.example.com/ride/webhooks
+	Url string `json:"url"`
+}
+
 // City Example: san-francisco
 type City = string
 
@@ -903,8 +1327,26 @@ type DriverId = string
 // DriverIdFilter defines model for DriverIdFilter.
 type DriverIdFilter = string
 
+// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+type EndpointId = string
+
 // EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
 type EstimateId = string
+
+// EventCreatedAfter defines model for EventCreatedAfter.
+type EventCreatedAfter = time.Time
+
+// EventCreatedBefore defines model for EventCreatedBefore.
+type EventCreatedBefore = time.Time
+
+// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+type EventId = string
+
+// EventTypeFilter The kind of an event: `trip.created` (booked), `trip.arriving`, `trip.started` (rider on
+// board), `trip.completed`, `trip.cancelled`, `payment.succeeded`, `payment.failed`.
+//
+// Example: trip.completed
+type EventTypeFilter = EventType
 
 // GraphQLExtensions defines model for GraphQLExtensions.
 type GraphQLExtensions = string
@@ -1048,6 +1490,35 @@ type ListDriverTripsParams struct {
 	// `status` are always returned. An unknown member name is answered 400.
 	Fields *TripFields `form:"fields,omitempty" json:"fields,omitempty"`
 
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Type Only events of this kind.
+	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
+
+	// CreatedAfter Only events created strictly after this instant (RFC 3339).
+	CreatedAfter *EventCreatedAfter `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Only events created strictly before this instant (RFC 3339).
+	CreatedBefore *EventCreatedBefore `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetEventParams defines parameters for GetEvent.
+type GetEventParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -1226,6 +1697,127 @@ type GetTripPaymentParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
+type ListWebhookEndpointsParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
+type GetWebhookEndpointParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
+type RotateWebhookEndpointSecretParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListWebhookEndpointsDeprecatedParams defines parameters for ListWebhookEndpointsDeprecated.
+type ListWebhookEndpointsDeprecatedParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateWebhookEndpointDeprecatedParams defines parameters for CreateWebhookEndpointDeprecated.
+type CreateWebhookEndpointDeprecatedParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWebhookEndpointDeprecatedParams defines parameters for GetWebhookEndpointDeprecated.
+type GetWebhookEndpointDeprecatedParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ReceiveEventParams defines parameters for ReceiveEvent.
+type ReceiveEventParams struct {
+	// XRideEvent The event kind, as `type` in the body.
+	XRideEvent EventType `json:"X-Ride-Event"`
+
+	// XRideEventId The event id, as `id` in the body; the same on every attempt. Deduplicate on it.
+	XRideEventId string `json:"X-Ride-Event-Id"`
+
+	// XRideSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">`, one `v1` per
+	// active secret (two during the grace window of a secret rotation), signed afresh
+	// on every attempt.
+	XRideSignature string `json:"X-Ride-Signature"`
+
+	// XRideDeliveryAttempt The 1-based number of this attempt to deliver the event to this endpoint.
+	XRideDeliveryAttempt int `json:"X-Ride-Delivery-Attempt"`
+
+	// WebhookId Standard Webhooks message id; the event id.
+	WebhookId string `json:"webhook-id"`
+
+	// WebhookTimestamp Standard Webhooks signing time, in Unix seconds.
+	WebhookTimestamp int64 `json:"webhook-timestamp"`
+
+	// WebhookSignature Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`
+	// keyed with the base64-decoded part of the secret after `whsec_`, one per active
+	// secret, separated by spaces.
+	WebhookSignature string `json:"webhook-signature"`
+}
+
 // CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
 type CreateFareEstimateJSONRequestBody = FareEstimateRequest
 
@@ -1243,6 +1835,20 @@ type UpdateTripJSONRequestBody = TripUpdate
 
 // CreateTripCancellationJSONRequestBody defines body for CreateTripCancellation for application/json ContentType.
 type CreateTripCancellationJSONRequestBody = CancellationRequest
+
+// CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
+type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
+
+// RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
+type RotateWebhookEndpointSecretJSONRequestBody = SecretRotationCreate
+
+// CreateWebhookEndpointDeprecatedJSONRequestBody defines body for CreateWebhookEndpointDeprecated for application/json ContentType.
+//
+// Deprecated: this type has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+type CreateWebhookEndpointDeprecatedJSONRequestBody = WebhookEndpointCreate
+
+// ReceiveEventJSONRequestBody defines body for ReceiveEvent for application/json ContentType.
+type ReceiveEventJSONRequestBody = Event
 
 // Getter for additional properties for GraphQLError_Extensions. Returns the specified
 // element and whether it was found
@@ -1527,6 +2133,127 @@ func (a PersistedQueryReference) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// AsTripCompletedEvent returns the union data inside the Event as a TripCompletedEvent
+func (t Event) AsTripCompletedEvent() (TripCompletedEvent, error) {
+	var body TripCompletedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripCompletedEvent overwrites any union data inside the Event as the provided TripCompletedEvent
+func (t *Event) FromTripCompletedEvent(v TripCompletedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTripCompletedEvent performs a merge with any union data inside the Event, using the provided TripCompletedEvent
+func (t *Event) MergeTripCompletedEvent(v TripCompletedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTripStatusEvent returns the union data inside the Event as a TripStatusEvent
+func (t Event) AsTripStatusEvent() (TripStatusEvent, error) {
+	var body TripStatusEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripStatusEvent overwrites any union data inside the Event as the provided TripStatusEvent
+func (t *Event) FromTripStatusEvent(v TripStatusEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTripStatusEvent performs a merge with any union data inside the Event, using the provided TripStatusEvent
+func (t *Event) MergeTripStatusEvent(v TripStatusEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPaymentEvent returns the union data inside the Event as a PaymentEvent
+func (t Event) AsPaymentEvent() (PaymentEvent, error) {
+	var body PaymentEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentEvent overwrites any union data inside the Event as the provided PaymentEvent
+func (t *Event) FromPaymentEvent(v PaymentEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePaymentEvent performs a merge with any union data inside the Event, using the provided PaymentEvent
+func (t *Event) MergePaymentEvent(v PaymentEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment.failed":
+		return t.AsPaymentEvent()
+	case "payment.succeeded":
+		return t.AsPaymentEvent()
+	case "trip.arriving":
+		return t.AsTripStatusEvent()
+	case "trip.cancelled":
+		return t.AsTripStatusEvent()
+	case "trip.completed":
+		return t.AsTripCompletedEvent()
+	case "trip.created":
+		return t.AsTripStatusEvent()
+	case "trip.started":
+		return t.AsTripStatusEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness probe
@@ -1541,6 +2268,12 @@ type ServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
+	// ListEvents List events
+	// (GET /v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Get an event
+	// (GET /v1/events/{eventId})
+	GetEvent(ctx echo.Context, eventId EventId, params GetEventParams) error
 	// CreateFareEstimate Price a route
 	// (POST /v1/fare-estimates)
 	CreateFareEstimate(ctx echo.Context, params CreateFareEstimateParams) error
@@ -1586,6 +2319,44 @@ type ServerInterface interface {
 	// GetTripPayment Get a trip's payment
 	// (GET /v1/trips/{tripId}/payment)
 	GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /v1/webhook-endpoints)
+	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /v1/webhook-endpoints)
+	CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /v1/webhook-endpoints/{endpointId})
+	DeleteWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /v1/webhook-endpoints/{endpointId})
+	GetWebhookEndpoint(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointParams) error
+	// ListWebhookDeliveries List an endpoint's delivery attempts
+	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error
+	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
+	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
+	RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error
+	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
+	// (GET /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	ListWebhookEndpointsDeprecated(ctx echo.Context, params ListWebhookEndpointsDeprecatedParams) error
+	// CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
+	// (POST /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateWebhookEndpointDeprecated(ctx echo.Context, params CreateWebhookEndpointDeprecatedParams) error
+	// DeleteWebhookEndpointDeprecated Delete a webhook endpoint (deprecated spelling)
+	// (DELETE /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	DeleteWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId) error
+	// GetWebhookEndpointDeprecated Get a webhook endpoint (deprecated spelling)
+	// (GET /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointDeprecatedParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1742,6 +2513,105 @@ func (w *ServerInterfaceWrapper) ListDriverTrips(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListDriverTrips(ctx, driverId, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_after", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_before", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_before: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "eventId" -------------
+	var eventId EventId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "eventId", ctx.Param("eventId"), &eventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter eventId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, eventId, params)
 	return err
 }
 
@@ -2328,6 +3198,337 @@ func (w *ServerInterfaceWrapper) GetTripPayment(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhookEndpoints converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookEndpointsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpoints(ctx, params)
+	return err
+}
+
+// CreateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpoint(ctx, params)
+	return err
+}
+
+// DeleteWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpoint(ctx, endpointId)
+	return err
+}
+
+// GetWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpoint(ctx, endpointId, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, endpointId, params)
+	return err
+}
+
+// RotateWebhookEndpointSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookEndpointSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookEndpointSecret(ctx, endpointId, params)
+	return err
+}
+
+// ListWebhookEndpointsDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpointsDeprecated(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookEndpointsDeprecatedParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpointsDeprecated(ctx, params)
+	return err
+}
+
+// CreateWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookEndpointDeprecatedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpointDeprecated(ctx, params)
+	return err
+}
+
+// DeleteWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpointDeprecated(ctx, endpointId)
+	return err
+}
+
+// GetWebhookEndpointDeprecated converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpointDeprecated(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetWebhookEndpointDeprecatedParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpointDeprecated(ctx, endpointId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2382,6 +3583,18 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["listWebhookEndpoints"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
+	router.DELETE(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.DeleteWebhookEndpoint, options.OperationMiddlewares["deleteWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
+	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/v1/webhook_endpoints", wrapper.ListWebhookEndpointsDeprecated, options.OperationMiddlewares["listWebhookEndpointsDeprecated"]...)
+	router.POST(options.BaseURL+"/v1/webhook_endpoints", wrapper.CreateWebhookEndpointDeprecated, options.OperationMiddlewares["createWebhookEndpointDeprecated"]...)
+	router.DELETE(options.BaseURL+"/v1/webhook_endpoints/:endpointId", wrapper.DeleteWebhookEndpointDeprecated, options.OperationMiddlewares["deleteWebhookEndpointDeprecated"]...)
+	router.GET(options.BaseURL+"/v1/webhook_endpoints/:endpointId", wrapper.GetWebhookEndpointDeprecated, options.OperationMiddlewares["getWebhookEndpointDeprecated"]...)
+	router.GET(options.BaseURL+"/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 	router.POST(options.BaseURL+"/v1/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
 	router.GET(options.BaseURL+"/v1/trips/:tripId/payment", wrapper.GetTripPayment, options.OperationMiddlewares["getTripPayment"]...)
 	router.GET(options.BaseURL+"/v1/receipts", wrapper.ListReceipts, options.OperationMiddlewares["listReceipts"]...)
@@ -2395,6 +3608,164 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
+}
+
+// CallbackReceiverInterface represents handlers for receiving inbound
+// callback requests. Each callback becomes a Handle*Callback
+// method that the implementation fills in. The caller mounts the per-
+// callback echo.HandlerFunc returned by {Op}CallbackHandler at
+// whatever URL path they advertise to senders.
+type CallbackReceiverInterface interface {
+	// Receive an event (Ride API calls your URL)
+	// HandleReceiveEventCallback handles the POST callback for event.
+	HandleReceiveEventCallback(ctx echo.Context, params ReceiveEventParams) error
+}
+
+// ReceiveEventCallbackHandler returns the echo.HandlerFunc for the event callback.
+// Mount this at the URL path advertised to callback senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params ReceiveEventParams
+
+		// ------------- Required header parameter "X-Ride-Event" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event")]; found {
+			var XRideEvent EventType
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event", valueList[0], &XRideEvent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event: %s", err))
+			}
+			params.XRideEvent = XRideEvent
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Event-Id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event-Id")]; found {
+			var XRideEventId string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event-Id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event-Id", valueList[0], &XRideEventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event-Id: %s", err))
+			}
+			params.XRideEventId = XRideEventId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event-Id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Signature")]; found {
+			var XRideSignature string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Signature", valueList[0], &XRideSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Signature: %s", err))
+			}
+			params.XRideSignature = XRideSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Signature is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Delivery-Attempt" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Delivery-Attempt")]; found {
+			var XRideDeliveryAttempt int
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Delivery-Attempt, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Delivery-Attempt", valueList[0], &XRideDeliveryAttempt, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Delivery-Attempt: %s", err))
+			}
+			params.XRideDeliveryAttempt = XRideDeliveryAttempt
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Delivery-Attempt is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp int64
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature string
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleReceiveEventCallback(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
 }
 
 type BadGatewayResponseHeaders struct {
@@ -3164,6 +4535,451 @@ type ListDriverTrips500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventList
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents304Response = NotModifiedResponse
+
+func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents403ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents406ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	EventId EventId `json:"eventId"`
+	Params  GetEventParams
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetEvent200JSONResponse struct {
+	Body    Event
+	Headers GetEvent200ResponseHeaders
+}
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent304Response = NotModifiedResponse
+
+func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent403ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent406ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent429ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6582,6 +8398,2246 @@ func (response GetTripPayment500ApplicationProblemPlusJSONResponse) VisitGetTrip
 	return err
 }
 
+type ListWebhookEndpointsRequestObject struct {
+	Params ListWebhookEndpointsParams
+}
+
+type ListWebhookEndpointsResponseObject interface {
+	VisitListWebhookEndpointsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpoints200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookEndpoints200JSONResponse struct {
+	Body    WebhookEndpointList
+	Headers ListWebhookEndpoints200ResponseHeaders
+}
+
+func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints304Response = NotModifiedResponse
+
+func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookEndpoints400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointRequestObject struct {
+	Params CreateWebhookEndpointParams
+	Body   *CreateWebhookEndpointJSONRequestBody
+}
+
+type CreateWebhookEndpointResponseObject interface {
+	VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpoint201ResponseHeaders struct {
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateWebhookEndpoint201JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers CreateWebhookEndpoint201ResponseHeaders
+}
+
+func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+}
+
+type DeleteWebhookEndpointResponseObject interface {
+	VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpoint204ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DeleteWebhookEndpoint204Response struct {
+	Headers DeleteWebhookEndpoint204ResponseHeaders
+}
+
+func (response DeleteWebhookEndpoint204Response) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     GetWebhookEndpointParams
+}
+
+type GetWebhookEndpointResponseObject interface {
+	VisitGetWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpoint200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetWebhookEndpoint200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers GetWebhookEndpoint200ResponseHeaders
+}
+
+func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint304Response = NotModifiedResponse
+
+func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries304Response = NotModifiedResponse
+
+func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries406ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecretRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     RotateWebhookEndpointSecretParams
+	Body       *RotateWebhookEndpointSecretJSONRequestBody
+}
+
+type RotateWebhookEndpointSecretResponseObject interface {
+	VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookEndpointSecret201ResponseHeaders struct {
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type RotateWebhookEndpointSecret201JSONResponse struct {
+	Body    SecretRotation
+	Headers RotateWebhookEndpointSecret201ResponseHeaders
+}
+
+func (response RotateWebhookEndpointSecret201JSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret413ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret415ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecatedRequestObject struct {
+	Params ListWebhookEndpointsDeprecatedParams
+}
+
+type ListWebhookEndpointsDeprecatedResponseObject interface {
+	VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpointsDeprecated200ResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListWebhookEndpointsDeprecated200JSONResponse struct {
+	Body    WebhookEndpointList
+	Headers ListWebhookEndpointsDeprecated200ResponseHeaders
+}
+
+func (response ListWebhookEndpointsDeprecated200JSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated304Response = NotModifiedResponse
+
+func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecatedRequestObject struct {
+	Params CreateWebhookEndpointDeprecatedParams
+	Body   *CreateWebhookEndpointDeprecatedJSONRequestBody
+}
+
+type CreateWebhookEndpointDeprecatedResponseObject interface {
+	VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpointDeprecated201ResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateWebhookEndpointDeprecated201JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers CreateWebhookEndpointDeprecated201ResponseHeaders
+}
+
+func (response CreateWebhookEndpointDeprecated201JSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecatedRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+}
+
+type DeleteWebhookEndpointDeprecatedResponseObject interface {
+	VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpointDeprecated204ResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type DeleteWebhookEndpointDeprecated204Response struct {
+	Headers DeleteWebhookEndpointDeprecated204ResponseHeaders
+}
+
+func (response DeleteWebhookEndpointDeprecated204Response) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecatedRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     GetWebhookEndpointDeprecatedParams
+}
+
+type GetWebhookEndpointDeprecatedResponseObject interface {
+	VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpointDeprecated200ResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetWebhookEndpointDeprecated200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers GetWebhookEndpointDeprecated200ResponseHeaders
+}
+
+func (response GetWebhookEndpointDeprecated200JSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated304Response = NotModifiedResponse
+
+func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness probe
@@ -6596,6 +10652,12 @@ type StrictServerInterface interface {
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
+	// ListEvents List events
+	// (GET /v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Get an event
+	// (GET /v1/events/{eventId})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
 	// CreateFareEstimate Price a route
 	// (POST /v1/fare-estimates)
 	CreateFareEstimate(ctx context.Context, request CreateFareEstimateRequestObject) (CreateFareEstimateResponseObject, error)
@@ -6641,6 +10703,44 @@ type StrictServerInterface interface {
 	// GetTripPayment Get a trip's payment
 	// (GET /v1/trips/{tripId}/payment)
 	GetTripPayment(ctx context.Context, request GetTripPaymentRequestObject) (GetTripPaymentResponseObject, error)
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /v1/webhook-endpoints)
+	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /v1/webhook-endpoints)
+	CreateWebhookEndpoint(ctx context.Context, request CreateWebhookEndpointRequestObject) (CreateWebhookEndpointResponseObject, error)
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /v1/webhook-endpoints/{endpointId})
+	DeleteWebhookEndpoint(ctx context.Context, request DeleteWebhookEndpointRequestObject) (DeleteWebhookEndpointResponseObject, error)
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /v1/webhook-endpoints/{endpointId})
+	GetWebhookEndpoint(ctx context.Context, request GetWebhookEndpointRequestObject) (GetWebhookEndpointResponseObject, error)
+	// ListWebhookDeliveries List an endpoint's delivery attempts
+	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
+	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
+	RotateWebhookEndpointSecret(ctx context.Context, request RotateWebhookEndpointSecretRequestObject) (RotateWebhookEndpointSecretResponseObject, error)
+	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
+	// (GET /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	ListWebhookEndpointsDeprecated(ctx context.Context, request ListWebhookEndpointsDeprecatedRequestObject) (ListWebhookEndpointsDeprecatedResponseObject, error)
+	// CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
+	// (POST /v1/webhook_endpoints)
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	CreateWebhookEndpointDeprecated(ctx context.Context, request CreateWebhookEndpointDeprecatedRequestObject) (CreateWebhookEndpointDeprecatedResponseObject, error)
+	// DeleteWebhookEndpointDeprecated Delete a webhook endpoint (deprecated spelling)
+	// (DELETE /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	DeleteWebhookEndpointDeprecated(ctx context.Context, request DeleteWebhookEndpointDeprecatedRequestObject) (DeleteWebhookEndpointDeprecatedResponseObject, error)
+	// GetWebhookEndpointDeprecated Get a webhook endpoint (deprecated spelling)
+	// (GET /v1/webhook_endpoints/{endpointId})
+	//
+	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	GetWebhookEndpointDeprecated(ctx context.Context, request GetWebhookEndpointDeprecatedRequestObject) (GetWebhookEndpointDeprecatedResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -6747,6 +10847,57 @@ func (sh *strictHandler) ListDriverTrips(ctx echo.Context, driverId DriverId, pa
 		return err
 	} else if validResponse, ok := response.(ListDriverTripsResponseObject); ok {
 		return validResponse.VisitListDriverTripsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, eventId EventId, params GetEventParams) error {
+	var request GetEventRequestObject
+
+	request.EventId = eventId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -7270,273 +11421,703 @@ func (sh *strictHandler) GetTripPayment(ctx echo.Context, tripId TripId, params 
 	return nil
 }
 
+// ListWebhookEndpoints operation middleware
+func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
+	var request ListWebhookEndpointsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpoints(ctx.Request().Context(), request.(ListWebhookEndpointsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpoints")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpoint operation middleware
+func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error {
+	var request CreateWebhookEndpointRequestObject
+
+	request.Params = params
+
+	var body CreateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpoint(ctx.Request().Context(), request.(CreateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpoint operation middleware
+func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error {
+	var request DeleteWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpoint(ctx.Request().Context(), request.(DeleteWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpoint operation middleware
+func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointParams) error {
+	var request GetWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpoint(ctx.Request().Context(), request.(GetWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookEndpointSecret operation middleware
+func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error {
+	var request RotateWebhookEndpointSecretRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	var body RotateWebhookEndpointSecretJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookEndpointSecret(ctx.Request().Context(), request.(RotateWebhookEndpointSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookEndpointSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookEndpointSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookEndpointSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookEndpointsDeprecated operation middleware
+func (sh *strictHandler) ListWebhookEndpointsDeprecated(ctx echo.Context, params ListWebhookEndpointsDeprecatedParams) error {
+	var request ListWebhookEndpointsDeprecatedRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpointsDeprecated(ctx.Request().Context(), request.(ListWebhookEndpointsDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpointsDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsDeprecatedResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) CreateWebhookEndpointDeprecated(ctx echo.Context, params CreateWebhookEndpointDeprecatedParams) error {
+	var request CreateWebhookEndpointDeprecatedRequestObject
+
+	request.Params = params
+
+	var body CreateWebhookEndpointDeprecatedJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpointDeprecated(ctx.Request().Context(), request.(CreateWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) DeleteWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId) error {
+	var request DeleteWebhookEndpointDeprecatedRequestObject
+
+	request.EndpointId = endpointId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpointDeprecated(ctx.Request().Context(), request.(DeleteWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpointDeprecated operation middleware
+func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointDeprecatedParams) error {
+	var request GetWebhookEndpointDeprecatedRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpointDeprecated(ctx.Request().Context(), request.(GetWebhookEndpointDeprecatedRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpointDeprecated")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointDeprecatedResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointDeprecatedResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rduO4tT/4Khgl/9XyHFqliy9leZ0PripXtSd1cWxX9znT6hEhErIQUwCbAG2rK14rn+YBZj6cN8iL",
-	"nDfJk/wX9gZIkKJk2XXp9ImTlZQsESAuGxv7+tufWpGcp1IwoVVr+Kk1YzRmGXx8SaMZeymFzmRi/o6Z",
-	"ijKeai5Fa9gK04xfU80CMqe32/SS/Xs3IPNc6e2MXdOEx1SzkExlRnTGUxWQjJuOCRUxSbjS6pAsd7HX",
-	"xSZxxq9ZRtJMTnnCVKcVtDL2S84zFreGOstZ0FLRjM2pGRe7pfM0Ya1ha4MhtYKWXqTmYaUzLi5bd3dB",
-	"6/iCXi7P8FxnUlwS21JmRE6JnjHCbmmkScbSjCkmNDWPE/Np02GOWoNpnx5Evcl+vMN2p3vdUatxXCcx",
-	"m6dSM6HPWJrQhel2aR/Me0JyM2OC6Bk3C6xuWEbMJzPIhC7cwKVgRGmZsRj3ZcZI8YZosf0ntjAz8EYs",
-	"8nlr+FPLvKH1c9MA38qI4jjqw/pxxjIGr4gyRjWLSVtmhE6nLNIs3iIZUzLPIkYiKsiEkYzReNP1e3bd",
-	"ewZE9Uxn6Xg2uOrPd8RuuvfLfvZcHej+9eBm53Z3sde4pmdUs7d8zjX8X8Ou81+ZW7CIJgnLvlNEyysm",
-	"yCSPrpi2a8cVueIiNo+aMTOlSdtMQhGZkZuMa6a2OuScCU2kIDTXMyY0j2ApcIsUuZnxhJGMakYSMxpF",
-	"aGa2qbYNbuL9breYEReaXbKsOqUzNqdcmJkuTevCzECRhE014QJmh9NZ8a7ewcF971KsaflYJEWsSC40",
-	"T7zXGHqc5klC6CXlIiCZzEXMYpKnqwbQ/Hqms8XRVLNs9au1JDeUazJhU5kZytLZgovLDamr+b0/0Gyx",
-	"/Maj5IYuFAmPcj2TGf8VzkIYECWJmlFzziLDQxURzLCzOb+1JLUxR6v03EjPP/7445FHXA07P2M++QGz",
-	"Mm9iZqFyxUg7fMFoxrJwa9NR4fONw/mPMzwMJw2s6iQ2Y5hypvD8mLUwxCjzjCTyUh2SX3KpGeEa2Vkk",
-	"haaR5uKSqDxNZbYxh83YL+PdaX/yPOrFB2xAdyZ7UcNw74JWSjM6Z9pdeVw3bPMHkSzwFsOjY4bO9YK0",
-	"Kf6rktyMMJoRqkioqNieZlREXEUy3OqQI0FycSXkjcDHL/k1M2yasHmqF3AZmnlx86pfcpYtWkFL0LkZ",
-	"qXm++Xi0Kq9pBa05vX3LxKWetYZ7O0FrzoX7s9e0Ty+RK684St6MHfs2bSOdLAg1TXAVuFCaCk3aZ69f",
-	"ksFgcLC1ciLYyxgaV2Y0ldmc6tawZW7nbc3nzVe0He8LONMPG7DlA48cMbZ+1JDzTMmGxT0SRKb0l5yR",
-	"iZRXc5pdDUmY0ksu4HR2BLvV4wgah+Yy8X9LM3Zd/jYllJhvuMzVSKT0sri5FJ0zAjPqkCOi6TxlwI6g",
-	"ZWB6NcIAVyq3woDUM5aRKU/MUTAcLNNEZiOB/CoghWDBYrLT7ZKQCxCM3GA6I7FqIXEZ/AX0aHW317+f",
-	"WF+BONjEUgxzQ2HxO0W44y8ZaYdxdj3+x9/+HpYbnFI9K4cVuz434yimO9qfDKKdeJftTfcv+7MB3/nL",
-	"7tVesj/vt9aN+jUs6lqahcEIMlkgleLYKpzDSsQP4B3YYszjVUu/CZs4VprPqWar1n5qBBZmH6pvAVN6",
-	"7RawsvPNNsF0ONl/kLj3JqPp7M9vj281E4pLoZbncZpJLSOZEFY8ZBg5Jf/X+Yf3RE7+wiJN2h/P3m4z",
-	"EUkjtMAPmt3qraDk+59GrZRliivN4j+brRi1hp9GrWvznRQjs8CjlprR/u7e91TNRq3hqPWPv/191Lq7",
-	"C1ftYTmiyiaunOaHlGXAKN5D+2WhnEczIt1DjlnEMsrnRlDVkmS5CPD25ZrMqCLKiC406RCz3fY1RBpa",
-	"/P7i4pSolEV86gSLKb8tL/c5S15SxYiZy6oJysqAm3f9IuPpur2FxW4mTzdeN8MOeUfNhYBysMytoBGW",
-	"6xzCcFF3ujR7aRhesa+Wpa6YjPuzaRKf4KS3eTwko9Z6tWXU2iKfiNJU5woP2CeipaaJYd+ZUdXInfnv",
-	"ujX5gWacThKmmtflmiY5U/X9/06Ra9cu2PgIrFqNoqtVKzJq8RhOwX3LcbdeOY4Wf2JNwjm5YgtU4xJu",
-	"qPuSCUNsTJn9NAInj2jinYY2JR8/nrwi1zvmtstYJOdzZpSUrYD0zNno7+6ORJpxoc28SDSjGY3sfRnJ",
-	"lMXmoYreSKNI5obsgFfyTOlCWbzhekYojDHLhRoJKmICKmChv1tdvd3fITOZZ8rcDzGb0jzRW4dAoTpb",
-	"YEfFnW/6Mz25L0ZiIuMFuWTanEuqXfdWDZssNIP733wIsK+wNDtsO7vDkICZASeC/Zo34SQECg/wojaI",
-	"FsV3mcxNvzIj00zOy695bIQKe6nJjNB4bhSB6UiYgdtl2zKLsNPvk5CXez2+YotxxnLF4vDQatB6aXVh",
-	"9XiSmLU1CnEwEjvdg+WOuBjnioV24qBdboNMHBq5aff21tsOIbXdEtDwdGUl5shXzJZwFnvSEBrUymNR",
-	"s7isOBy70260x3ps+3ncY9s7k326fRD1ptuDuM926N7kedSNq0J/f3e3fp2nVGuWmUH8Pz+NRrf93vZo",
-	"dLt//PO//XGDA3VW3Mf1g+V+ITOWsYBMWESNGklJnKcJKKHkRuZJTGJJMkaT7RuZJTGZ0Ww+hIU2fJdr",
-	"WMBidc3+dJs2Gt8F2/Hg8zwS9x5o8pDzPBLFgT5ae/rgKKDxTeGveJTtdE2jkVhzzg4rhyrAY2TOCY7E",
-	"nouRWH0waHEU8BxwQaYJv5zB0bj3KIzE484C+cyjsIkQ+Jscjek7qqNZ82UaHl/Qy9BdpjW78ELmJKHA",
-	"mWhM2uGb4wtS2i8/mX9O4rvQnYuRCKecJbEKt4Brhv+n5bnRjIpLo7GROY0ZkUZ34PhG04fdZSOwcX2I",
-	"2twNV4zs9AyZpBnYxrgZ0nhKeQInyhq4IzlPacaVFENCyQ2jV6Qd/vgs3CKaXjrTlZk+U+s2c7qNa7Sp",
-	"zft5z9enus/BBu7tWq/b30BBOZm+l4Kt2J0jQczeuLuHMJolRjVBOj4s5FxcPDvHoMqYyKC7U3AtCuex",
-	"s2YNzGgaFqLBdN5sfj41SrzivzLLonrdrtEDF1ZBB8FttTIOVuSV2gT8WhmWlSZaw343KM0aXOhBHzeD",
-	"z/O52You7IT9q9FCesqjqzy94HN2v00p5dEV2H5BXIhzMEVO2NZnGplSGMJY8zl7vKHpzIgmq9RdkFvq",
-	"am4WZ2vV3Mz2uKHpMs7Goi8H6c4vu9me2tf9fHC9c7N7u7fY/7XZ0GAUpNfANZZH/VLO53RbsZRmYBXT",
-	"Mt1O2DVLiGlF5mw+YRnYzDOm8wykYJXSTNU52VbHXBmhud5GIkTtJAR/BUUrOLZnccVsgf2DTlWnWuQl",
-	"7DZNZMxawylNFGveV+SIlc3kms1htn/M2LQ1bP3hWenGfIaPqWfFurTugHxPsFFJvzTL6ML8qPQCFt/Q",
-	"SMuu6CoaMCRcJwGjwawjAWTzG1LAI5xaON41ijDcETczCdsaMZ5q2POEK904/NoOmOZoSXrUBPpqUExg",
-	"5+G2ajO7c5np+6kbzJZXbKECw1xAessYCwij0YxQTeZSaSJFxIyAlDAac3FJwu2QzBk1OpjpnQnzLd66",
-	"sGw8DpzLDJWMK7b4TpGYZywy4wjIJGP0ShHNmeqQV8hTRyLcLqzeOuyQY1yfIfG/D4x+H25+FMwEH3cQ",
-	"zAIaIesOlt8ehcEjzsU5HP0NjJrOV4K8YhVp4a+VOd07FWwC/puMqVQKhYaOFzR+QzW7oXAKIimMbG0+",
-	"0hQ1Ey7FszSTk4TN/+0vCv3Wm733FFvhS5ekjDxVOmN0ThTLrnnESNtQS0oXYFZLM3lt7oAtgqIXCPKg",
-	"IRkxGp3f0YzFI9EObZuxazNmWSazcKtD3ks9M+R6Q5UR2eZcoysZeoFfSpMBaPcKVKyRqInZw1Wai1X/",
-	"JzS6ktMp0qQXDvIf29a1t42csWm17OPPPC8gLNgLGttvHrAxBUMxLWKUNzwxp2X2QVOeOMkGQj3Mck6Y",
-	"vmFMkB6sjpGgzOky66haw58+tZIiagGJseP6mzOl6KV5k8jh3nI9OtbR63Zbdz8jF2RKG5a40tloCXu4",
-	"A157ruEgneAMiHujPXDPYhkptwDqD9V53gWfT6MgvJS2kTlNzJE2+iYlhQvU0KW9sI0iYWjjBjQEM8qA",
-	"oABlHsqMLmKo1Q3Udh06CxIu9k8/Gy0mRKHUvNaI0HKKzUm7JrVuBUiu6C8yjxduK5mZlzN+KbxW1vGE",
-	"epIZK5gk/cmRdlh8HhuqCreWqLqIZ9guBPJ1hF2LHvEDIrYr0RcbdVK2qHVkQys27MQ8fRd81gF9KcU0",
-	"4ZH+lnzTp8nIvl+VbMlFCH2nrN1bw03CSHsqM2KZw0gU9KAzKhS3ERihkGPrAKPXlCd0kjDzNQgyNDHK",
-	"+GKcUh5b+uFaLTHK0ohYGk/aq8wmQYMJcZnaGiw+9+1UQwyYi4PZ3iwQJoDgNDu+FcN/UBDO5xDaa5lN",
-	"eBwz8a0p7Qo3FNnvJNdgpjL3byxRTGmHUzc2FIS/yr49sRvPS7WRWNAgDnh3Oas4dq2c8OePx2f/Ob74",
-	"8GH88sO707fH/2HG6259bBfJJJ8LoPCEC0Pq5l4vBQBDMiAcEMUSZhhTr9/dIaiKHgKDQqGDKyMVdDsg",
-	"F9RHgxPDa3xoHitEB0NApkdYjs0I3C7amZV44Sh+9WNT+IYjKsxpyXLRIUeKhPUtCtFu5jyuTFyzRKYM",
-	"2Y6QJIyppuEQ7/ii11gyNCajyaEdvjk7Ov3+z2/Hp0dn58fj10cnb49fhVuGRRePulBeX8rFkDZqZBLX",
-	"ww9Hb09eHV2cfHhfdINDLByT5uibDqcc/BHt8MXRq/HH8+Oz8cn7048X5nkhS4fCSFgLIQkrbuuQtMMP",
-	"p8dn+K6z4/MPbz8Wr/14dmz6oSW1TDJ5xYQZaUmmbz+8f2Oup/KbV8fHp9VvLCm7WRQ+6W0k0xlVM1ij",
-	"EewTDLXq3W+Hp8dn5yfnF8evxtjt90fn34/fnZy/O7p4+b0nSblbGV3hQnobJjNChR9CAGZJPaOCUHtg",
-	"cB3Pjv/88fj8AgLg1EiEqygVSQKDCQoJVSuWTO+R5QKIT1oSQcGbiXZaJ8xay3wpy9pZOCMVDrsQg5+E",
-	"xBVc+0RolgmaHBv2+001bAImFSIxVlTxGNUHHE64hfwYtjyiWcaBaIn7XXXIWanxOvX2yym376U+iiKW",
-	"ghfxW4s1Ib46JDg6cKRrmP6cxZwiuYN8U57ZNJNxHjEj8gipx7QY/JLc80T4bodfy1zE33Jz30sMLSsS",
-	"JXCzpmYcT/u0cp/eyZhPOVvlv6kl7fh+P+AhYcWFF4L78NCcJuf38xbdZQ2tGyE88yT3uw06pYtE0vhC",
-	"yrc0u/zmzBJuCK5IYl5upZYeecdfkHZofhtrKcfw49IJ+6xZe97312AB/ua3hPPOI0Ubgk6kuCwd+xWL",
-	"C2k3BgxsHWIQA9coeX/BFTpHs/lHURhrvi2rxfAMI7rm5RBwwl9RcLiQ8h0VC/ut+g0sIt+pQuae5PEl",
-	"pmmpFLWFjGqGtlm3+WYt0DNfsXMRhQan/7mXUs3ctrZxmaH2mczyo6A2+4t9Y8kjKFQjmZGMXcsrFpOj",
-	"0xMwosEZ8dMZl3jljz/+uF3PSVs38XoK22evW5rJiCllDvGx0Dan67cwa3NFbliSbFsddpJr5yumJMsh",
-	"cpVqIhiLkQPHVNMhxO5NWcZEhA8Y9dvaPtgtV6CE2xi8hcwzFRhlls5lLjR2WDwO3B1+ZrcpxGy6nIuA",
-	"0JGIWZRwwWLnqQysYlw3hGNU4XK0L7iAmiMQtzokjGTMQqLoAjJdo9nXM4d/HrnY5EIWvzMq0wUYvH8b",
-	"wcTs2bJlDY5cMcgxKHZjo9h9QSmlsELa1H8RsSRZkduNFB7JLMYUNBsRE3mNzLjSzKicmqNv3v7K4vFk",
-	"cd9qvXTPvoAohDJcYtM4rqDF42pMSkTF+Jf+zYDtZLt6b7Gf9/lA7qS7dE/tx/2mHjJG65bn1mlChbKx",
-	"mHFTIxco87kBPWWYzU8tiLvxI3BgXEF1RSurVObqY+qGGZm/pZ7RncYo5NHk1NsuG4FSzx5alPGmvNhv",
-	"Fi9vdrl21S5eZ4xB1oiNbtztdith14b+IbT1ZsY1IyqlEaQOrd4BP5XQRik2hvmORuf3LrQd9ZrVA4ps",
-	"Pg8yqcEGkJuZrK6Rw1OAgMBWYDP0WkELsh9aP/vzdM8sUdhLmwO0PIy38oZlEVWMnJx/IDv93n6ZMGRY",
-	"cXUhc2WWz4+Dptu//vxpcPfHprdiLmNTkk2RfZnmk4RHDrOjgQHYe3h1CvO9h/ihSZguyKiSUR9Tckqz",
-	"q6an05nUsvr4TOtUDZ89i2LRMXvSsT91Ijl/hnNXz9aPq/OX9LLlhdfmGW/kN1RbAbd4+07n+b7XMJa5",
-	"0Yy8wNxdLyy3xIbA4BXT5zWb8Shh9/HbH+xjjZxHYGaeHV7ZZ4A72nRakFrO8/mcrgpItNSi8JkiEw0T",
-	"gqhS/FJg/gVeL8vk9EQbn0UbK3e6aT9f04y5TOAmHpBmPGKxS/aaSHkFCTXSCLCTBWS1we0kM4sLwrUV",
-	"SNVqPrFMM4pl1yy22AsqyS+3XEgrZgHhKIoriorY/m73AjsgXFc54b1s6DHyR2wEbVEIUOtOXwGiY5px",
-	"pc2VMS4xKarr4LbBrDaNiXuetC/NILcjnkUJK7/+7/8ivc5gqzLh3W6vX43234Og3GViKYI+glaco/Ng",
-	"bHX9dSMzy83FJTFrQyDlkOTZhAoy6JKr+bNZZTR73d6DB+OUmCVJ66EJ4hB0a8jQ7u0yzbnsA0ghAS0G",
-	"MaDsCAC+qLSmTRDTAa/7zQgFBrBYvawXs0qCfcKnDNaVC2d2CQjkpLEYBxl6UceHJCwnCCF4/q8kTXLM",
-	"1q7syKDbmAyyJv0jaMmMX/IHUTqc1jGEAt6vPPGIncGThm3xmI21VdLWNTvjMQNl7q4MxlzfwudzLsi4",
-	"ItOvCKzHPcflB1+b27BDYv0NNs/cpU2YjQA1ucqJPlNR8I9FUAZWlwsWOEAZu11VNlXdk2Ve1MAElsi3",
-	"cqDu1Un89X6cToKid64ZcHsrmpAooQrC32BCy1fMI5jziUhz/XBKL5o9gmpru7tiz8qO71vh8+IM1BDk",
-	"IIAitFezzzAg0kS4r2LDToBq7c2OVN+momSHRi2UQuVzFo8EaHKTBaFE5VHElJrmCbTi4tIGWTiVCIZQ",
-	"UI/5ZF5UVYncM0ss1MYcvbThVquDmL4zo1MaI05siLec2qAuSAS0sV4wv2lGL00rRGVjtykVMYuDkXDs",
-	"1gILUbHA+PssF2CLiy3uGRjUU5Y5c2CHhEX0F/CAroPt80Oi6pkBNoO2SsGJs6iXoZrdRra9zKq9ALRK",
-	"83U8vxl3rqo7u14DO7gmcnRoLC6ApJ474sWPmUeWT241wK6ZUWBiUrXrdzSaccG2zXqCbIqpAw3SJ0QQ",
-	"Lou4CnPEvawvLcnESI0zIsWQhK8/nL04efXq+H0YkPDk/cXx2fujt+azHwwVjEQ9yCwgzTFv3vfLkWym",
-	"n7UhZ5XIsVXRZSPREF4WkKUwsfcfLsavP3x8/6rpx2oMWWckvJWAs1AuBpwjczTOjs8vwCShiBd0i08X",
-	"UT0uKcod/6Lbe+9B2MMm8vNCQJvxKm2aVwmIY4QvQ4kEZaSNsq18IvclnnpyVRFsWgG7MeIDChXMCJVw",
-	"jVVgM0iBj9pp1FOpnq0y2WLgKDGPOI0beB96DdDNe1jkhJrdwp8xDrCNL1FbBYYr4SJmt+YnyxZUVdP4",
-	"CWQnsxVu4ZaWobZ1bk0qobT3cZLVKKRHJJWYE1Df2prQ3GviBBgh7O3O4MFyMcYWVyPqH9RFbX2gv8CN",
-	"bc3CPE6cOir4r/Ng2Tyg+4CfYjblgimrW6/j2RtFOMO7PcwuI3d9PWirCpuxaFMiT2wcAl4nS+fsly+J",
-	"OtWpIoc1glAVvVWGi7GrZtDtP/J4SE5e/R9bxAOb+iOPH4smFXgQTg+6bDdDmKrMA+159ylAdyv3xdH/",
-	"3b0n4viREkQTSlwB+WHFu3eWc3pB0WF9Z80O8EshMzQS1OdTPTrVxvfqyZWnz5wP+Z5VsdkEzRY3TUVM",
-	"s9hjC/YOcfH9HRvYD9n9k1LVrRy+QqQdCTiE5v6YSSNzA5Z2siivIkWourKYlO6sZlQcupzCEMHDyY25",
-	"sW7gdZkEfCfI8baoWlZa808YOKM7ta+UzUsUxLCChcUnaBK4zSQffgoypvJEB0TNaMrMnXnF6ucBVQ7r",
-	"Mr2Husss1k8PF0WaRJBHsGbcf583160QG13cDR19qeNoN7HhQld6w2mCKrksVqpmreZ7RpMmoeuIpJmc",
-	"sO/UyiGVZqmSo8urewVc26xpLOtlIY5o5GaV5jQNXEQHkSmuOpnlcypKLYnGccZUg5He/lAdeY+8o9kV",
-	"0+RcB+ScCvK6GZ/YxzEvL5uEVhXawX5nf3/nYK2P48DHpdk+aHKBJTW/yXav3+/s9A521nbce17pGf5c",
-	"70FJwOBl3rZuW9Ae9FChrL5xAAMLIm0B8/XPv5cHg72vspeDg91vupXvpGiEmyxCsLggcy7A18W1Iu3I",
-	"cJgtDJVJVvvoGxiW5+pfGy7jnjMc3oh2VY3j+W73gR6W2npgn0E5nqZlOS1Aqlcp1xR1xhQRrjQAhJh/",
-	"bmhy1cStc7HCnFda7uASNP2gEFLxumxixApaM6rG80ZI8YssZ04EMW+ZyiSRN2jfhzlYjdIMvwSD8XTy",
-	"iZQJo6D6e5DeTZBfCgCHQ4fr7YpzmFbwqkMioHSCNUiIuLOJhuJhhT/gpTjZvyDwRQmcboZRwOAAYojM",
-	"YpZVR6Y0RYz+e8ZWoy9/darD9vYnsBTRTHsQvth050UzmiEsehGnZpQghPexYY/bc6ZnMrZVPrgr15DS",
-	"TCORNfDMeTN5vms++KE7OlWHzyOOZt0bXXLsfre/t93rbXcHF73nw/7ucGfQ2e31+t2d/3tjZ+RjOE7d",
-	"B5vSxfiqPx+InXT3l71sX/X1IN+53r3Zu91f0Ka3buacs5vc6Jd7APbUg2Lt7DZ7C+P51e5xbtnxYuGC",
-	"h1/5FjtoaqH6zYIkDBDcMp52SIhDs0bTgrwQsYb9ktOkCISwJD9EbF0LngpQGlaNwmgMcHwADp89NDEq",
-	"apTMucJ0YkBRnUIscBvxR3EUY/dEuEUyWiq/tp8mfWrVAbqoDnrFZbrRKfLQC/E/956sR1C/w2tCFtIo",
-	"dTcxGesqXsaI6pAT7QE5FWgo7rlJrkcC+ZMD3AtIIi8vESYHFHAO6qzQqjMSIwHxxTlP9DYXRPF5nkCQ",
-	"hnshQlU5WGlyJeQNmPwUI5opTXDYami6+qv9i/yVyFxHcs7IX0fir9vb2/A/80CYzscRzeLxNVc0DMq/",
-	"51RpI/pksf8tnbPbkPwVHYQsVkPS7/ZItScXpW6ec5+HiAvtVr94JCDhlPIkz9gYo8/DeheVrrlQ+XTK",
-	"I3MkxtNcxOpxL2nsp/Im50J9VPe2MfRkO6YFJKh5xT/+9vfQUtbjho859FVihjeNxDFYRopUAao1m6fa",
-	"ISpnsflOEeqwzRyhGtbBIBfZjaDjgGdrjh2fYtaCA+5U4lXT+fgnuv1rd/tg3Ajbe0/gRpWhQrAAXQC7",
-	"reEhfj1cw4qMvfbOqXGZNdfNSie/PWGGBAsDnRWObtDVlcn8cnaIxFF5rGAVBRHYEDrrvC+6NnIG5jdW",
-	"HPf+70ubtMpo+SBr0BFUWJNzqnlUr9aADO4oNeK7mQqYjbYwBqBUx2bslpx/f7Td392zdqTSJf+dtVNC",
-	"5HqH/AhAStB3GIB90hrpVcW2d0hoIgWDJ9CcLwUbCc+ij/J10+1YlglZF+a9PGby8eL19nMYJ4idOMgq",
-	"FU/j7s5B94AeHMT9/kE/ZrvRTnevx3oR3d3b7+4PegeDbjSJevs0Ymxn0p/0Bnu70zgeDFi3u9sowdki",
-	"JytCfZ2pzj51iCH+PUxmqvoBmj1gy8ReRoSteCWPmMWZUzN5IxySuy08UJMqqhI6eYEhKvZ4KBLO6W0Y",
-	"oPiUp9NMwn3No8ate4wQMae31UJ/vf7zB+sFc151Vvb29nY/T++fQ7iRGdx9ur/Nbmoyipy9fkkOdnb3",
-	"iU2cspEXylYVeXAEhhL0io2B/lcEY1TJvQBNaI7SRQBJX4N4L+2NsNYX1eh7L63ztdBYaoRnC/3IRZpr",
-	"QFN0SEZQOQdv5M2jDOyaA77xSvu+f883mGWAkS3JB0NyYzN96sJpeQG0a3JVAEg8S0JQUJNdgpWyxlaH",
-	"vMNqjVRJocicLkZiAlZLp0CUW7T8puYErhKk8+HFAYMm4/xOd2ejGCsL91klK6PMraBDFxhYp3kvD9Si",
-	"1NlT9J0q7hmKGMRhDUN0lHe7g8hsPHxitVug9vSaU1IXVDCQFGfoa8OGxCqLvoZTeFTbGAVWOSvLLCLZ",
-	"oOwsNCUcCxnhRdjBNTGXsV0To4lQPWv8AfMkl3+CsgwAB4I//UVJ0TG9NK5zFWB2aeMbY4DWgM/etzvF",
-	"ypRdN23DGWKAN5ToxIqAoHaiS9QL3XRyPAnNoR8DmwqJShNXzAXt3xNbpYVrwBegmqmRaE8MxzYqfVBk",
-	"JwSQIbBlbuObmUyYfycDpNPCYcvTGKoFFN5iWZgeQtKGUrLmvr6UTLmLPoFwlEJ9BlAPqMIxp1zEkGyo",
-	"efm4rQwxEqbd1nqDxWea776AiS2L0nHa/2WQ7ahdvZfvX/dvBrc7i91f9+j+pDkdFvb1q9gMS1qo9P1T",
-	"uWT95/tB64qLuDVsGTIYGzJo3QXlE1jrwz7iyKPyxO7goHgARnL384YXpaX1t1ywE83m99YCcBfT59s1",
-	"v4GB0htss+bo7Y5PBWuYQrFQjZzZ9IfWdFtH4LNt4xhBA30VUL/oDSsW7eARCUtIKw8ijT+ZJvUFh36K",
-	"td1g3f5kX1y/mKgGD1ht+QolYyqzoc83PX4JWqXL6MJSoRYrGzKBNL1iohpOX56yMo0DLm1M8POyJr0f",
-	"6+RbzEvpZrsm+lVcPYnOypiZhxzTJik2rbgW1/sIiifr+wiDqfTVuJc8Zo8NnbSZDbi9lcKoDTGR1Qy2",
-	"1SlfoNlIeVUvp/qAnLeHWKUwnyRbOSyMQPZRAKYy65CiJNwUAUQgoR2KkMHzc7ogCaOQe4kg8FgSBlTq",
-	"OWB9tqlYSMEISxQbkp3uYKsu9N9bGOczrG/+dqwii4tGGf0HP+XoEM0CiqiIJhb6tmoqY5EUcg5wDXI+",
-	"xWIet0n1TJbPLB9JQAVoUhRsYaLV2fdfAEPjoaWJmlKs32Q0YuQtFxunOR8Mvkaas5fQfo8fDwKCG5bc",
-	"eqlsIvs1ZzdlhSTSVCDJpgIeWsEarfcWoparkXCpghDWM82TpA5XCGH31RBiWyyuRPzBSku6MxIh03Q8",
-	"5yLXDBTxwuANqZ/oNiwQROCrNGU0c/gbaPtdmG+TRaOhy2u8OU09AgXCH/gDXvSYpG2sGKBK4IJ1l00V",
-	"5QCay1ROpw/JgvX2qFFgMj/YxDysbhZ4JU8tWgIGsGIoSlVu2nlwOAzIDPeMHwOgGvjDQ9NXA1ux7UFp",
-	"w2WNt0btX5RmXrMwbZmRG6q2ypJzh8TPV8Sl9aoo0gwlmc0I5lG5yP4N+znMdbOwCb9gUtDK0/iBp6KJ",
-	"g66JPy1rrjWxzKL4XInMbRqgNbSx7Jzyb89785qLpV06ywWtlce0SkyW9qtHssJGKqtXY0tBlR3+3LBd",
-	"ZqL3ydJQOOszBWm4r35bKdqvN9ZkybdV2ooZN1ZjI14xNo8GKhuyXfmrup3bjbu7Df+u2p9V3tO3fMqi",
-	"RZR4gWQd8k5eMzUkCJ/NYvKP//f/IzSz2Bd/JVyM00xeZkwp8tcSCOpwJIqHTItVj1V+MA8W9Nbx7nJX",
-	"j7FoF9q0PUGTqkrohml0Wft+qMhWvMQnaZ+eq8Kp/0jjEn6EM/KYNH6WJjRiWGXAC9cry8etip3fuF7c",
-	"xlH0P5S4SQ3Z5A7xysINNKYOomW7XLdJkjfeIHN6Vc8AlQupG+1JcxmzmrPqNON5o/MjTewulM/uH714",
-	"2esP7mXxMCT3tsBOxvX4c1PKlWJRnnG9ODeLjkswYTRj2VGum8vyOjBREHipIuGRhToFpjIkL6A5QQv7",
-	"FVs42zrBcDoIicOCRobl05RD1UdEGWJkexvg2EALLUsbwTZAv+USzLROEZSRi6l0sI8UC2HZCoXm7oYB",
-	"a0bn5hbIEg/8KZaRWkJ/ajWiPFpVAdInTX/O+MVjtj2jPDEswRYQHCJjdCXyVYAijQqqhgUVjIQ1O6jA",
-	"2efNw67GpxHzLZbWDZvMpLzCoLA//IG8lOKaCbhjR2KbYJgPpAa7GgoAiP7suhca1WXKbzvkCI70tStH",
-	"rayywPWMC3LdG5a5w4YrkTIfU7mq4ODPC4iLYJvLa1sPERH9OmYoL2RsXm8mCjXd2suQmFsdAu4jfGqV",
-	"j9kMob268shWLV3Mcy0jdima3sLSpxX6EH+mdypiFF5q3t2yAp7RyMzGQnoaplO3Q88rZFQz8CYhvkcn",
-	"oRoKh22Tk8K9jbOUKf0lZ8RmYbuxQ4EH3B8buWR6jLNr+NdIlWFA/vG3v2/ZAHYWk8nCDL2MfUmY1nbT",
-	"SMwvuVYd8t6FQCvQNeYwIpD8sY4vsUrDPUkPdpDr0h5Mxxd8zpSm87Tcz8FgcFDMlQvy8eIl9jbnUSYR",
-	"b8bMO+KKSwG9fGyu54J9ZsywK+fb2ul2oXA9BLeqlCWaTKGiqaVMxRMmdAILhXGWCtV2QPqAt4XfHx+9",
-	"CitVjYs8wvDN8UXo8NAKJ5RFXkVgMltR3BUucafSA0KGkkNrGaPlewVzPILZcHHZCOB85fauqMHcc8X+",
-	"64jN7j2hkcyQsE1rN+iUZfAiKchOd9AhfzK8F/EKELLPsN+RaANzzpAeDRszn5ApQ0kklcMVggFazoJV",
-	"oBtAjWXEGqDCSFmGztwyGUFaudhESCvBaSmbIWGLT4WfjMBqOKOTV+/Cjl+RsvePv/3/vW6XtG0ALOl3",
-	"t4yGuBiJWsH1pjrrBLIowrL3jpfKEAJifCXHQsuRMPcLFznD8v5eUy/vwTxJLiV0YHa1LIk5kbmIndPS",
-	"hrchmY0EErAKUL4264ZApFsI72CrvsSE60OSKygYq6uYztghTtYrrWQH1SE/0uQKT5O5bZnenlDF4iHJ",
-	"5A3UaWeZRm4eMwytjHNzfgnFJBk8WhHNFRsJdcXTFJ/OWApSPOaeuKjzmLEUFaNIFhm/ZRFmIwHEkhXX",
-	"mYdZ7egiPP1wfhGSmRQyh2NHwhqydVE2p+0EIHJjc5XiHG8NRm4gezmWIzGj2TzAsixmW0335Nl175m7",
-	"eM21BGfBLJGKZMqKvcKt+E45QoZJut3E0DKcl71svlM21jooYRXjhberw0rtXvjBYTaAJL1Q6CJyFYHh",
-	"eJDJQjO4r+ADSlANKNxG/MhZeFh9h08rRu6IF3ZwcIEj6K0hnn6frIIFP/TMV5X5WvCkne6BIbzmIpXL",
-	"JTaHpBd2rOjiZsgSeQPAwmUUPbcYSzATwxHAuQYFQ2mEplXlZ/J/pwibTlmkDfvbvb0FMxIlUUbVbMsW",
-	"X1ZF2WWQdcC9gZ2YpZoC0LHEmgkdcu5vgjtBqSb9HTID2mxHUkz5ZZ6BIIK1y/f7Rg5YJlkp8H4JSHj6",
-	"8cKacl8dvz2+OAae5tAFnJwH0EeX7lB48Rx4Szlpz4hBUCEtPL6glyFCfQA3hdhXQzAK5PVgJMIfaLYY",
-	"ksrdZAdiXse2X0qhM5kMSZrxa6rN5XTOLDAWVCAB3shFveDOSBjOxzQJB90d8l5q4gr6hMXtQ92FCe7t",
-	"iFn0AiutG10z40yj0acqqy+BtGqWzZUXsFXI+i0vprXV63Q7XYtBImjKW8PWoNPtDBA/eQb6zrMZJIH/",
-	"aj5fsgYjT7/b9WjfVigAqjfCFouhZleUMRD6aIJSgpY5VGcRksQsZSJ2rvFCsD6JW8PWG6ZtDnqtIHq/",
-	"292gsuZmEPb2DSsQ7N2EjICR8Gv2Bcuk7OAkmpoUk33mlRK9C1q7mzSplrPz9djW8Kefg1bhBmi95ddM",
-	"mNlBPr/RHumlMqryO6Zp62fT9BkUkLlv+x0whmNBBUMQMZnzS6crzeg1M6RxSHa7A3QU3XDFrMSaSBqT",
-	"CU2oiIwOJcFHwBLF4OpqpI4zMK6hkec3IJAzKK6jJQLw/v5Iw7Qa3N+qoYrROqoqNmUdWV33CiTpT/jh",
-	"JL5bSWVHYkEqtVnctWy0byjeRFcCtsNFweD+MQLCXtcv67NEUa8cdn2pZkHMV9MKlY88O5kaZg+83hbS",
-	"/0rEaMe3qqrtatB6jzIrV9l9pAkPu2fvgn/V6nA/rHGculY/WH/p55z8QXfn/gPp1wN8HLfY6fbub1Ip",
-	"1ASNNhsb1pSEBnsbNfDKjJpW/YP7W9VrjH3G5VgwrjdMr+YjHhvDM6haP989lE28spyudffzSib4DCyk",
-	"K1mhSyRWNmKOTBaoM0L7oe9AL4KQvOClDjk3yoJvRDJifpYnDHET3hyj7gfvCEnbmjjASGiE8HmacLC1",
-	"2UwKPbMRTVVW+pYry0svYDoPXSnHAu598CUiKmzwZOkyeQ0WhY16N/fbJs+hv87VR9v0+ReQKbdJg1Nw",
-	"+l3wOdv4Hc5buemz4N5Wmzz9zW67wrfcWDy58C77N1/han668J4uvM++8DaQjl87oN9/hSvyLZika6et",
-	"4WpEn/mXuSKnNGPbhWcQ4CMbEdFPMUYVHey2ZgQ6n8DuHHr48qHFGOMxA0dTYKvrF0DE7rociTb14tE8",
-	"H8NgC7F2oGoLRwuZLeRCM0YJ+FvhOMJPOBB0CUC+dOE9EYxmTGkSMbPuqEybHhRYqhKa2jLw3vAxhSrh",
-	"rAJcZBp1RuKYg83bYqvlGqrKc11YMO1XY+uRHZtmYYGogRnGkZwzVYJ5NNdg0dxiuRq9fUojLSHwqdcZ",
-	"BF7A/0h4Ef8py7aveCLnTGdY2sB8g1FJttpN2xVjaKqwshUUnuWRMBv3nSLzPNHcCCUZadsQY/Lf/9UL",
-	"iI1ENn90BrsBuU3g4/7uVoFlb3MSbOwgDnIkIPGKxWRGk6m1WQJAXeEHBBz9Dgm9uhIhUSkVihx0yf8y",
-	"DXq9XfK/8HKieiTgycMilL7IwPZ66MzpbYgEUknG3ir2poju8yC0/RpEaEQXZbUWGGfg/NhhtaZFOBLt",
-	"QbdrJDmHktIhL2UOhQEuKRcK3RI3GbebY6H/O+SoyePAlfVIuLzWqkCIEk+l4tKDlezylX9iCyt5AHN7",
-	"IePFBkKHB8tbK5VRYAUaFkl+oAkTEaeNIIGAATjY7+zvHhxY6D6LvbjzvFJHo+xzLehg0R8ACZb9DQ52",
-	"q5GYRQB9UdPyIXVfiruwGhajs5zdLUlwvS8mwVU2fIXVwk8n+RpVVH3s0HWt/Xjcp8L2jzVEfjNJ61GC",
-	"U3cDwemlFNOEY8TcTm+DgdXL/0O73U1WoaFEL4h3/U0aL5eD/i1FQxC/QBzItW8teV0J7CrNv1Wx7tkn",
-	"93G9Hdgr9AzhSd7154ltTWlXZe6KZkmijKAFghLXI2FuTaV5kpR355DY+kEl1kNI2oD75Jcem1FFUqoU",
-	"i7cg8AHrCLWxj8ORCG1Oq4O+dyH5jUaTN0x/3gX5rfTyz+DqT7r4ky7+pIt/OXN1JW52Hdt9KDM5Lvhx",
-	"qYpfZjSd/ZKs5M9nuTAaoauq4AIWDXt0qurHs7fB5tVXTOcTwNkogMnCotKGjcwokfIxSeDj2dttJiIZ",
-	"s/jQgmQYVeZGmtdC4K1mt0bZeXN8AYUbFAyU27BfVOtt1A2UA3fuQyhzgIGQb44vhkapLoJMhA0vCWzi",
-	"QjX8A4DNFRl0d6z9/YotVODFG6qgDO7DKkQQiuOiscKm2wKA5ewSPviqsO2w/sYGJl/7/A9F5ZTN23yo",
-	"VLjZvF2lTs63uPt89dBmJmmXJFvUCbfhOF5JZVtB+QuWTXb5wjud5/uYTPnO5VKKPEnKdMYSdMXWPbcw",
-	"6b3nu10vk6518n58evbhzdnx+TkwkWp9DFdAwhbfw4p7Xjm9Xhduh81Eg3r9lVWealdDJaPCiVW2EAr6",
-	"9I1Y7EqneGW8vDDFsh7bFgSd0hIhcRs5z4wqAPd1QcPtNSXgtp7klCc5xRLvFxFXfleyxFkulu7t9pvj",
-	"iy1PonBXDYgSjRb42vVfnHFnTgyRSWC8opUlwqFX3Ga5etJI1MsnBRjwUxini+BXLyMBvrO5WMrZmcur",
-	"ltoYYqjXWOby1G9+3VQpyovBR4YV2JeXPPUuDEZCSCOd2bycIel3u1h9VdeYXwCY1mj2V3JelIuysMNt",
-	"684oY61HwjBI071iEMEfmjshLOqkYF1HLBC/VCgKni8ZJySNW+44Eg76xOsQ4lJtn1uHkCzQUAaLwmyz",
-	"XNRilpGLqxGkzphbhnCxXKkK7NvASIwURA13L90sXYc2oojh4EsTGpJeN+h2u2BSp5ERBYywWCsSuhWQ",
-	"mKV6Zh7GAolcXBIB95tb8Ha9jugh4YahG5EUc1ZyEbOMhOMxkrEVP8dgnsVry/RI+l1LiQ7FAtAh01y/",
-	"9v7ULJvSiKlwJKCXVCrFJwkk06vQDc1B5PUha2ALUwh6MF93LKaaZbaIr5lTUdz3nnq+lem6Gqnoajha",
-	"gThs5NwVmMOKgdC7svAf+XfyycYdD0kP6oZZHOA7F/2O4j3GliOSMKFe9WB4sbvPoxmL0ESzvmrrli30",
-	"XLQF5GJD9GYzi0Qia96xj9jQ1TWiAmn3u12zGVN02Lni+ViCYCTMalQxk5EDdsgZTM2Fw0I2xYxmGE6D",
-	"ikXGQC6FjYZQ+n0S0wVmg1iQyaIgGGhMLs+Aa8QbEtIwvcBGk6PoxBFDBXQfmcFnAN3EVNdgJEAB65F3",
-	"/MUWIru4Awh7U0e49fQgzK8pWGiTmnJ8y6Jcs1JReZTPZkXZwPIGu3BsHy+vyQJ4hoORNlsbIAMugapb",
-	"QQvSoJaLeTa8yEOu/hJQ00UUfu+uXpByo4qRGIDbuBII4VPyTeu+NhRlwQKKWdeKj7oiobYG6AOLcJZq",
-	"invlJ4TtQXWGgJ5E7u4p1vmYpXi4cvIAX1j3gURaFH6u7Ypf69hGTvhbUdU4zQ3sAS//9GlJZYurtaOr",
-	"VaB/Ksv8Dlyx3p7Rigtc1gcXZMb6y67y8d3Pj1IiLXhkdWWO19TKXL1CTzr53b+gVv7klt3cLfubK7O/",
-	"jev0n0mDPv1wvkKFtgZ1m3nXcRfJipBvrsiHlAmj0ZYiJRqzjT4jrjFDudCJ//Po3dtDIhrS7xqTXmzf",
-	"prvf1ue4rjJKHZ6lkYHVV+m3Mur9LrxwjznUXzgDEUi7TtIrM8bcaVnQefLA0+JMSlQRw8Q15VBhjKpH",
-	"nhXT6lueFTflr3hWguZFejpCv7MjZEmz+Qg5SIfVYdQvbWxqrcwiAqC4yim2Xh7ABNXLbrmadwEBXHZF",
-	"6Eg4VHA/XtnDKeiQD8JqAPaVS5HYIICmdEGKgOxgJLyg7ZQuELRgWc3CACDf1lmgPENENIToFJVCwg5G",
-	"28IjrlaFj0zXZoliZKd74LUsf94KsJGQ0DClPCYLpkeiXbagCWRVj82PobXqbVD40sjj6O7Hc2r6NONf",
-	"KlaJZryyqo3dmHtK2wUr6trh+LgaidIu21iAr7S/Y7UbsPZWSvIdotJQmtgRyGIk/IDjWmQxmpuoA3iw",
-	"yeIAQFEz+F+xRYERAlDBF9kCLW8Or0mwG3iqbWaUq5wmhttZkqnS9laHHLl34sKMRLEyXtE5xPFBm2Hf",
-	"Ig+R0IWSDstcumefzD8n8Z07g2j4bgykdjaJYQOgiJ0KTBawRaAiIQIGUc2yWnpBBUkFTIKXTDvfhofe",
-	"EVQxVAIHobQaRcWcxMx+VdgIrxhL1Up4MQyOpslIRDRJDknoM3k/RM5slBQMNmH39tajGHB8uIHHddCS",
-	"YCSUrM7bArQZguHrQtNdseXPi0p3iPGPj063INRZXLWSnNJFtdRzSfxQz9S0wNPl+K9vOykKkkBplyUT",
-	"Rb3aa712ZVHx474yHw8wSVTrCH/jsHS32StEo+pN5uKICj5pj2BxqWFxIYxHfQpifwpifwpi/x0FsZtW",
-	"/Y3o4w3V7IYu6nHvtrwurZXe9UTwUyd0F2K4AzJdm+ZfoJ3KKaT4a4AUF+zG8HsUCtphUfso9IClrd+T",
-	"GymmjEA3IlyBB9d2vnWZa8K1zWasSN8g2hjZG1FOAY5Qz9gcgARddH0wElxESR67TEfbhZXR61mTKK4o",
-	"Cd/X/QwOUxTvuZGA66woAQFlVUH88wJGEHuvGtGv5Jy54VkVwNVkJa9lZuRYnFfQpBJQQdg81ThfG67p",
-	"kBWdbA5YhgVmAghfIwHPr4BCOHP7/VDp4gJkxo3DNL8CbMI3Syrw6zLdm+/vCNUr0vQUvPeUZPB7ucF/",
-	"4/z92ulZf1UBQPezT/DvuuSsSh2tJeCZyqVRvxWawd2gKNQ/bQ4UDm+FAgHr8MSUnpjSU+bTV8t8yix/",
-	"cKwLDuRjMp3OkLOVaU6m5zUW8hdSXqkCQLySgFUxBzpDFsrt1uhLQlexJHQgWhYBZFTiKzp52Ao7rvfv",
-	"FCBWVET10Lw/dOHK5ZMjsRG4xCGp1FNz/RQALwDuUUJ+SAycxhI0TQgdgJwM6Bl5ag3bXr0ajD8ui9uE",
-	"JE1yjCSxNmu8QCawwnrGeAZhv0UeG2ha7noZFvqCteCGrk5SiGDfgw45EiOB/gPsk4pFdbPQWA/+iLLA",
-	"lvC7apda0pDs9PsjUfw4dupUJZIaexmilRwfLb0LYNJsRpSBJTgu0PjJjKYpE1AlANW/wl8yrGw2hMRK",
-	"ofI5i4NaBbUooXzO4pFo6xtpnkLbn3ZQJMpqUJdMe9H00NyCrTi9yO6aw06xqc0d+3UIYewQanqTca2Z",
-	"OCRQ2m9BrAegwJXmRg3D79SwEoBeTEguKXHOV1NUtCxXFLQ4F8NrmuAeFU+67O0AfnTH0CKkgFOmeNQ5",
-	"Ziymt5AIeO2WUyCguYP8gbZCji1CXnF6w7JC6M1MFm+c0QKcyI/KnaJB3PWH9DKjamy2+pqNTYONXAWr",
-	"XCKF4R/jlSkA99hqpXQkdm9v8aAuZF6QAVoXrI6NLhQulGY0xhpGtk4FUMBKi7rhq/8c5nTgAPV4TOLz",
-	"BQ//qRIW7Nezvb8kbVkC7766d3euYF49dneZAXrJvY8b1wOM8n6d4G9sksf6bs3iNN6gtYjmJ0v7k6X9",
-	"ydL+e4WLMUK05bg1Gd5HD7QC+XpIXCiaU8gqysuVA7u1YmxYXMiFTBkUMIbEYvIpLAwcZ/KaBaWRmNAk",
-	"6ZBXto6OzGwF1poZ3qvYGK4ExP2XgMJ1AI4P6PkJPPc3BM99wst9slR9sWv592cMryPYNt08RejWamAy",
-	"1OuuOSTxVotjYSINXD+BJ74GvnV8q9ECbtPxHu4x/CflRuvE+ycW9MSCnozlX81YXotIeSw6N4YjAKdI",
-	"8yYEECx2XYked7iLw+XwkCpmY8Em64bRw5FAL6StI26DbIs6hbX4WlviG5NhweBqC8TOobL5SIQPrG0O",
-	"9T03KG4eBlBdckV98/CwXuCcNNc3J0fCZdabEVtTo1e4EizBkPyBhsHTjxdQm6MwZyAig4vIcSZfm6dt",
-	"zXmKUCLktkzLpe47uA2w7+bCFi/Gu60tJNp4AxLmUAwdLfjFY2DZzhhNcNSAG63gwrOmYb9aYcWYjZZk",
-	"t8JmteELpWlmI+4NfUMVfW91w8BiL9BEyZFQDGLXfWeDvYZppHOagNlzy/Xtx/Njy+IbM6tDAHUZifCT",
-	"jZ4KLIK5/9RdiJif2GG5k65D9w3qhOTImXrtPszpFfO9LaR0/yBchNlaqC4YnkwdkFxh3nXVDKe1ki3F",
-	"MbDunmmeJCRjacYUExrORIDh4TLXBUTJllkr2LbC5A8lsPmUCAnGY0cLXBPFRQQqtdI0sXUPDY32+uB0",
-	"AtMwUOfYZhBUgHX8KtyC3UDzJoUZC+4/SgQ6mfoCzaONxpYel3EmPPfNBIodS0P3FgUEKdA31hYp30WP",
-	"hkMXlLTcv/UdUMMmJVaTnU4beyw7eYCR16wpru6XQ0D4MkKgdVEA2r4hxjYA7lvSc0UagGnVE8P/RUW+",
-	"/6nG2m8jkj3curuBofXUY4Cvgf/96yXDvzOH1/o6KZRPN2JAwqcsWkSVWmpr1e2qJAcBGY+WVptzHaH/",
-	"qlt2Rl2SEUgfpO0FbJjbvhBTtoakUbEnfohxh5wsee/LO3bCsNKKLweibFsRHgIUnLxrpyopoKN+SQ6p",
-	"e+TLsifesoLn2aUFGiEFBlaTs3y51fBgF8rivWytkFomxBURJjDYz6gkYvb2pTeP37SaCOY7toat04QK",
-	"5WSlzQt1+BP5jdyvlbVcd0VzVSo8Ty7Yp1v9f8Ct/uSz3exaRx6x2prUfInbtMm1ceNFpmWRhQ1hRhj3",
-	"YWP+VkMDtEslOrC3r4cC4Op/7HR3vEr1jpflAlL020WyPNWazVON8IwgCMzkjSAzlrEtQBwo8A6gi2p6",
-	"0oqqHmaBHp1f/K0s9PfkxNrVdynwT+b6J3P9k7n+a5rry8PWlJ8TfL4Nv4Yq86k1YTRj2VEOSI+A8QgV",
-	"LW23taAbGdGExAzQsIFj47OkHV5KkuWCdJ7hN8+ieQwh9TTl4VYraOVZYqEZh8+eJaafmVR6+Lz7vAsc",
-	"zs516Z6A4J4ikEfKK8QXtGoRxu04HYdnpbppeJUoAU7RL1rt+6MfFF9Eg8rcBokXhUIhzNuPu74BPBM/",
-	"atN7W60Gy/JrX9h6kLYUKeC31Uq6OCM3xhcVqqqFICgjIe0rMYBq+U2nWMzcrpWtae6P1VVuXW56hvg6",
-	"y01swkXDyxCLx6xiNSdaFftTJjeXoEIIF+S9oCD25VeYGwlB9gos7SHo2UzEWPpUg3m9AY3eJg2wJdjR",
-	"kbihQhst+ByuxGEzYD1pV3DBDRVIYWO+7MAdzt+KfVAzFhfjQXz6QmSgCWCpVNYBIJzufr773wEAAP//",
+	"7P37chu5tS+OvwoOk1ND7d2kSYqSLKpSv9LYskc7vkWSZ2Zn6MMGu0ERURPoAdCiOI6q8td5gPP747xB",
+	"XuS8SZ7kW1gL6AvZpCh5bE8SZSqWRDbQuCysG9b6rI+NSM5SKZgwujH42IhokoxpdAV/nFwzYewvH3+v",
+	"2M8Z06Y9lvHid08yldzaz1Op4fuY6Ujx1HApGoPGGY8ZOX53SmxnmpgpI4pdcm2YYjF5f/aKSBExkjJF",
+	"mH0DkRNCic7GtpMxi8kVF3FAqCEJo9rA04OhsP1oOmOu0YwuCFWKXzMyk4oRM6UCHg0IFTE+pMtPyQze",
+	"JFXMVHsohuJ7pvhkQcZsAu1Vpg0XlzBeO80BUcwuTmYY+e718bPW+XfHvb19Iq+ZIuEw63R2IwM/WBv/",
+	"UnQOLfHDkFyxBYvJnJspjp6JOJVcGKJZpJghTfvhfCoTRsL5VLNo9I+//T0k2iguLndgGnYAVDHCTUC4",
+	"IJEU2lBhiOEzFgyF7ZswGk1JeN0N7fTCH1t2/Vvn/FJQkykWHhHF/sIibKMNnaW6tGJ7ZMZFZpgmEyVn",
+	"ZCEzNRRRIqOrNrmYMvJSkpRGV/SSkfCSm2k2bkdy9kTxmNGUw88nczaeSnmlQxJLZjeca9IMcXnDHdgP",
+	"XIBzQ0VMVUx+cC3IlNGYKU0SZggVi5onEj5WVC3INe6WkRIGJoYiZnGWJjyihhEpYN+QNEIeh6RJEy3t",
+	"mvkVAWpuncYhLGzoBt3icRiQnLakGAp2zdSCKGbUAjeBCj23e967uQktWVoqOyKpkhHTmtCJYWpOVazb",
+	"Q9EIGjJlitqjcBo3Bg3FIsavGR6loJFSRWfMMKUbg5+WD85FPgN3AjQJzSJloZ2GJ8t2I2hw+zQuXSNo",
+	"CDpjjUGjPM1G0LAnlisWNwZGZSxo6GjKZtSe1t8rNmkMGr97Uhz9J/itfgKtLxYpa9zeBuvHx93o7EKX",
+	"xnZUXkiC60iNYbPUtMnz6nZxs9VMWqfxxsmwGzpLE9uKXZvRwXj36ufezd6sL/bTp6qn+2b/+um8t+g3",
+	"goZdysaggcerbn6h+QMe5EzwG3tIpYg1Hubguuu+S+ScqYhqRqbspsoYJmTYuJsvuGdYGBApGB7clKmh",
+	"oJGxfCpnDnNJ4kx5lnSpaMTInItYzh3HxAeVNEBuOwHR/FKwmNCJYno6FCt7APS5aclzrrHlmps/dA/2",
+	"dw96+/1Oxy7RXm/vgD7dP2QHLGJjFtPdHp1M6H4viiO6O6F73YjGB+zggHbY3v5ksre7H3ci9pR1O0/j",
+	"p+N4m12yVNhtjalmMRHZbMyUXQ5gOm6exEgSs4RbRl1wBSPxIc+F7yK/59jDonWMvW63JN2gMeOCz7IZ",
+	"/O5mw4Vhl0zVTWeV482Y1pbf8vioNHwerx1wwcq+2FFZHbWlPaBVK5ksU3hfOkR3Dj2XTVuuckF1jYlU",
+	"M2pwkfdLg7/XmmtP+HpgT2SAB9cS2X5/3SEvlr1y2lemtA0vGIpCWUB2Cq9uxSySMYtJSpVBMs8ZBMgd",
+	"rzg4ZmJ1KmQjQ4GPBUQzK3QMi8l4QXRKI6Y3MAI/en1PTnDdDf64J/88+eXN4d6fD99/n3VP9ORPs8n3",
+	"b/40FVd/7qV/OZSHb56/efLdk/S0/4caGvuAL2LafCvjBSijUhingdIURQeX4slftN3Ej/eRaI3b29vl",
+	"ecAHOpVCM9B2ez/+uKrLHkdXQs4TFl+y6mnUREiryAlD6CXlgjQzkYA6ILy+wDVJJOiv0HBOF8Sq1jvt",
+	"xm3Q6Hc7q297afdwIhW5lDI+IrkirY1MNWok9ohZnSTmmo4Thup1wdJsz3XzOAMVkMV576TJbiKWGtLv",
+	"PIUO+73DgMynPJoSq3Dal3EW7wzWjcJqdJab2uWw9HQbNPbq3vyC8sSunevQkW3Xqp0Bap8B2e3gzx6Z",
+	"2s+mAel2/L/kH3/7O8mE4Qnp9ckU2zt9Gt5Njkl4ZgfVOrZfhYTqK7tKdqaJFJe4E1MpZKZY3CYXfMZk",
+	"ZjRpdjtE76B2GkkhWGSHTCaUJ5YRlJeB0IRfMZjmbdDQLMoUN4vG4KcPQUNnsxlVC1hk0PUsCSCVNJdM",
+	"IatdWwNox5I/vbQ6YMOzoMaHWyBSpxHbhXxGoyl7JoVRMlld2DBV/JoaFpAZvWnRS/aHTkBmmTYtxa5p",
+	"wmNqWAirYBRPdUCsrq40bHbCtdFHZLWL/Q42iRVIz1TJCU8Y8O9tuMAWQ6qTLo3nLFUMj3fNRO37wgFK",
+	"b52yJLHb65hhrm3bTY5dN5bewldcXIXEsjVNuNFEZ5HV16W6YzLCiu6fGvbzxoe6wZ5c0MvVUZ4bJcUl",
+	"cdOUyg+Q3dDIEGVHZrkFjtX+tu2aDhu7kx49jLrjg7jP9ib7nWGjdhFPYzZLpeWYZyxN6MJ2W7+WZD5l",
+	"wqlMOa+idpAJXeQrK5g98soxDftR/oZo0fojA1PkPgv3Sq7b4h+mDAxSRiLFQFY1pSJ0MgGmtUMU0zJT",
+	"ESMRFWRsjyWNt12/J9fdJ3ACnhiVjqa7V71ZX+yl+z8fqKf60PSud+f9m73Ffu2anlHDXvEZN/BPza7z",
+	"X5hfMHvGmfpGEyOvmCDjLLpixq0d12DT2UedkCNNOwlNpCJzxQ3TO21yDt4QQWhmpkwYsJW8+aktc04Y",
+	"saKcJHY0yKGkWNoGP/GeVY5WdaFiSmdsRrnV2VandWFnYK3yicntO5jOmnd1Dw/vepdmdcuH6qHj78Vr",
+	"LD1OsiRB2RoQJTNr7pMsXTeA+tdbsQBSYf2rjSRzyo13A3nx1t5a3a9577lnNZYH1azulJGUWkVPkkwz",
+	"woU2jDqTGtVE+zWqhlZyJn8YNnL21bpmSnMpho1waxYCfdqD4NU7rzHoO19Seyy+B4G3oiwlc7rQJDzO",
+	"zFQq/gsc9jAgWhI9pZaRRFaiaQIuFjLjN+7MbC1fKj3XjuyHH344Lp2e+sUvnS/gxvZNzO9GM/yWUcVU",
+	"uLPtqPD52uH8eIan/bSGF5/GdgwT7l1mdi3sabNKQiIv9RH5OZOGEW6QX1t12Cr34pLoLE2l2lqEKPbz",
+	"aG/SGz+NuvEh26X98X5UM9zbqn/qY+MZKDnL434rkgXqFMgb7NC5WZAmxZ86yewIrSKpSaipaE0UFRHX",
+	"kQx32uRYkExYrVrg45f8moHabI3sBagmubn4c8bUojBO7PP1579ReU0jaMzozSsmLs20Mdjvg03u/+zW",
+	"7dMzFDtreEVpxl4+2baRSRZOn4VV4M452zx78Yzs7u4e7qydCPYygsaVGeXWrNWVwIZsbBjvt8C07jdg",
+	"7+9+2Iix9YOGnCktaxb3WBCZ0p8zRsZSXs2ouhqQMKWXXMDpbAt2Y0YRNA6ttCx/lyp2XXw3IZTYT7jM",
+	"9FCk9DIXzeCShBlZc8Ea5XAXgS0D26vVdrjWmdN2pJkyRSY8sUfBcjBrfquhQH4VkFxzYjHpdzok5AI0",
+	"Pz+YkoW9vJC4DOUFLNHqXrd3N7E+B+W8jqVY5oaq+zeacM9fFGmGsbqG24Vig62IKYYV+z634yi2O9ob",
+	"70b9eI/tTw4ue9Nd3v/L3tV+cjDrNTaN+gUs6kaahcEIMl4gleLYKpzD2Sf34B3YYgQ+stql34ZNnDix",
+	"uW7tnXjNDfLlXZhP2cZdYEX/2+2D7fCqP9sXvfTpz7tqTx+Y3nV/vn/zdNH7pdaT1zjRhs+oYevmMLFa",
+	"JXMPLU+AabN5AkXnW7oitRmND+6lk4NHZwuG7a4AfyMcuzzqjWx73bC/Ft+Gga8jFhjsCpFc30EkrsfP",
+	"5axu5LdYG3mNW2h/eWDts3WrCK940B1a46Wi6fRPr05uDBNWo9aro3mnpJGRTAjLH7KqEyX/df72DZFj",
+	"uL1tvj971WIC3cHwhWE3ZicoNK2Pw0ZqtXZtWPwnO/5hY/Bx2Mg1+UE3GDb0lPb29r+jejpsDIaNf/zt",
+	"78PG7W24buLFiCrTX11yN8233h3zBtqv2vk8mpZ8Nk48xzLKZu6ORmUiQH2XGzKlmmhrLNDEXUfja/AS",
+	"/ruLi3dEpyziE6/KT/hNoU7PWPKMagY+oHUTlJUB11PgheJpLZ250cBi158PP14/wzZ5Te1RRtNaZk61",
+	"D4t19i4rWg6ayPfVKTFrJuP/rJvER5CtTR4PyLCx2RMybOyQj0QbajKN4uAjMdLQxCpMioloQW7tf5vW",
+	"5HuqODio69flmiYZ08v7/40m175dsPURWLcaeVfrVmTY4DGcgruW43azvy1a/JHVmcPkii3QM5RwS92X",
+	"TFhiYxruaRJ5ySOalE5Dk5L370+fk+u+1S8h+mTGRMzinYB07dno7e0NRaq4MHZeJJpSRSOnoUYyZTFe",
+	"cpZcUTSKZGbJDiQ7V9rk/ie4aqIwRpUJPRRUxOAoLVyCzv3X7PXJVGZKW40sZhOaJWbnCCjUqEVxZwVa",
+	"tu3P9uQ/GIqxjBfkkhl7Lqnx3TvPznhh8MrD/hJgX2HhyWx5V+aAgOcSJ4L92jfhJASq6/CiJijz+WdK",
+	"ZrZfqTC+Jf+Yx1aNd2qkVITGM2t6T/BmwS3bjl2Efq9HQl7s9eiKLUaKZZrF4ZFzypmV1YXV40li11Zw",
+	"cRkMRb9zuNoRF6NMs9BNvHyPYS2VvZub0nbAjRNsCfhUTGUlZshX3IXFhhu+JSfumsOxN+lE+6zLWk/j",
+	"Lmv1xwe0dRh1J63duMf6dH/8NOrEVTO7t7e3rECn1Bim7CD+10/D4U2v2xoObw5OPvzn77c4UGe5brB6",
+	"mYXfkClTLCBjFtFMM0JJEWAyl1kSk1gSxWjSmkuVxGRK1WwAC235LjewgPnq2v3p1G00vgu2497neSju",
+	"PNDkPud5KPIDfbzx9MFRQH8+XhG6o+ymizFpG87ZUeVQBXiM7DnBkbhzMRTrDwbNjwKeAy7IJOGXUzga",
+	"dx6FoXjYWSCfeBS2UUi/ytGYvKYmmtYL0/Dkgl6GXpguXTUtZEYSCpyJxqQZvjy5IMWVyEf74zS+Df25",
+	"GIpwwlkS63AHuGb4H47nRlMqLpld+hmNGZFWg+b4RtuH22WrsHFzhP6TOdeM9LuWTFIF7nZuhzSawJVw",
+	"2CbuzgyDHLmWYkAomTN6RZrhD0/CHWLopXcW2+lvjFw4nbRwjba9RnvaLXswOk/B113atW6nt4VL4HTy",
+	"Rgq2ZneOBbF742UPYVQl1kZCOj7K9VxcPDfHoMqYyG6nn3MtujkG8HTSsqOpWYia27j6G6139JIRzX9h",
+	"jkV1O502ORYL5xIDxW29+wsuptZaE/BtZVhOm2gMekuRPLs93AwXSdXp3BVX1XjHo6ssveAzdrcXN+XR",
+	"FVwngboQZ+D8H7OdT3QSpDCEkTWlH+4oOLOqyTp7G/SWZXtbxWqjva1cj1teFsRqJHpyN+3/vKf29YHp",
+	"ZbvX/fnezf7i4Jd61541kF4A11gd9TM5m9FWEYRkZNpK2DVLiG1FZmw2Zgqu4RQzmQItWKdU6WVOttPG",
+	"eFOI1wjROgnhCpTivRO2Z3HFUYj9g021TLXIS9hNmsiYNQYTmmhWv6/IESubyQ2b6bs8Afm6NG6BfE+x",
+	"UUG/VCm6sF9qs4DFtzTScCu6jgYsCS+TgLVgNpEAsvltozrvf0+O491gCIOMmE8lbGvEeGpgzxOuTe3w",
+	"lx0wiqcj/uAJ9PRuPoH+/W+H7OzOpTJ3UzdcFFyxhQ4scwHtTTEWYIw+NWQmtY8fpyRhNObikoStkMwY",
+	"tTaY7Z0J+ylKXVg2Hgf+Fh6NjCu2+EaTmCsMWQrIWDF6pYnhTLfJc+SpQxG2cq+lCdvkBNdnQMqfB9a+",
+	"D7c/CnaCDzsIdgGtknULy++Owu4DzsU5HP0trhH87STyinWkhd9u7d0rRlAEFWLMIkdnhwvo8lcF6PLd",
+	"IpwxJ9/VGERQ+eHedyEiu1HXmK/zE5yLth1lwgyLIcFgAX4muMlnMYsbH4JGphKrLBiT6sGTJylVRjDV",
+	"di/M8znyPA5Y+K0Wo36usC6rLOD92St7IuCa23sIinQHYAeaCbB5eM3V9u1ywOa3NH5JDZvTTcGiqZLj",
+	"hM3+835Bo++wVd1MrGxJtVGMzohm6ppHDBN53MqTVMlrK3B3COq5YDWBOWptFgxeiqYsHopm6NqMfJsR",
+	"U0qqcKdN3kgztTs+p9rqxzNuMBQIeoFvCv8MuFI02LNDsWTTDNaZic7XMqbRlZxMkAGUYg9/bLnIhRaK",
+	"obrVco8/KQU5wIJ9S2P3yT02pkT+ETChRkWnbNh9MJQnXo2EuEK7nGNm5owJ0oXVseqqPSF2HTHHJsmj",
+	"zvDkt31/Ls6+MWi4NALfo+fT3U6nUQpLtvJnbSyF4yIDCEk33ADXOsUZEP9Gx92exDLSfgH076rz3Prs",
+	"baBR0BQLR9SMJpZ/WuOekjzCw9Kl046s1QYhymCO2VEGBLVV+5Cyhp+lVj9Q13Xo3XW42D99sCZjiBaA",
+	"fa1LuIPmpLlkIuwESK54HW4fz2/lpbIvZ/xSlFq5e3U0Su1Ywf9bnhxphvnvI0tV4c4KVefxaK3c+tlE",
+	"2EvRf+WAtlYlem6rTooWSx250LgtO7FP3wafdECfSTFJeGS+JN8s02Tk3q8LtuQjPL/R7pLBgNhmpDmR",
+	"ijjmMBQ5PRhFheYuwCwUcuTu9+k15QkdJ8x+DFojTRSj8WKUUh47+uFGrzDKwmNbeKqa63xUQY2/dpXa",
+	"atxrd+1UTQyvj2NsbRfIGGBSAo5vzfDvFUT5KYT2Qqoxj2MmvjSlXeGGIvsdZ5gubOVvLH1+6sSPDa2O",
+	"z7Jvj+ymdCW4lVpQow6UZDmr3KI7PeFP70/O/nt08fbt6Nnb1+9enfxox+ulPraLZJLNBFB4woUldSvX",
+	"CwXAkgwoB0SzhFnG1O11+gTtfsz7QaWDa6sVdNqgFyyPBieGYnxgH8tVB0tAtkdYju0I3C3amdN44Sh+",
+	"9mOTX8RHVNjTojLRJseahMtb5HKm/fU2E9cskSlDtiMkCWNqKORssKHIe4X0cNsv+nea4cuz43ff/enV",
+	"6N3x2fnJ6MXx6auT5+GOZdH5oz5vpKzlYsQutTqJ7+H741enz48vTt++ybvBIea3wPbo2w4nHC5/muG3",
+	"x89H789Pzkanb969v7DPC1nc3gyFc8eSsBIjEJJm+PbdyRm+6+zk/O2r9/lr35+dQMJ7QS1jJa+YsCMt",
+	"yPTV2zcvrXgqPnl+cvKu+okjZT+LPACghWQ6pXoKazSEfYKhVkMpmuG7k7Pz0/OLk+cj7Pa74/PvRq9P",
+	"z18fXzz7rqRJeamMcQdCljZMKkJFOV4DfMAAHEDdgcF1PDv50/uT8wuI79VDEa6jVCQJjNzINVSjWTK5",
+	"Q5cLIPxyRQWFq2N0intl1l2DFLqsm4X3COKwczX4UUlcw7VPhWFK0OTEst8vamET8F8RiaHwmsdoPuBw",
+	"wp2jHG+ARFQpDkRL/Pe6Tc4Ki9ebt7+ecftGmuMoYilc2X5ptSbEV4cONwOiFgxMf8ZiTpHcQb8pzmyq",
+	"ZJxFzKo8QpoRzQe/ovc8Er7f4RcyE/GX3Nw3EuP48kQ33KyJHcfjPq3dp9cy5hPO1l2WLSVdli9ZgYeE",
+	"lfvSEO5qj+xp8pespUX3WZ+bRgjPPOr9foPe0UUiaXwh5SuqLr84swQJwTVJ7Mud1tIlr/m3pBna70ZG",
+	"yhF8uXLCPmnWpVAHTH7/4lLCh0IgRVuCdonwZeIvsZq66IydI4wY4Q7g4FdcoXN0m78XubPmy7JajIWx",
+	"qmtWDAEn/BkVhwspX1OxcJ/qr+AR+UbnOvc4iy8xzVanaC0oahj6Zv3m27VwICMVfIUSpsu/plBacrdt",
+	"bFxkGH8is3wvqEtuZV9Y8why00gqoti1vGIxgFZcMXdGyunoK7zyhx9+aC2n3G6a+HKG7ievmwNis4f4",
+	"RBiXsvo13NpckzlLkpazYceZ8RfzlKgMwoSpIYKxGDlwTA0dQKDkhCkmInzAmt/O98FuuAYj3AU8LmSm",
+	"dAAQMzOZCYMd5o8Dd4ev2U0KAbI+HSsgdChiFiVcAJgQ3DoGzjBedoRjCOdqaDVcAdWHe+60SRjJmIVE",
+	"04VGGJnP5w7/NHJxudMsfm1NJsjT+UqKid2zVc8aHLl8kCMw7EYAA/jraSm5F9LhzIiIJckabA6k8Eiq",
+	"GDNsXfhRVGpkx5Uqa3IaFwThvmXxaLy4a7We+We/hZCPIjZl26C5oMHjagBQRMXo5958l/XVntlfHGQ9",
+	"viv76R7d1wdxr64Hxeiy57nxLqFCu8DXuK6Rj0r61OipItDhpwYEOZXDnWBcQXVFK6tUYK1gnowdWXlL",
+	"S053GqOSR5N3pe1y4T7LqVqLIriX5/vN4tXNLtZuCfpJMQYpOi6UdK/TqcS4W/qHOOL5lBuG2GRweb92",
+	"B8qZ0i4ktDamejg8v3Oh3ag3rB5QZP15kMkS7AuZT2V1jTweDkRfNgKXgNwIGpBq0vhQnqd/ZoXCnrmE",
+	"q9VhvMpxKE/P35J+r3tQZGdZVlxdyExjcFARdE5bv3z4uHv7+7q3Yqp2XUZTnlyeZuOERx4gqoYBODm8",
+	"HqHhzkN83xxzH9FVAQyJKXlH1VXd0+lUGll93IdIRbFo2z2pxEjh3PWTzeNq/yW9bJRimTPFa/kNNU7B",
+	"zd/ebz89KDWMZWYto1IU9F4pBrrA9sHgFdvnNZvyKGF38dvv3WO1nEdgGqQbXtFngDtad1qQWs49DFot",
+	"2g1Si4NKy9P+MPuKaodbaqQTL6vk9Egbn0Qba3e6bj9z2O+lOAM5Yxh5BlrnlKYpEwxRixzaKu7hMghC",
+	"ATmHGJR5CgqGMYaDoQg/8jhwgUel2FTQkG9DyAdWzF0qkpilTMSaSOHgkV1gONckE/znjCGcLoYWllMR",
+	"C1BiN94cGXdA4hV0YvLahaa7dCIaxyxGyG0uyHU3cJkpis3ktU8zirldshkX1OClyYymqdtMH5o5cU6h",
+	"NbojPlUARi/Hc27XDo4RIJ/D2++KZa00y8XYfdvlcagb2j3zD1Wb4qbf84XaUHWPVrc5V1m8KeX13wYN",
+	"KdjbCUQK3BX6uzT822DbaOHtnq/s4u0Hfxpf8Tqg/WPiMW7wJK2yTXtgtg7SzhdpOQi7ANy50/Apnlzm",
+	"OTCUSl9reY+3yWqcWA5DzyNsDjDGy5NPSJpjKa8gvzKsnAAfDeZJJiRN0LkA8H0sqSqa5FSct8nPg/1k",
+	"5UCWP/SZbRhOnwMilgh8+WQuUXKwGtG9dCTrWEKwzFsqyuVqj8sC5wVVzMPC1JKZ4hGLfS61XWLIV4Uy",
+	"DuMFJI3D/KRySH7cOBeEXq8Zru6uZuqaxQ5MTCfZ5Y7PGMEkWxxFbpRY1o7fO+mLHbjg8Xsong+xOGOm",
+	"zZaHIoe9vAX5YOxWjgqQteo6+G2wq00B5heeJ81LO8hWxFWUsOLj//d/Sbe9u1OZ8F6n26uBxa5RD/Iw",
+	"v6ARZ3hdPHLe3U0ji5F2AeqbQEY/ydSYCrLbIVezJ9PKaPY73XsPxrutVmzr+6IFQU6LJUO3t6s055P7",
+	"IEMT4Y8hL8GNAABHi/uTMYKUoYG3HaHAABbrl/ViWkFbSviEwbpy4R3tAYH8DxbjIMNSUs8RCYsJggZU",
+	"/pakSYZgKJUd2e3U5lpuyK4MGlLxS34vSofTOoLg77vdZTxiZ/CkFRo8ZiPjRMCmZmc8ZhdOgPvw+80t",
+	"ynzO5/BUvDhr8tZwz3H5EfXadXJE3A2zg3HxWYl2I8AxWuVEn+gaKh+LoMhbKhYs8AiJbruqbKq6J6u8",
+	"qIYJrJBv5UDd6YUqr/fDvFDobMkMA27vjFESJVRDwDNMqEbtuT9zPhVpZu5P6XmzB1Dt0u6u2bOi47tW",
+	"+Dw/A0uYzxAyFzrRXGYYEFso/EexZSdAtU6yI9U3rbLl2SHXUIMom1lTCHx34wUUbwLc2EmWQCsuLneq",
+	"OhAMIace+5t9UVVP8c+ssFAXZfqsttrURRU/KJLaYIxhURsEw3ghz95F98L8JopezgACDBDvblIqYhYH",
+	"Q+HZrUNco2KBdq/KhA5yi9JdoaZgAmJ1LBLm8b7AAzoeaLscBLucC+YsxyoFJ/4OtQjO79Sy7VVWXQo5",
+	"rjTfxPPrkaKr3lLfa+AGV0eOHuzMhwwup2aWIobtI6sntxpSXc8oMO+32vVrGk25YC27nqCbYrJYjfYJ",
+	"MeOrKq5GCJZSUrWRZGy1ximRYkDCF2/Pvj19/vzkjdX3T99cnJy9OX5lfy+HvwZDsRxWHJD6KOfS56ux",
+	"y7afjUHGlVjhdfHEQ1ETUByQlcDgN28vRi/evn/zvO7LatRweyhKK4GVtPLFgHNkj8bZyfkFOKE1KaVZ",
+	"4NN5HKfPOfbHP+/2TjkIe1hHfqWg/3qEeZdFXeDNWeXLUiJBHWkrO7lM5GWNZ9lsztMLKlhyVn1ApYJZ",
+	"pRLEWAWViuTlF9q1nklqpusu6TBVALHFnY8VeB967CauEoeHXLC7hV9j5HcTX4IlMTAzn4uY3divHFvQ",
+	"VUsDbVu7FX7hVpZhaev8mlSSJ+7iJOvrBhyTVGIW2PLWLinN3TpOgDkhpd3ZvbdejNkk1Ryqe3WxtD7Q",
+	"X+DHtmFhHqZOHef818csuMzPu3AVYzbhAgpp3MWzt8ppgXeXIDFvgyUgxl8VObLCZhyYo8gSF3mG4mTl",
+	"nP38a4I6tqvAnLUYj3lvleFitoIddPP3PB6Q0+f/Y4eUsBx/z+OHgjUGJYTEewnb7QAcK/PAG5y7DKDb",
+	"tfvi6f/2zhNx8kANog6ENUfUcuqdvxEopcGEyzsL1TovhVToJFieT/XoVBvfaSdXnj7zUUN3rIrLH6v3",
+	"uPlCaAVbcDLEZ3S1/a0L14SOC1O3cvhylXYo4BBa+TGVVueG6jfJohBFmlB95UDW/VlVVBz5LPIQaxOR",
+	"uZVYc3idkgCfCBAqDrTSaWvlEwbhR+2lj7TLRM8LIQL8T53C7T3l9zsFiuksMQHRU5oyKzOv2PJ5QJPD",
+	"BcncQd0FbsHH+6sidSrIA1gz7n+ZNy97IbYS3DUd/VrH0W1ijUDXZstpgim5qlbqeqvmO0aTOqXrmKRK",
+	"jtk3eu2QCrdUwdHl1Z0KrmtWN5bNuhAXebm5GU0DH8NHZIqrTqbZjIrCSqJxrJiucdK7L6oj75LXVF0x",
+	"Q85NQM6pIC/qC26UKw8VwiahVYN296B9cNA/3HirfViGfWsd1gU9JEs35a1ur9fudw/7GzvuPq30DH9u",
+	"vjNPwOFl37ZpW9AfdF+lbHnjoK4BqLQ5iuZvfy8Pd/c/y17uHu590a18LUUtmnMedMsFmXEBd13caNKM",
+	"LIfZweDIZH1UVg3DKgV3bQyQ9M9ZDm9Vu6rF8XSvc88blqX1wD6DYjx1y/KucglcZ1xTtBlTBJA0gL9l",
+	"f8xpclXHrTOxxp1XeO5ACEIRb1BCKrcu2zixgsaU6tGsttjChcqYV0HsWyYySeQc/fswB+7rdiZXBdZa",
+	"ySYfS5kwCqZ/qUZNHaKmBjz/0Beq8eX0bCt41RERUOzM+Gqe7W0slFLxm3u8FCf7F4Q6KipK2GHkKHMY",
+	"LKNipqojg1vqLca2RF/l1akOu7Q/gaOIetqD2+06mRdNqcIYiDwy2RpBiJ7nbsVbM2amMnZ1+bivP+Zr",
+	"6tbZtHjUV1/4uv7gh/7oVC98HnA0l2+jC47d6/T2W91uq7N70X066O0N+rvtvW631+n/eevLyIdwnOU7",
+	"2JQuRle92a7op3s/76sD3TO7Wf96b75/c7CgdW/d7nLObXLtvdw9oB3vFV3ttrm0MKV7tTsut9x4C3y/",
+	"+4l8hxY3cbWn8vgMDIAkIQ7NOU1z8kKMMvZzRpM8EMKR/ACh6x02OYAnOTMKozHg4gNgbt2hidFQo2TG",
+	"NQJIAEj5BLI/mgjvjaMY+SfCHaJoYfy6fursqXUH6KI66DXCdKtTVAIHxv/debIeQP0eoQ9ZSH0MVg2T",
+	"cVfFq6iAbXJqStB9Of6Vf26cmaHwgYWIZxuQRF5eIjAaGOBc+ICvoRgKyCjJeGJaXBDNZ1kCQRr+hQhO",
+	"6Ks2kCsh5+Dy04wYpg3BYeuB7eqv7i/yVyIzE8kZI38dir+2Wi34v30gTGejiKp4dM01hdAn9/eMamNV",
+	"HxWXP6UzdhOSvxIXq6QHpNfpkmpPPi/JPud/H2DZBb/6+SMBCV195hHmG4XLXVS65kJnkwmP7JEYTTIR",
+	"64e9pLafypv8FeqDuneNoSfXMc0Rt+0r/vG3v4eOsh42fERNqRIzvGkoTlxErEsOcxGxvmCBiu1nmlCP",
+	"ZukJ1bIOBugTa6LfCoFRopiN2Lv9SoZCOhv9RFu/dFqHo1pU/DsCN6oMFYIF6ALY7RLc8OeDDa7o2Btl",
+	"zhKX2SBu1gRnH9cFJrpqiZXNcUXTV9Xxh8TAOZ/ZtgGtz+3zuUaxppgY4fFyCbGH1wLzHxTVqbcLntxG",
+	"iXABN8W6uQW5a/Oeu1VbNqGoIbTYrv9wOwUJlQ/TT39tvfQB0rPMh+rmvFjlK/hnQFj7sr3M3avEUPmu",
+	"/qoUT1WdBvtzT+3qvtnL9q8P5r2b3UX/lz26Pz6Ieps12LpKzgvv6oWnAhIuHUHPF6tRqSUC/CKJhaXV",
+	"2FIF3kDJa2ONSlPP7wmcjTbHG3cls8vpUb4qxWO5xpLLIhfJ645uecXq4pw3rui6u5N7OaWPoTS7nFHD",
+	"o+WabKhnHacySaSdCnivdzAUqfAKTdkNOf/uuNXb23fu7CIy6Bt3XQIpk23yAyB4Qt9hANck7q5QV64Y",
+	"jghNpGDwBN4qSsGGonSxiGZ+nZJeFAPclF+4Omby/uJF6ymME7gMDrJK35O40z/sHNLDw7jXO+zFbC/q",
+	"d/a7rBvRvf2DzsFu93C3E42j7gGNGOuPe+Pu7v7eJI53d1mns1drSLpShmvOob8xcE8dYW5pF7Poq9eR",
+	"9Rfxq8ReBKaueSWPmAM41lM5F75ekysvtmTcVBky+RYj5dzx0CSc0ZswQCsuSydKgtnAo9qtewg3ntGb",
+	"CkfpdXtP7y0GZrwaM9Hd39/7NPfjDKIe7eDuckG6tPo63+zZi2fksL93QFzGvgsA06524L0DwbSgV2wE",
+	"9L8mJqxK7jlaV32yACKXl7n5G+kU041cvTYEqLgkXIrQp9aGd5jjXKSZARhvD6EJ9TFRIG8f7OTWHKqY",
+	"rL1mvEPMAyNbMVMGZO5SzJdt5EIANJcUgAAgIFdssWDJhArWmjw7bfJaKoi71FJAbt9Q+OS+ZcNl9U31",
+	"yAEFOvz9i+4HdXeE/U5/q1BPhzNfJStD1tKhqU2sOi4DkDh4ZHeKvtG5nKFYaSRcAq8fZp3ObmQ3Hn5j",
+	"S1Jg6ekNp2TZXkL1GmdYdspZEqss+gZOUaLa2mDUyllZZRHJ2rtWvPAAd7ptSjiWK0VB2MY1scLYrQlk",
+	"iJlp7RcI0LH6FWiOgEOHX/1FS9G2vdSuc7WywcrG14Yibqh6cNfu5CtTdF23DWdY6Wd1/U6x0j54vzAy",
+	"oxRB7k0gEtpDPwI2FRKdJr5kI17DjV0tRm4A2IoapoeiObYce0IVC/IkqQASlXasNJ5PZcLKMhmwRBe+",
+	"ghSNoSZYHrQicw9oSJrK0q2V15eSaS/oE4iKy714gCYHtfZmlIsYUC4sNfnHXf23obDtdjb7Tb+8tbbC",
+	"waJ0lPZ+3lV9vWf2s4Pr3nz3pr/Y+2WfHozrcVhgXz/L1UVBC5W+fyqWrPf0IGhccRE3Bg1LBiNLBpBx",
+	"65/Ain7uEU8elSf2dg/zB2Aktx+2FJSO1l9xwU4Nm91Z8WuTcXq/65UvcE9SsR3rLMbS7pSpYANTyBeq",
+	"ljPb/vBSz1UL++QrOgzkg77yGhN4KZ8v2uED8iaRVu5FGn+0TZYXHPrJ13aLdfuje3GtG2ll+XIjYyLV",
+	"oMw3S/wSrEqfWAoR6MIVaYGEREOvmKhm9RSnrMgmA6GNyBIluI7Sl8vkm89rc4q7rxr3iUnuXiR93TT3",
+	"Mx6zh0ZwuwQr3F64Q/PZWTWh2dVE2vWZp2DZSHlFmqFVq+pcr3el3t7HOY5pbWrtsDARogw/NZGqTfLC",
+	"zxNErgMkJSg1DM/P6IIkjEIKOFYfwsKPYFLPAGS+ScVCCkZYotmA9Du7O8tK/53lLz/hEqC8HevIoh78",
+	"4Pty5uMRugU00RFNXM2FqquMRVLIGeCEydkES/bdJNUzWTyzeiQBjqrOUHDlR9fDPv0K4G33LUBah+3z",
+	"UtGIkVfgWdgOX+dw93Pg65SQlO4IJzhnkWLmTJqNMHwagPHtydfwPFGuwepWpIpdc5npET452pQJ/4P3",
+	"wULJ8IjFvnttZKqJ5pfCshxwcfo3fqMJeLysbMh9uJew7ilTXMaQAbmzfaY8vnJNSBib56PA59rkHDxu",
+	"4OSz5liVXc2nmkWjP88Or/979mLx37MX+9GP3/ejH7/vspd/vh73/msazf5rysSLLvvuRTf+8fIPd0fl",
+	"4viCTSt7984+KF7kOzmHDBcJJbGoyLGVIMAclmNl/2ErRrgVVfgBV3L56T4Uq1t9UwKVM2qo4Yqxghp8",
+	"hdMDEtOFPiJhJ3TosZBqS7HOaRV5YL+zsczzfqf/9K4wjjo/LeT01LArF2ji0MeuOZsXNYRJXQlhl81/",
+	"5IxSvIB3dUW4Hgqf7Q+RuZMsSZYx5iFzrpoF5MqpFzCtWIvYtIciZIaOZlxkhoETK7+zBvQGjPzJYR/h",
+	"ozRlVHnQRDxzC/tpsqh1Epcab8+PHwDdVx74PV70kDtnLPOmC7S5TYpaFZoOmstUTib3AbIo7VGtsWG/",
+	"cLn1WP87IPMpT1gZ4g5zUDCatGpz9O8d0Qr69h3jxxjmGtl63zvEwNU0vxfyR1EFfZOkAZWNa6jAPqd6",
+	"pyjKfkTKkAO4tLkuCDGoenup8iA4kbJ2+imKyXaRj+WSwkEjS+N7noo67WPDFW4FxmxzNMISINbGkISH",
+	"8YB7UfPnuBYvnBzOkK3M4871Wx+PU7t2Xy7wZnWXv3LkzRIM2WeIsinK7dfpAjJtJeyaJaU6YbYBXpFp",
+	"rEhXlea6bFLdibmT84wVIZUz0UL+VLlkTntlWbM06xJbWKLRoCrnP9TshZ3oXQ4WqJn+id4VUMS+rmul",
+	"XGq+7nrXFejPZ1xbiJ+U6vCXaKCyIa3KX9XtbNXubgt+rtufdSE1r/iERYsoKSU5tMlrec30gGAxLxaT",
+	"f/zv/0M8piD5K+FilCp5qZjW5K8FLPXRUOQP2RbrHqt8YR/M6a1dUlJBQx2KQkUNHaSEoEnVT+iH2Qga",
+	"JeDD0kvKJF2m56rHYiOGYbGEG0Sa1SJcVC2so4+y01amrdK+jMBPfD/m/BCZ/3kFW861yvNZe3ZKaKXr",
+	"xZrD27wbZlOqFRDNryEJS5TxmxCD90MDLR+HzyE034NseQg0GzoIsFZoKQULKW5TPvS2Z2P7zOjvC/Tz",
+	"GoQwj1vvIORq4WAwTKDY7HGS1RLdjF4to/rIhTS1l3MzGbOlyJ93ime1kSRp4nahePbg+Ntn3d7unYcd",
+	"huTfFrjJ+B7rVusHBOl+7oCw62/hfC6AkR4xG3KV8Jj4K23niaq5oMPW9RvSbY2pZnEp1xOu9t0LMVmR",
+	"a1KAeJff82C0ncAP6p5shtXHkPgaGfmwHcIS5Ex6dIs8LHWrpE6Y8Cru6b3ZDvazjd1bQC5v4Ixuht9o",
+	"5I7zKa3jjvbjWU/cw0C29CmixWhW61tJEu4cl5hQpVElq1Qt9hGXLGLuiCMYA/gVAHYEg9OqQ33av/dN",
+	"L2SxunXY7ESHvN5SHk2c+QzfTCRWparghKY4qXCtS+NOmvGgLaNNYeqlBUJ8J3h2iVYv6TUjwp7xpn25",
+	"zABHSwjMffZLGeRZgg5aoLq2vVon75pZlBZ4O+GwxLjWyAkEm7zOYxZKxyHnARV7bmkJK5Tpz/8S91gl",
+	"iS0Y7V1W2HJlgk+1yJb5/Nc1zuo3b437SeRnyNpkKBS4yYtNLAaVRItmmQs4HsBi0ru52QmGIj9lpMk9",
+	"n8bsVwe9V0ieJJFzTagh4dL2YmH6PG+hyc1QlHqCY+OaDwglKVMzateP9G9ugoqsJHOqScyhZF0MZdh6",
+	"fTIlKdWaxUvIqTVZD0HDzeYe+Q9u5U/cCOqjQPOUgeUSHm1yavTSBVyRSI+h71gqEjtR68qCPQxpvRhm",
+	"pX5LBIgBMKKFiLaWrvp+FRG8aFw+Nssyej5lo6v+bF/00qc/76o9K/6u+/P9m6eL3i/9h1uKSztXchSr",
+	"pL5CTUqVEUxVCtQoHrMnblv1di5k23++ZNV92D5Lfmn0D8yWX6ZHuAx15FoL/1ymmOXOhDQMmAkA6GiX",
+	"ajafFvAb+A4XdVLRcFZpbrkk2QaaW2dwXnGr4RgJ+k1AAOjMR+P6O9T70+v66MOggXVy3Nf2rBTkVKP7",
+	"jbVMMsNICAQWkvdnr+xoI5okbXJMEm6YoglJFb+GWpOJlOmYRleWsSVcXLUSGdHEKwtDUYIZgNgVSGP2",
+	"Aftuq0eZWoWIvQ+BVzCM+k+rxc+OW3+mrV8+uJ+d1uF/tlsf/mPw5MlP/2s41E/+f7/78J/w24f/+P2d",
+	"Z6VyTLY4AndpACvlk34dDSDn/L8JDWCJm63mETIBwjEsVZFywt3Lf870EQm9FA2tZapJk9boAGG/2yEv",
+	"pWDhzlD4Xqzc5+KyTZ6zhBlGaC6QCw5gxbpnM3khbOQ9OpuxqqB2I8ZQSPy1Gm+Vf3+XcP6Bm+l5HgxD",
+	"k2SL2kSru/xx2feyIbymKtkDEmL4TFiAnVPN9vuWPHd7RFERyxkZLwzTK2E4g6EAbAvIR5TzNjnDoBVu",
+	"8LCH796eY/kvR+itfIeffPS/nsa3T3AsLR9upFe4wecL8Vkl3A+rMkmwebLYpDQFRV6A05gAhtmutS4r",
+	"spzpNoxEsyhT3CzO7Z7ipo0ZVUwdZ7XwgyKv0gxBKVST8NjVkIYlG5BvoTnBDJIrtvC5IwTlMHhzcFcs",
+	"+6Qpt725Yj6MtFpQ5xKiLME8BWIDzxj0WyynZcxY7ZaLifT1dGkE5IbReRBUCAM2jM6celGw9FhGeqWs",
+	"XqO2fK4L5wEr1vbng7t5zFpTyhMkZCgxP8A7nsBXCAow7EAH1cBZHQyFC6vVgc8/sQ+7mGM4Bq5IoRcx",
+	"gL3yu9+RZ1JY1m8pdChaBNE0AIE7okpxV2w/fHLdDUmq2ITftMkx6D7XzFU21S6gx1eWGxQQ3SIeClLA",
+	"HleL0S1VoLPi1pVKbduhfCtj+3o70f86f/uGNFdrDe+0CaRH4VPrcijtEKqNy2WRw50lVNZS6iQWhUbj",
+	"JyxytsJy7VTbO7V6D9h31exFBwr70wdATLYbC8oRopY3w1LWUxi4bCkso9FOrL0Gy3Cap2/iLGVKf84Y",
+	"cWDnfuyWkN3+OIAQ22OsruGnipX9+Y+//X3HmXhQytAOvcjtTpgxbtNIzC+50W3yxiONaYgHmsGIIJ4B",
+	"AHUFcf6PO7AF3SA3oQvaji/4jGlDZ2mxn7u7u4f5XLkg7y+eYW8zHimJ3jU774hra7HZXt67avCY1p5S",
+	"RbFADPSpmGWIuebW6QRES8SQ0ilLDJnwxEpLZxnyhAmTwEIhnJHG0DqUvfZt4Xcnx88RXtjL6xyuN3x5",
+	"chH6smM5M3UlrbH+FzdTmaHijslyeCpLFea5FEOxkTE6vpczx2OYDYY4rlbGv/J750bb73RhGEMRLpfC",
+	"9+8JjwjFLFxo7QedMgUvkoL0O7tt8kfLe7EsANZCtex3KJrAnBXSo2Vj9jdkyjsBFF8BIeU8IC5COy8i",
+	"AC7bHefrIBTtF79MVhfVHgII0BtxWtpZQogBTcKPVrmznNHrdrchpOfZg2cXo/uPv/3/u50OabrgUtLr",
+	"7BwRKhZD514BuHD7ZL/TKXR97KBNAKwwLHpvlxADQwKmRBnK0MihsPKFi4wFDuQmb1qCF7RPkksJHdhd",
+	"xU/tKMYyE7F3HTv4BiSzoUAC1gGGCth1wwrPOyi+UyXjLAJwiiOSWSrJVRvvS8IOcbKQsIyzdYNqkx9o",
+	"coWnyUpbZvAqZECUnNszqpkyyM1jhghGcWbPL6GIRYlHK6KZZkOhr3ia4tOKpWCKI8SjB3eLGUvRtohk",
+	"DqyNcNwK7EsGkameIk6LAv+eLkBjC8lUCpnBsSNh6anWH9kidGeSNL0y5Sq2UlJUVZ0DSHgsh2JK1Swg",
+	"OrNmri4phF7wWrEEZ8EukY5kyvK9wq34RntChkn63UToBJyXEzbfaAdpFhTVC+NFaVcHBeClPZqo8ePN",
+	"AlxuLjSmQDm8Nne3YFVfkFfwC2pQ+ZqY1hm0tFtqbevwqPqOMq1YvSNeuMGBAMdq4pZ4wCouFnp0xRYj",
+	"xaBA01EpxLQyX1ejqN85tIS31JiLUaZZ6MZ7xoxatI4nxi5CN2w71cXPkCVyDhXbC7A67koZwUwsR4Dk",
+	"MaOo0BQvCFw1iWLx2WTCImPZ397NDVzJUBIpqqc7JJIzgA9zhhjqOpC+g53YpZpABXlrbxm1aJPz8ib4",
+	"E5Qa8J4CbTYjKSb8MlOgiLj49J7VA1ZJVgqULwEJ372/cOHWz09enVycAE/zIP5ez4MKQ5f+UJTylVFK",
+	"eW3PqkHKcvDw5IJehlhRA7gpYLuA0QT6ejAU4fdULQakIpvcQOzrWOuZFEbJZOB9K2GbnDNnktnukTdy",
+	"eyInrTdSsNZrgGkcCsv5mCHhbqdP3khDXsvY6kBxmEsf6gUmpG9GzBUJcNr6OyVTxZnB+LWqrr5S/dow",
+	"NdMlQIJc12+UMFsa3Xan3XGlPgRNeWPQ2G132rtYmH4K9s6TKWCt/wIJDHXWaq/TKdF+qqTdBaB6q2yx",
+	"2NKTtV9A6aMJaglGZtEUou9d8Wif+pkr1qdxY9B4yYyDei8uhGBUvU7H2zQuLGZZkwYDG0zxuzwo7g1g",
+	"LNWC2MCErIJhjUM7SKfv2I5/bLmswdbp2qxT9/iTH92jpzG+rI+TqGuST/bJtzT2eYm3QWNvmyanrqCT",
+	"Qwcp2bGNwU8fgkYeqt94xa+ZsLMD2HxrPdJLbc3u18zQxgfb9IliNF7ctf2+/oRnQTlDEDGZ8UtvK03p",
+	"NbOkcUT2OrsY9zXnmjmNNZE0JmOaUBFZG0pCHD9LNJv7bKIV6jiDOEGMV/sKBGJfv0A/sfpnJA3bavfu",
+	"Vudou78X9JpyvM/ZRFX5pmwiq+tuXqL/I/5yGt+upbJjsSC0pMd7ZQGsb0uhVrHx2rVzR/iUSBAUDOSP",
+	"VRD2O76May1FYYIKcEBvZq119RWPPDmdWGYPvB58U5+NGN341nCrdWtQpcyKKLuLNOFh/+xt0LBS7q42",
+	"8Mxt0Dijhr2yJkXrlS+fuKlZ/jg+XengDAA8XJboVp0ULZY60szcoxP79G3Q+H5DcpNv9b3LafqUk7/b",
+	"6d99IN9I49WHxsO4Rb/TvbvJe0GdIuTfs93YXgCgEDTY36rBMYQjI2MJGv3e4d2tLqR8TcXCTUl/inDM",
+	"GddLZtbzkRIbwzOoGx9u78smnjtO17j9sJYJPgEP6VpW6PG6tUOEIOMF2ozQflBOcsuT7EvJ+W1ybo2F",
+	"shPJqvkqSxiWJ3h5grYfvCMkTefiACehVcJnacLB1+aQwszUxUdUWekrrh0vvYDp3HelPAu488FnWLhg",
+	"iyeLKNYX4FHYqncr37Z5Di/dwXi7x/PfAhLkNg3eQf7CBZ+xrd/hEy+2fRYydfQ2T38xaZenydTIu1Ki",
+	"TFny5VkzjwLvUeB9ssDbQjt+4evp/juIyFfgkl46bTWiEdMYfh0RWcTrrBWILmfI8YKEakN2OwCDEBDB",
+	"5kwb55VrghCE6z0HBYxORTKhSYIhMpOh8BfHPrCxTYDpQrGvzEBhHnD8IuCc7dxXl3AvwzAi6A/9pEMB",
+	"g7KCeiEz71VgMXjg3A0NegHz8C37xhDvCaZUxAlDT7FtPuO27dFQxKxw50rhoBQgSqp8l01Cs0hZSARV",
+	"4NE2EgZyxUWMnlCADHFudkIVGwp2EyWZ5tdsnWw/8VFoX12s5zFW20t1aHJfkV1utL3c/mKiEoZ3t6x0",
+	"dUoe5eOjfPw68vGfT9zlAbdeyDnelzuy8IEnH+HnJjfW2zxXq0ZSVWRTkGOeUgDv4XlwEqYtrfitMD/0",
+	"N+u2wuGt8Vrl6aePLOmRJT2q7J/Dq+UKlNUxsfvyjBPkcoV+PqGKtfLIPUC6k3UR1e8QIxFzklFlDjE4",
+	"DOJCwtj2IdydK5ba5TGDQDCMRfOwkiV31lA0aQnTqRQDtLuDJScjbiD0A6M+1TWLrYZLCcRDwtlDEAIY",
+	"CIbsQL2OPLpJMKqsTh8xAVr6lAnoQcNNckLTHVSiS8NHCO+Es0r9TtuoPRQnHGJSXInhzGg7SWTxEGHg",
+	"Phq5iMmRbRbmheWwwkUkZ0wXVsel1UpbEVdRUkKMtVq9hqAlGpMJjYyEtN5uezcoAc4ORQlxNmWqdcUT",
+	"OWNGMTA97CcIgIKI3qQZZ8pBqwFdZWpMhZVhV7Mn050gj/wcCrtx32gyyxLD04QzRZoO4pL8v//bDYhD",
+	"wrR/tHf3AnKTwK8Hezt5lLPDxHV5oDjIoQDgb2bNomTiYgqgTnMep4dJGiSExRpBOZCQ6JQKTQ475H/a",
+	"Bt3uHvmfKIapGQp48iiHcs0rgJR6aM/ojctqqxQD2cn3JkfIwpAxMLS4cdG7QLQxiaggYwYvgsC6yAXS",
+	"ceFKJiw8NGA4FM3dToeMF3mxwDZ5JjNr6ELcu8awobnibnPIOIsvmWmT47qIIK5dxJCvq1DVIdCyeUEV",
+	"O3HTuL82Ubzyj2zhFArgZN/KeLGFLpGHkgPrMKUUiLxktuWH5HuaMBFxWlsrG0ph7x60D/YOD10Fa1eC",
+	"vP/0NmjgQa/2ubH2dt4f1NMu+ts93KuimeUArrfBllpRebVzwVcNgXe5QEuKWfdXU8wqG75OPyvBGZdU",
+	"tJr4qrs0iaJJ3mKphP6m1mVMu38hte0LBwr8ti29zhZa0jMpJgnH9KV+d4uBvaOLRNL4QspXlq9ju71t",
+	"VkFnaSqVYfFrFnPqM/n6vd42jZ2Xz87tRBi8Sfp6eiCoX6AOZKZ8m/miknhRWLVVte7JR//r5jiNvKcg",
+	"Tw/34q+kttXBfhcgDIYlibaKFihK3AyFlZra8CQpZOeAhBDFW6o1BCng2v+pAaB1SrVP44bAZIjWJE3s",
+	"42goQofKFLpabR7WsvZS8yUznyYgv5S5/Qlc/dHwfjS8Hw3vXy+cpJLXtont3tsOz/lxYYpfKppOf07W",
+	"8uezTFiL8KV97E+v8oQiuIlypur7s1eBDxv3z0HINILUpCziE8eUCHY+hjpPeWHM8Joqbhdfu8hpdmOY",
+	"0JAxChHi789etZiIZMzc9RN4Qc1c2tdCYpxhN9bYeXlyMRTKDtn2zV1aHpr1LiqeaxLl4X0Jv2IuUenl",
+	"ycXAGtV5ELhw4d+Bw0ishmeTS37NNNnt9F18zBVb6KCUD6SDIvkGIMU5hMr7bImwTlpAYVO3hPcWFa4d",
+	"9LHNPZN7/nu/9vdo89aP+g2dsXu0O8n39QtdhJXNQ5dwbzzQPIZFFuHyxzEl76i6sgs/lUaWouWjWKwk",
+	"tuZxWLG6HtHeeDfqx3tsf3Jw2Zvu8v5f9q72k4NZr/2X9LIoITHot58eICD5a49HLrIkKUCUi6JfjUxD",
+	"prk0NMEKYiW8kcbpm9G7s7cvz07Oz4GJFEcGlwXdaVhNbtDtdDq5ZW1trm4HpMN2qoHbvDO3/GsjSV2V",
+	"QaKo8GoVpH6GLubWqsWY96kxD8vXic7TiF68Pfv29PnzkzfhDiSF0aJCbws5z5TqqT3CPqmvGb47OTs/",
+	"Pb84eT760/uTs/8evXl7MXrx9v2b54hs9qin/HvrKY54fxV15Z9KlzjLxIrcbr48udgpaRRe1IAqUeuB",
+	"XxL/+Rn37sQQmQTmEzldIsQwGSdvp9Ke97we45QNheMBVF9hHagAA/Jz53SenFaGX7CfOawE7f3Mhail",
+	"Lsfv7OT8opRrvyz5oSdDRUxVnE+qlCOLDCtwLy946m0YDIWQVjtzefMD0ut0wBtbKeVtmV8ANyfo9tcS",
+	"4mRgvg5orOmuM4pcyKGwDNJ2rxlk2IZWJoQ+y5DAqMh8KjUr60ZtyMyH5wvGCYUXHHccCl96q9Qh5I25",
+	"PneOIJm3yMbxs4gozFZlYimnELm4HkJqu5UyBN3QpTFpg3cPwEi0x0Iqrlk6vtoVFh9amdCAdDtBp9MB",
+	"lzqNrCpglUXk7hdv345evX3z0gqImKVmah8mOaCTAPnmF7zc6PnJybvwiHDL0K1KijnlmYiZIuFohGTs",
+	"1M/RCKOfYFeYNqTXcZToK8FAdeI0My9KfxqmJjRiOhwK6CWVWvNxAgUpdOiH5kGhepDVu4Mpvl2Yrz8W",
+	"EDjGblKKSJkTRS8RzGIoYKJ5PXhCBWbhQ/JcZbrP3r5+9+rkxxCvGo7XVLy3eu6amveagdJb2py0Un6f",
+	"/IF8dHmBA9INSFGH/tZnp6J6X8b5IrQolY8v9vI8mrIIXTTL8vy74/PvRq9Pz18fXzz7LsTrIqRWaAuV",
+	"8y3R283ME/2de8c94lLLNqgKpNnrdOxmTPDCjkfIdaKEM2GGwq5GtWY/csA2OSuB5bls5ylVGO6OhoVi",
+	"oJfCRkOqK1Zbgo1xRY7zOESwmHweMDdY705Iy/QCl+2JqhPHOkRg+0gFvwPYLoLdBEMBBliXvObf7mB1",
+	"JH8AYW+WK6yX7CDMf89ZaJ2ZcnLDosywwlB50J0N3vtWiArcVbkEu/BsH4XXeAE84/y741Zvbx+2NkAG",
+	"XAD4NIIGwBTga8oacc2LcoptDBqTuNM/7BzSw8O41zvsxWwv6nf2u6wb0b39g87BbvdwtxONo+4BjRjr",
+	"j3vj7u7+3iSOd3dZp7NHy1myXSuIc5MWQL7iu7HgUSFntSuBZbAKvumury1FuboE+axlxTQbYF2tAItL",
+	"+yLTUDSj+XseD8jp8/+xQz5C90379+95bP9GM4MUZop/5UcsfYXmDAE7idyix+IjAVMlhzMht/a/xsOW",
+	"4v7GyT3uwjr3JNJJ7oOq7orDivB4HQaXOt+KqsVpJXCp8P9PH1dMttjuVy7JAVrZXV/h85FMsploDHax",
+	"Vq8ltA+luuCNC8sAgFBKt8m0PMgCUqTtMrY9nH3jw+2HBxmRrvJBdWVOCm2PLCt761fo0Sa//Te0yh+v",
+	"Zbe/lv3qxuzXuTr9LVnQ796erzGhnUPdIWO0vSBZk4HCNXmbMmEt2kKlRGc24LVfI4JQbhP/9/HrV0dE",
+	"1MBj1Ab3ur5td1/3zrEeI7iC7ewBGusZ2PIqfS2n3j/FLdxDDvWvjBACpL1M0msRHfxpWdBZcs/TUgp3",
+	"t0zcUC6s2KL6gWfFtvqSZ8VP+TOelaB+kR6P0D/ZEXKkWX+EPOTa+jDqZy421UeqfKPRYgOAQtfcYawh",
+	"jGfuEMSoVl//RgeEa50xTagDYU5NJV65hCPWJm+FswDcK1cisUEBTemC5AHZwVCUgrZTukBQsVUzCwOA",
+	"yr5O4l2dEBENITpCmtFEZiIO2xhtC49AoPWYVYrgNVmiGel3Dksti693AmwkJDRMKY/JgpmhaBYtaAKo",
+	"RyP7Zei8eiECgvoq0M6ICLEz9nNGEzDm8bofz6nt044fW45mXM/gttm58UjMImv6xX5jAIY9kipmsaUT",
+	"6n3MblMDwuDSOXR/t13hCxwf10NR+GXta91jI/+asPC/K0a1FODtdSVkRuCtPUKjoXCxI9DcUJQDjpci",
+	"i9HdRD0AmwNzAoC4JYf/FVvkGH5QbvtCLRyEt8NTFWwOTzXtjDKd0cRyO0cyVdreaZNj/05cmKHIV6ZU",
+	"hgRxNtFn2HPIoCT0oaSDAuviyUf74zS+9WcQHd+1gdTeJzGoAfxzU4HJAvYfFMtCQE9qsGJXKb2ggnQI",
+	"LsFLZvzdRgldL6hiHAYe4nQ9yiFir+NHuY8QK8avg//F4GiaDEVEk+SIhGUmXw6RsxslBYNN2Lu5KVEM",
+	"XHz4gcfLoILBUGhZnbcDULYEwzeFpr/DXfnEqPQz7016cHS6K+Su4qqX5B1dFOX2gAvkW2wgfYSq2OGN",
+	"O/5b9p0gi0AnRLDqovBHGUm/MWiks5HtcHTNNW2UylWuOuN6ejd3xvUb93BJuPV2BUK+cFi63+w1qlFV",
+	"kvk4opxPuiOYCzUr5mIXj/oYxP4YxP4YxP5PFMRuW/W2oo+X1LA5XSzHvdOFyx7MlUDv3Pcq+DuvdOdq",
+	"uC80sBF1JK9GICcAqGGgenkVbyRE5gOx6EUNa3fvya0WU0SgWxUux2tu+rt1mRnCjctmrGjfoNpY3Rur",
+	"EAASiZmyGQB9++j6YCi4iJIsr9PounA6+nLWJKorWsLny/cMHvMf5dxQgDiLJUOpz264NqD+lQJGEBu7",
+	"GtGv5Yz54TkTABvrNnkhldVjcV5BnUlABWGz1OB8XbimRz73ujlgjeeYZqB8DQU8vwbO5Mzv9321iwvQ",
+	"GbcO0/wM+CdfLKnArdF2eFyeUN26PgbvPQbvPQKObI2vtXR6NosqKKDz5CP83JScdeGrUdQCQ1aExrJU",
+	"qAdftn39dnOgcHhrDAhYh0em9MiUHjOfPlvmk3L8wbMuOJAPyXQ6Q85WpDnZnjd4yL+V8krnBX4qCVgV",
+	"d6B3ZKHe7py+JKSwiCwOPcitQwAZFvjnXh92yo7v/RsNiBUVVT207w99uHLx5FBsBS5xREJm6AghOHTe",
+	"Tw7ACOAeBeSHAxtMAS22DqEDKpsAekaWOsc2PjwyfObij4sKsiFJkwwjSZzPGgXIGFbYTBlXEPab57GB",
+	"peXFyyC3F5wHF+smeShhKLF0LIYC7w+wTyoW1c1CZz3cR+Tyi4tyV83CShqQfq83FPmXI29OVSKpsZcB",
+	"esnx0eJ2AVya9YgysAQnebUsMqVpygRU8ULzL78vGVQ2G0JipdDZjMVBGaDZfp5QPmPxUDTNXNqn0Pdn",
+	"PBSJL+l8yUwpmh6aO7AVbxe5XfPYKS61ue0+Dh3wGNcAGGKYOCJSwHK7G4C87gu3Zhh+pgeVAPR8QnLF",
+	"iPN3Nf6R0oqCFedjeG0T3KP8SZ+9HcCX/hg6hBS4lMkf9RczruaOkFiQxi+nwIJDHvIH2go5cgjW+emF",
+	"6l9ISfOpzN84pTk4UTkqd4IOcd8f0suU6pHd6ms2sg22uipYdyWSO/4xXpkSV+kftLOh2Lu5wYO6kFlO",
+	"BuhdcDY2XqFwoQ2jseVJ1JU4gMms96hbvvrbcKcDB1iOxyRlvlDCf6qEBXvKAOc302Y0PlgbiYpoLQqf",
+	"VbEaiZ7cTfs/76l9fWB62e51f753s784+KWHhUjhbUuxu6sMsJTc+7Bx3cMpb7fsKyHFQOzxGnUaJehS",
+	"RPOjp/3R0/7oaf9nhYuxSrTjuEs6fBnd2ynkm0tWQFHLXFfRpVw58Ftrxga5QM51yiCHGScOkw8aLkis",
+	"5DULCicxgar3z12dS6lidw9ddcO3Skrt2oIV/xalKjzA+j16fixu8RWLWzzWs3j0VP1qYvmfzxm+XGGi",
+	"TvLkoVvrgcnQrrvmkMRbLV6LiTQgfoKS+hqUveM7tR5wl453/xvD3yg32qTeP7KgRxb06Cz/bM7ypYiU",
+	"h1bPwXAE4BRpVocAYu3oqBo97nEXB6vhIVXMxpxNLjtGj4YCbyFJREXEEhdkm9cRX4qvxYcSTIYFh2uS",
+	"yDmLyUxeMz0YitwFT/7xv/8PoUrxay4uyV8JF6NUyUvFtCZ/dS/DEOgwf8o2WfscVH8vvrPPFqHhR5Uw",
+	"cowlyZtC3j34AtvkWPjMejti52osFZYHTzAkf6Bj8N37C6idl7szEJHBR+R4l6/L03buPE0oEbIl02Kp",
+	"ex5uA/y7mYimVFy6cCZAFgAfb0DCLI1zD37+GHi2FaMJjhpwozUIPOcaLlcTrziz0ZPsV9iuNnygDVUu",
+	"4t7St51OeXXDwGEv0ETLodAMYtfLlw1ODNPIZDQBt+eO77scz48t80/srI4A1GUowo8ueipwCOblp25D",
+	"xPzEDoud9B36T9AmJMfe1ev2YUavWPm2hRTXPwgXYbcWqn+HpxMPJJe7d3218clSScX8GLjrnkmWJESx",
+	"VDHNhIEzEWB4uMxMDlGyY9cKti13+UuRLAifECHBeexpgRuiuYjApNaGJq4uuaXRbg8uncA1DNQ5chkE",
+	"FWAdD5nnb8ds8zqD+T3Q2INUoNNJWaF5sNPY0eMqzkTp+mZsVxFAS6hDAUEKLDtr85TvvEfLoXNKWu3f",
+	"3R1QyyZlmrKYyMmktseik3s4ee2a4ur+eggIv44S6K4oAG3fEmMTAPcd6fkiDcC0lhPD/01Vvn9VZ+2X",
+	"Ucnu793dwtH6rsQAXwD/+/dLhn9tD6+766SJFJegBiR8wqJFVKl1vNHcrmpyEJDxYG21PtcR+q9ey06p",
+	"TzIC7YM0SwEbVtrnasrOgNQa9qQcYtwmpyu394WMHTOstFLWA12ZxrLyEKDiVBI7VU0BL+pX9JDlG/mi",
+	"7ElpWeHm2acFWiUFBrakZ5X1VsuDfShL6WUbldQiIS6PMIHBfkIlEbu3z0rz+KrVRDDfsTFovEuo0F5X",
+	"2r5QR3kiX+n6tbKWm0Q014XB83gF+yjV/wWk+uOd7XZiHXnEem9SvRB3aZMb48bzTMs8CxvCjDDuw8X8",
+	"rYcGaBZGdOCkbwkFwNf/6Hf6ZD7lCauEtWUCUvSbebI8NYbNUoPwjKAITOVckClTbAcQB3K8A+iimp60",
+	"pqqHXaAH5xd/KQ/9HTmxbvV9Cvyju/7RXf/orv+c7vrisNXl5wSf7sN37NpVo28xEUPRyM1JqTQCWOFv",
+	"NPFV7PN2G2rht8k5ixTzXBVCjhMABWzXRsr8gH2f5EP6DQTNfDFGvDT5LYqu+2V65MqPXPkxDXLLyI8V",
+	"/lVis+4I6kqxg4gmyZhGV3C2sN7xmlHkT+aFyYOVi1JEodaEkvdnr/AKIWL8mhHNL60eioV/IIYkT3tx",
+	"PNN5dq64iKtl3R10le3QI1fRsZZJZhgJAQs3LCW9SOOqBFMsVcCvoa5eImVqBw+adMLFVSuREU2Iq2dK",
+	"mg5+HVRiGFnCDVPFEwxLLjjXFLr0n785HwrFYCxcioBI4UCLXN35xc7aWyK7IHD5p0GGhKQZzqeaRaN/",
+	"/O3v4c5gKLC6MerpcG1lRwZIAYAURLid7Bz797vtl9vlTUG1ap/jMhQ4aHDvlSDb2yQXSA41ubhiBKno",
+	"E7Zc6QlM6KHRNJ8kFtrHqlaxz/8K4e241bDwtu/5gFwzxScLAEniMWud80tBTaZYOBRNRw/nvjyFJ1ji",
+	"+M0OFtWCnCY6h/yPgMQszlAoMeLckEhJIYe76yJ5jYS9m5uQTKg2bXJMwr79C20qM6WC9DtPYY/7vUO7",
+	"xi7oFjGWtC97jJ0PRTPsdzvkpRQshLtaEnOwaN3SuyUFgDaX+QTAEqVMlWa3Q/SOS1iJpBBYkiFPLQIX",
+	"JuA7OXLrEoB32MMfux382SNT+9k0IN2O/5f8429/J5kwPBmKXp9MS1dQuDbN8IwZtWhB6GjFOYmWIDeE",
+	"apdBYkmCqZ31Xssl0f4ZnJb1TNE/wtmKeuEBmD6jb3HpjT9wM0V1cG36dI7Rn5NHKf0D2QBpLh34naMa",
+	"N7NvvqQZPToY/yUdjI+ev8+Fbp3XZFlRm+q1pnW25ZOP/lcXThuzhBm2ams+h8+rhxhv2VIX2uRkKnfq",
+	"BlzAFR8l8rKiGh1BSSaQLjOJIkNb9g419NvkjKUMy1T4wF2SMOrVAwhZ0sbKTQiD8iILiz1Wo9X6gCrM",
+	"MdWYxxX1IHcWTuk1g0RglIQFmwOQJlwTTLUtsUIM3AJNUWczVpptncDBBVwVOEtcvr9u6eMjsrxg7oUs",
+	"dqv2iM3/L34B87XYDVLg1swmqHdXvRU5XNQGr1WFSwQlSDSvaNSG5n+yIveVnElrq3XX60mPHqRHD9Kj",
+	"X//X8+tvy8/uWao7V6k2ePUrmteTQnfY6O1fUqjkBLA2vK5S5pwDiHJiwqgFSa2iiNeo1TsBF3mM5Rwz",
+	"E8kZC5znAJwx6hvto9QjGbvvEgr2bglsnhd1h+bTRXsoTgQ6HqhiWDWParDFXaVPrrwtv9uBcnprM3Td",
+	"JjwvVuff8OLBzX5x98WDvyt/lBqPUuNRanw2vMaC5X6jC1eyP3xfTYagetxS0jw0QLfy0rVVpcs5ZaWF",
+	"8NcCzh1YKvEgBQvK1wGQeZRb6UNRvZl+nilv918qGjErvriMSTOEP0f45wghj3QYkNhhQTzd73c65A+k",
+	"1yfTHY8CnG+Pv8GgMFBw3IOPGBJFcMxwReFFH4RVEj3nJpoSakjCuM4UOyJhJxwKxa6lTxeSSewnTQ0U",
+	"NYVaFfiJNjxJfJ0VnM+ci1jOvfCmKuF2Efy2ofPc9h4P8oLDZi5dh7jOCPW2AId8new8s50tOxucj/dr",
+	"BubW7WBjsLvf6Wwdm4uzOHOrVZQr+JwO8+o719lsltRxkx4934+enXuKwUdX+edylQMrXBLaVVm1jct8",
+	"VB+OlSoWUeMTAoIVz63/ntCEU11JD12R5oCcWC70Hfr2wEcgQfkVF1ehv1TeLlarGMRj1NZWUVukqRnb",
+	"tE87v6Z9Vdrju5qWH72nZWbp5q5nz7G6llTw8KM592jO/UuEkZFmwaaJTlmScHG5c1dw2YNYe46AUcfb",
+	"wRFmLY4o4RDdlKcBFsX2hsKXZMtHOihuPHNeHxSfOXDrAJGbyxLDl4WDKKKhcKLDBUhpf9aLwC/sqU3e",
+	"a0bC+klsHUjzCTLn3zekpiaixsqhDUS1LIgeLkseJB8ebZfHqJ1HU+RXidq5j5BaZ5hsjOV5gDR7fvLq",
+	"5OKE3O15/BUMl9romIoU2TpOxrHN7Uf/lbnoI0d8jNP53HE699OBP4t349fmGKtBP5+idP5Gw3/uckVs",
+	"ZmSPfolHv8TjNfO/THDSPR0Zn3DdbAfDokxZhdk2HjOqmDrOzLQx+OmDZZCaqWvf9RL6PySnxeyaJTIF",
+	"6Ah8ljTDS0lUJkj7CX7yJJrFUNuLpjy088hU0hg0psakgydPIMltKrUZPO087QBXdvNcCYyCKgN5RQG7",
+	"ZABM5/CZsICAB1viqsC9suxS0BnzfYD/utr3+3J1rrwsjcxctSr7SmIWKYN6U+UCUPMpzYuiYfmY0tte",
+	"lGuU1b32W6wG5TogEyVnhFZLm3m0TcyRyzGz3LV7UZLFvRIrOay+6V02Tnjk1ypVcsITVh4r1g+oawp1",
+	"2uqauMpvqy2KdD3IR1vKsMTUSogoc/l/WHGrvHfVALjSO3PaX33rRZFQ6MKPE6oNcbFnPuAtTeiCTHzK",
+	"n5zkx89HEJReBlmktatJF3bbwMtXqT6t80kUZaRpDq4CRaPLK5jDCtTP5ucMchctB5nQiPlYP8cmDACZ",
+	"UvJS0XT6p1ckllEGr3Hl2dgNjUyycIWlWBLroZhTYVjcJuegpwxIiAoLHM/2pe3o5yQkTW7VA526dD+u",
+	"iRQuds8N3L1zHaHpKYvz8WCeSK7V0cTS0riyDq+ZoZYh/X8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
 )
 
 // Config is the whole configuration of the server, read once from the environment.
@@ -52,6 +53,19 @@ type Config struct {
 	// RateLimitKeyPrefix namespaces the buckets in Redis ("ride:" when empty). Not read from
 	// the environment; tests set a unique one so that runs sharing a Redis never meet.
 	RateLimitKeyPrefix string
+
+	// WebhookInsecure allows plain-http webhook URLs and every address, loopback and private
+	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).
+	WebhookInsecure bool
+	// WebhookRetrySchedule is the wait after each failed delivery attempt; the last entry
+	// repeats (RIDE_WEBHOOK_RETRY_SCHEDULE). Empty means webhooks.DefaultSchedule.
+	WebhookRetrySchedule []time.Duration
+	// WebhookHorizon is how long after its event a delivery is retried (RIDE_WEBHOOK_HORIZON).
+	// Zero means webhooks.DefaultHorizon.
+	WebhookHorizon time.Duration
+	// WebhookTimeout bounds one delivery attempt. Not read from the environment (the contract
+	// fixes 10 s); tests shorten it. Zero means webhooks.DefaultTimeout.
+	WebhookTimeout time.Duration
 }
 
 // DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
@@ -86,6 +100,9 @@ var EnvVars = []EnvVar{
 	{Name: "RIDE_RATE_LIMIT_READ", Default: "100", Meaning: "reads (GET, HEAD, GraphQL) per second per API key, burst twice that; 0 turns the limit off"},
 	{Name: "RIDE_RATE_LIMIT_WRITE", Default: "20", Meaning: "writes (POST, PUT, DELETE; fare estimates too) per second per API key, burst twice that; 0 turns the limit off"},
 	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
+	{Name: "RIDE_WEBHOOK_INSECURE", Default: "false", Meaning: "allow plain-http and loopback/private webhook URLs (development, tests)"},
+	{Name: "RIDE_WEBHOOK_RETRY_SCHEDULE", Default: "1m,5m,30m,2h,5h,10h", Meaning: "waits between delivery attempts; the last repeats until the horizon"},
+	{Name: "RIDE_WEBHOOK_HORIZON", Default: "24h", Meaning: "give up on a delivery this long after its event"},
 }
 
 // Defaults of the rate limits, in requests per second per API key.
@@ -167,6 +184,31 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.RedisURL = v
 	}
+	if v := getenv("RIDE_WEBHOOK_INSECURE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_INSECURE must be true or false, not %q", v))
+		}
+		cfg.WebhookInsecure = b
+	}
+	if v := getenv("RIDE_WEBHOOK_RETRY_SCHEDULE"); v != "" {
+		schedule, err := webhooks.ParseSchedule(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_RETRY_SCHEDULE must be comma-separated positive durations such as 1m,5m,30m: %w", err))
+		}
+		cfg.WebhookRetrySchedule = schedule
+	}
+	if v := getenv("RIDE_WEBHOOK_HORIZON"); v != "" {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be a duration such as 24h, not %q", v))
+		case d <= 0 || d > webhooks.DefaultRetention:
+			// Beyond the retention, an event could be purged while its deliveries still retry.
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be positive and at most %s (the event retention), not %s", webhooks.DefaultRetention, d))
+		}
+		cfg.WebhookHorizon = d
+	}
 	return cfg, errors.Join(errs...)
 }
 
@@ -195,7 +237,29 @@ func (c Config) LogValue() slog.Value {
 		slog.String("RIDE_RATE_LIMIT_READ", rateLimitText(c.RateLimitRead)),
 		slog.String("RIDE_RATE_LIMIT_WRITE", rateLimitText(c.RateLimitWrite)),
 		slog.String("REDIS_URL", redisURL),
+		slog.Bool("RIDE_WEBHOOK_INSECURE", c.WebhookInsecure),
+		slog.String("RIDE_WEBHOOK_RETRY_SCHEDULE", scheduleText(c.WebhookRetrySchedule)),
+		slog.String("RIDE_WEBHOOK_HORIZON", orDefault(c.WebhookHorizon, webhooks.DefaultHorizon).String()),
 	)
+}
+
+// scheduleText shows the retry schedule in effect, the default when none is configured.
+func scheduleText(schedule []time.Duration) string {
+	if len(schedule) == 0 {
+		schedule = webhooks.DefaultSchedule
+	}
+	parts := make([]string, len(schedule))
+	for i, d := range schedule {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 func rateLimitText(perSecond int) string {

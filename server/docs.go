@@ -177,6 +177,7 @@ var problemDocs = map[string]problemDoc{
 	codeEstimateExpired:      {422, "The fare estimate has expired. Request a new one."},
 	codeEstimateNotFound:     {422, "No fare estimate of yours has that id."},
 	codeOutsideServiceArea:   {422, "The origin or destination lies outside every served city."},
+	codeInvalidWebhookURL:    {422, "The webhook URL is not https, or names a private, loopback or link-local address, which the service never calls."},
 	codeRiderNotFound:        {422, "No rider has the rider_id given in the body."},
 	codeRiderIDRequired:      {422, "An admin booking a ride must name the rider in rider_id."},
 	codeTripNotFound:         {422, "The trip named in the body does not exist or is not yours."},

@@ -13,6 +13,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
 )
 
 // APIError is an error that already knows its HTTP answer. Handlers and middleware return it
@@ -69,6 +70,7 @@ const (
 	codePaymentProviderError   = "payment_provider_error"
 	codeInternal               = "internal"
 	codeUnavailable            = "unavailable"
+	codeInvalidWebhookURL      = "invalid_webhook_url"
 )
 
 // Codes of booking and the trip lifecycle.
@@ -121,6 +123,7 @@ var titles = map[string]string{
 	codeRiderIDRequired:    "Rider id required",
 	codeInvalidTransition:  "Invalid transition",
 	codePreconditionFailed: "Precondition failed",
+	codeInvalidWebhookURL:  "Invalid webhook URL",
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -195,6 +198,14 @@ func problemFor(err error) *APIError {
 		return &APIError{Status: http.StatusBadGateway, Code: codePaymentProviderError,
 			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
 			Err:    err}
+	}
+	var urlErr *webhooks.URLError
+	if errors.As(err, &urlErr) {
+		return &APIError{
+			Status: http.StatusUnprocessableEntity, Code: codeInvalidWebhookURL,
+			Detail: "The webhook URL " + urlErr.Reason + ".",
+			Fields: []gen.ProblemFieldError{{Location: "body.url", Message: urlErr.Reason}},
+		}
 	}
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {

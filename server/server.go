@@ -156,6 +156,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.registerOutsideDocument(e)
 	s.echo = e
+
+	worker, err := newWebhookWorker(cfg, deps, s.metrics)
+	if err != nil {
+		return nil, err
+	}
+	s.startWorker(func(ctx context.Context) {
+		if err := worker.Run(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("webhook delivery worker stopped", "error", err)
+		}
+	})
 	return s, nil
 }
 

@@ -136,6 +136,9 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		info := g.operations[route.Operation]
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
 		c.Set(observedOperation, info)
+		if route.Operation.Deprecated {
+			deprecationHeaders(c.Response().Header(), req.URL.Path)
+		}
 
 		if info.needsAuth {
 			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization))

@@ -72,7 +72,7 @@ func forEachEngine(body func(e *testEngine)) {
 // emptyTables removes every row (children first), so each spec starts from an empty schema
 // without paying for a new database.
 func emptyTables(ctx context.Context, st *store.Store) {
-	for _, table := range []string{"idempotency_records", "receipts", "payments", "events", "cancellations", "fare_estimates", "trips", "api_keys", "drivers", "riders", "cities"} {
+	for _, table := range []string{"webhook_attempts", "webhook_deliveries", "webhook_endpoints", "idempotency_records", "receipts", "payments", "events", "cancellations", "fare_estimates", "trips", "api_keys", "drivers", "riders", "cities"} {
 		Expect(st.DB().WithContext(ctx).Exec("DELETE FROM " + table).Error).To(Succeed())
 	}
 }

@@ -363,8 +363,9 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(get.Status).To(Equal(200))
 			Expect(gqlDecode(get).Data).To(Equal(registered.Data), "GET by hash, any hex case")
 
-			replica, err := server.New(server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}, server.Deps{Store: h.Store})
+			replica, err := server.New(testDefaults(server.Config{}), server.Deps{Store: h.Store})
 			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(replica.Close)
 			body, _ := json.Marshal(map[string]any{"variables": variables, "extensions": persisted})
 			req, _ := http.NewRequest(http.MethodPost, "/v1/graphql", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")

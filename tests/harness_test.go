@@ -38,6 +38,8 @@ type Harness struct {
 	Store  *store.Store
 	// Admin is an admin key of the default account.
 	Admin string
+	// DatabaseURL names the harness's database, for more servers on it.
+	DatabaseURL string
 
 	httpServer *httptest.Server
 	server     *server.Server
@@ -125,23 +127,33 @@ var _ = AfterSuite(func() {
 })
 
 func (h *Harness) start(ctx context.Context, url string) {
+	// The delivery worker runs for the whole suite: a spec that registers an endpoint and
+	// writes an event (directly or through any operation) sees it delivered.
+	h.startWith(ctx, url, testConfig(), true)
+}
+
+// startWith opens the database at url and serves it with cfg, running the background work
+// (the webhook delivery worker) when startWorker.
+func (h *Harness) startWith(ctx context.Context, url string, cfg server.Config, startWorker bool) {
 	st, err := store.Open(ctx, url)
 	Expect(err).NotTo(HaveOccurred(), "open %s store", h.Engine)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
-	h.server = h.newServer(nil)
+	h.DatabaseURL = url
+	h.server = h.newServerWith(cfg, nil, startWorker)
 	h.httpServer = httptest.NewServer(h.server)
 	h.URL = h.httpServer.URL
 	h.Admin = h.Key(server.RoleAdmin, "")
 }
 
-// newServer builds a server on the harness's store; now is its clock (nil: the real one).
-// Faults and the payment provider stay switchable by the spec through the harness.
-func (h *Harness) newServer(now func() time.Time) *server.Server {
-	cfg := server.Config{CursorSecret: []byte("test-cursor-secret-0123456789")}
-	logger := slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// newServerWith builds a server on the harness's store; now is its clock (nil: the real one).
+// Faults and the payment provider stay switchable by the spec through the harness. Without
+// workers the server holds its background work (the webhook delivery worker, purges) as a
+// server still migrating does, so that one database has one worker unless a spec wants two.
+func (h *Harness) newServerWith(cfg server.Config, now func() time.Time, workers bool) *server.Server {
 	srv, err := server.New(cfg, server.Deps{
-		Store: h.Store, Now: now, Logger: logger, Faults: h.fault, PaymentProvider: switchableProvider{h},
+		Store: h.Store, Now: now, Logger: testLogger(), Faults: h.fault, PaymentProvider: switchableProvider{h},
+		Starting: !workers,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return srv
@@ -152,7 +164,7 @@ func (h *Harness) newServer(now func() time.Time) *server.Server {
 // sleeping. The server stops when the spec ends.
 func (h *Harness) WithClock(now func() time.Time) *Harness {
 	clocked := &Harness{Engine: h.Engine, Store: h.Store, Admin: h.Admin}
-	clocked.server = clocked.newServer(now)
+	clocked.server = clocked.newServerWith(testConfig(), now, false)
 	clocked.httpServer = httptest.NewServer(clocked.server)
 	DeferCleanup(clocked.server.Close)
 	DeferCleanup(clocked.httpServer.Close)
@@ -181,6 +193,41 @@ func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// testConfig is the configuration of every test server: webhooks may call receivers on
+// 127.0.0.1 over plain http, and retry on a second-scale schedule within a minute.
+func testConfig() server.Config {
+	return server.Config{
+		CursorSecret:         []byte("test-cursor-secret-0123456789"),
+		WebhookInsecure:      true,
+		WebhookRetrySchedule: []time.Duration{time.Second, 2 * time.Second},
+		WebhookHorizon:       time.Minute,
+		WebhookTimeout:       2 * time.Second,
+	}
+}
+
+// testDefaults fills what a spec's own configuration leaves zero with the suite's settings.
+// Every server on a shared test database runs a delivery worker, so each must deliver as the
+// harness's does: one with production settings would claim deliveries to receivers on
+// 127.0.0.1 and refuse them. A spec that wants other webhook settings starts from
+// testConfig() and changes them.
+func testDefaults(cfg server.Config) server.Config {
+	base := testConfig()
+	if cfg.CursorSecret == nil {
+		cfg.CursorSecret = base.CursorSecret
+	}
+	if cfg.WebhookRetrySchedule == nil {
+		cfg.WebhookInsecure = base.WebhookInsecure
+		cfg.WebhookRetrySchedule = base.WebhookRetrySchedule
+		cfg.WebhookHorizon = base.WebhookHorizon
+		cfg.WebhookTimeout = base.WebhookTimeout
+	}
+	return cfg
+}
+
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(GinkgoWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Key creates an API key of the default account.

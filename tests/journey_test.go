@@ -1,13 +1,18 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/webhooks"
 )
 
 var _ = ForEachEngine("A rider's journey", func(h *Harness) {
@@ -60,5 +65,49 @@ var _ = ForEachEngine("A rider's journey", func(h *Harness) {
 		Expect(driver.Lat).To(Equal(done.Dropoff.Lat))
 		next := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
 		Expect(next.DriverSummary.Id).To(Equal(trip.DriverSummary.Id))
+	})
+
+	It("tells a partner's receiver that the trip completed, signed, and counts the delivery", func() {
+		receiver := NewReceiver(nil)
+		_, secret := h.RegisterEndpoint(receiver.URL, "trip.completed")
+		city := h.NewCity(CityOpts{})
+		h.NewDriver(DriverOpts{City: city.ID, North: 1_500})
+		riderKey := h.Key(server.RoleRider, h.NewRider().ID)
+		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		for _, status := range []string{"in_progress", "completed"} {
+			Expect(h.PutStatus(h.Admin, trip.Id, status, nil).Status).To(Equal(http.StatusOK))
+		}
+		events, err := h.Store.EventsBySubject(context.Background(), trip.Id)
+		Expect(err).NotTo(HaveOccurred())
+		completed := events[len(events)-1]
+		Expect(completed.Type).To(Equal("trip.completed"))
+
+		Eventually(func() []Call { return receiver.CallsFor(completed.ID) }).
+			WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(HaveLen(1))
+		call := receiver.CallsFor(completed.ID)[0]
+		Expect(call.Header.Get("X-Ride-Event")).To(Equal("trip.completed"))
+		Expect(webhooks.Verify(call.Body, call.Header.Get("X-Ride-Signature"), []string{secret}, 0)).To(Succeed())
+		var body struct {
+			Type string `json:"type"`
+			Data struct {
+				TripID string    `json:"trip_id"`
+				Fare   gen.Money `json:"fare"`
+			} `json:"data"`
+		}
+		Expect(json.Unmarshal(call.Body, &body)).To(Succeed())
+		Expect(body.Data.TripID).To(Equal(trip.Id))
+		Expect(body.Data.Fare).To(Equal(*trip.Fare))
+
+		// The metrics page is outside the document; read it as a scraper would. The worker
+		// counts an attempt once it has recorded it, just after the receiver answered.
+		metrics := func() string {
+			res, err := http.Get(h.URL + "/metrics")
+			Expect(err).NotTo(HaveOccurred())
+			defer res.Body.Close()
+			page, _ := io.ReadAll(res.Body)
+			return string(page)
+		}
+		Eventually(metrics).WithTimeout(5 * time.Second).
+			Should(MatchRegexp(`ride_webhook_deliveries_total\{outcome="delivered"\} [1-9]`))
 	})
 })

@@ -587,7 +587,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(claimed).To(BeTrue())
 
-		srv, err := server.New(server.Config{CursorSecret: []byte("test-cursor-secret-0123456789"), IdempotencyTTL: 48 * time.Hour},
+		srv, err := server.New(testDefaults(server.Config{IdempotencyTTL: 48 * time.Hour}),
 			server.Deps{Store: h.Store, Now: func() time.Time { return later }})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(srv.Close)

@@ -22,9 +22,7 @@ func quietLogger() *slog.Logger {
 // balancer would see it. It shares h's keys and data and is shut down after the spec.
 func (h *Harness) Replica(cfg server.Config, logger *slog.Logger) (*Harness, *server.Server) {
 	GinkgoHelper()
-	if cfg.CursorSecret == nil {
-		cfg.CursorSecret = []byte("test-cursor-secret-0123456789")
-	}
+	cfg = testDefaults(cfg)
 	if logger == nil {
 		logger = quietLogger()
 	}

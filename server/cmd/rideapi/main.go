@@ -173,6 +173,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if err != nil {
 		return err
 	}
+	if cfg.WebhookInsecure {
+		log.Warn("RIDE_WEBHOOK_INSECURE is on: webhooks may call plain-http URLs and private or loopback addresses; never in production")
+	}
 	// Deferred calls run last in, first out: background work stops before the store closes
 	// (serveUntilDone stops it already; this covers the early returns).
 	defer srv.Close()

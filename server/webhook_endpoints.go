@@ -1,0 +1,339 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
+)
+
+// prefixWebhookAttempt marks the attempts of the deliveries log ("webhook attempt").
+const prefixWebhookAttempt = "wha"
+
+// defaultGracePeriod is how long a rotated-out secret keeps signing unless the rotation says.
+const defaultGracePeriod = 24 * time.Hour
+
+// webhookEndpointsRoute is the canonical collection path; the deprecated alias
+// /v1/webhook_endpoints shares its operations and its cursors.
+const webhookEndpointsRoute = "/v1/webhook-endpoints"
+
+// newWebhookWorker wires the delivery worker from the configuration; New registers it as a
+// background task.
+func newWebhookWorker(cfg Config, deps Deps, metrics *Metrics) (*webhooks.Worker, error) {
+	return webhooks.NewWorker(webhooks.WorkerConfig{
+		Store:  deps.Store,
+		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
+		Policy: webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon},
+		Now:    deps.Now,
+		Logger: deps.Logger,
+		NewAttemptID: func() string {
+			return ride.NewID(prefixWebhookAttempt)
+		},
+		OnAttempt: func(a webhooks.Attempt) {
+			metrics.WebhookDeliveries.WithLabelValues(deliveryOutcomeLabel[a.Outcome]).Inc()
+		},
+	})
+}
+
+// deliveryOutcomeLabel names attempt outcomes as ride_webhook_deliveries_total does.
+var deliveryOutcomeLabel = map[webhooks.Outcome]string{
+	webhooks.Succeeded: "delivered",
+	webhooks.Pending:   "retry",
+	webhooks.Failed:    "failed",
+}
+
+// requireAdmin refuses everyone but admins: webhook endpoints and events are account
+// configuration and deployment-wide data.
+func requireAdmin(ctx context.Context, what string) error {
+	if !principalFrom(ctx).IsAdmin() {
+		return forbidden("Only an admin may " + what + ".")
+	}
+	return nil
+}
+
+// CreateWebhookEndpoint registers an endpoint for the caller's account and shows its secret once.
+func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
+	created, err := s.createWebhookEndpoint(ctx, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateWebhookEndpoint201JSONResponse{
+		Body:    created,
+		Headers: gen.CreateWebhookEndpoint201ResponseHeaders{Location: webhookEndpointsRoute + "/" + created.Id},
+	}, nil
+}
+
+func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEndpointCreate) (gen.WebhookEndpointWithSecret, error) {
+	if err := requireAdmin(ctx, "register webhook endpoints"); err != nil {
+		return gen.WebhookEndpointWithSecret{}, err
+	}
+	if body == nil {
+		return gen.WebhookEndpointWithSecret{}, newAPIError(http.StatusBadRequest, codeInvalidRequest, "Send the endpoint as a JSON body.")
+	}
+	if _, err := webhooks.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
+		return gen.WebhookEndpointWithSecret{}, err
+	}
+	types := make([]string, len(body.Events))
+	for i, t := range body.Events {
+		types[i] = string(t)
+	}
+	now := s.now()
+	endpoint, err := s.storeFor(ctx).CreateWebhookEndpoint(ctx, store.WebhookEndpoint{
+		ID:          ride.NewID(ride.PrefixWebhookEndpoint),
+		Account:     principalFrom(ctx).Account,
+		URL:         body.Url,
+		Description: body.Description,
+		EventTypes:  types,
+		Status:      store.WebhookEnabled,
+		Secret:      webhooks.NewSecret(),
+		CreatedAt:   now,
+		UpdatedAt:   now,
+	})
+	if err != nil {
+		return gen.WebhookEndpointWithSecret{}, err
+	}
+	v := webhookEndpointView(endpoint)
+	return gen.WebhookEndpointWithSecret{
+		Id: v.Id, Url: v.Url, Events: v.Events, Description: v.Description, Status: v.Status,
+		CreatedAt: v.CreatedAt, Secret: endpoint.Secret,
+	}, nil
+}
+
+// ListWebhookEndpoints lists the caller's account's endpoints, newest first.
+func (s *Server) ListWebhookEndpoints(ctx context.Context, req gen.ListWebhookEndpointsRequestObject) (gen.ListWebhookEndpointsResponseObject, error) {
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListWebhookEndpoints200JSONResponse{Body: list}, nil
+}
+
+func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string) (gen.WebhookEndpointList, error) {
+	if err := requireAdmin(ctx, "list webhook endpoints"); err != nil {
+		return gen.WebhookEndpointList{}, err
+	}
+	caller := principalFrom(ctx)
+	query := callerQuery(caller, webhookEndpointsRoute)
+	params, err := s.pageRequest(limit, cursor, query)
+	if err != nil {
+		return gen.WebhookEndpointList{}, err
+	}
+	page, err := s.storeFor(ctx).ListWebhookEndpoints(ctx, caller.Account, params)
+	if err != nil {
+		return gen.WebhookEndpointList{}, err
+	}
+	data, pagination, err := pageResult(s, page, query, func(w store.WebhookEndpoint) (gen.WebhookEndpoint, error) {
+		return webhookEndpointView(w), nil
+	})
+	return gen.WebhookEndpointList{Data: data, Pagination: pagination}, err
+}
+
+// GetWebhookEndpoint returns one of the account's endpoints, without its secret.
+func (s *Server) GetWebhookEndpoint(ctx context.Context, req gen.GetWebhookEndpointRequestObject) (gen.GetWebhookEndpointResponseObject, error) {
+	if err := requireAdmin(ctx, "read webhook endpoints"); err != nil {
+		return nil, err
+	}
+	w, err := s.webhookEndpoint(ctx, req.EndpointId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetWebhookEndpoint200JSONResponse{Body: webhookEndpointView(w)}, nil
+}
+
+// DeleteWebhookEndpoint removes an endpoint with its pending deliveries and log. Deleting
+// again finds nothing: 404, the state unchanged.
+func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhookEndpointRequestObject) (gen.DeleteWebhookEndpointResponseObject, error) {
+	if err := s.deleteWebhookEndpoint(ctx, req.EndpointId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteWebhookEndpoint204Response{}, nil
+}
+
+func (s *Server) deleteWebhookEndpoint(ctx context.Context, id string) error {
+	if err := requireAdmin(ctx, "delete webhook endpoints"); err != nil {
+		return err
+	}
+	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
+		return notFound("webhook endpoint", id)
+	}
+	err := s.storeFor(ctx).DeleteWebhookEndpoint(ctx, principalFrom(ctx).Account, id)
+	return notFoundAs(err, "webhook endpoint", id)
+}
+
+// RotateWebhookEndpointSecret gives the endpoint a new secret; the old one keeps signing for
+// the grace period.
+func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.RotateWebhookEndpointSecretRequestObject) (gen.RotateWebhookEndpointSecretResponseObject, error) {
+	if err := requireAdmin(ctx, "rotate webhook secrets"); err != nil {
+		return nil, err
+	}
+	if !ride.ValidID(ride.PrefixWebhookEndpoint, req.EndpointId) {
+		return nil, notFound("webhook endpoint", req.EndpointId)
+	}
+	grace := defaultGracePeriod
+	if req.Body != nil && req.Body.GracePeriodSeconds != nil {
+		grace = time.Duration(*req.Body.GracePeriodSeconds) * time.Second
+	}
+	now := s.now()
+	secret := webhooks.NewSecret()
+	_, err := s.storeFor(ctx).RotateWebhookSecret(ctx, store.RotateWebhookSecretParams{
+		Account: principalFrom(ctx).Account, ID: req.EndpointId, NewSecret: secret,
+		PreviousExpiresAt: now.Add(grace), Now: now,
+	})
+	if err != nil {
+		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
+	}
+	return gen.RotateWebhookEndpointSecret201JSONResponse{
+		Body:    gen.SecretRotation{Secret: secret, PreviousSecretExpiresAt: now.Add(grace)},
+		Headers: gen.RotateWebhookEndpointSecret201ResponseHeaders{Location: webhookEndpointsRoute + "/" + req.EndpointId},
+	}, nil
+}
+
+// ListWebhookDeliveries lists an endpoint's attempt log, newest first.
+func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookDeliveriesRequestObject) (gen.ListWebhookDeliveriesResponseObject, error) {
+	if err := requireAdmin(ctx, "read deliveries"); err != nil {
+		return nil, err
+	}
+	w, err := s.webhookEndpoint(ctx, req.EndpointId)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(principalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries")
+	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.storeFor(ctx).ListWebhookAttempts(ctx, w.ID, params)
+	if err != nil {
+		return nil, err
+	}
+	data, pagination, err := pageResult(s, page, query, func(a store.WebhookAttempt) (gen.WebhookDelivery, error) {
+		return webhookDeliveryView(a), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListWebhookDeliveries200JSONResponse{Body: gen.WebhookDeliveryList{Data: data, Pagination: pagination}}, nil
+}
+
+// webhookEndpoint loads one of the caller's account's endpoints: 404 when absent or another
+// account's, so an id tells nothing across accounts.
+func (s *Server) webhookEndpoint(ctx context.Context, id string) (store.WebhookEndpoint, error) {
+	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
+		return store.WebhookEndpoint{}, notFound("webhook endpoint", id)
+	}
+	w, err := s.storeFor(ctx).WebhookEndpointByID(ctx, principalFrom(ctx).Account, id)
+	if err != nil {
+		return store.WebhookEndpoint{}, notFoundAs(err, "webhook endpoint", id)
+	}
+	return w, nil
+}
+
+// webhookEndpointView is the public projection of an endpoint; the secrets have no member.
+func webhookEndpointView(w store.WebhookEndpoint) gen.WebhookEndpoint {
+	events := make([]gen.EventType, len(w.EventTypes))
+	for i, t := range w.EventTypes {
+		events[i] = gen.EventType(t)
+	}
+	return gen.WebhookEndpoint{
+		Id: w.ID, Url: w.URL, Events: events, Description: w.Description,
+		Status: gen.WebhookEndpointStatus(w.Status), CreatedAt: w.CreatedAt.UTC(),
+	}
+}
+
+func webhookDeliveryView(a store.WebhookAttempt) gen.WebhookDelivery {
+	v := gen.WebhookDelivery{
+		Id: a.ID, EventId: a.EventID, EventType: gen.EventType(a.EventType), Attempt: int32(a.Attempt),
+		Status: gen.WebhookDeliveryStatus(a.Status), Error: a.Error, AttemptedAt: a.AttemptedAt.UTC(),
+	}
+	if a.ResponseStatus != nil {
+		v.ResponseStatus = ptr(int32(*a.ResponseStatus))
+	}
+	if a.LatencyMs != nil {
+		v.LatencyMs = *a.LatencyMs
+	}
+	if a.NextAttemptAt != nil {
+		v.NextAttemptAt = utc(*a.NextAttemptAt)
+	}
+	return v
+}
+
+// The deprecated spelling /v1/webhook_endpoints runs the same operations. Its answers carry
+// Deprecation and Link (the gate adds them to error answers too, see deprecationHeaders).
+
+const deprecationTrue = "true"
+
+// successorLink is the Link header of a deprecated alias path: the same path spelt the
+// current way.
+func successorLink(path string) string {
+	return "<" + strings.Replace(path, "/v1/webhook_endpoints", webhookEndpointsRoute, 1) + `>; rel="successor-version"`
+}
+
+// CreateWebhookEndpointDeprecated is CreateWebhookEndpoint under the seed's spelling.
+func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.CreateWebhookEndpointDeprecatedRequestObject) (gen.CreateWebhookEndpointDeprecatedResponseObject, error) {
+	created, err := s.createWebhookEndpoint(ctx, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return gen.CreateWebhookEndpointDeprecated201JSONResponse{
+		Body: created,
+		Headers: gen.CreateWebhookEndpointDeprecated201ResponseHeaders{
+			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints"),
+			Location: webhookEndpointsRoute + "/" + created.Id,
+		},
+	}, nil
+}
+
+// ListWebhookEndpointsDeprecated is ListWebhookEndpoints under the seed's spelling.
+func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.ListWebhookEndpointsDeprecatedRequestObject) (gen.ListWebhookEndpointsDeprecatedResponseObject, error) {
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListWebhookEndpointsDeprecated200JSONResponse{
+		Body: list,
+		Headers: gen.ListWebhookEndpointsDeprecated200ResponseHeaders{
+			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints"),
+		},
+	}, nil
+}
+
+// GetWebhookEndpointDeprecated is GetWebhookEndpoint under the seed's spelling.
+func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWebhookEndpointDeprecatedRequestObject) (gen.GetWebhookEndpointDeprecatedResponseObject, error) {
+	if err := requireAdmin(ctx, "read webhook endpoints"); err != nil {
+		return nil, err
+	}
+	w, err := s.webhookEndpoint(ctx, req.EndpointId)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetWebhookEndpointDeprecated200JSONResponse{
+		Body: webhookEndpointView(w),
+		Headers: gen.GetWebhookEndpointDeprecated200ResponseHeaders{
+			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints/" + req.EndpointId),
+		},
+	}, nil
+}
+
+// DeleteWebhookEndpointDeprecated is DeleteWebhookEndpoint under the seed's spelling.
+func (s *Server) DeleteWebhookEndpointDeprecated(ctx context.Context, req gen.DeleteWebhookEndpointDeprecatedRequestObject) (gen.DeleteWebhookEndpointDeprecatedResponseObject, error) {
+	if err := s.deleteWebhookEndpoint(ctx, req.EndpointId); err != nil {
+		return nil, err
+	}
+	return gen.DeleteWebhookEndpointDeprecated204Response{
+		Headers: gen.DeleteWebhookEndpointDeprecated204ResponseHeaders{
+			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints/" + req.EndpointId),
+		},
+	}, nil
+}
+
+// deprecationHeaders marks every answer of a deprecated operation, errors included, with
+// Deprecation and the Link to its successor.
+func deprecationHeaders(h http.Header, path string) {
+	h.Set("Deprecation", deprecationTrue)
+	h.Set("Link", successorLink(path))
+}

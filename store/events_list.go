@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// EventByID returns one event, or ErrNotFound.
+func (s *Store) EventByID(ctx context.Context, id string) (Event, error) {
+	var e Event
+	if err := s.conn(ctx).Where("id = ?", id).Take(&e).Error; err != nil {
+		return Event{}, interpretError(err)
+	}
+	return e, nil
+}
+
+// EventFilter narrows an event list; empty and nil filter nothing, time bounds are exclusive.
+type EventFilter struct {
+	Type          string
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
+}
+
+// ListEvents returns one page of events, newest first (created_at, then id, descending).
+func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Page[Event], error) {
+	base := func() *gorm.DB {
+		q := s.model(ctx, &Event{})
+		if f.Type != "" {
+			q = q.Where("events.type = ?", f.Type)
+		}
+		if f.CreatedAfter != nil {
+			q = q.Where("events.created_at > ?", floorMicro(*f.CreatedAfter))
+		}
+		if f.CreatedBefore != nil {
+			q = q.Where("events.created_at < ?", ceilMicro(*f.CreatedBefore))
+		}
+		return q
+	}
+	return newestFirst[Event](base, "events.created_at", "events.id", p)
+}
+
+// Keyset is the event's position in a newest-first list, for cursors.
+func (e Event) Keyset() Keyset { return timeKeyset(e.CreatedAt, e.ID) }

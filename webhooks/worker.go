@@ -1,0 +1,449 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Store is what the Worker needs from the database; the server's store implements it. Every
+// method must be safe for concurrent use by several workers, in one process or in several
+// replicas sharing the database.
+type Store interface {
+	// FanOutEvents creates, durably and at most once per (event, endpoint), a pending delivery
+	// of each event not yet fanned out to every enabled endpoint that subscribes to its kind
+	// and was registered at or before the event's creation. It handles at most p.Limit events
+	// and reports how many; fewer than the limit means it caught up. Events committed later
+	// must never be skipped, whatever order their transactions commit in.
+	FanOutEvents(ctx context.Context, p FanOutParams) (int, error)
+	// ClaimDeliveries takes up to p.Limit pending deliveries due at p.Now for enabled endpoints,
+	// numbers each claim's attempt (one more than the last) and leases it until p.LeaseUntil:
+	// until then no other claim returns it, and afterwards another may, as the next attempt.
+	// Concurrent claims never return the same attempt twice.
+	ClaimDeliveries(ctx context.Context, p ClaimParams) ([]Delivery, error)
+	// RecordAttempt logs an attempt and moves its delivery on (done, failed, or due again at
+	// NextAttemptAt), unless the delivery was claimed again meanwhile; with DisableEndpoint it
+	// also disables the endpoint and fails its other pending deliveries. A delivery deleted
+	// with its endpoint is not an error.
+	RecordAttempt(ctx context.Context, a Attempt) error
+	// PurgeEvents deletes the events created before a time, with their deliveries and
+	// attempts, and reports how many events it deleted.
+	PurgeEvents(ctx context.Context, createdBefore time.Time) (int64, error)
+}
+
+// EventListener is a Store that can say when new events commit (PostgreSQL LISTEN/NOTIFY).
+// The worker then wakes at once instead of at its next poll. ListenEvents calls notify after
+// each commit of events until ctx ends, reconnecting by itself; it returns only when ctx ends
+// or listening is not possible (then polling alone carries on).
+type EventListener interface {
+	ListenEvents(ctx context.Context, notify func()) error
+}
+
+// FanOutParams ask FanOutEvents for one batch.
+type FanOutParams struct {
+	// Now is the due time of the deliveries created.
+	Now   time.Time
+	Limit int
+}
+
+// ClaimParams ask ClaimDeliveries for due deliveries.
+type ClaimParams struct {
+	Now        time.Time
+	LeaseUntil time.Time
+	Limit      int
+}
+
+// Delivery is one claimed attempt: which event goes to which URL, signed with which secrets.
+type Delivery struct {
+	// ID is the delivery's row id.
+	ID int64
+	// Attempt is this attempt's 1-based number.
+	Attempt    int
+	Event      Event
+	EndpointID string
+	URL        string
+	// Secret is the endpoint's current secret. PreviousSecret, when not empty, also signs
+	// until PreviousSecretExpiresAt (the grace window of a rotation).
+	Secret                  string
+	PreviousSecret          string
+	PreviousSecretExpiresAt time.Time
+}
+
+// secrets are the secrets that sign an attempt made at now: the current one, and the
+// previous one while its grace window lasts.
+func (d Delivery) secrets(now time.Time) []string {
+	out := []string{d.Secret}
+	if d.PreviousSecret != "" && now.Before(d.PreviousSecretExpiresAt) {
+		out = append(out, d.PreviousSecret)
+	}
+	return out
+}
+
+// Attempt is the record of one attempt, for RecordAttempt and the deliveries log.
+type Attempt struct {
+	ID         string
+	DeliveryID int64
+	EndpointID string
+	EventID    string
+	EventType  string
+	// Number is the attempt's 1-based number, as claimed.
+	Number  int
+	Outcome Outcome
+	// ResponseStatus is the receiver's HTTP status; 0 when it gave none (connection error,
+	// timeout, refused address).
+	ResponseStatus int
+	Latency        time.Duration
+	// Error says why the attempt failed; empty on success.
+	Error       string
+	AttemptedAt time.Time
+	// NextAttemptAt is when the next attempt is due; zero unless Outcome is Pending.
+	NextAttemptAt   time.Time
+	DisableEndpoint bool
+}
+
+// WorkerConfig shapes a Worker; zero values get the documented defaults.
+type WorkerConfig struct {
+	Store Store
+	// Client sends the deliveries; nil means NewClient(ClientOptions{}) (private addresses refused).
+	Client *http.Client
+	Policy RetryPolicy
+	// Now is the clock; nil means time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// NewAttemptID names each attempt of the log; required.
+	NewAttemptID func() string
+	// PollInterval is how often the worker looks for new events and due deliveries when
+	// nothing wakes it; 250 ms by default. New events usually wake it sooner (Wake,
+	// EventListener).
+	PollInterval time.Duration
+	// Concurrency is how many attempts may be in flight at once; 16 by default.
+	Concurrency int
+	// Lease is how long a claimed attempt is reserved for this worker before another may take
+	// the delivery over (after a crash); by default the client's timeout plus 30 seconds.
+	Lease time.Duration
+	// Retention is how long events are kept for GET /v1/events; 30 days by default.
+	Retention time.Duration
+	// PurgeInterval is how often events past their retention are deleted; 1 hour by default.
+	PurgeInterval time.Duration
+	// FanOutBatch is how many events one fan-out step handles; 200 by default.
+	FanOutBatch int
+	// OnAttempt, when set, is told of every attempt once it is recorded: the server counts
+	// outcomes with it. It must not block.
+	OnAttempt func(Attempt)
+}
+
+// Default worker settings.
+const (
+	DefaultPollInterval  = 250 * time.Millisecond
+	DefaultConcurrency   = 16
+	DefaultRetention     = 30 * 24 * time.Hour
+	DefaultPurgeInterval = time.Hour
+	defaultFanOutBatch   = 200
+	// recordTimeout bounds the database write after an attempt, which runs even while the
+	// worker stops so that the attempt is not lost from the log.
+	recordTimeout = 10 * time.Second
+	// maxErrorLength keeps an attempt's error text readable.
+	maxErrorLength = 500
+)
+
+// Worker delivers events durably: it fans new events out to deliveries, claims due
+// deliveries, sends each as a signed POST and records every attempt. Everything it knows is in
+// the Store, so a restart or a crash loses nothing (a crash at worst repeats an attempt whose
+// result was not recorded, as a new attempt: delivery is at least once), and several workers on
+// one database share the work without sending the same attempt twice.
+type Worker struct {
+	cfg   WorkerConfig
+	log   *slog.Logger
+	now   func() time.Time
+	wake  chan struct{}
+	slots chan struct{}
+	// announced is set when the store announced new events (EventListener) and cleared once
+	// a fan-out handled some: until then the worker looks again soon, not at the next poll.
+	announced atomic.Bool
+}
+
+// NewWorker checks cfg and fills in its defaults.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("webhooks: NewWorker needs a Store")
+	}
+	if cfg.NewAttemptID == nil {
+		return nil, errors.New("webhooks: NewWorker needs NewAttemptID")
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewClient(ClientOptions{})
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Lease <= 0 {
+		timeout := cfg.Client.Timeout
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		cfg.Lease = timeout + 30*time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PurgeInterval <= 0 {
+		cfg.PurgeInterval = DefaultPurgeInterval
+	}
+	if cfg.FanOutBatch <= 0 {
+		cfg.FanOutBatch = defaultFanOutBatch
+	}
+	return &Worker{
+		cfg:   cfg,
+		log:   cfg.Logger.With("component", "webhooks"),
+		now:   func() time.Time { return cfg.Now().UTC().Truncate(time.Microsecond) },
+		wake:  make(chan struct{}, 1),
+		slots: make(chan struct{}, cfg.Concurrency),
+	}, nil
+}
+
+// Wake makes the worker look for work now instead of at its next poll. It never blocks;
+// wake-ups that arrive while one is pending are folded into it.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers until ctx ends, then waits for the attempts in flight: they are cancelled,
+// recorded as interrupted and due again at once, for this or another worker to resume.
+func (w *Worker) Run(ctx context.Context) error {
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+
+	if listener, ok := w.cfg.Store.(EventListener); ok {
+		inflight.Go(func() {
+			announce := func() {
+				w.announced.Store(true)
+				w.Wake()
+			}
+			if err := listener.ListenEvents(ctx, announce); err != nil && ctx.Err() == nil {
+				w.log.Warn("listening for new events failed; polling only", "error", err)
+			}
+		})
+	}
+
+	poll := time.NewTicker(w.cfg.PollInterval)
+	defer poll.Stop()
+	var nextPurge time.Time
+	var recheck time.Duration
+	for {
+		if now := w.now(); !now.Before(nextPurge) {
+			w.purge(ctx, now)
+			nextPurge = now.Add(w.cfg.PurgeInterval)
+		}
+		fannedOut := w.step(ctx, &inflight)
+
+		// An announced event the fan-out could not take yet (on PostgreSQL: an older
+		// transaction elsewhere is still running, see the store) is usually takeable a few
+		// milliseconds later. Look again soon, backing off, instead of at the next poll.
+		var soon <-chan time.Time
+		if w.announced.Load() {
+			if fannedOut > 0 {
+				w.announced.Store(false)
+				recheck = 0
+			} else if recheck = max(2*recheck, minRecheck); recheck < w.cfg.PollInterval {
+				soon = time.After(recheck)
+			} else {
+				w.announced.Store(false)
+				recheck = 0
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.wake:
+		case <-poll.C:
+		case <-soon:
+		}
+	}
+}
+
+// minRecheck is the first wait before looking again for announced events; it doubles up to
+// the poll interval.
+const minRecheck = 5 * time.Millisecond
+
+// step fans out every new event, then claims as many due deliveries as there are free slots
+// and sends each in its own goroutine. A slow receiver holds only its own slot, so it never
+// delays deliveries to others while slots remain.
+// It reports how many events it fanned out.
+func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) (fannedOut int) {
+	for ctx.Err() == nil {
+		n, err := w.cfg.Store.FanOutEvents(ctx, FanOutParams{Now: w.now(), Limit: w.cfg.FanOutBatch})
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("fan-out of new events failed; retrying at the next poll", "error", err)
+			}
+			break
+		}
+		fannedOut += n
+		if n < w.cfg.FanOutBatch {
+			break
+		}
+	}
+	free := cap(w.slots) - len(w.slots)
+	if free == 0 || ctx.Err() != nil {
+		return fannedOut
+	}
+	now := w.now()
+	claimed, err := w.cfg.Store.ClaimDeliveries(ctx, ClaimParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: free})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("claiming due deliveries failed; retrying at the next poll", "error", err)
+		}
+		return fannedOut
+	}
+	backlog := len(claimed) == free
+	for _, d := range claimed {
+		w.slots <- struct{}{}
+		inflight.Go(func() {
+			defer func() {
+				<-w.slots
+				if backlog {
+					w.Wake() // more may be due: claim again as soon as a slot frees
+				}
+			}()
+			w.attempt(ctx, d)
+		})
+	}
+	return fannedOut
+}
+
+// attempt sends one delivery and records the outcome.
+func (w *Worker) attempt(ctx context.Context, d Delivery) {
+	rec := Attempt{
+		ID: w.cfg.NewAttemptID(), DeliveryID: d.ID, EndpointID: d.EndpointID,
+		EventID: d.Event.ID, EventType: d.Event.Type, Number: d.Attempt,
+	}
+	status, retryAfter, latency, sendErr := w.send(ctx, d)
+	now := w.now()
+	rec.AttemptedAt = now.Add(-latency).Truncate(time.Microsecond)
+	rec.Latency = latency
+	rec.ResponseStatus = status
+
+	v := judge(status)
+	switch {
+	case sendErr != nil && ctx.Err() != nil:
+		// The worker is stopping: not the receiver's fault. Due again at once, so that the
+		// next worker to look (here or in another replica) resumes it as the next attempt.
+		rec.Outcome, rec.NextAttemptAt = Pending, now
+		rec.Error = "interrupted: the delivery worker stopped during the attempt"
+	case sendErr == nil && v.acknowledged:
+		rec.Outcome = Succeeded
+	case sendErr == nil && v.permanent:
+		rec.Outcome, rec.DisableEndpoint = Failed, v.disable
+		rec.Error = fmt.Sprintf("the receiver answered %d %s: permanent rejection, not retried", status, http.StatusText(status))
+		if v.disable {
+			rec.Error = fmt.Sprintf("the receiver answered %d %s: the endpoint is disabled", status, http.StatusText(status))
+		}
+	default:
+		if sendErr != nil {
+			rec.Error = describeSendError(sendErr, w.cfg.Client.Timeout)
+		} else {
+			rec.Error = fmt.Sprintf("the receiver answered %d %s", status, http.StatusText(status))
+		}
+		if next, ok := w.cfg.Policy.Next(d.Event.CreatedAt, now, d.Attempt, retryAfter); ok {
+			rec.Outcome, rec.NextAttemptAt = Pending, next
+		} else {
+			rec.Outcome = Failed
+			rec.Error += "; retry horizon reached"
+		}
+	}
+	if len(rec.Error) > maxErrorLength {
+		rec.Error = rec.Error[:maxErrorLength]
+	}
+
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := w.cfg.Store.RecordAttempt(recordCtx, rec); err != nil {
+		// The lease runs out and the delivery is attempted again: at least once.
+		w.log.Error("recording a delivery attempt failed", "event_id", d.Event.ID,
+			"endpoint_id", d.EndpointID, "attempt", d.Attempt, "error", err)
+		return
+	}
+	if w.cfg.OnAttempt != nil {
+		w.cfg.OnAttempt(rec)
+	}
+	w.log.Debug("delivery attempt", "event_id", d.Event.ID, "endpoint_id", d.EndpointID,
+		"attempt", d.Attempt, "outcome", rec.Outcome, "status", status, "latency", latency)
+}
+
+// send makes one POST of the event. It returns the receiver's status (0 without an answer),
+// how long a Retry-After asked to wait (bounded by the horizon), and how long it took.
+func (w *Worker) send(ctx context.Context, d Delivery) (status int, retryAfter, latency time.Duration, err error) {
+	body, err := d.Event.Body()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	signedAt := w.now()
+	header, err := Headers(d.Event.ID, d.Event.Type, d.Attempt, signedAt, body, d.secrets(signedAt))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	req.Header = header
+	start := time.Now()
+	res, err := w.cfg.Client.Do(req)
+	latency = time.Since(start)
+	if err != nil {
+		return 0, 0, latency, err
+	}
+	drain(res)
+	return res.StatusCode, RetryAfter(res.Header.Get("Retry-After"), signedAt, w.cfg.Policy.horizon()), latency, nil
+}
+
+// describeSendError turns a transport failure into a short line for the deliveries log,
+// without the URL (the log already names the endpoint).
+func describeSendError(err error, timeout time.Duration) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrForbiddenAddress):
+		return "refused: the URL resolves to a private, loopback, link-local or reserved address"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		if timeout <= 0 {
+			timeout = DefaultTimeout
+		}
+		return fmt.Sprintf("timeout: no answer within %s", timeout)
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return "connection failed: " + err.Error()
+}
+
+// purge deletes events past their retention, with their deliveries.
+func (w *Worker) purge(ctx context.Context, now time.Time) {
+	n, err := w.cfg.Store.PurgeEvents(ctx, now.Add(-w.cfg.Retention))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("purging old events failed; retrying later", "error", err)
+	case n > 0:
+		w.log.Info("purged events past their retention", "events", n, "retention", w.cfg.Retention)
+	}
+}

@@ -1,0 +1,151 @@
+package webhooks_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/webhooks"
+)
+
+// fakeStore hands out the deliveries it is given and remembers what the worker asked.
+type fakeStore struct {
+	mu       sync.Mutex
+	due      []webhooks.Delivery
+	limits   []int
+	attempts []webhooks.Attempt
+	purged   []time.Time
+	// fanOuts counts FanOutEvents calls; the call numbered takeableAfter finds an event.
+	fanOuts       int
+	takeableAfter int
+}
+
+func (f *fakeStore) FanOutEvents(context.Context, webhooks.FanOutParams) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fanOuts++
+	if f.takeableAfter > 0 && f.fanOuts >= f.takeableAfter {
+		f.takeableAfter = 0
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// listeningStore announces one new event as soon as the worker listens.
+type listeningStore struct{ *fakeStore }
+
+func (l listeningStore) ListenEvents(ctx context.Context, notify func()) error {
+	notify()
+	<-ctx.Done()
+	return nil
+}
+
+func (f *fakeStore) ClaimDeliveries(_ context.Context, p webhooks.ClaimParams) ([]webhooks.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limits = append(f.limits, p.Limit)
+	n := min(p.Limit, len(f.due))
+	out := f.due[:n]
+	f.due = f.due[n:]
+	return out, nil
+}
+
+func (f *fakeStore) RecordAttempt(_ context.Context, a webhooks.Attempt) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attempts = append(f.attempts, a)
+	return nil
+}
+
+func (f *fakeStore) PurgeEvents(_ context.Context, before time.Time) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.purged = append(f.purged, before)
+	return 0, nil
+}
+
+func (f *fakeStore) snapshot() (limits []int, attempts []webhooks.Attempt, purged []time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.limits...), append([]webhooks.Attempt(nil), f.attempts...), append([]time.Time(nil), f.purged...)
+}
+
+var _ = Describe("The worker", func() {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	delivery := func(url string, n int) webhooks.Delivery {
+		return webhooks.Delivery{ID: int64(n), Attempt: 1, URL: url, EndpointID: "whe_1", Secret: "whsec_c2VjcmV0",
+			Event: webhooks.Event{ID: "evt_" + string(rune('a'+n)), Type: "trip.completed", CreatedAt: now, Data: []byte(`{}`)}}
+	}
+	run := func(store *fakeStore) (stop func()) {
+		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
+			Store: store, Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
+			Now: func() time.Time { return now }, NewAttemptID: func() string { return "wha_1" },
+			Concurrency: 2, PollInterval: 10 * time.Millisecond,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Expect(w.Run(ctx)).To(Succeed())
+		}()
+		return func() { cancel(); <-done }
+	}
+
+	It("looks again soon after an announced event it could not take yet, not at the next poll", func() {
+		store := &fakeStore{takeableAfter: 4}
+		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
+			Store: listeningStore{store}, Now: func() time.Time { return now },
+			NewAttemptID: func() string { return "wha_1" }, PollInterval: time.Hour,
+		})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = w.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		// With an hour between polls, only the re-checks can make these calls.
+		Eventually(func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.fanOuts }).
+			WithTimeout(5 * time.Second).Should(BeNumerically(">=", 4))
+		Consistently(func() int { store.mu.Lock(); defer store.mu.Unlock(); return store.fanOuts }, 300*time.Millisecond).
+			Should(BeNumerically("<=", 5), "once the event was taken, the worker waits for the next poll or wake")
+	})
+
+	It("purges events past the 30-day retention when it starts", func() {
+		store := &fakeStore{}
+		stop := run(store)
+		defer stop()
+		Eventually(func() []time.Time { _, _, p := store.snapshot(); return p }).Should(ContainElement(now.Add(-30 * 24 * time.Hour)))
+	})
+
+	It("never claims more than it has free slots, and records interrupted attempts as due again at once", func() {
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Read the body first: only then does the server notice the client going away.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done() // hang until the worker gives up
+		}))
+		defer receiver.Close()
+		store := &fakeStore{}
+		for i := range 5 {
+			store.due = append(store.due, delivery(receiver.URL, i))
+		}
+		stop := run(store)
+		Eventually(func() []int { l, _, _ := store.snapshot(); return l }).Should(ContainElement(2))
+		Consistently(func() []int { l, _, _ := store.snapshot(); return l }, 100*time.Millisecond).Should(HaveEach(BeNumerically("<=", 2)))
+		stop()
+
+		limits, attempts, _ := store.snapshot()
+		Expect(limits).To(HaveEach(BeNumerically("<=", 2)))
+		Expect(attempts).To(HaveLen(2), "the two in flight, cut off by the stop")
+		for _, a := range attempts {
+			Expect(a.Outcome).To(Equal(webhooks.Pending))
+			Expect(a.NextAttemptAt).To(Equal(now))
+			Expect(a.Error).To(ContainSubstring("interrupted"))
+		}
+	})
+})
