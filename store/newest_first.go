@@ -3,11 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // PageParams asks for one page of a list walked newest first: by a time column descending,
@@ -28,8 +26,8 @@ type Page[T any] struct {
 }
 
 // newestFirst returns one page of the rows base selects, ordered by timeColumn then idColumn,
-// both descending, by keyset: the same technique as ListTrips (keysetCondition), for lists
-// with the one default order. base must return a fresh query each call.
+// both descending: keysetPage for the lists that have only the default order. base must
+// return a fresh query each call.
 func newestFirst[T any](base func() *gorm.DB, timeColumn, idColumn string, p PageParams) (Page[T], error) {
 	if p.After != nil && p.Before != nil {
 		return Page[T]{}, fmt.Errorf("%w: both After and Before", ErrInvalidListParams)
@@ -50,43 +48,11 @@ func newestFirst[T any](base func() *gorm.DB, timeColumn, idColumn string, p Pag
 		from = keysetArgs{time.UnixMicro(ks.Values[0]).UTC(), ks.ID}
 	}
 
-	fetch := base()
-	if from != nil {
-		fetch = fetch.Where(keysetCondition(keys, from, !backward, false))
+	items, moreAfter, moreBefore, err := keysetPage[T](base(), base(), keys, from, backward, p.Limit)
+	if err != nil {
+		return Page[T]{}, err
 	}
-	for _, k := range keys {
-		fetch = fetch.Order(clause.OrderByColumn{Column: clause.Column{Name: k.column, Raw: true}, Desc: k.desc != backward})
-	}
-	var items []T
-	if err := fetch.Limit(p.Limit + 1).Find(&items).Error; err != nil {
-		return Page[T]{}, interpretError(err)
-	}
-	more := len(items) > p.Limit
-	if more {
-		items = items[:p.Limit]
-	}
-	if backward {
-		slices.Reverse(items)
-	}
-	if items == nil {
-		items = []T{}
-	}
-	var other bool
-	if from != nil {
-		var found []int
-		err := base().Select("1").Where(keysetCondition(keys, from, backward, true)).Limit(1).Scan(&found).Error
-		if err != nil {
-			return Page[T]{}, interpretError(err)
-		}
-		other = len(found) > 0
-	}
-	page := Page[T]{Items: items}
-	if backward {
-		page.MoreBefore, page.MoreAfter = more, other
-	} else {
-		page.MoreAfter, page.MoreBefore = more, other
-	}
-	return page, nil
+	return Page[T]{Items: items, MoreAfter: moreAfter, MoreBefore: moreBefore}, nil
 }
 
 // timeKeyset is the keyset of an item in a newest-first list.

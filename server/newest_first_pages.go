@@ -13,27 +13,8 @@ import (
 
 // pageRequest turns limit and cursor into store paging for the query the cursor must belong to.
 func (s *Server) pageRequest(limit *int32, cursor *string, query string) (store.PageParams, error) {
-	p := store.PageParams{Limit: defaultLimit}
-	if limit != nil {
-		p.Limit = int(*limit)
-	}
-	if cursor == nil {
-		return p, nil
-	}
-	cur, err := s.cursors.Decode(*cursor, query)
-	if err != nil {
-		return p, err
-	}
-	if len(cur.Values) != 1 {
-		return p, ride.ErrInvalidCursor
-	}
-	ks := &store.Keyset{Values: cur.Values, ID: cur.ID}
-	if cur.Backward {
-		p.Before = ks
-	} else {
-		p.After = ks
-	}
-	return p, nil
+	after, before, err := s.keysetFrom(cursor, query, 1)
+	return store.PageParams{Limit: pageLimit(limit), After: after, Before: before}, err
 }
 
 // pageResult projects a store page to its public items and the envelope's pagination.
@@ -46,20 +27,10 @@ func pageResult[T interface{ Keyset() store.Keyset }, V any](s *Server, page sto
 		}
 		items[i] = v
 	}
-	p := gen.Pagination{HasMore: page.MoreAfter, Count: int32(len(items))}
-	if n := len(page.Items); n > 0 {
-		if page.MoreAfter {
-			last := page.Items[n-1].Keyset()
-			next := s.cursors.Encode(ride.Cursor{Values: last.Values, ID: last.ID}, query)
-			p.NextCursor = &next
-		}
-		if page.MoreBefore {
-			first := page.Items[0].Keyset()
-			prev := s.cursors.Encode(ride.Cursor{Backward: true, Values: first.Values, ID: first.ID}, query)
-			p.PrevCursor = &prev
-		}
-	}
-	return items, p, nil
+	n := len(page.Items)
+	return items, s.pagination(query, n, page.MoreAfter, page.MoreBefore,
+		func() store.Keyset { return page.Items[0].Keyset() },
+		func() store.Keyset { return page.Items[n-1].Keyset() }), nil
 }
 
 // callerQuery is the part of every list's query key that names the caller, so a cursor
