@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"gorm.io/gorm/clause"
+
+	"github.com/rideapi/ride/server/ride"
 )
 
 // DemoData reports what SeedDemo did. RiderID and DriverID name a rider and a driver with many
@@ -264,7 +265,7 @@ func generateDemo(now time.Time) demoSet {
 func demoTrip(r *rand.Rand, c demoCity, d *Driver, riderID string, created time.Time, status string, now time.Time) Trip {
 	pickLat, pickLng := pointNear(r, c.City, 0.6)
 	dropLat, dropLng := pointNear(r, c.City, 0.6)
-	roadKm := haversineKm(pickLat, pickLng, dropLat, dropLng)*1.3 + 0.5
+	roadKm := ride.HaversineMeters(ride.Point{Lat: pickLat, Lng: pickLng}, ride.Point{Lat: dropLat, Lng: dropLng})/1000*1.3 + 0.5
 	minutes := roadKm/c.speedKmh*60 + 2
 	rideType := RideTypeEconomy
 	switch n := r.IntN(10); {
@@ -375,21 +376,11 @@ func pointNear(r *rand.Rand, c City, share float64) (lat, lng float64) {
 	return math.Round(lat*1e6) / 1e6, math.Round(lng*1e6) / 1e6
 }
 
-func haversineKm(lat1, lng1, lat2, lng2 float64) float64 {
-	const earthKm = 6371.0
-	rad := math.Pi / 180
-	dLat, dLng := (lat2-lat1)*rad, (lng2-lng1)*rad
-	a := math.Sin(dLat/2)*math.Sin(dLat/2) +
-		math.Cos(lat1*rad)*math.Cos(lat2*rad)*math.Sin(dLng/2)*math.Sin(dLng/2)
-	return 2 * earthKm * math.Asin(math.Sqrt(a))
-}
-
 // demoPolyline is a route from pickup to dropoff through a few jittered waypoints, in Google's
 // encoded polyline format (what routing services return and the store keeps internally).
 func demoPolyline(r *rand.Rand, lat1, lng1, lat2, lng2 float64) string {
 	const steps = 4
-	var b strings.Builder
-	var prevLat, prevLng int64
+	points := make([]ride.Point, 0, steps+1)
 	for i := 0; i <= steps; i++ {
 		f := float64(i) / steps
 		lat, lng := lat1+(lat2-lat1)*f, lng1+(lng2-lng1)*f
@@ -397,24 +388,9 @@ func demoPolyline(r *rand.Rand, lat1, lng1, lat2, lng2 float64) string {
 			lat += (r.Float64() - 0.5) * 0.004
 			lng += (r.Float64() - 0.5) * 0.004
 		}
-		la, ln := int64(math.Round(lat*1e5)), int64(math.Round(lng*1e5))
-		writePolylineValue(&b, la-prevLat)
-		writePolylineValue(&b, ln-prevLng)
-		prevLat, prevLng = la, ln
+		points = append(points, ride.Point{Lat: lat, Lng: lng})
 	}
-	return b.String()
-}
-
-func writePolylineValue(b *strings.Builder, v int64) {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	for u >= 0x20 {
-		b.WriteByte(byte(0x20|(u&0x1f)) + 63)
-		u >>= 5
-	}
-	b.WriteByte(byte(u) + 63)
+	return ride.EncodePolyline(points)
 }
 
 // argmax is the index of the largest count, the first one on ties.
