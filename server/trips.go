@@ -138,9 +138,7 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		filter.DriverID = caller.Subject
 	}
 
-	query := ride.QueryKey(req.route, filter.Status, filter.City, deref(req.driverID),
-		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
-		sortSpec, caller.Role, caller.Subject, caller.Account)
+	query := tripListQuery(req, sortSpec, caller)
 	params := store.TripListParams{Filter: filter, Sort: storeSort(sortKeys), Limit: limit}
 	params.After, params.Before, err = s.keysetFrom(req.cursor, query, len(sortKeys))
 	if err != nil {
@@ -160,6 +158,23 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		func() store.Keyset { return page.Trips[0].Keyset(params.Sort) },
 		func() store.Keyset { return page.Trips[n-1].Keyset(params.Sort) })
 	return list, nil
+}
+
+// tripListQuery is what a trip list's cursors are bound to: the route, every filter, the sort
+// and the caller.
+func tripListQuery(req tripListRequest, sortSpec string, caller Principal) string {
+	return ride.QueryKey(req.route, string(deref(req.status)), deref(req.city), deref(req.driverID),
+		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
+		sortSpec, caller.Role, caller.Subject, caller.Account)
+}
+
+// TripListCursor is the next_cursor a server keyed with secret issues to caller, on
+// GET /v1/trips?status=… in the default order, for a page whose last trip sits at keyset. It
+// lets a tool (the benchmark) start a walk deep in a list without walking there first; the
+// cursor is built by the same code as the server's own.
+func TripListCursor(secret []byte, caller Principal, status gen.TripStatus, keyset store.Keyset) string {
+	query := tripListQuery(tripListRequest{route: "/v1/trips", status: &status}, defaultTripSort, caller)
+	return ride.NewCursorCodec(secret).Encode(ride.Cursor{Values: keyset.Values, ID: keyset.ID}, query)
 }
 
 func emptyTripList() gen.TripList {
