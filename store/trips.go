@@ -75,7 +75,8 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	trips, err := scanTrips(s.conn(ctx).Raw(tripByIDSQL, id).Rows())
+	// Table names the table for callbacks that look (query logs); Raw sends tripByIDSQL as is.
+	trips, err := scanTrips(s.conn(ctx).Table("trips").Raw(tripByIDSQL, id).Rows())
 	if err != nil {
 		return Trip{}, err
 	}
