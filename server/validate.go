@@ -38,6 +38,10 @@ type gate struct {
 	doc        *openapi3.T
 	router     routers.Router
 	operations map[*openapi3.Operation]*operationInfo
+	// routes are the document's routes by method and Echo path (/v1/trips/:tripId): Echo has
+	// already matched the request, so the gate looks its route up instead of matching the
+	// path again with the document's router, which remains for what Echo did not match.
+	routes map[echoRoute]*routers.Route
 	auth       *authenticator
 	options    *openapi3filter.Options
 	// limits meters authenticated requests right after authentication; nil when rate
@@ -78,14 +82,47 @@ func newGate(auth *authenticator) (*gate, error) {
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 		},
 	}
+	g.routes = map[echoRoute]*routers.Route{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			info := describeOperation(doc, path, item, op)
 			info.class = classify(method, path)
 			g.operations[op] = info
+			g.routes[echoRoute{method: method, path: echoPath(path)}] = &routers.Route{
+				Spec: doc, Path: path, PathItem: item, Method: method, Operation: op,
+			}
 		}
 	}
 	return g, nil
+}
+
+// echoRoute names a route as Echo matched it.
+type echoRoute struct{ method, path string }
+
+// echoPath spells an OpenAPI path template the way oapi-codegen registers it with Echo:
+// /v1/trips/{tripId} is /v1/trips/:tripId.
+func echoPath(template string) string {
+	return strings.NewReplacer("{", ":", "}", "").Replace(template)
+}
+
+// findRoute returns the document's route of the request and its path parameters. A request
+// Echo matched to a route of the document is looked up; anything else (no route, a path with
+// escaped characters, an empty parameter) goes through the document's router, whose errors
+// tell 404 from 405.
+func (g *gate) findRoute(c echo.Context) (*routers.Route, map[string]string, error) {
+	req := c.Request()
+	if route, ok := g.routes[echoRoute{method: req.Method, path: c.Path()}]; ok && req.URL.RawPath == "" {
+		names, values := c.ParamNames(), c.ParamValues()
+		params := make(map[string]string, len(names))
+		for i, name := range names {
+			if i >= len(values) || values[i] == "" {
+				return g.router.FindRoute(req)
+			}
+			params[name] = values[i]
+		}
+		return route, params, nil
+	}
+	return g.router.FindRoute(req)
 }
 
 func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
@@ -133,7 +170,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // /metrics and /docs: public, and not operations of the document
 		}
 		req := c.Request()
-		route, pathParams, err := g.router.FindRoute(req)
+		route, pathParams, err := g.findRoute(c)
 		if err != nil {
 			return g.routeError(req, err)
 		}
