@@ -41,9 +41,9 @@ type gate struct {
 	// routes are the document's routes by method and Echo path (/v1/trips/:tripId): Echo has
 	// already matched the request, so the gate looks its route up instead of matching the
 	// path again with the document's router, which remains for what Echo did not match.
-	routes map[echoRoute]*routers.Route
-	auth       *authenticator
-	options    *openapi3filter.Options
+	routes  map[echoRoute]*routers.Route
+	auth    *authenticator
+	options *openapi3filter.Options
 	// limits meters authenticated requests right after authentication; nil when rate
 	// limits are off.
 	limits limiter
