@@ -31,24 +31,48 @@ func withDrivers(q *gorm.DB) *gorm.DB {
 	return q.Select(tripWithDriverColumns).Joins(joinDrivers)
 }
 
+// findTrips is ListTrips' page finder: the trips with their drivers and, on a page that starts
+// from a keyset, the other direction's existence probe as one more column, so that a page
+// deep in a list costs one round trip like the first page.
+func findTrips(q *gorm.DB, other *gorm.DB) ([]Trip, bool, bool, error) {
+	if other == nil {
+		trips, err := scanTrips(q.Rows())
+		return trips, false, false, err
+	}
+	rows, err := q.Select(tripWithDriverColumns+", EXISTS (?)", other).Rows()
+	if err != nil {
+		return nil, false, false, interpretError(err)
+	}
+	var found bool
+	trips, err := scanTripRows(rows, &found)
+	return trips, found, len(trips) > 0, err
+}
+
 // scanTrips reads every row of a query that selected tripWithDriverColumns, and closes rows.
 func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
+	return scanTripRows(rows)
+}
+
+// scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
+// extra (the same value on every row: the last row's stays).
+func scanTripRows(rows *sql.Rows, extra ...any) ([]Trip, error) {
 	defer rows.Close()
 	var trips []Trip
 	for rows.Next() {
 		var t Trip
 		d := &t.Driver
-		if err := rows.Scan(&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
+		dest := []any{&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
 			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
 			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &t.RoutePolyline,
 			&t.MatchingScore, &t.DriverPayout, &t.PlatformCost,
 			&d.ID, &d.Name, &d.Rating, &d.Photo, &d.VehicleMake, &d.VehicleModel,
 			&d.VehicleColor, &d.VehiclePlate, &d.City, &d.Lat, &d.Lng, &d.Available,
-			&d.CreatedAt, &d.UpdatedAt); err != nil {
+			&d.CreatedAt, &d.UpdatedAt}
+		if err := rows.Scan(append(dest, extra...)...); err != nil {
 			return nil, interpretError(err)
 		}
 		_ = t.AfterFind(nil) // UTC times, the driver's too

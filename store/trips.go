@@ -216,7 +216,7 @@ func (s *Store) ListTrips(ctx context.Context, p TripListParams) (TripPage, erro
 	}
 	trips, after, before, err := keysetPage(
 		withDrivers(s.filteredTrips(ctx, p.Filter)), s.filteredTrips(ctx, p.Filter),
-		keys, from, backward, p.Limit, func(q *gorm.DB) ([]Trip, error) { return scanTrips(q.Rows()) })
+		keys, from, backward, p.Limit, findTrips)
 	if err != nil {
 		return TripPage{}, err
 	}
