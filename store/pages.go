@@ -34,7 +34,7 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 	if from != nil {
 		otherProbe = probe.Select("1").Where(keysetCondition(keys, from, backward, true)).Limit(1)
 	}
-	items, other, asked, err := find(fetch.Limit(limit+1), otherProbe)
+	items, other, asked, err := find(fetch.Limit(limit+1), otherProbe, limit+1)
 	if err != nil {
 		return nil, false, false, interpretError(err)
 	}
@@ -62,16 +62,16 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 	return items, more, other, nil
 }
 
-// pageFinder runs a page's fetch query q and scans its rows. other, when not nil, is the
+// pageFinder runs a page's fetch query q and scans its rows, at most rows of them. other, when not nil, is the
 // existence probe of the other direction: a finder may select `EXISTS (other)` along with its
 // rows, saving the probe its own round trip, and then report the answer (otherFound) and that
 // it asked (otherAsked). A page without rows cannot carry the answer; keysetPage then runs the
 // probe itself.
-type pageFinder[T any] func(q *gorm.DB, other *gorm.DB) (items []T, otherFound, otherAsked bool, err error)
+type pageFinder[T any] func(q *gorm.DB, other *gorm.DB, rows int) (items []T, otherFound, otherAsked bool, err error)
 
 // findAll is keysetPage's finder for models GORM scans itself; it leaves the probe to
 // keysetPage.
-func findAll[T any](q *gorm.DB, _ *gorm.DB) ([]T, bool, bool, error) {
+func findAll[T any](q *gorm.DB, _ *gorm.DB, _ int) ([]T, bool, bool, error) {
 	var items []T
 	err := q.Find(&items).Error
 	return items, false, false, err

@@ -34,17 +34,21 @@ func withDrivers(q *gorm.DB) *gorm.DB {
 // findTrips is ListTrips' page finder: the trips with their drivers and, on a page that starts
 // from a keyset, the other direction's existence probe as one more column, so that a page
 // deep in a list costs one round trip like the first page.
-func findTrips(q *gorm.DB, other *gorm.DB) ([]Trip, bool, bool, error) {
+func findTrips(q *gorm.DB, other *gorm.DB, rows int) ([]Trip, bool, bool, error) {
 	if other == nil {
-		trips, err := scanTrips(q.Rows())
+		r, err := q.Rows()
+		if err != nil {
+			return nil, false, false, interpretError(err)
+		}
+		trips, err := scanTripRows(r, rows)
 		return trips, false, false, err
 	}
-	rows, err := q.Select(tripWithDriverColumns+", EXISTS (?)", other).Rows()
+	r, err := q.Select(tripWithDriverColumns+", EXISTS (?)", other).Rows()
 	if err != nil {
 		return nil, false, false, interpretError(err)
 	}
 	var found bool
-	trips, err := scanTripRows(rows, &found)
+	trips, err := scanTripRows(r, rows, &found)
 	return trips, found, len(trips) > 0, err
 }
 
@@ -53,30 +57,37 @@ func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return scanTripRows(rows)
+	return scanTripRows(rows, 1)
 }
 
+// tripColumnCount is how many columns tripWithDriverColumns selects.
+const tripColumnCount = 38
+
 // scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
-// extra (the same value on every row: the last row's stays).
-func scanTripRows(rows *sql.Rows, extra ...any) ([]Trip, error) {
+// extra (the same value on every row: the last row's stays). Each row is scanned straight into
+// its place in the result, which has room for expected rows, through one reused list of
+// destinations: no per-row copies.
+func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
 	defer rows.Close()
-	var trips []Trip
+	trips := make([]Trip, 0, expected)
+	dest := make([]any, tripColumnCount, tripColumnCount+len(extra))
+	dest = append(dest, extra...)
 	for rows.Next() {
-		var t Trip
+		trips = append(trips, Trip{})
+		t := &trips[len(trips)-1]
 		d := &t.Driver
-		dest := []any{&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
+		copy(dest, []any{&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
 			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
 			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &t.RoutePolyline,
 			&t.MatchingScore, &t.DriverPayout, &t.PlatformCost,
 			&d.ID, &d.Name, &d.Rating, &d.Photo, &d.VehicleMake, &d.VehicleModel,
 			&d.VehicleColor, &d.VehiclePlate, &d.City, &d.Lat, &d.Lng, &d.Available,
-			&d.CreatedAt, &d.UpdatedAt}
-		if err := rows.Scan(append(dest, extra...)...); err != nil {
+			&d.CreatedAt, &d.UpdatedAt})
+		if err := rows.Scan(dest...); err != nil {
 			return nil, interpretError(err)
 		}
 		_ = t.AfterFind(nil) // UTC times, the driver's too
-		trips = append(trips, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
