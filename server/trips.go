@@ -52,8 +52,8 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 	if !caller.IsAdmin() && !caller.Is(RoleDriver, req.DriverId) {
 		return nil, forbidden("Only the driver themself or an admin may list a driver's trips.")
 	}
-	if _, err := s.driver(ctx, req.DriverId); err != nil {
-		return nil, err
+	if !ride.ValidID(ride.PrefixDriver, req.DriverId) {
+		return nil, notFound("driver", req.DriverId)
 	}
 	p := req.Params
 	list, err := s.listTrips(ctx, tripListRequest{
@@ -61,6 +61,13 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 		status: p.Status, city: p.City, driverID: &req.DriverId, createdAfter: p.CreatedAfter,
 		createdBefore: p.CreatedBefore, pickupTimeAfter: p.PickupTimeAfter, sort: p.Sort, fields: p.Fields,
 	})
+	// A page with trips proves the driver exists (each trip is read joined with its driver).
+	// Otherwise an absent driver is a 404 whatever the list said, as if it had been checked first.
+	if err != nil || len(list.Data) == 0 {
+		if _, derr := s.driver(ctx, req.DriverId); derr != nil {
+			return nil, derr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
