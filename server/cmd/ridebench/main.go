@@ -47,6 +47,7 @@ type options struct {
 	data                            dataset
 	concurrency                     int
 	warmup, duration, depthDuration time.Duration
+	rounds                          int
 	only                            string
 }
 
@@ -64,7 +65,8 @@ func parseFlags() options {
 	flag.IntVar(&o.concurrency, "c", 8, "concurrent clients, for the server and for the reference")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per scenario, not measured")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "measured time per scenario")
-	flag.DurationVar(&o.depthDuration, "depth-d", 3*time.Second, "measured time per page depth")
+	flag.DurationVar(&o.depthDuration, "depth-d", 4*time.Second, "measured time per page depth")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds per scenario: the server and the reference (and the page depths) take turns, so background load hits them alike")
 	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this")
 	flag.Parse()
 	return o
@@ -137,9 +139,9 @@ func benchmark(ctx context.Context) error {
 		if o.only != "" && !strings.Contains(sc.name, o.only) {
 			continue
 		}
-		srv := run(ctx, sc.name+" (server)", o.concurrency, o.warmup, o.duration, sc.http)
-		ref := run(ctx, sc.name+" (reference)", o.concurrency, o.warmup, o.duration, sc.reference)
-		rows = append(rows, reportRow{sc: sc, srv: srv, ref: ref})
+		res := interleaved(ctx, []string{sc.name + " (server)", sc.name + " (reference)"}, o.concurrency, o.rounds,
+			o.warmup, o.duration, []func(context.Context, *worker) error{sc.http, sc.reference})
+		rows = append(rows, reportRow{sc: sc, srv: res[0], ref: res[1]})
 	}
 	var depths []depthRow
 	if o.only == "" || strings.Contains("depth", o.only) {
@@ -484,9 +486,11 @@ type depthRow struct {
 // pages start from a cursor after the row at that position, made with the server's own code
 // and secret (server.TripListCursor), exactly what a walk would have been handed there.
 func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
-	var rows []depthRow
 	admin := server.Principal{Role: server.RoleAdmin, Account: server.DefaultAccount}
-	for _, depth := range []int{0, 10_000, 100_000, 500_000} {
+	depths := []int{0, 10_000, 100_000, 500_000}
+	var labels []string
+	var ops []func(context.Context, *worker) error
+	for _, depth := range depths {
 		path := "/v1/trips?status=completed&limit=20"
 		if depth > 0 {
 			var t time.Time
@@ -497,12 +501,16 @@ func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 			}
 			path += "&cursor=" + server.TripListCursor(b.secret, admin, gen.Completed, store.Keyset{Values: []int64{t.UnixMicro()}, ID: id})
 		}
-		res := run(ctx, fmt.Sprintf("page at depth %d", depth), b.o.concurrency, time.Second, b.o.depthDuration,
-			func(ctx context.Context, w *worker) error {
-				_, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
-				return err
-			})
-		rows = append(rows, depthRow{depth: depth, res: res})
+		labels = append(labels, fmt.Sprintf("page at depth %d", depth))
+		ops = append(ops, func(ctx context.Context, w *worker) error {
+			_, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
+			return err
+		})
+	}
+	res := interleaved(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops)
+	rows := make([]depthRow, len(depths))
+	for i, depth := range depths {
+		rows[i] = depthRow{depth: depth, res: res[i]}
 	}
 	return rows, nil
 }
@@ -515,8 +523,8 @@ type reportRow struct {
 func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
-	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario after %s warm-up (total %s)\n\n",
-		o.data, o.concurrency, o.duration, o.warmup, took.Round(time.Second))
+	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario (server and reference taking turns in %d rounds) after %s warm-up (total %s)\n\n",
+		o.data, o.concurrency, o.duration, o.rounds, o.warmup, took.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tratio\t")
 	for _, r := range rows {
@@ -529,7 +537,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 	}
 	tw.Flush()
 	if len(depths) > 0 {
-		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each\n\n", o.depthDuration)
+		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "depth\treq/s\tp50\tp99\terrors\tp50 vs depth 0\t")
 		for _, d := range depths {

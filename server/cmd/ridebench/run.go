@@ -108,3 +108,31 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+// interleaved measures several ops in rounds, each op for duration/rounds per round (after
+// one warm-up per op in the first round), and merges each op's rounds. On a machine shared with
+// other work, every op then sees the same background load, so their ratios hold even when the
+// absolute rates drift.
+func interleaved(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
+	out := make([]result, len(ops))
+	for round := range rounds {
+		for i, op := range ops {
+			wu := 100 * time.Millisecond
+			if round == 0 {
+				wu = warmup
+			}
+			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op)
+			out[i].n += r.n
+			out[i].errors += r.errors
+			if out[i].firstErr == nil {
+				out[i].firstErr = r.firstErr
+			}
+			out[i].latencies = append(out[i].latencies, r.latencies...)
+			out[i].elapsed += r.elapsed
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].latencies)
+	}
+	return out
+}
