@@ -99,7 +99,7 @@ func loadDataset(ctx context.Context, dbURL string, d dataset) error {
 		}
 	}
 	if err := step("empty the tables", `TRUNCATE ridebench_dataset, receipts, payments, idempotency_records,
-		cancellations, fare_estimates, events, trips, riders, drivers, cities, api_keys`); err != nil {
+		cancellations, fare_estimates, events, trips, riders, drivers, cities, api_keys CASCADE`); err != nil {
 		return err
 	}
 	// The trips indexes of the migrations are dropped for the load and rebuilt from their own

@@ -67,7 +67,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "measured time per scenario")
 	flag.DurationVar(&o.depthDuration, "depth-d", 4*time.Second, "measured time per page depth")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds per scenario: the server and the reference (and the page depths) take turns, so background load hits them alike")
-	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this")
+	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this (\"depth\": only the page-depth table)")
 	flag.Parse()
 	return o
 }
