@@ -124,7 +124,7 @@ func (c cannedTrip) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (
 	if principalFrom(ctx).Role == "" {
 		return nil, forbidden("no caller")
 	}
-	return gen.GetTrip200JSONResponse{Body: c.trip}, nil
+	return jsonAnswer[gen.Trip]{body: c.trip}, nil
 }
 
 func (f *benchFixture) serve(b *testing.B, h http.Handler, method, path, body string, header http.Header, want int) {
@@ -246,3 +246,12 @@ func BenchmarkStackIdempotencyReplay(b *testing.B) {
 }
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// BenchmarkStackListTrips is a first page of 20 trips through the real server on SQLite.
+func BenchmarkStackListTrips(b *testing.B) {
+	f := newBenchFixture(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		f.serve(b, f.s, http.MethodGet, "/v1/trips?limit=20", "", nil, http.StatusOK)
+	}
+}

@@ -43,7 +43,7 @@ func (s *Server) ListTrips(ctx context.Context, req gen.ListTripsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListTrips200JSONResponse{Body: list}, nil
+	return jsonAnswer[gen.TripList]{body: list}, nil
 }
 
 // ListDriverTrips lists one driver's trips, for that driver or an admin.
@@ -71,7 +71,7 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListDriverTrips200JSONResponse{Body: list}, nil
+	return jsonAnswer[gen.TripList]{body: list}, nil
 }
 
 // GetTrip returns one trip to its rider, its driver or an admin.
@@ -84,7 +84,7 @@ func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetTrip200JSONResponse{Body: tripView(trip, fields)}, nil
+	return jsonAnswer[gen.Trip]{body: tripView(trip, fields)}, nil
 }
 
 // visibleTrip loads a trip the caller may see: 404 when absent, 403 when someone else's.
