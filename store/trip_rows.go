@@ -4,6 +4,7 @@ import (
 	"database/sql"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
@@ -28,7 +29,9 @@ const (
 // withDrivers selects the trips of q (a query on the trips table) with their drivers, in
 // the order scanTrips reads them.
 func withDrivers(q *gorm.DB) *gorm.DB {
-	return q.Select(tripWithDriverColumns).Joins(joinDrivers)
+	// A SELECT clause of its own, not Select(string): GORM would look the whole column list
+	// up as a field name (through its naming replacer) on every query.
+	return q.Clauses(clause.Select{Expression: clause.Expr{SQL: tripWithDriverColumns}}).Joins(joinDrivers)
 }
 
 // findTrips is ListTrips' page finder: the trips with their drivers and, on a page that starts
