@@ -108,8 +108,9 @@ type authenticator struct {
 	store *store.Store
 	now   func() time.Time
 
-	mu    sync.RWMutex
-	cache map[string]authEntry
+	mu sync.RWMutex
+	// cache is keyed by the SHA-256 of the secret, as bytes: a lookup needs no hex string.
+	cache map[[sha256.Size]byte]authEntry
 }
 
 type authEntry struct {
@@ -124,7 +125,7 @@ const (
 )
 
 func newAuthenticator(st *store.Store, now func() time.Time) *authenticator {
-	return &authenticator{store: st, now: now, cache: map[string]authEntry{}}
+	return &authenticator{store: st, now: now, cache: map[[sha256.Size]byte]authEntry{}}
 }
 
 func unauthenticated(detail string) *APIError {
@@ -141,14 +142,14 @@ func (a *authenticator) authenticate(ctx context.Context, header string) (Princi
 	if !found || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return Principal{}, unauthenticated("The Authorization header must be Bearer <key>.")
 	}
-	hash := hashAPIKey(strings.TrimSpace(secret))
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
 	now := a.now()
 
 	a.mu.RLock()
-	entry, cached := a.cache[hash]
+	entry, cached := a.cache[sum]
 	a.mu.RUnlock()
 	if !cached || now.After(entry.expires) {
-		key, err := a.store.APIKeyByHash(ctx, hash)
+		key, err := a.store.APIKeyByHash(ctx, hex.EncodeToString(sum[:])) // hashAPIKey's form
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			entry = authEntry{}
@@ -162,9 +163,9 @@ func (a *authenticator) authenticate(ctx context.Context, header string) (Princi
 		entry.expires = now.Add(authCacheTTL)
 		a.mu.Lock()
 		if len(a.cache) >= authCacheMaxKeys {
-			a.cache = map[string]authEntry{}
+			a.cache = map[[sha256.Size]byte]authEntry{}
 		}
-		a.cache[hash] = entry
+		a.cache[sum] = entry
 		a.mu.Unlock()
 	}
 	if !entry.ok {

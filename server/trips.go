@@ -43,7 +43,7 @@ func (s *Server) ListTrips(ctx context.Context, req gen.ListTripsRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListTrips200JSONResponse{Body: list}, nil
+	return jsonAnswer[gen.TripList]{body: list}, nil
 }
 
 // ListDriverTrips lists one driver's trips, for that driver or an admin.
@@ -52,8 +52,8 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 	if !caller.IsAdmin() && !caller.Is(RoleDriver, req.DriverId) {
 		return nil, forbidden("Only the driver themself or an admin may list a driver's trips.")
 	}
-	if _, err := s.driver(ctx, req.DriverId); err != nil {
-		return nil, err
+	if !ride.ValidID(ride.PrefixDriver, req.DriverId) {
+		return nil, notFound("driver", req.DriverId)
 	}
 	p := req.Params
 	list, err := s.listTrips(ctx, tripListRequest{
@@ -61,10 +61,17 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 		status: p.Status, city: p.City, driverID: &req.DriverId, createdAfter: p.CreatedAfter,
 		createdBefore: p.CreatedBefore, pickupTimeAfter: p.PickupTimeAfter, sort: p.Sort, fields: p.Fields,
 	})
+	// A page with trips proves the driver exists (each trip is read joined with its driver).
+	// Otherwise an absent driver is a 404 whatever the list said, as if it had been checked first.
+	if err != nil || len(list.Data) == 0 {
+		if _, derr := s.driver(ctx, req.DriverId); derr != nil {
+			return nil, derr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListDriverTrips200JSONResponse{Body: list}, nil
+	return jsonAnswer[gen.TripList]{body: list}, nil
 }
 
 // GetTrip returns one trip to its rider, its driver or an admin.
@@ -77,7 +84,7 @@ func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen
 	if err != nil {
 		return nil, err
 	}
-	return gen.GetTrip200JSONResponse{Body: tripView(trip, fields)}, nil
+	return jsonAnswer[gen.Trip]{body: tripView(trip, fields)}, nil
 }
 
 // visibleTrip loads a trip the caller may see: 404 when absent, 403 when someone else's.
@@ -138,9 +145,7 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		filter.DriverID = caller.Subject
 	}
 
-	query := ride.QueryKey(req.route, filter.Status, filter.City, deref(req.driverID),
-		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
-		sortSpec, caller.Role, caller.Subject, caller.Account)
+	query := tripListQuery(req, sortSpec, caller)
 	params := store.TripListParams{Filter: filter, Sort: storeSort(sortKeys), Limit: limit}
 	params.After, params.Before, err = s.keysetFrom(req.cursor, query, len(sortKeys))
 	if err != nil {
@@ -160,6 +165,23 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		func() store.Keyset { return page.Trips[0].Keyset(params.Sort) },
 		func() store.Keyset { return page.Trips[n-1].Keyset(params.Sort) })
 	return list, nil
+}
+
+// tripListQuery is what a trip list's cursors are bound to: the route, every filter, the sort
+// and the caller.
+func tripListQuery(req tripListRequest, sortSpec string, caller Principal) string {
+	return ride.QueryKey(req.route, string(deref(req.status)), deref(req.city), deref(req.driverID),
+		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
+		sortSpec, caller.Role, caller.Subject, caller.Account)
+}
+
+// TripListCursor is the next_cursor a server keyed with secret issues to caller, on
+// GET /v1/trips?status=… in the default order, for a page whose last trip sits at keyset. It
+// lets a tool (the benchmark) start a walk deep in a list without walking there first; the
+// cursor is built by the same code as the server's own.
+func TripListCursor(secret []byte, caller Principal, status gen.TripStatus, keyset store.Keyset) string {
+	query := tripListQuery(tripListRequest{route: "/v1/trips", status: &status}, defaultTripSort, caller)
+	return ride.NewCursorCodec(secret).Encode(ride.Cursor{Values: keyset.Values, ID: keyset.ID}, query)
 }
 
 func emptyTripList() gen.TripList {

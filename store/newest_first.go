@@ -48,7 +48,7 @@ func newestFirst[T any](base func() *gorm.DB, timeColumn, idColumn string, p Pag
 		from = keysetArgs{time.UnixMicro(ks.Values[0]).UTC(), ks.ID}
 	}
 
-	items, moreAfter, moreBefore, err := keysetPage[T](base(), base(), keys, from, backward, p.Limit)
+	items, moreAfter, moreBefore, err := keysetPage(base(), base(), keys, from, backward, p.Limit, findAll[T])
 	if err != nil {
 		return Page[T]{}, err
 	}

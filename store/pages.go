@@ -10,14 +10,14 @@ import (
 // keysetPage runs one page of a keyset walk, for any list: fetch selects the list's rows
 // (with whatever joins the items need) and probe the same rows bare; keys is the full order,
 // the unique tiebreaker last; from is the keyset to start after (nil for the first page), and
-// backward asks for the rows before it. Both queries must be fresh sessions carrying only
-// the list's filters.
+// backward asks for the rows before it; find runs the fetch query and scans its rows. Both
+// queries must be fresh sessions carrying only the list's filters.
 //
 // It returns the page in walk order and, exactly, whether rows follow its last item
 // (moreAfter) and precede its first (moreBefore): the walk's direction is learnt from one row
 // fetched beyond limit, the other with one `SELECT 1 … LIMIT 1` when the page starts from a
 // keyset. No OFFSET, so a page costs the same at any depth.
-func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, backward bool, limit int) (items []T, moreAfter, moreBefore bool, err error) {
+func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, backward bool, limit int, find pageFinder[T]) (items []T, moreAfter, moreBefore bool, err error) {
 	// Fetch in walk order, or in reverse walk order for a backward page.
 	if from != nil {
 		fetch = fetch.Where(keysetCondition(keys, from, !backward, false))
@@ -28,7 +28,14 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 			Desc:   k.desc != backward,
 		})
 	}
-	if err := fetch.Limit(limit + 1).Find(&items).Error; err != nil {
+	// The other direction: is there a row at or beyond the keyset, looking back the way the
+	// page came from?
+	var otherProbe *gorm.DB
+	if from != nil {
+		otherProbe = probe.Select("1").Where(keysetCondition(keys, from, backward, true)).Limit(1)
+	}
+	items, other, asked, err := find(fetch.Limit(limit+1), otherProbe, limit+1)
+	if err != nil {
 		return nil, false, false, interpretError(err)
 	}
 	more := len(items) > limit
@@ -42,16 +49,9 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 		items = []T{}
 	}
 
-	// The other direction: is there a row at or beyond the keyset, looking back the way the
-	// page came from?
-	var other bool
-	if from != nil {
+	if otherProbe != nil && !asked {
 		var found []int
-		err := probe.Select("1").
-			Where(keysetCondition(keys, from, backward, true)).
-			Limit(1).
-			Scan(&found).Error
-		if err != nil {
+		if err := otherProbe.Scan(&found).Error; err != nil {
 			return nil, false, false, interpretError(err)
 		}
 		other = len(found) > 0
@@ -60,4 +60,19 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 		return items, other, more, nil
 	}
 	return items, more, other, nil
+}
+
+// pageFinder runs a page's fetch query q and scans its rows, at most rows of them. other, when not nil, is the
+// existence probe of the other direction: a finder may select `EXISTS (other)` along with its
+// rows, saving the probe its own round trip, and then report the answer (otherFound) and that
+// it asked (otherAsked). A page without rows cannot carry the answer; keysetPage then runs the
+// probe itself.
+type pageFinder[T any] func(q *gorm.DB, other *gorm.DB, rows int) (items []T, otherFound, otherAsked bool, err error)
+
+// findAll is keysetPage's finder for models GORM scans itself; it leaves the probe to
+// keysetPage.
+func findAll[T any](q *gorm.DB, _ *gorm.DB, _ int) ([]T, bool, bool, error) {
+	var items []T
+	err := q.Find(&items).Error
+	return items, false, false, err
 }

@@ -172,7 +172,7 @@ func (s *Store) ListReceipts(ctx context.Context, p ReceiptListParams) (ReceiptP
 		from = keysetArgs{time.UnixMicro(ks.Values[0]).UTC(), ks.ID}
 	}
 	rows := func() *gorm.DB { return s.conn(ctx).Model(&Receipt{}).Where("receipts.trip_id = ?", p.TripID) }
-	receipts, after, before, err := keysetPage[Receipt](rows(), rows(), receiptOrder, from, backward, p.Limit)
+	receipts, after, before, err := keysetPage(rows(), rows(), receiptOrder, from, backward, p.Limit, findAll[Receipt])
 	if err != nil {
 		return ReceiptPage{}, err
 	}

@@ -28,7 +28,8 @@ var _ = Describe("Trip list plans", func() {
 			Expect(st.Migrate(ctx)).To(Succeed())
 			var mu sync.Mutex
 			var captured []capturedQuery
-			Expect(st.DB().Callback().Query().After("gorm:query").Register("test:capture", func(db *gorm.DB) {
+			// Trip pages are read with Rows (the Row callbacks), as are the existence probes.
+			Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
 				mu.Lock()
 				defer mu.Unlock()
 				captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})

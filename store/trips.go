@@ -75,12 +75,15 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	var t Trip
-	err := s.conn(ctx).Joins("Driver").Where("trips.id = ?", id).Take(&t).Error
+	// Table names the table for callbacks that look (query logs); Raw sends tripByIDSQL as is.
+	trips, err := scanTrips(s.conn(ctx).Table("trips").Raw(tripByIDSQL, id).Rows())
 	if err != nil {
-		return Trip{}, interpretError(err)
+		return Trip{}, err
 	}
-	return t, nil
+	if len(trips) == 0 {
+		return Trip{}, ErrNotFound
+	}
+	return trips[0], nil
 }
 
 // TripsByIDs returns the trips among ids that exist, each with its driver, in one query and in
@@ -89,12 +92,7 @@ func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var trips []Trip
-	err := s.conn(ctx).Joins("Driver").Where("trips.id IN ?", ids).Find(&trips).Error
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	return trips, nil
+	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).Where("trips.id IN ?", ids).Rows())
 }
 
 // SortField names a column trips can be listed by.
@@ -216,9 +214,9 @@ func (s *Store) ListTrips(ctx context.Context, p TripListParams) (TripPage, erro
 	if err != nil {
 		return TripPage{}, err
 	}
-	trips, after, before, err := keysetPage[Trip](
-		s.filteredTrips(ctx, p.Filter).Joins("Driver"), s.filteredTrips(ctx, p.Filter),
-		keys, from, backward, p.Limit)
+	trips, after, before, err := keysetPage(
+		withDrivers(s.filteredTrips(ctx, p.Filter)), s.filteredTrips(ctx, p.Filter),
+		keys, from, backward, p.Limit, findTrips)
 	if err != nil {
 		return TripPage{}, err
 	}

@@ -133,10 +133,10 @@ func (h *Harness) watchQueries(ids ...string) *queryLog {
 	v, loaded := queryLogs.LoadOrStore(h.Engine, &queryLog{})
 	log := v.(*queryLog)
 	if !loaded {
-		err := h.Store.DB().Callback().Query().After("gorm:query").Register("tests:query_log", func(tx *gorm.DB) {
-			log.record(tx.Statement.Table, tx.Statement.Vars)
-		})
-		Expect(err).NotTo(HaveOccurred())
+		record := func(tx *gorm.DB) { log.record(tx.Statement.Table, tx.Statement.Vars) }
+		Expect(h.Store.DB().Callback().Query().After("gorm:query").Register("tests:query_log", record)).To(Succeed())
+		// The store reads trips with their drivers through Rows, which runs the Row callbacks.
+		Expect(h.Store.DB().Callback().Row().After("gorm:row").Register("tests:query_log", record)).To(Succeed())
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()

@@ -1,0 +1,554 @@
+// Command ridebench measures Ride API on PostgreSQL with a realistic data set: it loads the
+// data (or reuses it), starts the real rideapi binary against it, drives each hot path over
+// HTTP from this separate process at a fixed concurrency, runs the same SQL directly with pgx
+// at the same concurrency for the same time (the database's own ceiling), and prints req/s,
+// latency percentiles, errors and the ratio of the two, plus the cost of a list page by depth.
+//
+// Run it with `go tool task bench`, which builds the server binary first.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+func main() {
+	log.SetFlags(log.Ltime)
+	if err := benchmark(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+type options struct {
+	adminURL, dbName, rideapi, addr string
+	data                            dataset
+	concurrency                     int
+	warmup, duration, depthDuration time.Duration
+	rounds                          int
+	only                            string
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.adminURL, "pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "URL of a database on the PostgreSQL server to create the benchmark database on")
+	flag.StringVar(&o.dbName, "db", "ride_bench", "name of the benchmark database (created when missing)")
+	flag.StringVar(&o.rideapi, "rideapi", ".bench/rideapi", "the server binary (go build ./server/cmd/rideapi)")
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "address the server listens on")
+	flag.IntVar(&o.data.Trips, "trips", 1_000_000, "trips to load")
+	flag.IntVar(&o.data.Drivers, "drivers", 20_000, "drivers to load")
+	flag.IntVar(&o.data.Riders, "riders", 200_000, "riders to load")
+	flag.IntVar(&o.data.Cities, "cities", 50, "cities to load")
+	flag.IntVar(&o.data.ActiveTrips, "active", 2_000, "trips in an active status")
+	flag.IntVar(&o.concurrency, "c", 8, "concurrent clients, for the server and for the reference")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per scenario, not measured")
+	flag.DurationVar(&o.duration, "d", 10*time.Second, "measured time per scenario")
+	flag.DurationVar(&o.depthDuration, "depth-d", 4*time.Second, "measured time per page depth")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds per scenario: the server and the reference (and the page depths) take turns, so background load hits them alike")
+	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this (\"depth\": only the page-depth table)")
+	flag.Parse()
+	return o
+}
+
+func benchmark(ctx context.Context) error {
+	o := parseFlags()
+	dbURL, err := databaseURL(o.adminURL, o.dbName)
+	if err != nil {
+		return err
+	}
+	total := time.Now()
+	if err := ensureDatabase(ctx, o.adminURL, o.dbName); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	if err := loadDataset(ctx, dbURL, o.data); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+
+	// The server: the real binary, rate limits and demo data off, a fixed cursor secret (the
+	// page-depth runs build cursors with it, through the server's own code).
+	secret := "ridebench-cursor-secret-0123456789"
+	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+o.addr, "RIDE_RATE_LIMIT_READ=0",
+		"RIDE_RATE_LIMIT_WRITE=0", "RIDE_DEMO_DATA=false", "RIDE_CURSOR_SECRET="+secret)
+	adminKey, err := createKey(ctx, o.rideapi, env, "admin")
+	if err != nil {
+		return err
+	}
+	stopServer, err := startServer(ctx, o.rideapi, env, o.addr)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+
+	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns="+fmt.Sprint(o.concurrency))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	payments := 40_000
+	smp, err := loadSamples(ctx, pool, payments)
+	if err != nil {
+		return fmt.Errorf("samples: %w", err)
+	}
+	if len(smp.payable) < payments {
+		return fmt.Errorf("only %d unpaid completed trips left for the payment scenario: reload with another -trips or drop the database", len(smp.payable))
+	}
+	log.Printf("samples: %d trip ids, %d drivers, %d payable trips", len(smp.tripIDs), len(smp.driverIDs), len(smp.payable))
+
+	sampler, err := newSampler(ctx, dbURL, []byte(secret))
+	if err != nil {
+		return err
+	}
+	defer sampler.close()
+
+	b := &bench{o: o, base: "http://" + o.addr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
+		sampler: sampler, client: &http.Client{Transport: &http.Transport{
+			MaxIdleConns: o.concurrency * 2, MaxIdleConnsPerHost: o.concurrency * 2, IdleConnTimeout: time.Minute,
+		}, Timeout: 30 * time.Second}}
+	// The payable trips are split: the server pays one half, the reference the other.
+	half := len(smp.payable) / 2
+	b.payServer, b.payRef = smp.payable[:half], smp.payable[half:]
+
+	scenarios, err := b.scenarios(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []reportRow
+	for _, sc := range scenarios {
+		if o.only != "" && !strings.Contains(sc.name, o.only) {
+			continue
+		}
+		res := interleaved(ctx, []string{sc.name + " (server)", sc.name + " (reference)"}, o.concurrency, o.rounds,
+			o.warmup, o.duration, []func(context.Context, *worker) error{sc.http, sc.reference})
+		rows = append(rows, reportRow{sc: sc, srv: res[0], ref: res[1]})
+	}
+	var depths []depthRow
+	if o.only == "" || strings.Contains("depth", o.only) {
+		if depths, err = b.depthTable(ctx); err != nil {
+			return err
+		}
+	}
+	report(os.Stdout, o, rows, depths, time.Since(total))
+	return nil
+}
+
+func databaseURL(adminURL, name string) (string, error) {
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", errors.New("malformed -pg URL")
+	}
+	u.Path = "/" + name
+	q := u.Query()
+	if q.Get("sslmode") == "" {
+		q.Set("sslmode", "disable")
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+func createKey(ctx context.Context, bin string, env []string, role string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "keys", "create", "--role", role)
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s keys create: %w", bin, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// startServer starts the binary and waits until /readyz answers 200.
+func startServer(ctx context.Context, bin string, env []string, addr string) (stop func(), err error) {
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s is already taken: stop whatever listens there or pass -addr", addr)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	logs, _ := os.Create(os.TempDir() + "/ridebench-server.log")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		logs.Close()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				log.Printf("server: %s ready on %s (pid %d, log %s)", bin, addr, cmd.Process.Pid, logs.Name())
+				return stop, nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	return nil, fmt.Errorf("server not ready within 60s; see %s", logs.Name())
+}
+
+type bench struct {
+	o       options
+	base    string
+	key     string
+	secret  []byte
+	smp     samples
+	pool    *pgxpool.Pool
+	sampler *sampler
+	client  *http.Client
+
+	payServer, payRef []payableTrip
+	payServerNext     atomic.Int64
+	payRefNext        atomic.Int64
+}
+
+// scenario is one hot path: how to ask the server, and what SQL the reference runs for it.
+type scenario struct {
+	name string
+	// refNote says what the reference executes, for the report.
+	refNote string
+	sql     []statement
+	http    func(ctx context.Context, w *worker) error
+	// reference runs the scenario's captured SQL with this iteration's values.
+	reference func(ctx context.Context, w *worker) error
+}
+
+const graphQLSeed = `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`
+
+func (b *bench) request(method, path string, body any) *http.Request {
+	var r io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		r = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, b.base+path, r)
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+// do sends req and fails on any status but want; it returns the body.
+func (b *bench) do(req *http.Request, want int) ([]byte, error) {
+	res, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, res.StatusCode, bytes.TrimSpace(body))
+	}
+	return body, nil
+}
+
+// inProcess is req aimed at the sampler instead of the running server.
+func inProcess(req *http.Request) *http.Request {
+	r := req.Clone(req.Context())
+	r.URL.Scheme, r.URL.Host, r.Host, r.RequestURI = "", "", "", ""
+	r.Body = http.NoBody // as a server sees a request without a body
+	if req.GetBody != nil {
+		r.Body, _ = req.GetBody()
+	}
+	return r
+}
+
+func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
+	pick := func(w *worker, ids []string) string { return ids[w.rng.IntN(len(ids))] }
+	sampleTrip, sampleDriver := b.smp.tripIDs[0], b.smp.driverIDs[0]
+	warm := inProcess(b.request(http.MethodGet, "/v1/trips?limit=1", nil))
+	capture := func(req *http.Request) ([]statement, error) {
+		return b.sampler.capture(ctx, inProcess(req), warm)
+	}
+	swap := func(old, new string) *substitution { return &substitution{strs: []string{old, new}} }
+	none := &substitution{}
+
+	var out []*scenario
+	// GET /v1/trips/{id}
+	getSQL, err := capture(b.request(http.MethodGet, "/v1/trips/"+sampleTrip, nil))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, &scenario{
+		name: "GET /v1/trips/{id}", sql: getSQL,
+		refNote: "the trip joined with its driver, by primary key",
+		http: func(ctx context.Context, w *worker) error {
+			_, err := b.do(b.request(http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
+			return err
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			_, err := replay(ctx, b.pool, getSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
+			return err
+		},
+	})
+
+	// GET /v1/trips?status=completed&limit=20, first page
+	const listPath = "/v1/trips?status=completed&limit=20"
+	firstSQL, err := capture(b.request(http.MethodGet, listPath, nil))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, &scenario{
+		name: "GET /v1/trips first page", sql: firstSQL,
+		refNote: "the keyset query (limit+1 rows joined with drivers); a first page has no probe",
+		http: func(ctx context.Context, w *worker) error {
+			_, err := b.do(b.request(http.MethodGet, listPath, nil), http.StatusOK)
+			return err
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			_, err := replay(ctx, b.pool, firstSQL, none, -1)
+			return err
+		},
+	})
+
+	// Deep pages: each client walks the list by next_cursor, from the top, again and again.
+	var keyT time.Time
+	var keyID string
+	if err := b.pool.QueryRow(ctx, `SELECT created_at, id FROM trips WHERE status = 'completed'
+		ORDER BY created_at DESC, id DESC OFFSET 1000 LIMIT 1`).Scan(&keyT, &keyID); err != nil {
+		return nil, err
+	}
+	admin := server.Principal{Role: server.RoleAdmin, Account: server.DefaultAccount}
+	cursor := server.TripListCursor(b.secret, admin, gen.Completed, store.Keyset{Values: []int64{keyT.UnixMicro()}, ID: keyID})
+	deepSQL, err := capture(b.request(http.MethodGet, listPath+"&cursor="+cursor, nil))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, &scenario{
+		name: "GET /v1/trips walk (cursors)", sql: deepSQL,
+		refNote: "per page the keyset query after the previous page's last row, and the existence probe before it",
+		http: func(ctx context.Context, w *worker) error {
+			path := listPath
+			if w.cursor != "" {
+				path += "&cursor=" + w.cursor
+			}
+			body, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
+			if err != nil {
+				w.cursor = ""
+				return err
+			}
+			var page struct {
+				Pagination struct {
+					NextCursor string `json:"next_cursor"`
+				} `json:"pagination"`
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				return err
+			}
+			w.cursor = page.Pagination.NextCursor
+			return nil
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			stmts, sub, keep := firstSQL, none, 0
+			if w.keyID != "" {
+				stmts, keep = deepSQL, 0
+				sub = &substitution{strs: []string{keyID, w.keyID}, times: [][2]time.Time{{keyT, w.keyT}}}
+			}
+			last, err := replay(ctx, b.pool, stmts, sub, keep)
+			if err != nil {
+				w.keyID = ""
+				return err
+			}
+			t, id, ok := last.keyset()
+			if !ok {
+				w.keyID = ""
+				return nil
+			}
+			w.keyT, w.keyID = t, id
+			return nil
+		},
+	})
+
+	// GET /v1/drivers/{id}/trips
+	driverSQL, err := capture(b.request(http.MethodGet, "/v1/drivers/"+sampleDriver+"/trips", nil))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, &scenario{
+		name: "GET /v1/drivers/{id}/trips", sql: driverSQL,
+		refNote: "the driver by id, then the keyset query on the driver's index",
+		http: func(ctx context.Context, w *worker) error {
+			_, err := b.do(b.request(http.MethodGet, "/v1/drivers/"+pick(w, b.smp.driverIDs)+"/trips", nil), http.StatusOK)
+			return err
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			_, err := replay(ctx, b.pool, driverSQL, swap(sampleDriver, pick(w, b.smp.driverIDs)), -1)
+			return err
+		},
+	})
+
+	// POST /v1/payments with a fresh Idempotency-Key each, each paying another trip.
+	payBody := func(t payableTrip) any {
+		return map[string]any{"trip_id": t.id, "amount": t.fare, "currency": "usd", "payment_method": "pm_card_visa"}
+	}
+	payReq := func(t payableTrip, key string) *http.Request {
+		req := b.request(http.MethodPost, "/v1/payments", payBody(t))
+		req.Header.Set("Idempotency-Key", key)
+		return req
+	}
+	samplePay := b.payRef[len(b.payRef)-1]
+	b.payRef = b.payRef[:len(b.payRef)-1]
+	sampleKey := ride.NewID("bench")
+	paySQL, err := capture(payReq(samplePay, sampleKey))
+	if err != nil {
+		return nil, err
+	}
+	generated := generatedIDs(paySQL)
+	out = append(out, &scenario{
+		name: "POST /v1/payments", sql: paySQL,
+		refNote: "the idempotency claim, then in one transaction: trip lock, trip+driver, paid check, payment, receipt, event, stored answer",
+		http: func(ctx context.Context, w *worker) error {
+			i := b.payServerNext.Add(1) - 1
+			if int(i) >= len(b.payServer) {
+				return errors.New("no payable trips left")
+			}
+			_, err := b.do(payReq(b.payServer[i], ride.NewID("bench")), http.StatusCreated)
+			return err
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			i := b.payRefNext.Add(1) - 1
+			if int(i) >= len(b.payRef) {
+				return errors.New("no payable trips left")
+			}
+			t := b.payRef[i]
+			sub := &substitution{strs: []string{samplePay.id, t.id, sampleKey, ride.NewID("bench")},
+				ints: map[int64]int64{samplePay.fare: t.fare}}
+			for _, id := range generated {
+				prefix, _, _ := strings.Cut(id, "_")
+				sub.strs = append(sub.strs, id, ride.NewID(prefix))
+			}
+			_, err := replay(ctx, b.pool, paySQL, sub, -1)
+			return err
+		},
+	})
+
+	// The GraphQL seed query.
+	gqlReq := func(id string) *http.Request {
+		return b.request(http.MethodPost, "/v1/graphql", map[string]any{"query": graphQLSeed, "variables": map[string]string{"id": id}})
+	}
+	gqlSQL, err := capture(gqlReq(sampleTrip))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, &scenario{
+		name: "POST /v1/graphql trip", sql: gqlSQL,
+		refNote: "the statements the resolvers ran for one trip",
+		http: func(ctx context.Context, w *worker) error {
+			body, err := b.do(gqlReq(pick(w, b.smp.tripIDs)), http.StatusOK)
+			if err == nil && bytes.Contains(body, []byte(`"errors"`)) {
+				return fmt.Errorf("graphql errors: %s", body)
+			}
+			return err
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			_, err := replay(ctx, b.pool, gqlSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
+			return err
+		},
+	})
+	return out, nil
+}
+
+type depthRow struct {
+	depth int
+	res   result
+}
+
+// depthTable measures a list page at several depths. Depth 0 is the first page; deeper
+// pages start from a cursor after the row at that position, made with the server's own code
+// and secret (server.TripListCursor), exactly what a walk would have been handed there.
+func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
+	admin := server.Principal{Role: server.RoleAdmin, Account: server.DefaultAccount}
+	depths := []int{0, 10_000, 100_000, 500_000}
+	var labels []string
+	var ops []func(context.Context, *worker) error
+	for _, depth := range depths {
+		path := "/v1/trips?status=completed&limit=20"
+		if depth > 0 {
+			var t time.Time
+			var id string
+			if err := b.pool.QueryRow(ctx, `SELECT created_at, id FROM trips WHERE status = 'completed'
+				ORDER BY created_at DESC, id DESC OFFSET $1 LIMIT 1`, depth-1).Scan(&t, &id); err != nil {
+				return nil, fmt.Errorf("row at depth %d: %w", depth, err)
+			}
+			path += "&cursor=" + server.TripListCursor(b.secret, admin, gen.Completed, store.Keyset{Values: []int64{t.UnixMicro()}, ID: id})
+		}
+		labels = append(labels, fmt.Sprintf("page at depth %d", depth))
+		ops = append(ops, func(ctx context.Context, w *worker) error {
+			_, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
+			return err
+		})
+	}
+	res := interleaved(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops)
+	rows := make([]depthRow, len(depths))
+	for i, depth := range depths {
+		rows[i] = depthRow{depth: depth, res: res[i]}
+	}
+	return rows, nil
+}
+
+type reportRow struct {
+	sc       *scenario
+	srv, ref result
+}
+
+func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario (server and reference taking turns in %d rounds) after %s warm-up (total %s)\n\n",
+		o.data, o.concurrency, o.duration, o.rounds, o.warmup, took.Round(time.Second))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tratio\t")
+	for _, r := range rows {
+		ratio := 0.0
+		if r.ref.rate() > 0 {
+			ratio = r.srv.rate() / r.ref.rate()
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%.0f %%\t\n", r.sc.name, r.srv.rate(),
+			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), r.srv.errors+r.ref.errors, r.ref.rate(), 100*ratio)
+	}
+	tw.Flush()
+	if len(depths) > 0 {
+		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "depth\treq/s\tp50\tp99\terrors\tp50 vs depth 0\t")
+		for _, d := range depths {
+			fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%.2f×\t\n", d.depth, d.res.rate(), ms(d.res.percentile(0.5)),
+				ms(d.res.percentile(0.99)), d.res.errors,
+				float64(d.res.percentile(0.5))/float64(max(depths[0].res.percentile(0.5), 1)))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "\nWhat the reference executes (captured from the server's own code serving one sample request):\n")
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %s — %s\n%s", r.sc.name, r.sc.refNote, describe(r.sc.sql))
+	}
+}

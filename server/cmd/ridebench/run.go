@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// result is what one scenario measured: requests finished inside the measured window, their
+// latencies (every sample, sorted, so percentiles are exact), and failures.
+type result struct {
+	n         int
+	errors    int
+	firstErr  error
+	latencies []time.Duration
+	elapsed   time.Duration
+}
+
+func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+func (r result) percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return r.latencies[min(len(r.latencies)-1, int(p*float64(len(r.latencies))))]
+}
+
+// worker is one client loop's state: its random source and whatever a scenario keeps between
+// requests (the walk's cursor).
+type worker struct {
+	id     int
+	rng    *rand.Rand
+	cursor string
+	keyT   time.Time
+	keyID  string
+}
+
+// run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
+// timing each call.
+func run(ctx context.Context, label string, concurrency int, warmup, duration time.Duration, op func(ctx context.Context, w *worker) error) result {
+	var measuring atomic.Bool
+	stop := make(chan struct{})
+	type partial struct {
+		lat      []time.Duration
+		errors   int
+		firstErr error
+	}
+	parts := make([]partial, concurrency)
+	var wg sync.WaitGroup
+	for i := range concurrency {
+		wg.Go(func() {
+			w := &worker{id: i, rng: rand.New(rand.NewPCG(uint64(i), 42))}
+			p := &parts[i]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				err := op(ctx, w)
+				d := time.Since(start)
+				if !measuring.Load() {
+					continue
+				}
+				if err != nil {
+					p.errors++
+					if p.firstErr == nil {
+						p.firstErr = err
+					}
+					continue
+				}
+				p.lat = append(p.lat, d)
+			}
+		})
+	}
+	log.Printf("run: %-28s warming up %s", label, warmup)
+	time.Sleep(warmup)
+	measuring.Store(true)
+	begin := time.Now()
+	time.Sleep(duration)
+	measuring.Store(false)
+	elapsed := time.Since(begin)
+	close(stop)
+	wg.Wait()
+	var r result
+	r.elapsed = elapsed
+	for _, p := range parts {
+		r.latencies = append(r.latencies, p.lat...)
+		r.errors += p.errors
+		if r.firstErr == nil {
+			r.firstErr = p.firstErr
+		}
+	}
+	r.n = len(r.latencies)
+	slices.Sort(r.latencies)
+	log.Printf("run: %-28s %8.0f req/s  p50 %s  p99 %s  errors %d", label, r.rate(),
+		ms(r.percentile(0.5)), ms(r.percentile(0.99)), r.errors)
+	if r.firstErr != nil {
+		log.Printf("run: %-28s first error: %v", label, r.firstErr)
+	}
+	return r
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
+
+// interleaved measures several ops in rounds, each op for duration/rounds per round (after
+// one warm-up per op in the first round), and merges each op's rounds. On a machine shared with
+// other work, every op then sees the same background load, so their ratios hold even when the
+// absolute rates drift.
+func interleaved(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
+	out := make([]result, len(ops))
+	for round := range rounds {
+		for i, op := range ops {
+			wu := 100 * time.Millisecond
+			if round == 0 {
+				wu = warmup
+			}
+			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op)
+			out[i].n += r.n
+			out[i].errors += r.errors
+			if out[i].firstErr == nil {
+				out[i].firstErr = r.firstErr
+			}
+			out[i].latencies = append(out[i].latencies, r.latencies...)
+			out[i].elapsed += r.elapsed
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].latencies)
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"database/sql"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
+// drivers through this fixed column list and scanTrips, not through GORM's Joins and
+// reflection: GORM would rebuild the same SELECT on every call and look each joined column up
+// by name in every row, which cost more than the query itself on PostgreSQL. The join is
+// inner: driver_id is NOT NULL and references drivers, so every trip has its driver.
+const (
+	tripWithDriverColumns = `trips.id, trips.status, trips.ride_type, trips.city, trips.rider_id, trips.driver_id,
+	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
+	trips.dropoff_address, trips.pickup_time, trips.fare_total, trips.fare_currency, trips.eta_minutes,
+	trips.created_at, trips.updated_at, trips.completed_at, trips.cancelled_at, trips.route_polyline,
+	trips.matching_score, trips.driver_payout, trips.platform_cost,
+	drivers.id, drivers.name, drivers.rating, drivers.photo, drivers.vehicle_make, drivers.vehicle_model,
+	drivers.vehicle_color, drivers.vehicle_plate, drivers.city, drivers.lat, drivers.lng, drivers.available,
+	drivers.created_at, drivers.updated_at`
+	joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id`
+
+	tripByIDSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers + ` WHERE trips.id = ? LIMIT 1`
+)
+
+// withDrivers selects the trips of q (a query on the trips table) with their drivers, in
+// the order scanTrips reads them.
+func withDrivers(q *gorm.DB) *gorm.DB {
+	// A SELECT clause of its own, not Select(string): GORM would look the whole column list
+	// up as a field name (through its naming replacer) on every query.
+	return q.Clauses(clause.Select{Expression: clause.Expr{SQL: tripWithDriverColumns}}).Joins(joinDrivers)
+}
+
+// findTrips is ListTrips' page finder: the trips with their drivers and, on a page that starts
+// from a keyset, the other direction's existence probe as one more column, so that a page
+// deep in a list costs one round trip like the first page.
+func findTrips(q *gorm.DB, other *gorm.DB, rows int) ([]Trip, bool, bool, error) {
+	if other == nil {
+		r, err := q.Rows()
+		if err != nil {
+			return nil, false, false, interpretError(err)
+		}
+		trips, err := scanTripRows(r, rows)
+		return trips, false, false, err
+	}
+	r, err := q.Select(tripWithDriverColumns+", EXISTS (?)", other).Rows()
+	if err != nil {
+		return nil, false, false, interpretError(err)
+	}
+	var found bool
+	trips, err := scanTripRows(r, rows, &found)
+	return trips, found, len(trips) > 0, err
+}
+
+// scanTrips reads every row of a query that selected tripWithDriverColumns, and closes rows.
+func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return scanTripRows(rows, 1)
+}
+
+// tripColumnCount is how many columns tripWithDriverColumns selects.
+const tripColumnCount = 38
+
+// scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
+// extra (the same value on every row: the last row's stays). Each row is scanned straight into
+// its place in the result, which has room for expected rows, through one reused list of
+// destinations: no per-row copies.
+func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
+	defer rows.Close()
+	trips := make([]Trip, 0, expected)
+	dest := make([]any, tripColumnCount, tripColumnCount+len(extra))
+	dest = append(dest, extra...)
+	for rows.Next() {
+		trips = append(trips, Trip{})
+		t := &trips[len(trips)-1]
+		d := &t.Driver
+		copy(dest, []any{&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
+			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
+			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
+			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &t.RoutePolyline,
+			&t.MatchingScore, &t.DriverPayout, &t.PlatformCost,
+			&d.ID, &d.Name, &d.Rating, &d.Photo, &d.VehicleMake, &d.VehicleModel,
+			&d.VehicleColor, &d.VehiclePlate, &d.City, &d.Lat, &d.Lng, &d.Available,
+			&d.CreatedAt, &d.UpdatedAt})
+		if err := rows.Scan(dest...); err != nil {
+			return nil, interpretError(err)
+		}
+		_ = t.AfterFind(nil) // UTC times, the driver's too
+	}
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+	return trips, nil
+}
