@@ -152,31 +152,15 @@ type ReceiptPage struct {
 	MoreBefore bool
 }
 
-// receiptOrder is the one order receipts are listed in.
-var receiptOrder = []orderKey{{column: "receipts.issued_at", desc: true}, {column: "receipts.id", desc: true}}
-
-// ListReceipts returns one page of a trip's receipts by keyset pagination, as ListTrips does.
+// ListReceipts returns one page of a trip's receipts, newest first, by keyset pagination.
 func (s *Store) ListReceipts(ctx context.Context, p ReceiptListParams) (ReceiptPage, error) {
-	if p.Limit < 1 || (p.After != nil && p.Before != nil) {
-		return ReceiptPage{}, ErrInvalidListParams
-	}
-	ks, backward := p.After, false
-	if p.Before != nil {
-		ks, backward = p.Before, true
-	}
-	var from keysetArgs
-	if ks != nil {
-		if len(ks.Values) != 1 {
-			return ReceiptPage{}, ErrInvalidListParams
-		}
-		from = keysetArgs{time.UnixMicro(ks.Values[0]).UTC(), ks.ID}
-	}
 	rows := func() *gorm.DB { return s.conn(ctx).Model(&Receipt{}).Where("receipts.trip_id = ?", p.TripID) }
-	receipts, after, before, err := keysetPage(rows(), rows(), receiptOrder, from, backward, p.Limit, findAll[Receipt])
+	page, err := newestFirst[Receipt](rows, "receipts.issued_at", "receipts.id",
+		PageParams{After: p.After, Before: p.Before, Limit: p.Limit})
 	if err != nil {
 		return ReceiptPage{}, err
 	}
-	return ReceiptPage{Receipts: receipts, MoreAfter: after, MoreBefore: before}, nil
+	return ReceiptPage{Receipts: page.Items, MoreAfter: page.MoreAfter, MoreBefore: page.MoreBefore}, nil
 }
 
 // ReceiptsForPayment lists the receipts issued for a payment, oldest first.
