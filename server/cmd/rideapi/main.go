@@ -82,7 +82,13 @@ func loadConfig() (server.Config, error) {
 	return cfg, nil
 }
 
-func openStore(ctx context.Context, cfg server.Config) (*store.Store, error) {
+// migratedStore opens the configured database and applies the migrations, for the commands
+// that work on it and exit.
+func migratedStore(ctx context.Context) (*store.Store, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -103,11 +109,7 @@ func migrate(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg)
+	st, err := migratedStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,11 +131,7 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	st, err := openStore(ctx, cfg)
+	st, err := migratedStore(ctx)
 	if err != nil {
 		return err
 	}
