@@ -37,18 +37,26 @@ import (
 
 func main() {
 	log.SetFlags(log.Ltime)
-	if err := benchmark(context.Background()); err != nil {
+	o := parseFlags()
+	if o.handwritten != "" {
+		log.Fatal(serveHandwritten(o.handwritten, o.handwrittenDB))
+	}
+	if err := benchmark(context.Background(), o); err != nil {
 		log.Fatal(err)
 	}
 }
 
 type options struct {
 	adminURL, dbName, rideapi, addr string
+	hwAddr                          string
 	data                            dataset
 	concurrency                     int
 	warmup, duration, depthDuration time.Duration
 	rounds                          int
 	only                            string
+
+	// The -handwritten mode: this binary serving as the hand-written server (handwritten.go).
+	handwritten, handwrittenDB string
 }
 
 func parseFlags() options {
@@ -57,6 +65,9 @@ func parseFlags() options {
 	flag.StringVar(&o.dbName, "db", "ride_bench", "name of the benchmark database (created when missing)")
 	flag.StringVar(&o.rideapi, "rideapi", ".bench/rideapi", "the server binary (go build ./server/cmd/rideapi)")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "address the server listens on")
+	flag.StringVar(&o.hwAddr, "hw-addr", "127.0.0.1:18090", "address the hand-written comparison server listens on")
+	flag.StringVar(&o.handwritten, "handwritten", "", "internal: serve as the hand-written comparison server on this address")
+	flag.StringVar(&o.handwrittenDB, "handwritten-db", "", "internal: the database URL of -handwritten")
 	flag.IntVar(&o.data.Trips, "trips", 1_000_000, "trips to load")
 	flag.IntVar(&o.data.Drivers, "drivers", 20_000, "drivers to load")
 	flag.IntVar(&o.data.Riders, "riders", 200_000, "riders to load")
@@ -72,8 +83,7 @@ func parseFlags() options {
 	return o
 }
 
-func benchmark(ctx context.Context) error {
-	o := parseFlags()
+func benchmark(ctx context.Context, o options) error {
 	dbURL, err := databaseURL(o.adminURL, o.dbName)
 	if err != nil {
 		return err
@@ -100,6 +110,11 @@ func benchmark(ctx context.Context) error {
 		return err
 	}
 	defer stopServer()
+	stopHandwritten, err := startHandwritten(ctx, o.hwAddr, dbURL)
+	if err != nil {
+		return err
+	}
+	defer stopHandwritten()
 
 	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns="+fmt.Sprint(o.concurrency))
 	if err != nil {
@@ -122,10 +137,8 @@ func benchmark(ctx context.Context) error {
 	}
 	defer sampler.close()
 
-	b := &bench{o: o, base: "http://" + o.addr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
-		sampler: sampler, client: &http.Client{Transport: &http.Transport{
-			MaxIdleConns: o.concurrency * 2, MaxIdleConnsPerHost: o.concurrency * 2, IdleConnTimeout: time.Minute,
-		}, Timeout: 30 * time.Second}}
+	b := &bench{o: o, base: "http://" + o.addr, hwBase: "http://" + o.hwAddr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
+		sampler: sampler}
 	// The payable trips are split: the server pays one half, the reference the other.
 	half := len(smp.payable) / 2
 	b.payServer, b.payRef = smp.payable[:half], smp.payable[half:]
@@ -139,9 +152,17 @@ func benchmark(ctx context.Context) error {
 		if o.only != "" && !strings.Contains(sc.name, o.only) {
 			continue
 		}
-		res := interleaved(ctx, []string{sc.name + " (server)", sc.name + " (reference)"}, o.concurrency, o.rounds,
-			o.warmup, o.duration, []func(context.Context, *worker) error{sc.http, sc.reference})
-		rows = append(rows, reportRow{sc: sc, srv: res[0], ref: res[1]})
+		labels := []string{sc.name + " (server)", sc.name + " (reference)"}
+		ops := []func(context.Context, *worker) error{sc.http, sc.reference}
+		if sc.handwritten != nil {
+			labels, ops = append(labels, sc.name+" (hand-written)"), append(ops, sc.handwritten)
+		}
+		res := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops)
+		row := reportRow{sc: sc, srv: res[0], ref: res[1]}
+		if len(res) > 2 {
+			row.hw = &res[2]
+		}
+		rows = append(rows, row)
 	}
 	var depths []depthRow
 	if o.only == "" || strings.Contains("depth", o.only) {
@@ -215,12 +236,12 @@ func startServer(ctx context.Context, bin string, env []string, addr string) (st
 type bench struct {
 	o       options
 	base    string
+	hwBase  string
 	key     string
 	secret  []byte
 	smp     samples
 	pool    *pgxpool.Pool
 	sampler *sampler
-	client  *http.Client
 
 	payServer, payRef []payableTrip
 	payServerNext     atomic.Int64
@@ -236,17 +257,23 @@ type scenario struct {
 	http    func(ctx context.Context, w *worker) error
 	// reference runs the scenario's captured SQL with this iteration's values.
 	reference func(ctx context.Context, w *worker) error
+	// handwritten, when set, asks the hand-written server the same thing.
+	handwritten func(ctx context.Context, w *worker) error
 }
 
 const graphQLSeed = `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`
 
 func (b *bench) request(method, path string, body any) *http.Request {
+	return b.requestAt(b.base, method, path, body)
+}
+
+func (b *bench) requestAt(base, method, path string, body any) *http.Request {
 	var r io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
 		r = bytes.NewReader(raw)
 	}
-	req, _ := http.NewRequest(method, b.base+path, r)
+	req, _ := http.NewRequest(method, base+path, r)
 	req.Header.Set("Authorization", "Bearer "+b.key)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -254,19 +281,15 @@ func (b *bench) request(method, path string, body any) *http.Request {
 	return req
 }
 
-// do sends req and fails on any status but want; it returns the body.
-func (b *bench) do(req *http.Request, want int) ([]byte, error) {
-	res, err := b.client.Do(req)
+// do sends req on w's connection and fails on any status but want; it returns the body,
+// valid until w's next request.
+func (b *bench) do(w *worker, req *http.Request, want int) ([]byte, error) {
+	status, body, err := w.http.roundTrip(req)
 	if err != nil {
 		return nil, err
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, err
-	}
-	if res.StatusCode != want {
-		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, res.StatusCode, bytes.TrimSpace(body))
+	if status != want {
+		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, status, bytes.TrimSpace(body))
 	}
 	return body, nil
 }
@@ -302,11 +325,15 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "GET /v1/trips/{id}", sql: getSQL,
 		refNote: "the trip joined with its driver, by primary key",
 		http: func(ctx context.Context, w *worker) error {
-			_, err := b.do(b.request(http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
 			_, err := replay(ctx, b.pool, getSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
+			return err
+		},
+		handwritten: func(ctx context.Context, w *worker) error {
+			_, err := b.do(w, b.requestAt(b.hwBase, http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
 			return err
 		},
 	})
@@ -321,11 +348,15 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "GET /v1/trips first page", sql: firstSQL,
 		refNote: "the keyset query (limit+1 rows joined with drivers); a first page has no probe",
 		http: func(ctx context.Context, w *worker) error {
-			_, err := b.do(b.request(http.MethodGet, listPath, nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, listPath, nil), http.StatusOK)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
 			_, err := replay(ctx, b.pool, firstSQL, none, -1)
+			return err
+		},
+		handwritten: func(ctx context.Context, w *worker) error {
+			_, err := b.do(w, b.requestAt(b.hwBase, http.MethodGet, listPath, nil), http.StatusOK)
 			return err
 		},
 	})
@@ -351,7 +382,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			if w.cursor != "" {
 				path += "&cursor=" + w.cursor
 			}
-			body, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
+			body, err := b.do(w, b.request(http.MethodGet, path, nil), http.StatusOK)
 			if err != nil {
 				w.cursor = ""
 				return err
@@ -397,7 +428,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "GET /v1/drivers/{id}/trips", sql: driverSQL,
 		refNote: "the driver by id, then the keyset query on the driver's index",
 		http: func(ctx context.Context, w *worker) error {
-			_, err := b.do(b.request(http.MethodGet, "/v1/drivers/"+pick(w, b.smp.driverIDs)+"/trips", nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, "/v1/drivers/"+pick(w, b.smp.driverIDs)+"/trips", nil), http.StatusOK)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
@@ -431,7 +462,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			if int(i) >= len(b.payServer) {
 				return errors.New("no payable trips left")
 			}
-			_, err := b.do(payReq(b.payServer[i], ride.NewID("bench")), http.StatusCreated)
+			_, err := b.do(w, payReq(b.payServer[i], ride.NewID("bench")), http.StatusCreated)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
@@ -463,7 +494,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "POST /v1/graphql trip", sql: gqlSQL,
 		refNote: "the statements the resolvers ran for one trip",
 		http: func(ctx context.Context, w *worker) error {
-			body, err := b.do(gqlReq(pick(w, b.smp.tripIDs)), http.StatusOK)
+			body, err := b.do(w, gqlReq(pick(w, b.smp.tripIDs)), http.StatusOK)
 			if err == nil && bytes.Contains(body, []byte(`"errors"`)) {
 				return fmt.Errorf("graphql errors: %s", body)
 			}
@@ -503,7 +534,7 @@ func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 		}
 		labels = append(labels, fmt.Sprintf("page at depth %d", depth))
 		ops = append(ops, func(ctx context.Context, w *worker) error {
-			_, err := b.do(b.request(http.MethodGet, path, nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, path, nil), http.StatusOK)
 			return err
 		})
 	}
@@ -518,6 +549,7 @@ func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 type reportRow struct {
 	sc       *scenario
 	srv, ref result
+	hw       *result // the hand-written server, where the scenario has one
 }
 
 func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
@@ -526,14 +558,23 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario (server and reference taking turns in %d rounds) after %s warm-up (total %s)\n\n",
 		o.data, o.concurrency, o.duration, o.rounds, o.warmup, took.Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tratio\t")
-	for _, r := range rows {
-		ratio := 0.0
-		if r.ref.rate() > 0 {
-			ratio = r.srv.rate() / r.ref.rate()
+	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tratio\thand-written req/s\thand-written ratio\tours / hand-written\t")
+	percent := func(a, b float64) string {
+		if b <= 0 {
+			return "–"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%.0f %%\t\n", r.sc.name, r.srv.rate(),
-			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), r.srv.errors+r.ref.errors, r.ref.rate(), 100*ratio)
+		return fmt.Sprintf("%.0f %%", 100*a/b)
+	}
+	for _, r := range rows {
+		hw, hwRatio, ours := "–", "–", "–"
+		errors := r.srv.errors + r.ref.errors
+		if r.hw != nil {
+			hw, hwRatio, ours = fmt.Sprintf("%.0f", r.hw.rate()), percent(r.hw.rate(), r.ref.rate()), percent(r.srv.rate(), r.hw.rate())
+			errors += r.hw.errors
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", r.sc.name, r.srv.rate(),
+			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), errors, r.ref.rate(), percent(r.srv.rate(), r.ref.rate()),
+			hw, hwRatio, ours)
 	}
 	tw.Flush()
 	if len(depths) > 0 {

@@ -38,6 +38,7 @@ type worker struct {
 	cursor string
 	keyT   time.Time
 	keyID  string
+	http   keepAlive
 }
 
 // run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
@@ -56,6 +57,7 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 		wg.Go(func() {
 			w := &worker{id: i, rng: rand.New(rand.NewPCG(uint64(i), 42))}
 			p := &parts[i]
+			defer w.http.close()
 			for {
 				select {
 				case <-stop:
