@@ -56,6 +56,8 @@ type Store struct {
 	engine Engine
 	// sqlDB is the connection pool; nil for a transaction-scoped Store, which owns nothing.
 	sqlDB *sql.DB
+	// sql holds the hot statements in this engine's placeholder syntax, built once.
+	sql *prebuiltSQL
 }
 
 // Open connects to the database named by url and checks that it answers.
@@ -104,7 +106,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
-	s := &Store{db: db, engine: engine, sqlDB: sqlDB}
+	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db)}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)
@@ -253,7 +255,7 @@ func (s *Store) DB() *gorm.DB {
 // On SQLite the transaction holds the only connection: inside fn, use fn's Store, never s.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, engine: s.engine})
+		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
 	})
 	return interpretError(err)
 }

@@ -75,8 +75,9 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	// Table names the table for callbacks that look (query logs); Raw sends tripByIDSQL as is.
-	trips, err := scanTrips(s.conn(ctx).Table("trips").Raw(tripByIDSQL, id).Rows())
+	// Table names the table for callbacks that look (query logs); Table also gives the
+	// query a statement of its own, which queryPrebuilt fills in.
+	trips, err := scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripByID, id))
 	if err != nil {
 		return Trip{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -72,6 +73,8 @@ Environment:
 	for _, v := range server.EnvVars {
 		fmt.Fprintf(w, "  %-28s default %s\n  %-28s %s\n", v.Name, v.Default, "", v.Meaning)
 	}
+	fmt.Fprintf(w, "  %-28s default %d while serving\n  %-28s %s\n", "GOGC", serveGCPercent, "",
+		"Go's garbage collector target (percent of the live heap); set it to trade memory for CPU")
 }
 
 func loadConfig() (server.Config, error) {
@@ -144,6 +147,9 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// serveGCPercent is the garbage collector's target while serving, unless GOGC is set.
+const serveGCPercent = 400
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *slog.Logger) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -156,6 +162,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		return err
 	}
 	log.Info("configuration", "config", cfg) // Config masks its secrets itself
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small (tens of MB) and every request allocates afresh, so Go's
+		// default (collect when the heap doubles) collects many times a second under load.
+		// Collecting at 5× the live heap gave GET by id 7 % more req/s in `go tool task bench`;
+		// GOGC set in the environment still wins.
+		debug.SetGCPercent(serveGCPercent)
+	}
 	if cfg.CursorSecretGenerated {
 		log.Warn("RIDE_CURSOR_SECRET is not set: cursors are signed with a random key and die with this process; set it when running replicas")
 	}
