@@ -61,7 +61,7 @@ func (q *graphQLQuery) Driver(ctx context.Context, args struct{ ID idInput }) (*
 	case !found:
 		return nil, nil
 	}
-	return &driverNode{d: d}, nil
+	return &driverNode{d: d.Summary()}, nil
 }
 
 // tripNode resolves Trip: the public projection of store.Trip, field for field the members of
@@ -107,7 +107,7 @@ func (n *tripNode) CancelledAt() *dateTime { return optionalDateTime(n.t.Cancell
 // driverNode resolves Driver, the public profile subset (the REST DriverSummary). The driver's
 // position is internal and has no field.
 type driverNode struct {
-	d store.Driver
+	d store.TripDriver
 }
 
 func (n *driverNode) ID() graphql.ID   { return graphql.ID(n.d.ID) }

@@ -123,7 +123,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	if err := appendTripEvent(ctx, tx, trip, now); err != nil {
 		return store.Trip{}, err
 	}
-	trip.Driver = driver
+	trip.Driver = driver.Summary()
 	return trip, nil
 }
 

@@ -273,7 +273,6 @@ var _ = Describe("ListTrips", func() {
 			for _, t := range page.Trips {
 				Expect(t.Driver.ID).To(Equal(t.DriverID))
 				Expect(t.Driver.Name).To(Equal("Test Driver"))
-				Expect(t.Driver.CreatedAt.Location()).To(Equal(time.UTC))
 			}
 		})
 

@@ -139,9 +139,10 @@ func (r *Rider) AfterFind(*gorm.DB) error {
 	return nil
 }
 
-// Trip is one ride from booking to its final status. Driver is loaded by the store's trip
-// queries and ignored by CreateTrip (writes through DB() should Omit(clause.Associations)). RoutePolyline, MatchingScore, DriverPayout and PlatformCost are internal route,
-// dispatch and cost-basis data that no public view may show.
+// Trip is one ride from booking to its final status. Driver is the trip's driver as trips
+// show it, read with the trip by the store's trip queries (the driver's other columns are
+// DriverByID's); CreateTrip ignores it. RoutePolyline, MatchingScore, DriverPayout and
+// PlatformCost are internal route, dispatch and cost-basis data that no public view may show.
 type Trip struct {
 	ID             string `gorm:"column:id;primaryKey"`
 	Status         string
@@ -149,7 +150,7 @@ type Trip struct {
 	City           string
 	RiderID        string
 	DriverID       string
-	Driver         Driver `gorm:"foreignKey:DriverID;references:ID"`
+	Driver         TripDriver `gorm:"-"`
 	PickupLat      float64
 	PickupLng      float64
 	PickupAddress  *string
@@ -180,11 +181,25 @@ func (t *Trip) BeforeSave(*gorm.DB) error {
 	return nil
 }
 
-// AfterFind returns times in UTC whatever the driver's location, the joined driver's too.
+// AfterFind returns times in UTC whatever the driver's location.
 func (t *Trip) AfterFind(*gorm.DB) error {
 	t.normalize()
-	t.Driver.normalize()
 	return nil
+}
+
+// TripDriver is what a trip shows of its driver: the public profile (the REST DriverSummary,
+// GraphQL's Driver). Trip reads join only these columns: the whole driver row was 14 of a
+// trip's 38 columns, and on PostgreSQL every column costs allocations in database/sql.
+type TripDriver struct {
+	ID     string
+	Name   string
+	Rating float64
+	Photo  string
+}
+
+// Summary is what a trip shows of d.
+func (d Driver) Summary() TripDriver {
+	return TripDriver{ID: d.ID, Name: d.Name, Rating: d.Rating, Photo: d.Photo}
 }
 
 func (t *Trip) normalize() {

@@ -260,7 +260,9 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 			Expect(t.Status).To(Equal("accepted"))
 			Expect(seen[t.DriverID]).To(BeFalse(), "driver %s has two active trips", t.DriverID)
 			seen[t.DriverID] = true
-			Expect(t.Driver.Available).To(BeFalse())
+			driver, err := h.Store.DriverByID(ctx, t.DriverID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(driver.Available).To(BeFalse())
 		}
 		AddReportEntry(fmt.Sprintf("concurrent bookings [%s]", h.Engine),
 			fmt.Sprintf("%d bookings, %d drivers: %d created, %d no_driver_available, 0 5xx, in %s",
