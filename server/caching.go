@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,11 +154,11 @@ func strongETag(body []byte) string {
 // write that must answer or check the ETag of a resource (PUT, If-Match) computes it here, so
 // it always agrees with the GET.
 func representationETag(v any) (string, error) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+	body, err := encodeAnswer(nil, v)
+	if err != nil {
 		return "", err
 	}
-	return strongETag(buf.Bytes()), nil
+	return strongETag(body), nil
 }
 
 // etagMatchesStrong applies If-Match's strong comparison (RFC 9110 §13.1.1): `*` matches any
