@@ -31,6 +31,15 @@ var _ = Describe("Lookups of the GraphQL endpoint", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(drivers).To(HaveLen(2))
 
+			one, err := st.TripsByIDs(ctx, []string{b.ID})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(one).To(HaveLen(1))
+			Expect(one[0].ID).To(Equal(b.ID))
+			Expect(one[0].Driver.Name).To(Equal("Test Driver"))
+			missing, err := st.TripsByIDs(ctx, []string{"trp_missing"})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(missing).To(BeEmpty())
+
 			none, err := st.TripsByIDs(ctx, nil)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(none).To(BeEmpty())
