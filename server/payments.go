@@ -112,13 +112,10 @@ func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID 
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
 	}
-	if err := tx.LockTripForPayment(ctx, tripID); errors.Is(err, store.ErrNotFound) {
+	trip, err := tx.LockTripForPayment(ctx, tripID)
+	if errors.Is(err, store.ErrNotFound) {
 		return store.Trip{}, notFound
 	} else if err != nil {
-		return store.Trip{}, err
-	}
-	trip, err := tx.TripByID(ctx, tripID)
-	if err != nil {
 		return store.Trip{}, err
 	}
 	if !caller.IsAdmin() && !caller.Is(RoleRider, trip.RiderID) {

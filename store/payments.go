@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Payment statuses, as stored.
@@ -79,24 +78,21 @@ func (r Receipt) Keyset() Keyset {
 	return Keyset{Values: []int64{r.IssuedAt.UnixMicro()}, ID: r.ID}
 }
 
-// LockTripForPayment makes the calling transaction the only one paying the trip until it ends:
-// on PostgreSQL a row lock (SELECT … FOR UPDATE), so a second payment of the same trip waits and
-// then sees the first one's outcome instead of charging the rider twice; on SQLite the
-// transaction already holds the database's write lock (BEGIN IMMEDIATE). ErrNotFound when the
-// trip does not exist. Call it inside WithTx.
-func (s *Store) LockTripForPayment(ctx context.Context, tripID string) error {
-	q := s.conn(ctx).Model(&Trip{}).Select("id").Where("id = ?", tripID)
-	if s.engine == EnginePostgres {
-		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+// LockTripForPayment makes the calling transaction the only one paying the trip until it ends,
+// and returns the trip with its driver: on PostgreSQL the read takes a row lock (FOR UPDATE
+// OF trips), so a second payment of the same trip waits and then sees the first one's outcome
+// instead of charging the rider twice; on SQLite the transaction already holds the database's
+// write lock (BEGIN IMMEDIATE). One statement, where a lock and then a read were two round
+// trips. ErrNotFound when the trip does not exist. Call it inside WithTx.
+func (s *Store) LockTripForPayment(ctx context.Context, tripID string) (Trip, error) {
+	trips, err := scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripByIDForUpdate, tripID))
+	if err != nil {
+		return Trip{}, err
 	}
-	var ids []string
-	if err := q.Find(&ids).Error; err != nil {
-		return interpretError(err)
+	if len(trips) == 0 {
+		return Trip{}, ErrNotFound
 	}
-	if len(ids) == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return trips[0], nil
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

@@ -51,13 +51,15 @@ var _ = Describe("Payments and receipts", func() {
 			for i := range errs {
 				wg.Go(func() {
 					errs[i] = e.shared.WithTx(ctx, func(tx *store.Store) error {
-						if err := tx.LockTripForPayment(ctx, trip.ID); err != nil {
+						locked, err := tx.LockTripForPayment(ctx, trip.ID)
+						if err != nil {
 							return err
 						}
+						Expect(locked.FareTotal).To(Equal(trip.FareTotal))
 						if _, err := tx.SucceededPaymentForTrip(ctx, trip.ID); err == nil {
 							return store.ErrDuplicate
 						}
-						_, err := tx.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
+						_, err = tx.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
 						return err
 					})
 				})
@@ -71,7 +73,8 @@ var _ = Describe("Payments and receipts", func() {
 			_, err := e.shared.CreatePayment(ctx, payment(newID("trp_"), store.PaymentSucceeded))
 			Expect(err).To(MatchError(store.ErrInvalidReference))
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				return tx.LockTripForPayment(ctx, newID("trp_"))
+				_, err := tx.LockTripForPayment(ctx, newID("trp_"))
+				return err
 			})).To(MatchError(store.ErrNotFound))
 		})
 

@@ -106,7 +106,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
-	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db)}
+	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)

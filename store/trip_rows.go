@@ -29,10 +29,17 @@ const (
 // the trip read that was 5 % of the server's CPU on every GET by id.
 type prebuiltSQL struct {
 	tripByID string
+	// tripByIDForUpdate also locks the trip's row where the engine has row locks.
+	tripByIDForUpdate string
 }
 
-func prebuild(db *gorm.DB) *prebuiltSQL {
-	return &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String()}
+func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
+	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String()}
+	p.tripByIDForUpdate = p.tripByID
+	if engine == EnginePostgres {
+		p.tripByIDForUpdate += " FOR UPDATE OF trips"
+	}
+	return p
 }
 
 // queryPrebuilt runs a prebuilt statement through GORM (its callbacks and the connection or
