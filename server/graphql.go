@@ -116,7 +116,7 @@ func (s *Server) runGraphQL(ctx context.Context, r graphQLRequest) (graphQLAnswe
 		return graphQLFailure(newRequestError(gqlCodeBadRequest,
 			"Send the GraphQL document in query (or the hash of a registered one in extensions.persistedQuery)."), 0)
 	}
-	analysis, reqErr := analyzeDocument(query, r.operationName)
+	analysis, reqErr := s.documents.analyze(query, r.operationName)
 	if reqErr != nil {
 		return graphQLFailure(reqErr, analysis.cost)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
@@ -77,6 +78,47 @@ type documentAnalysis struct {
 	operation *ast.OperationDefinition
 	// cost is the number of fields the operation selects once fragments are expanded.
 	cost int
+}
+
+// documentCache remembers the analyses of documents that passed, so that a client sending the
+// same query again and again (the normal case: queries are constants in client code, with
+// variables) is not parsed and walked each time. It is bounded: past documentCacheSize
+// documents, an arbitrary one makes room. An analysis is never changed after it is made, so
+// concurrent requests share it.
+type documentCache struct {
+	mu      sync.RWMutex
+	entries map[documentKey]documentAnalysis
+}
+
+type documentKey struct{ query, operationName string }
+
+const documentCacheSize = 512
+
+func (c *documentCache) analyze(query, operationName string) (documentAnalysis, *requestError) {
+	key := documentKey{query, operationName}
+	c.mu.RLock()
+	a, ok := c.entries[key]
+	c.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	a, reqErr := analyzeDocument(query, operationName)
+	if reqErr != nil {
+		return a, reqErr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = make(map[documentKey]documentAnalysis, documentCacheSize)
+	}
+	if len(c.entries) >= documentCacheSize {
+		for k := range c.entries {
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[key] = a
+	return a, nil
 }
 
 // analyzeDocument parses a document, picks the operation to run, and checks it against the

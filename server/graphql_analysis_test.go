@@ -112,6 +112,31 @@ var _ = Describe("GraphQL document analysis", func() {
 	})
 })
 
+var _ = Describe("the document cache", func() {
+	It("analyses a document once, keeps only documents that passed, and stays bounded", func() {
+		var c documentCache
+		doc := `query Trip($id: ID!) { trip(id: $id) { status } }`
+		first, err := c.analyze(doc, "Trip")
+		Expect(err).To(BeNil())
+		again, err := c.analyze(doc, "Trip")
+		Expect(err).To(BeNil())
+		Expect(again.doc).To(BeIdenticalTo(first.doc), "the second request reuses the first analysis")
+		other, err := c.analyze(doc, "")
+		Expect(err).To(BeNil())
+		Expect(other.doc).NotTo(BeIdenticalTo(first.doc), "the operation name is part of the key")
+
+		_, err = c.analyze(spreads(200), "")
+		Expect(err).NotTo(BeNil())
+		Expect(c.entries).To(HaveLen(2), "a refused document is not kept")
+
+		for i := range documentCacheSize + 10 {
+			_, err := c.analyze(fmt.Sprintf("{ trip(id: \"trp_%d\") { id } }", i), "")
+			Expect(err).To(BeNil())
+		}
+		Expect(c.entries).To(HaveLen(documentCacheSize))
+	})
+})
+
 // spreads is a document that spreads, n times, a fragment of 100 fields.
 func spreads(n int) string {
 	return "{ " + strings.Repeat("...F ", n) + "} fragment F on Query { " + strings.Repeat("__typename ", 100) + "}"

@@ -58,9 +58,10 @@ type Server struct {
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
 	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
-	// documents of automatic persisted queries.
+	// documents of automatic persisted queries; documents the analyses of documents that passed.
 	graphql   *graphql.Schema
 	persisted *persistedQueries
+	documents documentCache
 
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
