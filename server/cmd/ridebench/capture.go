@@ -45,7 +45,9 @@ type captureKey struct{}
 func (r *recorder) install(db *gorm.DB) error {
 	record := func(db *gorm.DB) {
 		ctx := db.Statement.Context
-		if ctx == nil || ctx.Value(captureKey{}) == nil || db.Statement.SQL.Len() == 0 {
+		// DryRun: GORM building a subquery (the page's EXISTS probe) runs the query callbacks
+		// without executing anything; the subquery travels inside its outer statement.
+		if ctx == nil || ctx.Value(captureKey{}) == nil || db.Statement.SQL.Len() == 0 || db.DryRun {
 			return
 		}
 		_, inTx := db.Statement.ConnPool.(*sql.Tx)
