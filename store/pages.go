@@ -15,8 +15,8 @@ import (
 //
 // It returns the page in walk order and, exactly, whether rows follow its last item
 // (moreAfter) and precede its first (moreBefore): the walk's direction is learnt from one row
-// fetched beyond limit, the other with one `SELECT 1 … LIMIT 1` when the page starts from a
-// keyset. No OFFSET, so a page costs the same at any depth.
+// fetched beyond limit, the other with one `SELECT 1 … ORDER BY … LIMIT 1` when the page
+// starts from a keyset. No OFFSET, so a page costs the same at any depth.
 func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, backward bool, limit int, find pageFinder[T]) (items []T, moreAfter, moreBefore bool, err error) {
 	// Fetch in walk order, or in reverse walk order for a backward page.
 	if from != nil {
@@ -29,10 +29,20 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 		})
 	}
 	// The other direction: is there a row at or beyond the keyset, looking back the way the
-	// page came from?
+	// page came from? The probe walks the index away from the keyset, so its first row
+	// answers. Without the ORDER BY, PostgreSQL may prefer a sequential scan that it expects to
+	// meet a row at once; when rows lie on disk in time order (they are inserted so) it reads
+	// most of the table first (plan_test.go).
 	var otherProbe *gorm.DB
 	if from != nil {
-		otherProbe = probe.Select("1").Where(keysetCondition(keys, from, backward, true)).Limit(1)
+		otherProbe = probe.Select("1").Where(keysetCondition(keys, from, backward, true))
+		for _, k := range keys {
+			otherProbe = otherProbe.Order(clause.OrderByColumn{
+				Column: clause.Column{Name: k.column, Raw: true},
+				Desc:   k.desc == backward,
+			})
+		}
+		otherProbe = otherProbe.Limit(1)
 	}
 	items, other, asked, err := find(fetch.Limit(limit+1), otherProbe, limit+1)
 	if err != nil {
@@ -63,7 +73,7 @@ func keysetPage[T any](fetch, probe *gorm.DB, keys []orderKey, from keysetArgs, 
 }
 
 // pageFinder runs a page's fetch query q and scans its rows, at most rows of them. other, when not nil, is the
-// existence probe of the other direction: a finder may select `EXISTS (other)` along with its
+// existence probe of the other direction: a finder may select `(other) IS NOT NULL` with its
 // rows, saving the probe its own round trip, and then report the answer (otherFound) and that
 // it asked (otherAsked). A page without rows cannot carry the answer; keysetPage then runs the
 // probe itself.

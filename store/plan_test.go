@@ -75,6 +75,68 @@ var _ = Describe("Trip list plans", func() {
 	}
 })
 
+// The probe for the other direction of a page asks for one row beyond the keyset. Trips are
+// inserted oldest first, so created_at follows the rows' order on disk; asked for "any one row
+// newer than this" as EXISTS (…), PostgreSQL discards the subquery's ORDER BY and LIMIT, expects
+// a sequential scan to meet such a row at once (it assumes they are spread evenly), and in
+// fact reads every older row first: a deep page then costs a scan of most of the table. This
+// spec loads trips in that order, leaves the planner free (sequential scans on), and checks
+// that a deep page, probe included, touches trips only through an index.
+var _ = Describe("The existence probe of a deep page", func() {
+	for _, e := range engines {
+		if e.name != "PostgreSQL" {
+			continue
+		}
+		It("reads the index, not the table, when rows lie on disk in time order", func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			var mu sync.Mutex
+			var captured []capturedQuery
+			Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
+				mu.Lock()
+				defer mu.Unlock()
+				captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
+			})).To(Succeed())
+			driver := createDriver(ctx, st, driverOpts{})
+			rider := createRider(ctx, st)
+			const n = 50_000
+			Expect(st.DB().Exec(`INSERT INTO trips (id, status, ride_type, city, rider_id, driver_id, pickup_lat,
+				pickup_lng, dropoff_lat, dropoff_lng, pickup_time, fare_total, fare_currency, created_at, updated_at,
+				completed_at, route_polyline, matching_score, driver_payout, platform_cost)
+				SELECT 'trp_' || lpad(g::text, 26, '0'), 'completed', 'economy', ?, ?, ?, 37.7, -122.4, 37.8, -122.3,
+					t, 1850, 'usd', t, t, t, '', 0.9, 1387, 84
+				FROM generate_series(1, ?) g, LATERAL (SELECT timestamptz '2026-01-01' + g * interval '1 minute' AS t) at`,
+				driver.City, rider.ID, driver.ID, n).Error).To(Succeed())
+			Expect(st.DB().Exec("ANALYZE trips").Error).To(Succeed())
+
+			for _, backward := range []bool{false, true} {
+				for _, filter := range []store.TripFilter{{}, {Status: store.TripStatusCompleted}} {
+					// A cursor n/5 rows from the newest (forward) or the oldest (backward) end.
+					at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n*4/5) * time.Minute)
+					if backward {
+						at = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n/5) * time.Minute)
+					}
+					ks := store.Keyset{Values: []int64{at.UnixMicro()}, ID: "trp_x"}
+					params := store.TripListParams{Filter: filter, Limit: 20, After: &ks}
+					if backward {
+						params.After, params.Before = nil, &ks
+					}
+					mark := len(captured)
+					page, err := st.ListTrips(ctx, params)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(page.Trips).To(HaveLen(20))
+					Expect(page.MoreAfter && page.MoreBefore).To(BeTrue())
+					for _, q := range captured[mark:] {
+						plan := explainAsIs(st, q)
+						Expect(plan).NotTo(ContainSubstring(`"Node Type": "Seq Scan"`),
+							"backward=%v filter=%+v:\n%s\n%s", backward, filter, q.sql, plan)
+					}
+				}
+			}
+		})
+	}
+})
+
 type capturedQuery struct {
 	sql  string
 	vars []any
@@ -82,9 +144,18 @@ type capturedQuery struct {
 
 // explain returns PostgreSQL's JSON plan of q with sequential scans disabled.
 func explain(st *store.Store, q capturedQuery) string {
+	return explainWith(st, q, "off")
+}
+
+// explainAsIs returns PostgreSQL's JSON plan of q as the planner would choose it.
+func explainAsIs(st *store.Store, q capturedQuery) string {
+	return explainWith(st, q, "on")
+}
+
+func explainWith(st *store.Store, q capturedQuery, seqscan string) string {
 	var plan string
 	Expect(st.DB().Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
+		if err := tx.Exec("SET LOCAL enable_seqscan = " + seqscan).Error; err != nil {
 			return err
 		}
 		var rows []string

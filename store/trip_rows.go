@@ -71,7 +71,9 @@ func findTrips(q *gorm.DB, other *gorm.DB, rows int) ([]Trip, bool, bool, error)
 		trips, err := scanTripRows(r, rows)
 		return trips, false, false, err
 	}
-	r, err := q.Select(tripWithDriverColumns+", EXISTS (?)", other).Rows()
+	// A scalar subquery, not EXISTS (…): PostgreSQL drops the ORDER BY and LIMIT of an EXISTS
+	// subquery, and with them the index order that keeps the probe cheap at any depth.
+	r, err := q.Select(tripWithDriverColumns+", (?) IS NOT NULL", other).Rows()
 	if err != nil {
 		return nil, false, false, interpretError(err)
 	}
