@@ -183,17 +183,55 @@ func appendOptionalString(b []byte, s *string) []byte {
 	return appendString(b, *s)
 }
 
-// appendString writes s as a JSON string. Printable ASCII other than the characters JSON or
-// HTML-safe encoding escapes goes straight through; anything else (rare in ids, names and
-// addresses) is left to encoding/json, so the escaping is its own.
+// appendString writes s as a JSON string, escaped as encoding/json escapes it by default:
+// quotes, backslashes and control characters, and <, > and & (HTML-safe), U+2028 and U+2029,
+// and every invalid UTF-8 byte as U+FFFD. Everything else goes through as it is.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			raw, _ := json.Marshal(s) // a string always encodes
-			return append(b, raw...)
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
 		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
 	}
-	return append(append(append(b, '"'), s...), '"')
+	return append(append(b, s[start:]...), '"')
 }
 
 func (m *members) fail(err error) {

@@ -95,7 +95,7 @@ var _ = Describe("encodeAnswer", func() {
 	})
 
 	It("escapes strings and formats numbers and times as encoding/json does", func() {
-		for _, s := range []string{`<script>&"\`, "a<b>&c", "Zürich", "line\u2028sep", "bad\xffutf8", "tab\there\x01", ""} {
+		for _, s := range []string{`<script>&"\`, "a<b>&c", "Zürich", "line\u2028sep", "bad\xffutf8", "tab\there\x01", "\b\f\n\r\x1f\x7f", "end\u2029", "\xe2\x80", "日本語 — ok", ""} {
 			t := full()
 			*t.City, t.Id, t.DriverSummary.Name, *t.Pickup.Address = s, s, s, s
 			Expect(answer(t)).To(Equal(encoded(t)), "string %q", s)
