@@ -26,6 +26,14 @@ func cachePolicy(path string) string {
 	return cacheRevalidate
 }
 
+// Header values that many answers carry, made once. net/http only reads a header's values, and
+// Header.Set and Header.Add never write into a slice they find (Add appends to a full one, which
+// copies it), so answers can share them: a GET saves an allocation per header.
+var (
+	headerVaryAuthorization = []string{"Authorization"}
+	headerJSON              = []string{"application/json"}
+)
+
 // bufferPool recycles response buffers; a GET answer is held whole to compute its ETag.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
@@ -65,7 +73,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		requestID := newRequestID()
 		c.SetRequest(req.WithContext(withRequestID(req.Context(), requestID)))
 		res := c.Response()
-		res.Header().Set(headerRequestID, requestID)
+		res.Header()[headerRequestID] = []string{requestID}
 
 		if req.Method != http.MethodGet {
 			res.Writer = stampedWriter{ResponseWriter: res.Writer, requestID: requestID}
@@ -96,9 +104,9 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		if status == http.StatusOK {
 			etag := strongETag(held.body.Bytes())
 			header.Set("ETag", etag)
-			header.Set("Vary", "Authorization")
+			header["Vary"] = headerVaryAuthorization
 			if info := operationFrom(c.Request().Context()); info != nil {
-				header.Set("Cache-Control", info.cacheControl)
+				header["Cache-Control"] = info.cacheControlHeader()
 			}
 			if etagMatches(c.Request().Header.Values("If-None-Match"), etag) {
 				settleNotModified(c.Request().Context(), header) // a 304 costs no budget
@@ -139,6 +147,9 @@ func (w stampedWriter) WriteHeader(status int) {
 // stampRequestID repairs the header after generated code, which sets every declared header
 // from its typed response struct, wrote an empty X-Request-Id.
 func stampRequestID(h http.Header, id string) {
+	if v := h[headerRequestID]; len(v) == 1 && v[0] == id {
+		return // still the value respond set
+	}
 	h.Set(headerRequestID, id)
 }
 

@@ -247,7 +247,7 @@ type graphQLAnswer struct {
 }
 
 func (a graphQLAnswer) write(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = headerJSON
 	w.WriteHeader(a.status)
 	_, err := w.Write(a.body)
 	return err

@@ -26,7 +26,7 @@ func (a jsonAnswer[T]) write(w http.ResponseWriter) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = headerJSON
 	_, err = w.Write(body)
 	return err
 }

@@ -28,6 +28,15 @@ type operationInfo struct {
 	queryParams  map[string]bool
 	produces     []string // media types of the success responses, for Accept negotiation
 	cacheControl string
+	// cacheControlValue is cacheControl as a header value, made once.
+	cacheControlValue []string
+}
+
+func (info *operationInfo) cacheControlHeader() []string {
+	if info.cacheControlValue == nil {
+		return []string{info.cacheControl}
+	}
+	return info.cacheControlValue
 }
 
 // gate checks every request against openapi/ride.yaml before a handler runs: the route
@@ -159,6 +168,7 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 	}
 	sort.Strings(info.produces)
 	info.cacheControl = cachePolicy(path)
+	info.cacheControlValue = []string{info.cacheControl}
 	return info
 }
 
