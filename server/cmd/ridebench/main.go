@@ -376,7 +376,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	}
 	out = append(out, &scenario{
 		name: "GET /v1/trips walk (cursors)", sql: deepSQL,
-		refNote: "per page the keyset query after the previous page's last row, with the existence probe of the other direction as an EXISTS column",
+		refNote: "per page the keyset query after the previous page's last row, with the existence probe of the other direction as a column ((SELECT 1 … ORDER BY … LIMIT 1) IS NOT NULL)",
 		http: func(ctx context.Context, w *worker) error {
 			path := listPath
 			if w.cursor != "" {
