@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -213,6 +214,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 // startHandwritten runs this binary in -handwritten mode on addr and waits until it answers.
 func startHandwritten(ctx context.Context, addr, dbURL string) (stop func(), err error) {
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%s is already taken (a hand-written server left by an earlier run?): stop it or pass -hw-addr", addr)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
