@@ -52,6 +52,7 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
+	handler *composed // echo's routes inside the middleware, composed once
 	metrics *Metrics
 	limits  *rateLimiter // nil when rate limits are off
 	ready   atomic.Bool
@@ -146,17 +147,18 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.renderError
-	e.Pre(s.observe)
-	e.Pre(s.respond)
-	e.Use(recoverPanics)
-	e.Use(middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"))
-	e.Use(g.middleware)
-	// After the gate: only authenticated, valid requests reach the idempotency layer, so a
-	// malformed request is never stored against its key.
-	e.Use(s.idempotency)
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.registerOutsideDocument(e)
 	s.echo = e
+	// Pre-routing layers see unmatched paths too, and respond routes HEAD as GET.
+	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond}, []echo.MiddlewareFunc{
+		recoverPanics,
+		middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"),
+		g.middleware,
+		// After the gate: only authenticated, valid requests reach the idempotency layer, so
+		// a malformed request is never stored against its key.
+		s.idempotency,
+	})
 
 	worker, err := newWebhookWorker(cfg, deps, s.metrics)
 	if err != nil {
@@ -177,7 +179,7 @@ func (s *Server) Close() error {
 }
 
 // ServeHTTP makes the server an http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // SetReady says whether the server takes traffic: GET /readyz answers 503 while it is false.
 // A new Server is ready unless Deps.Starting; the first SetReady(true) starts the background

@@ -74,7 +74,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 	return &benchFixture{s: s, st: st, admin: admin, tripID: page.Trips[0].ID, trip: tripView(page.Trips[0], nil)}
 }
 
-// stack builds an Echo with the chosen layers around the real handlers. Without the gate, a
+// stack builds the chosen layers around the real handlers, composed as New composes them. Without the gate, a
 // stand-in names the operation and the caller (an admin), as the handlers need both.
 func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	b.Helper()
@@ -86,19 +86,19 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	g.skipValidation = !l.validate
 	e := echo.New()
 	e.HTTPErrorHandler = s.renderError
+	var pre []echo.MiddlewareFunc
 	if l.observe {
-		e.Pre(s.observe)
+		pre = append(pre, s.observe)
 	}
 	if l.respond {
-		e.Pre(s.respond)
+		pre = append(pre, s.respond)
 	}
-	e.Use(recoverPanics)
-	e.Use(middleware.BodyLimit("1M"))
+	use := []echo.MiddlewareFunc{recoverPanics, middleware.BodyLimit("1M")}
 	if l.gate {
-		e.Use(g.middleware)
+		use = append(use, g.middleware)
 	} else {
 		admin := Principal{KeyID: "key_bench", Role: RoleAdmin, Account: DefaultAccount}
-		e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		use = append(use, func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				ctx := context.WithValue(c.Request().Context(), operationKey{}, &operationInfo{path: c.Path(), cacheControl: cacheRevalidate})
 				c.SetRequest(c.Request().WithContext(withPrincipal(ctx, admin)))
@@ -107,10 +107,10 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 		})
 	}
 	if l.idempotency {
-		e.Use(s.idempotency)
+		use = append(use, s.idempotency)
 	}
 	gen.RegisterHandlers(e, gen.NewStrictHandler(cannedTrip{Server: s, trip: f.trip}, nil))
-	return e
+	return compose(e, pre, use) // as New composes the real server
 }
 
 // cannedTrip answers GET /v1/trips/{id} with a trip loaded once, so that the layers'
