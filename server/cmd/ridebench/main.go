@@ -121,7 +121,9 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	defer pool.Close()
-	payments := 40_000
+	// Each payment consumes an unpaid completed trip, half of them for the server and half for
+	// the reference: enough for 2,000 payments a second on each side through warm-up and run.
+	payments := max(40_000, 2*2_000*int((o.warmup+o.duration+time.Second).Seconds()+1))
 	smp, err := loadSamples(ctx, pool, payments)
 	if err != nil {
 		return fmt.Errorf("samples: %w", err)
@@ -464,7 +466,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		http: func(ctx context.Context, w *worker) error {
 			i := b.payServerNext.Add(1) - 1
 			if int(i) >= len(b.payServer) {
-				return errors.New("no payable trips left")
+				return errNoPayableTrips()
 			}
 			_, err := b.do(w, payReq(b.payServer[i], ride.NewID("bench")), http.StatusCreated)
 			return err
@@ -472,7 +474,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		reference: func(ctx context.Context, w *worker) error {
 			i := b.payRefNext.Add(1) - 1
 			if int(i) >= len(b.payRef) {
-				return errors.New("no payable trips left")
+				return errNoPayableTrips()
 			}
 			t := b.payRef[i]
 			sub := &substitution{strs: []string{samplePay.id, t.id, sampleKey, ride.NewID("bench")},
@@ -510,6 +512,13 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		},
 	})
 	return out, nil
+}
+
+// errNoPayableTrips reports that the payment scenario used up its trips (a longer -d than the
+// sample was sized for); it waits a little first, so that clients do not spin on it.
+func errNoPayableTrips() error {
+	time.Sleep(10 * time.Millisecond)
+	return errors.New("no payable trips left")
 }
 
 type depthRow struct {
