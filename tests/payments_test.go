@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -303,6 +305,40 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			Expect(r.payments).To(HaveLen(1))
 			Expect(r.receipts).To(HaveLen(1))
 			Expect(r.events[ride.EventPaymentSucceeded]).To(HaveLen(1))
+		})
+
+		It("finishes a payment whose client went away, and replays its answer to the retry", func() {
+			p := h.newPayable("completed")
+			key := newIdempotencyKey()
+			body := paymentOf(p.trip, "pm_card_visa")
+			gone := make(chan struct{})
+			h.SetFault(func(point, subject string) error {
+				if point == "payment.recorded" && subject == p.trip.ID {
+					<-gone // the payment is written; hold the request until its client gave up
+				}
+				return nil
+			})
+			raw, err := json.Marshal(body)
+			Expect(err).NotTo(HaveOccurred())
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL+"/v1/payments", bytes.NewReader(raw))
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Authorization", "Bearer "+p.riderKey)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", key)
+			_, err = http.DefaultClient.Do(req)
+			Expect(err).To(MatchError(context.DeadlineExceeded), "the client gives up while the payment is held")
+			time.Sleep(200 * time.Millisecond) // time for the server to see the connection close
+			close(gone)
+
+			// The server commits what it began: the payment, once, and its answer for the key.
+			Eventually(func() []store.Payment { return h.recordsOf(p.trip.ID).payments }).
+				WithTimeout(5 * time.Second).Should(HaveLen(1))
+			replay := h.pay(p.riderKey, key, body)
+			Expect(replay.Status).To(Equal(201), "%s", replay.Body)
+			Expect(replay.Header.Get("Idempotent-Replayed")).To(Equal("true"), "the retry gets the stored answer")
+			Expect(h.recordsOf(p.trip.ID).payments).To(HaveLen(1))
 		})
 
 		It("answers 502 when the provider fails, records nothing and lets the key be retried", func() {
