@@ -14,7 +14,8 @@ type PaymentProvider interface {
 	// false, with a FailureCode), not an error; an error means the provider could not be
 	// asked or did not answer, and the outcome is unknown. Charge must honour
 	// c.IdempotencyKey: the same key charges at most once, so that a payment retried after an
-	// error cannot charge twice.
+	// error cannot charge twice. ctx is not cancelled when the API client goes away (a begun
+	// request runs to its end), so Charge must bound its own wait (a client timeout).
 	Charge(ctx context.Context, c Charge) (ChargeResult, error)
 }
 
