@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,14 +27,7 @@ var _ = Describe("Trip list plans", func() {
 		It("read every equality filter with every sort as an ordered index range scan", func(ctx SpecContext) {
 			st := e.fresh(ctx)
 			Expect(st.Migrate(ctx)).To(Succeed())
-			var mu sync.Mutex
-			var captured []capturedQuery
-			// Trip pages are read with Rows (the Row callbacks), as are the existence probes.
-			Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
-				mu.Lock()
-				defer mu.Unlock()
-				captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
-			})).To(Succeed())
+			captured := recordRowQueries(st)
 
 			driver := createDriver(ctx, st, driverOpts{})
 			rider := createRider(ctx, st)
@@ -54,11 +48,11 @@ var _ = Describe("Trip list plans", func() {
 				for _, field := range []store.SortField{store.SortCreatedAt, store.SortPickupTime, store.SortFare} {
 					for _, desc := range []bool{true, false} {
 						sort := []store.SortKey{{Field: field, Desc: desc}}
-						mark := len(captured)
+						mark := len(captured())
 						after := trips[30].Keyset(sort)
 						_, err := st.ListTrips(ctx, store.TripListParams{Filter: filter, Sort: sort, After: &after, Limit: 20})
 						Expect(err).NotTo(HaveOccurred())
-						page := captured[mark] // the page query; the existence probe follows it
+						page := captured()[mark] // the page query; the existence probe follows it
 						plan := explain(st, page)
 						label := fmt.Sprintf("%s, sort %s desc=%v", name, field, desc)
 						if name == "city" && field == store.SortCreatedAt && desc {
@@ -90,13 +84,7 @@ var _ = Describe("The existence probe of a deep page", func() {
 		It("reads the index, not the table, when rows lie on disk in time order", func(ctx SpecContext) {
 			st := e.fresh(ctx)
 			Expect(st.Migrate(ctx)).To(Succeed())
-			var mu sync.Mutex
-			var captured []capturedQuery
-			Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
-				mu.Lock()
-				defer mu.Unlock()
-				captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
-			})).To(Succeed())
+			captured := recordRowQueries(st)
 			driver := createDriver(ctx, st, driverOpts{})
 			rider := createRider(ctx, st)
 			const n = 50_000
@@ -121,12 +109,12 @@ var _ = Describe("The existence probe of a deep page", func() {
 					if backward {
 						params.After, params.Before = nil, &ks
 					}
-					mark := len(captured)
+					mark := len(captured())
 					page, err := st.ListTrips(ctx, params)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(page.Trips).To(HaveLen(20))
 					Expect(page.MoreAfter && page.MoreBefore).To(BeTrue())
-					for _, q := range captured[mark:] {
+					for _, q := range captured()[mark:] {
 						plan := explainAsIs(st, q)
 						Expect(plan).NotTo(ContainSubstring(`"Node Type": "Seq Scan"`),
 							"backward=%v filter=%+v:\n%s\n%s", backward, filter, q.sql, plan)
@@ -140,6 +128,23 @@ var _ = Describe("The existence probe of a deep page", func() {
 type capturedQuery struct {
 	sql  string
 	vars []any
+}
+
+// recordRowQueries records every statement st reads with Rows (trip pages and their existence
+// probes run through the Row callbacks) and returns what it recorded so far.
+func recordRowQueries(st *store.Store) func() []capturedQuery {
+	var mu sync.Mutex
+	var captured []capturedQuery
+	Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
+		mu.Lock()
+		defer mu.Unlock()
+		captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
+	})).To(Succeed())
+	return func() []capturedQuery {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(captured)
+	}
 }
 
 // explain returns PostgreSQL's JSON plan of q with sequential scans disabled.
