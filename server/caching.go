@@ -114,7 +114,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 			header.Set("ETag", etag)
 			header["Vary"] = headerVaryAuthorization
 			if info := operationFrom(c.Request().Context()); info != nil {
-				header["Cache-Control"] = info.cacheControlHeader()
+				header["Cache-Control"] = info.cacheControl
 			}
 			if etagMatches(c.Request().Header.Values("If-None-Match"), etag) {
 				settleNotModified(c.Request().Context(), header) // a 304 costs no budget

@@ -100,7 +100,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 		admin := Principal{KeyID: "key_bench", Role: RoleAdmin, Account: DefaultAccount}
 		use = append(use, func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
-				ctx := context.WithValue(c.Request().Context(), operationKey{}, &operationInfo{path: c.Path(), cacheControl: cacheRevalidate})
+				ctx := context.WithValue(c.Request().Context(), operationKey{}, &operationInfo{path: c.Path(), cacheControl: []string{cacheRevalidate}})
 				c.SetRequest(c.Request().WithContext(withPrincipal(ctx, admin)))
 				return next(c)
 			}

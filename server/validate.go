@@ -21,22 +21,14 @@ import (
 // operationInfo is what the gate precomputes per operation, so a request pays for a map
 // lookup instead of walking the document.
 type operationInfo struct {
-	id           string
-	path         string     // the OpenAPI path template, e.g. /v1/trips/{tripId}
-	class        limitClass // the rate-limit budget it draws on
-	needsAuth    bool
-	queryParams  map[string]bool
-	produces     []string // media types of the success responses, for Accept negotiation
-	cacheControl string
-	// cacheControlValue is cacheControl as a header value, made once.
-	cacheControlValue []string
-}
-
-func (info *operationInfo) cacheControlHeader() []string {
-	if info.cacheControlValue == nil {
-		return []string{info.cacheControl}
-	}
-	return info.cacheControlValue
+	id          string
+	path        string     // the OpenAPI path template, e.g. /v1/trips/{tripId}
+	class       limitClass // the rate-limit budget it draws on
+	needsAuth   bool
+	queryParams map[string]bool
+	produces    []string // media types of the success responses, for Accept negotiation
+	// cacheControl is the Cache-Control header value of its 200 answers, made once.
+	cacheControl []string
 }
 
 // gate checks every request against openapi/ride.yaml before a handler runs: the route
@@ -167,8 +159,7 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 		}
 	}
 	sort.Strings(info.produces)
-	info.cacheControl = cachePolicy(path)
-	info.cacheControlValue = []string{info.cacheControl}
+	info.cacheControl = []string{cachePolicy(path)}
 	return info
 }
 
