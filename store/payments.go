@@ -85,14 +85,7 @@ func (r Receipt) Keyset() Keyset {
 // write lock (BEGIN IMMEDIATE). One statement, where a lock and then a read were two round
 // trips. ErrNotFound when the trip does not exist. Call it inside WithTx.
 func (s *Store) LockTripForPayment(ctx context.Context, tripID string) (Trip, error) {
-	trips, err := scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripByIDForUpdate, tripID))
-	if err != nil {
-		return Trip{}, err
-	}
-	if len(trips) == 0 {
-		return Trip{}, ErrNotFound
-	}
-	return trips[0], nil
+	return s.oneTrip(ctx, s.sql.tripByIDForUpdate, tripID)
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

@@ -75,9 +75,12 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	// Table names the table for callbacks that look (query logs); Table also gives the
-	// query a statement of its own, which queryPrebuilt fills in.
-	trips, err := scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripByID, id))
+	return s.oneTrip(ctx, s.sql.tripByID, id)
+}
+
+// oneTrip runs a prebuilt by-id statement: the trip with its driver, or ErrNotFound.
+func (s *Store) oneTrip(ctx context.Context, statement, id string) (Trip, error) {
+	trips, err := s.tripsByPrebuilt(ctx, statement, id)
 	if err != nil {
 		return Trip{}, err
 	}
@@ -87,6 +90,13 @@ func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
 	return trips[0], nil
 }
 
+// tripsByPrebuilt runs a prebuilt statement that selects tripWithDriverColumns. Table names
+// the table for callbacks that look (query logs) and gives the query a statement of its own,
+// which queryPrebuilt fills in.
+func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars ...any) ([]Trip, error) {
+	return scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), statement, vars...))
+}
+
 // TripsByIDs returns the trips among ids that exist, each with its driver, in one query and in
 // no particular order. Ids that name no trip are simply absent from the result.
 func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
@@ -94,7 +104,7 @@ func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
 	case 0:
 		return nil, nil
 	case 1: // a GraphQL document asking for one trip, the usual case: TripByID's statement
-		return scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripByID, ids[0]))
+		return s.tripsByPrebuilt(ctx, s.sql.tripByID, ids[0])
 	}
 	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).Where("trips.id IN ?", ids).Rows())
 }
