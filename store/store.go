@@ -58,6 +58,8 @@ type Store struct {
 	sqlDB *sql.DB
 	// sql holds the hot statements in this engine's placeholder syntax, built once.
 	sql *prebuiltSQL
+	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
+	reads *tripReads
 }
 
 // Open connects to the database named by url and checks that it answers.
@@ -107,6 +109,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
+	s.reads = newTripReads(s, db)
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)

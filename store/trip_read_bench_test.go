@@ -2,10 +2,13 @@ package store
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rideapi/ride/store/storetest"
@@ -16,36 +19,8 @@ import (
 // scan, without GORM) and through pgx on a pool of its own. PostgreSQL
 // only: TEST_DATABASE_URL=postgres://… go test -run XXX -bench TripByIDOverhead -benchmem ./store/
 func BenchmarkTripByIDOverhead(b *testing.B) {
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		b.Skip("needs TEST_DATABASE_URL")
-	}
-	ctx := context.Background()
-	url, drop, err := storetest.NewPostgresDatabase(ctx, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(drop)
-	st, err := Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.SeedDemo(ctx, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	var id string
-	if err := pool.QueryRow(ctx, `SELECT id FROM trips LIMIT 1`).Scan(&id); err != nil {
-		b.Fatal(err)
-	}
+	st, pool, ids := tripReadBench(b)
+	ctx, id := context.Background(), ids[0]
 
 	b.Run("store.TripByID", func(b *testing.B) {
 		b.ReportAllocs()
@@ -79,4 +54,76 @@ func BenchmarkTripByIDOverhead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkTripByIDConcurrent reads random trips from 8 goroutines at once, each read in a
+// statement of its own and through TripByID, whose concurrent reads share statements
+// (tripReads). PostgreSQL only:
+// TEST_DATABASE_URL=postgres://… go test -run XXX -bench TripByIDConcurrent -benchmem ./store/
+func BenchmarkTripByIDConcurrent(b *testing.B) {
+	st, _, ids := tripReadBench(b)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		read func(id string) (Trip, error)
+	}{
+		{"one statement per read", func(id string) (Trip, error) { return st.oneTrip(ctx, st.sql.tripByID, id) }},
+		{"shared statements", func(id string) (Trip, error) { return st.TripByID(ctx, id) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+			b.RunParallel(func(pb *testing.PB) {
+				r := rand.New(rand.NewPCG(rand.Uint64(), 0))
+				for pb.Next() {
+					id := ids[r.IntN(len(ids))]
+					if t, err := c.read(id); err != nil || t.ID != id {
+						b.Errorf("read %s: got %s, %v", id, t.ID, err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// tripReadBench opens a new PostgreSQL database with the demo data, and a pgx pool on it,
+// and returns the ids of its trips.
+func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
+	b.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		b.Skip("needs TEST_DATABASE_URL")
+	}
+	ctx := context.Background()
+	url, drop, err := storetest.NewPostgresDatabase(ctx, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(drop)
+	st, err := Open(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.SeedDemo(ctx, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	rows, err := pool.Query(ctx, `SELECT id FROM trips ORDER BY id`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		b.Fatal("no trips", err)
+	}
+	return st, pool, ids
 }

@@ -73,8 +73,12 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 	return cause
 }
 
-// TripByID returns one trip with its driver, in one query, or ErrNotFound.
+// TripByID returns one trip with its driver, in one query, or ErrNotFound. Outside a
+// transaction, concurrent calls share statements (see tripReads).
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
+	if s.reads != nil {
+		return s.reads.read(ctx, id)
+	}
 	return s.oneTrip(ctx, s.sql.tripByID, id)
 }
 
@@ -103,8 +107,15 @@ func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
 	switch len(ids) {
 	case 0:
 		return nil, nil
-	case 1: // a GraphQL document asking for one trip, the usual case: TripByID's statement
-		return s.tripsByPrebuilt(ctx, s.sql.tripByID, ids[0])
+	case 1: // a GraphQL document asking for one trip, the usual case: TripByID
+		trip, err := s.TripByID(ctx, ids[0])
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []Trip{trip}, nil
 	}
 	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).Where("trips.id IN ?", ids).Rows())
 }

@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"gorm.io/gorm"
+
+	"github.com/rideapi/ride/store"
+)
+
+var _ = Describe("Reads of single trips", func() {
+	for _, e := range engines {
+		It(fmt.Sprintf("share statements when they arrive together, each getting its own answer, on %s", e.name), func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			trips := make([]store.Trip, 5)
+			for i := range trips {
+				trips[i] = createTrip(ctx, st, tripOpts{Fare: int64(1000 + i)})
+			}
+
+			// Every statement that reads trips is held until release, and its number of
+			// ids recorded.
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var statements []int
+			Expect(st.DB().Callback().Row().Before("gorm:row").Register("test:hold", func(db *gorm.DB) {
+				if db.Statement.Table != "trips" {
+					return
+				}
+				mu.Lock()
+				statements = append(statements, len(db.Statement.Vars))
+				mu.Unlock()
+				<-release
+			})).To(Succeed())
+			held := func() []int {
+				mu.Lock()
+				defer mu.Unlock()
+				return append([]int(nil), statements...)
+			}
+
+			// Each trip three times, and two ids that name none.
+			var ids []string
+			for range 3 {
+				ids = append(ids, tripIDs(trips)...)
+			}
+			ids = append(ids, "trp_missing1", "trp_missing2")
+			type answer struct {
+				trip store.Trip
+				err  error
+			}
+			answers := make([]answer, len(ids))
+			var wg sync.WaitGroup
+			for i, id := range ids {
+				wg.Go(func() { answers[i].trip, answers[i].err = st.TripByID(ctx, id) })
+			}
+
+			// The first reads take every statement slot, alone; the others wait for the next.
+			Eventually(held).Should(HaveLen(store.TripReadStatements))
+			Eventually(st.TripReadsWaiting).Should(Equal(len(ids) - store.TripReadStatements))
+			close(release)
+			wg.Wait()
+
+			for i, id := range ids {
+				if id == "trp_missing1" || id == "trp_missing2" {
+					Expect(answers[i].err).To(MatchError(store.ErrNotFound), id)
+					continue
+				}
+				Expect(answers[i].err).NotTo(HaveOccurred(), id)
+				Expect(answers[i].trip.ID).To(Equal(id))
+				want := trips[i%len(trips)]
+				Expect(answers[i].trip.FareTotal).To(Equal(want.FareTotal))
+				Expect(answers[i].trip.Driver.ID).To(Equal(want.DriverID))
+				Expect(answers[i].trip.Driver.Name).To(Equal("Test Driver"))
+			}
+			// One id in each of the statements that were held, then one statement for all
+			// the reads that waited.
+			want := make([]int, store.TripReadStatements, store.TripReadStatements+1)
+			for i := range want {
+				want[i] = 1
+			}
+			Expect(held()).To(Equal(append(want, len(ids)-store.TripReadStatements)))
+
+			// Alone again, a read runs at once.
+			got, err := st.TripByID(ctx, trips[0].ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.ID).To(Equal(trips[0].ID))
+			Expect(st.TripReadsWaiting()).To(BeZero())
+		})
+	}
+})
