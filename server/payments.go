@@ -32,7 +32,8 @@ func (s *Server) fault(ctx context.Context, point, subject string) error {
 // inside the idempotency layer's transaction (the key is required), so the payment, the
 // receipt, the event and the stored answer commit together. A declined charge commits too:
 // the failed payment and its payment.failed event are the record of the attempt, and the 422
-// is the answer its key replays.
+// is the answer its key replays. Every refusal comes before the first write, so the writes need
+// no savepoint of their own (inRequestTx).
 func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequestObject) (gen.CreatePaymentResponseObject, error) {
 	caller := principalFrom(ctx)
 	if !caller.IsAdmin() && caller.Role != RoleRider {
@@ -40,7 +41,7 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 	}
 	body := req.Body
 	var payment store.Payment
-	err := s.storeFor(ctx).WithTx(ctx, func(tx *store.Store) error {
+	err := s.inRequestTx(ctx, func(tx *store.Store) error {
 		trip, err := payableTrip(ctx, tx, caller, body.TripId)
 		if err != nil {
 			return err
@@ -77,7 +78,9 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 		}
 		payment, err = tx.CreatePayment(ctx, payment)
 		if errors.Is(err, store.ErrDuplicate) {
-			return ride.ErrTripAlreadyPaid // the unique index caught a concurrent payment
+			// The unique index caught a concurrent payment, without failing a statement:
+			// nothing was written, and the transaction can still record this answer.
+			return ride.ErrTripAlreadyPaid
 		} else if err != nil {
 			return err
 		}

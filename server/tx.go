@@ -24,3 +24,15 @@ func (s *Server) storeFor(ctx context.Context) *store.Store {
 	}
 	return s.store
 }
+
+// inRequestTx runs fn in the request's transaction, without a savepoint of its own, or in a
+// new transaction when the request has none. A savepoint costs a round trip, and is only
+// needed where a handler's writes must be undone while the request's transaction commits its
+// answer. So fn may fail with a 4xx (an answer the idempotency layer records and commits)
+// only before its first write; after it, only with a 5xx, which rolls everything back.
+func (s *Server) inRequestTx(ctx context.Context, fn func(tx *store.Store) error) error {
+	if st, ok := ctx.Value(txKey{}).(*store.Store); ok {
+		return fn(st)
+	}
+	return s.store.WithTx(ctx, fn)
+}

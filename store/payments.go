@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Payment statuses, as stored.
@@ -91,9 +92,17 @@ func (s *Store) LockTripForPayment(ctx context.Context, tripID string) (Trip, er
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded
 // payment (a unique index on succeeded payments per trip guards this even against concurrent
 // writers) or the id exists; ErrInvalidReference when the trip does not exist.
+//
+// A duplicate is refused without a failed statement (ON CONFLICT DO NOTHING), so the calling
+// transaction goes on: on PostgreSQL a failed statement would abort it, and the caller could
+// then not record its answer in it.
 func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
-	if err := s.conn(ctx).Create(&p).Error; err != nil {
-		return Payment{}, interpretError(err)
+	res := s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&p)
+	if res.Error != nil {
+		return Payment{}, interpretError(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Payment{}, ErrDuplicate
 	}
 	return p, nil
 }

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +36,15 @@ var _ = Describe("Payments and receipts", func() {
 			Expect(err).NotTo(HaveOccurred())
 			_, err = e.shared.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
 			Expect(err).To(MatchError(store.ErrDuplicate))
+			// Refused inside a transaction, the transaction goes on (PostgreSQL aborts one
+			// whose statement failed) and can record a failed attempt.
+			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
+				if _, err := tx.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded)); !errors.Is(err, store.ErrDuplicate) {
+					return fmt.Errorf("want ErrDuplicate, got %v", err)
+				}
+				_, err := tx.CreatePayment(ctx, payment(trip.ID, store.PaymentFailed))
+				return err
+			})).To(Succeed())
 
 			got, err := e.shared.SucceededPaymentForTrip(ctx, trip.ID)
 			Expect(err).NotTo(HaveOccurred())
@@ -41,7 +52,7 @@ var _ = Describe("Payments and receipts", func() {
 			Expect(got.PaymentMethod).To(Equal("pm_card_visa"))
 			all, err := e.shared.PaymentsForTrip(ctx, trip.ID)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(all).To(HaveLen(3))
+			Expect(all).To(HaveLen(4))
 		})
 
 		It("lets only one of two concurrent transactions pay a trip", func(ctx SpecContext) {
