@@ -234,6 +234,7 @@ func startHandwritten(ctx context.Context, addr, dbURL string) (stop func(), err
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			res.Body.Close()
+			servers.handwritten = cmd.Process.Pid
 			return stop, nil
 		}
 	}

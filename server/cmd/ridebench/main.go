@@ -225,6 +225,7 @@ func startServer(ctx context.Context, bin string, env []string, addr string) (st
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
+				servers.real = cmd.Process.Pid
 				log.Printf("server: %s ready on %s (pid %d, log %s)", bin, addr, cmd.Process.Pid, logs.Name())
 				return stop, nil
 			}
@@ -588,6 +589,19 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", r.sc.name, r.srv.rate(),
 			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), errors, r.ref.rate(), percent(r.srv.rate(), r.ref.rate()),
 			hw, hwRatio, ours)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nCPU time per request in µs, from /proc over the measured windows (the load generator and the reference's pgx client are this process)\n\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tserver\tPostgreSQL\tload generator\treference: PostgreSQL\tpgx client\thand-written: server\tPostgreSQL\t")
+	for _, r := range rows {
+		hwServer, hwPostgres := "–", "–"
+		if r.hw != nil {
+			hwServer, hwPostgres = perRequest(r.hw.cpu.handwritten, r.hw.n), perRequest(r.hw.cpu.postgres, r.hw.n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name,
+			perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n), perRequest(r.srv.cpu.self, r.srv.n),
+			perRequest(r.ref.cpu.postgres, r.ref.n), perRequest(r.ref.cpu.self, r.ref.n), hwServer, hwPostgres)
 	}
 	tw.Flush()
 	if len(depths) > 0 {

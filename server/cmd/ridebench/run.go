@@ -19,6 +19,7 @@ type result struct {
 	firstErr  error
 	latencies []time.Duration
 	elapsed   time.Duration
+	cpu       cpuTimes // used during the measured window
 }
 
 func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -84,14 +85,14 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 	log.Printf("run: %-28s warming up %s", label, warmup)
 	time.Sleep(warmup)
 	measuring.Store(true)
-	begin := time.Now()
+	begin, cpuBefore := time.Now(), readCPU()
 	time.Sleep(duration)
 	measuring.Store(false)
-	elapsed := time.Since(begin)
+	elapsed, cpu := time.Since(begin), readCPU().sub(cpuBefore)
 	close(stop)
 	wg.Wait()
 	var r result
-	r.elapsed = elapsed
+	r.elapsed, r.cpu = elapsed, cpu
 	for _, p := range parts {
 		r.latencies = append(r.latencies, p.lat...)
 		r.errors += p.errors
@@ -131,6 +132,7 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 			}
 			out[i].latencies = append(out[i].latencies, r.latencies...)
 			out[i].elapsed += r.elapsed
+			out[i].cpu = out[i].cpu.add(r.cpu)
 		}
 	}
 	for i := range out {

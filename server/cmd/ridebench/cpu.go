@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// CPU time per request, read from /proc (Linux) around each measured window: on a virtual
+// machine whose speed drifts with its neighbours, it moves far less than requests per second,
+// and it says where a request's cost lies: in the server, in PostgreSQL or in the client.
+
+// cpuTimes is CPU time (user and system) used by the processes of a run.
+type cpuTimes struct {
+	server      time.Duration // the real server
+	handwritten time.Duration // the hand-written comparison server
+	postgres    time.Duration // every process named postgres: the backends and the writers
+	self        time.Duration // this process: the load generator, and the reference's pgx client
+}
+
+// servers are the pids of the two servers, set when they start.
+var servers struct{ real, handwritten int }
+
+// clockTick is USER_HZ, the unit of /proc's CPU times: 100 on every Linux this runs on.
+const clockTick = 10 * time.Millisecond
+
+func readCPU() cpuTimes {
+	t := cpuTimes{self: processCPU(os.Getpid())}
+	if servers.real != 0 {
+		t.server = processCPU(servers.real)
+	}
+	if servers.handwritten != 0 {
+		t.handwritten = processCPU(servers.handwritten)
+	}
+	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, comm := range comms {
+		if name, err := os.ReadFile(comm); err == nil && string(bytes.TrimSpace(name)) == "postgres" {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(comm))); err == nil {
+				t.postgres += processCPU(pid)
+			}
+		}
+	}
+	return t
+}
+
+// processCPU is utime + stime of a process, or 0 once it is gone.
+func processCPU(pid int) time.Duration {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces; the fields after it are fixed:
+	// utime and stime are the 12th and 13th after the closing parenthesis.
+	fields := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(string(fields[11]), 10, 64)
+	stime, _ := strconv.ParseInt(string(fields[12]), 10, 64)
+	return time.Duration(utime+stime) * clockTick
+}
+
+func (t cpuTimes) sub(u cpuTimes) cpuTimes {
+	return cpuTimes{t.server - u.server, t.handwritten - u.handwritten, t.postgres - u.postgres, t.self - u.self}
+}
+
+func (t cpuTimes) add(u cpuTimes) cpuTimes {
+	return cpuTimes{t.server + u.server, t.handwritten + u.handwritten, t.postgres + u.postgres, t.self + u.self}
+}
+
+// perRequest formats d spread over n requests in µs.
+func perRequest(d time.Duration, n int) string {
+	if n == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond)/float64(n), 'f', 0, 64)
+}
