@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 
 	"gorm.io/gorm"
@@ -66,8 +65,7 @@ func newTripReads(s *Store, db *gorm.DB) *tripReads {
 	ids := make([]string, 0, tripReadBatch)
 	for n := 2; n <= tripReadBatch; n++ {
 		ids = ids[:n]
-		sql := db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+` WHERE trips.id IN ?`, ids).Statement.SQL.String()
-		t.byIDs[n] = strings.Clone(sql)
+		t.byIDs[n] = db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+` WHERE trips.id IN ?`, ids).Statement.SQL.String()
 	}
 	return t
 }
