@@ -87,12 +87,5 @@ func (s *Store) DriverRelease(ctx context.Context, p DriverReleaseParams) error 
 	if p.Lat != nil {
 		updates["lat"], updates["lng"] = *p.Lat, *p.Lng
 	}
-	res := s.conn(ctx).Table("drivers").Where("id = ?", p.ID).UpdateColumns(updates)
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return changedRows(s.conn(ctx).Table("drivers").Where("id = ?", p.ID).UpdateColumns(updates), ErrNotFound)
 }

@@ -78,3 +78,15 @@ func interpretError(err error) error {
 	}
 	return err
 }
+
+// changedRows is the outcome of a write that must change at least one row: the write's own
+// error, interpreted, or none when no row matched its conditions.
+func changedRows(res *gorm.DB, none error) error {
+	if res.Error != nil {
+		return interpretError(res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return none
+	}
+	return nil
+}

@@ -38,13 +38,7 @@ func (s *Store) FareEstimateMarkUsed(ctx context.Context, p FareEstimateMarkUsed
 	res := s.conn(ctx).Table("fare_estimates").
 		Where("id = ? AND used_at IS NULL", p.ID).
 		UpdateColumn("used_at", utcMicro(p.At))
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	return nil
+	return changedRows(res, ErrConflict)
 }
 
 // FareEstimateSetTripParams links a consumed estimate to the trip booked from it.
@@ -59,13 +53,7 @@ func (s *Store) FareEstimateSetTrip(ctx context.Context, p FareEstimateSetTripPa
 	res := s.conn(ctx).Table("fare_estimates").
 		Where("id = ? AND used_at IS NOT NULL AND trip_id IS NULL", p.ID).
 		UpdateColumn("trip_id", p.TripID)
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	return nil
+	return changedRows(res, ErrConflict)
 }
 
 // utcMicro is t as every stored time is: UTC, whole microseconds. Writes through UpdateColumns

@@ -172,13 +172,7 @@ func (s *Store) CompleteIdempotencyRecord(ctx context.Context, r IdempotencyResu
 			"status": IdempotencyCompleted, "response_status": r.Status, "response_headers": r.Headers,
 			"response_body": body, "completed_at": now,
 		})
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	return nil
+	return changedRows(res, ErrConflict)
 }
 
 // FailIdempotencyRecord marks the record failed if owner still holds it, so the key may be

@@ -97,12 +97,8 @@ func (s *Store) LockTripForPayment(ctx context.Context, tripID string) (Trip, er
 // transaction goes on: on PostgreSQL a failed statement would abort it, and the caller could
 // then not record its answer in it.
 func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
-	res := s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&p)
-	if res.Error != nil {
-		return Payment{}, interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return Payment{}, ErrDuplicate
+	if err := changedRows(s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&p), ErrDuplicate); err != nil {
+		return Payment{}, err
 	}
 	return p, nil
 }

@@ -29,14 +29,7 @@ func (s *Store) TripSetStatus(ctx context.Context, p TripSetStatusParams) error 
 			updates[column] = utcMicro(*t)
 		}
 	}
-	res := s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates)
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrConflict
-	}
-	return nil
+	return changedRows(s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates), ErrConflict)
 }
 
 // RiderHasActiveTrip reports whether the rider has a trip that is not final. Booking asks

@@ -86,14 +86,7 @@ func (s *Store) ListWebhookEndpoints(ctx context.Context, account string, p Page
 // DeleteWebhookEndpoint removes an endpoint of the account with its deliveries and their
 // attempt log. ErrNotFound when there is none (already deleted, or another account's).
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, account, id string) error {
-	res := s.conn(ctx).Where("id = ? AND account = ?", id, account).Delete(&WebhookEndpoint{})
-	if res.Error != nil {
-		return interpretError(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return changedRows(s.conn(ctx).Where("id = ? AND account = ?", id, account).Delete(&WebhookEndpoint{}), ErrNotFound)
 }
 
 // RotateWebhookSecretParams replaces an endpoint's signing secret.
@@ -127,14 +120,10 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, p RotateWebhookSecretPa
 	}
 	var out WebhookEndpoint
 	err := s.WithTx(ctx, func(tx *Store) error {
-		res := tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ? AND account = ?", p.ID, p.Account).Updates(updates)
-		if res.Error != nil {
-			return res.Error
+		err := changedRows(tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ? AND account = ?", p.ID, p.Account).Updates(updates), ErrNotFound)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
-			return ErrNotFound
-		}
-		var err error
 		out, err = tx.WebhookEndpointByID(ctx, p.Account, p.ID)
 		return err
 	})
