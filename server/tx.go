@@ -19,10 +19,16 @@ func withTx(ctx context.Context, st *store.Store) context.Context {
 // else the server's. Writes that span several statements wrap themselves in WithTx on it,
 // which nests as a savepoint inside a request transaction.
 func (s *Server) storeFor(ctx context.Context) *store.Store {
-	if st, ok := ctx.Value(txKey{}).(*store.Store); ok {
-		return st
+	if tx := requestTx(ctx); tx != nil {
+		return tx
 	}
 	return s.store
+}
+
+// requestTx is the transaction the request runs in, or nil.
+func requestTx(ctx context.Context) *store.Store {
+	tx, _ := ctx.Value(txKey{}).(*store.Store)
+	return tx
 }
 
 // inRequestTx runs fn in the request's transaction, without a savepoint of its own, or in a
@@ -31,8 +37,8 @@ func (s *Server) storeFor(ctx context.Context) *store.Store {
 // answer. So fn may fail with a 4xx (an answer the idempotency layer records and commits)
 // only before its first write; after it, only with a 5xx, which rolls everything back.
 func (s *Server) inRequestTx(ctx context.Context, fn func(tx *store.Store) error) error {
-	if st, ok := ctx.Value(txKey{}).(*store.Store); ok {
-		return fn(st)
+	if tx := requestTx(ctx); tx != nil {
+		return fn(tx)
 	}
 	return s.store.WithTx(ctx, fn)
 }
