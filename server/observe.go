@@ -90,7 +90,14 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		case status >= 500:
 			level = slog.LevelWarn // not ready, or a dependency down: the readiness probe tells
 		}
-		s.log.LogAttrs(req.Context(), level, "request", attrs...)
+		// Straight to the handler, with no caller: Logger.LogAttrs would find the caller's
+		// program counter on every request for a line whose message already says where it
+		// comes from.
+		if ctx := req.Context(); s.log.Enabled(ctx, level) {
+			r := slog.NewRecord(time.Now(), level, "request", 0)
+			r.AddAttrs(attrs...)
+			_ = s.log.Handler().Handle(ctx, r)
+		}
 		return err
 	}
 }

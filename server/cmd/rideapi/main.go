@@ -35,7 +35,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	logs := newLogBuffer(stderr)
+	defer logs.Close()
+	log := slog.New(flushOnWarn{slog.NewJSONHandler(logs, nil), logs})
 	if len(args) == 0 {
 		return serve(ctx, args, stdout, stderr, log)
 	}
