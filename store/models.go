@@ -142,7 +142,9 @@ func (r *Rider) AfterFind(*gorm.DB) error {
 // Trip is one ride from booking to its final status. Driver is the trip's driver as trips
 // show it, read with the trip by the store's trip queries (the driver's other columns are
 // DriverByID's); CreateTrip ignores it. RoutePolyline, MatchingScore, DriverPayout and
-// PlatformCost are internal route, dispatch and cost-basis data that no public view may show.
+// PlatformCost are internal route, dispatch and cost-basis data that no public view may show:
+// CreateTrip stores them, and the trip reads that serve the API (TripByID, ListTrips and the
+// like) leave them zero.
 type Trip struct {
 	ID             string `gorm:"column:id;primaryKey"`
 	Status         string

@@ -18,7 +18,7 @@ var _ = Describe("Records", func() {
 		BeforeEach(func() { st = e.shared })
 
 		Describe("lookups by id", func() {
-			It("return a trip with its driver and every stored field", func(ctx SpecContext) {
+			It("return a trip with its driver and every public field, and no internal one", func(ctx SpecContext) {
 				created := createTrip(ctx, st, tripOpts{Fare: 2310})
 				got, err := st.TripByID(ctx, created.ID)
 				Expect(err).NotTo(HaveOccurred())
@@ -29,10 +29,18 @@ var _ = Describe("Records", func() {
 				Expect(*got.PickupAddress).To(Equal("1 Market St"))
 				Expect(got.DropoffAddress).To(BeNil())
 				Expect(*got.ETAMinutes).To(Equal(4))
-				Expect(got.RoutePolyline).To(Equal("_p~iF~ps|U_ulLnnqC"))
-				Expect(got.MatchingScore).To(Equal(0.92))
-				Expect(got.DriverPayout).To(BeEquivalentTo(2310 * 75 / 100))
-				Expect(got.PlatformCost).To(BeEquivalentTo(85))
+				Expect(got.RoutePolyline).To(BeEmpty())
+				Expect(got.MatchingScore).To(BeZero())
+				Expect(got.DriverPayout).To(BeZero())
+				Expect(got.PlatformCost).To(BeZero())
+
+				// CreateTrip stored them all the same.
+				var row store.Trip
+				Expect(st.DB().WithContext(ctx).First(&row, "id = ?", created.ID).Error).To(Succeed())
+				Expect(row.RoutePolyline).To(Equal("_p~iF~ps|U_ulLnnqC"))
+				Expect(row.MatchingScore).To(Equal(0.92))
+				Expect(row.DriverPayout).To(BeEquivalentTo(2310 * 75 / 100))
+				Expect(row.PlatformCost).To(BeEquivalentTo(85))
 			})
 
 			It("return drivers, riders and cities", func(ctx SpecContext) {

@@ -47,8 +47,7 @@ func BenchmarkTripByIDOverhead(b *testing.B) {
 			err := pool.QueryRow(ctx, st.sql.tripByID, id).Scan(&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID,
 				&t.DriverID, &t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 				&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
-				&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &t.RoutePolyline,
-				&t.MatchingScore, &t.DriverPayout, &t.PlatformCost, &d.Name, &d.Rating, &d.Photo)
+				&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &d.Name, &d.Rating, &d.Photo)
 			if err != nil {
 				b.Fatal(err)
 			}
