@@ -3,13 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/labstack/echo/v4"
 )
 
@@ -161,11 +162,18 @@ func stampRequestID(h http.Header, id string) {
 	h.Set(headerRequestID, id)
 }
 
-// strongETag is the validator of a representation: a strong ETag over its exact bytes (128 bits
-// of SHA-256, plenty to tell versions of one resource apart).
+// strongETag is the validator of a representation: a strong ETag over its exact bytes, the
+// 64-bit xxHash of them. That is plenty to tell versions of one resource apart by chance, and
+// the same on every replica. SHA-256 took 4 % of the server's CPU on a page of 20 trips (6.6 µs
+// for 12 KB); xxHash takes a tenth of that. Nothing relies on the tag being unforgeable: a
+// caller who could make two versions of a resource collide could only confuse their own cache.
 func strongETag(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"` + hex.EncodeToString(sum[:16]) + `"`
+	var sum [8]byte
+	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
+	var tag [1 + 2*len(sum) + 1]byte
+	tag[0], tag[len(tag)-1] = '"', '"'
+	hex.Encode(tag[1:len(tag)-1], sum[:])
+	return string(tag[:])
 }
 
 // representationETag is the ETag a GET answering v carries: the generated handlers encode the
