@@ -15,13 +15,14 @@ import (
 // cpuTimes is CPU time (user and system) used by the processes of a run.
 type cpuTimes struct {
 	server      time.Duration // the real server
+	compare     time.Duration // the second build of the real server (-compare)
 	handwritten time.Duration // the hand-written comparison server
 	postgres    time.Duration // every process named postgres: the backends and the writers
 	self        time.Duration // this process: the load generator, and the reference's pgx client
 }
 
-// servers are the pids of the two servers, set when they start.
-var servers struct{ real, handwritten int }
+// servers are the pids of the servers, set when they start.
+var servers struct{ real, compare, handwritten int }
 
 // clockTick is USER_HZ, the unit of /proc's CPU times: 100 on every Linux this runs on.
 const clockTick = 10 * time.Millisecond
@@ -30,6 +31,9 @@ func readCPU() cpuTimes {
 	t := cpuTimes{self: processCPU(os.Getpid())}
 	if servers.real != 0 {
 		t.server = processCPU(servers.real)
+	}
+	if servers.compare != 0 {
+		t.compare = processCPU(servers.compare)
 	}
 	if servers.handwritten != 0 {
 		t.handwritten = processCPU(servers.handwritten)
@@ -63,11 +67,11 @@ func processCPU(pid int) time.Duration {
 }
 
 func (t cpuTimes) sub(u cpuTimes) cpuTimes {
-	return cpuTimes{t.server - u.server, t.handwritten - u.handwritten, t.postgres - u.postgres, t.self - u.self}
+	return cpuTimes{t.server - u.server, t.compare - u.compare, t.handwritten - u.handwritten, t.postgres - u.postgres, t.self - u.self}
 }
 
 func (t cpuTimes) add(u cpuTimes) cpuTimes {
-	return cpuTimes{t.server + u.server, t.handwritten + u.handwritten, t.postgres + u.postgres, t.self + u.self}
+	return cpuTimes{t.server + u.server, t.compare + u.compare, t.handwritten + u.handwritten, t.postgres + u.postgres, t.self + u.self}
 }
 
 // perRequest formats d spread over n requests in µs.

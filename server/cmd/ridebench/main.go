@@ -22,6 +22,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -49,6 +51,7 @@ func main() {
 type options struct {
 	adminURL, dbName, rideapi, addr string
 	hwAddr                          string
+	compare, compareAddr            string
 	data                            dataset
 	concurrency                     int
 	warmup, duration, depthDuration time.Duration
@@ -65,6 +68,8 @@ func parseFlags() options {
 	flag.StringVar(&o.dbName, "db", "ride_bench", "name of the benchmark database (created when missing)")
 	flag.StringVar(&o.rideapi, "rideapi", ".bench/rideapi", "the server binary (go build ./server/cmd/rideapi)")
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "address the server listens on")
+	flag.StringVar(&o.compare, "compare", "", "a second server binary (say, a build of the previous commit) to run in the same rounds as -rideapi, so that a change is measured under the same load and the same drift of the machine")
+	flag.StringVar(&o.compareAddr, "compare-addr", "127.0.0.1:18081", "address the -compare server listens on")
 	flag.StringVar(&o.hwAddr, "hw-addr", "127.0.0.1:18090", "address the hand-written comparison server listens on")
 	flag.StringVar(&o.handwritten, "handwritten", "", "internal: serve as the hand-written comparison server on this address")
 	flag.StringVar(&o.handwrittenDB, "handwritten-db", "", "internal: the database URL of -handwritten")
@@ -105,11 +110,19 @@ func benchmark(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	stopServer, err := startServer(ctx, o.rideapi, env, o.addr)
+	stopServer, err := startServer(ctx, o.rideapi, env, o.addr, "ridebench-server.log", &servers.real)
 	if err != nil {
 		return err
 	}
 	defer stopServer()
+	if o.compare != "" {
+		compareEnv := append(slices.Clip(env), "RIDE_ADDR="+o.compareAddr) // the last one wins
+		stopCompare, err := startServer(ctx, o.compare, compareEnv, o.compareAddr, "ridebench-compare.log", &servers.compare)
+		if err != nil {
+			return err
+		}
+		defer stopCompare()
+	}
 	stopHandwritten, err := startHandwritten(ctx, o.hwAddr, dbURL)
 	if err != nil {
 		return err
@@ -159,10 +172,20 @@ func benchmark(ctx context.Context, o options) error {
 		if sc.handwritten != nil {
 			labels, ops = append(labels, sc.name+" (hand-written)"), append(ops, sc.handwritten)
 		}
+		if o.compare != "" {
+			labels = append(labels, sc.name+" (compare)")
+			ops = append(ops, func(ctx context.Context, w *worker) error {
+				w.redirect = o.compareAddr
+				return sc.http(ctx, w)
+			})
+		}
 		res := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops)
 		row := reportRow{sc: sc, srv: res[0], ref: res[1]}
-		if len(res) > 2 {
+		if sc.handwritten != nil {
 			row.hw = &res[2]
+		}
+		if o.compare != "" {
+			row.cmp = &res[len(res)-1]
 		}
 		rows = append(rows, row)
 	}
@@ -201,15 +224,15 @@ func createKey(ctx context.Context, bin string, env []string, role string) (stri
 	return strings.TrimSpace(string(out)), nil
 }
 
-// startServer starts the binary and waits until /readyz answers 200.
-func startServer(ctx context.Context, bin string, env []string, addr string) (stop func(), err error) {
+// startServer starts the binary and waits until /readyz answers 200; then it sets *pid.
+func startServer(ctx context.Context, bin string, env []string, addr, logName string, pid *int) (stop func(), err error) {
 	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("%s is already taken: stop whatever listens there or pass -addr", addr)
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = env
-	logs, _ := os.Create(os.TempDir() + "/ridebench-server.log")
+	logs, _ := os.Create(filepath.Join(os.TempDir(), logName))
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -225,7 +248,7 @@ func startServer(ctx context.Context, bin string, env []string, addr string) (st
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				servers.real = cmd.Process.Pid
+				*pid = cmd.Process.Pid
 				log.Printf("server: %s ready on %s (pid %d, log %s)", bin, addr, cmd.Process.Pid, logs.Name())
 				return stop, nil
 			}
@@ -287,6 +310,9 @@ func (b *bench) requestAt(base, method, path string, body any) *http.Request {
 // do sends req on w's connection and fails on any status but want; it returns the body,
 // valid until w's next request.
 func (b *bench) do(w *worker, req *http.Request, want int) ([]byte, error) {
+	if w.redirect != "" {
+		req.URL.Host, req.Host = w.redirect, w.redirect
+	}
 	status, body, err := w.http.roundTrip(req)
 	if err != nil {
 		return nil, err
@@ -564,6 +590,7 @@ type reportRow struct {
 	sc       *scenario
 	srv, ref result
 	hw       *result // the hand-written server, where the scenario has one
+	cmp      *result // the -compare server
 }
 
 func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
@@ -604,6 +631,19 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 			perRequest(r.ref.cpu.postgres, r.ref.n), perRequest(r.ref.cpu.self, r.ref.n), hwServer, hwPostgres)
 	}
 	tw.Flush()
+	if len(rows) > 0 && rows[0].cmp != nil {
+		fmt.Fprintf(w, "\n-compare %s against -rideapi %s, taking turns in the same rounds\n\n", o.compare, o.rideapi)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treq/s vs -rideapi\tCPU µs/req: server\tPostgreSQL\t-rideapi: server\tPostgreSQL\t")
+		for _, r := range rows {
+			c := r.cmp
+			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name, c.rate(), ms(c.percentile(0.5)),
+				ms(c.percentile(0.99)), c.errors, percent(c.rate(), r.srv.rate()),
+				perRequest(c.cpu.compare, c.n), perRequest(c.cpu.postgres, c.n),
+				perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n))
+		}
+		tw.Flush()
+	}
 	if len(depths) > 0 {
 		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -40,6 +40,8 @@ type worker struct {
 	keyT   time.Time
 	keyID  string
 	http   keepAlive
+	// redirect, when set, sends the worker's HTTP requests to this address instead (-compare).
+	redirect string
 }
 
 // run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
