@@ -152,7 +152,7 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	defer sampler.close()
 
-	b := &bench{o: o, base: "http://" + o.addr, hwBase: "http://" + o.hwAddr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
+	b := &bench{o: o, base: "http://" + o.addr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
 		sampler: sampler}
 	// The payable trips are split: the server pays one half, the reference the other.
 	half := len(smp.payable) / 2
@@ -169,19 +169,15 @@ func benchmark(ctx context.Context, o options) error {
 		}
 		labels := []string{sc.name + " (server)", sc.name + " (reference)"}
 		ops := []func(context.Context, *worker) error{sc.http, sc.reference}
-		if sc.handwritten != nil {
-			labels, ops = append(labels, sc.name+" (hand-written)"), append(ops, sc.handwritten)
+		if sc.handwritten {
+			labels, ops = append(labels, sc.name+" (hand-written)"), append(ops, redirected(sc.http, o.hwAddr))
 		}
 		if o.compare != "" {
-			labels = append(labels, sc.name+" (compare)")
-			ops = append(ops, func(ctx context.Context, w *worker) error {
-				w.redirect = o.compareAddr
-				return sc.http(ctx, w)
-			})
+			labels, ops = append(labels, sc.name+" (compare)"), append(ops, redirected(sc.http, o.compareAddr))
 		}
 		res := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops)
 		row := reportRow{sc: sc, srv: res[0], ref: res[1]}
-		if sc.handwritten != nil {
+		if sc.handwritten {
 			row.hw = &res[2]
 		}
 		if o.compare != "" {
@@ -262,7 +258,6 @@ func startServer(ctx context.Context, bin string, env []string, addr, logName st
 type bench struct {
 	o       options
 	base    string
-	hwBase  string
 	key     string
 	secret  []byte
 	smp     samples
@@ -283,23 +278,19 @@ type scenario struct {
 	http    func(ctx context.Context, w *worker) error
 	// reference runs the scenario's captured SQL with this iteration's values.
 	reference func(ctx context.Context, w *worker) error
-	// handwritten, when set, asks the hand-written server the same thing.
-	handwritten func(ctx context.Context, w *worker) error
+	// handwritten says that the hand-written server answers http's requests too.
+	handwritten bool
 }
 
 const graphQLSeed = `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`
 
 func (b *bench) request(method, path string, body any) *http.Request {
-	return b.requestAt(b.base, method, path, body)
-}
-
-func (b *bench) requestAt(base, method, path string, body any) *http.Request {
 	var r io.Reader
 	if body != nil {
 		raw, _ := json.Marshal(body)
 		r = bytes.NewReader(raw)
 	}
-	req, _ := http.NewRequest(method, base+path, r)
+	req, _ := http.NewRequest(method, b.base+path, r)
 	req.Header.Set("Authorization", "Bearer "+b.key)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -321,6 +312,14 @@ func (b *bench) do(w *worker, req *http.Request, want int) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, status, bytes.TrimSpace(body))
 	}
 	return body, nil
+}
+
+// redirected is op with its HTTP requests sent to addr: another server answering the same API.
+func redirected(op func(context.Context, *worker) error, addr string) func(context.Context, *worker) error {
+	return func(ctx context.Context, w *worker) error {
+		w.redirect = addr
+		return op(ctx, w)
+	}
 }
 
 // inProcess is req aimed at the sampler instead of the running server.
@@ -361,10 +360,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, getSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
 			return err
 		},
-		handwritten: func(ctx context.Context, w *worker) error {
-			_, err := b.do(w, b.requestAt(b.hwBase, http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
-			return err
-		},
+		handwritten: true,
 	})
 
 	// GET /v1/trips?status=completed&limit=20, first page
@@ -384,10 +380,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, firstSQL, none, -1)
 			return err
 		},
-		handwritten: func(ctx context.Context, w *worker) error {
-			_, err := b.do(w, b.requestAt(b.hwBase, http.MethodGet, listPath, nil), http.StatusOK)
-			return err
-		},
+		handwritten: true,
 	})
 
 	// Deep pages: each client walks the list by next_cursor, from the top, again and again.
@@ -456,10 +449,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, driverSQL, swap(sampleDriver, pick(w, b.smp.driverIDs)), -1)
 			return err
 		},
-		handwritten: func(ctx context.Context, w *worker) error {
-			_, err := b.do(w, b.requestAt(b.hwBase, http.MethodGet, "/v1/drivers/"+pick(w, b.smp.driverIDs)+"/trips", nil), http.StatusOK)
-			return err
-		},
+		handwritten: true,
 	})
 
 	// POST /v1/payments with a fresh Idempotency-Key each, each paying another trip.

@@ -40,7 +40,8 @@ type worker struct {
 	keyT   time.Time
 	keyID  string
 	http   keepAlive
-	// redirect, when set, sends the worker's HTTP requests to this address instead (-compare).
+	// redirect, when set, sends the worker's HTTP requests to this address instead: the
+	// hand-written server, or the -compare build.
 	redirect string
 }
 
