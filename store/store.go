@@ -109,7 +109,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
-	s.reads = newTripReads(s, db)
+	s.reads = &tripReads{s: s}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-
-	"gorm.io/gorm"
 )
 
 // Reading one trip by id is the hottest query there is (GET /v1/trips/{id}, GraphQL's trip),
@@ -38,10 +36,6 @@ type tripReads struct {
 	mu      sync.Mutex
 	running int
 	waiting []*tripRead
-
-	// byIDs[n] reads n trips by id, in this engine's placeholder syntax (byIDs[1] is the
-	// single-trip statement).
-	byIDs [tripReadBatch + 1]string
 }
 
 // tripRead is one caller's read, and the message that wakes it.
@@ -58,17 +52,6 @@ var tripReadPool = sync.Pool{New: func() any { return &tripRead{wake: make(chan 
 
 // errTripReadAbandoned answers reads whose statement panicked.
 var errTripReadAbandoned = errors.New("store: trip read abandoned")
-
-func newTripReads(s *Store, db *gorm.DB) *tripReads {
-	t := &tripReads{s: s}
-	t.byIDs[1] = s.sql.tripByID
-	ids := make([]string, 0, tripReadBatch)
-	for n := 2; n <= tripReadBatch; n++ {
-		ids = ids[:n]
-		t.byIDs[n] = db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+` WHERE trips.id IN ?`, ids).Statement.SQL.String()
-	}
-	return t
-}
 
 // read returns the trip with id, with its driver, or ErrNotFound.
 func (t *tripReads) read(ctx context.Context, id string) (Trip, error) {
@@ -108,7 +91,7 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 		// The other reads must not fail because the caller leading them went away.
 		ctx = context.WithoutCancel(ctx)
 	}
-	trips, err := t.s.tripsByPrebuilt(ctx, t.byIDs[len(batch)], ids...)
+	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsByIDs[len(batch)], ids...)
 	for _, r := range batch {
 		r.err = err
 		if err != nil {

@@ -34,6 +34,9 @@ type prebuiltSQL struct {
 	tripByID string
 	// tripByIDForUpdate also locks the trip's row where the engine has row locks.
 	tripByIDForUpdate string
+	// tripsByIDs[n] reads n trips by id (tripReads' shared statements); tripsByIDs[1] is
+	// tripByID.
+	tripsByIDs [tripReadBatch + 1]string
 }
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
@@ -41,6 +44,12 @@ func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
 	p.tripByIDForUpdate = p.tripByID
 	if engine == EnginePostgres {
 		p.tripByIDForUpdate += " FOR UPDATE OF trips"
+	}
+	p.tripsByIDs[1] = p.tripByID
+	ids := make([]string, tripReadBatch)
+	for n := 2; n <= tripReadBatch; n++ {
+		p.tripsByIDs[n] = db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+` WHERE trips.id IN ?`,
+			ids[:n]).Statement.SQL.String()
 	}
 	return p
 }
