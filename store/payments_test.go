@@ -61,6 +61,7 @@ var _ = Describe("Payments and receipts", func() {
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
+					defer GinkgoRecover() // the Expect below runs off the spec's goroutine
 					errs[i] = e.shared.WithTx(ctx, func(tx *store.Store) error {
 						locked, err := tx.LockTripForPayment(ctx, trip.ID)
 						if err != nil {
