@@ -23,6 +23,27 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ApiKeyRole.
+const (
+	ApiKeyRoleAdmin  ApiKeyRole = "admin"
+	ApiKeyRoleDriver ApiKeyRole = "driver"
+	ApiKeyRoleRider  ApiKeyRole = "rider"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyRole enum.
+func (e ApiKeyRole) Valid() bool {
+	switch e {
+	case ApiKeyRoleAdmin:
+		return true
+	case ApiKeyRoleDriver:
+		return true
+	case ApiKeyRoleRider:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CancelledBy.
 const (
 	CancelledByAdmin  CancelledBy = "admin"
@@ -367,6 +388,124 @@ func (e WebhookEndpointStatus) Valid() bool {
 		return false
 	}
 }
+
+// ApiKey An API key of the account. Its secret is never shown after creation.
+type ApiKey struct {
+	// Account The account (tenant) the key belongs to.
+	//
+	// Example: acct_default
+	Account   string    `json:"account"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Checkout app, production
+	Description *string `json:"description"`
+
+	// ExpiresAt When the key stops working; null means never.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
+	Id string `json:"id"`
+
+	// LastUsedAt The latest authenticated request with the key, recorded at most once a minute per
+	// server replica; null when never used.
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The first characters of the secret, to recognise a key by; they reveal nothing usable.
+	//
+	// Example: rk_Xb3kQ9mP
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When the key was revoked; null while it works.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
+	// the whole account.
+	//
+	//
+	// Example: rider
+	Role ApiKeyRole `json:"role"`
+
+	// Subject The rider or driver the key acts for; null for admin keys.
+	//
+	// Example: rdr_8m2k4n6p8q2r4s6t8v2w4x6y8z
+	Subject *string `json:"subject"`
+}
+
+// ApiKeyCreate A key to create in the caller's account.
+type ApiKeyCreate struct {
+	// Description A note for humans, e.g. which app holds the key.
+	//
+	// Example: Checkout app, production
+	Description *string `json:"description,omitempty"`
+
+	// ExpiresAt When the key stops working; absent means never. Must be in the future.
+	//
+	// Example: 2027-06-30T00:00:00Z
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
+	// the whole account.
+	//
+	//
+	// Example: rider
+	Role ApiKeyRole `json:"role"`
+
+	// Subject The rider's (`rdr_…`, of this account) or driver's (`drv_…`) id the key acts for;
+	// required for `rider` and `driver` keys, absent for `admin` keys.
+	//
+	//
+	// Example: rdr_8m2k4n6p8q2r4s6t8v2w4x6y8z
+	Subject *string `json:"subject,omitempty"`
+}
+
+// ApiKeyCreated A newly created API key with its secret, shown only in this answer.
+type ApiKeyCreated struct {
+	// Account Example: acct_default
+	Account   string    `json:"account"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Description Example: Checkout app, production
+	Description *string    `json:"description"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+
+	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
+	Id         string     `json:"id"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix Example: rk_Xb3kQ9mP
+	Prefix    string     `json:"prefix"`
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
+	// the whole account.
+	//
+	//
+	// Example: rider
+	Role ApiKeyRole `json:"role"`
+
+	// Secret The key itself, for `Authorization: Bearer <secret>`. Shown only here: store it now.
+	//
+	//
+	// Example: rk_Xb3kQ9mPzL4vN8wR2tY6uH1jK5oE7aS0dF3gC9bV2nMq1Zx8Pw
+	Secret string `json:"secret"`
+
+	// Subject Example: rdr_8m2k4n6p8q2r4s6t8v2w4x6y8z
+	Subject *string `json:"subject"`
+}
+
+// ApiKeyList A page of API keys.
+type ApiKeyList struct {
+	Data []ApiKey `json:"data"`
+
+	// Pagination Where a list page sits in its walk.
+	Pagination Pagination `json:"pagination"`
+}
+
+// ApiKeyRole What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
+// the whole account.
+//
+// Example: rider
+type ApiKeyRole string
 
 // Cancellation The record of a trip's cancellation.
 type Cancellation struct {
@@ -1372,6 +1511,9 @@ type IfMatch = string
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
+// KeyId Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
+type KeyId = string
+
 // Limit defines model for Limit.
 type Limit = int32
 
@@ -1449,6 +1591,39 @@ type UnprocessableEntity = Problem
 
 // UnsupportedMediaType An RFC 9457 problem details object.
 type UnsupportedMediaType = Problem
+
+// ListApiKeysParams defines parameters for ListApiKeys.
+type ListApiKeysParams struct {
+	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor An opaque bookmark: `pagination.next_cursor` or `pagination.prev_cursor` of a previous
+	// page of the same query. A tampered cursor, or one issued for other filters, sort or
+	// caller, is answered 400 `invalid_cursor`.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// CreateApiKeyParams defines parameters for CreateApiKey.
+type CreateApiKeyParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetApiKeyParams defines parameters for GetApiKey.
+type GetApiKeyParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
 
 // GetDriverParams defines parameters for GetDriver.
 type GetDriverParams struct {
@@ -1817,6 +1992,9 @@ type ReceiveEventParams struct {
 	// secret, separated by spaces.
 	WebhookSignature string `json:"webhook-signature"`
 }
+
+// CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
+type CreateApiKeyJSONRequestBody = ApiKeyCreate
 
 // CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
 type CreateFareEstimateJSONRequestBody = FareEstimateRequest
@@ -2262,6 +2440,18 @@ type ServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// ListApiKeys List API keys
+	// (GET /v1/api-keys)
+	ListApiKeys(ctx echo.Context, params ListApiKeysParams) error
+	// CreateApiKey Create an API key
+	// (POST /v1/api-keys)
+	CreateApiKey(ctx echo.Context, params CreateApiKeyParams) error
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/api-keys/{keyId})
+	RevokeApiKey(ctx echo.Context, keyId KeyId) error
+	// GetApiKey Get an API key
+	// (GET /v1/api-keys/{keyId})
+	GetApiKey(ctx echo.Context, keyId KeyId, params GetApiKeyParams) error
 	// GetDriver Get a driver's public profile
 	// (GET /v1/drivers/{driverId})
 	GetDriver(ctx echo.Context, driverId DriverId, params GetDriverParams) error
@@ -2379,6 +2569,129 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReadiness(ctx)
+	return err
+}
+
+// ListApiKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListApiKeys(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApiKeysParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListApiKeys(ctx, params)
+	return err
+}
+
+// CreateApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateApiKey(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateApiKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateApiKey(ctx, params)
+	return err
+}
+
+// RevokeApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeApiKey(ctx, keyId)
+	return err
+}
+
+// GetApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetApiKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApiKey(ctx, keyId, params)
 	return err
 }
 
@@ -3589,6 +3902,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
+	router.POST(options.BaseURL+"/v1/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
+	router.DELETE(options.BaseURL+"/v1/api-keys/:keyId", wrapper.RevokeApiKey, options.OperationMiddlewares["revokeApiKey"]...)
+	router.GET(options.BaseURL+"/v1/api-keys/:keyId", wrapper.GetApiKey, options.OperationMiddlewares["getApiKey"]...)
 	router.GET(options.BaseURL+"/v1/webhook_endpoints", wrapper.ListWebhookEndpointsDeprecated, options.OperationMiddlewares["listWebhookEndpointsDeprecated"]...)
 	router.POST(options.BaseURL+"/v1/webhook_endpoints", wrapper.CreateWebhookEndpointDeprecated, options.OperationMiddlewares["createWebhookEndpointDeprecated"]...)
 	router.DELETE(options.BaseURL+"/v1/webhook_endpoints/:endpointId", wrapper.DeleteWebhookEndpointDeprecated, options.OperationMiddlewares["deleteWebhookEndpointDeprecated"]...)
@@ -4100,6 +4417,867 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeysRequestObject struct {
+	Params ListApiKeysParams
+}
+
+type ListApiKeysResponseObject interface {
+	VisitListApiKeysResponse(w http.ResponseWriter) error
+}
+
+type ListApiKeys200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListApiKeys200JSONResponse struct {
+	Body    ApiKeyList
+	Headers ListApiKeys200ResponseHeaders
+}
+
+func (response ListApiKeys200JSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys304Response = NotModifiedResponse
+
+func (response ListApiKeys304Response) VisitListApiKeysResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListApiKeys400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys400ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys401ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys403ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys406ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys429ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys500ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKeyRequestObject struct {
+	Params CreateApiKeyParams
+	Body   *CreateApiKeyJSONRequestBody
+}
+
+type CreateApiKeyResponseObject interface {
+	VisitCreateApiKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateApiKey201ResponseHeaders struct {
+	Location           string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateApiKey201JSONResponse struct {
+	Body    ApiKeyCreated
+	Headers CreateApiKey201ResponseHeaders
+}
+
+func (response CreateApiKey201JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey400ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey401ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey403ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey409ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey413ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey415ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey422ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey429ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey500ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKeyRequestObject struct {
+	KeyId KeyId `json:"keyId"`
+}
+
+type RevokeApiKeyResponseObject interface {
+	VisitRevokeApiKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeApiKey204ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type RevokeApiKey204Response struct {
+	Headers RevokeApiKey204ResponseHeaders
+}
+
+func (response RevokeApiKey204Response) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey400ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey401ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey403ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey404ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey429ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey500ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKeyRequestObject struct {
+	KeyId  KeyId `json:"keyId"`
+	Params GetApiKeyParams
+}
+
+type GetApiKeyResponseObject interface {
+	VisitGetApiKeyResponse(w http.ResponseWriter) error
+}
+
+type GetApiKey200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetApiKey200JSONResponse struct {
+	Body    ApiKey
+	Headers GetApiKey200ResponseHeaders
+}
+
+func (response GetApiKey200JSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey304Response = NotModifiedResponse
+
+func (response GetApiKey304Response) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey400ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey401ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey403ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey404ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey406ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey429ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey500ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10646,6 +11824,18 @@ type StrictServerInterface interface {
 	// GetReadiness Readiness probe
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// ListApiKeys List API keys
+	// (GET /v1/api-keys)
+	ListApiKeys(ctx context.Context, request ListApiKeysRequestObject) (ListApiKeysResponseObject, error)
+	// CreateApiKey Create an API key
+	// (POST /v1/api-keys)
+	CreateApiKey(ctx context.Context, request CreateApiKeyRequestObject) (CreateApiKeyResponseObject, error)
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/api-keys/{keyId})
+	RevokeApiKey(ctx context.Context, request RevokeApiKeyRequestObject) (RevokeApiKeyResponseObject, error)
+	// GetApiKey Get an API key
+	// (GET /v1/api-keys/{keyId})
+	GetApiKey(ctx context.Context, request GetApiKeyRequestObject) (GetApiKeyResponseObject, error)
 	// GetDriver Get a driver's public profile
 	// (GET /v1/drivers/{driverId})
 	GetDriver(ctx context.Context, request GetDriverRequestObject) (GetDriverResponseObject, error)
@@ -10795,6 +11985,130 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadinessResponseObject); ok {
 		return validResponse.VisitGetReadinessResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListApiKeys operation middleware
+func (sh *strictHandler) ListApiKeys(ctx echo.Context, params ListApiKeysParams) error {
+	var request ListApiKeysRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApiKeys(ctx.Request().Context(), request.(ListApiKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApiKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListApiKeysResponseObject); ok {
+		return validResponse.VisitListApiKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateApiKey operation middleware
+func (sh *strictHandler) CreateApiKey(ctx echo.Context, params CreateApiKeyParams) error {
+	var request CreateApiKeyRequestObject
+
+	request.Params = params
+
+	var body CreateApiKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateApiKey(ctx.Request().Context(), request.(CreateApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateApiKeyResponseObject); ok {
+		return validResponse.VisitCreateApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeApiKey operation middleware
+func (sh *strictHandler) RevokeApiKey(ctx echo.Context, keyId KeyId) error {
+	var request RevokeApiKeyRequestObject
+
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeApiKey(ctx.Request().Context(), request.(RevokeApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeApiKeyResponseObject); ok {
+		return validResponse.VisitRevokeApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetApiKey operation middleware
+func (sh *strictHandler) GetApiKey(ctx echo.Context, keyId KeyId, params GetApiKeyParams) error {
+	var request GetApiKeyRequestObject
+
+	request.KeyId = keyId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApiKey(ctx.Request().Context(), request.(GetApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApiKeyResponseObject); ok {
+		return validResponse.VisitGetApiKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11752,373 +13066,404 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37ciO5sSeOvwqW9sZI5xQpkqKkFhWOX2i61T067psl9cwcD3tZYBUowioC1QBKFKetCP+1D7C/P/YN",
-	"/CL7Jn6SbyATqAtZpCj1bWzLE25JJAqFSyJvyPzkx0Ykp6kUTBjd6H9sRDRJRjS6gj9Orpkw9pePv1fs",
-	"Q8a0aY1kPP/dTqaSW/t5KjV8HzMdKZ4aLkWj3zjjMSPHb0+J7UwTM2FEsUuuDVMsJu/OXhIpIkZSpgiz",
-	"byByTCjR2ch2MmIxueIiDgg1JGFUG2jdHwjbj6ZT5h6a0jmhSvFrRqZSMWImVEDTgFARYyNdbiUzeJNU",
-	"MVOtgRiIH5ni4zkZsTE8rzJtuLiE8dpp9olidnEyw8gPr46fNs9/OO7u7RN5zRQJB1m7vRsZ+MFa+Jei",
-	"M3gSPwzJFZuzmMy4meDomYhTyYUhmkWKGbJlP5xNZMJIOJtoFg3/8be/h0QbxcXlNkzDDoAqRrgJCBck",
-	"kkIbKgwxfMqCgbB9E0ajCQmvO6GdXvhz065/85xfCmoyxcIjothfWITPaEOnqS6t2B6ZcpEZpslYySmZ",
-	"y0wNRJTI6KpFLiaMvJAkpdEVvWQkvORmko1akZzuKB4zmnL4uTNjo4mUVzoksWR2w7kmWyEub7gN+4EL",
-	"cG6oiKmKyU/uCTJhNGZKk4QZQsW8pkXCR4qqObnG3TJSwsDEQMQsztKER9QwIgXsG5JGyOOQbNFES7tm",
-	"fkWAmpuncQgLG7pBN3kcBiSnLSkGgl0zNSeKGTXHTaBCz+yed29uQkuWlsqOSKpkxLQmdGyYmlEV69ZA",
-	"NIKGTJmi9iicxo1+Q7GI8WuGRylopFTRKTNM6Ub/l8WDc5HPwJ0ATUIzT1lop+HJstUIGty2xqVrBA1B",
-	"p6zRb5Sn2Qga9sRyxeJG36iMBQ0dTdiU2tP6e8XGjX7jdzvF0d/Bb/UOPH0xT1nj9jZYPT7uRmcXujS2",
-	"o/JCElxHagybpqZFnlW3i5uNZtI8jddOht3QaZrYp9i1GR6Mdq8+dG/2pj2xnz5RXd0z+9dPZt15rxE0",
-	"7FI2+g08XnXzC80f8CBngt/YQypFrPEwB9cd910iZ0xFVDMyYTdVxjAmg8bdfMG1YWFApGB4cFOmBoJG",
-	"xvKpnDnMJIkz5VnSpaIRIzMuYjlzHBMbKmmA3LYDovmlYDGhY8X0ZCCW9gDoc92S51xjwzU3f+gc7O8e",
-	"dPd77bZdor3u3gF9sn/IDljERiymu106HtP9bhRHdHdM9zoRjQ/YwQFts7398Xhvdz9uR+wJ67SfxE9G",
-	"8Sa7ZKmw0xxRzWIisumIKbscwHTcPImRJGYJt4y64ApGYiPPhe8iv2fYw7x5jL1utiSdoDHlgk+zKfzu",
-	"ZsOFYZdM1U1nmeNNmdaW3/L4qDR8Hq8ccMHKvtpRWR61pT2gVSuZLFN4VzpEdw49l00brnJBdY2xVFNq",
-	"cJH3S4O/15prT/i6b09kgAfXEtl+b9UhL5a9ctqXprQJLxiIQllAdgqvbsYskjGLSUqVQTLPGQTIHa84",
-	"OGZidSpkIwOBzQKimRU6hsVkNCc6pRHTaxiBH72+Jye47gR/3JN/Hv/6+nDvz4fvfsw6J3r8p+n4x9d/",
-	"moirP3fTvxzKw9fPXu/8sJOe9v5QQ2Pv8UVMm+9lPAdlVArjNFCaoujgUuz8RdtN/Hgfida4vb1dnAd8",
-	"oFMpNANtt/vzz8u67HF0JeQsYfElq55GTYS0ipwwhF5SLshWJhJQB4TXF7gmiQT9FR6c0TmxqvV2q3Eb",
-	"NHqd9vLbXtg9HEtFLqWMj0iuSGsjU40aiT1iVieJuaajhKF6XbA023PdPM5ABWRx3jvZYjcRSw3ptZ9A",
-	"h73uYUBmEx5NiFU47cs4i7f7q0ZhNTrLTe1yWHq6DRp7dW9+Tnli18516Mi2Y9XOALXPgOy28WeXTOxn",
-	"k4B02v5f8o+//Z1kwvCEdHtkgs87fRreTY5JeGYH1Ty2X4WE6iu7SnamiRSXuBMTKWSmWNwiF3zKZGY0",
-	"2eq0id5G7TSSQrDIDpmMKU8sIygvA6EJv2IwzdugoVmUKW7mjf4v74OGzqZTquawyKDrWRJAKtlaMIWs",
-	"dm0NoG1L/vTS6oANz4Ia72+BSJ1GbBfyKY0m7KkURslkeWHDVPFralhApvSmSS/ZH9oBmWbaNBW7pgmP",
-	"qWEhrIJRPNUBsbq60rDZCddGH5HlLvbb+EisQHqmSo55woB/b8IFNhhSnXRpPGOpYni8ayZq3xf2UXrr",
-	"lCWJ3V7HDHNt225y7Lqx9Ba+5OIqJJatacKNJjqLrL4u1R2TEVZ0/9Kwnzfe1w325IJeLo/y3CgpLomb",
-	"plR+gOyGRoYoOzLLLXCs9rdN13TQ2B136WHUGR3EPbY33m8PGrWLeBqzaSotxzxjaULnttv6tSSzCRNO",
-	"Zcp5FbWDTOg8X1nB7JFXjmnYj/I3RPPmHxmYIvdZuJdy1Rb/NGFgkDISKQayaksqQsdjYFrbRDEtMxUx",
-	"ElFBRvZY0njT9du57uzACdgxKh1Odq+6057YS/c/HKgn+tB0r3dnvZu9+X7tmp5Rw17yKTfwT82u81+Z",
-	"XzB7xpn6ThMjr5ggoyy6YsatHddg09mmTsiRLTsJTaQiM8UN09stcg7eEEFoZiZMGLCVvPmpLXNOGLGi",
-	"nCR2NMihpFjYBj/xrlWOlnWhYkpnbEq51dmWp3VhZ2Ct8rHJ7TuYzop3dQ4P73qXZnXLh+qh4+/Fayw9",
-	"jrMkQdkaECUza+6TLF01gPrXW7EAUmH1q40kM8qNdwN58dbaWN2vee+5ZzWWB9Ws7oSRlFpFT5JMM8KF",
-	"Now6kxrVRPs1qoZWciZ/GDRy9tW8ZkpzKQaNcGMWAn3ag+DVO68x6DtfUnssfgSBt6QsJTM61yQ8zsxE",
-	"Kv4rHPYwIFoSPaGWkURWomkCLhYy5TfuzGwsXyo9147sp59+Oi6dnvrFL50v4Mb2Tczvxlb4PaOKqXB7",
-	"01Fh+9rh/HyGp/20hhefxnYMY+5dZnYt7GmzSkIiL/UR+ZBJwwg3yK+tOmyVe3FJdJamUm0sQhT7MNwb",
-	"d0dPok58yHZpb7Qf1Qz3tuqf+th4CkrO4rjfiGSOOgXyBjt0buZki+JPnWR2hFaR1CTUVDTHioqI60iG",
-	"2y1yLEgmrFYtsPklv2agNlsjew6qSW4ufsiYmhfGiW1ff/4bldc0gsaU3rxk4tJMGv39Htjk/s9O3T49",
-	"RbGzgleUZuzlk302Msnc6bOwCtw5Z7fOnj8lu7u7h9srJ4K9DOHhyoxya9bqSmBDNtaM93tgWvcbsPd3",
-	"P2zE+PSDhpwpLWsW91gQmdIPGSMjKa+mVF31SZjSSy7gdLYEuzHDCB4OrbQsf5cqdl18NyaU2E+4zPRA",
-	"pPQyF83gkoQZWXPBGuVwF4FPBrZXq+1wrTOn7UgzYYqMeWKPguVg1vxWA4H8KiC55sRi0mu3ScgFaH5+",
-	"MCULe3EhcRnKC1ii1b1O925ifQbKeR1LscwNVffvNOGevyiyFcbqGm4Xig22IqYYVuz73Iyj2O5od7Qb",
-	"9eI9tj8+uOxOdnnvL3tX+8nBtNtYN+rnsKhraRYGI8hojlSKY6twDmef3IN34BND8JHVLv0mbOLEic1V",
-	"a+/Ea26QL+7CbMLW7gIr+t9sH2yHV73pvuimTz7sqj19YLrXvdn+zZN599daT17jRBs+pYatmsPYapXM",
-	"NVqcANNm/QSKzjd0RWozHB3cSycHj84GDNtdAf5GOHZ51GvZ9qphfyu+DQNfRSww2CUiub6DSFyPX8pZ",
-	"3chvsdbyGrfQ/vLA2merVhFe8aA7tMYLRdPJn16e3BgmrEatl0fzVkkjI5kQljeyqhMl/3X+5jWRI7i9",
-	"3Xp39rLJBLqD4QvDbsx2UGhaHweN1Grt2rD4T3b8g0b/46CRa/L9TjBo6Ant7u3/QPVk0OgPGv/4298H",
-	"jdvbcNXEixFVpr+85G6ab7w75jU8v2zn82hS8tk48RzLKJu6OxqViQD1XW7IhGqirbFAE3cdja/BS/gf",
-	"Li7eEp2yiI+9Kj/mN4U6PWXJU6oZ+IBWTVBWBlxPgReKp7V05kYDi11/Pvx4/Qxb5BW1RxlNa5k51T4s",
-	"1tm7rGg5aCLfV6fErJiM/7NuEh9Btm7xuE8GjfWekEFjm3wk2lCTaRQHH4mRhiZWYVJMRHNya/9btyY/",
-	"UsXBQV2/Ltc0yZhe3P/vNLn2zwUbH4FVq5F3tWpFBg0ewym4azlu1/vbovkfWZ05TK7YHD1DCbfUfcmE",
-	"JTam4Z4mkZc8oknpNGxR8u7d6TNy3bP6JUSfTJmIWbwdkI49G929vYFIFRfGzotEE6po5DTUSKYsxkvO",
-	"kiuKRpHMLNmBZOdKm9z/BFdNFMaoMqEHgooYHKWFS9C5/7a6PTKRmdJWI4vZmGaJ2T4CCjVqXtxZgZZt",
-	"+7M9+Q8GYiTjOblkxp5Lanz3zrMzmhu88rC/BNhXWHgym96V2SfgucSJYL/2TTgJgeo6vGgLlPn8MyUz",
-	"269UGN+Sf8xjq8Y7NVIqQuOpNb3HeLPglm3bLkKv2yUhL/Z6eMXmQ8UyzeLwyDnlzNLqwurxJLFrK7i4",
-	"DAai1z5c7oiLYaZZ6CZevsewlsrezU1pO+DGCbYEfCqmshJT5CvuwmLNDd+CE3fF4dgbt6N91mHNJ3GH",
-	"NXujA9o8jDrj5m7cZT26P3oSteOqmd3d21tUoFNqDFN2EP/rl8HgpttpDgY3Byfv//P3Gxyos1w3WL7M",
-	"wm/IhCkWkBGLaKYZoaQIMJnJLIlJLIliNGnOpEpiMqFq2oeFtnyXG1jAfHXt/rTrNhrfBdtx7/M8EHce",
-	"aHKf8zwQ+YE+Xnv64CigPx+vCN1RdtPFmLQ15+yocqgCPEb2nOBI3LkYiNUHg+ZHAc8BF2Sc8MsJHI07",
-	"j8JAPOwskE88CpsopN/kaIxfURNN6oVpeHJBL0MvTBeumuYyIwkFzkRjshW+OLkgxZXIR/vjNL4N/bkY",
-	"iHDMWRLrcBu4ZvgfjudGEyoumV36KY0ZkVaD5vhG24fbZauwcXOE/pMZ14z0OpZMUgXudm6HNBzDlXDY",
-	"Iu7ODIMcuZaiTyiZMXpFtsKfdsJtYuildxbb6a+NXDgdN3GNNr1Ge9IpezDaT8DXXdq1Tru7gUvgdPxa",
-	"CrZid44FsXvjZQ9hVCXWRkI6Psr1XFw8N8egypjIbruXcy26PgbwdNy0o6lZiJrbuPobrbf0khHNf2WO",
-	"RXXa7RY5FnPnEgPFbbX7Cy6mVloT8G1lWE6baPS7C5E8u13cDBdJ1W7fFVfVeMujqyy94FN2txc35dEV",
-	"XCeBuhBn4Pwfse1PdBKkMIShNaUf7ig4s6rJKnsb9JZFe1vFaq29rVyPG14WxGoounI37X3YU/v6wHSz",
-	"3evebO9mf37wa71rzxpIz4FrLI/6qZxOabMIQjIybSbsmiXEPkWmbDpiCq7hFDOZAi1Yp1TpRU623cJ4",
-	"U4jXCNE6CeEKlOK9Ez7P4oqjEPsHm2qRapGXsJs0kTFr9Mc00ax+X5EjVjaTGzbVd3kC8nVp3AL5nuJD",
-	"Bf1SpejcfqnNHBbf0kjDregqGrAkvEgC1oJZRwLI5jeN6rz/PTmOd40hDDJiNpGwrRHjqYE9T7g2tcNf",
-	"dMAong75gyfQ1bv5BHr3vx2yszuXytxN3XBRcMXmOrDMBbQ3xViAMfrUkKnUPn6ckoTRmItLEjZDMmXU",
-	"2mC2dybspyh1Ydl4HPhbeDQyrtj8O01irjBkKSAjxeiVJoYz3SLPkKcORNjMvZYmbJETXJ8+KX8eWPs+",
-	"3Pwo2Ak+7CDYBbRK1i0svzsKuw84F+dw9De4RvC3k8grVpEWfruxd68YQRFUiDGLHJ0dLqDLXxWgy3eD",
-	"cMacfJdjEEHlh3vfuYjsRl1jvs4vcC5adpQJMyyGBIM5+JngJp/FLG68DxqZSqyyYEyq+zs7KVVGMNVy",
-	"L8zzOfI8Dlj4jRajfq6wLsss4N3ZS3si4JrbewiKdAdgB5oJsHl4zdX27WLA5vc0fkENm9F1waKpkqOE",
-	"Tf/zfkGjb/GpuplY2ZJqoxidEs3UNY8YJvK4lSepktdW4G4T1HPBagJz1NosGLwUTVg8EFuhe2bonxky",
-	"paQKt1vktTQTu+Mzqq1+POUGQ4GgF/im8M+AK0WDPTsQCzZNf5WZ6HwtIxpdyfEYGUAp9vDnpotcaKIY",
-	"qlst13ynFOQAC/Y9jd0n99iYEvlHwIQaFZ2yYffBUJ54NRLiCu1yjpiZMSZIB1bHqqv2hNh1xBybJI86",
-	"w5Pf8v25OPtGv+HSCHyPnk932u1GKSzZyp+VsRSOi/QhJN1wA1zrFGdA/Bsdd9uJZaT9AujfVee58dlb",
-	"Q6OgKRaOqClNLP+0xj0leYSHpUunHVmrDUKUwRyzowwIaqu2kbKGn6VWP1DXdejddbjYv7y3JmOIFoB9",
-	"rUu4g8fJ1oKJsB0gueJ1uG2e38pLZV/O+KUoPeXu1dEotWMF/295cmQrzH8fWqoKt5eoOo9Ha+bWzzrC",
-	"Xoj+Kwe0NSvRcxt1Ujyx0JELjduwE9v6NvikA/pUinHCI/M1+WaZJiP3fl2wJR/h+Z12lwwGxDYjW2Op",
-	"iGMOA5HTg1FUaO4CzEIhh+5+n15TntBRwuzHoDXSRDEaz4cp5bGjH270EqMsPLaFp2prlY8qqPHXLlNb",
-	"jXvtrp2qieH1cYzNzQIZA0xKwPGtGP69gig/hdCeSzXicczE16a0K9xQZL+jDNOFrfyNpc9PHfuxodXx",
-	"Rfbtkd2UrgQ3Ugtq1IGSLGeVW3SnJ/zp3cnZfw8v3rwZPn3z6u3Lk5/teL3Ux+cimWRTARSecGFJ3cr1",
-	"QgGwJAPKAdEsYZYxdbrtHkG7H/N+UOng2moF7RboBYujwYmhGO/bZrnqYAnI9gjLsRmBu0U7cxovHMUv",
-	"fmzyi/iICntaVCZa5FiTcHGLXM60v95m4polMmXIdoQkYUwNhZwNNhB5r5AebvtF/85W+OLs+O0Pf3o5",
-	"fHt8dn4yfH58+vLkWbhtWXTe1OeNlLVcjNilVifxPfx4/PL02fHF6ZvXeTc4xPwW2B592+GYw+XPVvj9",
-	"8bPhu/OTs+Hp67fvLmx7IYvbm4Fw7lgSVmIEQrIVvnl7cobvOjs5f/PyXf7ad2cnkPBeUMtIySsm7EgL",
-	"Mn355vULK56KT56dnLytfuJI2c8iDwBoIplOqJ7AGg1gn2Co1VCKrfDtydn56fnFybMhdvvD8fkPw1en",
-	"56+OL57+UNKkvFTGuAMhSxsmFaGiHK8BPmAADqDuwOA6np386d3J+QXE9+qBCFdRKpIERm7kGqrRLBnf",
-	"ocsFEH65pILC1TE6xb0y665BCl3WzcJ7BHHYuRr8qCSu4NqnwjAlaHJi2e9XtbAJ+K+IxFB4zWM0H3A4",
-	"4fZRjjdAIqoUB6Il/nvdImeFxevN289n3L6W5jiKWApXtl9brQnx1aHDzYCoBQPTn7KYUyR30G+KM5sq",
-	"GWcRsyqPkGZI88Ev6T2PhO93+LnMRPw1N/e1xDi+PNENN2tsx/G4Tyv36ZWM+ZizVZdlC0mX5UtW4CFh",
-	"5b40hLvaI3ua/CVradF91ue6EUKbR73fb9BbOk8kjS+kfEnV5VdnliAhuCaJfbnTWjrkFf+ebIX2u6GR",
-	"cghfLp2wT5p1KdQBk9+/upTwoRBI0ZagXSJ8mfhLrKYuOmP7CCNGuAM4+IwrdI5u83cid9Z8XVaLsTBW",
-	"dc2KIeCEv6DicCHlKyrm7lP9DTwi3+lc5x5l8SWm2eoUrQVFDUPfrN98uxYOZKSCr1DCdPnXFEoL7ra1",
-	"DxcZxp/ILN8J6pJb2VfWPILcNJKKKHYtr1gMoBVXzJ2Rcjr6Eq/86aefmospt+smvpih+8nr5oDY7CE+",
-	"EcalrH4LtzbXZMaSpOls2FFm/MU8JSqDMGFqiGAsRg4cU0P7ECg5ZoqJCBtY89v5PtgN12CEu4DHucyU",
-	"DgBiZiozYbDDvDlwd/ia3aQQIOvTsQJCByJmUcIFgAnBrWPgDONFRziGcC6HVsMVUH2453aLhJGMWUg0",
-	"nWuEkfly7vBPIxeXO83iV9Zkgjydb6SY2D1b9qzBkcsHOQTDbggwgJ9PS8m9kA5nRkQsSVZgcyCFR1LF",
-	"mGHrwo+i0kN2XKmyJqdxQRDuWxYPR/O7Vuupb/s9hHwUsSmbBs0FDR5XA4AiKoYfurNd1lN7Zn9+kHX5",
-	"ruyle3RfH8Tduh4Uo4ue58bbhArtAl/juod8VNKnRk8VgQ6/NCDIqRzuBOMKqitaWaUCawXzZOzIylta",
-	"crrTGJU8mrwtbZcL91lM1ZoXwb08328WL292sXYL0E+KMUjRcaGke+12Jcbd0j/EEc8m3DDEJoPL+5U7",
-	"UM6UdiGhtTHVg8H5nQvtRr1m9YAi68+DTBZgX8hsIqtr5PFwIPqyEbgE5EbQgFSTxvvyPH2bJQp76hKu",
-	"lofxMsehPD1/Q3rdzkGRnWVZcXUhM43BQUXQOW3++v7j7u3v696Kqdp1GU15cnmajRIeeYCoGgbg5PBq",
-	"hIY7D/F9c8x9RFcFMCSm5C1VV3Wt04k0strch0hFsWjZPanESOHc9c76cbX+kl42SrHMmeK1/IYap+Dm",
-	"b++1nhyUHoxlZi2jUhT0XikGusD2weAV2+c1m/AoYXfx2x9ds1rOIzAN0g2v6DPAHa07LUgt5x4GrRbt",
-	"BqnFQaXlaX+YfUW1wy010omXZXJ6pI1Poo2VO123nzns90KcgZwyjDwDrXNC05QJhqhFDm0V93ARBKGA",
-	"nEMMyjwFBcMYw/5AhB95HLjAo1JsKmjItyHkAyvmLhVJzFImYk2kcPDILjCca5IJ/iFjCKeLoYXlVMQC",
-	"lNiNN0fG7ZN4CZ2YvHKh6S6diMYxixFymwty3QlcZopiU3nt04xibpdsygU1eGkypWnqNtOHZo6dU2iF",
-	"7oitCsDoxXjOzZ6DYwTI5/D2u2JZK4/lYuy+z+VxqGuee+obVR/FTb/nC7Wh6h5P3eZcZf66lNd/GzSk",
-	"YG/GEClwV+jvwvBvg02jhTdrX9nF2/f+NL7kdUD7x8Rj3OBJWmab9sBsHKSdL9JiEHYBuHOn4VO0XOQ5",
-	"MJRKXyt5j7fJapxYDkPPI2z2McbLk09ItkZSXkF+ZVg5AT4azJNMSLZA5wLA95Gkqngkp+L8mfw82E+W",
-	"DmT5Q5/ZhuH0OSBiicAXT+YCJQfLEd0LR7KOJQSLvKWiXC73uChwnlPFPCxMLZkpHrHY51LbJYZ8VSjj",
-	"MJpD0jjMTyqH5MeNc0Ho1Zrh8u5qpq5Z7MDEdJJdbvuMEUyyxVHkRoll7fi9k77YgQsev4fi+RCLM2ba",
-	"bHgoctjLW5APxm7lsABZq66D3wa72hRgfqE92bq0g2xGXEUJKz7+f/+XdFq725UJ77U73RpY7Br1IA/z",
-	"CxpxhtfFQ+fdXTeyGGkXoL4JZPSTTI2oILttcjXdmVRGs9/u3Hsw3m21ZFvfFy0IclosGbq9XaY5n9wH",
-	"GZoIfwx5CW4EADha3J+MEKQMDbzNCAUGMF+9rBeTCtpSwscM1pUL72gPCOR/sBgHGZaSeo5IWEwQNKDy",
-	"tyRNMgRDqezIbrs213JNdmXQkIpf8ntROpzWIQR/3+0u4xE7g5ZWaPCYDY0TAeseO+Mxu3AC3Iffr3+i",
-	"zOd8Dk/Fi7Mibw33HJcfUa9dJ0fE3TA7GBeflWg3AhyjVU70ia6h8rEIirylYsECj5DotqvKpqp7ssyL",
-	"apjAEvlWDtSdXqjyej/MC4XOlsww4PbOGCVRQjUEPMOEatSe+zPnU5Fm5v6Unj/2AKpd2N0Ve1Z0fNcK",
-	"n+dnYAHzGULmQieaywwDYguF/yi27ASo1kl2pPotq2x5dsg11CDKptYUAt/daA7FmwA3dpwl8BQXl9tV",
-	"HQiGkFOP/c2+qKqn+DZLLNRFmT6trTZ1UcUPiqQ2GGNY1AbBMF7Is3fRvTC/saKXU4AAA8S7m5SKmMXB",
-	"QHh26xDXqJij3asyoYPconRXqCmYgFgdi4R5vC/wgLYH2i4HwS7mgjnLsUrBib9DLYLz27Vse5lVl0KO",
-	"K4+v4/n1SNFVb6nvNXCDqyNHD3bmQwYXUzNLEcO2yfLJrYZU1zMKzPutdv2KRhMuWNOuJ+immCxWo31C",
-	"zPiyiqsRgqWUVG0kGVmtcUKk6JPw+Zuz70+fPTt5bfX909cXJ2evj1/a38vhr8FALIYVB6Q+yrn0+XLs",
-	"su1nbZBxJVZ4VTzxQNQEFAdkKTD49ZuL4fM3714/q/uyGjXcGojSSmAlrXwx4BzZo3F2cn4BTmhNSmkW",
-	"2DqP4/Q5x/74593eKQdhD+vIrxT0X48w77KoC7w5q3xZSiSoI21kJ5eJvKzxLJrNeXpBBUvOqg+oVDCr",
-	"VIIYq6BSkbz8QqvWM0nNZNUlHaYKILa487EC70OP3dhV4vCQC3a38GuM/N7Cl2BJDMzM5yJmN/YrxxZ0",
-	"1dJA29ZuhV+4pWVY2Dq/JpXkibs4yeq6AccklZgFtri1C0pzp44TYE5IaXd2760XYzZJNYfqXl0srA/0",
-	"F/ixrVmYh6lTxzn/9TELLvPzLlzFmI25gEIad/HsjXJa4N0lSMzbYAGI8bMiR1bYjANzFFniIs9QnCyd",
-	"sw+fE9SxVQXmrMV4zHurDBezFeygt37P4z45ffY/tkkJy/H3PH4oWGNQQki8l7DdDMCxMg+8wbnLALpd",
-	"uS+e/m/vPBEnD9Qg6kBYc0Qtp975G4FSGky4uLNQrfNSSIVOgsX5VI9O9eE77eRK6zMfNXTHqrj8sXqP",
-	"my+EVrAFJ0N8RlfL37pwTeioMHUrhy9XaQcCDqGVHxNpdW6ofpPMC1GkCdVXDmTdn1VFxZHPIg+xNhGZ",
-	"WYk1g9cpCfCJAKHiQCudtlY+YRB+1Fr4SLtM9LwQIsD/1Cnc3lN+v1OgmM4SExA9oSmzMvOKLZ4HNDlc",
-	"kMwd1F3gFny8vypSp4I8gDXj/pd586IXYiPBXdPR5zqObhNrBLo2G04TTMlltVLXWzU/MJrUKV3HJFVy",
-	"xL7TK4dUuKUKji6v7lRw3WN1Y1mvC3GRl5ub0jTwMXxEprjqZJJNqSisJBrHiukaJ737ojryDnlF1RUz",
-	"5NwE5JwK8ry+4Ea58lAhbBJaNWh3D1oHB73Dtbfah2XYt+ZhXdBDsnBT3ux0u61e57C3tuPOk0rP8Of6",
-	"O/MEHF72beu2Bf1B91XKFjcO6hqASpujaP729/Jwd/+L7OXu4d5X3cpXUtSiOedBt1yQKRdw18WNJluR",
-	"5TDbGByZrI7KqmFYpeCutQGSvp3l8Fa1q1ocT/ba97xhWVgP7DMoxlO3LG8rl8B1xjVFmzFFAEkD+Fv2",
-	"x4wmV3XcOhMr3HmF5w6EIBTxBiWkcuuyiRMraEyoHk5riy1cqIx5FcS+ZSyTRM7Qvw9z4L5uZ3JVYK2V",
-	"bPKRlAmjYPqXatTUIWpqwPMPfaEaX07PPgWvOiICip0ZX82ztYmFUip+c4+X4mT/glBHRUUJO4wcZQ6D",
-	"ZVTMVHVkcEu9wdgW6Ku8OtVhl/YncBRRT3twu10n86IJVRgDkUcmWyMI0fPcrXhzysxExq4uH/f1x3xN",
-	"3TqbFo/68gtf1R/80B+d6oXPA47m4m10wbG77e5+s9NptncvOk/63b1+b7e11+l0270/b3wZ+RCOs3gH",
-	"m9L58Ko73RW9dO/DvjrQXbOb9a73Zvs3B3Na99bNLufcJtfey90D2vFe0dVum0sLU7pXu+Nyy423wPe7",
-	"n8h3aHFjV3sqj8/AAEgS4tCc0zQnL8QoYx8ymuSBEI7k+whd77DJATzJmVEYjQEXHwBz6w5NjIYaJVOu",
-	"EUACQMrHkP2xhfDeOIqhbxFuE0UL49f1U2dPrTpAF9VBrxCmG52iEjgw/u/Ok/UA6vcIfchC6mOwapiM",
-	"uypeRgVskVNTgu7L8a98u1FmBsIHFiKebUASeXmJwGhggHPhA74GYiAgoyTjiWlyQTSfZgkEafgXIjih",
-	"r9pAroScgctPM2KYNgSHrfu2q7+6v8hficxMJKeM/HUg/tpsNuH/tkGYTocRVfHwmmsKoU/u7ynVxqo+",
-	"Ki5/SqfsJiR/JS5WSfdJt90h1Z58XpJt53/vY9kFv/p5k4CErj7zEPONwsUuKl1zobPxmEf2SAzHmYj1",
-	"w15S20/lTf4K9UHdu4ehJ9cxzRG37Sv+8be/h46yHjZ8RE2pEjO8aSBOXESsSw5zEbG+YIGK7WeaUI9m",
-	"6QnVsg4G6BMrot8KgVGimLXYu71KhkI6Hf5Cm7+2m4fDWlT8OwI3qgwVggXoHNjtAtzwl4MNrujYa2XO",
-	"ApdZI25WBGcf1wUmumqJlc1xRdOX1fGHxMA5n9mmAa3PbPtco1hRTIzweLGE2MNrgfkPiurUmwVPbqJE",
-	"uICbYt3cgty1ec/cqi2aUNQQWmzXf7idgoTKh+mnn1svfYD0LPOhujnPl/kK/hkQ1rpsLXL3KjFUvqu/",
-	"KsVTVafBfuiqXd0ze9n+9cGse7M77/26R/dHB1F3vQZbV8l57l290Cog4cIR9HyxGpVaIsCvklhYWo0N",
-	"VeA1lLwy1qg09fyewNloM7xxVzK7nBzlq1I0yzWWXBa5SF53dMsrVhfnvHZFV92d3MspfQyl2eWUGh4t",
-	"1mRDPes4lUki7VTAe72NoUiFV2jCbsj5D8fN7t6+c2cXkUHfuesSSJlskZ8AwRP6DgO4JnF3hbpyxXBE",
-	"aCIFgxZ4qygFG4jSxSKa+XVKelEMcF1+4fKYybuL580nME7gMjjIKn2P43bvsH1IDw/jbvewG7O9qNfe",
-	"77BORPf2D9oHu53D3XY0ijoHNGKsN+qOOrv7e+M43t1l7fZerSHpShmuOIf+xsC1OsLc0g5m0VevI+sv",
-	"4peJvQhMXfFKHjEHcKwnciZ8vSZXXmzBuKkyZPI9Rsq546FJOKU3YYBWXJaOlQSzgUe1W/cQbjylNxWO",
-	"0u10n9xbDEx5NWais7+/92nuxylEPdrB3eWCdGn1db7Zs+dPyWFv74C4jH0XAKZd7cB7B4JpQa/YEOh/",
-	"RUxYldxztK76ZAFELi9z89fSKaZruXptCFBxSbgQoU+tDe8wx7lIMwMw3h5CE+pjokDePNjJrTlUMVl5",
-	"zXiHmAdGtmSm9MnMpZgv2siFANhaUAACgIBcssWCBRMqWGnybLfIK6kg7lJLAbl9A+GT+xYNl+U31SMH",
-	"FOjw9y+6H9TdEfbavY1CPR3OfJWsDFlJh6Y2seq4DEDi4JHdKfpO53KGYqWRcAG8fpC127uR3Xj4jS1I",
-	"gYXWa07Jor2E6jXOsOyUsyRWWfQ1nKJEtbXBqJWzsswikpV3rXjhAe50+yjhWK4UBWEL18QKY7cmkCFm",
-	"JrVfIEDH8legOQIOHX71Fy1Fy/ZSu87VygZLG18birim6sFdu5OvTNF13TacYaWf5fU7xUr74P3CyIxS",
-	"BLk3gUhoD/0Q2FRIdJr4ko14DTdytRi5AWArapgeiK2R5dhjqliQJ0kFkKi0baXxbCITVpbJgCU69xWk",
-	"aAw1wfKgFZl7QEOypSzdWnl9KZn2gj6BqLjciwdoclBrb0q5iAHlwlKTb+7qvw2EfW57vd/061trSxws",
-	"Sodp98Ou6uk9s58dXHdnuze9+d6v+/RgVI/DAvv6Ra4uClqo9P1LsWTdJwdB44qLuNFvWDIYWjKAjFvf",
-	"Aiv6uSaePCot9nYP8wYwktv3GwpKR+svuWCnhk3vrPi1zji93/XKV7gnqdiOdRZjaXfKVLCGKeQLVcuZ",
-	"bX94qeeqhX3yFR0G8kFfeY0JvJTPF+3wAXmTSCv3Io0/2kcWFxz6ydd2g3X7o3txrRtpaflyI2MsVb/M",
-	"N0v8EqxKn1gKEejCFWmBhERDr5ioZvUUp6zIJgOhjcgSJbiO0peL5JvPa32Ku68a94lJ7l4kfds09zMe",
-	"s4dGcLsEK9xeuEPz2Vk1odnVRNrVmadg2Uh5RbZCq1bVuV7vSr29j3Mc09rUymFhIkQZfmosVYvkhZ/H",
-	"iFwHSEpQahjaT+mcJIxCCjhWH8LCj2BSTwFkfouKuRSMsESzPum1d7cXlf47y19+wiVAeTtWkUU9+MGP",
-	"5czHI3QLaKIjmriaC1VXGYukkFPACZPTMZbsu0mqZ7Jos3wkAY6qzlBw5UdXwz59BvC2+xYgrcP2eaFo",
-	"xMhL8Cxshq9zuPsl8HVKSEp3hBOcs0gxcybNWhg+DcD49uRraE+Ue2B5K1LFrrnM9BBbDtdlwv/kfbBQ",
-	"Mjxise9eG5lqovmlsCwHXJz+jd9pAh4vKxtyH+4lrHvKFJcxZEBub54pj69cERLGZvkosF2LnIPHDZx8",
-	"1hyrsqvZRLNo+Ofp4fV/T5/P/3v6fD/6+cde9POPHfbiz9ej7n9Noul/TZh43mE/PO/EP1/+4e6oXBxf",
-	"sG5l797ZB8WL/CBnkOEioSQWFTm2EgSYw3Is7T9sxRC3ogo/4EouP9mHYnXLb0qgckYNNVwxVlCDr3B6",
-	"QGI610ckbIcOPRZSbSnWOa0iD+y315Z53m/3ntwVxlHnp4Wcnhp25QJNHPrYNWezooYwqSsh7LL5j5xR",
-	"ihfwrq4I1wPhs/0hMnecJckixjxkzlWzgFw59QKmFWsRm9ZAhMzQ4ZSLzDBwYuV31oDegJE/OewjfJSm",
-	"jCoPmohnbm4/Tea1TuLSw5vz4wdA95UHfo8XPeTOGcu86QJtbp2iVoWmg8dlKsfj+wBZlPao1tiwX7jc",
-	"eqz/HZDZhCesDHGHOSgYTVq1OXr3jmgFffuO8WMMc41sve8dYuBqmt8L+aOogr5O0oDKxjVUYJ9RvV0U",
-	"ZT8iZcgBXNpcF4QYVL25VHkQnEhZO/0UxWSzyMdySeGgkaXxPU9Fnfax5gq3AmO2PhphARBrbUjCw3jA",
-	"vaj5S1yLF04OZ8hW5nHn+q2Ox6ldu68XeLO8y9848mYBhuwLRNkU5fbrdAGZNhN2zZJSnTD7AF6RaaxI",
-	"V5XmumxS3Ym5k/OMJSGVM9FC/lS5ZE57ZVmzMOsSW1ig0aAq59/X7IWd6F0OFqiZ/oneFVDEvq1rpVxq",
-	"vu561xXoz2dcW4iflOrwl2igsiHNyl/V7WzW7m4Tfq7an1UhNS/5mEXzKCklObTIK3nNdJ9gMS8Wk3/8",
-	"7/9DPKYg+SvhYpgqeamY1uSvBSz10UDkjewTq5pVvrANc3prlZRU0FAHolBRQwcpIWhS9RP6YTaCRgn4",
-	"sPSSMkmX6bnqsViLYVgs4RqRZrUIF1UL6+ij7LSVacu0LyPwE9+POT9E5n9ZwZZzrfJ8Vp6dElrparHm",
-	"8DbvhtmUaglE81tIwhJl/CbE4P3QQMvH4UsIzXcgWx4CzYYOAqwVWkrBQopblw+96dnYPDP6xwL9vAYh",
-	"zOPWOwi5WjgYDBMoNnuUZLVEN6VXi6g+ci5N7eXcVMZsIfLnreJZbSRJmrhdKNoeHH//tNPdvfOww5D8",
-	"2wI3Gd9j3Wr9hCDdzxwQdv0tnM8FMNIjZkOuEh4Tf6XtPFE1F3T4dP2GdJojqllcyvWEq333QkxW5JoU",
-	"IN7l9zwYbSfwg7onm2H1MSS+RkY+bIewBDmTHt0iD0vdKKkTJryMe3pvtoP9bGL3FpDLazijm+F3Grnj",
-	"bELruKP9eNoV9zCQLX2KaD6c1vpWkoQ7xyUmVGlUySpVi33EJYuYO+IIxgB+BYAdweC06lCf9O590wtZ",
-	"rG4d1jvRIa+3lEcTZz7DNxOJVakqOKEpTipc6dK4k2Y8aMtwXZh6aYEQ3wnaLtDqJb1mRNgzvmVfLjPA",
-	"0RICc5/9UgZ5lqCDFqiubbfWybtiFqUF3kw4LDCuFXICwSav85iF0nHIeUDFnltYwgpl+vO/wD2WSWID",
-	"RnuXFbZYmeBTLbJFPv9tjbP6zVvhfhL5GbI2GQoFbvJiE/N+JdFiq8wFHA9gMene3GwHA5GfMrLFPZ/G",
-	"7FcHvVdIniSRM02oIeHC9mJh+jxvYYubgSj1BMfGPd4nlKRMTaldP9K7uQkqspLMqCYxh5J1MZRh6/bI",
-	"hKRUaxYvIKfWZD0EDTebe+Q/uJU/cSOojwLNUwYWS3i0yKnRCxdwRSI9hr5jqUjsRK0qC/YwpPVimJX6",
-	"LREgBsCI5iLaWLrq+1VE8KJx8dgsyujZhA2vetN90U2ffNhVe1b8Xfdm+zdP5t1few+3FBd2ruQoVkl9",
-	"hZqUKiOYqhSoUTxmO25b9WYuZNt/vmTVfdg8S35h9A/Mll+kR7gMdeRaC/9cppjFzoQ0DJgJAOhol2o2",
-	"mxTwG/gOF3VS0XCWaW6xJNkamltlcF5xq+EYCfpNQADozEfj+jvU+9Pr6ujDoIF1ctzX9qwU5FSj+420",
-	"TDLDSAgEFpJ3Zy/taCOaJC1yTBJumKIJSRW/hlqTiZTpiEZXlrElXFw1ExnRxCsLA1GCGYDYFUhj9gH7",
-	"bquHmVqGiL0PgVcwjHpPqsXPjpt/ps1f37uf7ebhf7aa7/+jv7Pzy/8aDPTO/+937/8Tfnv/H7+/86xU",
-	"jskGR+AuDWCpfNLn0QByzv+b0AAWuNlyHiETIBzDUhUpJ9y9/OdMH5HQS9HQWqaabNEaHSDsddrkhRQs",
-	"3B4I34uV+1xctsgzljDDCM0FcsEBrFj3bCYvhI28R2dTVhXUbsQYCom/VuOt8u/vEs4/cTM5z4NhaJJs",
-	"UJtoeZc/Lvpe1oTXVCV7QEIMnwkLsHOq2X7PkudulygqYjklo7lheikMpz8QgG0B+Yhy1iJnGLTCDR72",
-	"8O2bcyz/5Qi9me/wzkf/62l8u4NjafpwI73EDb5ciM8y4b5flkmCzZL5OqUpKPICnMYEMMx2rXVZkeVM",
-	"t2AkmkWZ4mZ+bvcUN23EqGLqOKuFHxR5lWYISqGahMeuhjQsWZ98D48TzCC5YnOfO0JQDoM3B3fFsk+a",
-	"ctubK+bDSLMJdS4hyhLMUyA28IxBv8VyWsaM1W65GEtfT5dGQG4YnQdBhTBgw+jUqRcFS49lpJfK6jVq",
-	"y+e6cB6wYm1/Pribx6w5oTxBQoYS83284wl8haAAww50UA2c1cFAuLBaHfj8E9vYxRzDMXBFCr2IAeyV",
-	"3/2OPJXCsn5LoQPRJIimAQjcEVWKu2L74c51JySpYmN+0yLHoPtcM1fZVLuAHl9Zrl9AdIt4IEgBe1wt",
-	"RrdQgc6KW1cqtWWH8r2M7evtRP/r/M1rsrVca3i7RSA9ClutyqG0Q6g+XC6LHG4voLKWUiexKDQaP2GR",
-	"sxWWa6fa3qnVe8C+q2YvOlDYX94DYrLdWFCOELV8KyxlPYWBy5bCMhqtxNprsAynefomzlKm9EPGiAM7",
-	"92O3hOz2xwGE2B5jdQ0/Vazsz3/87e/bzsSDUoZ26EVud8KMcZtGYn7JjW6R1x5pTEM80BRGBPEMAKgr",
-	"iPN/3IEt6Aa5Dl3QdnzBp0wbOk2L/dzd3T3M58oFeXfxFHub8khJ9K7ZeUdcW4vN9vLOVYPHtPaUKooF",
-	"YqBPxSxDzDW3djsgWiKGlE5ZYsiYJ1ZaOsuQJ0yYBBYK4Yw0htah7LVvC384OX6G8MJeXudwveGLk4vQ",
-	"lx3LmakraY31v7iZyAwVd0yWw1NZqjDPpRiItYzR8b2cOR7DbDDEcbky/pXfOzfaXrsDwxiIcLEUvn9P",
-	"eEQoZuHC037QKVPwIilIr73bIn+0vBfLAmAtVMt+B2ILmLNCerRszP6GTHk7gOIrIKScB8RFaOdFBMBl",
-	"u+18HYSi/eKXyeqi2kMAAXojTks7SwgxoEn40Sp3ljN63e42hPQ8e/DsYnT+8bf/f6fdJlsuuJR029tH",
-	"hIr5wLlXAC7ctuy124Wujx20CIAVhkXvrRJiYEjAlChDGRo5EFa+cJGxwIHc5I+W4AVtS3IpoQO7q/ip",
-	"HcVIZiL2rmMH34BkNhBIwDrAUAG7bljheRvFd6pknEUATnFEMksluWrjfUnYIU4WEpZxtm5QLfITTa7w",
-	"NFlpywxehfSJkjN7RjVTBrl5zBDBKM7s+SUUsSjxaEU002wg9BVPU2ytWAqmOEI8enC3mLEUbYtI5sDa",
-	"CMetwL5kEJnqKeK0KPDv6QI0tpBMpJAZHDsSllo1/8jmoTuTZMsrU65iKyVFVdUZgITHciAmVE0DojNr",
-	"5uqSQugFrxVLcBbsEulIpizfK9yK77QnZJik302ETsB5OWHznXaQZkFRvTCel3a1XwBe2qOJGj/eLMDl",
-	"5lxjCpTDa3N3C1b1BXkFv6AGla+JaZ7Bk3ZLrW0dHlXfUaYVq3fEczc4EOBYTdwSD1jFxUIPr9h8qBgU",
-	"aDoqhZhW5utqFPXah5bwFh7mYphpFrrxnjGj5s3jsbGL0AlbTnXxM2SJnEHF9gKsjrtSRjATyxEgecwo",
-	"KjTFCwJXTaJYfDYes8hY9rd3cwNXMpREiurJNonkFODDnCGGug6k72AndqnGUEHe2ltGzVvkvLwJ/gSl",
-	"BrynQJtbkRRjfpkpUERcfHrX6gHHxYWRrzSpoEjEiF1mApbNNrYDYiIGxwzhYzKXmSrfgMRKpmBluuuR",
-	"gZACG2kes+0+jrSk+PtNt5yIGejfgYXXnCIpUOQFAxG+fXfhQsCfnbw8uTgBPusLC3jdE6oeXfqDWsqh",
-	"RsnpNVCrmikrVcKTC3oZYpUP4PCANwOGHNgQ9sU/UjXvk4q8dAOxr2PNp1IYJZO+9/eELXLOnJlou0d+",
-	"zS2XGDdfS8GarwA6ciDcGoS77R55LQ15JWOrl8VhLhGpF+KQUhoxV7jAWRBvlUwVZwZj6qr2w1JFbsPU",
-	"VJdAEnL7o1HCkWl0Wu1W25UfETTljX5jt9Vu7WKx/AnYYDsTwH//FZIq6izobrtdOo+pknYXgKSsAshi",
-	"S+PWpgJFlCaouRiZRRPICHAFrX06aq7sn8aNfuMFMw5+vrikglF1221vZ7lQnUXtHox+cA/c5dVxbwAD",
-	"rhZYByZklR5rsNpBOh3Mdvxz02UyNk9XZsK65js/u6anMb6sh5OoeySf7M73NPa5krdBY2+TR05dkSmH",
-	"WFKyrRv9X94HjTx9oPGSXzNhZwdQ/taipZe60f+l8YoZ2nhvH91RjMbzu7bf18TwbDFnUiImU37p7bcJ",
-	"vWaWNI7IXnsXY9FmXDOnRSeSxmREEyoia9dJyC1giWYzn+G0RB1nELuIMXTfgEDs6+fou1b/jKRhn9q9",
-	"+6lz9Ce8E/SacrxjWkdV+aasI6vrzo5zS+x8xF9O49uVVHYs5oSWbAuvwIBHwFKoVba8xu9cJD5NEwQF",
-	"A5lolZb9ti8tW0tRmDQDHNCbfivdj0WTndOxZfbA68Ff9sWI0Y1vBbdatQZVyqyIsrtIExr7trdBw0q5",
-	"u56BNrdB44wa9tKaOc2XvqTjusfy5ti60sEZgIq4zNWNOimeWOhIM3OPTmzr26Dx45qEK//Ujy7P6lNO",
-	"/m67d/eBfC2NVx8aD+MWvXbn7kfeCeoUIf+ezcb2HECO4IH9jR44hhBpZCxBo9c9vPupCylfUTF3U9Kf",
-	"IhxzxvWCmdV8pMTG8Azqxvvb+7KJZ47TNW7fr2SCO+C1XckKPYa4digVZDRHOxae75cT7/LE/xJgQIuc",
-	"W6287NiypofKEoYlE16coD0K7wjJlnO7gOPSKuHTNOHg/3PoZWbiYjaqrPQl146XXsB07rtSngXc2fAp",
-	"FlPYoGURWfscvBwb9W7l2ybtMBAADMp7tP8e0Ck3eeAt5FRc8Cnb+B0+GWTTtpA9pDdp/dWkXZ66UyPv",
-	"Ssk7ZcmXZ/I8CrxHgffJAm8D7fi5r/H77yAiX4KbfOG01YhGTK34PCKyiCFaKRBdHpPjBQnVhuy2AZoh",
-	"IILNmDbOU7gFQhCuHB08MTo6yZgmCYbtjAfCX2b7YMsWAaYLBcgyA8WCwBmNIHi2c1/xwr0MQ5ugP/Td",
-	"DgQMygrqucy8V4HF4BV0t0bomcxDyuwbQ7y7mFARJwy91/bxKbfPHg1EzAoXsxQO3gEit8r36yQ085SF",
-	"RFAFXnYjYSBXXMTonQUYE+f6J1SxgWA3UZJpfs1WyfYTHxn3zcV6Hve1uVSHR+4rsssPbS63v5qohOHd",
-	"LStd7ZRH+fgoH7+NfPznE3d5ELAXco735Y4sbLDzEX6uc2O9yfPHaiRVRTYFOQ4rBUAhngdMYSrVkt8K",
-	"c1Z/s24rHN4Kr1WeEvvIkh5Z0qPK/iW8Wq5oWh0Tuy/POEEuV+jnY6pYM48mBPQ9WRfl/RZxGzFPGlXm",
-	"EAPWIFYljG0fwt25YvlfHjMITsP4OA91WXJnDcQWLeFMleKSdrexDGbEDYSj5DffsdVwKYEYTTh7CIwA",
-	"A8EwIqghkt9iC0aV1ekjJkBLnzABPWi4SU5ouo1KdGn4CCuecFapKWofag3ECYc4GVf2ODPaThJZPEQ9",
-	"uI+GLopzaB8L82J3WHUjklOmC6vj0mqlzYirKCmh2FqtXkMgFY3JmEZGQqpxp7UblEBwB6KEgpsy1bzi",
-	"iZwyoxiYHvYTBGVBlHGyFWfKwb0BXWVqRIWVYVfTncl2kEejDoTduO80mWaJ4WnCmSJbDnaT/L//2wmI",
-	"Q+e0f7R29wJyk8CvB3vbeeS1w+l1uak4yIEAMHJmzaJk7OIcoHZ0HjuIiSMkhMUaQomSkOiUCk0O2+R/",
-	"2gc6nT3yP1EMUzMQ0PIoh5fNq5KUemhN6Y3LtKsUKNnO9yZH7cIwtjymAkw6INqYRFSQEYMXQbBf5IL7",
-	"uHBlHOYerjAciK3ddpuM5nkBwxZ5KjNr6EIsvgvnmCnuNoeMsviSmRY5rotS4tpFMflaD1UdAi2b51Sx",
-	"EzeN+2sTxSv/yOZOoQBO9r2M5xvoEnl4O7AOU0rLyMt4W35IfqQJExGntfW7oTz37kHrYO/w0FXVdmXR",
-	"e09ugwYe9Gqfa+uB5/1Bje+iv93DvSrCWg4qextsqBWVVzsXfNWwfJeftKCYdT6bYlbZ8FX6WQliuaSi",
-	"1cR83aVJFI/kTyyU9V/3dBln719IbfvKgQK/bUuvvYGW9FSKccIxparX2WBgb+k8kTS+kPKl5ev43N4m",
-	"q6CzNJXKsPgVizn12YW9bneTh52Xz87tRBi8Sfp2eiCoX6AOZKZ8m/m8kgxSWLVVtW7no/91fZxG3lOQ",
-	"p6x78VdS2+qgyAtgCMOSRFtFCxQlbgbCSk1teJIUsrNPQogsLtU/grR07f/UABo7odqnlkOwNESQki3s",
-	"42ggQocUFbr6cR5qs/ZS8wUznyYgv5a5/Qlc/dHwfjS8Hw3vzxdOUsm1W8d2722H5/y4MMUvFU0nH5KV",
-	"/PksE9YifGGb/ellnuQEN1HOVH139jLwoey+HYRMI3BOyiI+dkyJYOcjqD2VF+sMr6nidvG1i5xmN4YJ",
-	"DVmsELX+7uxlk4lIxsxdP4EX1MykfS0k6xl2Y42dFycXAwHB6bZv7lIF0ax3kfpckygP70v4FXPJUy9O",
-	"LvrWqM6DwIUL/w4cbmM1PJtc8mumyW675+JjrthcB6UcJR0UCUEAc84hfN9ncIR10gKKrbolvLeocM9B",
-	"H5vcM7n2P/q1v8czb/yoX9Mpu8dzJ/m+fqWLsLJ56EAAjAe/x7DIIlz+OKbkLVVXduEn0shStHwUi6Vk",
-	"2zwOK1bXQ9od7Ua9eI/tjw8uu5Nd3vvL3tV+cjDttv6SXhZlLfq91pMDBEl/5THSRZYkBbBzUYiskWnI",
-	"fpeGJljVrISB0jh9PXx79ubF2cn5OTCR4sjgsqA7DSvc9Tvtdju3rK3N1WmDdNhMNXCbd+aWf2Ukqat8",
-	"SBQVXq2CdNTQxdxatRhzUTXmhvna1Xlq0/M3Z9+fPnt28jrchkQ1WlQNbiLnmVA9sUfYJxpuhW9Pzs5P",
-	"zy9Ong3/9O7k7L+Hr99cDJ+/eff6GaKtPeop/956iiPez6Ku/FPpEmeZWJLbWy9OLrZLGoUXNaBK1Hrg",
-	"F8R/fsa9OzFEJoH5RE6XCDFMxsnbibTnPa8ROWED4XgA1VdYmyrAgPzcOZ0nzAULmWEOv0F7P3MhaqnL",
-	"Ozw7Ob8o5f8vSn7oyVARUxXnkyrl7SLDCtzLC556GwYDIaTVzlwuf590223wxlbKi1vmF2A6HLj9tYQ4",
-	"GZivAz/bctcZRX7mQFgGabvXDLJ+QysTQp/5SGBUZDaRmpV1oxagBUD7gnFCMQjHHQfClwMrdQh5Y67P",
-	"7SNIMC6ycfwsIgqzVZlYyHNELq4HkG5vpQxBN3RpTNrg3QMwEu3xmYprlravwIUFkZYm1CeddtBut8Gl",
-	"TiOrClhlEbn7xZs3w5dvXr+wAiJmqZnYxiQHmRIg3/yClx96dnLyNjwi3DJ0q5JinnsmYqZIOBwiGTv1",
-	"czjE6CfYFaYN6bYdJfrqNFAxOc3M89KfhqkxjZgOBwJ6SaXWfJRAkQwd+qF5oKouZBpvY9pxB+brjwUE",
-	"jrGblCJ651jRSwTYGAiYaF6jnlCByACYj1me7tM3r96+PPk5xKuG4xVV+K2eu6IOv2ag9JY2J38UNEzy",
-	"B/LR5QX2SScgRW38W58xi+p9GXuM0KJ8P77Yy/NowiJ00SzK8x+Oz38Yvjo9f3V88fSHEK+LkFrhWajm",
-	"b4nebmYOPuDcO66JSy1boyqQrW67bTdjjBd2PEKuEyWcCTMQdjV09YgAB2yRsxKAn8vAnlCF4e5oWCgG",
-	"eilsNKTfYgUo2BhXeDmPQwSLyWfecoM1+IS0TC9w2Z6oOnGsjQS2j1TwOwAAIwBPMBBggHXIK/79NlZs",
-	"8gcQ9max6nvJDsKc/JyF1pkpJzcsygwrDJUH3dngvW+FqMBdlUuwC8/2UXiN5sAzzn84bnb39mFrA2TA",
-	"BahQI2gAdAK+pqwR17wop9hGvzGO273D9iE9PIy73cNuzPaiXnu/wzoR3ds/aB/sdg5329Eo6hzQiLHe",
-	"qDvq7O7vjeN4d5e123u0nCXbsYI4N2kBeCy+G58eFXJWuxJYmqvgm+762lKUq5WQz1pWTLM+1voKsOC1",
-	"L3wNhTy2fs/jPjl99j+2yUfofsv+/Xse27/RzCCFmeJf+RHLcaE5Q8BOIrfosfhIwFTJIVbIrf2v8bCl",
-	"uL9xco+7sPY9iXSc+6Cqu+LwKzyGiMGlzreianFaCeyhsdGeXzTZYrtfuSQHuGd3fYXtI5lkU9Ho72L9",
-	"YEto70u1yhsXlgEAoZRuk2l5kAXMSctlbHuI/cb72/cPMiJdNYbqypwU2h5ZVPZWr9CjTX77b2iVP17L",
-	"bn4t+82N2W9zdfpbsqDfvjlfYUI7h7pDxmh5QbIiA4Vr8iZlwlq0hUqJzmzAkL9GVKPcJv7v41cvj4io",
-	"gceoDe51fdvuvu2dYz1ucQVv2oNG1jOwxVX6Vk69f4pbuIcc6s+MEAKkvUjSKxEd/GmZ02lyz9NSCne3",
-	"TNxQLqzYovqBZ8U+9TXPip/yFzwrQf0iPR6hf7Ij5Eiz/gh5GLjVYdRPXWyqj1T5TqPFBqCJ7nGH+4bQ",
-	"orlDEKNafU0eHRCudcY0oQ4YOjWVeOUStlmLvBHOAnCvXIrEBgU0pXOSB2QHA1EK2k7pHIHOls0sDAAq",
-	"+zqJd3VCRDSE6AhphmOZiThsYbQtNIFA6xGrFObbYolmpNc+LD1ZfL0d4ENCwoMp5TGZMzMQW8UTNAHU",
-	"o6H9MnRevRBBSn1lamdEhNgZ+5DRBIx5vO7Hc2r7tOPHJ4dTrqdw2+zceCRmkTX9Yr8xAA0fSRWz2NIJ",
-	"9T5mt6kBYXDpHLq/W64YB46P64Eo/LL2ta7Z0L8mLPzvilEtBXh7XVmbIXhrj9BoKFzsCH43EOWA44XI",
-	"YnQ3UQ/A5sCcVkHBeVxBKAF+oeYOVtxhvAo2g1ZbdkaZzmhiuZ0jmSptb7fIsX8nLsxA5CtTKo2C2J/o",
-	"M+w6tFIS+lDSfoF1sfPR/jiNb/0ZRMd3bSC190n0a0AI3VRgsoBHSBFST81JQg1WESulF1TQF8EleMmM",
-	"v9soIf4FVdzFwMOurkZeRDx4/Cj3EWIV+1WQxBgcTZOBiGiSHJGwzOTLIXJ2o6RgsAl7NzclioGLDz/w",
-	"eBHoMBgILavzdqDOlmD4utD0t7grnxiVfua9SQ+OTnfF5VVc9ZK8pfOiBCBwgXyLDaSPUBU7DHTHf8u+",
-	"E2QR6IQIll0U/igj6Tf6jXQ6tB0Or7mmjVIJzWVnXFfv5s64XuMeLgm33q5oyVcOS/ebvUI1qkoyH0eU",
-	"80l3BHOhZsVc7OJRH4PYH4PYH4PY/4mC2O1T3Y3o4wU1bEbni3HvdO6yB3Ml0Dv3vQr+1ivduRruix+s",
-	"RR3JKyTIMQBqGKioXsUbCZH5QCx6UVfb3Xtyq8UUEehWhcsxpLf83brMDOHGZTNWtG9QbazujZURAInE",
-	"TNgUwMd9dH0wEFxESZbXjnRdOB19MWsS1RUt4fPFewZfhwDl3ECAOIslQ6nPbrg2oP6VAkYQr7sa0a/l",
-	"lPnhORMAH9Yt8lwqq8fivII6k4AKwqapwfm6cE2Pxu51c8A/zzHNQPkaCGi/As7kzO/3fbWLC9AZNw7T",
-	"/AL4J18tqcCt0WZ4XJ5Q3bo+Bu89Bu89Ao5sjK+1cHrWiyoo6rPzEX6uS8668BUyaoEhK0JjUSrUgy/b",
-	"vn67OVA4vBUGBKzDI1N6ZEqPmU9fLPNJOf7gWRccyIdkOp0hZyvSnGzPazzk30t5pfOiQ5UErIo70Duy",
-	"UG93Tl8SUlhEFoce5NYhgAwK/HOvDztlx/f+nQbEioqqHtr3hz5cuWg5EBuBSxyRkBk6RAgOnfeTAzAC",
-	"uEcB+eHABlNAi61D6IBqK4CekaXOsY2Nh4ZPXfxxUdU2JGmSYSSJ81mjABnBCpsJ4wrCfvM8NrC0vHjp",
-	"5/aC8+BiLScPJQxln47FQOD9AfZJxby6Weish/uIXH5xUe5qq7CS+qTX7Q5E/uXQm1OVSGrspY9ecmxa",
-	"3C6AS7MeUQaW4CSv4EUmNE2ZgMpiaP7l9yX9ymZDSKwUOpuyOCgDNNvPE8qnLB6ILTOTthX6/oyHIvFl",
-	"pi+ZKUXTw+MObMXbRW7XPHaKS21uuY9DBzzGNQCGGCaOiBSw3O4GIK9Fw60Zhp/pfiUAPZ+QXDLi/F2N",
-	"b1JaUbDifAyvfQT3KG/ps7cD+NIfQ4eQApcyeVN/MePqAAmJRXL8cgosguQhf+BZIYcOwTo/vVCRDClp",
-	"NpH5Gyc0BycqR+WO0SHu+0N6mVA9tFt9zYb2gY2uClZdieSOf4xXzsvrgHY2EHs3N3hQ5zLLyQC9C87G",
-	"xisULrRhNLY8iboSBzCZ1R51y1d/G+504ACL8ZikzBdK+E+VsGBPGeD8ZtoMRwcrI1ERrUVhWxWroejK",
-	"3bT3YU/t6wPTzXave7O9m/35wa9dLI4Kb1uI3V1mgKXk3oeN6x5Oebtl3wgpBmKPV6jTKEEXIpofPe2P",
-	"nvZHT/s/K1yMVaIdx13Q4cvo3k4hX1+yAgpt5rqKLuXKgd9aM9bPBXKuUwY5zDhxmHzw4JzESl6zoHAS",
-	"E6jE/8zV3pQqdvfQVTd8s6TUrixY8W9RqsIDrN+j58fiFt+wuMVjPYtHT9VnE8v/fM7wxQoTdZInD91a",
-	"DUyGdt01hyTeakFdTKQB8ROU1Neg7B3frvWAu3S8+98Y/ka50Tr1/pEFPbKgR2f5F3OWL0SkPLR6DoYj",
-	"AKdIszoEEGtHR9XocY+72F8OD6liNuZsctExejQQeAtJIioilrgg27y2+UJ8LTZKMBkWHK5JImcsJlN5",
-	"zXR/IHIXPPnH//4/hCrFr7m4JH8lXAxTJS8V05r81b0MQ6DDvJV9ZGU7qEhffGfbFqHhR5UwcowlyR+F",
-	"vHvwBbbIsfCZ9XbEztVYKnYPnmBI/kDH4Nt3F1A7L3dnICKDj8jxLl+Xp+3ceZpQImRTpsVSdz3cBvh3",
-	"MxFNqLh04UyALAA+3oCEWRrnHvy8GXi2FaMJjhpwozUW/UbXcLnCecWZjZ5kv8J2teEDbahyEfeWvu10",
-	"yqsbBg57gSZaDoRmELtevmxwYphGJqMJuD23fd/leH58Mv/EzuoIQF0GIvzooqcCh2BebnUbIuYndljs",
-	"pO/Qf4I2ITn2rl63D1N6xcq3LaS4/kG4CLu1UP07PB17ILncveurjY8XSirmx8Bd94yzJCGKpYppJgyc",
-	"iQDDw2VmcoiSbbtWsG25y1+KZE74mAgJzmNPC9wQzUUEJrU2NHF1yS2Ndrpw6QSuYaDOocsgqADreMg8",
-	"fztmH68zmN8BjT1IBTodlxWaBzuNHT0u40yUrm9GdhUBtIQ6FBCkwLKzNk/5znu0HDqnpOX+3d0B1VAS",
-	"P2UxkeNxbY9FJ/dw8to1xdX9fAgIn0cJdFcUgLZviXELAPcd6fkiDcC0FhPD/01Vvn9VZ+3XUcnu793d",
-	"wNH6tsQAnwP/+/dLhn9lD6+766SJFJegBiR8zKJ5VKl1vNbcrmpyEJDxYG21PtcR+q9ey06oTzIC7YNs",
-	"lQI2rLTP1ZTtPqk17Ek5xLhFTpdu7wsZO2JYaaWsB7oyjWXlIUDFqSR2qpoCXtQv6SGLN/JF2ZPSssLN",
-	"s08LtEoKDGxBzyrrrZYH+1CW0svWKqlFQlweYQKD/YRKInZvn5bm8U2riWC+Y6PfeJtQob2utHmhjvJE",
-	"vtH1a2Ut14lorguD5/EK9lGq/wtI9cc7283EOvKI1d6keiHu0ibXxo3nmZZ5FjaEGWHch4v5Ww0NsFUY",
-	"0YGTviUUAF//o9fukdmEJ6wS1pYJSNHfypPlqTFsmhqEZwRFYCJngkyYYtuAOJDjHUAX1fSkFVU97AI9",
-	"OL/4a3no78iJdavvU+Af3fWP7vpHd/2XdNcXh60uPyf4dB++Y9euGn2TiRiKRq5PSqURwAp/p4mvYp8/",
-	"t6YWfoucs0gxz1Uh5DgBUMBWbaTMT9j3ST6k30DQzFdjxAuT36Doul+mR678yJUf0yA3jPxY4l8lNuuO",
-	"oK4UO4hokoxodAVnC+sdrxhF3jIvTB4sXZQiCrUmlLw7e4lXCBHj14xofmn1UCz8AzEkedqL45nOs3PF",
-	"RVwt6+6gq2yHHrmKjrRMMsNICFi4YSnpRRpXJZhiqQJ+DXX1EilTO3jQpBMurpqJjGhCXD1TsuXg10El",
-	"hpEl3DBVtGBYcsG5ptCl/+z1+UAoBmPhUgRECgda5OrOz7dX3hLZBYHLPw0yJCRb4WyiWTT8x9/+Hm73",
-	"BwKrG6OeDtdWdmSAFABIQYTbyc6wf7/bfrld3hRUq/Y5LgOBgwb3XgmyvUVygeRQk4srRpCKPmHLlZ7A",
-	"hB4aTfJJYqF9rGoV+/yvEN6OWw0Lb/ue9ck1U3w8B5AkHrPmOb8U1GSKhQOx5ejh3Jen8ARLHL/ZxqJa",
-	"kNNEZ5D/EZCYxRkKJUacGxIpKeRwd10kr5Gwe3MTkjHVpkWOSdizf6FNZSZUkF77Cexxr3to19gF3SLG",
-	"kvZlj7HzgdgKe502eSEFC+GulsQcLFq39G5JAaDNZT4BsEQpU2Wr0yZ62yWsRFIILMmQpxaBCxPwnRy5",
-	"dQjAO+zhj902/uySif1sEpBO2/9L/vG3v5NMGJ4MRLdHJqUrKFybrfCMGTVvQuhoxTmJliA3hGqXQWJJ",
-	"gqnt1V7LBdH+BZyW9UzRN+FsSb3wAExf0Le48MafuJmgOrgyfTrH6M/Jo5T+gWyAbC0c+O2jGjezf3xB",
-	"M3p0MP5LOhgfPX9fCt06r8mypDbVa02rbMudj/5XF04bs4QZtmxrPoPPq4cYb9lSF9rkZCp36gZcwBUf",
-	"JfKyohodQUkmkC5TiSJDW/YONfRb5IylDMtU+MBdkjDq1QMIWdLGyk0Ig/IiC4s9VqPVeoAqzDHVmMcV",
-	"9SB3Fk7oNYNEYJSEBZsDkCZcE0y1LbFCDNwCTVFnU1aabZ3AwQVcFjgLXL63aunjI7K4YO6FLHar9ojN",
-	"/y9+AfOt2A1S4MbMJqh3V70ROVzUGq9VhUsEJUg0r2jUhuZ/siL3jZxJK6t11+tJjx6kRw/So1//8/n1",
-	"N+Vn9yzVnatUa7z6Fc1rp9Ad1nr7FxQqOQasDa+rlDlnH6KcmDBqTlKrKOI1avVOwEUeYznHzERyygLn",
-	"OQBnjPpO+yj1SMbuu4SCvVsCm+dF3aHZZN4aiBOBjgeqGFbNoxpscVfpkytvy++2oZzeygxdtwnPitX5",
-	"N7x4cLOf333x4O/KH6XGo9R4lBpfDK+xYLnf6cKV7A/fN5MhqB43lTQPDdCtvHRlVelyTllpIfy1gHMH",
-	"lko8SMGC8nUAZB7lVvpAVG+mn2XK2/2XikbMii8uY7IVwp9D/HOIkEc6DEjssCCe7PfabfIH0u2RybZH",
-	"Ac63x99gUBgoOO7BRwyJIjhmuKLwog/CKomecRNNCDUkYVxnih2RsB0OhGLX0qcLyST2k6YGippCrQr8",
-	"RBueJL7OCs5nxkUsZ154U5Vwuwh+29B5bnuP+3nBYTOTrkNcZ4R6m4NDvk52ntnOFp0Nzsf7LQNz63aw",
-	"0d/db7c3js3FWZy51SrKFXxJh3n1natsNkvquEmPnu9Hz849xeCjq/xLucqBFS4I7aqs2sRlPqwPx0oV",
-	"i6jxCQHBkufWf09owqmupIcuSXNATiwX+g7988BHIEH5JRdXob9U3ixWqxjEY9TWRlFbZEsztm6ftj+n",
-	"fVXa47seLTe9p2Vm6eautudYXUsqaPxozj2ac/8SYWRkq2DTRKcsSbi43L4ruOxBrD1HwKjj7eAIsxZH",
-	"lHCIbsrTAItiewPhS7LlI+0XN545rw+Kzxy4dYDIzWWJ4cvCQRTRQDjR4QKktD/rReAX9tQi7zQjYf0k",
-	"Ng6k+QSZ8+8bUlMTUWPl0BqiWhRED5clD5IPj7bLY9TOoynyWaJ27iOkVhkma2N5HiDNnp28PLk4IXd7",
-	"Hj+D4VIbHVORIhvHyTi2ufnovzEXfeSIj3E6XzpO53468BfxbnxujrEc9PMpSudvNPznLlfEekb26Jd4",
-	"9Es8XjP/ywQn3dOR8QnXzXYwLMqUVZjtwyNGFVPHmZk0+r+8twxSM3Xtu15A/4fktJhds0SmAB2BbclW",
-	"eCmJygRp7eAnO9E0htpeNOWhnUemkka/MTEm7e/sQJLbRGrTf9J+0gau7Oa5FBgFVQbyigJ2yQCYzuEz",
-	"YQEBD7bEVYF7ZdmloFPm+wD/dbXvd+XqXHlZGpm5alX2lcTMUwb1psoFoGYTmhdFw/Ixpbc9L9coq3vt",
-	"91gNynVAxkpOCa2WNvNom5gjl2NmuWv3oiSLeyVWclh+09tslPDIr1Wq5JgnrDxWrB9Q9yjUaat7xFV+",
-	"W36iSNeDfLSFDEtMrYSIMpf/hxW3yntXDYArvTOn/eW3XhQJhS78OKHaEBd75gPe0oTOydin/Mlxfvx8",
-	"BEHpZZBFWruadG63Dbx8lerTOp9EUUaa5uAqUDS6vII5rED9bD5kkLtoOciYRszH+jk2YQDIlJIXiqaT",
-	"P70ksYwyeI0rz8ZuaGSSuSssxZJYD8SMCsPiFjkHPaVPQlRY4Hi2Lm1HH5KQbHGrHujUpftxTaRwsXtu",
-	"4O6dqwhNT1icjwfzRHKtjiaWlkaVdXjFDLUM6f8LAAD//w==",
+	"7P37dhu5tSeOvwqGJ7NaOqdI8SbJolbWb6lt2a0T3yLJ3Z00PSywChQRFYEygJLEdrRW/poHmN8f8wZ5",
+	"kXmTPMl3YW+gLmSRouRbJ9FkTtuWqlC4bOz7/uyPjUjOUimYMLox+NiIaJKMaXQJ/zi+YsLYv3z8nWIf",
+	"MqZNayzj+X/sZCq5tT9PpYbfx0xHiqeGS9EYNE55zMjR2xNiB9PETBlR7IJrwxSLybvTl0SKiJGUKcLs",
+	"F4icEEp0NraDjFlMLrmIA0INSRjVBp4eDIUdR9MZcy/N6JxQpfgVIzOpGDFTKuDRgFAR40O6/JTM4EtS",
+	"xUy1hmIofmSKT+ZkzCbwvsq04eIC5muXOSCK2c3JDCM/vDp62jz74ai7u0fkFVMkHGbtdi8y8Adr4b8U",
+	"vYY38YchuWRzFpNrbqY4eybiVHJhiGaRYoZs2R9eT2XCSHg91Swa/eNvfw+JNoqLi21Yhp0AVYxwExAu",
+	"SCSFNlQYYviMBUNhxyaMRlMSXnVCu7zw56bd/+YZvxDUZIqFh0Sxv7AI39GGzlJd2rFdMuMiM0yTiZIz",
+	"MpeZGoookdFli5xPGXkhSUqjS3rBSHjBzTQbtyI521E8ZjTl8OfONRtPpbzUIYklswfONdkKcXvDbTgP",
+	"3IAzQ0VMVUx+cm+QKaMxU5okzBAq5jVPJHysqJqTKzwtIyVMTAxFzOIsTXhEDSNSwLkhaYQ8DskWTbS0",
+	"e+Z3BKi5eRKHsLGhm3STx2FActqSYijYFVNzophRczwEKvS1PfPuzU1oydJS2SFJlYyY1oRODFPXVMW6",
+	"NRSNoCFTpqi9CidxY9BQLGL8iuFVChopVXTGDFO6Mfhl8eKc5ytwN0CT0MxTFtpleLJsNYIGt0/j1jWC",
+	"hqAz1hg0ystsBA17Y7licWNgVMaCho6mbEbtbf2dYpPGoPEfO8XV38Hf6h14+3yessbtbbB6ftzNzm50",
+	"aW6H5Y0kuI/UGDZLTYs8qx4XNxutpHkSr10Mu6GzNLFvsSsz2h/3Lj90b3ZnfbGXPlFd3Td7V0+uu/N+",
+	"I2jYrWwMGni96tYXmt/jRc4Ev7GXVIpY42UOrjrud4m8ZiqimpEpu6kyhgkZNu7mC+4ZFgZECoYXN2Vq",
+	"KGhkLJ/KmcO1JHGmPEu6UDRi5JqLWF47jokPKmmA3LYDovmFYDGhE8X0dCiWzgDoc92W51xjwz03v+/s",
+	"7/X2u3v9dttu0W53d58+2Ttg+yxiYxbTXpdOJnSvG8UR7U3obiei8T7b36dttrs3mez29uJ2xJ6wTvtJ",
+	"/GQcb3JKlgo7zTHVLCYim42ZstsBTMetkxhJYpZwy6gLrmAkPuS58F3k9wxHmDePcNTNtqQTNGZc8Fk2",
+	"g7+71XBh2AVTdctZ5ngzprXltzw+LE2fxysnXLCyr3ZVlmdtaQ9o1UomyxTelS7RnVPPZdOGu1xQXWMi",
+	"1Ywa3OS90uTvtefaE74e2BsZ4MW1RLbXX3XJi22v3PalJW3CC4aiUBaQncKnmzGLZMxiklJlkMxzBgFy",
+	"xysOjplYnQrZyFDgYwHRzAodw2IynhOd0ojpNYzAz17fkxNcdYI/7Mo/T359fbD754N3P2adYz3542zy",
+	"4+s/TsXln7vpXw7kwetnr3d+2ElP+r+vobH3+CGmzfcynoMyKoVxGihNUXRwKXb+ou0hfryPRGvc3t4u",
+	"rgN+oFMpNANtt/vzz8u67FF0KeR1wuILVr2NmghpFTlhCL2gXJCtTCSgDgivL3BNEgn6K7x4TefEqtbb",
+	"rcZt0Oh32stfe2HPcCIVuZAyPiS5Iq2NTDVqJPaKWZ0k5pqOE4bqdcHS7Mh16zgFFZDF+ehki91ELDWk",
+	"334CA/a7BwG5nvJoSqzCaT/GWbw9WDULq9FZbmq3w9LTbdDYrfvyc8oTu3duQEe2Hat2Bqh9BqTXxj+7",
+	"ZGp/Ng1Ip+3/S/7xt7+TTBiekG6fTPF9p0/Dt8kRCU/tpJpH9lchofrS7pJdaSLFBZ7EVAqZKRa3yDmf",
+	"MZkZTbY6baK3UTuNpBAsslMmE8oTywjK20Bowi8ZLPM2aGgWZYqbeWPwy/ugobPZjKo5bDLoepYEkEq2",
+	"Fkwhq11bA2jbkj+9sDpgw7OgxvtbIFKnEduNfEqjKXsqhVEyWd7YMFX8ihoWkBm9adIL9vt2QGaZNk3F",
+	"rmjCY2pYCLtgFE91QKyurjQcdsK10YdkeYi9Nr4SK5CeqZITnjDg35twgQ2mVCddGs9Yqhhe75qF2u+F",
+	"A5TeOmVJYo/XMcNc27aHHLthLL2FL7m4DIlla5pwo4nOIquvS3XHYoQV3b807M8b7+sme3xOL5ZneWaU",
+	"FBfELVMqP0F2QyNDlJ2Z5RY4V/u3Tfd02OhNuvQg6oz34z7bney1h43aTTyJ2SyVlmOesjShczts/V6S",
+	"6ykTTmXKeRW1k0zoPN9ZweyVV45p2B/lX4jmzT8wMEXus3Ev5aoj/mnKwCBlJFIMZNWWVIROJsC0toli",
+	"WmYqYiSigozttaTxpvu3c9XZgRuwY1Q6mvYuu7O+2E33PuyrJ/rAdK961/2b3fle7Z6eUsNe8hk38J+a",
+	"U+e/Mr9h9o4z9Z0mRl4yQcZZdMmM2zuuwaazjzohR7bsIjSRilwrbpjebpEz8IYIQjMzZcKAreTNT22Z",
+	"c8KIFeUksbNBDiXFwjH4hXetcrSsCxVLOmUzyq3Otrysc7sCa5VPTG7fwXJWfKtzcHDXtzSr2z5UDx1/",
+	"Lz5j6XGSJQnK1oAomVlzn2TpqgnUf96KBZAKqz9tJLmm3Hg3kBdvrY3V/ZrvnnlWY3lQze5OGUmpVfQk",
+	"yTQjXGjDqDOpUU20v0bV0ErO5PfDRs6+mldMaS7FsBFuzEJgTHsRvHrnNQZ950dqr8WPIPCWlKXkms41",
+	"CY8yM5WK/wqXPQyIlkRPqWUkkZVomoCLhcz4jbszG8uXysi1M/vpp5+OSrenfvNL9wu4sf0S86exFX7P",
+	"qGIq3N50Vvh87XR+PsXbflLDi09iO4cJ9y4zuxf2tlklIZEX+pB8yKRhhBvk11Ydtsq9uCA6S1OpNhYh",
+	"in0Y7U664ydRJz5gPdof70U1072t+qc+Np6CkrM47zcimaNOgbzBTp2bOdmi+KdOMjtDq0hqEmoqmhNF",
+	"RcR1JMPtFjkSJBNWqxb4+AW/YqA2WyN7DqpJbi5+yJiaF8aJfb7+/jcqn2kEjRm9ecnEhZk2Bnt9sMn9",
+	"Pzt15/QUxc4KXlFasZdP9t3IJHOnz8IucOec3Tp9/pT0er2D7ZULwVFG8HJlRbk1a3UlsCEba+b7PTCt",
+	"+03Y+7sfNmN8+0FTzpSWNZt7JIhM6YeMkbGUlzOqLgckTOkFF3A7W4LdmFEEL4dWWpZ/lyp2VfxuQiix",
+	"P+Ey00OR0otcNINLElZkzQVrlEMsAt8M7KhW2+FaZ07bkWbKFJnwxF4Fy8Gs+a2GAvlVQHLNicWk326T",
+	"kAvQ/PxkShb24kbiNpQ3sESru53u3cT6DJTzOpZimRuq7t9pwj1/UWQrjNUVRBeKA7YipphW7MfcjKPY",
+	"4Wh33Iv68S7bm+xfdKc93v/L7uVesj/rNtbN+jls6lqahckIMp4jleLcKpzD2Sf34B34xgh8ZLVbvwmb",
+	"OHZic9XeO/GaG+SLp3A9ZWtPgRXjb3YOdsDL/mxPdNMnH3pqV++b7lX/eu/mybz7a60nr3GsDZ9Rw1at",
+	"YWK1SuYeWlwA02b9AorBN3RFajMa799LJwePzgYM24UAfyMcuzzrtWx71bS/Fd+Gia8iFpjsEpFc3UEk",
+	"bsQv5axu5FGstbzGbbQPHlj7bNUuwiceFENrvFA0nf7x5fGNYcJq1Hp5Nm+VNDKSCWH5Q1Z1ouS/z968",
+	"JnIM0dutd6cvm0ygOxh+YdiN2Q4KTevjsJFarV0bFv/Rzn/YGHwcNnJNftAJhg09pd3dvR+ong4bg2Hj",
+	"H3/7+7BxexuuWngxo8ryl7fcLfONd8e8hveX7XweTUs+GyeeYxllMxejUZkIUN/lhkypJtoaCzRx4Wj8",
+	"DAbhfzg/f0t0yiI+8ar8hN8U6vSMJU+pZuADWrVAWZlwPQWeK57W0pmbDWx2/f3w8/UrbJFX1F5lNK1l",
+	"5lT7sNhn77Ki5aSJ/FydErNiMf6fdYv4CLJ1i8cDMmys94QMG9vkI9GGmkyjOPhIjDQ0sQqTYiKak1v7",
+	"v3V78iNVHBzU9ftyRZOM6cXz/06TK/9esPEVWLUb+VCrdmTY4DHcgru243a9vy2a/4HVmcPkks3RM5Rw",
+	"S90XTFhiYxriNIm84BFNSrdhi5J3706ekau+1S8h+2TGRMzi7YB07N3o7u4ORaq4MHZdJJpSRSOnoUYy",
+	"ZTEGOUuuKBpFMrNkB5KdK21y/xOEmijMUWVCDwUVMThKC5egc/9tdftkKjOlrUYWswnNErN9CBRq1LyI",
+	"WYGWbcezI/kfDMVYxnNywYy9l9T44Z1nZzw3GPKwfwlwrLDwZDa9K3NAwHOJC8Fx7ZdwEQLVdfjQFijz",
+	"+c+UzOy4UmF+S/5jHls13qmRUhEaz6zpPcHIgtu2bbsJ/W6XhLw469Elm48UyzSLw0PnlDNLuwu7x5PE",
+	"7q3g4iIYin77YHkgLkaZZqFbeDmOYS2V3Zub0nFAxAmOBHwqprITM+QrLmCxJsK34MRdcTl2J+1oj3VY",
+	"80ncYc3+eJ82D6LOpNmLu6xP98ZPonZcNbO7u7uLCnRKjWHKTuJ//TIc3nQ7zeHwZv/4/X/9boMLdZrr",
+	"BsvBLPwNmTLFAjJmEc00I5QUCSbXMktiEkuiGE2a11IlMZlSNRvARlu+yw1sYL679nzadQeN34LjuPd9",
+	"Hoo7LzS5z30eivxCH629fXAV0J+PIUJ3ld1yMSdtzT07rFyqAK+RvSc4E3cvhmL1xaD5VcB7wAWZJPxi",
+	"ClfjzqswFA+7C+QTr8ImCuk3uRqTV9RE03phGh6f04vQC9OFUNNcZiShwJloTLbCF8fnpAiJfLR/nMS3",
+	"ob8XQxFOOEtiHW4D1wz/0/HcaErFBbNbP6MxI9Jq0By/aMdwp2wVNm4O0X9yzTUj/Y4lk1SBu53bKY0m",
+	"EBIOW8TFzDDJkWspBoSSa0YvyVb40064TQy98M5iu/y1mQsnkybu0aZhtCedsgej/QR83aVT67S7G7gE",
+	"TiavpWArTudIEHs2XvYQRlVibSSk48Ncz8XNc2sMqoyJ9Nr9nGvR9TmAJ5OmnU3NRixP/A9svsqqO3p7",
+	"Yi/Sol1nLynYdYE7FAirQprJCkvvEr6x2bWyo896Yjfd/9BVfb1nnlx1r/s3e/Mnv/bGu7W3YkVQ7i29",
+	"YETzX5njsp12u0WOxNx59UD3XO3Bg9jaSoMIflvZWacQNQbdhWSkXhfpySWDtdt3pYY13vLoMkvP+Yzd",
+	"7YhOeXQJETHQeOIM4hdjtv2Jfo4UpjAyfMYe7us4tdrVKuIC1WuRtFSs1roMlBtxw3hHrEaiK3tp/8Ou",
+	"2tP7ppv1rvrXuzd78/1f672T1sZ7DoxvedZP5WxGm0UelZFpM2FXLCH2LTJjszFTEElUzGQKFHmdUqUX",
+	"mfF2C1NmIeUkRAMrhCguxdAZvs/iiq8TxwezcJFqkR2ymzSRMWsMJjTRrP5ckalXDpMbNtN3OTPyfWnc",
+	"Avme4EsF/VKl6Nz+Ups5bL6lkYbb0VU0YEl4kQSsEbaOBFBSbZqYev9QP853jS0PYu56KuFYI8ZTA2ee",
+	"cG1qp7/oQ1I8HfEHL6Cre/kC+vcPcNnVnUll7qZuiHVcsrkOLHMBBVQxFmCZATVkJrVPgackYTTm4oKE",
+	"zZDMGLVmpB2dCftTVBxg23gc+EQCtJNQvMRcYdZVQMaK0UtNDGe6RZ4hTx2KsJk7Xk3YIse4PwNS/nkw",
+	"oYqFm18Fu8CHXQS7gVZPvIXtd1eh94B7cQZXf4NIiA+wIq9YRVr4240dlMUMirxITLvk6K9xOWk+2oFe",
+	"6w0yMnPyXU6jBKsFQtdzEdmDusKSo1/gXrTsLBNmWAw1EnNwlUEyAotZ3HgfNDKVWH3HmFQPdnZSqoxg",
+	"quU+mJek5KUosPEbbUb9WmFfllnAu9OX9kZApN47OYqKDWAHmgkw23hNdP52Mef0exq/oIZd03X5rqmS",
+	"44TN/ut+ea9v8a26lVjZkmqjGJ0RzdQVjxjWIrmdJ6mSV1bgbhNU1cHwA4vaml2YfxVNWTwUW6F7Z+Tf",
+	"GTGlpAq3W+S1NFN74tdUWxV/xg1mM8Eo8JvCxQTeIA0m+VAsmGWDVZaucxeNaXQpJxNkAKX0yZ+bLvmi",
+	"iWKobrfc4zulPA3YsO9p7H5yj4MpkX8ETKhR0Skb9hwM5YlXIyE10m7nmJlrxgTpwO5YddXeELuPWCaU",
+	"5IlzePNbfjxXKtAYNFwlhB/R8+lOu90oZVZb+bMyHcRxkQFk1RtugGud4AqI/6LjbjuxjLTfAP0f1XVu",
+	"fPfW0ChoioUvbUYTyz9ZbC3EPEnF0qXTjqzhCVnWYFHaWQYEtVX7kLK2q6VWP1E3dOg9jrjZv7y3tk2I",
+	"FoD9rKsZhNfJ1oKJsB0guWJE3z6eJxZIZT/O+IUoveVSA9CutnMFF3Z5cWQrzP8+slQVbi9RdZ5S18yt",
+	"n3WEvZDAWM7Ja1YSADcapHhjYSCX3bfhIPbp2+CTLuhTKSYJj8zX5Jtlmozc93XBlnyS6nfaxUkMiG1G",
+	"tiZSEccchiKnB6Oo0NzlyIVCjlyKAr2iPKHjhNkfg9ZIE8VoPB+llMeOfrjRS4yycDoXzratVW62oMbl",
+	"vExtNR7Cu06qJg3Zp2I2N8vFDLCuAue3Yvr3ygP9FEJ7LtWYxzETX5vSLvFAkf2OM6x4tvI3lr7EduLn",
+	"hlbHFzm3R3ZTimpupBbUqAMlWc4qiQBOT/jju+PTP43O37wZPX3z6u3L45/tfL3Ux/cimWQzARSecGFJ",
+	"3cr1QgGwJAPKAdEsYZYxdbrtPkG7H0uXUOng2moF7RboBYuzwYWhGB/Yx3LVwRKQHRG2YzMCd5t26jRe",
+	"uIpf/NrkuQQRFfa2qEy0yJEm4eIRubJvH6Fn4oolMmXIdoQkYUwNhbITNhT5qFDhbsdF/85W+OL06O0P",
+	"f3w5ent0enY8en508vL4WbhtWXT+qC99KWu5mHRMrU7iR/jx6OXJs6Pzkzev82Fwinkg2159O+CEQ/xq",
+	"K/z+6Nno3dnx6ejk9dt35+CYlUUAaiicR5mElTSHkGyFb94en+K3To/P3rx8l3/23ekx1OwX1DJW8pIJ",
+	"O9OCTF++ef3CiqfiJ8+Oj99Wf+JI2a8iz2FoIplOqZ7CHg3hnGCq1WyQrfDt8enZydn58bMRDvvD0dkP",
+	"o1cnZ6+Ozp/+UNKkvFTG1AkhSwcmFaGinHICPmDAPqDuwuA+nh7/8d3x2TmkKOuhCFdRKpIEJp/kGqrR",
+	"LJncocsFkEG6pIJC9Bv9+l6ZdZGcQpd1q/AeQZx2rgY/KokruPaJMEwJmhxb9vtVLWwC/isiMZtf8xjN",
+	"B5xOuH2YQyaQiCrFgWiJ/71ukdPC4vXm7eczbl9LcxRFLIWo89dWa0L8dOigPyDxwsDyZyzmFMkd9Jvi",
+	"zqZKxlnErMojpBnRfPJLes8j4fsTfi4zEX/Nw30tMRUxr9XDw5rYeTye08pzeiVjPuFsVbBsoW60HCcG",
+	"HhJWQr4hhJsP7W3yceLSpvvC1XUzhGce9X5/QG/pPJE0PpfyJVUXX51ZgoTgmiT2405r6ZBX/HuyFdrf",
+	"jYyUI/jl0g37pFWXsjWwfv+rSwmfzYEUbQna1fKXib/EauoSTLYPMemFO4yGz7hDZ+g2fydyZ83XZbWY",
+	"zmNV16yYAi74CyoO51K+omLufqq/gUfkO53r3OMsvsBKYZ2itaCoYeib9Ydv98LhpFQgIkqwNP+aQmnB",
+	"3bb25aJI+hOZ5TtBXX0u+8qaR5CbRlIRxa7kJYt9FhPekXJF/RKv/Omnn5qLVcPrFr5YZPzJ++aw5Owl",
+	"PhbGVd1+C7c21+SaJUnT2bDjzPjAPCUqg0xnaohgLEYOHFNDB5DrOWGKiQgfsOa3832wG67BCHc5m3OZ",
+	"KR0ASs5MZsLggPnjwN3h1+wmhRxfX1EWEDoUMYsSLgAPCaKO8GSRraYzLBQAd3vKwbT35vYlm4/c78Og",
+	"ZIbbn+PDzp9AxSLOBcGk1uVkc4go1SfAbrdIGMmYhUTTuUZgnS/nXf806nPV5Cx+ZS0wqFz6RnqOJYFl",
+	"Rx3c4HySI7ATRwCM+PmUntypCeMcpby+pCOnNu+jyfOxT/JcSFgI5EfqqWVJKIAgX4UjWkeqrG1rXLaF",
+	"G2IFVAH+kmwZJqgw2/BR+/0xswqRJkZCsDhPHKJRZEY+J3EpEygoChnNpgl9CwdWzlJ6OmXRJeSlpmng",
+	"zHQHzSCyxOlFmOS0NChecO0msoQHI/KVIu7UtVSXXFjbJrMmEKPC7bJdfu0y7pwBjz8tAzVoJFSbkb3v",
+	"tauw55dQY/lqFdGlUoLjlhlAfYCKWVxJsiLUAbQiRqRmyhKWYnBF3GZAFjFSnJ0LspmHbUmq2ITfrCgM",
+	"hsStokihikcXYP5jJC8Eh2IMIFKEBLUc9IrRJE/8yEDUVQlXXY5+Hvcu/3gwe1u31U6q300u11R7FSDf",
+	"H54gjIZUl/rh9KJkwu5idMg5Tu2TlqWgwFmTCEsKsC2/ABoZTSZSudlP8uqkSzbXC3sWq9GTWfcSymKX",
+	"iPbuNVVA8X5pYHainXsx9SDnTzl1VBlChaVUrvXC/aicYQEQhcV9drdw74psMxqjPUeTtyWG6TL7amvt",
+	"pCub9rmGS3VwS8x3gbUtjiqkK0+bZjMqdEBY66LlYfLSlExl4jShS8TD2og3lgEfSihNn84b6Rgi52Xu",
+	"SF65lCCffpmZTC1cvW67u99s7zV77fN2ewD//8+rbslXuRXf6VJOeFDgu/qyvPzSwIM5tgXh8fItGgpP",
+	"4nCQIXzAgUDjIKFLd3W7B0/BjcNf+MzSjS/dQmru+jsH23fXbYhraZNdJ/McJ8DrJSBTisKMwCkhWK9T",
+	"AX1bq4n80ysUvxWV4FPl8AMF5FeTcEBl9VcZMlggMhrgparAdw0I4mYRRCfDgRwcboucFVQ7ZYoNMFHU",
+	"CnEhr5duZLEzv77sX71+cn3aNX/ay37o/OUPu/J4n5614+e9i6cH4x+74tWHzp9vnry9rtvDEmf6VxCy",
+	"+fGs5i8veV0LhyPi0ZMcW9E1kpOazbPnnUF1u5weX6A53WlDFk8u7inMpTLW6hWfyqQWmYIap7TO6JzE",
+	"crBaUljZ4jExufJeh6AiNOzvsZYcGzx4BQQp10FlwgfsScPglgrsAI33Fdp2zyzR6lMqIpYkKxA10alj",
+	"DQrExXIVN1HppeUjdb9l8Wg8v+s0nvpnv58/VAosMtuIitGH7nWP9dWu2ZvvZ13ek/10l+7p/bhbz/Po",
+	"YrJV421ilR8sV43rXvKFOJ9aMLR0qcsVPjCvoLqjlV2qI9DykZbyzO6hB/80nRcluTw/bxYvH3axdwuA",
+	"zYoxANZw1ZO77XalMl1Ig3z5esoNQ0Txqjq5eAKL6u6qSujh8OzOjXazXrN7QJH198FexApYq72c1T36",
+	"PFfTwaQsT+Nl3j3i5OwN6Xc7+wWmSiTjhY3MNNbDFKXitPnr+4+929/VfRUB1uqYea4rp9k44ZGHda5h",
+	"AM71vBpX8c5LfF9kOF/EVIH5jCl5S9Vl3dPpVBpZfdxXBUWxaNkzqZQF4dr1zvp5tf6SXpQtnkzxWn5D",
+	"jYvp5F/vt57sl00lmY1BtOeFv7ulst/C1sN6DTvmFZvy6G6160f3WC3nEQhe5KZXjBngidbdFqSWMw9e",
+	"XotRi9TiAM5zsB70VlDtuo0Y6cTLMjk90sYn0cbKk647z7xZ10JqvZwx9LlBoGVK05QJhljDrkcKnuEi",
+	"dGEBFI+dI3LgCKzcCwdDEX7kceBqbUrlmBAUug0BxUsxl0dLYpYyEWsihWtq5GqhuSaZ4B8y5+DEaroy",
+	"gFDRSsjNN+9nMyDxUk8h8spVYzsQEBrHLMZGWVyQq46HLlBsJq+8rzTmdstmVnfEPMEZTVN3mL4aceLy",
+	"IFbppvBU0eZpsYRxs/fgGkG/Mvj6XeWblddyMXbf9/LSyzXvPfUPVV/1zol7fVAbqu7x1m3OVeavS2h8",
+	"t0FDCvZmAsnxd1W7Lkz/Nti0QHaz5yunePve38a7bCu8SZ9oWeWb9A0NqwLxsN4P4JDvfV+MAZY1efIJ",
+	"ydZYWpN129U75TfAF0B5kgnJlnOai6EYS6qKV3Iqzt/J74P9ydKFLP/Q49FUbLMKgS/ezAVKDpaLmBeu",
+	"ZB1LCBZ5S0W5XB5xUeA8p4p5MNdaMlM8YrFHQLNbDChTEFUag2cGubZUDn+fGxd116s1w+XThZBU7CDA",
+	"dZJdbHuQBITGwlnkRoll7fh7J31xAFcvfQ/F84F+R7PhpcibVdyCfDD2KEcFNHp1H/wx2N2m0JwHnidb",
+	"F3aSzYirKGHFj//f/yWdVm+7suDddqdb08yqRj3IK9uCRpxhhvTIJTStm1mMtAsNugjg8JFMjakgvTa5",
+	"nO1MK7PZa3fuPRmfqbFkW98X43d9/MPSnMezAVwljMZAKb6bAbQJKVIGxwgtjgbeZoSCGSGrt/V8WsFI",
+	"TviEwb5y4XPLAgIOHxbjJMMSjsUhCYsFggZU/i1JkwwhTCsn0mvXwgutARQKGlLxC34vSofbOoJ657tT",
+	"OnjETuFJKzR4zEbGiYB1r53ymJ07Ae4rzte/UeZzHrai4sVZAdWCZ47bj72q3CCHxCVVO/BVD8RjDwKS",
+	"d6qc6BNdQ+VrERRQHcWGBb6vgTuuKpuqnskyL6phAkvku+AwvsMLVd7vh3mh0NmSGQbc3hmjJEqohhpf",
+	"WFBtKPa+zPlEpJm5P6Xnrz2AahdOd8WZFQPftcNn+R1Y6NQE6WmhE81lhgHldML/KLbsBKjWSXak+i2r",
+	"bHl2yDV0Ds5m1hQC3914Di2XodvLJEvgLS4utqs6EEwhpx77N/uhqp7in1lioa6w8mltj+jzKupvJLXB",
+	"srqioydWrgI6nitohfVNFL2YAXA34NTfpFTELA6GwrNbh5NOxRztXpUJHeQWpcsaTsEExJ7WJMxLXIEH",
+	"tH17rHLd5yL8ibMcqxSc+LThoh69Xcu2l1l1qcq28vo6nl/f36nqLfWjBm5ydeToIcp9ldwiGlGpSNY+",
+	"snxzq1XE9YwCQ2PVoV/RaMoFa9r9BN0U8VFqtE8ok15WcTUCp5ZwxIwkY6s1TokUAxI+f3P6/cmzZ8ev",
+	"rb5/8vr8+PT10Uv793LFZzAUi5W0Aakv7C39fLlc146ztq62Uh67qoR2KGpqaAOyVAv7+s356Pmbd6+f",
+	"1f2yWijbGorSTmBAK98MuEf2apwen52DE1qTErIAPp2XLi6GXvNh75SDcIZ15Feqc6/vC+cyVwqUeKt8",
+	"WUokqCNtZCeXibys8SyazXlFfQUB3qoPqFTkaZdVLOkiJaVV65mkZroqSIfV8dgRzPlYgfehx27i+md6",
+	"lEF7WvhrLHbewo9gI0sEo+MiZjf2V44t6KqlgbatPQq/cUvbsHB0fk8qeAF3cZLV3f6OSCoR+GTxaBeU",
+	"5k4dJ0AYhNLp9O6tFyOAQhU25F5DLOwPjBf4ua3ZmIepU0c5//WJow7s6K5uCDGbcAHtL+/i2RvBOMC3",
+	"S40sboOF9gmftd9Dhc24Fgx3JrB8+JytGFrVdhq1nRny0SrTxQJ9O+mt3/F4QE6e/Y9tUurA8DseP7TF",
+	"QlDqa3AvYbtZ24XKOjCCc5cBdLvyXDz93955I44fqEHUtU7JcbCdeucjAiXkh3DxZO0J8AshFToJFtdT",
+	"vTrVl++0kytPn/pCmTt2xUGm1HvcfPvygi04GeJBTFo+6sK1z2r0Oi1ZVmmHAi6hlR+Yzwo9a5N5IYo0",
+	"ofrSJVD6u6qoOPTAaSF2FCbXVmJdw+eUhKYHgBrqWk04ba18w6BEprXwI+3A13zcx6Ur1ijc3lN+v1ug",
+	"mM4SyIykKbMy85It3gc0OVySzB3UXUD1fby/KlKngjyANeP5l3nzohdiI8FdM9Dnuo6rck495tAGywRT",
+	"clmt1PVWzQ+MJnVK1xFJlRyz71anwRZuqYKjy8s7FVz3Wt1c1utCXORN4mc0DXydGZEp7jomnxdWEo1j",
+	"xXSNk979ojrzDnlF1SUz5MwE5IwK8ry+TWa3NhM9oVWDtrff2t/vH6yNah+Ukc6bB3VJD8lCpLzZ6XZb",
+	"/c5Bf+3AnSeVkeGf62PmCWZIiou1x4L+oPsqZYsHB90IQaXNe1/89s/yoLf3Rc6yd7D7VY/ylRQrCvZc",
+	"nSkXZMYFxLq40WQrshxmG5Mjk9VZWTUMq5TctTZB0j9nObxV7aoWx5Pd9j0jLAv7gWMGxXzqtuVtJQhc",
+	"Z1xTtBlT7JlgAHLa/nFNk8s6br2yUrHw3IEQtOOgElKJumzixAoaU6pHs9oWiecqY14FsV+ZyCSR1+jf",
+	"hzU4i9JOv4AXL9nkYykTRsH0L3WWrWsioaELX+jby/om+PYt+JSrz6LOISHi1oaZ/Vf3/ygu9i9YylP0",
+	"gbTTyIHVMVlGxUxVZwZR6ta989TLu1Oddul8AkcR9bQH0e06mRdNqcIciDwz2RpBCBjvouLNGTNTGbtu",
+	"+nlNbUqVQSKr4ZmzevJ8VX/xQ391qgGfB1zNxWh0pbRqr9npNNu9886TQXd30O+1djudbru/eYXVQzjO",
+	"Ygw2pfPRZXfWE/1098Oe2tdd08v6V7vXezf7c1pbC7FRcM4dcm1c7h7dDO6VXe2OubQxpbjaHcEtN98H",
+	"Fhl6gPSJ6xid52dgAiQJcWrOaZqTF8Jysw8ZTfJECEfyAywScB3FAC/YmVGYjQGBD+js4i5NjIYaJTOu",
+	"ETMRWotNAKFgC5ty4SxG/olwmyhaGL9unDp7atUFOq9OeoUw3egWlfrh4P+782Y9gPo9KD2ykPocrBom",
+	"40LFy0D4LXJiSmj1ed22f26cmaHwiYXYwiUgiby4QCxwMMC58AlfQzEUgHqQ8cQ0uSCaz7IEkjT8BxGP",
+	"3/daJJdCXoPLTzMC9eQ4bT2wQ/3V/Yv8lcjMRHLGyF+H4q/NZhP+zz4QprNRRFU8uuKaQuqT+/eMamNV",
+	"HxWXf0pn7CYkfyUuV0kPSLfdIdWRPBSHfc7/fYDNEv3u548EJJxQnmSKjRATI1wcojI0FzqbTHhkr8Ro",
+	"kolYP+wjteNUvuRDqA8a3r0MI7mBad5kyn7iH3/7e+go62HTR4SSKjHDl4bi2GXEOjwUlxHr2wwijIAm",
+	"1Ddw8IRqWQcDwMUV2W+FwChRzNp2M/1KhUI6G/1Cm7+2mwej2l52dyRuVBkqJAvQObDbhQ47X65TTkXH",
+	"XitzFrjMGnGzIjn7qC4xEbruLRwOco4adfwhOXDOZ7ZpQusz+3yuUaxoAU54vNj4++EdvP0PPuaJCJsl",
+	"T26iRLiEm3IxJWzIXYf3zO1abdVgflz/6U4KQH8epp9+br30AdKzzIfq1jxf5iv4TwePsMDdq8RQ+V19",
+	"qBRvVZ0G+6GrerpvdrO9q/3r7k1v3v91l+6N96Pueg22prYFv/Kdb60UkHDhCnq+WM1KLRHgVyksLO3G",
+	"hirwGkpemWtUWnoeJ3A22jVG3JXMLqaH+a4Uj+UaSy6LXCavu7rlHavLc167o6tiJ/dySh8JQjMjZ9Tw",
+	"aLGTOupZR6lMEmmXAt7rbUxFKrxCU3ZDzn44anZ395w7u8gM+s6FS6BkskV+gqYVMHYYQJjExQp1JcRw",
+	"SGgiBYMnMKooBRuKUmARzfw6Jb1o4b+uvnB5zuTd+fPmE5gncBmcZJW+J3G7f9A+oAcHcbd70I3ZbtRv",
+	"73VYJ6K7e/vt/V7noNeOxlFnn0aM9cfdcae3tzuJ416Ptdu7tYbkld3yVTXKfs+Je+oQa0s7CBxXDUfW",
+	"B+KXib1ITF3xSR4x19MHwTFcl2XXFHzBuKkyZPI9Zsq566FJOKM3YYBWXJZOlASzgUe1R/cQbjyjVRyI",
+	"bqf75N5iYMarOROdvb3dT3M/zrhDsrnTBemg3+p8s6fPn5KD/u4+cahyLgFMu47/904E04JeshHQ/4qc",
+	"sCq55wDV9cUC2KyrzM1fS6eYruXqtSlARZBwIUOfWhvetdniIs0MomW4rhFcCuIE8ubJTm7PoXHnyjDj",
+	"HWIeGNmSmTIg167EfNFGLgTA1oICgHCLS7ZYsGBCBStNnu0WeSUV5F1qKaC2byh8cd+i4bL8pXrkgKIh",
+	"WgXso7432hrdoqj2bPc3SvV0rdWqZGXISjo0tYVVR2XMTdcRyN2i73QuZyg21wwX+rUh5Io9eA+4UtnC",
+	"hafX3JJFewnVa1xh2SlnSayy6Ws4RYlqa5NRK3dlmUUkK2OtGPAAd7p9lXANZbAoCFu4J1YYuz2BCjEz",
+	"rf0Fgkgu/wo0R4Bex1/9RUvRsqPU7nO1md/SwdemIq5p9HfX6eQ7Uwxddwyn2Nx2ef9OtM689wszM0oZ",
+	"5N4EIqG99CNgUyHRacIxCuHCcGNkHhE3gOVMDdNDsTW2HHtCFQvyIqkACpW2rTRGBJWSTHaggq5pMo2h",
+	"DXaetCJzD2hItpSlWyuvLyTTXtAnkBWXe/EAQB065M8oFzGgXFhq8o+7ru1DYd/bXu83/frW2hIHi9JR",
+	"2v3QU329a/ay/avude+mP9/9dY/uj+txWOBcv0jooqCFyti/FFvWfbIfNC65iBuDhiWDkSUDqLj1T2Af",
+	"fveIJ4/KE7u9g/wBmMnt+w0FpaP1l1ywE8Nmdza5Xmec3i+88hXiJBXbsc5iLJ1OmQrWMIV8o2o5sx0P",
+	"g3quQfYnh+gwkQ/GytsqRlWgxYMH1E0irdyLNP5gX1nccBgn39sN9u0P7sO1bqSl7cuNjIlUgzLfLPFL",
+	"sCp9YSlkoAvXlxQKEg29ZKJa1VPcsqKaDIQ2IkuU4DpKv1wk33xd60vcfaP0Tyxy9yLp25a5n/KYPTSD",
+	"2xVY4fFCDM1XZ9WkZlcLaVdXnoJlI+Ul2QqtWlXner2r9PY+znEsa1Mrp4WFEGX4qYlULXJaht+kAsFs",
+	"Dy2Vw/MzOicJo1ACjg13FbhEwKSeQV+1LSrmUjDCEs0GpN/ubddhcoqu7KX9D7tqT++bbta76l/v3uzN",
+	"93/tfloQoHwcq8iiHvzgx3Ll4yG6BTTREU2Yx+ksu8pYJIWcAU6YnE2wS/1NUr2TxTPLVxLgqOoMBQep",
+	"uhr26TOAt915Ahtg+7xQNGLkJXgWNsPXOeh9CXydEpLSHekEZ4CveCrNWhg+Db3g7M13CPHKvbB8FKli",
+	"V1xmeoRPjjZCAlYsTWjEYj88ogJrfiEsywEXp//id5qAx8vKhtyHewH7njLFZQwVkNubV8qvAwAV7Dqf",
+	"BT63BOxZZVfXU82i0Z9nB1d/mj2f/2n2fC/6+cd+9POPHfbiz1fj7n9Po9l/T5l43mE/PO/EP1/8/u6s",
+	"XJxfsG5n7z7ZB+WL/CCvocJFQhdoKnJspe88Ou/y+cNRjPAoqvADCMA7eLIH/dmXv5RAs8gaarhkrKCG",
+	"wJpKRpJ9EtO5PiRhO3Ro6VBqSxF1voo8sFcPPeAv2V67/+SuNI46Py3U9NSwK5do4tDHrji7dlBRkFTj",
+	"i/WtCHUGoKvmP3RGKQbgXStNrofCV/tDZu4kS5LFtmpQOVetAsKyh7DoTGIZg+XXQxEyQ0cIyg9OrDxm",
+	"DegNmPmTwz7Cj9KUUeVBE/HOze1Pk3mtk7j08ub8+AHQfeWJ3+NDD4k5Y2dzXaDNrVPUqtB08LpM5WRy",
+	"HyCL0hnVGhv2F662PuXRZZYGrk1ACeIOa1Awm7Rqc/TvndEK+vYd88cc5hrZet8YYtDANd0L+QPeGMEJ",
+	"rpE0oLJxTbakItdUb8PusZhk6SEpQw7g1ua6IOSg6s2lyoPgRMra6acoJptlPhYgYfadLI3veSvqtI81",
+	"IdwKjNn6bIQFQKy1KQkP4wH3ouYvERYvnBzOkK2s4879W52PU7t3Xy/xZvmUv3HmzQIM2RfIsrFLBpd/",
+	"rS4g02bCrlhSao1tX8AQmcYm7FVprssm1Z2YOznPWBJSORMt5E+VS+a0V5Y1C6susYUFGg2qcv59zVnY",
+	"hd7lYLHn86neFVDEvq1rBZipVKa+6xbRUpm865Zd8SGhJGEUPPthM3QdT+xrDNz9ZRqoHEiz8q/qcTZr",
+	"T7cJf646n1UpNS/5hEXzKCkVObTIK3nF9IBg/2oWk3/87/9DPKYg+SvhYpQqeaGY1uSvBSz14VDkD9k3",
+	"Vj1W+YV9MKe3VklJBQ11KAoVNXSQEoImVT+hn2YjaJSAD0sfKZN0mZ6rHou1GIbFFq4RaVaLcFm1sI8+",
+	"y05bmbZM+zICP/H9mPNDZP6XFWw51yqvZ+XdKaGVrhZrDm/zbphNqZZANL+FJCxRxm9CDN4PDbR8Hb6E",
+	"0HwHsuUh0GzoIIDsjXIJFlLcunroTe/G5pXRPxbo5zUIYR633kHI1cLBYJpAcdjjJKsluhm9XET1kXNp",
+	"aoNzMxmzhcyft4pntZkkaeJOoXh2/+j7p51u787LDlPyXwvcYvyIdbv1E4J0P3NA2PVROF8LYKRHzIZa",
+	"JbwmPqTtPFE1ATp8u/5AOs0x1Swu1XpCaN99EIsVuSYFiHf5Ow9G2wn8pO7JZlh9DonvkZFP2yEsFb0U",
+	"uSF5WupGRZ2w4GXc03uzHRxnE7u3gFxewxndCr/TyB2vp7SOO9ofz7riHgaypU8RzUezWt9KknDnuMSC",
+	"Ko0qWRmUJc+4ZBFzVxzBGMCvALAjmJxWneqT/r0jvVDF6vZhvRMd6npLdTRx5it8M5FYlaqCE5riosJP",
+	"6CbpsDZG69LUSxuE+E7w7AKtXtArRoS941v24zIDHC0hsPbZb2WQVwk6aIHq3nZrnbwrVlHa4M2EwwLj",
+	"WiEnEGzyKs9ZKF2HnAdU7LmFLaxQpr//C9xjmSQ2YLR3WWGLnQk+1SJb5PPf1jirP7wV7ieR3yFrk6FQ",
+	"4CZvNjEfVAottspcwPEAFpPuzc12MBT5LSNb3PNprH510HuF5EkSea0JNSRcON5wu1zNYQcaitJIcG3c",
+	"6wNCScrUjNr9I/2bm6AiK6GzbMyhdW0MrcK7fTIlKdWaxQvIqTVVD0HDreYe9Q9u54/dDOqzQPOSgcUW",
+	"Hq4pdSUAV9+cGgdRq9qCfc4Oj0fYCA1mNBfRxtJV368jgheNi9dmUUZfT9nosj/bE930yYee2rXi76p/",
+	"vXfzZN79tf9wS3Hh5EqOYpXUd6hJqTKCqUqDGsVjtuOOVW/mQrbj51u22ERw0yr5hdk/sFp+kR6xQzSS",
+	"62frxFvAb+A3XNZJRcNZprm7O/DmNLfK4LzkVsMxEvSbgADQWblz98bJ+hV6XZ19GDSwT477tb0rBTnV",
+	"6H5jLZPMMBICgYXk3elLaJBMk6RFjkjCDVM0IaniV9SwgCRSpmMaXVrGlnBx2UxkRBOvLAxFCWYAcleg",
+	"jNkn7LujHmVqGSL2PgRewTDqP6k2Pztq/pk2f33v/mw3D/6r1Xz/n4OdnV/+13Cod/5///H+v+Bv7//z",
+	"d3felco12eAK3KUBLLVP+jwaQM75fxMawAI3W64jZAKEY1jqIuWEu5f/nOlDEnopGlrLVJMtWqMDhP1O",
+	"m7yQgoXbQ+FHcQ3kW+QZS5hhhOYCueAAVqx7NgM5DReUC+Q9OpuxqqB2M8ZUSPxrNd8q//1dwvknbqZn",
+	"eTIMTZINehMtn/LHRd/LmvSaqmQPSIjpM2EBdk412+tb8ux1iaIiljMynhuml/vrDkWlwS45xaQVbvCy",
+	"h2/fnGH7L0fozfyEdz76v57Etzs4l6ZPN9JL3ODLpfgsE+77YEXT7DVKU1DUBTiNCWCY7V7rsiLLmW7B",
+	"TDSLMsXN/MyeKR7aGBobH2W18IMib9UNSSlUr++LfMnmeVNklMPgzcFTseyTphw7zrrW980m9LnEXrSW",
+	"CwGxgWcMxi220zLmxq1dAxcTie40YSj2P8bsPEgqhAkbRmdOvShYeiwjvdRWb0n9KzcTBCvWjueTu3nM",
+	"mlPKEyRkdcUjNsAYT+A7BAWYdqCDauKsDobCpdXqwNef2IddzjFcA9ek0IsYwF75j/8gT6WwrN9S6FA0",
+	"CaJpAAJ3RJWC2o8pI+HOVSck2JC5RY5A97lirrOpdgk9vrPcoIDoFvFQkAL2uNqMbqEDnRW3rlVqy07l",
+	"exnbz9uF/vfZm9dkK6QptrjjUuz8RUsRbrcIlEfhU6tqKO0Uqi+7B/4LB1lAZS2VToYAQILGT1jUbIXl",
+	"3ql2dGr1HrDvqtWLDhT2l/eAmGwPFpQjRC3fCktVT2HgqqWwjUYrsfYabMNJXr6Jq5Qp/ZAx4sDO/dwt",
+	"IbvzcQAhdsRYXcGfKlb2z3/87e/bzsSDVoZ26kVtd8KMcYdGYn7BjW6R1x5pTEM+0AxmBPkMAKgriPN/",
+	"3IEt6Ca5Dl3QDnzOZ0wbOkuL8+z1egf5Wrkg786f4mgzHimJ3jW77ohra7HZUd6JS2FZOpa1p1RRbBAD",
+	"YypmGWKuubXbAdESMaR0yhJDJjyx0tJZhjxhwiSwUQhnpDG1DmWv/Vr4w/HRM4QX9vI6h+sNXxyfh77t",
+	"WM5MsWIO99n+UGaouGOxHN5KywftsSO9DsVaxuj4Xs4cj2A1mOKIexG4dmZwx1xbdGxKX0x7KPrtjuOm",
+	"P/30U7M0BeY/GB4SiuW48LaffcoUfFEK0m/3WuQPlgljfwBoDzAUwIi3XB/xIG8inncK3w6gCwtIK+cK",
+	"canaeTcB8N1uO6dHqYv4kR3AMhZhFVBsRO5++51GeYCLsjKbprxpfwQL8RshVb49uCdWy0L9fjz39X1M",
+	"IasCJuJ5Xcf1uLJ77oDLnJWAstIlnKK3YyjcaeCkyhTT7x6QUFHDRsAMwD2Dkz5lRs2bRxPDVLjtEQ/t",
+	"1cL264pZa+XSnl6W5sSDq9dDcZRvFHyOGCaoMANCyTjTXNh5SgQSFEwR+yN0Th+9PQG3DlQ3J9RMpJq5",
+	"fGmaplZ2nNbLIZRX9gSlzjtMF6eB0ms7qHRfL4ssp9+mVnqhSRKs6MeKB12oIAHhMZulEryebndEnHft",
+	"H4qCHn19pNUePB05wacYRW/YteLGlyD5rhZAqqivGGpPUGgesyFwOjfOoHDIFYtmWmYqYtUTb/etwsMn",
+	"VrGMOTbUAaQHsuVAngdDEYosSezlQFBxZEqgmgA2qb00iERJsGbNcsjSqsqAeFz4qQUolumyV8LZFk6e",
+	"A+TDtSitxKG2kWeuX6Hvl1KQyFDoKYUKl4QxJLRSuY+Y5zNzegCg8nlubH+Pd90uzKWeonrI9FDYY7GK",
+	"gs5nhsR2PaUGNqZy9z044IqO37g1CD08FPk1pyWmF7vW6P5aWcNXe7wxgIrF09TO7YKA8yT8aC1JS9Pe",
+	"kLwNoRbYSnn72c4//vb/77TbZMtlspNue/vQLn7oSAd6E9gn++124VjAAVoEkFHDYvRWCZ40JOC3KOOm",
+	"GjkUlmK4yFjgELXyV0tYpvZJciFhAGBnnq7IWGYi9nEqhxWDMm0oUFrqAPOS7I7jnm0j/0uVjLMIkHAO",
+	"HXvxdpS/JzggLhbQEXC1blIt8hNNLpHS7DVmBuOuA6LkNdxApgyy8JghXFqcWWWBUAS+dVeGZpoNhb7k",
+	"aeqFYAp+P8STzYmFsRQdGZHMUfwR+1+BM4tBGryniJOC43i6APMwJFMpZAYynoSlp5p/YPPQKQBky1tu",
+	"rj00JUUL52voSBDLoZhSNQuIzqIpHGtufXqWaXXgP3hZoCOZsvys8Ci+y5kTLNKfJuK04LqcZvuddviJ",
+	"QdEqNZ6XTnVQoOvaa4nuBQxjQibFXGO9pQOHdIFMa2eDcgx/QbGW74lpnsKb9kiNylh4WP1GmVaskRPP",
+	"3eTAWoBZAfGAC67Y6NElm48Ug25wh6V89sp6XUO0fvvAEt7Cy1yMMs1CsiSGB6QTenHhV8gSeU122+0S",
+	"MiZ3fdNgJZYjQKWqUVRoitFI17qm2Hw2mbDIWM1k9+YG4r+URIrq6TaJ5AywCp3XBzk41AriIHarJoox",
+	"dO4YNW+Rs/Ih+BuUGgjVAG1uRVJM+EWmwOpxxTBda3QcFdFp39ZWQUeaMbvIBGybfdhOiIkYxIKVZHOZ",
+	"qXK4NVYyBZeWi8UOhRT4kJWb2wOcacnL4A/dciJmYHzXmaDmFkmB+nUwFOHbd+eu3uTZ8cvj82Pgs76L",
+	"iTd0ocXahb+oJcAGVNO9uWvtQGU1hfD4nF6E2FIIODyAW4HXCBwW9sM/UjUfkIpy7iZiP8eaT6UwSiYD",
+	"71wOW+SMOZ+UHR75NbdcYtJ8LQVrvgKc2qFwexD22n3yWhrySsbWCIzDXOum3mKA+vWIuS4pzl3xVslU",
+	"cWYwgbfqrFhq/2+YmukSIkvu7GiUQKsanVa71Xa9jgRNeWPQ6LXarV4Du3qBw2dnCs0mfoUKrjp3Xbfd",
+	"Lt3HVEl7CkBS1tpksaVxEikGVi9NnLIns2gK5Ueue76vfc89CydxY9B4wYzrdVFExGFW3XbbO3VcXuCi",
+	"KwE8jOCLvMuF7L4A3qJaFC9YkNX1rGpqJ+kMPjvwz01XNt08WVl27x7f+dk9ehLjx/q4iLpX8sXufE9j",
+	"X5h9GzR2N3nlxHW0c/BIJUdeY/DL+6CR1yo1XvIrBkYD9A1pBA1DL3Rj8EvjFTO08d6+umOVqvldx+8b",
+	"8Hi2mDMpq+LxC+8smtIrZknjkOy2e5j4es01cyZ7ImlMxjSxpoRCoaChMPral1MuUccpJEpjwu43IBD7",
+	"+TkGytQ/I2nYt3p3v3WGzst3gl5RjgHtdVSVH8o6sirZ7itp67xia9pHAyLYtZVjIPeDwuKHXnAiSrIY",
+	"OsSCYWeNnm3LnyPFXFNV0B6HIgGcxEMSooMtJIYliTfBrfWMTLhKbtZcOEq51c2AQXo31MpQSPHIzksA",
+	"QroN7nzwKfYh2ODJk4kVLyBdIBzwxcgf1wxRwporUMQJ7e4tXIGKzLzrDsDD/tnboGHF6V3vwDO3QeOU",
+	"GgZ73HzpG9Wuey1/3J9LaYBTgEpy9fgbDVK8sTCQZuYeg9inb4PGj2vKSP1bP7rq0U9hMb12/+6b/1oa",
+	"r6c0HsaW+u3O3a+8E9RpXP47G3Cl576RK76xt9FqjqDyA1lY0Oh3D+5+61zKV1TM3Zr0p4jhkuDVJndl",
+	"lRhk/qP3t0Ejre0vjZEyq9b6qqE6y7DMAjFaNAX72vj6fEjkGKBjiFqrVE8LYwcEcilOGFHh+kO71KoL",
+	"ykWLHBHnAAY3hHMBoyUZGUhWQV9a6BzBIVQiR1PXNOKGa/AoOX/cBDOsc3cPmEvOaeSbxyaMGd8KwnsW",
+	"rHHnP1DoFOCB8d5omJO1d4T0TukWORKV3uMwKSsa8kY7k8xkisHnSOVr2IM+xE9UPc25ew5a7+UuaWsp",
+	"sTqhgqeJLPbeUqVkQtnXUQoAlX4v4/kGAqDUDnOByKYsugSbJE0D5/Xx/d8l1h4DJIulaYxIYzXyk1n3",
+	"EtLBP3RVX++ZJ1fd6/7N3vzJr5Bfdg954xKzbqsRcZcatCDrOp9Z1j111TArTALBrgtXRulGbelq5sH2",
+	"IQl9HToYsM6wXxCS5Q566xh4uaT9X0jefWU1+avJow0ky1MpJgnHPKR+Z4NPvKVzaySdS/mSqgsUYZ3d",
+	"TdajszSVyrD4FYs59Sl5/W53k5edDWyl5rEwVuP/lrLTpYrQPNukXn4uGBk7Hy/Z/CS+RV6XMFPD9U4d",
+	"Wox3wJWE6GEO7wWRDmTrPm6xXUSbMJqIQsCK26FwcenOcojx3H0Gg09okxRMJXSiw8qmQ/wgutuHAtO+",
+	"fK5GyYVYiUh1231ipLSCbjGCdcnmIF8FArVr0m/366QTbkgunRbYbn/VDsYLHO6RW/3mudVmtsBzgEr+",
+	"lpcfCezOyx/UOxTeiJoYNlj9ZX05yD2yhXCv9T49VG37upb7KjVmWRN5NNcfzfXfKsP557LvXzCzAY+6",
+	"H9v4g9VfGrfvnWLjMkh3PuJfnGpTy/aORH0ihFNl6Jq0ihaE2RhEFCdSkb22U190LUfERJLfLkd081vB",
+	"EVftwSOXfOSSn4NL/hvwvFV3qMQCXbLZAzjgM8fp1jHBHcghWxtSwiwzBBQnY0wbxPcHZYzEHKO5hO3c",
+	"Imd0xio5yCIeCpUlDLtbvzjGbB74Rki2nFcUcsy5JnyWJhzTULHRjJlur4o14WrPYTm/gXhTAYLyHHLE",
+	"NhodfQV3P4cON0jHucfz30P27CYvvAX4q3M+Yxt/w+N2bfosAL3p31TkLkdZWxu3M2XJl4OuPQq8R4H3",
+	"aBZ8ibAfXbhtNaIRUbA+j4gsyr1XCkQHOed4QUK1Ib02oGhX8y0qXpJBgcg9JxOaJFhhPRkKn4bucTFa",
+	"BJiuFaIyM/SCBZjKi/2K7OC+Obn7GFahw3iY+ToUMCkrqOcy8zlZLIacSlfgg3mdefW/K7CgIiZTKuKE",
+	"Ye6vfX3G7buHQxGzIkFXCofEDXHLcikkCc08ZSERVEGOspEwkUsuYsxtBcR5lzhNqGJDwW6iJNP8iq2S",
+	"7ccexOCbi/W8RH9zqQ6v3Fdkl1/aXG5/NVEJ07tbVrqCiUf5+CgfH7NcNhN3OV6LF3KO9+UROnxg5yP8",
+	"uc6N9SaH+quRVAsefF8SRqH3A89r2zE2teS3QnjR36zbCqe3wmuVo5c+sqRHlvSosn8ZTz5zDGKJid2X",
+	"Zxwjlyv08wlVrJkX3EKjpNq8v7fYYgshbVFlDhFbACr9wtiOIXyykXB5dYAjgFAG5cJX584aii1aaglS",
+	"KmbtbWN+QsTN3KcuQZJ7bDVc6mtWfX0xTgQLvaHde14DJBhVVqePmAAtfcoEjKChDieh6TYq0aXpY3pg",
+	"KREP6ojsS62hOOaQy4D1rTIz2i4SWTzk6bkfjRzgxsi+FkLJUNEgPZIzpgur48Jqpc2IqygpNRy0Wr3d",
+	"biVpTCY0MhLSEDutXlDqVzgUpYaFKVPNS57IGTOKgelhf4L4+dgQlmzFmXKdeYCuMjWmwsqwy9nOdDvI",
+	"gUOGwh7cd5rMssTwNOFMkS3XIY38v//bCYhrpGb/0ertBuQmgb/u727nIDmupaKDEcVJDgX0jWXWLEom",
+	"rkrMPlzAPCDGFwlhs0bQTT4kOqVCk4M2+Z/2hU5nl/xPFMPUDAU8eZiXBucN5EsjtGb0xoEiVnrJb+dn",
+	"kzdYwcLuvCINTDog2phEVJAxgw9B1n/kcBi4z+Wc+85S4VBs9dptMp4TV5a73SJPoYwe01ddMRzWhSv4",
+	"bhZfMJcYulSdxrWrAfVtuevyOJ9TxY7dMr51NqcpIWg5DIPGwPJD8iNNmIg4JWcmIGdUkOelVkoJNY1B",
+	"b7+1v3twEDQSK42bnW631e/0n9wGDbzo1TE75BVVl8ysH++gt1cer3ewW22Gk/f/2zhRtLzbueD7uvmi",
+	"lQNfpZ+VumGWVLSaitm7NInilfyN2+Axf/RfMyPrQVrSY9bpl9IDQf0CdSAz5Wjm8wpeSmHVVtW6nY/+",
+	"r+vzNPKRghxd2Iu/ktpW1zW2wPDGWrbrKQNFiZuhsFJTG54khewckBDqGcLAF0EggrCu1kRMqfYowFDj",
+	"AfX3ZAvHOByK0DX1ADgslzlrf1Qb1HzBzKcJyK9lbn8CV380vB8N70fD+/Olk1TgqNax3Xvb4Tk/Lkzx",
+	"C0XT6YdkJX8+zYS1CB2cU45Hp3UOD0Lenb4MPBCIfw4AJ7DHQcoiPnFMieDgY6aHwkEHWm58RRW3m68d",
+	"7gS7MUxoAByFEuZ3py+bTEQyZi78BF5Qcy3tZwFX0bAba+y8OD4fCoD2sGNzhwKFZr3DOeGaRHl6H1Ss",
+	"IWrSi+PzgTWqcwgN4cAzHNTUArgFuQCQqV677/JjsFS7QJHTQQGnBB1pOYCfePybsE5a/NFuiNvCe4sK",
+	"9x6MsUmcyT3/o9/7e7zzxs/6NZ2xe7x3nJ/rVwqElc1Dh9dsfJ9iTIsswEaOYkreUnVpN34qjSxhjUSx",
+	"WMJFzfOwYnU1ot1xL+rHu2xvsn/RnfZ4/y+7l3vJ/qzb+kt6UXQgH/RbT/axn+0r385WZElS9OD0WJKN",
+	"QSPTAFQsDU0ag86T3XYJrr5x8nr09vTNi9PjszNgIsWVwW1Bd1qCcrLTbrdzy9raXJ02SIfNVAN3eKdu",
+	"+1dmksoogyZUigqvVgFyaOhybq1ajLChDlkQWymUgKGevzn9/uTZs+PX4barhU2Z0lAk1ETO42t2PQrh",
+	"Vvj2+PTs5Oz8+Nnoj++OT/80ev3mfPT8zbvXz7AxzqOe8u+tpzji/Szqyj+VLnGaiSW5vfXi+Hy7pFF4",
+	"UbO68n5B/Od33LsTQ2QSiMbkdIkQ02ScvJ1Ke999bBISWxwPoPqSxdbmCzAhP3dO53BjwQKulq8k8H7m",
+	"QtRSh9p2enx2XoJqXpT8MJKhIqYqzhdVQj1EhhW4jxc89TYMhgAHQD0u84B0223wxqIrv8T8EPUT3f5a",
+	"Qp4MrNf1qdly4YwCw2AoLIO0w2sGmIkImelx4wjMilwDHGlJN2oBsDM8XzBOKNp03HEo4EPVAaHC3Y25",
+	"fQjwjAWWkV+FAz9QmVhAiUMurhHjwEoZgm7o0py0wdgDMBLtW2kUYZZ2Ue9pOfjSggak0w7a7Ta41Glk",
+	"VQGrLCJ3P3/zZvTyzesXVkDELDVT+zDJ+4EIkG9+w8svPTs+fhseEm4ZulVJEZI4EzFTJByNkIyd+jka",
+	"YfYTnArThnTbjhJDHNnqrICO/bz0T8PUhEZMh4jyGaZSaz5OoJ+5Dv3UfE+RLuA0biNoYwfW668FJI6x",
+	"m5Rio7WJohceWBYWymKPoUsFgjgjml15uU/fvHr78vjnEEMNR5mRM2p4VMjTXEGG8MRRKpNEWto2MpLJ",
+	"9gDwfoeifDj5q6Bhkt+Tjw5VbUA6AdFT2t3d+4Hq6a3HG0T1vtwmhtChyGkMPuzleTRlEbpoFuX5D0dn",
+	"P4xenZy9Ojp/+kOI4SKkVniXJlIwS/QFMnEJChkfccBca1QFstVtt+1hTDBgxyPkOoiHPBR2N3T1ijg8",
+	"kNNSryWHX4ngsTkcqy+QtgcN4IX7kLwBB/MWmUmehwgWk8ct5AZS8beExOJlxMpD1YlDDTTaPlDUbBBJ",
+	"BHslBEMBBliHvOLfb8Os8gsIZ7MALl+2g7BuOmehdWbK8Q2LMsMKQ+VBMRuM+1aICtxVuQQ792wfhdcY",
+	"0XzPfjhqdnf34GgDZMBF/4dG0ADgWfxMWSOu+VBOsY1BYxK3+wftA3pwEHe7B92Y7Ub99l6HdSK6u7ff",
+	"3u91DnrtaBx19mnEWH/cHXd6e7uTOO71WLu9S8sYgx0riHOTFnrExHe3EkaFnNXuxBFKjJxvuvC1pSjX",
+	"1jpftayYZgNIqm0EjQ84KP4JPde3fsfjATl59j+2yUcYfsv++3c8tv9GM4MUZor/5EdwehI0ZwjYSeQW",
+	"PRYfCZgqORo+ubX/azxsK+5vnNwjFta+J5FOch9U9VQcxoBHeTe41flRVC1OK4F9F1O05xdNttieVy7J",
+	"oTOnC1/h85FMsploDHpBI+GCWUJ7HzRmTGt6AUdtGQAQSimaTMuTLIDoWw7v0ndDbry/ff8gI9I1zq7u",
+	"zHGh7ZFFZW/1Dj3a5Lf/hlb5Y1h287DsNzdmv03o9LdkQb99c7bChHYOdYcr3PKCZEUFCtfkTcqEtWgL",
+	"lRKd2dDu9wox4XOb+E9Hr14eElEDLlyb3OvGtsN925hjfYvJSmtQ39+rnoEt7tK3cur9U0ThHnKpPzO+",
+	"MpD2IkmvxMP1t2VOZ8k9b0sp3d0ycUO5sGKL6gfeFfvW17wrfslf8K4E9Zv0eIX+ya6QI836K+SbaKxO",
+	"o37qclN9psp3Gi02ax74tkWuawZ2gcsdgpjVSlxXax1gix4N3bCwx1ElX7nUGaJF3ghnAbhPLmVigwKa",
+	"0jnJE7KDoSglbad0jhhvy2YWJgCVfZ3EuzohIxpSdIQ0o4nMRBy2MNsWHoFE6zG0xbNmA/apYolmpN8+",
+	"KL1Z/Ho7wJccHGxKeUzmzAzFVvEGTQAzfmR/GTqvXoj95JxT0RsRoUOC/ZDRBIx5DPfjPbVj2vnjm6MZ",
+	"19BcyLvxSMwia/rF/mAAfDWSKmaxpRPqfczuUAPCIOgcun+3XN/0wAHnDUWpe1c3f2zkPxMW/nfFqJYC",
+	"vL12kEyxEXhrD9FoKFzsiKbrAPtcwvFCZrEHinXtKxwU/qpGGr4rCzf2GNXcdYB17fg8MOmWXVGmM5pY",
+	"budIpkrb2y1y5L+JGzMU+c6Uuthjdzb0GXbzdnI+lXRQYF3sfLR/nMS3/g6i47s2kdr7JAY1LVzcUmCx",
+	"0M2FYkMSNScJNfbSVMoLKr1rwCV4wYyPbZT6pQTVrjXowi5Pb6lvDbbuxR/lPkLs/7aqeyQmR9NkKCKa",
+	"JIckLDP5coqcPSgpGBzC7s1NiWIg8OEnHi+2iQmGwgMz+3W7vluWYPi61PS3eCqfmJV+6r1JD85OR/Of",
+	"qrjqJXlL5660xTPk/IgNlI9QFbt2tY7/ln0nyCLQCREsuyj8VUbSbwwa6WxkBxxdcU0b6LQZ1TvjurqX",
+	"O+P6jXu4JNx+fxsYY3/YK1SjqiTzeUQ5n3RXMBdq2IkO81Efk9gfk9gfk9j/iZLY7VvdjejjBTXsms4X",
+	"897p3FUP5kqgd+57FfytV7pzNdz3/FyLOpI3s5YTANSwoy7ijYTIfCAX3Y6AjVdd3JNbLabIQMc2r64D",
+	"35aPrSOMq6tmrGjfoNr4XrOuAaSZshm0bvTZ9cFQYFsZX+nohvBtLReqJlFd0RK7sy7EGXzLaJRzQwHi",
+	"LJYI4YztEPLGC04jwG6H1Yx+LWfMT8+ZAPiybpHnUlk9FtcV1JkEVBA2Sw2u16Vr+l6WXjeH7pE5phko",
+	"X9gzZxWcyak/7/tqF+egM26cpvnP3EbH7dFmeFyeUN2+PibvPSbvPQKObIyvtXB71osq6GC98xH+XFec",
+	"de57mNcCQ1aExqJUqG9d5xqo/EZroHB6KwwI2IdHpvTIlB4rn75Y5ZNvsORZFzbof0Cl0ylytqLMyY68",
+	"xkP+vZSXVnuF+tBqAVbFHegdWai3O6cvCSlsIotDD3LrEECGRffIha5efvTvNCBWVFT10H4/b55UPDkU",
+	"G4FLHJKQGTpCCA6dj5MDMAK4RwH54cAGU0CLrUPogF7VgJ6Rpc6xjQ+PDJ+5/OMcgtCEJE0yzCRxPmsU",
+	"IGPYYexub3XzvI4NLC0vXga5veA8uNhszUMJW7lCjsRQYPwAx6RiXj0sdNZDPCKXX1yUh9oqrKQBwc5q",
+	"/pcjb05VMqlxlAF6yfHRIroALs16RBnYAkigxjzdKU1TJjQB0K5KvGRQOWxIiZVCZzMWB2WAZvvzhPIZ",
+	"i4diy1xL+xT6/oyHItHOgrpgppRND687sBVvF7lT89gprrS55X4cOuAxrgEwxDBxSKSA7XYRgLwND7dm",
+	"GP5MDyoJ6PmC5JIR52M1/pHSjgblJnP2FTyj/ElfvR3AL/01dAgpEJTJH/WBGddFXUhsMe63U2ALeQ/5",
+	"A+8KOXII1vnttcTgKOl6KvMvTmkOTlTOyp2gQ9yPh/QypXpkj/qKjewLG4UKVoVEcsc/5ivnzclBOxuK",
+	"3ZsbvKhzmeVkgN4FZ2NjCIULbRiNLU+irsUBLGa1R93y1d+GOx04wGI+JinzhRL+UyUt2FMGOL+ZNqPx",
+	"/spMVERrUfisitVIdGUv7X/YVXt633Sz3lX/evdmb77/axcEGn5tIXd3mQGWinsfNq97OOXtkX0jpBjI",
+	"PV6hTqMEXchofvS0P3raHz3t/6xwMVaJdhx3QYcvo3s7hXx9y4qXXJsiX0WXauXAb60ZK5ro5jplUPTO",
+	"dZh88OKcxEpesaBwEhOaJC3yDCHSiFSxi0NX3fDNklK7smHFv0WrCg+wfo+RH5tbfMPmFo/9LB49VZ9N",
+	"LP/zOcMXO0zUSZ48dWs1MBnadVccing9YqgTQlBIA+InKKmvQdk7vl3rAXflePePGP5GudE69f6RBT2y",
+	"oEdn+Rdzli9kpDy0ew6mIwCnSLM6BBBrR0fV7HGPuzhYTg+pYjbmbHLRMXo4FBiFJBEVEUtcku3bN2fn",
+	"dfm1+FCCxbDgcE0Sec1iMpNXTA+GInfBk3/87/9DqFL8iosL8lfCxShV8kIxrclf3ccwBTrMn7KvrHxu",
+	"KMLy7+yzRWr4YSWNHHNJ8leh7h58gS1yJHxlvZ2xczXC0BByGIEnGIo/0DH49t059M7L3RmIyOAzcrzL",
+	"19VpO3eeJpQI2ZRpuSF6O/cfDkUmsIE6uvkAWQB8vAEJszTOPfj5Y+DZVowmOGvAjdYg8JxrWOC4i8n/",
+	"A0xRavkdtrsNP9CGKpdxb+nbLqe8u2HgsBdoouVQaAa56+VggxPDNDIZTcDtue3HLufz45v5T7CffEwN",
+	"HYrwo8ueChyCefmp2xAxP3HA4iT9gP4naBOSI+/qdecwo76Vvq/Qz8M/CBdhj/aMWTI5mXggudy9i3Bz",
+	"VoOvtlTMr4EL90yyJCGKpYppJgzciQDTw2VmcoiSbbtXcGy5y1+KZE74hAgJzmNPC9wQzUUEJrU2NGHE",
+	"TgRotNOFoBO4hoE6R66CoAKs4yHzfHTMvl5nML8DGnuQCnQyKSs0D3YaO3pcxpkohW/GdhcBtIQ6FBCk",
+	"wLKzNi/5zke0HDqnpOXxXeyAWjYp05TFRE4mtSMWg9zDyWv3FHf38yEgfB4l0IUoAG3fEuMWAO470vNN",
+	"GoBpLRaG/5uqfP+qztqvo5Ld37u7gaP1bYkBPgf+9+9XDP/KXl4X66SJFBegBiR8wqJ5VOl1vNbcrmpy",
+	"kJDxYG21vtYRxq+GZafUFxmB9kG2SgkbVtrnasr2gNQa9qScYtwiJ0vR+0LGjhl2Winrga5NY1l5CFBx",
+	"KomdqqaAgfolPWQxIl+0PSltK0SefVmgVVJgYgt6VllvtTzYp7KUPrZWSS0K4vIME5jsJ3QSsWf7tLSO",
+	"b9pNBOsdG4PG24QK7XWlzRt1lBfyjcKvlb1cJ6K5LgyexxDso1T/F5DqjzHbzcQ68ojV3qR6Ie7KJtfm",
+	"jeeVlnkVNqQZYd6Hy/lbDQ2wVRjRgZO+JRQA3/+j3+6T6ylPWCWtLRNQor+VF8tTY9gsNQjPCIrAVF4L",
+	"MmWKbQPiQI53AENUy5NWdPWwG/Tg+uKv5aG/oybW7b4vgX901z+66x/d9V/SXV9ctrr6nODTffiOXbtu",
+	"9E0mYmgaub4olUYAK/ydJr6Lff7eml74LXLGIsU8V4WU4wRAAVu1mTI/4djH+ZR+A0kzX40RLyx+g6br",
+	"fpseufIjV34sg9ww82OJf5XYrLuCutLsIKJJMqbRJdwt7He8Yhb5k3lj8mApUIoo1JpQ8u70JYYQIsav",
+	"GNH8wuqh2PgHckjyshfHM51n55KLuNrW3UFX2QE9chUda5lkhpEQsHDDUtGLNK5LMMVWBfwK+uolUqZ2",
+	"8qBJJ1xcNhMZ0YS4fqZky8Gvg0oMM0u4Yap4gmHLBeeaQpf+s9dnQ6EYzIVLERApHGiR6zs/314ZJbIb",
+	"AsE/DTIkJFvh9VSzaPSPv/093B4MBXY3Rj0dwlZ2ZoAUAEhBhNvFXuP4/rT9dru6KehW7WtchgInDe69",
+	"EmR7i+QCyaEmFyFGkIq+YMu1nsCCHhpN80Vio33sahX7+q8Qvo5HDRtvx74ekCum+GQOIEk8Zs0zfiGo",
+	"yRQLh2LL0cOZb0/hCZY4frONTbWgpoleQ/1HQGIWZyiUGHFuSKSkkEPsuiheI2H35iYkE6pNixyRsG//",
+	"hTaVmVJB+u0ncMb97oHdY5d0ixhL2rc9xsGHYivsd9rkhRQshFgtiTlYtG7r3ZYCQJurfAJgiVKlylan",
+	"TfS2K1iJpBDYkiEvLQIXJuA7OXLrEIB32MU/em38s0um9mfTgHTa/r/kH3/7O8mE4clQdPtkWgpB4d5s",
+	"hafMqHkTUkcrzkm0BLkhVLsKEksSTG2v9louiPYv4LSsZ4r+Ec6W1AsPwPQFfYsLX/yJmymqgyvLp3OM",
+	"/pw8SuUfyAbI1sKF3z6scTP71xc0o0cH47+kg/HR8/el0K3znixLalO91rTKttz56P/q0mljljDDlm3N",
+	"Z/Dz6iXGKFvqUpucTOVO3YAAXPGjRF5UVKNDaMkE0mUmUWRoy96hh36LnLKUYZsKn7hLEka9egApS9pY",
+	"uQlpUF5kYbPHarZaH1CFOZYa87iiHuTOwim9YlAIjJKwYHMA0oR7gqW2JVaIiVugKepsxkqrrRM4uIHL",
+	"AmeBy/dXbX18SBY3zH2QxW7XHrH5/8UDMN+K3SAFbsxsgnp31RuRw0Wt8VpVuERQgkTzikZtav4nK3Lf",
+	"yJm0slt3vZ706EF69CA9+vU/n19/U352z1bduUq1xqtf0bx2Ct1hrbd/QaGSE8Da8LpKmXMOIMuJCaPm",
+	"JLWKIoZRqzEBl3mM7RwzE8kZC5znAJwx6jvts9QjGbvfJRTs3RLYPC/6Dl1P562hOBboeKCKYdc8qsEW",
+	"d50+ufK2fK8N7fRWVui6Q3hW7M6/YeDBrX5+d+DBx8ofpcaj1HiUGl8Mr7Fgud/pwpXsL983kyGoHjeV",
+	"NA9N0K18dGVX6XJNWWkjfFjAuQNLLR6kYEE5HACVR7mVPhTVyPSzTHm7/0LRiFnxxWVMtkL45wj/OULI",
+	"Ix0GJHZYEE/2+u02+T3p9sl026MA58fjIxgUJgqOe/ARQ6EIzhlCFF70QVol0dfcRFNCDUkY15lihyRs",
+	"h0Oh2JX05UIyif2iqYGmptCrAn+iDU8S32cF13PNRSyvvfCmKuF2E/yxofPcjh4P8obD5lq6AXGfEept",
+	"Dg75Otl5agdbdDY4H++3TMytO8HGoLfXbm+cm4urOHW7VbQr+JIO8+o3V9lsltTxkB4934+enXuKwUdX",
+	"+ZdylQMrXBDaVVm1ict8VJ+OlSoWUeMLAoIlz63/PaEJp7pSHrokzQE5sdzoO/TvAx+BAuWXXFyGPqi8",
+	"Wa5WMYnHrK2NsrbIlmZs3Tltf077qnTGd71afvSelpmlm7uePcPuWlLBw4/m3KM59y+RRka2CjZNdMqS",
+	"hIuL7buSyx7E2nMEjDreDo4wa3FECYfsprwMsGi2NxS+JVs+00ER8cx5fVD8zIFbB4jcXJYYvi0cZBEN",
+	"hRMdLkFK+7teJH7hSC3yTjMS1i9i40SaT5A5/74pNTUZNVYOrSGqRUH0cFnyIPnwaLs8Zu08miKfJWvn",
+	"PkJqlWGyNpfnAdLs2fHL4/Njcrfn8TMYLrXZMRUpsnGejGObm8/+G3PRR474mKfzpfN07qcDfxHvxufm",
+	"GMtJP5+idP5G03/uckWsZ2SPfolHv8RjmPlfJjnpno6MTwg328mwKFNWYbYvjxlVTB1lZtoY/PLeMkjN",
+	"1JUfegH9H4rTYnbFEpkCdAQ+S7bCC0lUJkhrB3+yE81i6O1FUx7adWQqaQwaU2PSwc4OFLlNpTaDJ+0n",
+	"beDKbp1LiVHQZSDvKGC3DIDpHD4TNhDwYEtcFbhXll0KOmN+DPBfV8d+V+7OlbelkZnrVmU/Scw8ZdBv",
+	"qtwA6npK86Zo2D6m9LXn5R5ldZ/9HrtBuQHIRMkZodXWZh5tE2vkcswsF3YvWrK4T2Inh+Uvvc3GCY/8",
+	"XqVKTnjCynPF/gF1r0KftrpXXOe35TeKcj2oR1uosMTSSsgoc/V/2HGrfHbVBLjSN3PaX/5qtUze1QLq",
+	"oNJBy0XciZkqmV1M86rBSmpC8TU/yIqvuem7ZOeEakNcpptPr0sTOicTX2AoJ/ll9/kKpY9BzWrt2dG5",
+	"JRLwKVZ6Xet8y4qm1TSHcoEW1eXzykEM6lfzIYNKScuvJjRiPrPQMSUDsKmUvFA0nf7xJYlllMFnXDM4",
+	"dkMjk8z/P0GvsUrNSSmOyStPzCtJTdFTCAa3iqwUEiDNI3BhoJcOMqgwJ0FBIxPUGCkugG4uzCxWyM+D",
+	"rhSEOhxqJ65kXZyRmgJ3D2RXCrwNmZgDSrlJKOHgm1qSCCr+AAEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -5,14 +5,21 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -25,7 +32,7 @@ const (
 )
 
 // DefaultAccount is the account of keys created without one; the demo keys belong to it.
-const DefaultAccount = "acct_default"
+const DefaultAccount = store.DefaultAccount
 
 // Principal is who an API key speaks for.
 type Principal struct {
@@ -35,7 +42,7 @@ type Principal struct {
 	Account string
 }
 
-// IsAdmin reports whether the principal may do everything.
+// IsAdmin reports whether the principal may do everything within its account.
 func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
 
 // Is reports whether the principal is the given rider or driver.
@@ -53,46 +60,150 @@ func principalFrom(ctx context.Context) Principal {
 	return p
 }
 
-// apiKeyPrefix marks our keys so that secret scanners and humans recognise them.
-const apiKeyPrefix = "rk_"
+// Key secrets are apiKeyPrefix, 32 random bytes in unpadded base64url (43 characters) and a
+// checksum of those 43 characters (CRC-32, 6 characters), as GitHub's tokens carry one: a
+// mistyped or made-up key is refused without a database round trip, and secret scanners can
+// tell a real key from noise. Keys made before the checksum (legacyKeyLength) still work.
+const (
+	apiKeyPrefix        = "rk_"
+	apiKeyRandomLength  = 43
+	apiKeyChecksumChars = 6
+	apiKeyLength        = len(apiKeyPrefix) + apiKeyRandomLength + apiKeyChecksumChars
+	legacyKeyLength     = len(apiKeyPrefix) + apiKeyRandomLength
+	// apiKeyShownPrefix is how much of a secret the key's views show to tell keys apart.
+	apiKeyShownPrefix = len(apiKeyPrefix) + 8
+)
 
-// NewAPIKey creates a key for a principal and stores only its hash. The returned secret is
-// shown once and cannot be recovered.
-func NewAPIKey(ctx context.Context, st *store.Store, role, subject, account string, now time.Time) (string, error) {
-	switch role {
-	case RoleRider, RoleDriver:
-		if subject == "" {
-			return "", fmt.Errorf("a %s key needs --subject (the %s's id)", role, role)
-		}
-	case RoleAdmin:
-		if subject != "" {
-			return "", errors.New("an admin key has no subject")
-		}
-	default:
-		return "", fmt.Errorf("unknown role %q: use rider, driver or admin", role)
+// APIKeyParams describes a key to create.
+type APIKeyParams struct {
+	Role string
+	// Subject is the rider (of Account) or driver the key acts for; empty for admin keys.
+	Subject string
+	// Account is the tenant; empty means DefaultAccount.
+	Account     string
+	Description *string
+	// ExpiresAt, when set, must be after now.
+	ExpiresAt *time.Time
+}
+
+// NewAPIKey creates a key and stores only its hash. The returned secret is shown once and
+// cannot be recovered. Invalid parameters are an *APIError naming the member at fault (422),
+// which the command line prints as its detail.
+func NewAPIKey(ctx context.Context, st *store.Store, p APIKeyParams, now time.Time) (string, store.APIKey, error) {
+	if p.Account == "" {
+		p.Account = DefaultAccount
 	}
-	if account == "" {
-		account = DefaultAccount
+	if err := checkKeySubject(ctx, st, p); err != nil {
+		return "", store.APIKey{}, err
+	}
+	now = now.UTC().Truncate(time.Microsecond)
+	if p.ExpiresAt != nil && !p.ExpiresAt.After(now) {
+		return "", store.APIKey{}, keyParamsError(codeInvalidKeyExpiry, "body.expires_at",
+			"expires_at must lie in the future.")
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", err
+		return "", store.APIKey{}, err
 	}
-	secret := apiKeyPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	random := base64.RawURLEncoding.EncodeToString(raw[:])
+	secret := apiKeyPrefix + random + apiKeyChecksum(random)
 	key := store.APIKey{
-		ID:        ride.NewID(ride.PrefixAPIKey),
-		Hash:      hashAPIKey(secret),
-		Role:      role,
-		Account:   account,
-		CreatedAt: now.UTC().Truncate(time.Microsecond),
+		ID:          ride.NewID(ride.PrefixAPIKey),
+		Hash:        hashAPIKey(secret),
+		Prefix:      secret[:apiKeyShownPrefix],
+		Role:        p.Role,
+		Account:     p.Account,
+		Description: p.Description,
+		CreatedAt:   now,
+		ExpiresAt:   p.ExpiresAt,
 	}
-	if subject != "" {
-		key.Subject = &subject
+	if p.Subject != "" {
+		key.Subject = &p.Subject
 	}
 	if err := st.CreateAPIKey(ctx, key); err != nil {
-		return "", err
+		return "", store.APIKey{}, err
 	}
-	return secret, nil
+	return secret, key, nil
+}
+
+// checkKeySubject refuses a key that could never act: a rider or driver key needs a subject
+// that exists (a rider of the key's account, any driver of the fleet), an admin key has none.
+func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error {
+	switch p.Role {
+	case RoleRider, RoleDriver:
+		if p.Subject == "" {
+			return keyParamsError(codeInvalidKeySubject, "body.subject",
+				fmt.Sprintf("A %s key needs a subject: the %s's id.", p.Role, p.Role))
+		}
+	case RoleAdmin:
+		if p.Subject != "" {
+			return keyParamsError(codeInvalidKeySubject, "body.subject", "An admin key has no subject.")
+		}
+		return nil
+	default:
+		return keyParamsError(codeInvalidRequest, "body.role",
+			fmt.Sprintf("Unknown role %q: use rider, driver or admin.", p.Role))
+	}
+	var err error
+	switch p.Role {
+	case RoleRider:
+		var r store.Rider
+		if ride.ValidID(ride.PrefixRider, p.Subject) {
+			r, err = st.RiderByID(ctx, p.Subject)
+		} else {
+			err = store.ErrNotFound
+		}
+		if err == nil && r.Account != p.Account {
+			err = store.ErrNotFound
+		}
+	case RoleDriver:
+		if ride.ValidID(ride.PrefixDriver, p.Subject) {
+			_, err = st.DriverByID(ctx, p.Subject)
+		} else {
+			err = store.ErrNotFound
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		where := "of account " + p.Account
+		if p.Role == RoleDriver {
+			where = "of the fleet"
+		}
+		return keyParamsError(codeInvalidKeySubject, "body.subject",
+			fmt.Sprintf("No %s %s has the id %s.", p.Role, where, truncateID(p.Subject)))
+	}
+	return err
+}
+
+func keyParamsError(code, location, detail string) *APIError {
+	return &APIError{Status: http.StatusUnprocessableEntity, Code: code, Detail: detail,
+		Fields: []gen.ProblemFieldError{{Location: location, Message: detail}}}
+}
+
+// apiKeyChecksum is the checksum part of a key: the CRC-32 of its random part, base64url.
+func apiKeyChecksum(random string) string {
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE([]byte(random)))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// plausibleAPIKey reports whether secret could be one of our keys: the right prefix and
+// length, and for current keys a checksum that matches. Only plausible keys are looked up.
+func plausibleAPIKey(secret string) bool {
+	if !strings.HasPrefix(secret, apiKeyPrefix) {
+		return false
+	}
+	switch len(secret) {
+	case legacyKeyLength:
+		_, err := base64.RawURLEncoding.DecodeString(secret[len(apiKeyPrefix):])
+		return err == nil
+	case apiKeyLength:
+		random := secret[len(apiKeyPrefix) : len(apiKeyPrefix)+apiKeyRandomLength]
+		if _, err := base64.RawURLEncoding.DecodeString(random); err != nil {
+			return false
+		}
+		return secret[len(apiKeyPrefix)+apiKeyRandomLength:] == apiKeyChecksum(random)
+	}
+	return false
 }
 
 // hashAPIKey is SHA-256: keys carry 256 random bits, so a slow password hash buys nothing and
@@ -102,30 +213,66 @@ func hashAPIKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// authenticator resolves bearer keys to principals. It caches answers briefly so that a request
-// does not cost a database round trip; a revoked key stops working within authCacheTTL.
+// authenticator resolves bearer keys to principals without a database round trip per request.
+//
+//   - Known keys are cached (at most authCacheMaxKeys; a full cache forgets one entry, not all).
+//     Each entry remembers the revocation revision it was read under: a revocation moves the
+//     store's revision, every replica polls it every revisionPollInterval (watch), and entries
+//     of an older revision are read again. So a revoked key is refused everywhere within about
+//     revisionPollInterval, and within authCacheTTL even if the poll keeps failing.
+//   - Unknown keys are remembered too (a bounded negative cache), and keys that cannot be ours
+//     (plausibleAPIKey) are refused without a lookup.
+//   - Each client address may fail authentication authFailureRate times a second (with a
+//     burst of authFailureBurst); past that it is answered 429 before any lookup.
+//   - Uses are recorded in memory and written to the key's last_used_at by watch, at most once
+//     a minute per key.
 type authenticator struct {
 	store *store.Store
 	now   func() time.Time
 
-	mu sync.RWMutex
-	// cache is keyed by the SHA-256 of the secret, as bytes: a lookup needs no hex string.
-	cache map[[sha256.Size]byte]authEntry
+	// revision is the latest revocation revision seen; -1 until the first poll succeeds, so
+	// that nothing is trusted from the cache before then.
+	revision atomic.Int64
+
+	mu      sync.RWMutex
+	known   map[[sha256.Size]byte]*authEntry
+	unknown map[[sha256.Size]byte]time.Time // until when a hash is known to be no key
+
+	failures *addressMeter
 }
 
+// authEntry is a cached key.
 type authEntry struct {
 	principal Principal
-	ok        bool
-	expires   time.Time
+	revoked   bool
+	expiresAt time.Time // the key's own expiry; zero means never
+	revision  int64     // the revocation revision it was read under
+	cachedAt  time.Time
+	// lastUse is the latest use seen here (Unix microseconds); flushedUse the latest written.
+	lastUse    atomic.Int64
+	flushedUse atomic.Int64
 }
 
 const (
-	authCacheTTL     = 30 * time.Second
-	authCacheMaxKeys = 10_000
+	authCacheTTL          = 30 * time.Second
+	authCacheMaxKeys      = 10_000
+	authNegativeTTL       = 10 * time.Minute
+	revisionPollInterval  = 250 * time.Millisecond
+	lastUseWriteInterval  = time.Minute
+	authFailureRate       = 10 // per second and client address
+	authFailureBurst      = 100
+	authFailureMaxClients = 10_000
 )
 
 func newAuthenticator(st *store.Store, now func() time.Time) *authenticator {
-	return &authenticator{store: st, now: now, cache: map[[sha256.Size]byte]authEntry{}}
+	a := &authenticator{
+		store: st, now: now,
+		known:    map[[sha256.Size]byte]*authEntry{},
+		unknown:  map[[sha256.Size]byte]time.Time{},
+		failures: newAddressMeter(authFailureRate, authFailureBurst, authFailureMaxClients),
+	}
+	a.revision.Store(-1)
+	return a
 }
 
 func unauthenticated(detail string) *APIError {
@@ -134,7 +281,8 @@ func unauthenticated(detail string) *APIError {
 	return p
 }
 
-func (a *authenticator) authenticate(ctx context.Context, header string) (Principal, error) {
+// authenticate resolves the Authorization header of a request from remoteAddr.
+func (a *authenticator) authenticate(ctx context.Context, header, remoteAddr string) (Principal, error) {
 	scheme, secret, found := strings.Cut(header, " ")
 	if header == "" {
 		return Principal{}, unauthenticated("Send an API key as Authorization: Bearer <key>.")
@@ -142,36 +290,232 @@ func (a *authenticator) authenticate(ctx context.Context, header string) (Princi
 	if !found || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 		return Principal{}, unauthenticated("The Authorization header must be Bearer <key>.")
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	secret = strings.TrimSpace(secret)
+	client := clientAddress(remoteAddr)
+	if !plausibleAPIKey(secret) {
+		return Principal{}, a.failed(client, "The API key is unknown or revoked.")
+	}
+	sum := sha256.Sum256([]byte(secret))
 	now := a.now()
+	revision := a.revision.Load()
 
 	a.mu.RLock()
-	entry, cached := a.cache[sum]
+	entry := a.known[sum]
+	unknownUntil, isUnknown := a.unknown[sum]
 	a.mu.RUnlock()
-	if !cached || now.After(entry.expires) {
-		key, err := a.store.APIKeyByHash(ctx, hex.EncodeToString(sum[:])) // hashAPIKey's form
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			entry = authEntry{}
-		case err != nil:
+	if entry == nil || entry.revision != revision || now.Sub(entry.cachedAt) >= authCacheTTL {
+		if isUnknown && now.Before(unknownUntil) {
+			return Principal{}, a.failed(client, "The API key is unknown or revoked.")
+		}
+		// An address that keeps failing gets no more lookups, except of keys it used before.
+		if entry == nil && a.failures.exhausted(client) {
+			return Principal{}, tooManyFailures()
+		}
+		var err error
+		if entry, err = a.lookup(ctx, sum, revision, now); err != nil {
 			return Principal{}, err
-		default:
-			entry = authEntry{ok: key.RevokedAt == nil, principal: Principal{
-				KeyID: key.ID, Role: key.Role, Account: key.Account, Subject: deref(key.Subject),
-			}}
 		}
-		entry.expires = now.Add(authCacheTTL)
-		a.mu.Lock()
-		if len(a.cache) >= authCacheMaxKeys {
-			a.cache = map[[sha256.Size]byte]authEntry{}
+		if entry == nil {
+			return Principal{}, a.failed(client, "The API key is unknown or revoked.")
 		}
-		a.cache[sum] = entry
-		a.mu.Unlock()
 	}
-	if !entry.ok {
-		return Principal{}, unauthenticated("The API key is unknown or revoked.")
+	switch {
+	case entry.revoked:
+		return Principal{}, a.failed(client, "The API key is unknown or revoked.")
+	case !entry.expiresAt.IsZero() && !now.Before(entry.expiresAt):
+		return Principal{}, a.failed(client, "The API key has expired.")
 	}
+	entry.used(now)
 	return entry.principal, nil
+}
+
+// lookup reads a key from the store and caches the answer; nil means no such key.
+func (a *authenticator) lookup(ctx context.Context, sum [sha256.Size]byte, revision int64, now time.Time) (*authEntry, error) {
+	key, err := a.store.APIKeyByHash(ctx, hex.EncodeToString(sum[:])) // hashAPIKey's form
+	if errors.Is(err, store.ErrNotFound) {
+		a.mu.Lock()
+		evictOne(a.unknown, authCacheMaxKeys)
+		a.unknown[sum] = now.Add(authNegativeTTL)
+		a.mu.Unlock()
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	entry := &authEntry{
+		principal: Principal{KeyID: key.ID, Role: key.Role, Account: key.Account, Subject: deref(key.Subject)},
+		revoked:   key.RevokedAt != nil,
+		revision:  revision,
+		cachedAt:  now,
+	}
+	if key.ExpiresAt != nil {
+		entry.expiresAt = *key.ExpiresAt
+	}
+	if key.LastUsedAt != nil {
+		entry.flushedUse.Store(key.LastUsedAt.UnixMicro())
+	}
+	a.mu.Lock()
+	if old := a.known[sum]; old != nil {
+		// Keep the uses the replaced entry saw but did not write yet.
+		entry.lastUse.Store(old.lastUse.Load())
+		entry.flushedUse.Store(max(entry.flushedUse.Load(), old.flushedUse.Load()))
+	} else {
+		evictOne(a.known, authCacheMaxKeys)
+	}
+	a.known[sum] = entry
+	a.mu.Unlock()
+	return entry, nil
+}
+
+// used records a use at now; it writes memory only when the second changed, so that a key
+// used by many requests at once does not bounce one cache line between cores.
+func (e *authEntry) used(now time.Time) {
+	at := now.UnixMicro()
+	if at-e.lastUse.Load() >= int64(time.Second/time.Microsecond) {
+		e.lastUse.Store(at)
+	}
+}
+
+// failed counts an authentication failure of client and returns its 401, or a 429 when the
+// client has failed too often.
+func (a *authenticator) failed(client, detail string) error {
+	if !a.failures.allow(client) {
+		return tooManyFailures()
+	}
+	return unauthenticated(detail)
+}
+
+func tooManyFailures() *APIError {
+	p := newAPIError(http.StatusTooManyRequests, codeRateLimited,
+		"Too many requests with unknown API keys from this address. Retry later with a valid key.")
+	p.Header = http.Header{"Retry-After": {"1"}}
+	return p
+}
+
+// watch keeps the cache in step with revocations and writes the keys' last uses, until ctx
+// ends. The server runs it as a background worker.
+func (a *authenticator) watch(ctx context.Context) {
+	ticker := time.NewTicker(revisionPollInterval)
+	defer ticker.Stop()
+	for {
+		a.pollRevision(ctx)
+		a.writeLastUses(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// pollRevision reads the store's revocation revision; when it moved, entries read under an
+// older one are stale (authenticate reads them again) and are dropped here.
+func (a *authenticator) pollRevision(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, revisionPollInterval)
+	defer cancel()
+	revision, err := a.store.APIKeyRevision(ctx)
+	if err != nil || revision == a.revision.Load() {
+		return
+	}
+	a.revision.Store(revision)
+	a.mu.Lock()
+	for sum, e := range a.known {
+		if e.revision != revision {
+			delete(a.known, sum)
+		}
+	}
+	a.mu.Unlock()
+}
+
+// writeLastUses writes the uses not yet written, at most one a minute per key.
+func (a *authenticator) writeLastUses(ctx context.Context) {
+	var uses []store.APIKeyUse
+	var entries []*authEntry
+	a.mu.RLock()
+	for _, e := range a.known {
+		last, flushed := e.lastUse.Load(), e.flushedUse.Load()
+		if last > flushed && (flushed == 0 || last-flushed >= lastUseWriteInterval.Microseconds()) {
+			uses = append(uses, store.APIKeyUse{ID: e.principal.KeyID, At: time.UnixMicro(last)})
+			entries = append(entries, e)
+		}
+	}
+	a.mu.RUnlock()
+	if len(uses) == 0 {
+		return
+	}
+	if err := a.store.APIKeysTouch(ctx, uses); err != nil {
+		return // tried again on the next tick
+	}
+	for i, e := range entries {
+		e.flushedUse.Store(uses[i].At.UnixMicro())
+	}
+}
+
+// forget drops a key from this replica's cache at once (the replica that revokes it).
+func (a *authenticator) forget(keyID string) {
+	a.mu.Lock()
+	for sum, e := range a.known {
+		if e.principal.KeyID == keyID {
+			delete(a.known, sum)
+		}
+	}
+	a.mu.Unlock()
+}
+
+// evictOne makes room for one more entry in a map bounded to limit by deleting an arbitrary
+// entry (Go's map iteration order is random), instead of emptying the map.
+func evictOne[K comparable, V any](m map[K]V, limit int) {
+	if len(m) < limit {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
+}
+
+// addressMeter is a token bucket per client address, bounded in the addresses it tracks.
+type addressMeter struct {
+	limit rate.Limit
+	burst int
+	max   int
+
+	mu      sync.Mutex
+	buckets map[string]*rate.Limiter
+}
+
+func newAddressMeter(perSecond float64, burst, maxClients int) *addressMeter {
+	return &addressMeter{limit: rate.Limit(perSecond), burst: burst, max: maxClients, buckets: map[string]*rate.Limiter{}}
+}
+
+// allow takes a token of client's bucket, reporting whether there was one.
+func (m *addressMeter) allow(client string) bool {
+	m.mu.Lock()
+	b := m.buckets[client]
+	if b == nil {
+		evictOne(m.buckets, m.max)
+		b = rate.NewLimiter(m.limit, m.burst)
+		m.buckets[client] = b
+	}
+	m.mu.Unlock()
+	return b.Allow()
+}
+
+// exhausted reports whether client's bucket is empty, without taking a token.
+func (m *addressMeter) exhausted(client string) bool {
+	m.mu.Lock()
+	b := m.buckets[client]
+	m.mu.Unlock()
+	return b != nil && b.Tokens() < 1
+}
+
+// clientAddress is the host of a request's remote address: the peer that connected, which a
+// client cannot choose the way it can choose X-Forwarded-For.
+func clientAddress(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		return remoteAddr
+	}
+	return host
 }
 
 func forbidden(detail string) *APIError {

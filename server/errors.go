@@ -121,6 +121,8 @@ var titles = map[string]string{
 	codeRiderHasActiveTrip: "Rider has an active trip",
 	codeRiderNotFound:      "Rider not found",
 	codeRiderIDRequired:    "Rider id required",
+	codeInvalidKeySubject:  "Invalid key subject",
+	codeInvalidKeyExpiry:   "Invalid key expiry",
 	codeInvalidTransition:  "Invalid transition",
 	codePreconditionFailed: "Precondition failed",
 	codeInvalidWebhookURL:  "Invalid webhook URL",

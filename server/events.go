@@ -49,7 +49,8 @@ func appendTripEvent(ctx context.Context, tx *store.Store, trip store.Trip, at t
 		return err
 	}
 	_, err = tx.AppendEvent(ctx, store.Event{
-		ID: ride.NewID(ride.PrefixEvent), Type: eventType, SubjectID: trip.ID, Data: string(payload), CreatedAt: at,
+		ID: ride.NewID(ride.PrefixEvent), Account: trip.Account, Type: eventType, SubjectID: trip.ID,
+		Data: string(payload), CreatedAt: at,
 	})
 	return err
 }

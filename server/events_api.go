@@ -9,14 +9,14 @@ import (
 	"github.com/rideapi/ride/webhooks"
 )
 
-// ListEvents lists the events of the retention window, newest first: the replay fallback of
-// webhook delivery.
+// ListEvents lists the account's events of the retention window, newest first: the replay
+// fallback of webhook delivery.
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
 	if err := requireAdmin(ctx, "list events"); err != nil {
 		return nil, err
 	}
 	p := req.Params
-	filter := store.EventFilter{CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
+	filter := store.EventFilter{Account: principalFrom(ctx).Account, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
 	if p.Type != nil {
 		filter.Type = string(*p.Type)
 	}
@@ -36,7 +36,8 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	return gen.ListEvents200JSONResponse{Body: gen.EventList{Data: data, Pagination: pagination}}, nil
 }
 
-// GetEvent returns one event exactly as it is delivered.
+// GetEvent returns one of the account's events exactly as it is delivered; another account's
+// is 404.
 func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
 	if err := requireAdmin(ctx, "read events"); err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	if !ride.ValidID(ride.PrefixEvent, req.EventId) {
 		return nil, notFound("event", req.EventId)
 	}
-	e, err := s.storeFor(ctx).EventByID(ctx, req.EventId)
+	e, err := s.storeFor(ctx).EventByID(ctx, principalFrom(ctx).Account, req.EventId)
 	if err != nil {
 		return nil, notFoundAs(err, "event", req.EventId)
 	}

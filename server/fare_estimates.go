@@ -68,6 +68,9 @@ func (s *Server) GetFareEstimate(ctx context.Context, req gen.GetFareEstimateReq
 	if err != nil {
 		return nil, notFoundAs(err, "fare estimate", req.EstimateId)
 	}
+	if est.CreatorAccount != principalFrom(ctx).Account {
+		return nil, notFound("fare estimate", req.EstimateId)
+	}
 	if !ownsEstimate(principalFrom(ctx), est) {
 		return nil, forbidden("A fare estimate is visible to its creator and admins only.")
 	}
@@ -95,10 +98,10 @@ func servingCity(ctx context.Context, st *store.Store, origin, destination ride.
 }
 
 // ownsEstimate tells whether p may read and book e: its creator (same role, subject and
-// account) or any admin.
+// account) or an admin of its account.
 func ownsEstimate(p Principal, e store.FareEstimate) bool {
-	return p.IsAdmin() ||
-		(p.Role == e.CreatorRole && p.Subject == e.CreatorSubject && p.Account == e.CreatorAccount)
+	return p.Account == e.CreatorAccount &&
+		(p.IsAdmin() || (p.Role == e.CreatorRole && p.Subject == e.CreatorSubject))
 }
 
 // estimateView is the public projection of an estimate at now; the creator stays internal.

@@ -36,8 +36,8 @@ func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tr
 	switch {
 	case err != nil:
 		return nil, q.s.graphQLInternal(ctx, err)
-	case !found:
-		return nil, nil
+	case !found || !inReach(principalFrom(ctx), t):
+		return nil, nil // another account's trip does not exist for the caller
 	case !canSeeTrip(principalFrom(ctx), t):
 		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "This trip belongs to another rider or driver."}
 	case t.FareTotal > math.MaxInt32 || t.FareTotal < math.MinInt32:

@@ -89,7 +89,7 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 				return err
 			}
 		}
-		if err := appendPaymentEvent(ctx, tx, payment); err != nil {
+		if err := appendPaymentEvent(ctx, tx, trip, payment); err != nil {
 			return err
 		}
 		return s.fault(ctx, faultPaymentRecorded, trip.ID)
@@ -107,8 +107,8 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 }
 
 // payableTrip locks and loads the trip a payment names, for a caller who may pay it: 422
-// trip_not_found when it does not exist (the id is in the body, not the path), 403 when it is
-// another rider's.
+// trip_not_found when it does not exist or belongs to another account (the id is in the body,
+// not the path), 403 when it is another rider's.
 func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID string) (store.Trip, error) {
 	notFound := newAPIError(http.StatusUnprocessableEntity, codeTripNotFound, "No trip "+truncateID(tripID)+".")
 	notFound.Fields = []gen.ProblemFieldError{{Location: "body.trip_id", Message: "no such trip"}}
@@ -116,7 +116,7 @@ func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID 
 		return store.Trip{}, notFound
 	}
 	trip, err := tx.LockTripForPayment(ctx, tripID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && trip.Account != caller.Account) {
 		return store.Trip{}, notFound
 	} else if err != nil {
 		return store.Trip{}, err
@@ -147,8 +147,9 @@ type paymentEventData struct {
 }
 
 // appendPaymentEvent writes the payment's event on tx, the payment's own transaction. The
-// subject is the trip, so the trip's history reads as one sequence from booking to payment.
-func appendPaymentEvent(ctx context.Context, tx *store.Store, p store.Payment) error {
+// subject is the trip, so the trip's history reads as one sequence from booking to payment;
+// the event belongs to the trip's account.
+func appendPaymentEvent(ctx context.Context, tx *store.Store, trip store.Trip, p store.Payment) error {
 	eventType := ride.EventPaymentSucceeded
 	if p.Status == store.PaymentFailed {
 		eventType = ride.EventPaymentFailed
@@ -161,7 +162,8 @@ func appendPaymentEvent(ctx context.Context, tx *store.Store, p store.Payment) e
 		return err
 	}
 	_, err = tx.AppendEvent(ctx, store.Event{
-		ID: ride.NewID(ride.PrefixEvent), Type: eventType, SubjectID: p.TripID, Data: string(data), CreatedAt: p.CreatedAt,
+		ID: ride.NewID(ride.PrefixEvent), Account: trip.Account, Type: eventType, SubjectID: p.TripID,
+		Data: string(data), CreatedAt: p.CreatedAt,
 	})
 	return err
 }

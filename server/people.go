@@ -42,6 +42,9 @@ func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (g
 	if err != nil {
 		return nil, notFoundAs(err, "rider", req.RiderId)
 	}
+	if r.Account != caller.Account {
+		return nil, notFound("rider", req.RiderId)
+	}
 	return gen.GetRider200JSONResponse{Body: gen.Rider{
 		Id: r.ID, Name: r.Name, Rating: r.Rating, CreatedAt: r.CreatedAt.UTC(),
 	}}, nil

@@ -51,6 +51,16 @@ func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestOb
 			return nil, forbidden("Only the trip's rider or an admin may list its receipts.")
 		}
 	}
+	if caller.IsAdmin() {
+		// Another account's trip is an unknown one: an empty list.
+		ok, err := s.accountsTrip(ctx, caller, p.TripId)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return gen.ListReceipts200JSONResponse{Body: gen.ReceiptList{Data: []gen.Receipt{}}}, nil
+		}
+	}
 	query := ride.QueryKey("/v1/receipts", p.TripId, "-issued_at", caller.Role, caller.Subject, caller.Account)
 	params := store.ReceiptListParams{TripID: p.TripId, Limit: pageLimit(p.Limit)}
 	var err error
@@ -77,16 +87,31 @@ func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestOb
 
 // ridersTrip reports whether the caller is a rider and tripID names one of their trips.
 func (s *Server) ridersTrip(ctx context.Context, caller Principal, tripID string) (bool, error) {
-	if caller.Role != RoleRider || !ride.ValidID(ride.PrefixTrip, tripID) {
+	if caller.Role != RoleRider {
 		return false, nil
+	}
+	trip, ok, err := s.tripOfAccount(ctx, caller.Account, tripID)
+	return ok && trip.RiderID == caller.Subject, err
+}
+
+// accountsTrip reports whether tripID names a trip of the caller's account.
+func (s *Server) accountsTrip(ctx context.Context, caller Principal, tripID string) (bool, error) {
+	_, ok, err := s.tripOfAccount(ctx, caller.Account, tripID)
+	return ok, err
+}
+
+// tripOfAccount reads a trip of the account; ok is false when there is none by that id there.
+func (s *Server) tripOfAccount(ctx context.Context, account, tripID string) (store.Trip, bool, error) {
+	if !ride.ValidID(ride.PrefixTrip, tripID) {
+		return store.Trip{}, false, nil
 	}
 	trip, err := s.storeFor(ctx).TripByID(ctx, tripID)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return store.Trip{}, false, nil
 	} else if err != nil {
-		return false, err
+		return store.Trip{}, false, err
 	}
-	return trip.RiderID == caller.Subject, nil
+	return trip, trip.Account == account, nil
 }
 
 // receiptView is the public projection of a receipt.

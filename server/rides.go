@@ -70,7 +70,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	} else if err != nil {
 		return store.Trip{}, err
 	}
-	if err := checkBookingRider(ctx, tx, riderID); err != nil {
+	if err := checkBookingRider(ctx, tx, caller.Account, riderID); err != nil {
 		return store.Trip{}, err
 	}
 
@@ -92,6 +92,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 
 	trip, err := tx.CreateTrip(ctx, store.Trip{
 		ID:             ride.NewID(ride.PrefixTrip),
+		Account:        caller.Account, // the rider's, checked above
 		Status:         string(ride.StatusAccepted),
 		RideType:       est.RideType,
 		City:           est.City,
@@ -145,16 +146,17 @@ func bookableEstimate(ctx context.Context, tx *store.Store, caller Principal, id
 	return est, nil
 }
 
-// checkBookingRider checks the rider exists and has no active trip. The partial unique index
-// on trips repeats the second check for a booking of the same rider that commits meanwhile.
-func checkBookingRider(ctx context.Context, tx *store.Store, riderID string) error {
+// checkBookingRider checks the rider exists in the account and has no active trip. The partial
+// unique index on trips repeats the second check for a booking of the same rider that commits
+// meanwhile. Another account's rider is answered as an unknown one.
+func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID string) error {
 	unknown := &APIError{Status: http.StatusUnprocessableEntity, Code: codeRiderNotFound,
 		Detail: "No rider has this id.",
 		Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "no such rider"}}}
 	if !ride.ValidID(ride.PrefixRider, riderID) {
 		return unknown
 	}
-	if _, err := tx.RiderByID(ctx, riderID); errors.Is(err, store.ErrNotFound) {
+	if r, err := tx.RiderByID(ctx, riderID); errors.Is(err, store.ErrNotFound) || (err == nil && r.Account != account) {
 		return unknown
 	} else if err != nil {
 		return err

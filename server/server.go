@@ -55,6 +55,7 @@ type Server struct {
 	handler *composed // echo's routes inside the middleware, composed once
 	metrics *Metrics
 	limits  *rateLimiter // nil when rate limits are off
+	auth    *authenticator
 	ready   atomic.Bool
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
@@ -124,7 +125,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.persisted = newPersistedQueries(s.now)
-	g, err := newGate(newAuthenticator(deps.Store, s.now))
+	s.auth = newAuthenticator(deps.Store, s.now)
+	g, err := newGate(s.auth)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +143,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
 	s.startWorker(func(ctx context.Context) { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
+	// The revocation watch runs from the start, ready or not: a replica that serves requests
+	// must refuse revoked keys, and its reads fail harmlessly while migrations run.
+	s.background.Go(func() { s.auth.watch(s.backgroundCtx) })
 	s.SetReady(!deps.Starting)
 
 	e := echo.New()

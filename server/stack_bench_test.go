@@ -63,7 +63,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	admin, err := NewAPIKey(ctx, st, RoleAdmin, "", DefaultAccount, time.Now())
+	admin, _, err := NewAPIKey(ctx, st, APIKeyParams{Role: RoleAdmin}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

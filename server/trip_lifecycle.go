@@ -122,6 +122,9 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
 	}
+	if !inReach(principalFrom(ctx), trip) {
+		return store.Trip{}, notFound("trip", id)
+	}
 	if err := m.authorize(principalFrom(ctx), trip); err != nil {
 		return store.Trip{}, err
 	}

@@ -87,7 +87,9 @@ func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen
 	return jsonAnswer[gen.Trip]{body: tripView(trip, fields)}, nil
 }
 
-// visibleTrip loads a trip the caller may see: 404 when absent, 403 when someone else's.
+// visibleTrip loads a trip the caller may see: 404 when absent or outside the caller's reach
+// (another account's trip, unless the caller drives it), 403 when someone else's in the
+// caller's account.
 func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error) {
 	if !ride.ValidID(ride.PrefixTrip, id) {
 		return store.Trip{}, notFound("trip", id)
@@ -96,14 +98,26 @@ func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error)
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
 	}
-	if !canSeeTrip(principalFrom(ctx), trip) {
+	caller := principalFrom(ctx)
+	if !inReach(caller, trip) {
+		return store.Trip{}, notFound("trip", id)
+	}
+	if !canSeeTrip(caller, trip) {
 		return store.Trip{}, forbidden("This trip belongs to another rider or driver.")
 	}
 	return trip, nil
 }
 
+// inReach reports whether the trip exists as far as the caller is concerned: a trip of the
+// caller's account, or one the calling driver drives (drivers are the platform's shared fleet
+// and serve every account). Outside its reach a trip is answered as if it did not exist.
+func inReach(p Principal, t store.Trip) bool {
+	return t.Account == p.Account || p.Is(RoleDriver, t.DriverID)
+}
+
+// canSeeTrip reports whether the caller may read a trip in its reach.
 func canSeeTrip(p Principal, t store.Trip) bool {
-	return p.IsAdmin() || p.Is(RoleRider, t.RiderID) || p.Is(RoleDriver, t.DriverID)
+	return inReach(p, t) && (p.IsAdmin() || p.Is(RoleRider, t.RiderID) || p.Is(RoleDriver, t.DriverID))
 }
 
 func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {
@@ -135,8 +149,13 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 		PickupTimeAfter: req.pickupTimeAfter,
 	}
 	// A rider or driver sees their own trips only; the filter makes that a range of an index.
+	// Riders and admins stay inside their account; a driver's trips are theirs whatever the
+	// account (the shared fleet).
 	switch caller.Role {
+	case RoleAdmin:
+		filter.Account = caller.Account
 	case RoleRider:
+		filter.Account = caller.Account
 		filter.RiderID = caller.Subject
 	case RoleDriver:
 		if filter.DriverID != "" && filter.DriverID != caller.Subject {

@@ -189,7 +189,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 
 		if info.needsAuth {
-			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization))
+			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
 			if err != nil {
 				return err
 			}

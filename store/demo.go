@@ -14,14 +14,20 @@ import (
 	"github.com/rideapi/ride/server/ride"
 )
 
-// DemoData reports what SeedDemo did. RiderID and DriverID name a rider and a driver with many
-// trips (the driver also has an active trip), so that demo keys for them show full lists and a
-// trip to move along; both are empty when nothing was seeded.
+// DemoData reports what SeedDemo did. RiderID and DriverID name a rider of DefaultAccount and a
+// driver with many trips (the driver also has an active trip), so that demo keys for them show
+// full lists and a trip to move along; PartnerRiderID names the busiest rider of
+// DemoPartnerAccount, the second tenant. All are empty when nothing was seeded.
 type DemoData struct {
-	Seeded   bool
-	RiderID  string
-	DriverID string
+	Seeded         bool
+	RiderID        string
+	DriverID       string
+	PartnerRiderID string
 }
+
+// DemoPartnerAccount is the demo data's second tenant: a partner business with its own riders
+// and trips, which DefaultAccount's keys never see (and the other way round).
+const DemoPartnerAccount = "acct_partner"
 
 // Demo data volumes: enough trips that listing, filters and deep pages are worth trying.
 const (
@@ -71,7 +77,7 @@ func (s *Store) SeedDemo(ctx context.Context, now time.Time) (DemoData, error) {
 		if err := db.Omit(clause.Associations).CreateInBatches(&data.trips, demoBatchSize).Error; err != nil {
 			return fmt.Errorf("trips: %w", err)
 		}
-		out = DemoData{Seeded: true, RiderID: data.riderID, DriverID: data.driverID}
+		out = DemoData{Seeded: true, RiderID: data.riderID, DriverID: data.driverID, PartnerRiderID: data.partnerRiderID}
 		return nil
 	})
 	if err != nil {
@@ -156,6 +162,7 @@ type demoSet struct {
 	riders            []Rider
 	trips             []Trip
 	riderID, driverID string
+	partnerRiderID    string
 }
 
 // generateDemo builds the demo data deterministically from demoSeed; times are relative to now.
@@ -256,8 +263,28 @@ func generateDemo(now time.Time) demoSet {
 		riderTrips[rd]++
 	}
 
+	// Every eighth rider belongs to the partner account, with their trips; the regulars stay
+	// with the platform's own.
+	partnerTrips := make([]int, len(set.riders))
+	for i := range set.riders {
+		set.riders[i].Account = DefaultAccount
+		if i%8 == 7 {
+			set.riders[i].Account = DemoPartnerAccount
+			partnerTrips[i] = riderTrips[i]
+			riderTrips[i] = 0
+		}
+	}
+	accountOf := make(map[string]string, len(set.riders))
+	for _, rd := range set.riders {
+		accountOf[rd.ID] = rd.Account
+	}
+	for i := range set.trips {
+		set.trips[i].Account = accountOf[set.trips[i].RiderID]
+	}
+
 	set.driverID = set.drivers[argmax(driverTrips)].ID
 	set.riderID = set.riders[argmax(riderTrips)].ID
+	set.partnerRiderID = set.riders[argmax(partnerTrips)].ID
 	return set
 }
 

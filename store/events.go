@@ -13,6 +13,7 @@ import (
 type Event struct {
 	Seq       int64  `gorm:"column:seq;primaryKey;autoIncrement"`
 	ID        string `gorm:"column:id"` // evt_…
+	Account   string // the account of the trip the event is about
 	Type      string
 	SubjectID string // the trip or payment the event is about, for lookups
 	Data      string // JSON
@@ -37,8 +38,8 @@ func (e *Event) AfterFind(*gorm.DB) error {
 // AppendEvent writes an event. Call it on the transaction's Store that makes the change, so
 // the event commits or rolls back with it.
 func (s *Store) AppendEvent(ctx context.Context, e Event) (Event, error) {
-	if e.ID == "" || e.Type == "" || e.SubjectID == "" {
-		return Event{}, fmt.Errorf("store: an event needs an id, a type and a subject")
+	if e.ID == "" || e.Type == "" || e.SubjectID == "" || e.Account == "" {
+		return Event{}, fmt.Errorf("store: an event needs an id, an account, a type and a subject")
 	}
 	if err := s.conn(ctx).Create(&e).Error; err != nil {
 		return Event{}, interpretError(err)

@@ -7,17 +7,19 @@ import (
 	"gorm.io/gorm"
 )
 
-// EventByID returns one event, or ErrNotFound.
-func (s *Store) EventByID(ctx context.Context, id string) (Event, error) {
+// EventByID returns one of the account's events, or ErrNotFound (another account's included).
+func (s *Store) EventByID(ctx context.Context, account, id string) (Event, error) {
 	var e Event
-	if err := s.conn(ctx).Where("id = ?", id).Take(&e).Error; err != nil {
+	if err := s.conn(ctx).Where("id = ? AND account = ?", id, account).Take(&e).Error; err != nil {
 		return Event{}, interpretError(err)
 	}
 	return e, nil
 }
 
-// EventFilter narrows an event list; empty and nil filter nothing, time bounds are exclusive.
+// EventFilter narrows an event list to one account's events; empty and nil filter nothing
+// else, time bounds are exclusive.
 type EventFilter struct {
+	Account       string
 	Type          string
 	CreatedAfter  *time.Time
 	CreatedBefore *time.Time
@@ -26,7 +28,7 @@ type EventFilter struct {
 // ListEvents returns one page of events, newest first (created_at, then id, descending).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Page[Event], error) {
 	base := func() *gorm.DB {
-		q := s.model(ctx, &Event{})
+		q := s.model(ctx, &Event{}).Where("events.account = ?", f.Account)
 		if f.Type != "" {
 			q = q.Where("events.type = ?", f.Type)
 		}

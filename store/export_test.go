@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // What the external specs need to see of the store's insides.
 
 // TripReadStatements is tripReadStatements.
@@ -10,4 +12,10 @@ func (s *Store) TripReadsWaiting() int {
 	s.reads.mu.Lock()
 	defer s.reads.mu.Unlock()
 	return len(s.reads.waiting)
+}
+
+// MigrateTo applies the migrations up to and including version, as a database last migrated by
+// an older release would be.
+func (s *Store) MigrateTo(ctx context.Context, version int64) error {
+	return s.migrateUpTo(ctx, version)
 }

@@ -2,7 +2,14 @@ package store
 
 import (
 	"context"
+	"time"
+
+	"gorm.io/gorm"
 )
+
+// DefaultAccount is the platform's own account: keys created without one belong to it, and
+// so does every row written before accounts existed.
+const DefaultAccount = "acct_default"
 
 // CreateAPIKey stores a key (its hash, never its secret). ErrDuplicate when the id or the hash
 // exists already.
@@ -11,8 +18,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k APIKey) error {
 }
 
 // APIKeyByHash returns the key whose secret hashes to hash (lowercase hex SHA-256), or
-// ErrNotFound. A revoked key is returned too, with RevokedAt set: authentication decides what
-// a revoked key means, and can tell it apart from an unknown one in its logs.
+// ErrNotFound. A revoked or expired key is returned too: authentication decides what it means,
+// and can tell it apart from an unknown one in its logs.
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (APIKey, error) {
 	var k APIKey
 	if err := s.conn(ctx).Where("hash = ?", hash).Take(&k).Error; err != nil {
@@ -21,27 +28,87 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (APIKey, error) {
 	return k, nil
 }
 
-// RevokeAPIKey marks the key with this hash revoked now. Revoking a revoked key is a no-op that
-// keeps the first revocation time; an unknown hash is ErrNotFound. One conditional UPDATE, so
-// concurrent revocations agree on the time.
-func (s *Store) RevokeAPIKey(ctx context.Context, hash string) error {
-	db := s.conn(ctx)
-	res := db.Model(&APIKey{}).
-		Where("hash = ? AND revoked_at IS NULL", hash).
-		Update("revoked_at", db.NowFunc())
-	if res.Error != nil {
-		return interpretError(res.Error)
+// APIKeyByID returns one of the account's keys, or ErrNotFound (also when it belongs to
+// another account).
+func (s *Store) APIKeyByID(ctx context.Context, account, id string) (APIKey, error) {
+	var k APIKey
+	if err := s.conn(ctx).Where("id = ? AND account = ?", id, account).Take(&k).Error; err != nil {
+		return APIKey{}, interpretError(err)
 	}
-	if res.RowsAffected > 0 {
-		return nil
+	return k, nil
+}
+
+// ListAPIKeys returns one page of the account's keys, revoked ones included, newest first.
+func (s *Store) ListAPIKeys(ctx context.Context, account string, p PageParams) (Page[APIKey], error) {
+	base := func() *gorm.DB {
+		return s.model(ctx, &APIKey{}).Where("api_keys.account = ?", account)
 	}
-	// Nothing changed: either already revoked (fine) or unknown.
-	var n int64
-	if err := s.conn(ctx).Model(&APIKey{}).Where("hash = ?", hash).Count(&n).Error; err != nil {
-		return interpretError(err)
+	return newestFirst[APIKey](base, "api_keys.created_at", "api_keys.id", p)
+}
+
+// Keyset is the key's position in a newest-first list, for cursors.
+func (k APIKey) Keyset() Keyset { return timeKeyset(k.CreatedAt, k.ID) }
+
+// APIKeyRevokeParams names the key to revoke and when.
+type APIKeyRevokeParams struct {
+	Account string
+	ID      string
+	At      time.Time
+}
+
+// APIKeyRevoke marks one of the account's keys revoked at p.At and returns it. Revoking a
+// revoked key changes nothing and keeps the first time; a key of another account, or none, is
+// ErrNotFound. The revision that replicas poll (APIKeyRevision) moves in the same
+// transaction, so every replica forgets its cached copy of the key.
+func (s *Store) APIKeyRevoke(ctx context.Context, p APIKeyRevokeParams) (APIKey, error) {
+	var key APIKey
+	err := s.WithTx(ctx, func(tx *Store) error {
+		res := tx.conn(ctx).Model(&APIKey{}).
+			Where("id = ? AND account = ? AND revoked_at IS NULL", p.ID, p.Account).
+			Update("revoked_at", floorMicro(p.At))
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected > 0 {
+			if err := tx.conn(ctx).Exec("UPDATE api_key_changes SET revision = revision + 1 WHERE id = 1").Error; err != nil {
+				return err
+			}
+		}
+		var err error
+		key, err = tx.APIKeyByID(ctx, p.Account, p.ID)
+		return err
+	})
+	if err != nil {
+		return APIKey{}, interpretError(err)
 	}
-	if n == 0 {
-		return ErrNotFound
+	return key, nil
+}
+
+// APIKeyRevision is a number that grows with every revocation: a replica that sees it move
+// drops the keys it has cached.
+func (s *Store) APIKeyRevision(ctx context.Context) (int64, error) {
+	var revision int64
+	err := s.conn(ctx).Raw("SELECT revision FROM api_key_changes WHERE id = 1").Scan(&revision).Error
+	return revision, interpretError(err)
+}
+
+// APIKeyUse is the latest use of a key seen by one replica.
+type APIKeyUse struct {
+	ID string
+	At time.Time
+}
+
+// APIKeysTouch records the keys' latest uses. A use older than the one stored changes nothing,
+// so replicas reporting out of order never move last_used_at backwards.
+func (s *Store) APIKeysTouch(ctx context.Context, uses []APIKeyUse) error {
+	for _, u := range uses {
+		at := floorMicro(u.At)
+		err := s.conn(ctx).Model(&APIKey{}).
+			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", u.ID, at).
+			Update("last_used_at", at).Error
+		if err != nil {
+			return interpretError(err)
+		}
 	}
 	return nil
 }

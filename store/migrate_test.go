@@ -3,6 +3,7 @@ package store_test
 import (
 	"slices"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -42,6 +43,48 @@ var _ = Describe("Migrations", func() {
 			Expect(versions).To(ContainElements(int64(0), int64(1), int64(2)))
 			Expect(slices.IsSorted(versions)).To(BeTrue())
 			Expect(slices.Compact(slices.Clone(versions))).To(HaveLen(len(versions)))
+		})
+
+		It("give every row written before accounts existed to the default account", func(ctx SpecContext) {
+			st := openStore(ctx, e.newDatabase(ctx))
+			Expect(st.MigrateTo(ctx, 7)).To(Succeed())
+			now := time.Now().UTC().Truncate(time.Microsecond)
+			db := st.DB().WithContext(ctx)
+			for _, insert := range []struct {
+				sql  string
+				args []any
+			}{
+				{`INSERT INTO cities (id, name, center_lat, center_lng, radius_meters, currency, base_fare, per_km, per_minute, minimum_fare, created_at)
+					VALUES ('old-town', 'Old Town', 1, 1, 1000, 'usd', 1, 1, 1, 1, ?)`, []any{now}},
+				{`INSERT INTO drivers (id, name, rating, photo, vehicle_make, vehicle_model, vehicle_color, vehicle_plate, city, lat, lng, available, created_at, updated_at)
+					VALUES ('drv_old', 'D', 5, 'p', 'm', 'm', 'c', 'p', 'old-town', 1, 1, true, ?, ?)`, []any{now, now}},
+				{`INSERT INTO riders (id, name, rating, created_at) VALUES ('rdr_old', 'R', 5, ?)`, []any{now}},
+				{`INSERT INTO trips (id, status, ride_type, city, rider_id, driver_id, pickup_lat, pickup_lng, dropoff_lat, dropoff_lng,
+					pickup_time, fare_total, fare_currency, created_at, updated_at, completed_at)
+					VALUES ('trp_old', 'completed', 'economy', 'old-town', 'rdr_old', 'drv_old', 1, 1, 1, 1, ?, 100, 'usd', ?, ?, ?)`, []any{now, now, now, now}},
+				{`INSERT INTO events (id, type, subject_id, data, created_at) VALUES ('evt_old', 'trip.completed', 'trp_old', '{}', ?)`, []any{now}},
+				{`INSERT INTO api_keys (id, hash, role, subject, account, created_at) VALUES ('key_old', 'abc', 'rider', 'rdr_old', 'acct_default', ?)`, []any{now}},
+			} {
+				Expect(db.Exec(insert.sql, insert.args...).Error).To(Succeed(), insert.sql)
+			}
+
+			Expect(st.Migrate(ctx)).To(Succeed())
+			rider, err := st.RiderByID(ctx, "rdr_old")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rider.Account).To(Equal(store.DefaultAccount))
+			trip, err := st.TripByID(ctx, "trp_old")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(trip.Account).To(Equal(store.DefaultAccount))
+			event, err := st.EventByID(ctx, store.DefaultAccount, "evt_old")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(event.Account).To(Equal(store.DefaultAccount))
+			page, err := st.ListTrips(ctx, store.TripListParams{Filter: store.TripFilter{Account: store.DefaultAccount}, Limit: 5})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page.Trips).To(HaveLen(1))
+			key, err := st.APIKeyByID(ctx, store.DefaultAccount, "key_old")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(key.ExpiresAt).To(BeNil())
+			Expect(key.RevokedAt).To(BeNil())
 		})
 
 		It("run concurrently for several stores in one process", func(ctx SpecContext) {

@@ -114,10 +114,11 @@ func (d *Driver) normalize() {
 	normalizeTime(&d.UpdatedAt)
 }
 
-// Rider is a passenger. DefaultPaymentToken is the payment provider's token: internal, never
-// shown or logged.
+// Rider is a passenger of one account (tenant). DefaultPaymentToken is the payment provider's
+// token: internal, never shown or logged.
 type Rider struct {
 	ID                  string `gorm:"column:id;primaryKey"`
+	Account             string
 	Name                string
 	Rating              float64
 	CreatedAt           time.Time
@@ -130,6 +131,9 @@ func (Rider) TableName() string { return "riders" }
 // BeforeSave keeps stored times in UTC at microsecond precision.
 func (r *Rider) BeforeSave(*gorm.DB) error {
 	normalizeTime(&r.CreatedAt)
+	if r.Account == "" {
+		r.Account = DefaultAccount
+	}
 	return nil
 }
 
@@ -147,6 +151,7 @@ func (r *Rider) AfterFind(*gorm.DB) error {
 // like) leave them zero.
 type Trip struct {
 	ID             string `gorm:"column:id;primaryKey"`
+	Account        string // the rider's account
 	Status         string
 	RideType       string
 	City           string
@@ -212,17 +217,23 @@ func (t *Trip) normalize() {
 	normalizeTimePtr(&t.CancelledAt)
 }
 
-// APIKey is a credential. Only the SHA-256 of its secret is stored (Hash, lowercase hex).
+// APIKey is a credential. Only the SHA-256 of its secret is stored (Hash, lowercase hex);
+// Prefix is the secret's first characters, which identify it to humans and reveal nothing.
 // Subject is the rider's or driver's id for those roles and nil for admin; Account is the
-// tenant. A revoked key keeps its row, with RevokedAt set.
+// tenant. A revoked key keeps its row, with RevokedAt set; a key past ExpiresAt is refused.
+// LastUsedAt is recorded coarsely (see the server's authenticator).
 type APIKey struct {
-	ID        string `gorm:"column:id;primaryKey"` // key_…
-	Hash      string
-	Role      string
-	Subject   *string
-	Account   string
-	CreatedAt time.Time
-	RevokedAt *time.Time
+	ID          string `gorm:"column:id;primaryKey"` // key_…
+	Hash        string
+	Prefix      string
+	Role        string
+	Subject     *string
+	Account     string
+	Description *string
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
 }
 
 // TableName pins the table name so that GORM's naming rules can never move it.
@@ -230,16 +241,21 @@ func (APIKey) TableName() string { return "api_keys" }
 
 // BeforeSave keeps stored times in UTC at microsecond precision.
 func (k *APIKey) BeforeSave(*gorm.DB) error {
-	normalizeTime(&k.CreatedAt)
-	normalizeTimePtr(&k.RevokedAt)
+	k.normalize()
 	return nil
 }
 
 // AfterFind returns times in UTC whatever the driver's location.
 func (k *APIKey) AfterFind(*gorm.DB) error {
-	normalizeTime(&k.CreatedAt)
-	normalizeTimePtr(&k.RevokedAt)
+	k.normalize()
 	return nil
+}
+
+func (k *APIKey) normalize() {
+	normalizeTime(&k.CreatedAt)
+	normalizeTimePtr(&k.ExpiresAt)
+	normalizeTimePtr(&k.LastUsedAt)
+	normalizeTimePtr(&k.RevokedAt)
 }
 
 // normalizeTime puts t in UTC at microsecond precision; the zero time stays zero so that GORM

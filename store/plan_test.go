@@ -39,10 +39,14 @@ var _ = Describe("Trip list plans", func() {
 			}
 			Expect(st.DB().Exec("ANALYZE trips").Error).To(Succeed())
 
+			// The filters the API runs: an admin's lists stay inside its account, a rider's too,
+			// a driver's own list spans every account.
+			account := store.DefaultAccount
 			filters := map[string]store.TripFilter{
-				"no filter": {}, "status": {Status: store.TripStatusCompleted}, "city": {City: driver.City},
-				"driver": {DriverID: driver.ID}, "rider": {RiderID: rider.ID},
-				"city and time range": {City: driver.City, CreatedAfter: &base},
+				"account": {Account: account}, "status": {Account: account, Status: store.TripStatusCompleted},
+				"city": {Account: account, City: driver.City}, "admin's driver": {Account: account, DriverID: driver.ID},
+				"driver": {DriverID: driver.ID}, "rider": {Account: account, RiderID: rider.ID},
+				"city and time range": {Account: account, City: driver.City, CreatedAfter: &base},
 			}
 			for name, filter := range filters {
 				for _, field := range []store.SortField{store.SortCreatedAt, store.SortPickupTime, store.SortFare} {
@@ -98,7 +102,7 @@ var _ = Describe("The existence probe of a deep page", func() {
 			Expect(st.DB().Exec("ANALYZE trips").Error).To(Succeed())
 
 			for _, backward := range []bool{false, true} {
-				for _, filter := range []store.TripFilter{{}, {Status: store.TripStatusCompleted}} {
+				for _, filter := range []store.TripFilter{{Account: store.DefaultAccount}, {Account: store.DefaultAccount, Status: store.TripStatusCompleted}} {
 					// A cursor n/5 rows from the newest (forward) or the oldest (backward) end.
 					at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n*4/5) * time.Minute)
 					if backward {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -174,6 +175,11 @@ func now() time.Time {
 // process can migrate at once. On PostgreSQL a session advisory lock keeps concurrent server
 // replicas from applying the same migration twice.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateUpTo(ctx, math.MaxInt64)
+}
+
+// migrateUpTo applies the migrations up to and including version.
+func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 	if s.sqlDB == nil {
 		return errors.New("store: Migrate inside a transaction")
 	}
@@ -206,7 +212,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = provider.Up(ctx)
+		_, err = provider.UpTo(ctx, version)
 		return err
 	}
 	err = up()

@@ -17,7 +17,7 @@ import (
 // platform_cost): no view shows them, and on a page of 20 trips they were 80 more values for
 // PostgreSQL to format and for database/sql to convert, 3 allocations each.
 const (
-	tripWithDriverColumns = `trips.id, trips.status, trips.ride_type, trips.city, trips.rider_id, trips.driver_id,
+	tripWithDriverColumns = `trips.id, trips.account, trips.status, trips.ride_type, trips.city, trips.rider_id, trips.driver_id,
 	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
 	trips.dropoff_address, trips.pickup_time, trips.fare_total, trips.fare_currency, trips.eta_minutes,
 	trips.created_at, trips.updated_at, trips.completed_at, trips.cancelled_at,
@@ -103,7 +103,7 @@ func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
 }
 
 // tripColumnCount is how many columns tripWithDriverColumns selects.
-const tripColumnCount = 23
+const tripColumnCount = 24
 
 // scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
 // extra (the same value on every row: the last row's stays). Each row is scanned straight into
@@ -118,7 +118,7 @@ func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
 		trips = append(trips, Trip{})
 		t := &trips[len(trips)-1]
 		d := &t.Driver
-		copy(dest, []any{&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
+		copy(dest, []any{&t.ID, &t.Account, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
 			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
 			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt,

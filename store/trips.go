@@ -13,11 +13,20 @@ import (
 )
 
 // CreateTrip inserts a trip and returns it as stored (timestamps filled in when zero). The
-// Driver field is ignored: the trip refers to DriverID. ErrDuplicate when the id exists;
-// ErrInvalidReference when the city, rider or driver does not exist. An active trip whose
-// rider or driver already has one is refused by the database: ErrRiderHasActiveTrip or
-// ErrDriverHasActiveTrip.
+// Driver field is ignored: the trip refers to DriverID. An empty Account is the rider's (one
+// more read: booking names it). ErrDuplicate when the id exists; ErrInvalidReference when the
+// city, rider or driver does not exist. An active trip whose rider or driver already has one
+// is refused by the database: ErrRiderHasActiveTrip or ErrDriverHasActiveTrip.
 func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
+	if t.Account == "" {
+		r, err := s.RiderByID(ctx, t.RiderID)
+		if errors.Is(err, ErrNotFound) {
+			return Trip{}, ErrInvalidReference
+		} else if err != nil {
+			return Trip{}, err
+		}
+		t.Account = r.Account
+	}
 	if !slices.Contains(ActiveTripStatuses, t.Status) {
 		if err := s.insertTrip(ctx, &t); err != nil {
 			return Trip{}, err
@@ -157,8 +166,10 @@ type SortKey struct {
 var DefaultTripSort = []SortKey{{Field: SortCreatedAt, Desc: true}}
 
 // TripFilter narrows a trip list. Empty strings and nil times filter nothing; the time bounds
-// are exclusive.
+// are exclusive. Account confines the list to one tenant's trips; only a driver's own list
+// (the shared fleet) leaves it empty.
 type TripFilter struct {
+	Account         string
 	Status          string
 	City            string
 	DriverID        string
@@ -354,6 +365,9 @@ func keysetCondition(keys []orderKey, values keysetArgs, forward, inclusive bool
 // filteredTrips starts a trips query with the filter's conditions.
 func (s *Store) filteredTrips(ctx context.Context, f TripFilter) *gorm.DB {
 	q := s.conn(ctx).Model(&Trip{})
+	if f.Account != "" {
+		q = q.Where("trips.account = ?", f.Account)
+	}
 	if f.Status != "" {
 		q = q.Where("trips.status = ?", f.Status)
 	}

@@ -45,6 +45,7 @@ func (webhookDelivery) TableName() string { return "webhook_deliveries" }
 type fanOutEvent struct {
 	Seq       int64
 	ID        string
+	Account   string
 	Type      string
 	CreatedAt time.Time
 	Txid      string
@@ -85,8 +86,8 @@ func (s *Store) FanOutEvents(ctx context.Context, p webhooks.FanOutParams) (int,
 		var rows []webhookDelivery
 		for _, e := range events {
 			for _, w := range endpoints {
-				// An endpoint receives the events created after its registration.
-				if w.CreatedAt.After(e.CreatedAt) || !subscribes(w, e.Type) {
+				// An endpoint receives its own account's events created after its registration.
+				if w.Account != e.Account || w.CreatedAt.After(e.CreatedAt) || !subscribes(w, e.Type) {
 					continue
 				}
 				rows = append(rows, webhookDelivery{
@@ -129,7 +130,7 @@ const (
 	SELECT 1 FROM events e, webhook_fanout f
 	WHERE f.id = 1 AND (e.txid, e.seq) > (f.last_txid, f.last_seq)
 	  AND e.txid < pg_snapshot_xmin(pg_current_snapshot()))`
-	pgFanOutNext = `SELECT e.seq, e.id, e.type, e.created_at, e.txid::text AS txid
+	pgFanOutNext = `SELECT e.seq, e.id, e.account, e.type, e.created_at, e.txid::text AS txid
 	FROM events e, webhook_fanout f
 	WHERE f.id = 1 AND (e.txid, e.seq) > (f.last_txid, f.last_seq)
 	  AND e.txid < pg_snapshot_xmin(pg_current_snapshot())
@@ -137,7 +138,7 @@ const (
 	LIMIT ?`
 	sqliteFanOutPending = `SELECT EXISTS (
 	SELECT 1 FROM events WHERE seq > (SELECT last_seq FROM webhook_fanout WHERE id = 1))`
-	sqliteFanOutNext = `SELECT seq, id, type, created_at, '' AS txid FROM events
+	sqliteFanOutNext = `SELECT seq, id, account, type, created_at, '' AS txid FROM events
 	WHERE seq > (SELECT last_seq FROM webhook_fanout WHERE id = 1)
 	ORDER BY seq
 	LIMIT ?`

@@ -43,7 +43,8 @@ func createEndpoint(ctx context.Context, st *store.Store, o endpointOpts) store.
 
 func appendEvent(ctx context.Context, st *store.Store, eventType string, at time.Time) store.Event {
 	e, err := st.AppendEvent(ctx, store.Event{
-		ID: newID("evt_"), Type: eventType, SubjectID: newID("trp_"), Data: `{"trip_id":"trp_x"}`, CreatedAt: at,
+		ID: newID("evt_"), Account: store.DefaultAccount, Type: eventType, SubjectID: newID("trp_"),
+		Data: `{"trip_id":"trp_x"}`, CreatedAt: at,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return e
@@ -295,9 +296,9 @@ var _ = Describe("Webhook deliveries", func() {
 			n, err := st.PurgeEvents(ctx, time.Now().Add(-30*24*time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(n).To(BeEquivalentTo(1))
-			_, err = st.EventByID(ctx, old.ID)
+			_, err = st.EventByID(ctx, store.DefaultAccount, old.ID)
 			Expect(err).To(MatchError(store.ErrNotFound))
-			_, err = st.EventByID(ctx, fresh.ID)
+			_, err = st.EventByID(ctx, store.DefaultAccount, fresh.ID)
 			Expect(err).NotTo(HaveOccurred())
 			page, err := st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
 			Expect(err).NotTo(HaveOccurred())
@@ -342,12 +343,12 @@ var _ = Describe("Webhook deliveries", func() {
 			}
 			appendEvent(ctx, st, "trip.completed", base.Add(time.Second))
 			after := base.Add(-time.Second)
-			page, err := st.ListEvents(ctx, store.EventFilter{Type: "trip.created", CreatedAfter: &after}, store.PageParams{Limit: 3})
+			page, err := st.ListEvents(ctx, store.EventFilter{Account: store.DefaultAccount, Type: "trip.created", CreatedAfter: &after}, store.PageParams{Limit: 3})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page.MoreAfter).To(BeTrue())
 			Expect(page.MoreBefore).To(BeFalse())
 			last := page.Items[2].Keyset()
-			next, err := st.ListEvents(ctx, store.EventFilter{Type: "trip.created", CreatedAfter: &after}, store.PageParams{After: &last, Limit: 3})
+			next, err := st.ListEvents(ctx, store.EventFilter{Account: store.DefaultAccount, Type: "trip.created", CreatedAfter: &after}, store.PageParams{After: &last, Limit: 3})
 			Expect(err).NotTo(HaveOccurred())
 			var got []string
 			for _, e := range append(page.Items, next.Items...) {

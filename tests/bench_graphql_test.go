@@ -127,7 +127,7 @@ func benchTrip(b *testing.B, st *store.Store) (store.Trip, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, err := server.NewAPIKey(ctx, st, server.RoleRider, rider.ID, server.DefaultAccount, now)
+	key, _, err := server.NewAPIKey(ctx, st, server.APIKeyParams{Role: server.RoleRider, Subject: rider.ID}, now)
 	if err != nil {
 		b.Fatal(err)
 	}

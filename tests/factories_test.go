@@ -89,10 +89,15 @@ func PointIn(c store.City, north, east float64) ride.Point {
 	}
 }
 
-// NewRider creates a rider with a hidden payment token.
+// NewRider creates a rider of the default account with a hidden payment token.
 func (h *Harness) NewRider() store.Rider {
+	return h.NewRiderIn(store.DefaultAccount)
+}
+
+// NewRiderIn creates a rider of the account with a hidden payment token.
+func (h *Harness) NewRiderIn(account string) store.Rider {
 	r, err := h.Store.CreateRider(context.Background(), store.Rider{
-		ID: ride.NewID(ride.PrefixRider), Name: "Test Rider", Rating: 4.9, CreatedAt: time.Now(),
+		ID: ride.NewID(ride.PrefixRider), Account: account, Name: "Test Rider", Rating: 4.9, CreatedAt: time.Now(),
 		DefaultPaymentToken: "tok_SECRET_PAYMENT_TOKEN",
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -76,8 +76,9 @@ var _ = ForEachEngine("Fare estimates", func(h *Harness) {
 		}
 		other := h.Key(server.RoleRider, h.NewRider().ID)
 		ExpectProblem(h.GET(path, other), http.StatusForbidden, "forbidden")
-		// The same rider in another account is another principal.
-		ExpectProblem(h.GET(path, h.KeyIn(server.RoleRider, rider.ID, "acct_other")), http.StatusForbidden, "forbidden")
+		// Another account's rider and admin do not see it at all.
+		ExpectProblem(h.GET(path, h.KeyIn(server.RoleRider, h.NewRiderIn("acct_other").ID, "acct_other")), http.StatusNotFound, "not_found")
+		ExpectProblem(h.GET(path, h.KeyIn(server.RoleAdmin, "", "acct_other")), http.StatusNotFound, "not_found")
 		ExpectProblem(h.GET(path, h.Key(server.RoleDriver, h.NewDriver(DriverOpts{City: city.ID}).ID)), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.GET(path, ""), http.StatusUnauthorized, "unauthenticated")
 		ExpectProblem(h.GET("/v1/fare-estimates/est_aaaaaaaaaaaaaaaaaaaaaaaaaa", riderKey), http.StatusNotFound, "not_found")

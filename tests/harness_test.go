@@ -237,7 +237,8 @@ func (h *Harness) Key(role, subject string) string {
 
 // KeyIn creates an API key of the given account.
 func (h *Harness) KeyIn(role, subject, account string) string {
-	secret, err := server.NewAPIKey(context.Background(), h.Store, role, subject, account, time.Now())
+	secret, _, err := server.NewAPIKey(context.Background(), h.Store,
+		server.APIKeyParams{Role: role, Subject: subject, Account: account}, time.Now())
 	Expect(err).NotTo(HaveOccurred())
 	return secret
 }

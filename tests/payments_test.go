@@ -31,12 +31,18 @@ type payable struct {
 
 func (h *Harness) newPayable(status string) payable {
 	GinkgoHelper()
+	return h.newPayableIn(server.DefaultAccount, status)
+}
+
+// newPayableIn is newPayable with a rider (so a trip) of the account.
+func (h *Harness) newPayableIn(account, status string) payable {
+	GinkgoHelper()
 	driver := h.NewDriver(DriverOpts{})
-	rider := h.NewRider()
+	rider := h.NewRiderIn(account)
 	trip := h.NewTrip(TripOpts{Driver: driver, Rider: rider, Status: status, Fare: 2358})
 	return payable{
 		trip: trip, rider: rider, driver: driver,
-		riderKey: h.Key(server.RoleRider, rider.ID), driverKey: h.Key(server.RoleDriver, driver.ID),
+		riderKey: h.KeyIn(server.RoleRider, rider.ID, account), driverKey: h.Key(server.RoleDriver, driver.ID),
 	}
 }
 
@@ -208,27 +214,30 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 	})
 
 	It("keeps the keys of two accounts apart: the same key and request run twice, independently", func() {
-		p := h.newPayable("completed")
+		accountA := "acct_tenant_a_" + strings.ToLower(ride.NewID("x")[2:10])
+		accountB := "acct_tenant_b_" + strings.ToLower(ride.NewID("x")[2:10])
+		p := h.newPayableIn(accountA, "completed")
 		key := newIdempotencyKey()
 		body := paymentOf(p.trip, "pm_card_visa")
-		adminA := h.KeyIn(server.RoleAdmin, "", "acct_tenant_a_"+strings.ToLower(ride.NewID("x")[2:10]))
-		adminB := h.KeyIn(server.RoleAdmin, "", "acct_tenant_b_"+strings.ToLower(ride.NewID("x")[2:10]))
+		adminA := h.KeyIn(server.RoleAdmin, "", accountA)
+		adminB := h.KeyIn(server.RoleAdmin, "", accountB)
 
 		first := h.pay(adminA, key, body)
 		Expect(first.Status).To(Equal(201))
 		// Same key, same caller role, same body: were keys not scoped by account, this would
-		// replay the 201. It runs instead, and finds the trip paid.
+		// replay the 201. It runs instead, and finds no such trip in account B.
 		second := h.pay(adminB, key, body)
-		Expect(second.Status).To(Equal(409), "%s", second.Body)
+		Expect(second.Status).To(Equal(422), "%s", second.Body)
 		Expect(second.Header.Get("Idempotent-Replayed")).To(BeEmpty())
-		Expect(second.Problem().Code).To(Equal("trip_already_paid"))
+		Expect(second.Problem().Code).To(Equal("trip_not_found"))
 		Expect(h.pay(adminB, key, body).Header.Get("Idempotent-Replayed")).To(Equal("true"))
 		Expect(h.pay(adminA, key, body).Status).To(Equal(201))
 
 		// Two riders of two accounts, one key, two trips: two payments.
-		q1, q2 := h.newPayable("completed"), h.newPayable("completed")
-		r1 := h.KeyIn(server.RoleRider, q1.rider.ID, "acct_tenant_c_"+strings.ToLower(ride.NewID("x")[2:10]))
-		r2 := h.KeyIn(server.RoleRider, q2.rider.ID, "acct_tenant_d_"+strings.ToLower(ride.NewID("x")[2:10]))
+		accountC := "acct_tenant_c_" + strings.ToLower(ride.NewID("x")[2:10])
+		accountD := "acct_tenant_d_" + strings.ToLower(ride.NewID("x")[2:10])
+		q1, q2 := h.newPayableIn(accountC, "completed"), h.newPayableIn(accountD, "completed")
+		r1, r2 := q1.riderKey, q2.riderKey
 		a, b := h.pay(r1, key, paymentOf(q1.trip, "pm_card_visa")), h.pay(r2, key, paymentOf(q2.trip, "pm_card_visa"))
 		Expect([]int{a.Status, b.Status}).To(Equal([]int{201, 201}))
 		Expect(a.JSON()["id"]).NotTo(Equal(b.JSON()["id"]))

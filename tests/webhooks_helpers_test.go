@@ -177,7 +177,7 @@ func newEvent(eventType string, at time.Time) store.Event {
 	}
 	b, err := json.Marshal(data)
 	Expect(err).NotTo(HaveOccurred())
-	return store.Event{ID: ride.NewID(ride.PrefixEvent), Type: eventType, SubjectID: subject, Data: string(b), CreatedAt: at}
+	return store.Event{ID: ride.NewID(ride.PrefixEvent), Account: store.DefaultAccount, Type: eventType, SubjectID: subject, Data: string(b), CreatedAt: at}
 }
 
 // Deliveries reads an endpoint's deliveries log through the API, newest first.

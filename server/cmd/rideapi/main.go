@@ -3,6 +3,8 @@
 //	rideapi                      serve (migrates, seeds demo data into an empty database)
 //	rideapi migrate              apply migrations and exit
 //	rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]
+//	rideapi keys list [--account ID]
+//	rideapi keys revoke [--account ID] KEY_ID
 package main
 
 import (
@@ -47,11 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		return migrate(ctx, args[1:], stderr)
 	case "keys":
-		if len(args) > 1 && args[1] == "create" {
-			return createKey(ctx, args[2:], stdout, stderr)
-		}
-		fmt.Fprintln(stderr, "usage: rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]")
-		return flag.ErrHelp
+		return keys(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return nil
@@ -69,6 +67,10 @@ Usage:
   rideapi migrate       apply database migrations and exit
   rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]
                         create an API key and print it alone on stdout
+  rideapi keys list [--account ID]
+                        list an account's keys (never their secrets)
+  rideapi keys revoke [--account ID] KEY_ID
+                        revoke a key; every replica refuses it within 1 second
 
 Environment:
 `)
@@ -120,32 +122,6 @@ func migrate(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer st.Close()
 	fmt.Fprintln(stderr, "migrations applied")
-	return nil
-}
-
-func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	role := fs.String("role", "", "rider, driver or admin (required)")
-	subject := fs.String("subject", "", "the rider's or driver's id (required for rider and driver keys)")
-	account := fs.String("account", server.DefaultAccount, "the account (tenant) the key belongs to")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]\n\nPrints the new key alone on stdout; only its hash is stored.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := migratedStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	secret, err := server.NewAPIKey(ctx, st, *role, *subject, *account, time.Now())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, secret)
 	return nil
 }
 
@@ -268,16 +244,20 @@ func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "Database already has trips; no demo data seeded. Create a key with: rideapi keys create --role admin")
 		return nil
 	}
-	keys := []struct{ role, subject string }{
-		{server.RoleAdmin, ""}, {server.RoleRider, demo.RiderID}, {server.RoleDriver, demo.DriverID},
+	keys := []server.APIKeyParams{
+		{Role: server.RoleAdmin, Account: server.DefaultAccount},
+		{Role: server.RoleRider, Subject: demo.RiderID, Account: server.DefaultAccount},
+		{Role: server.RoleDriver, Subject: demo.DriverID, Account: server.DefaultAccount},
+		{Role: server.RoleAdmin, Account: store.DemoPartnerAccount},
+		{Role: server.RoleRider, Subject: demo.PartnerRiderID, Account: store.DemoPartnerAccount},
 	}
 	fmt.Fprintln(stdout, "Demo data seeded. Demo API keys (shown once; only their hashes are stored):")
 	for _, k := range keys {
-		secret, err := server.NewAPIKey(ctx, st, k.role, k.subject, server.DefaultAccount, now)
+		secret, _, err := server.NewAPIKey(ctx, st, k, now)
 		if err != nil {
-			return fmt.Errorf("create demo %s key: %w", k.role, err)
+			return fmt.Errorf("create demo %s key of %s: %w", k.Role, k.Account, err)
 		}
-		fmt.Fprintf(stdout, "  %-6s  %s  %s\n", k.role, secret, k.subject)
+		fmt.Fprintln(stdout, strings.TrimRight(fmt.Sprintf("  %-12s  %-6s  %s  %s", k.Account, k.Role, secret, k.Subject), " "))
 	}
 	return nil
 }

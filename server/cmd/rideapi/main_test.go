@@ -194,3 +194,64 @@ func get(t *testing.T, client *http.Client, url string) int {
 	res.Body.Close()
 	return res.StatusCode
 }
+
+func TestKeysListAndRevoke(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ride.db")
+	t.Setenv("DATABASE_URL", "sqlite://"+db)
+
+	if _, _, err := runCmd(t, "keys", "create", "--role", "rider", "--subject", "rdr_nonexistent"); err == nil ||
+		!strings.Contains(err.Error(), "rdr_nonexistent") {
+		t.Fatalf("a key for a rider that does not exist must be refused, naming it; got %v", err)
+	}
+	if _, _, err := runCmd(t, "keys", "create", "--role", "admin", "--expires", "2001-01-01T00:00:00Z"); err == nil {
+		t.Fatal("a key that expired already must be refused")
+	}
+	secret, _, err := runCmd(t, "keys", "create", "--role", "admin", "--account", "acct_cli", "--description", "ops laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret = strings.TrimSpace(secret)
+
+	list, _, err := runCmd(t, "keys", "list", "--account", "acct_cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[1], "ops laptop") || !strings.Contains(lines[1], secret[:11]) {
+		t.Fatalf("keys list must show the key with its prefix and description, got:\n%s", list)
+	}
+	if strings.Contains(list, secret) {
+		t.Fatal("keys list must never show a secret")
+	}
+	keyID := strings.Fields(lines[1])[0]
+	if other, _, _ := runCmd(t, "keys", "list"); strings.Contains(other, keyID) {
+		t.Fatal("keys list of another account shows the key")
+	}
+
+	if _, _, err := runCmd(t, "keys", "revoke", keyID); err == nil {
+		t.Fatal("revoking a key of another account (the default one) must fail")
+	}
+	out, _, err := runCmd(t, "keys", "revoke", "--account", "acct_cli", keyID)
+	if err != nil || !strings.HasPrefix(out, "revoked "+keyID) {
+		t.Fatalf("keys revoke: %q, %v", out, err)
+	}
+	list, _, _ = runCmd(t, "keys", "list", "--account", "acct_cli")
+	lines = strings.Split(strings.TrimSpace(list), "\n")
+	if fields := strings.Fields(lines[1]); len(fields) < 8 || fields[7] == "-" {
+		t.Fatalf("the revoked key must show its revocation time:\n%s", list)
+	}
+}
+
+func TestKeysHelpSucceeds(t *testing.T) {
+	for _, args := range [][]string{
+		{"keys", "--help"}, {"keys", "create", "--help"}, {"keys", "list", "-h"}, {"keys", "revoke", "--help"},
+	} {
+		out, _, err := runCmd(t, args...)
+		if err != nil {
+			t.Fatalf("%v: help must succeed, got %v", args, err)
+		}
+		if !strings.Contains(out, "usage") {
+			t.Fatalf("%v: help must print the usage on stdout, got %q", args, out)
+		}
+	}
+}
