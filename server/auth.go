@@ -239,6 +239,7 @@ type authenticator struct {
 	unknown map[[sha256.Size]byte]time.Time // until when a hash is known to be no key
 
 	failures *addressMeter
+	metrics  *Metrics
 }
 
 // authEntry is a cached key.
@@ -264,9 +265,9 @@ const (
 	authFailureMaxClients = 10_000
 )
 
-func newAuthenticator(st *store.Store, now func() time.Time) *authenticator {
+func newAuthenticator(st *store.Store, now func() time.Time, metrics *Metrics) *authenticator {
 	a := &authenticator{
-		store: st, now: now,
+		store: st, now: now, metrics: metrics,
 		known:    map[[sha256.Size]byte]*authEntry{},
 		unknown:  map[[sha256.Size]byte]time.Time{},
 		failures: newAddressMeter(authFailureRate, authFailureBurst, authFailureMaxClients),
@@ -309,7 +310,7 @@ func (a *authenticator) authenticate(ctx context.Context, header, remoteAddr str
 		}
 		// An address that keeps failing gets no more lookups, except of keys it used before.
 		if entry == nil && a.failures.exhausted(client) {
-			return Principal{}, tooManyFailures()
+			return Principal{}, a.throttled()
 		}
 		var err error
 		if entry, err = a.lookup(ctx, sum, revision, now); err != nil {
@@ -379,12 +380,14 @@ func (e *authEntry) used(now time.Time) {
 // client has failed too often.
 func (a *authenticator) failed(client, detail string) error {
 	if !a.failures.allow(client) {
-		return tooManyFailures()
+		return a.throttled()
 	}
+	a.metrics.authFailures.WithLabelValues("refused").Inc()
 	return unauthenticated(detail)
 }
 
-func tooManyFailures() *APIError {
+func (a *authenticator) throttled() *APIError {
+	a.metrics.authFailures.WithLabelValues("throttled").Inc()
 	p := newAPIError(http.StatusTooManyRequests, codeRateLimited,
 		"Too many requests with unknown API keys from this address. Retry later with a valid key.")
 	p.Header = http.Header{"Retry-After": {"1"}}

@@ -28,6 +28,7 @@ type Metrics struct {
 
 	rateLimited     *prometheus.CounterVec
 	rateLimitErrors prometheus.Counter
+	authFailures    *prometheus.CounterVec
 	ready           prometheus.Gauge
 }
 
@@ -63,19 +64,26 @@ func newMetrics(db *sql.DB) *Metrics {
 			Name: "ride_rate_limit_errors_total",
 			Help: "Requests let through unmetered because the rate-limit store (Redis) failed.",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ride_auth_failures_total",
+			Help: "Requests refused for their API key: 401 (refused), or 429 because their address failed too often (throttled).",
+		}, []string{"outcome"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ride_ready",
 			Help: "1 when the server is ready for traffic (migrations done), else 0.",
 		}),
 	}
 	m.registry.MustRegister(m.requests, m.duration, m.IdempotencyReplays, m.WebhookDeliveries,
-		m.rateLimited, m.rateLimitErrors, m.ready,
+		m.rateLimited, m.rateLimitErrors, m.authFailures, m.ready,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Declared outcomes show up at zero before the first delivery, so dashboards and alerts
 	// can refer to them from the start.
 	for _, outcome := range []string{"delivered", "retry", "failed"} {
 		m.WebhookDeliveries.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"refused", "throttled"} {
+		m.authFailures.WithLabelValues(outcome)
 	}
 	if db != nil {
 		m.registry.MustRegister(collectors.NewDBStatsCollector(db, "ride"))

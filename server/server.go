@@ -125,16 +125,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.persisted = newPersistedQueries(s.now)
-	s.auth = newAuthenticator(deps.Store, s.now)
-	g, err := newGate(s.auth)
-	if err != nil {
-		return nil, err
-	}
 	var pool *sql.DB
 	if db, err := deps.Store.DB().DB(); err == nil {
 		pool = db
 	}
 	s.metrics = newMetrics(pool)
+	s.auth = newAuthenticator(deps.Store, s.now, s.metrics)
+	g, err := newGate(s.auth)
+	if err != nil {
+		return nil, err
+	}
 	if s.limits, err = newRateLimiter(cfg, s.log, s.metrics); err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	b.Helper()
 	s := f.s
-	g, err := newGate(newAuthenticator(f.st, s.now))
+	g, err := newGate(newAuthenticator(f.st, s.now, s.metrics))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package tests
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"slices"
@@ -439,6 +443,33 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 		GinkgoWriter.Printf("revoked key refused by the other replica after %v\n", time.Since(revoked))
 	})
 
+	It("look an unknown key up once, and a made-up one never", func() {
+		isolated := h.WithClock(time.Now)
+		randomPart := func() string {
+			var raw [32]byte
+			_, _ = rand.Read(raw[:])
+			return base64.RawURLEncoding.EncodeToString(raw[:])
+		}
+		var made []string // the length of our keys, a checksum that does not match
+		for range 50 {
+			made = append(made, "rk_"+randomPart()+"AAAAAA")
+		}
+		unknown := "rk_" + randomPart() // the form of keys made before the checksum
+		var hashes []string
+		for _, k := range append(slices.Clone(made), unknown) {
+			sum := sha256.Sum256([]byte(k))
+			hashes = append(hashes, hex.EncodeToString(sum[:]))
+		}
+		log := h.watchQueries(hashes...)
+		for _, k := range made {
+			ExpectProblem(isolated.GET("/v1/trips?limit=1", k), http.StatusUnauthorized, "unauthenticated")
+		}
+		for range 20 {
+			ExpectProblem(isolated.GET("/v1/trips?limit=1", unknown), http.StatusUnauthorized, "unauthenticated")
+		}
+		Expect(log.Counts()).To(Equal([]string{"api_keys=1"}))
+	})
+
 	It("answer a client that keeps sending unknown keys 429 before looking them up", func() {
 		// A server of its own: the budget of 127.0.0.1 on the shared one stays whole.
 		isolated := h.WithClock(time.Now)
@@ -453,6 +484,9 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 		}
 		Expect(statuses).To(ContainElement(http.StatusTooManyRequests))
 		Expect(statuses[0]).To(Equal(http.StatusUnauthorized))
+		_, _, metrics := fetch(isolated, "/metrics")
+		Expect(metrics).To(MatchRegexp(`ride_auth_failures_total\{outcome="refused"\} 100\b`))
+		Expect(metrics).To(MatchRegexp(`ride_auth_failures_total\{outcome="throttled"\} 1\b`))
 		// A key it knows still works from the same address: only lookups are withheld.
 		Expect(isolated.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))
 	})
