@@ -77,8 +77,8 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// write commits or rolls back whole, and its Idempotency-Key then replays the answer
 		// to the retry. So the handlers get a context the client's disconnect does not
 		// cancel. That also spares database/sql a watcher goroutine per query and per
-		// transaction, which it starts for every cancellable context (GET by id and payments
-		// 2–5 % faster under the benchmark). Every query is bounded by its index range; lock
+		// transaction, which it starts for every cancellable context (measured in
+		// tests/ridebench/README.md). Every query is bounded by its index range; lock
 		// waits end with the transactions they wait for.
 		c.SetRequest(req.WithContext(withRequestID(context.WithoutCancel(req.Context()), requestID)))
 		res := c.Response()
@@ -164,8 +164,8 @@ func stampRequestID(h http.Header, id string) {
 
 // strongETag is the validator of a representation: a strong ETag over its exact bytes, the
 // 64-bit xxHash of them. That is plenty to tell versions of one resource apart by chance, and
-// the same on every replica. SHA-256 took 4 % of the server's CPU on a page of 20 trips (6.6 µs
-// for 12 KB); xxHash takes a tenth of that. Nothing relies on the tag being unforgeable: a
+// the same on every replica, and far cheaper than a cryptographic hash over a page of trips.
+// Nothing relies on the tag being unforgeable: a
 // caller who could make two versions of a resource collide could only confuse their own cache.
 func strongETag(body []byte) string {
 	var sum [8]byte

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 )
 
@@ -54,7 +55,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 	if err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.SeedDemo(ctx, time.Now()); err != nil {
+	if _, err := demo.Seed(ctx, st, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	s, err := New(Config{CursorSecret: []byte("stack-bench-secret-0123456789")},

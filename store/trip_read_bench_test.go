@@ -44,7 +44,7 @@ func BenchmarkTripByIDOverhead(b *testing.B) {
 		for b.Loop() {
 			var t Trip
 			d := &t.Driver
-			err := pool.QueryRow(ctx, st.sql.tripByID, id).Scan(&t.ID, &t.Status, &t.RideType, &t.City, &t.RiderID,
+			err := pool.QueryRow(ctx, st.sql.tripByID, id).Scan(&t.ID, &t.Account, &t.Status, &t.RideType, &t.City, &t.RiderID,
 				&t.DriverID, &t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 				&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
 				&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt, &d.Name, &d.Rating, &d.Photo)
@@ -108,7 +108,7 @@ func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
 	if err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.SeedDemo(ctx, time.Now()); err != nil {
+	if _, err := st.SeedIfEmpty(ctx, benchTrips(time.Now(), 5000)); err != nil {
 		b.Fatal(err)
 	}
 	pool, err := pgxpool.New(ctx, url)
@@ -125,4 +125,39 @@ func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
 		b.Fatal("no trips", err)
 	}
 	return st, pool, ids
+}
+
+// benchTrips is n completed trips of one city, spread over its drivers and riders, written
+// oldest first.
+func benchTrips(now time.Time, n int) Seed {
+	now = now.UTC().Truncate(time.Microsecond)
+	seed := Seed{Cities: []City{{ID: "bench", Name: "Bench", CenterLat: 37.77, CenterLng: -122.42,
+		RadiusMeters: 15000, Currency: "usd", BaseFare: 250, PerKm: 130, PerMinute: 35, MinimumFare: 800, CreatedAt: now}}}
+	r := rand.New(rand.NewPCG(1, 2))
+	id := func(prefix string) string {
+		const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+		b := make([]byte, 26)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return prefix + string(b)
+	}
+	for range 20 {
+		seed.Drivers = append(seed.Drivers, Driver{ID: id("drv_"), Name: "Driver", Rating: 4.8, Photo: "https://cdn.example.com/d.jpg",
+			VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "White", VehiclePlate: "7ABC123", City: "bench",
+			Lat: 37.77, Lng: -122.42, Available: true, CreatedAt: now, UpdatedAt: now})
+	}
+	for range 200 {
+		seed.Riders = append(seed.Riders, Rider{ID: id("rdr_"), Name: "Rider", Rating: 4.9, CreatedAt: now})
+	}
+	address := "1 Market St"
+	for i := range n {
+		at := now.Add(time.Duration(i-n) * time.Minute)
+		done := at.Add(20 * time.Minute)
+		seed.Trips = append(seed.Trips, Trip{ID: id("trp_"), Account: DefaultAccount, Status: TripStatusCompleted,
+			RideType: RideTypeEconomy, City: "bench", RiderID: seed.Riders[i%200].ID, DriverID: seed.Drivers[i%20].ID,
+			PickupLat: 37.78, PickupLng: -122.41, PickupAddress: &address, DropoffLat: 37.76, DropoffLng: -122.43,
+			PickupTime: at, FareTotal: 1850, FareCurrency: "usd", CreatedAt: at, UpdatedAt: done, CompletedAt: &done})
+	}
+	return seed
 }

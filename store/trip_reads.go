@@ -7,9 +7,9 @@ import (
 )
 
 // Reading one trip by id is the hottest query there is (GET /v1/trips/{id}, GraphQL's trip),
-// and most of its cost is per statement, not per row: with pgx and 8 clients on this 2-core
-// machine, PostgreSQL reads about 24,000 trips a second by one id per statement, 43,000 by two
-// and 53,000 by four; database/sql and GORM add their cost per statement on our side too.
+// and most of its cost is per statement, not per row: PostgreSQL reads many more trips a
+// second when a statement carries several ids, and database/sql and GORM add their cost per
+// statement on our side too (figures in tests/ridebench/README.md).
 //
 // So reads of single trips that arrive while the database is busy with earlier ones go
 // together: a read that finds fewer than tripReadStatements statements under way runs at once,
@@ -22,8 +22,8 @@ import (
 const (
 	// tripReadStatements is how many statements may read trips by id at once: with one, every
 	// read queues behind a single statement however many cores the database has; with as
-	// many as there are requests, nothing is shared. On this 2-core machine one, two and four
-	// differ by less than its noise; with two, 8 clients share statements 2.4 reads each.
+	// many as there are requests, nothing is shared. Two keeps both a database core busy and
+	// reads shared under load.
 	tripReadStatements = 2
 	// tripReadBatch bounds the ids of one statement.
 	tripReadBatch = 32

@@ -14,8 +14,8 @@ import (
 // inner: driver_id is NOT NULL and references drivers, so every trip has its driver.
 //
 // The list leaves out the internal columns (route_polyline, matching_score, driver_payout,
-// platform_cost): no view shows them, and on a page of 20 trips they were 80 more values for
-// PostgreSQL to format and for database/sql to convert, 3 allocations each.
+// platform_cost): no view shows them, and every column is a value for PostgreSQL to format and
+// for database/sql to convert, with allocations of its own.
 const (
 	tripWithDriverColumns = `trips.id, trips.account, trips.status, trips.ride_type, trips.city, trips.rider_id, trips.driver_id,
 	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
@@ -28,8 +28,8 @@ const (
 )
 
 // prebuiltSQL is the hot statements as the engine takes them, placeholders rewritten once at
-// Open. GORM's Raw copies its SQL into the statement byte by byte while it looks for "?"; for
-// the trip read that was 5 % of the server's CPU on every GET by id.
+// Open. GORM's Raw copies its SQL into the statement byte by byte while it looks for "?", on
+// every call of the hottest read there is.
 type prebuiltSQL struct {
 	tripByID string
 	// tripByIDForUpdate also locks the trip's row where the engine has row locks.

@@ -9,8 +9,8 @@ import (
 )
 
 // The server writes one access-log line per request. Written one by one, the lines cost a
-// write system call each: 4 % of the server's CPU on GET /v1/trips/{id} under load, as much
-// as the JSON encoding of the line. logBuffer gathers them and writes at most logFlushAfter
+// write system call each, as much as the JSON encoding of the line. logBuffer gathers them and
+// writes at most logFlushAfter
 // later or once logBufferSize bytes wait, as nginx's `access_log … buffer= flush=` does.
 //
 // The price is that a process killed with SIGKILL loses the lines of its last logFlushAfter.

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 )
 
@@ -143,8 +144,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	if os.Getenv("GOGC") == "" {
 		// The live heap is small (tens of MB) and every request allocates afresh, so Go's
 		// default (collect when the heap doubles) collects many times a second under load.
-		// Collecting at 5× the live heap gave GET by id 7 % more req/s in `go tool task bench`;
-		// GOGC set in the environment still wins.
+		// Collecting at a multiple of the live heap trades a little memory for CPU (see
+		// tests/ridebench/README.md); GOGC set in the environment still wins.
 		debug.SetGCPercent(serveGCPercent)
 	}
 	if cfg.CursorSecretGenerated {
@@ -236,20 +237,20 @@ func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, 
 // shown: keys are stored hashed.
 func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
 	now := time.Now()
-	demo, err := st.SeedDemo(ctx, now)
+	seeded, err := demo.Seed(ctx, st, now)
 	if err != nil {
 		return fmt.Errorf("seed demo data: %w", err)
 	}
-	if !demo.Seeded {
+	if !seeded.Seeded {
 		fmt.Fprintln(stdout, "Database already has trips; no demo data seeded. Create a key with: rideapi keys create --role admin")
 		return nil
 	}
 	keys := []server.APIKeyParams{
 		{Role: server.RoleAdmin, Account: server.DefaultAccount},
-		{Role: server.RoleRider, Subject: demo.RiderID, Account: server.DefaultAccount},
-		{Role: server.RoleDriver, Subject: demo.DriverID, Account: server.DefaultAccount},
-		{Role: server.RoleAdmin, Account: store.DemoPartnerAccount},
-		{Role: server.RoleRider, Subject: demo.PartnerRiderID, Account: store.DemoPartnerAccount},
+		{Role: server.RoleRider, Subject: seeded.RiderID, Account: server.DefaultAccount},
+		{Role: server.RoleDriver, Subject: seeded.DriverID, Account: server.DefaultAccount},
+		{Role: server.RoleAdmin, Account: demo.PartnerAccount},
+		{Role: server.RoleRider, Subject: seeded.PartnerRiderID, Account: demo.PartnerAccount},
 	}
 	fmt.Fprintln(stdout, "Demo data seeded. Demo API keys (shown once; only their hashes are stored):")
 	for _, k := range keys {

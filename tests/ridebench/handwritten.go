@@ -22,9 +22,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The hand-written server is the yardstick the issue's targets were set with: a careful
-// net/http + pgx server, no framework, no ORM, no OpenAPI validation, serving the
-// operations the issue calibrates (a trip by id, first list pages) with the same SQL, the same
+// The hand-written server is the yardstick of the performance targets: a careful net/http + pgx
+// server, no framework, no ORM, no OpenAPI validation, serving the hottest operations (a trip
+// by id, first list pages) with the same SQL, the same
 // cached bearer-key authentication and the same JSON as Ride API. The benchmark starts it as a
 // process of its own (this binary, re-executed with -handwritten), like the real server, and
 // drives it in the same rounds, so the report can say how far the framework-and-ORM server is

@@ -526,8 +526,8 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 // errNoPayableTrips reports that the payment scenario used up its trips (a longer -d than the
 // sample was sized for); it waits a little first, so that clients do not spin on it.
 // nextCursor is a page's pagination.next_cursor ("" on the last page), found without decoding
-// the page: on two cores the load generator's CPU is the server's loss, and decoding 20 trips
-// with encoding/json to find one member cost the load generator 90 µs a page. The member
+// the page: on a small machine the load generator's CPU is the server's loss, and decoding 20
+// trips with encoding/json to find one member costs far more than the scan. The member
 // cannot be matched inside a string value, where every quote is escaped, and a cursor is
 // base64url, so it holds no escapes either.
 func nextCursor(page []byte) (string, error) {

@@ -1,4 +1,4 @@
-package store_test
+package demo_test
 
 import (
 	"math"
@@ -9,19 +9,19 @@ import (
 	. "github.com/onsi/gomega"
 	"gorm.io/gorm"
 
+	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 )
 
-var _ = Describe("SeedDemo", func() {
-	forEachEngine(func(e *testEngine) {
-		It("fills an empty database once, keeping the one-active-trip rules", func(ctx SpecContext) {
-			st := e.fresh(ctx)
-			Expect(st.Migrate(ctx)).To(Succeed())
+var _ = Describe("Seed", func() {
+	for _, e := range engines {
+		It("fills an empty database once, keeping the one-active-trip rules, on "+e.name, func(ctx SpecContext) {
+			st := e.open(ctx)
 			now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
 
-			demo, err := st.SeedDemo(ctx, now) // its speed is measured by BenchmarkSeedDemo
+			seeded, err := demo.Seed(ctx, st, now) // its speed is measured by BenchmarkSeed
 			Expect(err).NotTo(HaveOccurred())
-			Expect(demo.Seeded).To(BeTrue())
+			Expect(seeded.Seeded).To(BeTrue())
 
 			db := st.DB().WithContext(ctx)
 			count := func(q *gorm.DB) int64 {
@@ -88,20 +88,43 @@ var _ = Describe("SeedDemo", func() {
 			}
 
 			// The demo principals exist and have many trips.
-			for _, f := range []store.TripFilter{{RiderID: demo.RiderID}, {DriverID: demo.DriverID}} {
+			for _, f := range []store.TripFilter{{RiderID: seeded.RiderID}, {DriverID: seeded.DriverID}} {
 				Expect(count(db.Model(&store.Trip{}).Where(&store.Trip{RiderID: f.RiderID, DriverID: f.DriverID}))).
 					To(BeNumerically(">=", 50))
 			}
-			_, err = st.RiderByID(ctx, demo.RiderID)
+			_, err = st.RiderByID(ctx, seeded.RiderID)
 			Expect(err).NotTo(HaveOccurred())
-			_, err = st.DriverByID(ctx, demo.DriverID)
+			_, err = st.DriverByID(ctx, seeded.DriverID)
 			Expect(err).NotTo(HaveOccurred())
 
 			// Not again.
-			again, err := st.SeedDemo(ctx, now.Add(time.Hour))
+			again, err := demo.Seed(ctx, st, now.Add(time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(again.Seeded).To(BeFalse())
 			Expect(count(db.Model(&store.Trip{}))).To(BeNumerically("<", 6000))
 		})
-	})
+
+		It("gives the partner account riders of its own, with their trips, on "+e.name, func(ctx SpecContext) {
+			st := e.open(ctx)
+			seeded, err := demo.Seed(ctx, st, time.Now())
+			Expect(err).NotTo(HaveOccurred())
+			partner, err := st.RiderByID(ctx, seeded.PartnerRiderID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(partner.Account).To(Equal(demo.PartnerAccount))
+			own, err := st.RiderByID(ctx, seeded.RiderID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(own.Account).To(Equal(store.DefaultAccount))
+			for account, rider := range map[string]string{demo.PartnerAccount: partner.ID, store.DefaultAccount: own.ID} {
+				page, err := st.ListTrips(ctx, store.TripListParams{Filter: store.TripFilter{Account: account}, Limit: 100})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(page.Trips).NotTo(BeEmpty())
+				for _, t := range page.Trips {
+					Expect(t.Account).To(Equal(account))
+				}
+				mine, err := st.ListTrips(ctx, store.TripListParams{Filter: store.TripFilter{Account: account, RiderID: rider}, Limit: 100})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(mine.Trips).NotTo(BeEmpty(), "the demo rider of %s has trips there", account)
+			}
+		})
+	}
 })

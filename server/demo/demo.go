@@ -1,4 +1,7 @@
-package store
+// Package demo generates the demo data set that `rideapi` seeds into an empty database: four
+// cities, their drivers, riders of two accounts and six weeks of trips, the same in every demo
+// database.
+package demo
 
 import (
 	"context"
@@ -9,25 +12,24 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
 )
 
-// DemoData reports what SeedDemo did. RiderID and DriverID name a rider of DefaultAccount and a
+// Data reports what Seed did. RiderID and DriverID name a rider of store.DefaultAccount and a
 // driver with many trips (the driver also has an active trip), so that demo keys for them show
 // full lists and a trip to move along; PartnerRiderID names the busiest rider of
-// DemoPartnerAccount, the second tenant. All are empty when nothing was seeded.
-type DemoData struct {
+// PartnerAccount, the second tenant. All are empty when nothing was seeded.
+type Data struct {
 	Seeded         bool
 	RiderID        string
 	DriverID       string
 	PartnerRiderID string
 }
 
-// DemoPartnerAccount is the demo data's second tenant: a partner business with its own riders
+// PartnerAccount is the demo data's second tenant: a partner business with its own riders
 // and trips, which DefaultAccount's keys never see (and the other way round).
-const DemoPartnerAccount = "acct_partner"
+const PartnerAccount = "acct_partner"
 
 // Demo data volumes: enough trips that listing, filters and deep pages are worth trying.
 const (
@@ -40,56 +42,32 @@ const (
 )
 
 // demoSeed fixes the generator, so every demo database holds the same ids, people and routes;
-// only the times follow the now given to SeedDemo.
+// only the times follow the now given to Seed.
 var demoSeed = [2]uint64{0x52494445, 0x44454d4f} // "RIDE", "DEMO"
 
-// SeedDemo fills an empty database with demo data: four cities, drivers, riders and several
+// Seed fills an empty database with the demo data: four cities, drivers, riders and several
 // thousand trips over the six weeks before now. It does nothing (Seeded false) when any trip
 // exists, so it is safe to call on every start; API keys or other rows alone do not count.
 //
-// Everything is inserted in one transaction. Two processes seeding at once insert the same
-// deterministic ids, so the second fails on a duplicate and reports Seeded false.
+// Everything is inserted in one transaction (store.SeedIfEmpty). Two processes seeding at once
+// insert the same deterministic ids, so the second fails on a duplicate and reports Seeded false.
 //
 // The data keeps the store's invariants: each driver and each rider has at most one active
 // trip (accepted, arriving or in_progress), and a driver with one is not available.
-func (s *Store) SeedDemo(ctx context.Context, now time.Time) (DemoData, error) {
-	now = now.UTC().Truncate(time.Microsecond)
-	var out DemoData
-	err := s.WithTx(ctx, func(tx *Store) error {
-		var existing []string
-		if err := tx.conn(ctx).Model(&Trip{}).Limit(1).Pluck("id", &existing).Error; err != nil {
-			return err
-		}
-		if len(existing) > 0 {
-			return nil
-		}
-		data := generateDemo(now)
-		db := tx.conn(ctx)
-		if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&data.cities).Error; err != nil {
-			return fmt.Errorf("cities: %w", err)
-		}
-		if err := db.CreateInBatches(&data.drivers, demoBatchSize).Error; err != nil {
-			return fmt.Errorf("drivers: %w", err)
-		}
-		if err := db.CreateInBatches(&data.riders, demoBatchSize).Error; err != nil {
-			return fmt.Errorf("riders: %w", err)
-		}
-		if err := db.Omit(clause.Associations).CreateInBatches(&data.trips, demoBatchSize).Error; err != nil {
-			return fmt.Errorf("trips: %w", err)
-		}
-		out = DemoData{Seeded: true, RiderID: data.riderID, DriverID: data.driverID, PartnerRiderID: data.partnerRiderID}
-		return nil
+func Seed(ctx context.Context, st *store.Store, now time.Time) (Data, error) {
+	data := generate(now.UTC().Truncate(time.Microsecond))
+	seeded, err := st.SeedIfEmpty(ctx, store.Seed{
+		Cities: data.cities, Drivers: data.drivers, Riders: data.riders, Trips: data.trips,
 	})
-	if err != nil {
-		err = interpretError(err)
-		return DemoData{}, fmt.Errorf("store: seed demo: %w", err)
+	if err != nil || !seeded {
+		return Data{}, err
 	}
-	return out, nil
+	return Data{Seeded: true, RiderID: data.riderID, DriverID: data.driverID, PartnerRiderID: data.partnerRiderID}, nil
 }
 
 // demoCity is a city with what the generator needs to make plausible trips in it.
 type demoCity struct {
-	City
+	store.City
 	speedKmh float64 // average driving speed
 	streets  []string
 	plate    func(r *rand.Rand) string
@@ -98,7 +76,7 @@ type demoCity struct {
 
 var demoCities = []demoCity{
 	{
-		City: City{ID: "san-francisco", Name: "San Francisco", CenterLat: 37.7749, CenterLng: -122.4194,
+		City: store.City{ID: "san-francisco", Name: "San Francisco", CenterLat: 37.7749, CenterLng: -122.4194,
 			RadiusMeters: 15000, Currency: "usd", BaseFare: 250, PerKm: 130, PerMinute: 35, MinimumFare: 800},
 		speedKmh: 24,
 		streets:  []string{"Market St", "Mission St", "Valencia St", "Geary Blvd", "Divisadero St", "Castro St", "Hayes St", "Columbus Ave", "Polk St", "Irving St"},
@@ -108,7 +86,7 @@ var demoCities = []demoCity{
 		address: func(n int, street string) string { return fmt.Sprintf("%d %s", n, street) },
 	},
 	{
-		City: City{ID: "new-york", Name: "New York", CenterLat: 40.7128, CenterLng: -74.0060,
+		City: store.City{ID: "new-york", Name: "New York", CenterLat: 40.7128, CenterLng: -74.0060,
 			RadiusMeters: 20000, Currency: "usd", BaseFare: 300, PerKm: 175, PerMinute: 50, MinimumFare: 1000},
 		speedKmh: 18,
 		streets:  []string{"Broadway", "5th Ave", "Lexington Ave", "Canal St", "W 42nd St", "Houston St", "Bedford Ave", "Amsterdam Ave", "Park Ave", "Atlantic Ave"},
@@ -118,7 +96,7 @@ var demoCities = []demoCity{
 		address: func(n int, street string) string { return fmt.Sprintf("%d %s", n, street) },
 	},
 	{
-		City: City{ID: "london", Name: "London", CenterLat: 51.5074, CenterLng: -0.1278,
+		City: store.City{ID: "london", Name: "London", CenterLat: 51.5074, CenterLng: -0.1278,
 			RadiusMeters: 20000, Currency: "gbp", BaseFare: 250, PerKm: 125, PerMinute: 30, MinimumFare: 700},
 		speedKmh: 17,
 		streets:  []string{"Baker Street", "Oxford Street", "Kingsland Road", "Brixton Road", "Euston Road", "Camden High Street", "Old Kent Road", "King's Road", "Upper Street", "Strand"},
@@ -128,7 +106,7 @@ var demoCities = []demoCity{
 		address: func(n int, street string) string { return fmt.Sprintf("%d %s", n, street) },
 	},
 	{
-		City: City{ID: "berlin", Name: "Berlin", CenterLat: 52.5200, CenterLng: 13.4050,
+		City: store.City{ID: "berlin", Name: "Berlin", CenterLat: 52.5200, CenterLng: 13.4050,
 			RadiusMeters: 15000, Currency: "eur", BaseFare: 390, PerKm: 150, PerMinute: 25, MinimumFare: 700},
 		speedKmh: 22,
 		streets:  []string{"Torstraße", "Friedrichstraße", "Kastanienallee", "Oranienstraße", "Sonnenallee", "Karl-Marx-Allee", "Kurfürstendamm", "Bergmannstraße", "Schönhauser Allee", "Warschauer Straße"},
@@ -153,20 +131,20 @@ var (
 )
 
 // rideTypeMultiplier scales a fare by ride type, in percent.
-var rideTypeMultiplier = map[string]int64{RideTypeEconomy: 100, RideTypeComfort: 135, RideTypeXL: 170}
+var rideTypeMultiplier = map[string]int64{store.RideTypeEconomy: 100, store.RideTypeComfort: 135, store.RideTypeXL: 170}
 
 // demoSet is the generated data, ready to insert.
 type demoSet struct {
-	cities            []City
-	drivers           []Driver
-	riders            []Rider
-	trips             []Trip
+	cities            []store.City
+	drivers           []store.Driver
+	riders            []store.Rider
+	trips             []store.Trip
 	riderID, driverID string
 	partnerRiderID    string
 }
 
-// generateDemo builds the demo data deterministically from demoSeed; times are relative to now.
-func generateDemo(now time.Time) demoSet {
+// generate builds the demo data deterministically from demoSeed; times are relative to now.
+func generate(now time.Time) demoSet {
 	r := rand.New(rand.NewPCG(demoSeed[0], demoSeed[1]))
 	var set demoSet
 
@@ -185,7 +163,7 @@ func generateDemo(now time.Time) demoSet {
 			lat, lng := pointNear(r, c.City, 0.8)
 			joined := now.Add(-time.Duration(60+r.IntN(700)) * 24 * time.Hour)
 			cityDrivers[ci] = append(cityDrivers[ci], len(set.drivers))
-			set.drivers = append(set.drivers, Driver{
+			set.drivers = append(set.drivers, store.Driver{
 				ID:           id,
 				Name:         demoName(r),
 				Rating:       float64(420+r.IntN(81)) / 100,
@@ -209,7 +187,7 @@ func generateDemo(now time.Time) demoSet {
 	for i := range demoRiders {
 		ci := i % len(demoCities)
 		cityRiders[ci] = append(cityRiders[ci], len(set.riders))
-		set.riders = append(set.riders, Rider{
+		set.riders = append(set.riders, store.Rider{
 			ID:                  demoID(r, "rdr_"),
 			Name:                demoName(r),
 			Rating:              float64(400+r.IntN(101)) / 100,
@@ -225,7 +203,7 @@ func generateDemo(now time.Time) demoSet {
 	riderTrips := make([]int, len(set.riders))
 
 	// Active trips first, each with its own driver and rider, the regulars' included.
-	active := []string{TripStatusAccepted, TripStatusArriving, TripStatusInProgress}
+	active := []string{store.TripStatusAccepted, store.TripStatusArriving, store.TripStatusInProgress}
 	for i := range demoActiveTrips {
 		ci := i % len(demoCities)
 		d := cityDrivers[ci][i/len(demoCities)]
@@ -253,9 +231,9 @@ func generateDemo(now time.Time) demoSet {
 		if ci == 0 && r.IntN(12) == 0 {
 			rd = heavyRider
 		}
-		status := TripStatusCompleted
+		status := store.TripStatusCompleted
 		if r.IntN(10) == 0 {
-			status = TripStatusCancelled
+			status = store.TripStatusCancelled
 		}
 		created := now.Add(-demoHistory + time.Duration(r.Int64N(span)))
 		set.trips = append(set.trips, demoTrip(r, demoCities[ci], &set.drivers[d], set.riders[rd].ID, created, status, now))
@@ -267,9 +245,9 @@ func generateDemo(now time.Time) demoSet {
 	// with the platform's own.
 	partnerTrips := make([]int, len(set.riders))
 	for i := range set.riders {
-		set.riders[i].Account = DefaultAccount
+		set.riders[i].Account = store.DefaultAccount
 		if i%8 == 7 {
-			set.riders[i].Account = DemoPartnerAccount
+			set.riders[i].Account = PartnerAccount
 			partnerTrips[i] = riderTrips[i]
 			riderTrips[i] = 0
 		}
@@ -289,17 +267,17 @@ func generateDemo(now time.Time) demoSet {
 }
 
 // demoTrip makes one trip of driver d and a rider in city c, booked at created, in status.
-func demoTrip(r *rand.Rand, c demoCity, d *Driver, riderID string, created time.Time, status string, now time.Time) Trip {
+func demoTrip(r *rand.Rand, c demoCity, d *store.Driver, riderID string, created time.Time, status string, now time.Time) store.Trip {
 	pickLat, pickLng := pointNear(r, c.City, 0.6)
 	dropLat, dropLng := pointNear(r, c.City, 0.6)
 	roadKm := ride.HaversineMeters(ride.Point{Lat: pickLat, Lng: pickLng}, ride.Point{Lat: dropLat, Lng: dropLng})/1000*1.3 + 0.5
 	minutes := roadKm/c.speedKmh*60 + 2
-	rideType := RideTypeEconomy
+	rideType := store.RideTypeEconomy
 	switch n := r.IntN(10); {
 	case n >= 9:
-		rideType = RideTypeXL
+		rideType = store.RideTypeXL
 	case n >= 6:
-		rideType = RideTypeComfort
+		rideType = store.RideTypeComfort
 	}
 	fare := c.BaseFare + int64(math.Round(float64(c.PerKm)*roadKm+float64(c.PerMinute)*minutes))
 	fare = fare * rideTypeMultiplier[rideType] / 100
@@ -309,7 +287,7 @@ func demoTrip(r *rand.Rand, c demoCity, d *Driver, riderID string, created time.
 	pickup := created.Add(time.Duration(eta) * time.Minute)
 	ride := time.Duration(minutes * float64(time.Minute)).Truncate(time.Second)
 
-	t := Trip{
+	t := store.Trip{
 		ID:             demoID(r, "trp_"),
 		Status:         status,
 		RideType:       rideType,
@@ -334,7 +312,7 @@ func demoTrip(r *rand.Rand, c demoCity, d *Driver, riderID string, created time.
 		PlatformCost:   fare*3/100 + 30, // payment processing
 	}
 	switch status {
-	case TripStatusCompleted:
+	case store.TripStatusCompleted:
 		// Pickups happen a little before or after the promised time.
 		actual := pickup.Add(time.Duration(r.IntN(240)-120) * time.Second)
 		if actual.Before(created) {
@@ -342,19 +320,19 @@ func demoTrip(r *rand.Rand, c demoCity, d *Driver, riderID string, created time.
 		}
 		done := actual.Add(ride)
 		t.PickupTime, t.CompletedAt, t.UpdatedAt = actual, &done, done
-	case TripStatusCancelled:
+	case store.TripStatusCancelled:
 		at := created.Add(time.Duration(30+r.IntN(eta*60)) * time.Second)
 		t.CancelledAt, t.UpdatedAt = &at, at
 		t.DriverPayout = 0
 		t.PlatformCost = 0
-	case TripStatusInProgress:
+	case store.TripStatusInProgress:
 		// Picked up already: pickup_time is the actual time, in the past.
 		actual := created.Add(time.Duration(60+r.IntN(60)) * time.Second)
 		if actual.After(now) {
 			actual = now
 		}
 		t.PickupTime, t.UpdatedAt = actual, actual
-	case TripStatusArriving:
+	case store.TripStatusArriving:
 		t.UpdatedAt = created.Add(30 * time.Second)
 	}
 	return t
@@ -394,7 +372,7 @@ func letters(r *rand.Rand, n int) string {
 }
 
 // pointNear is a uniformly random point within share of c's radius around its center.
-func pointNear(r *rand.Rand, c City, share float64) (lat, lng float64) {
+func pointNear(r *rand.Rand, c store.City, share float64) (lat, lng float64) {
 	dist := float64(c.RadiusMeters) * share * math.Sqrt(r.Float64())
 	angle := 2 * math.Pi * r.Float64()
 	const metersPerDegree = 111_320.0

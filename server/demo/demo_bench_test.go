@@ -1,4 +1,4 @@
-package store_test
+package demo_test
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 )
 
-// BenchmarkSeedDemo measures what a first `go run ./server/cmd/rideapi` waits for on the
-// default engine: go test -run XXX -bench SeedDemo ./store/
-func BenchmarkSeedDemo(b *testing.B) {
+// BenchmarkSeed measures what a first `go run ./server/cmd/rideapi` waits for on the default
+// engine: go test -run XXX -bench Seed ./server/demo/
+func BenchmarkSeed(b *testing.B) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 20, 9, 30, 0, 0, time.UTC)
 	for i := 0; i < b.N; i++ {
@@ -24,7 +25,7 @@ func BenchmarkSeedDemo(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if _, err := st.SeedDemo(ctx, now); err != nil {
+		if _, err := demo.Seed(ctx, st, now); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
