@@ -34,7 +34,7 @@ const handwrittenColumns = `trips.id, trips.status, trips.ride_type, trips.city,
 	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
 	trips.dropoff_address, trips.pickup_time, trips.fare_total, trips.fare_currency, trips.eta_minutes,
 	trips.created_at, trips.updated_at, trips.completed_at, trips.cancelled_at,
-	drivers.id, drivers.name, drivers.rating, drivers.photo`
+	drivers.id, drivers.name, drivers.rating, drivers.photo, trips.account`
 
 type hwPlace struct {
 	Address string  `json:"address"`
@@ -43,6 +43,7 @@ type hwPlace struct {
 }
 
 type hwTrip struct {
+	account     string     // not shown: the caller's account must be the trip's
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 	City        string     `json:"city"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
@@ -73,13 +74,13 @@ func scanHWTrip(row pgx.Row, t *hwTrip) error {
 		&t.Pickup.Lat, &t.Pickup.Lng, &t.Pickup.Address, &t.Dropoff.Lat, &t.Dropoff.Lng,
 		&t.Dropoff.Address, &t.PickupTime, &t.Fare.Total, &t.Fare.Currency, &t.ETAMinutes,
 		&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt,
-		&t.Driver.ID, &t.Driver.Name, &t.Driver.Rating, &t.Driver.Photo)
+		&t.Driver.ID, &t.Driver.Name, &t.Driver.Rating, &t.Driver.Photo, &t.account)
 }
 
 type handwritten struct {
 	pool   *pgxpool.Pool
 	secret []byte
-	keys   sync.Map // SHA-256 of a bearer key → struct{}: looked up once, then cached
+	keys   sync.Map // SHA-256 of a bearer key → its account: looked up once, then cached
 }
 
 // serveHandwritten is the -handwritten mode of this binary: it serves until killed.
@@ -102,37 +103,39 @@ func serveHandwritten(addr, dbURL string) error {
 	return (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 }
 
-func (h *handwritten) authenticated(w http.ResponseWriter, r *http.Request) bool {
+// authenticated returns the account of the request's bearer key, or answers 401 and "".
+func (h *handwritten) authenticated(w http.ResponseWriter, r *http.Request) string {
 	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	sum := sha256.Sum256([]byte(secret))
-	if _, cached := h.keys.Load(sum); ok && cached {
-		return true
+	if account, cached := h.keys.Load(sum); ok && cached {
+		return account.(string)
 	}
-	var n int
+	var account string
 	if ok {
-		err := h.pool.QueryRow(r.Context(), `SELECT count(*) FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`,
-			hex.EncodeToString(sum[:])).Scan(&n)
-		if err != nil {
+		err := h.pool.QueryRow(r.Context(), `SELECT account FROM api_keys WHERE hash = $1 AND revoked_at IS NULL`,
+			hex.EncodeToString(sum[:])).Scan(&account)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			http.Error(w, "internal error", http.StatusInternalServerError)
-			return false
+			return ""
 		}
 	}
-	if n == 0 {
+	if account == "" {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return false
+		return ""
 	}
-	h.keys.Store(sum, struct{}{})
-	return true
+	h.keys.Store(sum, account)
+	return account
 }
 
 func (h *handwritten) trip(w http.ResponseWriter, r *http.Request) {
-	if !h.authenticated(w, r) {
+	account := h.authenticated(w, r)
+	if account == "" {
 		return
 	}
 	var t hwTrip
 	err := scanHWTrip(h.pool.QueryRow(r.Context(), `SELECT `+handwrittenColumns+`
 		FROM trips JOIN drivers ON drivers.id = trips.driver_id WHERE trips.id = $1`, r.PathValue("id")), &t)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && t.account != account) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
@@ -143,10 +146,11 @@ func (h *handwritten) trip(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, &t)
 }
 
-// page is a first page of trips whose column (a constant of this file) equals value, newest
-// first.
+// page is a first page of the caller's account's trips whose column (a constant of this file)
+// equals value, newest first.
 func (h *handwritten) page(w http.ResponseWriter, r *http.Request, column, value string) {
-	if !h.authenticated(w, r) {
+	account := h.authenticated(w, r)
+	if account == "" {
 		return
 	}
 	limit := 20
@@ -159,8 +163,8 @@ func (h *handwritten) page(w http.ResponseWriter, r *http.Request, column, value
 		limit = n
 	}
 	rows, err := h.pool.Query(r.Context(), `SELECT `+handwrittenColumns+`
-		FROM trips JOIN drivers ON drivers.id = trips.driver_id WHERE `+column+` = $1
-		ORDER BY trips.created_at DESC, trips.id DESC LIMIT $2`, value, limit+1)
+		FROM trips JOIN drivers ON drivers.id = trips.driver_id WHERE trips.account = $1 AND `+column+` = $2
+		ORDER BY trips.created_at DESC, trips.id DESC LIMIT $3`, account, value, limit+1)
 	if err != nil {
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

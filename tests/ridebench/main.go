@@ -11,6 +11,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -29,6 +31,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rideapi/ride/gen"
@@ -51,7 +54,7 @@ func main() {
 type options struct {
 	adminURL, dbName, rideapi, addr string
 	hwAddr                          string
-	compare, compareAddr            string
+	compare, compareAddr, compareDB string
 	data                            dataset
 	concurrency                     int
 	warmup, duration, depthDuration time.Duration
@@ -70,6 +73,7 @@ func parseFlags() options {
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:18080", "address the server listens on")
 	flag.StringVar(&o.compare, "compare", "", "a second server binary (say, a build of the previous commit) to run in the same rounds as -rideapi, so that a change is measured under the same load and the same drift of the machine")
 	flag.StringVar(&o.compareAddr, "compare-addr", "127.0.0.1:18081", "address the -compare server listens on")
+	flag.StringVar(&o.compareDB, "compare-db", "", "a database of its own for the -compare server, holding the same data with that build's schema and indexes (see README.md, Comparing a schema change); empty: the -db database")
 	flag.StringVar(&o.hwAddr, "hw-addr", "127.0.0.1:18090", "address the hand-written comparison server listens on")
 	flag.StringVar(&o.handwritten, "handwritten", "", "internal: serve as the hand-written comparison server on this address")
 	flag.StringVar(&o.handwrittenDB, "handwritten-db", "", "internal: the database URL of -handwritten")
@@ -117,6 +121,16 @@ func benchmark(ctx context.Context, o options) error {
 	defer stopServer()
 	if o.compare != "" {
 		compareEnv := append(slices.Clip(env), "RIDE_ADDR="+o.compareAddr) // the last one wins
+		if o.compareDB != "" {
+			compareURL, err := databaseURL(o.adminURL, o.compareDB)
+			if err != nil {
+				return err
+			}
+			if err := copyKey(ctx, dbURL, compareURL, adminKey); err != nil {
+				return err
+			}
+			compareEnv = append(compareEnv, "DATABASE_URL="+compareURL)
+		}
 		stopCompare, err := startServer(ctx, o.compare, compareEnv, o.compareAddr, "ridebench-compare.log", &servers.compare)
 		if err != nil {
 			return err
@@ -207,6 +221,35 @@ func databaseURL(adminURL, name string) (string, error) {
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// copyKey stores the key of the -db database in the -compare-db one too, so that one key
+// authenticates on both servers.
+func copyKey(ctx context.Context, fromURL, toURL, secret string) error {
+	from, err := pgx.Connect(ctx, fromURL)
+	if err != nil {
+		return err
+	}
+	defer from.Close(ctx)
+	to, err := pgx.Connect(ctx, toURL)
+	if err != nil {
+		return fmt.Errorf("-compare-db: %w", err)
+	}
+	defer to.Close(ctx)
+	sum := sha256.Sum256([]byte(secret))
+	var id, role, account string
+	var created time.Time
+	err = from.QueryRow(ctx, `SELECT id, role, account, created_at FROM api_keys WHERE hash = $1`,
+		hex.EncodeToString(sum[:])).Scan(&id, &role, &account, &created)
+	if err != nil {
+		return fmt.Errorf("read the admin key: %w", err)
+	}
+	_, err = to.Exec(ctx, `INSERT INTO api_keys (id, hash, role, account, created_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT DO NOTHING`, id, hex.EncodeToString(sum[:]), role, account, created)
+	if err != nil {
+		return fmt.Errorf("copy the admin key to -compare-db: %w", err)
+	}
+	return nil
 }
 
 func createKey(ctx context.Context, bin string, env []string, role string) (string, error) {
