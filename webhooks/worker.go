@@ -2,15 +2,18 @@ package webhooks
 
 import (
 	"bytes"
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -417,24 +420,41 @@ func (w *Worker) send(ctx context.Context, d Delivery) (status int, retryAfter, 
 	return res.StatusCode, RetryAfter(res.Header.Get("Retry-After"), signedAt, w.cfg.Policy.horizon()), latency, nil
 }
 
-// describeSendError turns a transport failure into a short line for the deliveries log,
-// without the URL (the log already names the endpoint).
+// describeSendError turns a transport failure into a short line for the deliveries log that
+// partners read: what went wrong in words, never the URL (the log names the endpoint), nor an
+// address or resolver of the network the deliveries leave from.
 func describeSendError(err error, timeout time.Duration) string {
-	var netErr net.Error
+	var (
+		netErr  net.Error
+		dnsErr  *net.DNSError
+		certErr *tls.CertificateVerificationError
+		recErr  tls.RecordHeaderError
+	)
 	switch {
 	case errors.Is(err, ErrForbiddenAddress):
 		return "refused: the URL resolves to a private, loopback, link-local or reserved address"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "connection failed: the host name does not resolve"
+		}
+		return "connection failed: the host name could not be resolved"
 	case errors.As(err, &netErr) && netErr.Timeout():
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
 		return fmt.Sprintf("timeout: no answer within %s", timeout)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection failed: the receiver refused the connection"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection failed: the receiver closed the connection before answering"
+	case errors.As(err, &certErr):
+		return "TLS failed: the receiver's certificate could not be verified"
+	case errors.As(err, &recErr), strings.Contains(err.Error(), "HTTP response to HTTPS client"):
+		return "TLS failed: the receiver does not speak TLS on this port"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "connection failed: the receiver's network is unreachable"
 	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return "connection failed: " + err.Error()
+	return "connection failed"
 }
 
 // purge deletes events past their retention, with their deliveries.
