@@ -60,6 +60,7 @@ const (
 	codeUnsupportedMediaType   = "unsupported_media_type"
 	codeRateLimited            = "rate_limited"
 	codeIdempotencyKeyRequired = "idempotency_key_required"
+	codeInvalidIdempotencyKey  = "invalid_idempotency_key"
 	codeIdempotencyKeyReused   = "idempotency_key_reused"
 	codeIdempotencyKeyInUse    = "idempotency_key_in_use"
 	codeTripNotFound           = "trip_not_found"
@@ -102,6 +103,7 @@ var titles = map[string]string{
 	codeUnsupportedMediaType:   "Unsupported media type",
 	codeRateLimited:            "Rate limited",
 	codeIdempotencyKeyRequired: "Idempotency key required",
+	codeInvalidIdempotencyKey:  "Invalid idempotency key",
 	codeIdempotencyKeyReused:   "Idempotency key reused",
 	codeIdempotencyKeyInUse:    "Idempotency key in use",
 	codeTripNotFound:           "Trip not found",
@@ -172,7 +174,7 @@ func problemFor(err error) *APIError {
 	case errors.As(err, &fieldErr):
 		return &APIError{
 			Status: http.StatusBadRequest, Code: codeInvalidRequest,
-			Detail: fieldErr.Error(),
+			Detail: fmt.Sprintf("Invalid %s %q: %s.", fieldErr.Param, fieldErr.Value, fieldErr.Message),
 			Fields: []gen.ProblemFieldError{{Location: "query." + fieldErr.Param, Message: fieldErr.Message}},
 		}
 	case errors.Is(err, ride.ErrInvalidCursor):

@@ -81,7 +81,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // no caller to scope the key to: nothing to remember it by
 		}
 		if len(key) != 1 || !validIdempotencyKey(key[0]) {
-			return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			return &APIError{Status: http.StatusBadRequest, Code: codeInvalidIdempotencyKey,
 				Detail: "Send one Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended).",
 				Fields: []gen.ProblemFieldError{{Location: "header." + headerIdempotencyKey, Message: "must be 1 to 255 printable ASCII characters"}}}
 		}

@@ -16,7 +16,6 @@ import (
 
 	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
@@ -156,9 +155,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.registerOutsideDocument(e)
 	s.echo = e
 	// Pre-routing layers see unmatched paths too, and respond routes HEAD as GET.
-	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond}, []echo.MiddlewareFunc{
+	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
 		recoverPanics,
-		middleware.BodyLimit(fmt.Sprint(maxBodyBytes/1024/1024) + "M"),
+		limitBody,
 		g.middleware,
 		// After the gate: only authenticated, valid requests reach the idempotency layer, so
 		// a malformed request is never stored against its key.

@@ -25,7 +25,7 @@ type operationInfo struct {
 	path        string     // the OpenAPI path template, e.g. /v1/trips/{tripId}
 	class       limitClass // the rate-limit budget it draws on
 	needsAuth   bool
-	queryParams map[string]bool
+	queryParams map[string]queryParam
 	produces    []string // media types of the success responses, for Accept negotiation
 	// cacheControl is the Cache-Control header value of its 200 answers, made once.
 	cacheControl []string
@@ -133,7 +133,7 @@ func (g *gate) findRoute(c echo.Context) (*routers.Route, map[string]string, err
 }
 
 func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
-	info := &operationInfo{id: op.OperationID, path: path, queryParams: map[string]bool{}}
+	info := &operationInfo{id: op.OperationID, path: path, queryParams: map[string]queryParam{}}
 	security := doc.Security
 	if op.Security != nil {
 		security = *op.Security
@@ -142,7 +142,7 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range params {
 			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-				info.queryParams[p.Value.Name] = true
+				info.queryParams[p.Value.Name] = queryParam{repeatable: repeatable(p.Value)}
 			}
 		}
 	}
@@ -184,9 +184,6 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		info := g.operations[route.Operation]
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
 		c.Set(observedOperation, info)
-		if route.Operation.Deprecated {
-			deprecationHeaders(c.Response().Header(), req.URL.Path)
-		}
 
 		if info.needsAuth {
 			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
@@ -204,6 +201,9 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req = req.WithContext(ctx)
 		c.SetRequest(req)
 
+		if err := checkInput(req, pathParams); err != nil {
+			return err
+		}
 		if err := rejectUnknownQuery(req, info); err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			Options:    g.options,
 		}
 		if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
-			return validationProblem(err)
+			return validationProblem(err, req)
 		}
 		return next(c)
 	}
@@ -253,14 +253,35 @@ func (g *gate) allowedMethods(req *http.Request) []string {
 	return methods
 }
 
+// queryParam is what the gate needs to know of a query parameter before the validator runs.
+type queryParam struct {
+	// repeatable is true for an exploded array (?status=a&status=b); any other parameter
+	// given twice is ambiguous and refused.
+	repeatable bool
+}
+
+func repeatable(p *openapi3.Parameter) bool {
+	if p.Schema == nil || p.Schema.Value == nil || !p.Schema.Value.Type.Is(openapi3.TypeArray) {
+		return false
+	}
+	return (p.Style == "" || p.Style == openapi3.SerializationForm) && (p.Explode == nil || *p.Explode)
+}
+
+// rejectUnknownQuery refuses query parameters the operation does not define, and a
+// parameter given more than once unless it is an exploded array.
 func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	if req.URL.RawQuery == "" {
 		return nil
 	}
 	var fields []gen.ProblemFieldError
-	for name := range req.URL.Query() {
-		if !info.queryParams[name] {
+	for name, values := range req.URL.Query() {
+		param, known := info.queryParams[name]
+		switch {
+		case !known:
 			fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: "unknown parameter"})
+		case len(values) > 1 && !param.repeatable:
+			fields = append(fields, gen.ProblemFieldError{Location: "query." + name,
+				Message: "given more than once; send one value (lists are comma-separated)"})
 		}
 	}
 	if len(fields) == 0 {
@@ -268,7 +289,7 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	}
 	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
 	return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
-		Detail: "The request has query parameters this operation does not define.", Fields: fields}
+		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
 }
 
 // acceptable reports whether any media range of the Accept header admits one of produces.
@@ -308,7 +329,7 @@ func mediaMatches(mediaRange, mediaType string) bool {
 
 // validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names
 // every invalid input.
-func validationProblem(err error) error {
+func validationProblem(err error, req *http.Request) error {
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {
 		return httpErr // the body limit tripped while the validator read the body
@@ -360,6 +381,9 @@ func validationProblem(err error) error {
 		code, detail = codeInvalidCursor, "The cursor is malformed."
 	} else if onlyAt(fields, "header.Idempotency-Key") {
 		code, detail = codeIdempotencyKeyRequired, "Send an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."
+		if req.Header.Get(headerIdempotencyKey) != "" {
+			code, detail = codeInvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID v4 is recommended)."
+		}
 	}
 	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
 }

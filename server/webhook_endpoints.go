@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
@@ -262,15 +265,31 @@ func webhookDeliveryView(a store.WebhookAttempt) gen.WebhookDelivery {
 	return v
 }
 
-// The deprecated spelling /v1/webhook_endpoints runs the same operations. Its answers carry
-// Deprecation and Link (the gate adds them to error answers too, see deprecationHeaders).
+// The deprecated spelling /v1/webhook_endpoints runs the same operations. Every answer on it,
+// errors and 413 included, carries Deprecation and Link (markDeprecatedAlias).
 
 const deprecationTrue = "true"
 
-// successorLink is the Link header of a deprecated alias path: the same path spelt the
-// current way.
-func successorLink(path string) string {
-	return "<" + strings.Replace(path, "/v1/webhook_endpoints", webhookEndpointsRoute, 1) + `>; rel="successor-version"`
+// webhookEndpointsAlias is the deprecated spelling of webhookEndpointsRoute.
+const webhookEndpointsAlias = "/v1/webhook_endpoints"
+
+// successorLink is the Link header of a deprecated alias path, given escaped as it travels
+// (a header carries no raw bytes of a path): the same path spelt the current way.
+func successorLink(escapedPath string) string {
+	return "<" + strings.Replace(escapedPath, webhookEndpointsAlias, webhookEndpointsRoute, 1) + `>; rel="successor-version"`
+}
+
+// markDeprecatedAlias marks every answer on the deprecated alias, whatever it is, before any
+// layer can refuse the request.
+func markDeprecatedAlias(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if path := c.Request().URL.EscapedPath(); strings.HasPrefix(path, webhookEndpointsAlias) {
+			h := c.Response().Header()
+			h.Set("Deprecation", deprecationTrue)
+			h.Set("Link", successorLink(path))
+		}
+		return next(c)
+	}
 }
 
 // CreateWebhookEndpointDeprecated is CreateWebhookEndpoint under the seed's spelling.
@@ -282,7 +301,7 @@ func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.Cr
 	return gen.CreateWebhookEndpointDeprecated201JSONResponse{
 		Body: created,
 		Headers: gen.CreateWebhookEndpointDeprecated201ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints"),
+			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
 			Location: webhookEndpointsRoute + "/" + created.Id,
 		},
 	}, nil
@@ -297,7 +316,7 @@ func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.Lis
 	return gen.ListWebhookEndpointsDeprecated200JSONResponse{
 		Body: list,
 		Headers: gen.ListWebhookEndpointsDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints"),
+			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
 		},
 	}, nil
 }
@@ -314,7 +333,7 @@ func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWe
 	return gen.GetWebhookEndpointDeprecated200JSONResponse{
 		Body: webhookEndpointView(w),
 		Headers: gen.GetWebhookEndpointDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints/" + req.EndpointId),
+			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
 }
@@ -326,14 +345,7 @@ func (s *Server) DeleteWebhookEndpointDeprecated(ctx context.Context, req gen.De
 	}
 	return gen.DeleteWebhookEndpointDeprecated204Response{
 		Headers: gen.DeleteWebhookEndpointDeprecated204ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink("/v1/webhook_endpoints/" + req.EndpointId),
+			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
-}
-
-// deprecationHeaders marks every answer of a deprecated operation, errors included, with
-// Deprecation and the Link to its successor.
-func deprecationHeaders(h http.Header, path string) {
-	h.Set("Deprecation", deprecationTrue)
-	h.Set("Link", successorLink(path))
 }

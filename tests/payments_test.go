@@ -512,7 +512,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			}
 		})
 
-		It("a request without Idempotency-Key (400 idempotency_key_required) or with a bad one", func() {
+		It("a request without Idempotency-Key (400 idempotency_key_required) or with a bad one (400 invalid_idempotency_key)", func() {
 			p := h.newPayable("completed")
 			res := h.pay(p.riderKey, "", paymentOf(p.trip, "pm_card_visa"))
 			Expect(res.Status).To(Equal(400))
@@ -520,7 +520,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			for _, bad := range []string{strings.Repeat("k", 256), "has space"} {
 				res = h.pay(p.riderKey, bad, paymentOf(p.trip, "pm_card_visa"))
 				Expect(res.Status).To(Equal(400))
-				Expect(res.Problem().Code).To(Equal("idempotency_key_required"))
+				Expect(res.Problem().Code).To(Equal("invalid_idempotency_key"))
 			}
 			Expect(h.recordsOf(p.trip.ID).nothing()).To(BeTrue())
 		})

@@ -1,0 +1,236 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/rideapi/ride/gen"
+)
+
+// The checks here refuse input that the document's schemas cannot express but that no part of
+// the service may ever see: text that is not UTF-8 or holds a NUL (PostgreSQL refuses both in
+// text columns, and they break logs and headers), query strings that do not parse, and JSON
+// that the standard decoder would read leniently (trailing bytes after the value, a member
+// given twice with the last one winning). Each is a 400 that names the input at fault.
+
+// limitBody refuses bodies over maxBodyBytes with 413: by Content-Length at once, and by
+// counting what is read for bodies that do not say their length.
+func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.ContentLength > maxBodyBytes {
+			return echo.ErrStatusRequestEntityTooLarge
+		}
+		if req.Body != nil && req.Body != http.NoBody {
+			req.Body = &limitedBody{body: req.Body, left: maxBodyBytes}
+		}
+		return next(c)
+	}
+}
+
+// limitedBody reads at most left more bytes of body, and fails with 413 when more follow.
+type limitedBody struct {
+	body io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, echo.ErrStatusRequestEntityTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the limit tells a body at the limit from one over it
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, echo.ErrStatusRequestEntityTooLarge
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.body.Close() }
+
+// checkInput refuses a request whose path parameters, query or JSON body hold input no
+// operation accepts; a JSON body is read and put back for the validator.
+func checkInput(req *http.Request, pathParams map[string]string) error {
+	var fields []gen.ProblemFieldError
+	names := make([]string, 0, len(pathParams))
+	for name := range pathParams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		value := pathParams[name]
+		if unescaped, err := url.PathUnescape(value); err == nil {
+			value = unescaped // the document's router may hand over a segment still escaped
+		}
+		if msg := badText(value); msg != "" {
+			fields = append(fields, gen.ProblemFieldError{Location: "path." + name, Message: msg})
+		}
+	}
+	if req.URL.RawQuery != "" {
+		query, err := url.ParseQuery(req.URL.RawQuery)
+		if err != nil {
+			return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
+				Fields: []gen.ProblemFieldError{{Location: "query", Message: queryParseReason(err)}}}
+		}
+		for name, values := range query {
+			if msg := badText(name); msg != "" {
+				fields = append(fields, gen.ProblemFieldError{Location: "query", Message: "a parameter name " + msg})
+				continue
+			}
+			for _, v := range values {
+				if msg := badText(v); msg != "" {
+					fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: msg})
+					break
+				}
+			}
+		}
+	}
+	if len(fields) > 0 {
+		sort.SliceStable(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
+		return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
+	}
+	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return err // 413 from limitBody, or the client went away
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if len(body) > 0 {
+			return checkJSON(body)
+		}
+	}
+	return nil
+}
+
+// badText says what is wrong with a text input, or "" when nothing is.
+func badText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character"
+	}
+	return ""
+}
+
+// queryParseReason words a url.ParseQuery failure without quoting the input.
+func queryParseReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "exceeded limit"):
+		return "too many parameters (at most 10,000)"
+	case strings.Contains(msg, "semicolon"):
+		return "a semicolon separates parameters (use &)"
+	}
+	return "a malformed percent-escape"
+}
+
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json"))
+}
+
+// maxJSONDepth bounds the nesting of a body: no operation takes more than a few levels.
+const maxJSONDepth = 64
+
+// errJSONInvalid stands for every syntax error of a body; the answer says malformed_json.
+var errJSONInvalid = errors.New("invalid JSON")
+
+// checkJSON reads body as exactly one JSON value, refusing what encoding/json would let
+// through: invalid UTF-8 (it would become U+FFFD), a member name given twice in one object (the
+// last would win), a NUL in a string, and anything after the value.
+func checkJSON(body []byte) error {
+	if !utf8.Valid(body) {
+		return &APIError{Status: http.StatusBadRequest, Code: codeMalformedJSON, Detail: "The body is not valid UTF-8."}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := checkJSONValue(dec, "body", 0); err != nil {
+		var p *APIError
+		if errors.As(err, &p) {
+			return p
+		}
+		return newAPIError(http.StatusBadRequest, codeMalformedJSON, "The body is not valid JSON.")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return newAPIError(http.StatusBadRequest, codeMalformedJSON,
+			"The body holds more than one JSON value: nothing may follow the first.")
+	}
+	return nil
+}
+
+func checkJSONValue(dec *json.Decoder, location string, depth int) error {
+	if depth > maxJSONDepth {
+		return errJSONInvalid
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return errJSONInvalid
+	}
+	switch t := tok.(type) {
+	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			return jsonFieldError(codeInvalidRequest, location, "contains a NUL character")
+		}
+	case json.Delim:
+		switch t {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				key, err := dec.Token()
+				if err != nil {
+					return errJSONInvalid
+				}
+				name, _ := key.(string)
+				member := location + "." + name
+				if badText(name) != "" {
+					return jsonFieldError(codeInvalidRequest, location, "a member name contains a NUL character")
+				}
+				if seen[name] {
+					return jsonFieldError(codeMalformedJSON, member, "given more than once")
+				}
+				seen[name] = true
+				if err := checkJSONValue(dec, member, depth+1); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := checkJSONValue(dec, location+"."+strconv.Itoa(i), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		if t == '{' || t == '[' {
+			if _, err := dec.Token(); err != nil { // the closing delimiter
+				return errJSONInvalid
+			}
+		}
+	}
+	return nil
+}
+
+func jsonFieldError(code, location, message string) *APIError {
+	detail := "The body is not valid JSON: " + location + " is " + message + "."
+	if code == codeInvalidRequest {
+		detail = "Text must be UTF-8 without NUL characters; see errors[]."
+	}
+	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail,
+		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
+}
