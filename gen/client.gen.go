@@ -312,19 +312,19 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/graphql (the `ExecuteGraphQL` operationId).
 	ExecuteGraphQL(ctx context.Context, body ExecuteGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOpenAPIJSON This document as JSON
+	// GetOpenApiJson This document as JSON
 	//
 	// This OpenAPI document as JSON, converted from the YAML; needs no credentials.
 	//
-	// Corresponds with GET /v1/openapi.json (the `GetOpenAPIJSON` operationId).
-	GetOpenAPIJSON(ctx context.Context, params *GetOpenAPIJSONParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /v1/openapi.json (the `GetOpenApiJson` operationId).
+	GetOpenApiJson(ctx context.Context, params *GetOpenApiJsonParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOpenAPIYAML This document as YAML
+	// GetOpenApiYaml This document as YAML
 	//
 	// This OpenAPI document exactly as maintained, as YAML; needs no credentials.
 	//
-	// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
-	GetOpenAPIYAML(ctx context.Context, params *GetOpenAPIYAMLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with GET /v1/openapi.yaml (the `GetOpenApiYaml` operationId).
+	GetOpenApiYaml(ctx context.Context, params *GetOpenApiYamlParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePaymentWithBody Pay for a completed trip
 	//
@@ -1094,13 +1094,13 @@ func (c *Client) ExecuteGraphQL(ctx context.Context, body ExecuteGraphQLJSONRequ
 	return c.Client.Do(req)
 }
 
-// GetOpenAPIJSON This document as JSON
+// GetOpenApiJson This document as JSON
 //
 // This OpenAPI document as JSON, converted from the YAML; needs no credentials.
 //
-// Corresponds with GET /v1/openapi.json (the `GetOpenAPIJSON` operationId).
-func (c *Client) GetOpenAPIJSON(ctx context.Context, params *GetOpenAPIJSONParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetOpenAPIJSONRequest(c.Server, params)
+// Corresponds with GET /v1/openapi.json (the `GetOpenApiJson` operationId).
+func (c *Client) GetOpenApiJson(ctx context.Context, params *GetOpenApiJsonParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenApiJsonRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1111,13 +1111,13 @@ func (c *Client) GetOpenAPIJSON(ctx context.Context, params *GetOpenAPIJSONParam
 	return c.Client.Do(req)
 }
 
-// GetOpenAPIYAML This document as YAML
+// GetOpenApiYaml This document as YAML
 //
 // This OpenAPI document exactly as maintained, as YAML; needs no credentials.
 //
-// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
-func (c *Client) GetOpenAPIYAML(ctx context.Context, params *GetOpenAPIYAMLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetOpenAPIYAMLRequest(c.Server, params)
+// Corresponds with GET /v1/openapi.yaml (the `GetOpenApiYaml` operationId).
+func (c *Client) GetOpenApiYaml(ctx context.Context, params *GetOpenApiYamlParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpenApiYamlRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2669,8 +2669,8 @@ func NewExecuteGraphQLRequestWithBody(server string, contentType string, body io
 	return req, nil
 }
 
-// NewGetOpenAPIJSONRequest constructs an http.Request for the GetOpenAPIJSON method
-func NewGetOpenAPIJSONRequest(server string, params *GetOpenAPIJSONParams) (*http.Request, error) {
+// NewGetOpenApiJsonRequest constructs an http.Request for the GetOpenApiJson method
+func NewGetOpenApiJsonRequest(server string, params *GetOpenApiJsonParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2711,8 +2711,8 @@ func NewGetOpenAPIJSONRequest(server string, params *GetOpenAPIJSONParams) (*htt
 	return req, nil
 }
 
-// NewGetOpenAPIYAMLRequest constructs an http.Request for the GetOpenAPIYAML method
-func NewGetOpenAPIYAMLRequest(server string, params *GetOpenAPIYAMLParams) (*http.Request, error) {
+// NewGetOpenApiYamlRequest constructs an http.Request for the GetOpenApiYaml method
+func NewGetOpenApiYamlRequest(server string, params *GetOpenApiYamlParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4297,23 +4297,23 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/graphql (the `ExecuteGraphQL` operationId).
 	ExecuteGraphQLWithResponse(ctx context.Context, body ExecuteGraphQLJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteGraphQLResponse, error)
 
-	// GetOpenAPIJSONWithResponse This document as JSON
+	// GetOpenApiJsonWithResponse This document as JSON
 	//
 	// This OpenAPI document as JSON, converted from the YAML; needs no credentials.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /v1/openapi.json (the `GetOpenAPIJSON` operationId).
-	GetOpenAPIJSONWithResponse(ctx context.Context, params *GetOpenAPIJSONParams, reqEditors ...RequestEditorFn) (*GetOpenAPIJSONResponse, error)
+	// Corresponds with GET /v1/openapi.json (the `GetOpenApiJson` operationId).
+	GetOpenApiJsonWithResponse(ctx context.Context, params *GetOpenApiJsonParams, reqEditors ...RequestEditorFn) (*GetOpenApiJsonResponse, error)
 
-	// GetOpenAPIYAMLWithResponse This document as YAML
+	// GetOpenApiYamlWithResponse This document as YAML
 	//
 	// This OpenAPI document exactly as maintained, as YAML; needs no credentials.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
-	GetOpenAPIYAMLWithResponse(ctx context.Context, params *GetOpenAPIYAMLParams, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error)
+	// Corresponds with GET /v1/openapi.yaml (the `GetOpenApiYaml` operationId).
+	GetOpenApiYamlWithResponse(ctx context.Context, params *GetOpenApiYamlParams, reqEditors ...RequestEditorFn) (*GetOpenApiYamlResponse, error)
 
 	// CreatePaymentWithBodyWithResponse Pay for a completed trip
 	//
@@ -6971,15 +6971,15 @@ func (r ExecuteGraphQLResponse) ContentType() string {
 	return ""
 }
 
-// GetOpenAPIJSONResponse200Headers the declared response headers of an HTTP 200 response for GetOpenAPIJSON
-type GetOpenAPIJSONResponse200Headers struct {
+// GetOpenApiJsonResponse200Headers the declared response headers of an HTTP 200 response for GetOpenApiJson
+type GetOpenApiJsonResponse200Headers struct {
 	CacheControl string
 	ETag         string
 	XRequestId   string
 }
 
-// GetOpenAPIJSONResponse304Headers the declared response headers of an HTTP 304 response for GetOpenAPIJSON
-type GetOpenAPIJSONResponse304Headers struct {
+// GetOpenApiJsonResponse304Headers the declared response headers of an HTTP 304 response for GetOpenApiJson
+type GetOpenApiJsonResponse304Headers struct {
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
@@ -6987,28 +6987,28 @@ type GetOpenAPIJSONResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetOpenAPIJSONResponse400Headers the declared response headers of an HTTP 400 response for GetOpenAPIJSON
-type GetOpenAPIJSONResponse400Headers struct {
+// GetOpenApiJsonResponse400Headers the declared response headers of an HTTP 400 response for GetOpenApiJson
+type GetOpenApiJsonResponse400Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	XRequestId         string
 }
 
-// GetOpenAPIJSONResponse406Headers the declared response headers of an HTTP 406 response for GetOpenAPIJSON
-type GetOpenAPIJSONResponse406Headers struct {
+// GetOpenApiJsonResponse406Headers the declared response headers of an HTTP 406 response for GetOpenApiJson
+type GetOpenApiJsonResponse406Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	XRequestId         string
 }
 
-// GetOpenAPIJSONResponse500Headers the declared response headers of an HTTP 500 response for GetOpenAPIJSON
-type GetOpenAPIJSONResponse500Headers struct {
+// GetOpenApiJsonResponse500Headers the declared response headers of an HTTP 500 response for GetOpenApiJson
+type GetOpenApiJsonResponse500Headers struct {
 	XRequestId string
 }
 
-type GetOpenAPIJSONResponse struct {
+type GetOpenApiJsonResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
@@ -7020,44 +7020,44 @@ type GetOpenAPIJSONResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *GetOpenAPIJSONResponse200Headers
+	Headers200 *GetOpenApiJsonResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
-	Headers304 *GetOpenAPIJSONResponse304Headers
+	Headers304 *GetOpenApiJsonResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetOpenAPIJSONResponse400Headers
+	Headers400 *GetOpenApiJsonResponse400Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
-	Headers406 *GetOpenAPIJSONResponse406Headers
+	Headers406 *GetOpenApiJsonResponse406Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
-	Headers500 *GetOpenAPIJSONResponse500Headers
+	Headers500 *GetOpenApiJsonResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetOpenAPIJSONResponse) GetJSON200() *map[string]interface{} {
+func (r GetOpenApiJsonResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GetOpenAPIJSONResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r GetOpenApiJsonResponse) GetApplicationproblemJSON400() *BadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
-func (r GetOpenAPIJSONResponse) GetApplicationproblemJSON406() *NotAcceptable {
+func (r GetOpenApiJsonResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r GetOpenAPIJSONResponse) GetApplicationproblemJSON500() *InternalError {
+func (r GetOpenApiJsonResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
-func (r GetOpenAPIJSONResponse) GetBody() []byte {
+func (r GetOpenApiJsonResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetOpenAPIJSONResponse) Status() string {
+func (r GetOpenApiJsonResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -7065,7 +7065,7 @@ func (r GetOpenAPIJSONResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetOpenAPIJSONResponse) StatusCode() int {
+func (r GetOpenApiJsonResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -7073,22 +7073,22 @@ func (r GetOpenAPIJSONResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetOpenAPIJSONResponse) ContentType() string {
+func (r GetOpenApiJsonResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
 }
 
-// GetOpenAPIYAMLResponse200Headers the declared response headers of an HTTP 200 response for GetOpenAPIYAML
-type GetOpenAPIYAMLResponse200Headers struct {
+// GetOpenApiYamlResponse200Headers the declared response headers of an HTTP 200 response for GetOpenApiYaml
+type GetOpenApiYamlResponse200Headers struct {
 	CacheControl string
 	ETag         string
 	XRequestId   string
 }
 
-// GetOpenAPIYAMLResponse304Headers the declared response headers of an HTTP 304 response for GetOpenAPIYAML
-type GetOpenAPIYAMLResponse304Headers struct {
+// GetOpenApiYamlResponse304Headers the declared response headers of an HTTP 304 response for GetOpenApiYaml
+type GetOpenApiYamlResponse304Headers struct {
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
@@ -7096,32 +7096,32 @@ type GetOpenAPIYAMLResponse304Headers struct {
 	XRequestId         string
 }
 
-// GetOpenAPIYAMLResponse400Headers the declared response headers of an HTTP 400 response for GetOpenAPIYAML
-type GetOpenAPIYAMLResponse400Headers struct {
+// GetOpenApiYamlResponse400Headers the declared response headers of an HTTP 400 response for GetOpenApiYaml
+type GetOpenApiYamlResponse400Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	XRequestId         string
 }
 
-// GetOpenAPIYAMLResponse406Headers the declared response headers of an HTTP 406 response for GetOpenAPIYAML
-type GetOpenAPIYAMLResponse406Headers struct {
+// GetOpenApiYamlResponse406Headers the declared response headers of an HTTP 406 response for GetOpenApiYaml
+type GetOpenApiYamlResponse406Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
 	XRequestId         string
 }
 
-// GetOpenAPIYAMLResponse500Headers the declared response headers of an HTTP 500 response for GetOpenAPIYAML
-type GetOpenAPIYAMLResponse500Headers struct {
+// GetOpenApiYamlResponse500Headers the declared response headers of an HTTP 500 response for GetOpenApiYaml
+type GetOpenApiYamlResponse500Headers struct {
 	XRequestId string
 }
 
-type GetOpenAPIYAMLResponse struct {
+type GetOpenApiYamlResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	YAML200 *string
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
@@ -7129,44 +7129,44 @@ type GetOpenAPIYAMLResponse struct {
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// Headers200 the parsed response headers for an HTTP 200 response
-	Headers200 *GetOpenAPIYAMLResponse200Headers
+	Headers200 *GetOpenApiYamlResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
-	Headers304 *GetOpenAPIYAMLResponse304Headers
+	Headers304 *GetOpenApiYamlResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
-	Headers400 *GetOpenAPIYAMLResponse400Headers
+	Headers400 *GetOpenApiYamlResponse400Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
-	Headers406 *GetOpenAPIYAMLResponse406Headers
+	Headers406 *GetOpenApiYamlResponse406Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
-	Headers500 *GetOpenAPIYAMLResponse500Headers
+	Headers500 *GetOpenApiYamlResponse500Headers
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIYAMLResponse) GetYAML200() *map[string]interface{} {
+func (r GetOpenApiYamlResponse) GetYAML200() *string {
 	return r.YAML200
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GetOpenAPIYAMLResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r GetOpenApiYamlResponse) GetApplicationproblemJSON400() *BadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
-func (r GetOpenAPIYAMLResponse) GetApplicationproblemJSON406() *NotAcceptable {
+func (r GetOpenApiYamlResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r GetOpenAPIYAMLResponse) GetApplicationproblemJSON500() *InternalError {
+func (r GetOpenApiYamlResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
-func (r GetOpenAPIYAMLResponse) GetBody() []byte {
+func (r GetOpenApiYamlResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r GetOpenAPIYAMLResponse) Status() string {
+func (r GetOpenApiYamlResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -7174,7 +7174,7 @@ func (r GetOpenAPIYAMLResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r GetOpenAPIYAMLResponse) StatusCode() int {
+func (r GetOpenApiYamlResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -7182,7 +7182,7 @@ func (r GetOpenAPIYAMLResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r GetOpenAPIYAMLResponse) ContentType() string {
+func (r GetOpenApiYamlResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11037,34 +11037,34 @@ func (c *ClientWithResponses) ExecuteGraphQLWithResponse(ctx context.Context, bo
 	return ParseExecuteGraphQLResponse(rsp)
 }
 
-// GetOpenAPIJSONWithResponse This document as JSON
+// GetOpenApiJsonWithResponse This document as JSON
 //
 // This OpenAPI document as JSON, converted from the YAML; needs no credentials.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /v1/openapi.json (the `GetOpenAPIJSON` operationId).
-func (c *ClientWithResponses) GetOpenAPIJSONWithResponse(ctx context.Context, params *GetOpenAPIJSONParams, reqEditors ...RequestEditorFn) (*GetOpenAPIJSONResponse, error) {
-	rsp, err := c.GetOpenAPIJSON(ctx, params, reqEditors...)
+// Corresponds with GET /v1/openapi.json (the `GetOpenApiJson` operationId).
+func (c *ClientWithResponses) GetOpenApiJsonWithResponse(ctx context.Context, params *GetOpenApiJsonParams, reqEditors ...RequestEditorFn) (*GetOpenApiJsonResponse, error) {
+	rsp, err := c.GetOpenApiJson(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetOpenAPIJSONResponse(rsp)
+	return ParseGetOpenApiJsonResponse(rsp)
 }
 
-// GetOpenAPIYAMLWithResponse This document as YAML
+// GetOpenApiYamlWithResponse This document as YAML
 //
 // This OpenAPI document exactly as maintained, as YAML; needs no credentials.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /v1/openapi.yaml (the `GetOpenAPIYAML` operationId).
-func (c *ClientWithResponses) GetOpenAPIYAMLWithResponse(ctx context.Context, params *GetOpenAPIYAMLParams, reqEditors ...RequestEditorFn) (*GetOpenAPIYAMLResponse, error) {
-	rsp, err := c.GetOpenAPIYAML(ctx, params, reqEditors...)
+// Corresponds with GET /v1/openapi.yaml (the `GetOpenApiYaml` operationId).
+func (c *ClientWithResponses) GetOpenApiYamlWithResponse(ctx context.Context, params *GetOpenApiYamlParams, reqEditors ...RequestEditorFn) (*GetOpenApiYamlResponse, error) {
+	rsp, err := c.GetOpenApiYaml(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseGetOpenAPIYAMLResponse(rsp)
+	return ParseGetOpenApiYamlResponse(rsp)
 }
 
 // CreatePaymentWithBodyWithResponse Pay for a completed trip
@@ -15788,15 +15788,15 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 	return response, nil
 }
 
-// ParseGetOpenAPIJSONResponse parses an HTTP response from a GetOpenAPIJSONWithResponse call
-func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, error) {
+// ParseGetOpenApiJsonResponse parses an HTTP response from a GetOpenApiJsonWithResponse call
+func ParseGetOpenApiJsonResponse(rsp *http.Response) (*GetOpenApiJsonResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetOpenAPIJSONResponse{
+	response := &GetOpenApiJsonResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
@@ -15837,7 +15837,7 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 
 	switch {
 	case rsp.StatusCode == 200:
-		var headers GetOpenAPIJSONResponse200Headers
+		var headers GetOpenApiJsonResponse200Headers
 		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15861,7 +15861,7 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
-		var headers GetOpenAPIJSONResponse304Headers
+		var headers GetOpenApiJsonResponse304Headers
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15899,7 +15899,7 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
-		var headers GetOpenAPIJSONResponse400Headers
+		var headers GetOpenApiJsonResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15930,7 +15930,7 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.Headers400 = &headers
 	case rsp.StatusCode == 406:
-		var headers GetOpenAPIJSONResponse406Headers
+		var headers GetOpenApiJsonResponse406Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -15961,7 +15961,7 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 		}
 		response.Headers406 = &headers
 	case rsp.StatusCode == 500:
-		var headers GetOpenAPIJSONResponse500Headers
+		var headers GetOpenApiJsonResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15975,22 +15975,22 @@ func ParseGetOpenAPIJSONResponse(rsp *http.Response) (*GetOpenAPIJSONResponse, e
 	return response, nil
 }
 
-// ParseGetOpenAPIYAMLResponse parses an HTTP response from a GetOpenAPIYAMLWithResponse call
-func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, error) {
+// ParseGetOpenApiYamlResponse parses an HTTP response from a GetOpenApiYamlWithResponse call
+func ParseGetOpenApiYamlResponse(rsp *http.Response) (*GetOpenApiYamlResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &GetOpenAPIYAMLResponse{
+	response := &GetOpenApiYamlResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
+		var dest string
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16024,7 +16024,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 
 	switch {
 	case rsp.StatusCode == 200:
-		var headers GetOpenAPIYAMLResponse200Headers
+		var headers GetOpenApiYamlResponse200Headers
 		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -16048,7 +16048,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
-		var headers GetOpenAPIYAMLResponse304Headers
+		var headers GetOpenApiYamlResponse304Headers
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -16086,7 +16086,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
-		var headers GetOpenAPIYAMLResponse400Headers
+		var headers GetOpenApiYamlResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16117,7 +16117,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.Headers400 = &headers
 	case rsp.StatusCode == 406:
-		var headers GetOpenAPIYAMLResponse406Headers
+		var headers GetOpenApiYamlResponse406Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -16148,7 +16148,7 @@ func ParseGetOpenAPIYAMLResponse(rsp *http.Response) (*GetOpenAPIYAMLResponse, e
 		}
 		response.Headers406 = &headers
 	case rsp.StatusCode == 500:
-		var headers GetOpenAPIYAMLResponse500Headers
+		var headers GetOpenApiYamlResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

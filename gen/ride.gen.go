@@ -67,31 +67,31 @@ func (e CancelledBy) Valid() bool {
 
 // Defines values for EventType.
 const (
-	EventTypePaymentFailed    EventType = "payment.failed"
-	EventTypePaymentSucceeded EventType = "payment.succeeded"
-	EventTypeTripArriving     EventType = "trip.arriving"
-	EventTypeTripCancelled    EventType = "trip.cancelled"
-	EventTypeTripCompleted    EventType = "trip.completed"
-	EventTypeTripCreated      EventType = "trip.created"
-	EventTypeTripStarted      EventType = "trip.started"
+	PaymentFailed    EventType = "payment.failed"
+	PaymentSucceeded EventType = "payment.succeeded"
+	TripArriving     EventType = "trip.arriving"
+	TripCancelled    EventType = "trip.cancelled"
+	TripCompleted    EventType = "trip.completed"
+	TripCreated      EventType = "trip.created"
+	TripStarted      EventType = "trip.started"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case EventTypePaymentFailed:
+	case PaymentFailed:
 		return true
-	case EventTypePaymentSucceeded:
+	case PaymentSucceeded:
 		return true
-	case EventTypeTripArriving:
+	case TripArriving:
 		return true
-	case EventTypeTripCancelled:
+	case TripCancelled:
 		return true
-	case EventTypeTripCompleted:
+	case TripCompleted:
 		return true
-	case EventTypeTripCreated:
+	case TripCreated:
 		return true
-	case EventTypeTripStarted:
+	case TripStarted:
 		return true
 	default:
 		return false
@@ -113,24 +113,6 @@ func (e FareEstimateStatus) Valid() bool {
 	case Used:
 		return true
 	case Valid:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for PaymentEventType.
-const (
-	PaymentEventTypePaymentFailed    PaymentEventType = "payment.failed"
-	PaymentEventTypePaymentSucceeded PaymentEventType = "payment.succeeded"
-)
-
-// Valid indicates whether the value is a known member of the PaymentEventType enum.
-func (e PaymentEventType) Valid() bool {
-	switch e {
-	case PaymentEventTypePaymentFailed:
-		return true
-	case PaymentEventTypePaymentSucceeded:
 		return true
 	default:
 		return false
@@ -191,21 +173,6 @@ func (e RideType) Valid() bool {
 	case Economy:
 		return true
 	case Xl:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TripCompletedEventType.
-const (
-	TripCompletedEventTypeTripCompleted TripCompletedEventType = "trip.completed"
-)
-
-// Valid indicates whether the value is a known member of the TripCompletedEventType enum.
-func (e TripCompletedEventType) Valid() bool {
-	switch e {
-	case TripCompletedEventTypeTripCompleted:
 		return true
 	default:
 		return false
@@ -320,30 +287,6 @@ func (e TripStatus) Valid() bool {
 	case Completed:
 		return true
 	case InProgress:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for TripStatusEventType.
-const (
-	TripStatusEventTypeTripArriving  TripStatusEventType = "trip.arriving"
-	TripStatusEventTypeTripCancelled TripStatusEventType = "trip.cancelled"
-	TripStatusEventTypeTripCreated   TripStatusEventType = "trip.created"
-	TripStatusEventTypeTripStarted   TripStatusEventType = "trip.started"
-)
-
-// Valid indicates whether the value is a known member of the TripStatusEventType enum.
-func (e TripStatusEventType) Valid() bool {
-	switch e {
-	case TripStatusEventTypeTripArriving:
-		return true
-	case TripStatusEventTypeTripCancelled:
-		return true
-	case TripStatusEventTypeTripCreated:
-		return true
-	case TripStatusEventTypeTripStarted:
 		return true
 	default:
 		return false
@@ -902,23 +845,6 @@ type PaymentCreate struct {
 	TripId string `json:"trip_id"`
 }
 
-// PaymentEvent A `payment.succeeded` or `payment.failed` event.
-type PaymentEvent struct {
-	CreatedAt time.Time `json:"created_at"`
-
-	// Data What a `payment.*` event says.
-	Data PaymentEventData `json:"data"`
-
-	// Id The event id (`evt_…`).
-	//
-	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
-	Id   string           `json:"id"`
-	Type PaymentEventType `json:"type"`
-}
-
-// PaymentEventType defines model for PaymentEvent.Type.
-type PaymentEventType string
-
 // PaymentEventData What a `payment.*` event says.
 type PaymentEventData struct {
 	// Amount Minor units of `currency`.
@@ -948,10 +874,46 @@ type PaymentEventData struct {
 	TripId string `json:"trip_id"`
 }
 
+// PaymentFailedEvent A `payment.failed` event, with its `failure_code`.
+type PaymentFailedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `payment.*` event says.
+	Data PaymentEventData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `payment.failed`; the discriminator of `Event`.
+	//
+	// Example: payment.failed
+	Type string `json:"type"`
+}
+
 // PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
 //
 // Example: succeeded
 type PaymentStatus string
+
+// PaymentSucceededEvent A `payment.succeeded` event.
+type PaymentSucceededEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What a `payment.*` event says.
+	Data PaymentEventData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `payment.succeeded`; the discriminator of `Event`.
+	//
+	// Example: payment.succeeded
+	Type string `json:"type"`
+}
 
 // PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
 // document's exact text. With `query`, it registers the document; alone, it names one
@@ -1194,6 +1156,42 @@ type Trip struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
+// TripArrivingEvent A `trip.arriving` event: the driver is on the way to the pickup.
+type TripArrivingEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `trip.arriving`; the discriminator of `Event`.
+	//
+	// Example: trip.arriving
+	Type string `json:"type"`
+}
+
+// TripCancelledEvent A `trip.cancelled` event.
+type TripCancelledEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `trip.cancelled`; the discriminator of `Event`.
+	//
+	// Example: trip.cancelled
+	Type string `json:"type"`
+}
+
 // TripCompletedData What a `trip.completed` event says.
 type TripCompletedData struct {
 	CompletedAt time.Time `json:"completed_at"`
@@ -1205,7 +1203,7 @@ type TripCompletedData struct {
 	TripId string `json:"trip_id"`
 }
 
-// TripCompletedEvent A `trip.completed` event.
+// TripCompletedEvent A `trip.completed` event: the trip ended at the drop-off, with its fare.
 type TripCompletedEvent struct {
 	CreatedAt time.Time `json:"created_at"`
 
@@ -1215,12 +1213,31 @@ type TripCompletedEvent struct {
 	// Id The event id (`evt_…`).
 	//
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
-	Id   string                 `json:"id"`
-	Type TripCompletedEventType `json:"type"`
+	Id string `json:"id"`
+
+	// Type Always `trip.completed`; the discriminator of `Event`.
+	//
+	// Example: trip.completed
+	Type string `json:"type"`
 }
 
-// TripCompletedEventType defines model for TripCompletedEvent.Type.
-type TripCompletedEventType string
+// TripCreatedEvent A `trip.created` event: a ride was booked.
+type TripCreatedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `trip.created`; the discriminator of `Event`.
+	//
+	// Example: trip.created
+	Type string `json:"type"`
+}
 
 // TripField A top-level member of Trip, for sparse representations.
 type TripField string
@@ -1235,6 +1252,24 @@ type TripList struct {
 
 // TripSortKey A sort key of trips; a leading `-` means descending.
 type TripSortKey string
+
+// TripStartedEvent A `trip.started` event: the rider is on board.
+type TripStartedEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data What the other `trip.*` events say.
+	Data TripStatusData `json:"data"`
+
+	// Id The event id (`evt_…`).
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id string `json:"id"`
+
+	// Type Always `trip.started`; the discriminator of `Event`.
+	//
+	// Example: trip.started
+	Type string `json:"type"`
+}
 
 // TripStatus Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
 // arriving → in_progress | cancelled; in_progress → completed. `completed` and
@@ -1258,23 +1293,6 @@ type TripStatusData struct {
 	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
 	TripId string `json:"trip_id"`
 }
-
-// TripStatusEvent A `trip.created`, `trip.arriving`, `trip.started` or `trip.cancelled` event.
-type TripStatusEvent struct {
-	CreatedAt time.Time `json:"created_at"`
-
-	// Data What the other `trip.*` events say.
-	Data TripStatusData `json:"data"`
-
-	// Id The event id (`evt_…`).
-	//
-	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
-	Id   string              `json:"id"`
-	Type TripStatusEventType `json:"type"`
-}
-
-// TripStatusEventType defines model for TripStatusEvent.Type.
-type TripStatusEventType string
 
 // TripUpdate The replacement of a trip's status.
 type TripUpdate struct {
@@ -1394,7 +1412,8 @@ type WebhookEndpointCreate struct {
 	// Example: Accounting sync
 	Description *string `json:"description,omitempty"`
 
-	// Events The event kinds to send, each at most once.
+	// Events The event kinds to send, each at most once (a kind listed twice is 400
+	// `invalid_request` naming `body.events`).
 	Events []EventType `json:"events"`
 
 	// Url The absolute `https` URL to call. A literal private, loopback or link-local address
@@ -1411,6 +1430,16 @@ type WebhookEndpointList struct {
 
 	// Pagination Where a list page sits in its walk.
 	Pagination Pagination `json:"pagination"`
+}
+
+// WebhookEndpointSecret The signing secret of a webhook endpoint, shown once when it is made.
+type WebhookEndpointSecret struct {
+	// Secret The signing secret, `whsec_` and the base64 of 32 random bytes. Shown only here:
+	// store it now. Rotate it with `POST /v1/webhook-endpoints/{endpointId}/secret-rotations`.
+	//
+	//
+	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
+	Secret string `json:"secret"`
 }
 
 // WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
@@ -1592,6 +1621,9 @@ type UnprocessableEntity = Problem
 // UnsupportedMediaType An RFC 9457 problem details object.
 type UnsupportedMediaType = Problem
 
+// WebhookEndpointCreateBody A webhook endpoint to register.
+type WebhookEndpointCreateBody = WebhookEndpointCreate
+
 // ListApiKeysParams defines parameters for ListApiKeys.
 type ListApiKeysParams struct {
 	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
@@ -1735,14 +1767,14 @@ type QueryGraphQLParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
-// GetOpenAPIJSONParams defines parameters for GetOpenAPIJSON.
-type GetOpenAPIJSONParams struct {
+// GetOpenApiJsonParams defines parameters for GetOpenApiJson.
+type GetOpenApiJsonParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
-// GetOpenAPIYAMLParams defines parameters for GetOpenAPIYAML.
-type GetOpenAPIYAMLParams struct {
+// GetOpenApiYamlParams defines parameters for GetOpenApiYaml.
+type GetOpenApiYamlParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2313,6 +2345,108 @@ func (a PersistedQueryReference) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// AsTripCreatedEvent returns the union data inside the Event as a TripCreatedEvent
+func (t Event) AsTripCreatedEvent() (TripCreatedEvent, error) {
+	var body TripCreatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripCreatedEvent overwrites any union data inside the Event as the provided TripCreatedEvent
+func (t *Event) FromTripCreatedEvent(v TripCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.created"}`))
+	t.union = b
+	return err
+}
+
+// MergeTripCreatedEvent performs a merge with any union data inside the Event, using the provided TripCreatedEvent
+func (t *Event) MergeTripCreatedEvent(v TripCreatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.created"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTripArrivingEvent returns the union data inside the Event as a TripArrivingEvent
+func (t Event) AsTripArrivingEvent() (TripArrivingEvent, error) {
+	var body TripArrivingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripArrivingEvent overwrites any union data inside the Event as the provided TripArrivingEvent
+func (t *Event) FromTripArrivingEvent(v TripArrivingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.arriving"}`))
+	t.union = b
+	return err
+}
+
+// MergeTripArrivingEvent performs a merge with any union data inside the Event, using the provided TripArrivingEvent
+func (t *Event) MergeTripArrivingEvent(v TripArrivingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.arriving"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTripStartedEvent returns the union data inside the Event as a TripStartedEvent
+func (t Event) AsTripStartedEvent() (TripStartedEvent, error) {
+	var body TripStartedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTripStartedEvent overwrites any union data inside the Event as the provided TripStartedEvent
+func (t *Event) FromTripStartedEvent(v TripStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.started"}`))
+	t.union = b
+	return err
+}
+
+// MergeTripStartedEvent performs a merge with any union data inside the Event, using the provided TripStartedEvent
+func (t *Event) MergeTripStartedEvent(v TripStartedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.started"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsTripCompletedEvent returns the union data inside the Event as a TripCompletedEvent
 func (t Event) AsTripCompletedEvent() (TripCompletedEvent, error) {
 	var body TripCompletedEvent
@@ -2323,6 +2457,10 @@ func (t Event) AsTripCompletedEvent() (TripCompletedEvent, error) {
 // FromTripCompletedEvent overwrites any union data inside the Event as the provided TripCompletedEvent
 func (t *Event) FromTripCompletedEvent(v TripCompletedEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.completed"}`))
 	t.union = b
 	return err
 }
@@ -2333,29 +2471,7 @@ func (t *Event) MergeTripCompletedEvent(v TripCompletedEvent) error {
 	if err != nil {
 		return err
 	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsTripStatusEvent returns the union data inside the Event as a TripStatusEvent
-func (t Event) AsTripStatusEvent() (TripStatusEvent, error) {
-	var body TripStatusEvent
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromTripStatusEvent overwrites any union data inside the Event as the provided TripStatusEvent
-func (t *Event) FromTripStatusEvent(v TripStatusEvent) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeTripStatusEvent performs a merge with any union data inside the Event, using the provided TripStatusEvent
-func (t *Event) MergeTripStatusEvent(v TripStatusEvent) error {
-	b, err := json.Marshal(v)
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.completed"}`))
 	if err != nil {
 		return err
 	}
@@ -2365,23 +2481,99 @@ func (t *Event) MergeTripStatusEvent(v TripStatusEvent) error {
 	return err
 }
 
-// AsPaymentEvent returns the union data inside the Event as a PaymentEvent
-func (t Event) AsPaymentEvent() (PaymentEvent, error) {
-	var body PaymentEvent
+// AsTripCancelledEvent returns the union data inside the Event as a TripCancelledEvent
+func (t Event) AsTripCancelledEvent() (TripCancelledEvent, error) {
+	var body TripCancelledEvent
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromPaymentEvent overwrites any union data inside the Event as the provided PaymentEvent
-func (t *Event) FromPaymentEvent(v PaymentEvent) error {
+// FromTripCancelledEvent overwrites any union data inside the Event as the provided TripCancelledEvent
+func (t *Event) FromTripCancelledEvent(v TripCancelledEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.cancelled"}`))
 	t.union = b
 	return err
 }
 
-// MergePaymentEvent performs a merge with any union data inside the Event, using the provided PaymentEvent
-func (t *Event) MergePaymentEvent(v PaymentEvent) error {
+// MergeTripCancelledEvent performs a merge with any union data inside the Event, using the provided TripCancelledEvent
+func (t *Event) MergeTripCancelledEvent(v TripCancelledEvent) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"trip.cancelled"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPaymentSucceededEvent returns the union data inside the Event as a PaymentSucceededEvent
+func (t Event) AsPaymentSucceededEvent() (PaymentSucceededEvent, error) {
+	var body PaymentSucceededEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentSucceededEvent overwrites any union data inside the Event as the provided PaymentSucceededEvent
+func (t *Event) FromPaymentSucceededEvent(v PaymentSucceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"payment.succeeded"}`))
+	t.union = b
+	return err
+}
+
+// MergePaymentSucceededEvent performs a merge with any union data inside the Event, using the provided PaymentSucceededEvent
+func (t *Event) MergePaymentSucceededEvent(v PaymentSucceededEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"payment.succeeded"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPaymentFailedEvent returns the union data inside the Event as a PaymentFailedEvent
+func (t Event) AsPaymentFailedEvent() (PaymentFailedEvent, error) {
+	var body PaymentFailedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaymentFailedEvent overwrites any union data inside the Event as the provided PaymentFailedEvent
+func (t *Event) FromPaymentFailedEvent(v PaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"payment.failed"}`))
+	t.union = b
+	return err
+}
+
+// MergePaymentFailedEvent performs a merge with any union data inside the Event, using the provided PaymentFailedEvent
+func (t *Event) MergePaymentFailedEvent(v PaymentFailedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"payment.failed"}`))
 	if err != nil {
 		return err
 	}
@@ -2406,19 +2598,19 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 	}
 	switch discriminator {
 	case "payment.failed":
-		return t.AsPaymentEvent()
+		return t.AsPaymentFailedEvent()
 	case "payment.succeeded":
-		return t.AsPaymentEvent()
+		return t.AsPaymentSucceededEvent()
 	case "trip.arriving":
-		return t.AsTripStatusEvent()
+		return t.AsTripArrivingEvent()
 	case "trip.cancelled":
-		return t.AsTripStatusEvent()
+		return t.AsTripCancelledEvent()
 	case "trip.completed":
 		return t.AsTripCompletedEvent()
 	case "trip.created":
-		return t.AsTripStatusEvent()
+		return t.AsTripCreatedEvent()
 	case "trip.started":
-		return t.AsTripStatusEvent()
+		return t.AsTripStartedEvent()
 	default:
 		return nil, errors.New("unknown discriminator value: " + discriminator)
 	}
@@ -2478,12 +2670,12 @@ type ServerInterface interface {
 	// ExecuteGraphQL Run a GraphQL query (POST)
 	// (POST /v1/graphql)
 	ExecuteGraphQL(ctx echo.Context) error
-	// GetOpenAPIJSON This document as JSON
+	// GetOpenApiJson This document as JSON
 	// (GET /v1/openapi.json)
-	GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error
-	// GetOpenAPIYAML This document as YAML
+	GetOpenApiJson(ctx echo.Context, params GetOpenApiJsonParams) error
+	// GetOpenApiYaml This document as YAML
 	// (GET /v1/openapi.yaml)
-	GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error
+	GetOpenApiYaml(ctx echo.Context, params GetOpenApiYamlParams) error
 	// CreatePayment Pay for a completed trip
 	// (POST /v1/payments)
 	CreatePayment(ctx echo.Context, params CreatePaymentParams) error
@@ -3060,12 +3252,12 @@ func (w *ServerInterfaceWrapper) ExecuteGraphQL(ctx echo.Context) error {
 	return err
 }
 
-// GetOpenAPIJSON converts echo context to params.
-func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
+// GetOpenApiJson converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenApiJson(ctx echo.Context) error {
 	var err error
 
 	// Parameter object where we will unmarshal all parameters from the context
-	var params GetOpenAPIJSONParams
+	var params GetOpenApiJsonParams
 
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "If-None-Match" -------------
@@ -3085,16 +3277,16 @@ func (w *ServerInterfaceWrapper) GetOpenAPIJSON(ctx echo.Context) error {
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOpenAPIJSON(ctx, params)
+	err = w.Handler.GetOpenApiJson(ctx, params)
 	return err
 }
 
-// GetOpenAPIYAML converts echo context to params.
-func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
+// GetOpenApiYaml converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenApiYaml(ctx echo.Context) error {
 	var err error
 
 	// Parameter object where we will unmarshal all parameters from the context
-	var params GetOpenAPIYAMLParams
+	var params GetOpenApiYamlParams
 
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "If-None-Match" -------------
@@ -3114,7 +3306,7 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOpenAPIYAML(ctx, params)
+	err = w.Handler.GetOpenApiYaml(ctx, params)
 	return err
 }
 
@@ -3922,8 +4114,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
 	router.GET(options.BaseURL+"/v1/fare-estimates/:estimateId", wrapper.GetFareEstimate, options.OperationMiddlewares["getFareEstimate"]...)
 	router.POST(options.BaseURL+"/v1/rides", wrapper.CreateRide, options.OperationMiddlewares["createRide"]...)
-	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
-	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
+	router.GET(options.BaseURL+"/v1/openapi.json", wrapper.GetOpenApiJson, options.OperationMiddlewares["getOpenApiJson"]...)
+	router.GET(options.BaseURL+"/v1/openapi.yaml", wrapper.GetOpenApiYaml, options.OperationMiddlewares["getOpenApiYaml"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 
@@ -7095,26 +7287,26 @@ func (response ExecuteGraphQL500ApplicationProblemPlusJSONResponse) VisitExecute
 	return err
 }
 
-type GetOpenAPIJSONRequestObject struct {
-	Params GetOpenAPIJSONParams
+type GetOpenApiJsonRequestObject struct {
+	Params GetOpenApiJsonParams
 }
 
-type GetOpenAPIJSONResponseObject interface {
-	VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error
+type GetOpenApiJsonResponseObject interface {
+	VisitGetOpenApiJsonResponse(w http.ResponseWriter) error
 }
 
-type GetOpenAPIJSON200ResponseHeaders struct {
+type GetOpenApiJson200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
 	XRequestId   string
 }
 
-type GetOpenAPIJSON200JSONResponse struct {
+type GetOpenApiJson200JSONResponse struct {
 	Body    map[string]interface{}
-	Headers GetOpenAPIJSON200ResponseHeaders
+	Headers GetOpenApiJson200ResponseHeaders
 }
 
-func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+func (response GetOpenApiJson200JSONResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7129,9 +7321,9 @@ func (response GetOpenAPIJSON200JSONResponse) VisitGetOpenAPIJSONResponse(w http
 	return err
 }
 
-type GetOpenAPIJSON304Response = NotModifiedResponse
+type GetOpenApiJson304Response = NotModifiedResponse
 
-func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+func (response GetOpenApiJson304Response) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -7147,11 +7339,11 @@ func (response GetOpenAPIJSON304Response) VisitGetOpenAPIJSONResponse(w http.Res
 	return nil
 }
 
-type GetOpenAPIJSON400ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiJson400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIJSON400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+func (response GetOpenApiJson400ApplicationProblemPlusJSONResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7173,11 +7365,11 @@ func (response GetOpenAPIJSON400ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
-type GetOpenAPIJSON406ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiJson406ApplicationProblemPlusJSONResponse struct {
 	NotAcceptableApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIJSON406ApplicationProblemPlusJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+func (response GetOpenApiJson406ApplicationProblemPlusJSONResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7199,11 +7391,11 @@ func (response GetOpenAPIJSON406ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
-type GetOpenAPIJSON500ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiJson500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIJSON500ApplicationProblemPlusJSONResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error {
+func (response GetOpenApiJson500ApplicationProblemPlusJSONResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7216,27 +7408,27 @@ func (response GetOpenAPIJSON500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
-type GetOpenAPIYAMLRequestObject struct {
-	Params GetOpenAPIYAMLParams
+type GetOpenApiYamlRequestObject struct {
+	Params GetOpenApiYamlParams
 }
 
-type GetOpenAPIYAMLResponseObject interface {
-	VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error
+type GetOpenApiYamlResponseObject interface {
+	VisitGetOpenApiYamlResponse(w http.ResponseWriter) error
 }
 
-type GetOpenAPIYAML200ResponseHeaders struct {
+type GetOpenApiYaml200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
 	XRequestId   string
 }
 
-type GetOpenAPIYAML200ApplicationyamlResponse struct {
+type GetOpenApiYaml200ApplicationyamlResponse struct {
 	Body          io.Reader
-	Headers       GetOpenAPIYAML200ResponseHeaders
+	Headers       GetOpenApiYaml200ResponseHeaders
 	ContentLength int64
 }
 
-func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+func (response GetOpenApiYaml200ApplicationyamlResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
 
 	w.Header().Set("Content-Type", "application/yaml")
 	if response.ContentLength != 0 {
@@ -7254,9 +7446,9 @@ func (response GetOpenAPIYAML200ApplicationyamlResponse) VisitGetOpenAPIYAMLResp
 	return err
 }
 
-type GetOpenAPIYAML304Response = NotModifiedResponse
+type GetOpenApiYaml304Response = NotModifiedResponse
 
-func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+func (response GetOpenApiYaml304Response) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -7272,11 +7464,11 @@ func (response GetOpenAPIYAML304Response) VisitGetOpenAPIYAMLResponse(w http.Res
 	return nil
 }
 
-type GetOpenAPIYAML400ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiYaml400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIYAML400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+func (response GetOpenApiYaml400ApplicationProblemPlusJSONResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7298,11 +7490,11 @@ func (response GetOpenAPIYAML400ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
-type GetOpenAPIYAML406ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiYaml406ApplicationProblemPlusJSONResponse struct {
 	NotAcceptableApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIYAML406ApplicationProblemPlusJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+func (response GetOpenApiYaml406ApplicationProblemPlusJSONResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7324,11 +7516,11 @@ func (response GetOpenAPIYAML406ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
-type GetOpenAPIYAML500ApplicationProblemPlusJSONResponse struct {
+type GetOpenApiYaml500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
 
-func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error {
+func (response GetOpenApiYaml500ApplicationProblemPlusJSONResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11862,12 +12054,12 @@ type StrictServerInterface interface {
 	// ExecuteGraphQL Run a GraphQL query (POST)
 	// (POST /v1/graphql)
 	ExecuteGraphQL(ctx context.Context, request ExecuteGraphQLRequestObject) (ExecuteGraphQLResponseObject, error)
-	// GetOpenAPIJSON This document as JSON
+	// GetOpenApiJson This document as JSON
 	// (GET /v1/openapi.json)
-	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
-	// GetOpenAPIYAML This document as YAML
+	GetOpenApiJson(ctx context.Context, request GetOpenApiJsonRequestObject) (GetOpenApiJsonResponseObject, error)
+	// GetOpenApiYaml This document as YAML
 	// (GET /v1/openapi.yaml)
-	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	GetOpenApiYaml(ctx context.Context, request GetOpenApiYamlRequestObject) (GetOpenApiYamlResponseObject, error)
 	// CreatePayment Pay for a completed trip
 	// (POST /v1/payments)
 	CreatePayment(ctx context.Context, request CreatePaymentRequestObject) (CreatePaymentResponseObject, error)
@@ -12365,50 +12557,50 @@ func (sh *strictHandler) ExecuteGraphQL(ctx echo.Context) error {
 	return nil
 }
 
-// GetOpenAPIJSON operation middleware
-func (sh *strictHandler) GetOpenAPIJSON(ctx echo.Context, params GetOpenAPIJSONParams) error {
-	var request GetOpenAPIJSONRequestObject
+// GetOpenApiJson operation middleware
+func (sh *strictHandler) GetOpenApiJson(ctx echo.Context, params GetOpenApiJsonParams) error {
+	var request GetOpenApiJsonRequestObject
 
 	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetOpenAPIJSON(ctx.Request().Context(), request.(GetOpenAPIJSONRequestObject))
+		return sh.ssi.GetOpenApiJson(ctx.Request().Context(), request.(GetOpenApiJsonRequestObject))
 	}
 	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetOpenAPIJSON")
+		handler = middleware(handler, "GetOpenApiJson")
 	}
 
 	response, err := handler(ctx, request)
 
 	if err != nil {
 		return err
-	} else if validResponse, ok := response.(GetOpenAPIJSONResponseObject); ok {
-		return validResponse.VisitGetOpenAPIJSONResponse(ctx.Response())
+	} else if validResponse, ok := response.(GetOpenApiJsonResponseObject); ok {
+		return validResponse.VisitGetOpenApiJsonResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
 	return nil
 }
 
-// GetOpenAPIYAML operation middleware
-func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context, params GetOpenAPIYAMLParams) error {
-	var request GetOpenAPIYAMLRequestObject
+// GetOpenApiYaml operation middleware
+func (sh *strictHandler) GetOpenApiYaml(ctx echo.Context, params GetOpenApiYamlParams) error {
+	var request GetOpenApiYamlRequestObject
 
 	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetOpenAPIYAML(ctx.Request().Context(), request.(GetOpenAPIYAMLRequestObject))
+		return sh.ssi.GetOpenApiYaml(ctx.Request().Context(), request.(GetOpenApiYamlRequestObject))
 	}
 	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetOpenAPIYAML")
+		handler = middleware(handler, "GetOpenApiYaml")
 	}
 
 	response, err := handler(ctx, request)
 
 	if err != nil {
 		return err
-	} else if validResponse, ok := response.(GetOpenAPIYAMLResponseObject); ok {
-		return validResponse.VisitGetOpenAPIYAMLResponse(ctx.Response())
+	} else if validResponse, ok := response.(GetOpenApiYamlResponseObject); ok {
+		return validResponse.VisitGetOpenApiYamlResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -13069,406 +13261,418 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
 	"7P37dhu5tSeOvwqGJ7NaOqdI8ybJolbWb6ltuVsnvkWSuztpelhgFSgiKgJlACWK7Wit/DUPML8/5g3y",
-	"IvMmeZLvwt5AXcgiRcltu5NoMqdtS1UoYGNj37D3Z39sRHKWSsGE0Y3Bx0ZEk2RMoyv4x8k1E8b+5ePv",
-	"FPuQMW1aYxkv/uNJppJb+/NUavh9zHSkeGq4FI1B44zHjBy/PSV2ME3MlBHFLrk2TLGYvDt7SaSIGEmZ",
-	"Isx+gcgJoURnYzvImMXkios4INSQhFFt4OnBUNhxNJ0x99KMLghVil8zMpOKETOlAh4NCBUxPqTLT8kM",
-	"viRVzFRrKIbiB6b4ZEHGbALvq0wbLi5hvnaZA6KYJU5mGPn+1fGz5vn3x929fSKvmSLhMGu3e5GBP1gL",
-	"/6XoHN7EH4bkii1YTObcTHH2TMSp5MIQzSLFDNmxP5xPZcJIOJ9qFo3+8be/h0QbxcXlLizDToAqRrgJ",
-	"CBckkkIbKgwxfMaCobBjE0ajKQmvO6FdXvhT09K/ec4vBTWZYuERUewvLMJ3tKGzVJcotkdmXGSGaTJR",
-	"ckYWMlNDESUyumqRiykj30mS0uiKXjISXnIzzcatSM6eKB4zmnL488mcjadSXumQxJLZDeea7IRI3nAX",
-	"9gMJcG6oiKmKyY/uDTJlNGZKk4QZQsWi5omEjxVVC3KNu2WkhImJoYhZnKUJj6hhRArYN2SNkMch2aGJ",
-	"lpZmniLAzc3TOATChm7STR6HAcl5S4qhYNdMLYhiRi1wE6jQc7vn3Zub0LKl5bIjkioZMa0JnRim5lTF",
-	"ujUUjaAhU6aoPQqncWPQUCxi/JrhUQoaKVV0xgxTujH4efngXOQrcCdAk9AsUhbaZXi2bDWCBrdPI+ka",
-	"QUPQGWsMGuVlNoKGPbFcsbgxMCpjQUNHUzaj9rT+TrFJY9D4jyfF0X+Cv9VP4O2LRcoat7fB+vlxNztL",
-	"6NLcjsqEJEhHagybpaZFnle3i5utVtI8jTcuht3QWZrYt9i1GR2Me1cfujd7s77YT5+qru6b/eun8+6i",
-	"3wgalpSNQQOPV936QvN7PMiZ4Df2kEoRazzMwXXH/S6Rc6YiqhmZspuqYJiQYeNuueCeYWFApGB4cFOm",
-	"hoJGxsqpXDjMJYkz5UXSpaIRI3MuYjl3EhMfVNIAu+0GRPNLwWJCJ4rp6VCs7AHw5yaS51JjS5qb33cO",
-	"9nsH3f1+u21JtNfdO6BP9w/ZAYvYmMW016WTCd3vRnFEexO614lofMAODmib7e1PJnu9/bgdsaes034a",
-	"Px3H2+yS5cJOc0w1i4nIZmOmLDlA6Lh1EiNJzBJuBXUhFYzEh7wUvov9nuMIi+YxjrodSTpBY8YFn2Uz",
-	"+LtbDReGXTJVt5xViTdjWlt5y+Oj0vR5vHbChSj7YkdlddaW94BXrWayQuFd6RDdOfVcN21J5YLrGhOp",
-	"ZtQgkfdLk78XzbVnfD2wJzLAg2uZbL+/7pAXZK+c9pUlbSMLhqIwFlCcwqebMYtkzGKSUmWQzXMBAXrH",
-	"Gw5OmFibCsXIUOBjAdHMKh3DYjJeEJ3SiOkNgsDPXt9TElx3gj/syT9Pfnl9uPfnw3c/ZJ0TPfnjbPLD",
-	"6z9OxdWfu+lfDuXh6+evn3z/JD3t/76Gx97jh5g238p4AcaoFMZZoDRF1cGlePIXbTfx4300WuP29nZ5",
-	"HfADnUqhGVi73Z9+WrVlj6MrIecJiy9Z9TRqIqQ15IQh9JJyQXYykYA5ILy9wDVJJNiv8OKcLog1rXdb",
-	"jdug0e+0V7/2nd3DiVTkUsr4iOSGtDYy1WiR2CNmbZKYazpOGJrXhUizI9et4wxMQBbno5MddhOx1JB+",
-	"+ykM2O8eBmQ+5dGUWIPTfoyzeHewbhbWorPS1JLD8tNt0Nir+/ILyhNLOzegY9uONTsDtD4D0mvjn10y",
-	"tT+bBqTT9v8l//jb30kmDE9It0+m+L6zp+Hb5JiEZ3ZSzWP7q5BQfWWpZFeaSHGJOzGVQmaKxS1ywWdM",
-	"ZkaTnU6b6F20TiMpBIvslMmE8sQKgjIZCE34FYNl3gYNzaJMcbNoDH5+HzR0NptRtQAig61nWQC5ZGfJ",
-	"FbLWtXWAdi3700trAza8CGq8vwUmdRaxJeQzGk3ZMymMkskqYcNU8WtqWEBm9KZJL9nv2wGZZdo0Fbum",
-	"CY+pYSFQwSie6oBYW11p2OyEa6OPyOoQ+218JVagPVMlJzxhIL+3kQJbTKlOuzSes1QxPN41C7XfCweo",
-	"vXXKksRurxOGubVtNzl2w1h+C19ycRUSK9Y04UYTnUXWXpfqjsUIq7p/btifN97XTfbkgl6uzvLcKCku",
-	"iVumVH6C7IZGhig7MystcK72b9vSdNjoTbr0MOqMD+I+25vst4eNWiKexmyWSisxz1ia0IUdtp6WZD5l",
-	"wplMuayidpIJXeSUFcweeeWEhv1R/oVo0fwDA1fkPoR7Kddt8Y9TBg4pI5FioKt2pCJ0MgGhtUsU0zJT",
-	"ESMRFWRsjyWNt6Xfk+vOEzgBT4xKR9PeVXfWF3vp/ocD9VQfmu51b96/2Vvs19L0jBr2ks+4gf/U7Dr/",
-	"hXmC2TPO1DeaGHnFBBln0RUzjnZcg09nH3VKjuzYRWgiFZkrbpjebZFziIYIQjMzZcKAr+TdT22Fc8KI",
-	"VeUksbNBCSXF0jb4hXetcbRqCxVLOmMzyq3NtrqsC7sC65VPTO7fwXLWfKtzeHjXtzSrIx+ah06+F5+x",
-	"/DjJkgR1a0CUzKy7T7J03QTqP2/VAmiF9Z82kswpNz4M5NVba2tzv+a7517UWBlUQ90pIym1hp4kmWaE",
-	"C20YdS41mon212gaWs2Z/H7YyMVX85opzaUYNsKtRQiMaQ+CN++8xaDv/EjtsfgBFN6KsZTM6UKT8Dgz",
-	"U6n4L3DYw4BoSfSUWkESWY2mCYRYyIzfuDOztX6pjFw7sx9//PG4dHrqiV86XyCN7ZeY342d8FtGFVPh",
-	"7razwudrp/PTGZ720xpZfBrbOUy4D5lZWtjTZo2ERF7qI/Ihk4YRblBeW3PYGvfikugsTaXaWoUo9mG0",
-	"N+mOn0ad+JD1aH+8H9VM97Yan/rYeAZGzvK834hkgTYFygY7dW4WZIfinzrJ7AytIalJqKloThQVEdeR",
-	"DHdb5FiQTFirWuDjl/yagdlsnewFmCa5u/ghY2pROCf2+frz36h8phE0ZvTmJROXZtoY7PfBJ/f/7NTt",
-	"0zNUO2tkRWnFXj/ZdyOTLJw9C1TgLji7c/biGen1eoe7axeCo4zg5cqKcm/W2krgQzY2zPdbEFr3m7CP",
-	"dz9sxvj2g6acKS1riHssiEzph4yRsZRXM6quBiRM6SUXcDpbgt2YUQQvh1Zbln+XKnZd/G5CKLE/4TLT",
-	"Q5HSy1w1Q0gSVmTdBeuUw10EvhnYUa21w7XOnLUjzZQpMuGJPQpWgln3Ww0FyquA5JYTi0m/3SYhF2D5",
-	"+cmUPOxlQiIZygQs8epep3s3sz4H47xOpFjhhqb7N5pwL18U2QljdQ23C8UGWxVTTCv2Y24nUexwtDvu",
-	"Rf14j+1PDi670x7v/2Xvaj85mHUbm2b9Aoi6kWdhMoKMF8ilOLeK5HD+yT1kB74xghhZLem3ERMnTm2u",
-	"o71Tr7lDvrwL8ynbuAusGH+7fbADXvVn+6KbPv3QU3v6wHSv+/P9m6eL7i+1kbzGiTZ8Rg1bt4aJtSqZ",
-	"e2h5AUybzQsoBt8yFKnNaHxwL5scIjpbCGx3BfgbkdjlWW8U2+um/bXkNkx8HbPAZFeY5PoOJnEjfq5g",
-	"dSO/xdooaxyh/eWB9c/WURE+8aA7tMZ3iqbTP748uTFMWItar87mrZJGRjIhLH/Imk6U/Pf5m9dEjuH2",
-	"dufd2csmExgOhl8YdmN2g8LS+jhspNZq14bFf7TzHzYGH4eN3JIfdIJhQ09pd2//e6qnw8Zg2PjH3/4+",
-	"bNzehusWXsyosvxVkrtlvvHhmNfw/qqfz6NpKWbj1HMso2zm7mhUJgK0d7khU6qJts4CTdx1NH4GL+G/",
-	"v7h4S3TKIj7xpvyE3xTm9Iwlz6hmEANat0BZmXA9B14ontbymZsNELv+fPj5+hW2yCtqjzK61jJzpn1Y",
-	"0NmHrGg5aSLfV2fErFmM/2fdIj6Cbt3h8YAMG5sjIcPGLvlItKEm06gOPhIjDU2swaSYiBbk1v5vE01+",
-	"oIpDgLqeLtc0yZhe3v9vNLn27wVbH4F11MiHWkeRYYPHcAruIsft5nhbtPgDq3OHyRVbYGQo4Za7L5mw",
-	"zMY03NMk8pJHNCmdhh1K3r07fU6u+9a+hOyTGRMxi3cD0rFno7u3NxSp4sLYdZFoShWNnIUayZTFeMlZ",
-	"CkXRKJKZZTvQ7Fxpk8ef4KqJwhxVJvRQUBFDoLQICbrw3063T6YyU9paZDGb0Cwxu0fAoUYtijsrsLLt",
-	"eHYk/4OhGMt4QS6ZseeSGj+8i+yMFwavPOxfAhwrLCKZTR/KHBCIXOJCcFz7JVyEQHMdPrQDxnz+MyUz",
-	"O65UmN+S/5jH1ox3ZqRUhMYz63pP8GbBkW3XEqHf7ZKQF3s9umKLkWKZZnF45IJyZoW6QD2eJJa2govL",
-	"YCj67cPVgbgYZZqFbuHlewzrqezd3JS2A26cYEsgpmIqlJihXHEXFhtu+JaCuGsOx96kHe2zDms+jTus",
-	"2R8f0OZh1Jk0e3GX9en++GnUjqtudndvb9mATqkxTNlJ/K+fh8Obbqc5HN4cnLz/r99tcaDOcttg9TIL",
-	"f0OmTLGAjFlEM80IJUWCyVxmSUxiSRSjSXMuVRKTKVWzARDayl1ugIA5de3+tOs2Gr8F23Hv8zwUdx5o",
-	"UneeyQ6w6ZxrZt3Locj9y6X5hbvrjv5Q5Gf/eONBhVODoX+8TXSn3lEG09c2HMmjyvkL8MTZI4UzcUfI",
-	"LmHdGaL5qcEjwwWZJPxyCqfozlMzFA87NuQTT802tutXOUWTV9RE03q9G55c0MvQ692lW6mFzEhCQYjR",
-	"mOyE351ckOL25KP94zS+Df0RGopwwlkSa8uEUpHwP514jqZUXDJL+hmNGZHW2Ob4RTuG22Vr23FzREqc",
-	"3rFskiqIzHM7pdEEbo/DFnHXa5gPybUUA0LJnNErshP++CTcJYZe+riyXf7GJIfTSRNptO2N29NOOdjR",
-	"fgph8dKuddrdLaIHp5PXUrA1u3MsiN0br6YIoyqx7hTy8VFuEiPx3BqDqgwjvXY/F3B0c7rg6aRpZ1ND",
-	"iNWJ/4Et1jmAx29P7UFadgHtIQUXMHCbAjewkJGyxim8gm9sd6zs6LOe2EsPPnRVX++bp9fdef9mf/H0",
-	"l954r/ZUrLm/e0svGdH8F+YEcqfdbpFjsXABQDBT1wf74Bpure8Ev61Q1tlOjUF3KW+p10V+cnlj7fZd",
-	"WWSNtzy6ytILPmN3x6xTHl3B5RkYR3EGVx1jtvuJIZEUpjAyfMYeHhY5s4bYOuYCK22ZtVSsNkYXlBtx",
-	"y6uRWI1EV/bS/oc9ta8PTDfrXffnezf7i4Nf6gOZ1h18AYJvddbP5GxGm0XKlZFpM2HXLCH2LTJjs7FV",
-	"79bPZSZTYPPrlCq9LIx3W5hdC9kpIfpiIVz4Urxlw/dZXAmL4vjgQS5zLYpDdpMmMmaNwYQmmtXvKwr1",
-	"ymZyw2b6rrhHTpfGLbDvKb5U8C9Vii7sL7VZAPEtjzQcRdfxgGXhZRaw/tomFkBNtW0O6/2zAnC+G9x+",
-	"UHPzqYRtjRhPDex5wrWpnf5yuEnxdMQfvICu7uUL6N//Lsyu7lwqczd3w7XIFVvowAoXMEAVYwFWJFBD",
-	"ZlL7bHlKEkZjLi5J2AzJjFHrcdrRmbA/RcMByMbjwOccoEuF6iXmChO0AjJWjF5pYjjTLfIcZepQhM08",
-	"RmvCFjlB+gxI+efBhCoWbn8U7AIfdhAsAa2deAvkd0eh94BzcQ5Hf4tLE38Xi7JiHWvhb7eOZRYzKFIo",
-	"MUOTY2jHpa/5ixEMcG+RvJmz72rGJXgtcMu9EJHdqGusTvoZzkXLzjJhhsVQTrGAqBrkLbCYxY33QSNT",
-	"ibV3jEn14MmTlCojmGq5D+bVK3nVChB+K2LUrxXosioC3p29tCcCLvV9PKQo7gBxoJkAt43XXOTfLqen",
-	"fkvj76hhc7opNTZVcpyw2X/dL0X2Lb5VtxKrW1JtFKMzopm65hHDsiVHeZIqeW0V7i5BUx0cP3C+rduF",
-	"qVrRlMVDsRO6d0b+nRFTSqpwt0VeSzO1Oz6n2pr4M24w8QlGgd8U0SgIHGnw3odiyS0brPN0XWRpTKMr",
-	"OZmgAChlWv7UdHkaTVRDddRyjz8ppXQAwb6lsfvJPTamxP4RCKFGxaZs2H0wlCfejIQsSkvOMTNzxgTp",
-	"AHWsuWpPiKUjVhQleY4dnvyWH89VFTQGDVc04Uf0crrTbjdKSdhW/6zNHHFSZAAJ+IYbkFqnuALiv+ik",
-	"25NYRtoTQP9HdZ1bn70NPAqWYhF2m9HEyk8WWw8xz2exfOmsI+t4QkI2eJR2lgFBa9U+pKzvarnVT9QN",
-	"HfrgJBL75/fWtwnRA7CfdeWF8DrZWXIRdgNkV7z8t4/nOQhS2Y8zfilKb7ksAnwNQ93lldnp5f8YWZ4K",
-	"7WL1Qhh6Q2CCAaFigUfHG/cu6g6+Oq2Yipf8momhMHN7vLmAZAiMuaNnT0UpJosnDdY841rDsYX0TS/A",
-	"gHjrwmi7djwrGjbGv8r0X4l4tcgFu4FyQfzujjX+ArwZCcDp3c2Z+93Fi+bT3CV+/e7lUJSj5lDdh2+6",
-	"skt8Ey3yneJoBO12u2AmvTsowhal4JxnFUtVX7fFRZqZFYGTJ0Y2c8d0k8xZSkMtZ1Y2K2mcWw1SvLE0",
-	"kMvR3HIQ+/Rt8Emy85kUk4RH5kuqtLK4iNz3daExfKrxN9rddhmwqBjZmUhFnNwu7blRVGjuMh1DIUcu",
-	"0YReU55YtrY/BoOeJorReDFKKY9dyIwbvaLDiquDIg66sy4CGtRcHOyucFtN8PaunapJJvcJtc3tMmoD",
-	"rI7B+a2Z/r2yeT+F0V5INeZxzMSX5rQr3FDUjOMM69at/IulL5Se+LmhQ/hZ9u1R3JTuprey2GostZKZ",
-	"xSrpHM6E++O7k7M/jS7evBk9e/Pq7cuTn+x8vUGG70UyyWYCODzhwrK6NbkK28yyjFNHLGFWMHW67T7B",
-	"kAwWoKE9yLU12NotMNmWZ4MLQwtrYB/LrTrLQHZEIMd2DO6IduacETiKn/3Y5BkhERX2tKhMtMixJuHy",
-	"FrnifZ9nwcQ1S2TKUOwIScKYGgrFQ2wo8lEBp8CO6xR9+N3Z8dvv//hy9Pb47Pxk9OL49OXJc7RV8kd9",
-	"AVPZAcHUcWrNFT/CD8cvT58fX5y+eZ0PEzjjy6Uj2KNvB5xwuIXcCb89fj56d35yNjp9/fbdBcTMZXGN",
-	"OBQu2E/CSrJKSHbCN29PzvBbZyfnb16+yz/77uwEkBcKbhkreWWNvJ2wYNOXb15/Z9VT8ZPnJydvqz9x",
-	"rOxXkWeiNJFNp1RPgUZD2CeYajWnZyd8e3J2fnp+cfJ8hMN+f3z+/ejV6fmr44tn3ztNaEpaGRNghCxt",
-	"GBqhpcQhCM8DgoW335COZyd/fHdyfgGJ5noownWciiyBKUS582A0SyYVS5usGNoB5AGvmnwTsKrhMtWZ",
-	"1u6SrXAz3Cp8sBannRuVu49GYr3UPhWGKUGTEyt+v2jwg0BokUisydA8Rs8OpxPuHuXAFySiSnFgWuJ/",
-	"r1vkrAhG+MjDrxd3eC3NcRSxFHynL23WhPjp0AG4QPqMgeXPWMwpsjvYN8WZTZWMs4hZk0dIM6L55Ffs",
-	"nkfG9zv8QmYi/pKb+1piQmlecYmbNbHzeNyntfv0SsZ8wtm6e8yl6t/yFT7IkLByGx9CJsCRPU3+Cr9E",
-	"dF9+vGmG8Myj3e836C1dJJLGF1K+pOryiwtL0BBck8R+3FktHfKKf0t2Qvu7kZFyBL9cOWGftOpSIg2i",
-	"MHxxLeETbZCjLUM7RIYy85dETV3uz+4R5iNxh7TxK1LoHG803ok8WPNlRS1mWlnTNSumgAv+jIbDhZSv",
-	"qFi4n+qvEBH5Ruc29ziLL7HeW6foLShqGIbN/eZbWji0mwrQRwlc6F9TKS2F2za+XJS6f6KwfCeoq7Jm",
-	"X9jyCHLXSCqi2LW8YrFPMMMzUsZFWJGVP/74Y3O59nvTwpdLxT+Zbg4R0B7iE2Fc7fTXCGtzTeYsSZrO",
-	"hx1nxudMUKIyyFenhgjGYpTAMTV0AGm4E6aYiPAB63672Ae74RqccJdOu5AZXp8QOpOZMDhg/jhId/g1",
-	"u0khU9vXBQaEDkXMooQLQLWCC2F4skgk1BmWe0C4PeXg2nt3+4otRu73YVByw+3P8eEwv7JajqtjvvFq",
-	"yUD9fRXkJu+2SBjJmIVE04VGeKTPF13/NO5zmAAsfmU9MKg/+0p2jmWB1UAdnOB8kiPwE0cAb/nrGT15",
-	"UBPGOU55fWFOzm0+RpOnyp/maaqwEEhd1VMrklABQSoRR8yVVFnf1rhEGDfEGsAJ/CXZMUxQYXbho/b7",
-	"Y2YNIk2MhHv8PKeLRpEZ+XTRlSStoChHNdvmWi5tWDmB7NmURVeQMpymgXPTHcCGyBJnF2H+2cqgeMC1",
-	"m8gKqo/IV4roYXOprriwvk1mXSBGhaOyXX7tMu6cAY8/LTk4aCRUm5E977WrsPuXUGPlahWXp1JI5ZYZ",
-	"QJWHillcyX8j1MHsItKnZsoylmJwRBwxIMEbOc7OBcXMw0iSKjbhN2vKuyGnrlRqUkEVDDA1NZKXgkNJ",
-	"DTApArtaCXrNaJLn5GSg6qqMq65GP417V388nL2tI7XT6nezy5xqbwLk9OEJgqFIdaUfzi9KJuwuQYeS",
-	"48w+aUUKKpwNOcqkgEzzC6CR0WQilZv9JK8xu2ILvUSzWI2ezrpXUNy8wrR3r6kCbfhzAxNH7dyLqQe5",
-	"fMq5oyoQKiKlcqyXzkdlDwuYL0wXsdRC2hWJgDRGf44mb0sC0yVd1lZMSlf87tNAV6oZV4TvkmhbHlVI",
-	"V2Q4zWZU6ICw1mXLgx2mKZnKxFlCV4hqtpVsLMN2lLC2Pl020jHcnJelI3nlElp8ZmxmMrV09Lrt7kGz",
-	"vd/stS/a7QH8/z+vOyVf5FR8o0vp+kGB0uuLK/NDAw/mCCWEx6unaCg8i8NGhvABB+WNg4QuE9lRD56C",
-	"E4e/8Em/Wx+6pazpzWcOyHfXaYhreZPNk0WO9uDtEtApRc1M4IwQLKWqQPdttET+6Q2K34pJ8Kl6+IEK",
-	"8otpOOCy+qMMGSxwMxrgoaqAsA0Iop8RxJjDgRyocYucF1w7ZYoNMIfXKnEh5ysnsqDMLy/716+fzs+6",
-	"5k/72fedv/xhT54c0PN2/KJ3+exw/ENXvPrQ+fPN07fzOhqWJNO/gpLNt2e9fHnJ6xpxHBOPgeXEiq7R",
-	"nNRsX9jgHKrb1cqFApPrTh+yeHKZpjCXyljrV3wmk1p8EWqc0TqjCxLLwXpNYXWLRzblykcdgorSsL9H",
-	"RABs0+ENEORcB3gKH7A7DYNbLrADNN5XeNs9s8Krz6iIWJKswUXFoI51KBDdzBVDRaWXVrfU/ZbFo/Hi",
-	"rt145p/9dvFQLbAsbCMqRh+68x7rqz2zvzjIurwn++ke3dcHcbde5tHlZKvG28QaP1hJHNe95GukPrWW",
-	"a+VQl4uvYF5BlaIVKtUxaHlLS3lm97CDf5wuimppnu83i1c3u6DdEuy2YgzgUVxh6167XcELEdKgXJ5P",
-	"uWGIC181J5d3YNncXVekPhye30loN+sN1AOOrD8P9iBWIHft4azS6Nc5mg7sZnUaL/MeIKfnb0i/2zko",
-	"kHEiGS8RMtNYqlRU8dPmL+8/9m5/V/dVhMmrE+a5rZxm44RHHpy7RgC40PN6dMw7D/F98f18fVkFrDWm",
-	"5C1VV3VPp1NpZPVxX7AVxaJl96RSsYVr1082z6v1l/Sy7PFkitfKG2rcnU7+9X7r6UHZVZLZGFR7XpO9",
-	"V6rILnw9LKWxY16zKY/uNrt+cI/VSh6BEFRuesWYAe5o3WlBbjn3EPS1SMPILQ6mPodcwmgF1a5njJFO",
-	"vayy0yNvfBJvrN3puv3MW64tpdbLGcOYG1y0TGmaMsEQMdp1usE9XAagLOD+sf9HjumBRZXhYCjCjzwO",
-	"XBlUqVIWLoVuw8AV92AeLYlZykSsiRSuNZUrU+eaZIJ/yFyAEwsdyzBQRUMoN9+8K9GAxCudocgrVyjv",
-	"8FloHLMY251xQa47HlVCsZm89rHSmFuSzaztiHmCM5qmbjN9oejE5UGss03hqaJZ13J16XbvwTGCrnPw",
-	"9bsqayuv5Wrsvu/lVbEb3nvmH6q+6oMT9/qgNlTd463bXKosXpcwFW+DhhTszQSS4+8qRF6a/m2wbe3y",
-	"ds9XdvH2vT+Nd/lWeJI+0bPKifQVHasCt7I+DuD6F/juJgMsa/LsE5KdsbQu666rd8pPgC+A8iwTkh0X",
-	"NBdDMZZUFa/kXJy/k58H+5OVA1n+oYcKqvhmFQZfPplLnBys1pcvHck6kRAsy5aKcbk64rLCeUEV85C8",
-	"tWymeMRij2NnSQy1knCrNIbIDEptqVwXBW7crbtebxmu7i5cScUOyF0n2eWux69AgDOcRe6UWNGOv3fa",
-	"Fwdwpez3MDwfGHc0Wx6KvOXILegHY7dyVADcV+ngt8FSm0KLJXie7FzaSTYjrqKEFT/+f/+XdFq93cqC",
-	"99qdbk1LshrzIK9sCxpxhhnSI5fQtGlmMfIutFkjgKZIMjWmgvTa5Gr2ZFqZzX67c+/J+EyNFd/6vkjN",
-	"m+8/LqYshxoCyCu8jQGUBDcDaPZSpAyOESAeHbztGAUzQtaT9WJaQbpO+IQBXbnwuWUBgYAPi3GSYQli",
-	"5IiExQLBAir/lqRJhkC0lR3ptWuRnzZgPQUNqfglvxenw2kdQSn63SkdPGJn8KRVGjxmI+NUwKbXznjM",
-	"LpwC92AAm98oyzmPKFKJ4qxB0cE9R/JjxzE3yBFxSdUOQtdjJNmNgOSdqiT6xNBQ+VgEBYpKQbDAd6dw",
-	"21UVU9U9WZVFNUJghX2XAsZ3RKHK9H5YFAqDLZlhIO2dM0qihGqo8YUF1V7F3lc4n4o0M/fn9Py1B3Dt",
-	"0u6u2bNi4LsofJ6fgaV+W5CeFjrVXBYYUE4n/I9iK06Aa51mR67fscaWF4dcQ//nDAAgIHY3XkDjbOjZ",
-	"M8kSeIuLy92qDQRTyLnH/s1+qGqn+GdWRKgrrHxW2+n7oordHEltsKyu6MuKlasAXOgKWmF9E0UvZwC/",
-	"Dt0GblIqYhYHQ+HFrUO7z0EsVCYcXgN2iYKs4RRcQOxMTsK8xBVkQNs3OSvXfS4j0zjPscrBiU8bLurR",
-	"27Vie1VUl6psK69vkvn1Xbqq0VI/auAmV8eOHmjeV8ktA0WVimTtI6snt1pFXC8o8GqsOvQrGk25YE1L",
-	"T7BNEbqmxvqEMulVE1cj/EcJ4s1IMrZW45RIMSDhizdn354+f37y2tr7p68vTs5eH7+0fy9XfAZDsVxJ",
-	"G5D6wt7Sz1fLde04G+tqK+Wx60poh6KmhjYgK7Wwr99cjF68eff6ed0vq4WyraEoUQIvtHJiwDmyR+Ps",
-	"5PwCgtCalJAF8Om8dHH56jUf9k49CHtYx36lOvf67n4uc6XA+rfGl+VEgjbSVn5ymcnLFs+y25xX1Fdw",
-	"/K35gEZFnnZZRQQvUlJatZFJaqbrLumwOh77urkYK8g+jNhNXBdUDwBpdwt/jcXOO/gRbEeKOIFcxOzG",
-	"/sqJBV31NNC3tVvhCbdChqWt8zSp4AXcJUnW92w8JqlE4JPlrV0ymjt1kgBhEEq707u3XYwAClXYkHsN",
-	"sUQfGC/wc9tAmIeZU8e5/PWJow6H6q6eFjGbcAFNTO+S2VvBOMC3S+1IrN31+bp2VMSMa6RxZwLLh1+z",
-	"oUar2hSltr9GPlpluligbye98zseD8jp8/+xS0p9NH7H44c2yghK3SnupWy3a55RWQfe4NzlAN2u3RfP",
-	"/7d3noiTB1oQdQ1wcohyZ975G4ES8kO4vLN2B/ilkAqDBMvrqR6d6st3+smVp898ocwdVHGQKfURN9+E",
-	"vhALTod4EJOWv3Xh2mc1epuWrJq0QwGH0OoPzGeFzsPJolBFmlB95RIo/VlVVBx5TLsQ+0KTudVYc/ic",
-	"ktC6AgBdXcMQZ62VTxiUyLSWfqQdLp6/93HpijUGt4+U3+8UKKazBDIjacqszrxiy+cBXQ6XJHMHdxco",
-	"ih/vb4rUmSAPEM24/2XZvByF2Epx1wz0ax3HdTmnHnNoi2WCK7lqVup6r+Z7RpM6o+uYpEqO2Tfr02CL",
-	"sFQh0eXVnQaue61uLpttIS7yVv8zmga+zozIFKmOyeeFl0TjWDFdE6R3v6jOvENeUXXFDDk3ATmngryo",
-	"b3barc1ET2jVoe0dtA4O+ocbb7UPyyD0zcO6pIdk6aa82el2W/3OYX/jwJ2nlZHhn5vvzBPMkBSXG7cF",
-	"40H3NcqWNw7BMK1Jm7cl+e3v5WFv/7PsZe9w74tu5Ssp1hTsuTpTLsiMC7jr4kaTnchKmF1MjkzWZ2XV",
-	"CKxSctfGBEn/nJXw1rSrehxP99r3vGFZogeOGRTzqSPL28olcJ1zTdFnTLGdhQE0cPvHnCZXddJ6baVi",
-	"EbkDJWjHQSOkcuuyTRAraEypHs1qG11eqIx5E8R+ZSKTRM4xvg9rcB6lnX6B/F7yycdSJoyC61/qD1zX",
-	"30NDL8XQNwl2Cb/EvgWfcvVZ1AUkRNzaMrP/+v4fxcX+BUt5im6edho55j0my6iYqerM4Ja6de889TJ1",
-	"qtMu7U/gOKKe9+B2u07nRVOqMAciz0y2ThBi+btb8eaMmamMiZFXdrd9TW1KlUEmq5GZs3r2fFV/8EN/",
-	"dKoXPg84msu30ZXSqv1mp9Ns9y46TwfdvUG/19rrdLrt/vYVVg+ROMt3sCldjK66s57op3sf9tWB7ppe",
-	"1r/em+/fHCxobS3EVpdzbpNr7+Xu0WjiXtnVbptLhCndq91xueXm+8AiQ49dP3F9v/P8DEyAJCFOzQVN",
-	"c/ZCaGj2IaNJngjhWH6ARQKuLxzgBTs3CrMx4OIDmu64QxN77OkZ14iZCA3iJoBQsIP90nAWI/9EuEsU",
-	"LZxfN06dP7XuAF1UJ71GmW51ikqtivD/3XmyHsD9vl8AipD6HKwaIeOuild7FLTIqSk1Esjrtv1z48wM",
-	"hU8sxO46AUnk5SXCtIMDzoVP+BqKoQDUg4wnpskF0XyWJZCk4T+IrRJ8x0xyJeQcQn6aEagnx2nrgR3q",
-	"r+5f5K9EZiaSM0b+OhR/bTab8H/2gTCdjSKq4tE11xRSn9y/Z1Qba/qouPxTOmM3IfkrcblKekC67Q6p",
-	"juShOOxz/u8DbHnpqZ8/EpBwQnmSKTZCTIxweYjK0FzobDLhkT0So0kmYv2wj9SOU/mSv0J90PDuZRjJ",
-	"DUzz/l/2E//4299Dx1kPmz4ilFSZGb40FCcuI9bhobiMWN8sEmEENKG+t4ZnVCs6GAAursl+KxRGiWM2",
-	"dgLqVyoU0tnoZ9r8pd08HNW2GbwjcaMqUCFZgC5A3C41P/p8TYwqNvZGnbMkZTaomzXJ2cd1iYnQEHFp",
-	"c1By1JjjD8mBczGzbRNan9vnc4tiTSN3wuPl9u0P78Puf/AxT0TYLnlyGyPCJdyUiymBIHdt3nNHtdqq",
-	"wXy7/tPtFID+PMw+/bXt0gdoz7IcqlvzYlWu4D8dPMKSdK8yQ+V39VeleKrqLNgPXdXTfbOX7V8fzLs3",
-	"vUX/lz26Pz6Iupst2JraFvzKN77rVUDCpSPo5WI1K7XEgF+ksLBEjS1N4A2cvDbXqLT0/J7A+WhzvHFX",
-	"MrucHuVUKR7LLZZcF7lMXnd0yxSry3PeSNF1dyf3CkofC0IzI2fU8Gi5Hz7aWcepTBJplwLR611MRSqi",
-	"QlN2Q86/P2529/ZdOLvIDPrGXZdAyWSL/AhNK2DsMIBrEndXqCtXDEeEJlIweAJvFaVgQ1G6WEQ3v85I",
-	"11Pa3dv/nurppvrC1Tm7ljZ2niBlcJJV/p7E7f5h+5AeHsbd7mE3ZntRv73fYZ2I7u0ftA96ncNeOxpH",
-	"nQMaMdYfd8ed3v7eJI57PdZu79U6kteW5OtqlD3NiXvqCGtLOwgcV72OrL+IX2X2IjF1zSd5xFy7JQTH",
-	"cA2wXWv3JeemKpDJt5gp546HJuGM3oQBenFZOlES3AYe1W7dQ6TxjFZxILqd7tN7q4EZr+ZMdPb39z4t",
-	"/DjjDsnmzhCkg36ri82evXhGDvt7B8ShyrkEMO16SN07EUwLesVGwP9rcsKq7J4DVNcXC2AftbI0fy2d",
-	"YbpRqtemABWXhEsZ+tT68K4DGvR8QrQM1zWCS0GcQt4+2cnRHHqqrr1mvEPNgyBbcVMGZO5KzJd95EIB",
-	"7CwZAAi3uOKLBUsuVLDW5dltkVcS+oRRLQXU9g2FL+5bdlxWv1SPHFD0qquAfdS3rdtgWxTVnu3+Vqme",
-	"rutdla0MWcuHpraw6riMuek6ArlT9I3O9QzFvqfhUis9hFyxG+8BVyokXHp6wylZ9pfQvMYVloNylsUq",
-	"RN8gKUpcW5uMWjkrqyIiWXvXihceeWs1wjWUwaIibCFNrDJ2NIEKMTOt/QWCSK7+CixHgF7HX/1FS9Gy",
-	"o9TSudpncWXja1MRN/RgvGt3csoUQ9dtwxn2HV6l36nWmY9+YWZGKYPcu0AktId+BGIqJDpNON5CuGu4",
-	"MQqPiBvAcqaG6aHYGVuJPaGKBXmRVACFSrtWGyOCSkknO1BB18+axtChPE9akXkENCQ7yvKt1deXkmmv",
-	"6BPIisujeACgrq2pNqNcxIByYbnJP+4a6g+FfW93c9z0y3trKxIsSkdp90NP9fWe2c8Orrvz3k1/sffL",
-	"Pj0Y1+OwwL5+lquLghcqY/9ckKz79CBoXHERNwYNywYjywZQceuf6LS7/fwRzx6VJ/Z6h/kDMJPb91sq",
-	"SsfrL7lgp4bN7uw/vsk5vd/1yhe4J6n4jnUeY2l3ylywQSjkhKqVzHY8vNRzvcs/+YoOE/lgrLytYlQF",
-	"Wjx8QN0k8sq9WOMP9pVlgsM4OW23oNsf3Idrw0gr5MudjIlUg7LcLMlL8Cp9YSlkoAvXMhYKEg29YqJa",
-	"1VOcsqKaDJQ2IkuU4DpKv1xm33xdm0vcfQ/7Tyxy9yrp65a5n/GYPTSD2xVY4fbCHZqvzqpJza4W0q6v",
-	"PAXPRsorshNas6ou9HpX6e19guNY1qbWTgsLIcrwUxOpWuSsDL9JBYLZHlkuh+dndEESRqEEHHshY29h",
-	"cKln0Fdth4qFFIywRLMB6bd7u3WYnKIre2n/w57a1wemm/Wu+/O9m/3FwS/dT7sEKG/HOraoBz/4oVz5",
-	"eIRhAU10RBPmcTrLoTIWSSFngBMmZxOprLS+Sapnsnhm9UgCHFWdo+AgVdfDPv0K4G137sAW2D7fKRox",
-	"8hIiC9vh6xz2Pge+TglJ6Y50gnPAVzyTZiMMn4ZecPbkO4R45V5Y3YpUsWsuMz3CJ0dbIQErliY0YrEf",
-	"HlGBNb8UVuRAiNN/8RtNIOJldUMew70EuqdMcRlDBeTu9pXymwBABZvns8DnVoA9q+JqPtUsGv15dnj9",
-	"p9mLxZ9mL/ajn37oRz/90GHf/fl63P3vaTT77ykTLzrs+xed+KfL39+dlYvzCzZR9u6dfVC+yPdyDhUu",
-	"ErpAU5FjK33j0XlX9x+2YoRbUYUfQADewdN9aJ2/+qVEur7hy9xwxVjBDYF1lYwkBySmC31Ewnbo0NKh",
-	"1JYi6nwVeWC/HnrAH7L9dv/pXWkcdXFaqOmpEVcu0cShj11zNndQUZBU44v1rQp1DqCr5j9yTilewLtW",
-	"mlwPha/2h8zcSZYky23VoHKuWgWEZQ9h0ZkE2t1z0xqKkBk6QlB+CGLld9aA3oCZPznsI/woTRlVHjQR",
-	"z9zC/jRZ1AaJSy9vL48fAN1Xnvg9PvSQO2fsbK4LtLlNhloVmg5el6mcTO4DZFHao1pnw/7C1danPLrK",
-	"0sC1CShB3GENCmaTVn2O/r0zWsHevmP+mMNco1vve4cYNHBN90L+gDdGsIMbNA2YbFyTHanInOpdoB6L",
-	"SZYekTLkAJI2twUhB1Vvr1UeBCdStk4/xTDZLvOxAAmz72RpfM9TUWd9bLjCrcCYbc5GWALE2piS8DAZ",
-	"cC9u/hzX4kWQwzmylXXcSb/1+Ti1tPtyiTeru/yVM2+WYMg+Q5aNXTKE/GttAZk2E3bNklJrbPsCXpFp",
-	"bMJe1ea67FLdibmTy4wVJZUL0UL/VKVkzntlXbO06pJYWOLRoKrn39fshV3oXQEWuz+fGl0BQ+zrhlZA",
-	"mEpl6rtuES2Vybtu2RUfEUoSRiGyHzZD1/HEvsYg3F/mgcqGNCv/qm5ns3Z3m/Dnuv1Zl1Lzkk9YtIiS",
-	"UpFDi7yS10wPCPavZjH5x//+P8RjCpK/Ei5GqZKXimlN/lrAUh8NRf6QfWPdY5Vf2AdzfmuVjFSwUIei",
-	"MFFDBykhaFKNE/ppNoJGCfiw9JEyS5f5uRqx2IhhWJBwg0qzVoTLqgU6+iw7bXXaKu/LCOLE9xPOD9H5",
-	"n1ex5VKrvJ61Z6eEVrperTm8zbthNqVaAdH8GpqwxBm/CTV4PzTQ8nH4HErzHeiWh0CzYYAAsjfKJVjI",
-	"cZvqobc9G9tXRv9QoJ/XIIR53HoHIVcLB4NpAsVmj5Oslulm9GoZ1UcupKm9nJvJmC1l/rxVPKvNJEkT",
-	"twvFswfH3z7rdHt3HnaYkv9a4BbjR6yj1o8I0v3cAWHX38L5WgAjPWI21CrhMfFX2i4SVXNBh2/Xb0in",
-	"OaaaxaVaT7jadx/EYkWuSQHiXf7Og9F2Aj+pe4oZVp9D4ntk5NN2CEtFL0VuSJ6WulVRJyx4Fff03mIH",
-	"x9nG7y0glzdIRrfCbzRKx/mU1klH++NZV9zDQbb8KaLFaFYbW0kS7gKXWFCl0SQrg7LkGZcsYu6IIxgD",
-	"xBUAdgST06pTfdq/900vVLE6OmwOokNdb6mOJs58hW8mEmtSVXBCU1xU+AndJB3WxmhTmnqJQIjvBM8u",
-	"8eolvWZE2DO+Yz8uM8DREgJrnz0pg7xK0EELVGnbrQ3yrllFicDbKYclwbVGTyDY5HWes1A6DrkMqPhz",
-	"SySscKY//0vSY5UlthC0d3lhy50JPtUjW5bzX9c5q9+8NeEnkZ8h65OhUuAmbzaxGFQKLXbKUsDJABaT",
-	"7s3NbjAU+SkjO9zLaax+ddB7heZJEjnXhBoSLm1vuFuu5rADDUVpJDg27vUBoSRlakYt/Uj/5iao6Ero",
-	"LBtzaF0bQ6vwbp9MSUq1ZvEScmpN1UPQcKu5R/2Do/yJm0F9FmheMrDcwsM1pa5cwNU3p8ZB1Lq2YL9m",
-	"h8djbIQGM1qIaGvtqu/XEcGrxuVjs6yj51M2uurP9kU3ffqhp/as+rvuz/dvni66v/Qf7iku7VwpUKyS",
-	"+g41KVVGMFVpUKN4zJ64bdXbhZDt+DnJlpsIblslvzT7B1bLL/MjdohGdv3VOvEW8Bv4DZd1UrFwVnnu",
-	"7g68Oc+tczivuLVwjAT7JiAAdFbu3L11sn6FX9dnHwYN7JPjfm3PSsFONbbfWMskM4yEwGAheXf2Ehok",
-	"0yRpkWOScMMUTUiq+DU1LCCJlOmYRldWsCVcXDUTGdHEGwtDUYIZgNwVKGP2Cftuq0eZWoWIvQ+DVzCM",
-	"+k+rzc+Om3+mzV/euz/bzcP/ajXf/+fgyZOf/9dwqJ/8//7j/X/B397/5+/uPCuVY7LFEbjLAlhpn/Tr",
-	"WAC55P9NWABL0my1jpAJUI5hqYuUU+5e/3Omj0jotWhoPVNNdmiNDRD2O23ynRQs3B0KP4prIN8iz1nC",
-	"DCM0V8iFBLBq3YsZyGm4pFyg7NHZjFUVtZsxpkLiX6v5Vvnv71LOP3IzPc+TYWiSbNGbaHWXPy7HXjak",
-	"11Q1e0BCTJ8JC7Bzqtl+37Jnr0sUFbGckfHCML3aX3coKg12yRkmrXCDhz18++Yc2385Rm/mO/zko//r",
-	"aXz7BOfS9OlGekUafL4Un1XGfR+saZq9wWgKiroAZzEBDLOltS4bspzpFsxEsyhT3CzO7Z7ipo2hsfFx",
-	"Vgs/KPJW3ZCUQvXmvshXbJE3RUY9DNEc3BUrPmnKseOsa33fbEKfS+xFa6UQMBtExmDcgpxWMDdu7Rq4",
-	"mEgMpwlDsf8xZudBUiFM2DA6c+ZFIdJjGemVtnor5l+5mSB4sXY8n9zNY9acUp4gI6trHrEB3vEEvkNQ",
-	"gGkHOqgmzupgKFxarQ58/Yl92OUcwzFwTQq9igHslf/4D/JMCiv6LYcORZMgmgYgcEdUKaj9mDISPrnu",
-	"hAQbMrfIMdg+18x1NtUuocd3lhsUEN0iHgpSwB5Xm9EtdaCz6ta1Sm3ZqXwrY/t5u9D/Pn/zmuyENMUW",
-	"d1yKJ3/RUoS7LQLlUfjUuhpKO4Xqy+6B/8JBllBZS6WTIQCQoPMTFjVbYbl3qh2dWrsH/Ltq9aIDhf35",
-	"PSAm240F4whRy3fCUtVTGLhqKWyj0UqsvwZkOM3LN3GVMqUfMkYc2Lmfu2Vktz8OIMSOGKtr+FPFyv75",
-	"j7/9fde5eNDK0E69qO1OmDFu00jML7nRLfLaI41pyAeawYwgnwEAdQVx8Y87sAXdJDehC9qBL/iMaUNn",
-	"abGfvV7vMF8rF+TdxTMcbcYjJTG6ZtcdcW09NjvKO3ElrEjHsvaUKooNYmBMxaxAzC23djsgWiKGlE5Z",
-	"YsiEJ1ZbOs+QJ0yYBAiFcEYaU+tQ99qvhd+fHD9HeGGvr3O43vC7k4vQtx3LhSlWzCGd7Q9lhoY7Fsvh",
-	"qbRy0G478utQbBSMTu7lwvEYVoMpjkiLwLUzgzPm2qJjU/pi2kPRb3ecNP3xxx+bpSkw/8HwiFAsx4W3",
-	"/exTpuCLUpB+u9cif7BCGPsDQHuAoQBBvOP6iAd5E/G8U/huAF1YQFu5UIhL1c67CUDsdtcFPUpdxI/t",
-	"AFawCGuAYiNy99tvNOoDXJTV2TTlTfsjWIgnhFQ5eZAm1spC+3688PV9TKGoAiHiZV3H9biyNHfAZc5L",
-	"QF3pEk4x2jEUbjdwUmWO6XcPSaioYSMQBhCewUmfMaMWzeOJYSrc9YiH9mhh+3XFrLdyZXcvS3PmwdXr",
-	"oTjOCQWfI4YJKsyAUDLONBd2nhKBBAVTxP4Ig9PHb08hrAPVzQk1E6lmLl+apqnVHWf1egj1ld1BqfMO",
-	"08VuoPbaDSrd18sqy9m3qdVe6JIEa/qx4kYXJkhAeMxmqYSop6OOiPOu/UNR8KOvj7TWg+cjp/gUoxgN",
-	"mytufAmS72oBrIr2iqF2B4XmMRuCpHPjDIqAXLFopmWmIlbd8XbfGjx8Yg3LmGNDHUB6IDsO5HkwFKHI",
-	"ksQeDgQVR6EEpglgk9pDg0iUBGvWrIQsraoMiMeFn1qAapmuRiWcb+H0OUA+zEVpJQ61jTx3/Qp9v5SC",
-	"RYZCTylUuCSMIaOVyn3EIp+ZswMAlc9LY/t7POt2YS71FM1DpofCbos1FHQ+M2S2+ZQaIEzl7HtwwDUd",
-	"v5E0CD08FPkxpyWhF7vW6P5YWcdXe7wxgIrF3dQu7IKA8yT8aD1Jy9PekbwNoRbYann72c4//vb/77Tb",
-	"ZMdlspNue/fILn7oWAd6E9gn++12EVjAAVoEkFHDYvRWCZ40JBC3KOOmGjkUlmO4yFjgELXyV0tYpvZJ",
-	"cilhABBnnq/IWGYi9vdUDisGddpQoLbUAeYlWYojzXZR/qVKxlkESDhHTrx4P8qfExwQFwvoCLhaN6kW",
-	"+ZEmV8hp9hgzg/euA6LkHE4gUwZFeMwQLi3OrLFAKALfuiNDM82GQl/xNPVKMIW4H+LJ5szCWIqBjEjm",
-	"KP6I/a8gmMUgDd5zxGkhcTxfgHsYkqkUMgMdT8LSU80/sEXoDACy4z031x6akqKF8xw6EsRyKKZUzQKi",
-	"s2gK25p7n15kWhv4D14X6EimLN8r3IpvcuEEi/S7iTgtuC5n2X6jHX5iULRKjRelXR0U6Lr2WGJ4Aa8x",
-	"IZNiobHe0oFDuotM62eDcQx/QbWW08Q0z+BNu6VGZSw8qn6jzCvWyYkXbnLgLcCsgHkgBFcQenTFFiPF",
-	"oBvcUSmfvbJe1xCt3z60jLf0MhejTLOQrKjhAemEXl34FbJEzsleu11CxuSubxqsxEoEqFQ1igpN8TbS",
-	"ta4piM8mExYZa5ns3dzA/S8lkaJ6uksiOQOsQhf1QQkOtYI4iCXVRDGGwR2jFi1yXt4Ef4JSA1c1wJs7",
-	"kRQTfpkp8HpcMUzXOh3Hxe20b2uroCPNmF1mAshmH7YTYiIGtWA12UJmqnzdGiuZQkjL3cUOhRT4kNWb",
-	"uwOcaSnK4DfdSiJmYHzXmaDmFEmB9nUwFOHbdxeu3uT5ycuTixOQs76LiXd0ocXapT+oJcAGNNO9u2v9",
-	"QGUthfDkgl6G2FIIJDyAW0HUCAIW9sM/ULUYkIpx7iZiP8eaz6QwSiYDH1wOW+ScuZiUHR7lNbdSYtJ8",
-	"LQVrvgKc2qFwNAh77T55LQ15JWPrBMZhbnVT7zFA/XrEXJcUF654q2SqODOYwFsNVqy0/zdMzXQJkSUP",
-	"djRKoFWNTqvdarteR4KmvDFo9FrtVq+BXb0g4PNkCs0mfoEKrrpwXbfdLp3HVEm7C8BS1ttkseVxEikG",
-	"Xi9NnLEns2gK5Ueue76vfc8jC6dxY9D4jhnX66K4EYdZddttH9RxeYHLoQSIMEIs8q4QsvsCRItqUbxg",
-	"QdbWs6apnaRz+OzAPzVd2XTzdG3ZvXv8yU/u0dMYP9bHRdS9ki/2ybc09oXZt0Fjb5tXTl1HOwePVArk",
-	"NQY/vw8aea1S4yW/ZuA0QN+QRtAw9FI3Bj83XjFDG+/tq0+sUbW4a/t9Ax4vFnMhZU08fumDRVN6zSxr",
-	"HJG9dg8TX+dcM+eyJ5LGZEwT60ooVAoaCqPnvpxyhTvOIFEaE3a/AoPYzy/wokz9M7KGfat391vnGLx8",
-	"J+g15XihvYmr8k3ZxFYl330tb11UfE37aEAEm1s9Bno/KDx+6AUnoiSLoUMsOHbW6dm18jlSzDVVBetx",
-	"KBLASTwiIQbYQmJYkngX3HrPKISr7GbdheOUW9sMBKQPQ629CikeefISgJBugzsffIZ9CLZ48nRi1Qto",
-	"F7gO+Gzsj2uGW8KaI1DcE1rqLR2Bis686wzAw/7Z26Bh1eld78Azt0HjjBoGNG6+9I1qN72WP+73pTTA",
-	"GUAluXr8rQYp3lgaSDNzj0Hs07dB44cNZaT+rR9c9einiJheu3/3yX8tjbdTGg8TS/125+5X3gnqLC7/",
-	"nS2k0gvfyBXf2N9qNcdQ+YEiLGj0u4d3v3Uh5SsqFm5N+lPUcEnxapOHskoCMv/R+9ugkdb2l8abMmvW",
-	"+qqhOs+wLALxtmgK/rXx9fmQyDHAwBC1XqmeFs4OKOTSPWFEhesP7VKrLikXLXJMXAAYwhAuBIyeZGQg",
-	"WQVjaaELBIdQiRxNXdOIG64houTicRPMsM7DPeAuuaCRbx6bMGZ8KwgfWbDOnf9AYVNABMZHo2FO1t8R",
-	"0gelW+RYVHqPw6Ssasgb7UwykykGnyOVr2EP+hA/UY005+E5aL2Xh6Stp8TqlAruJorYe2uVkgtlX0ct",
-	"AFz6rYwXWyiAUjvMJSabsugKfJI0DVzUx/d/l1h7DJAslqfxRhqrkZ/OuleQDv6hq/p63zy97s77N/uL",
-	"p79Aftk99I1LzLqt3oi71KAlXdf5lXXdM1cNs8YlEGxehDJKJ2pHVzMPdo9I6OvQwYF1jv2Skix30Nsk",
-	"wMsl7f9C+u4Lm8lfTB9toVmeSTFJOOYh9TtbfOItXVgn6ULKl1Rdogrr7G2zHp2lqVSGxa9YzKlPyet3",
-	"u9u87HxgqzVPhLEW/9fUnS5VhObZJvX6c8nJePLxii1O41uUdQkzNVLvzKHF+ABcSYke5fBecNOBYt3f",
-	"W+wWt014m4hKwKrboXD30p3VK8YL9xm8fEKfpBAqoVMdVjcd4Qcx3D4UmPblczVKIcTKjVS33SdGSqvo",
-	"lm+wrtgC9KtAoHZN+u1+nXZCguTaaUns9tdRMF6ScI/S6jcvrbbzBV4AVPLXPPzIYHce/qA+oPBG1Nxh",
-	"g9dftpeDPCJbKPfa6NNDzbYv67mvM2NWLZFHd/3RXf+tCpx/Lv/+O2a2kFH3Ext/sPZL4/a9M2xcBumT",
-	"j/gXZ9rUir1jUZ8I4UwZuiGtogXXbAxuFCdSkf22M190rUTERJLfrkR081sjEdfR4FFKPkrJX0NK/hvI",
-	"vHVnqCQCXbLZAyTgcyfpNgnBJ5BDtvFKCbPMEFCcjDFtEN8flDESc4zmErZzi5zTGavkIIt4KFSWMOxu",
-	"/d0JZvPAN0Ky46KikGPONeGzNOGYhoqNZsx0d91dE672ApbzG7hvKkBQXkCO2FajY6zg7ucw4AbpOPd4",
-	"/lvInt3mhbcAf3XBZ2zrb3jcrm2fBaA3/Zu6uctR1jbe25my5stB1x4V3qPCe3QLPse1H106bTWqEVGw",
-	"fh0VWZR7r1WIDnLOyYKEakN6bUDRruZbVKIkgwKRe0EmNEmwwnoyFD4N3eNitAgIXatEZWboJQswlRf7",
-	"FdnBfXNy9zGsQofxMPN1KGBSVlEvZOZzslgMOZWuwAfzOvPqf1dgQUVMplTECcPcX/v6jNt3j4YiZkWC",
-	"rhQOiRvuLculkCQ0i5SFRFAFOcpGwkSuuIgxtxUQ513iNKGKDQW7iZJM82u2TrefeBCDr67W8xL97bU6",
-	"vHJflV1+aXu9/cVUJUzvbl3pCiYe9eOjfnzMctlO3eV4LV7JOdmX39DhA08+wp+bwlhvcqi/Gk21FMH3",
-	"JWEUej/wvLYd76ZW4lYIL/qbDVvh9NZErXL00keR9CiSHk32zxPJZ05ArAix+8qME5RyhX0+oYo184Jb",
-	"aJRUm/f3FltsIaQtmswhYgtApV8Y2zGETzYSLq8OcAQQyqBc+OrCWUOxQ0stQUrFrL1dzE+IuFn41CVI",
-	"co+thUt9zaqvL8aJYKE3tHvPa4AEo8ra9BETYKVPmYARNNThJDTdRSO6NH1MDywl4kEdkX2pNRQnHHIZ",
-	"sL5VZkbbRaKIhzw996ORA9wY2ddCKBkqGqRHcsZ04XVcWqu0GXEVJaWGg9aqt+RWksZkQiMjIQ2x0+oF",
-	"pX6FQ1FqWJgy1bziiZwxoxi4HvYniJ+PDWHJTpwp15kH+CpTYyqsDruaPZnuBjlwyFDYjftGk1mWGJ4m",
-	"nCmy4zqkkf/3fzsBcY3U7D9avb2A3CTw14O93Rwkx7VUdDCiOMmhgL6xzLpFycRVidmHC5gHxPgiIRBr",
-	"BN3kQ6JTKjQ5bJP/aV/odPbI/0Q1TM1QwJNHeWlw3kC+NEJrRm8cKGKll/xuvjd5gxUs7M4r0sClA6aN",
-	"SUQFGTP4EGT9Rw6HgftczoXvLBUOxU6v3SbjBXFlubst8gzK6DF91RXDYV24gu9m8SVziaEr1WlcuxpQ",
-	"35a7Lo/zBVXsxC3ja2dzmhKClsMwaAysPCQ/0ISJiFNybgJyTgV5UWqllFDTGPQOWgd7h4dBI7HauNnp",
-	"dlv9Tv/pbdDAg14ds0NeUXXFzObxDnv75fF6h3vVZjh5/7+tE0XL1M4V35fNF61s+Dr7rNQNs2Si1VTM",
-	"3mVJFK/kb9wGj/mj/5oZWQ+ykh6zTj+XHQjmF5gDmSnfZr6o4KUUXm3VrHvy0f91c55GPlKQowt79Vcy",
-	"2+q6xhYY3ljLNp8yMJS4GQqrNbXhSVLozgEJoZ4hDHwRBCII62pNxJRqjwIMNR5Qf092cIyjoQhdUw+A",
-	"w3KZs/ZHtZea3zHzaQryS7nbnyDVHx3vR8f70fH+9dJJKnBUm8Tuvf3wXB4Xrviloun0Q7JWPp9lwnqE",
-	"Ds4px6PTOocHIe/OXgYeCMQ/B4AT2OMgZRGfOKFEcPAx00PhoAOtNL6milvia4c7wW4MExoAR6GE+d3Z",
-	"yyYTkYyZu36CKKiZS/tZwFU07MY6O9+dXAwFQHvYsblDgUK33uGccE2iPL0PKtYQNem7k4uBdapzCA3h",
-	"wDMc1NQSuAW5BJCpXrvv8mOwVLtAkdNBAacEHWk5gJ94/JuwTlv80RLEkfDeqsK9B2Nsc8/knv/B0/4e",
-	"77zxs35NZ+we753k+/qFLsLK7qHDaza+TzGmRRZgI8cxJW+purKEn0ojS1gjUSxWcFHzPKxYXY9od9yL",
-	"+vEe258cXHanPd7/y97VfnIw67b+kl4WHcgH/dbTA+xn+8q3sxVZkhQ9OD2WZGPQyDQAFUtDk8ag83Sv",
-	"XYKrb5y+Hr09e/Pd2cn5OQiR4sggWTCclqCe7LTb7dyztj5Xpw3aYTvTwG3emSP/2kxSGWXQhEpR4c0q",
-	"QA4NXc6tNYsRNtQhC2IrhRIw1Is3Z9+ePn9+8jrcdbWwKVMaioSaKHl8za5HIdwJ356cnZ+eX5w8H/3x",
-	"3cnZn0av31yMXrx59/o5NsZ5tFP+ve0Ux7y/irnyT2VLnGViRW/vfHdysVuyKLyqWV95v6T+8zPuw4kh",
-	"CglEY3K2RIhpMk7fTqU97/5uEhJbnAyg+orF1ucLMCE/D07ncGPBEq6WryTwceZC1VKH2nZ2cn5Rgmpe",
-	"1vwwkqEipirOF1VCPUSBFbiPFzL1NgyGAAdAPS7zgHTbbYjGYii/JPwQ9RPD/lpCngys1/Wp2XHXGQWG",
-	"wVBYAWmH1wwwExEy0+PGEZgVmQMcack2agGwMzxfCE4o2nTScSjgQ9UBocLdjbl7BPCMBZaRX4UDP1CZ",
-	"WEKJQymuEePAahmCYejSnLTBuwcQJNq30iiuWdpFvaeV4CsLGpBOO2i32xBSp5E1BayxiNL94s2b0cs3",
-	"r7+zCiJmqZnah0neD0SAfvMEL7/0/OTkbXhEuBXo1iRFSOJMxEyRcDRCNnbm52iE2U+wK0wb0m07Tgxx",
-	"ZGuzAjr2i9I/DVMTGjEdIspnmEqt+TiBfuY69FPzPUW6gNO4i6CNHVivPxaQOMZuUoqN1iaKXnpgWVgo",
-	"iz2GLhUI4oxoduXlPnvz6u3Lk59CvGo4zoycUcOjQp/mBjJcTxynMkmk5W0jI5nsDgDvdyjKm5O/ChYm",
-	"+T356FDVBqQTED2l3b3976me3nq8QTTvy21iCB2KnMfgw16fR1MWYYhmWZ9/f3z+/ejV6fmr44tn34d4",
-	"XYTcCu/SRApmmb5AJi5BIeMjDphrg6lAdrrttt2MCV7Y8QilDuIhD4Wlhq4eEYcHclbqteTwKxE8Nodj",
-	"9QXSdqMBvPAAkjdgY96iMMnzEMFj8riF3EAq/o6QWLyMWHloOnGogUbfB4qaDSKJYK+EYCjAAeuQV/zb",
-	"XZhVfgBhb5bA5ct+ENZN5yK0zk05uWFRZljhqDzozgbvfStMBeGqXINdeLGPymuMaL7n3x83u3v7sLUB",
-	"CuCi/0MjaADwLH6mbBHXfCjn2MagMYnb/cP2IT08jLvdw27M9qJ+e7/DOhHd2z9oH/Q6h712NI46BzRi",
-	"rD/ujju9/b1JHPd6rN3eo2WMwY5VxLlLCz1i4rtbCaNBzmopcYwaI5eb7vracpRra52vWlZcswEk1TaC",
-	"xgccFP+Enus7v+PxgJw+/x+75CMMv2P//Tse23+jm0EKN8V/8iMEPQm6MwT8JHKLEYuPBFyVHA2f3Nr/",
-	"NR5Givs7J/e4C2vfk0kneQyquisOY8CjvBskdb4VVY/TamDfxRT9+WWXLbb7lWty6Mzprq/w+Ugm2Uw0",
-	"Br2gkXDBLKO9DxozpjW9hK22AgAYpXSbTMuTLIDoWw7v0ndDbry/ff8gJ9I1zq5S5qSw9siysbeeQo8+",
-	"+e2/oVf+eC27/bXsV3dmv87V6W/Jg3775nyNC+0C6g5XuOUVyZoKFK7Jm5QJ69EWJiUGs6Hd7zViwuc+",
-	"8Z+OX708IqIGXLg2udeNbYf7uneO9S0mK61BfX+vegG2TKWvFdT7p7iFe8ih/pXxlYG1l1l6LR6uPy0L",
-	"OkvueVpK6e5WiBvKhVVbVD/wrNi3vuRZ8Uv+jGclqCfS4xH6JztCjjXrj5BvorE+jfqZy031mSrfaPTY",
-	"rHvg2xa5rhnYBS4PCGJWK3FdrXWALXo0dMPCHkeVfOVSZ4gWeSOcB+A+uZKJDQZoShckT8gOhqKUtJ3S",
-	"BWK8rbpZmABUjnUSH+qEjGhI0RHSjCYyE3HYwmxbeAQSrcfQFs+6DdiniiWakX77sPRm8evdAF9ycLAp",
-	"5TFZMDMUO8UbNAHM+JH9ZeiieiH2k3NBRe9EhA4J9kNGE3Dm8bofz6kd084f3xzNuIbmQj6MR2IWWdcv",
-	"9hsD4KuRVDGLLZ9QH2N2mxoQBpfOoft3y/VNDxxw3lCUund188dG/jNhEX9XjGopINprB8kUG0G09gid",
-	"hiLEjmi6DrDPJRwvZRZ7oFjXvsJB4a9rpOG7snBjt1EtXAdY147PA5Pu2BVlOqOJlXaOZaq8vdsix/6b",
-	"SJihyClT6mKP3dkwZtjN28n5VNJBgXXx5KP94zS+9WcQA9+1idQ+JjGoaeHilgKLhW4uFBuSqAVJqLGH",
-	"plJeUOldAyHBS2b83UapX0pQ7VqDIezy9Fb61mDrXvxRHiPE/m/rukdicjRNhiKiSXJEwrKQL6fI2Y2S",
-	"gsEm7N3clDgGLj78xOPlNjHBUHhgZr9u13fLMgzflJr+FnflE7PSz3w06cHZ6ej+UxVXoyRv6cKVtniB",
-	"nG+xgfIRqmLXrtbJ33LsBEUEBiGC1RCFP8rI+o1BI52N7ICja65pA4M2o/pgXFf38mBcv3GPkISj99eB",
-	"MfabvcY0qmoyn0eUy0l3BHOlhp3oMB/1MYn9MYn9MYn9nyiJ3b7V3Yo/vqOGzeliOe+dLlz1YG4E+uC+",
-	"N8HfeqM7N8N9z8+NqCN5M2s5AUANO+oy3kiIwgdy0e0I2HjV3Xtya8UUGejY5tV14Nvxd+sI4+qqGSvW",
-	"N5g2vtesawBppmwGrRt9dn0wFNhWxlc6uiF8W8ulqkk0V7TE7qxL9wy+ZTTquaEAdRZLhHDGdgh54wVn",
-	"EWC3w2pGv5Yz5qfnXAB8WbfIC6msHYvrCupcAioIm6UG1+vSNX0vS2+bQ/fIHNMMjC/smbMOzuTM7/d9",
-	"rYsLsBm3TtP8Z26j42i0HR6XZ1RH18fkvcfkvUfAka3xtZZOz2ZVBR2sn3yEPzcVZ134Hua1wJAVpbGs",
-	"Fepb17kGKr/RGiic3hoHAujwKJQehdJj5dNnq3zyDZa86MIG/Q+odDpDyVaUOdmRN0TIv5XyylqvUB9a",
-	"LcCqhAN9IAvtdhf0JSEFIrI49CC3DgFkWHSPXOrq5Uf/RgNiRcVUD+338+ZJxZNDsRW4xBEJmaEjhODQ",
-	"+Tg5ACOAexSQHw5sMAW02DqEDuhVDegZWeoC2/jwyPCZyz/OIQhNSNIkw0wSF7NGBTIGCmN3e2ub53Vs",
-	"4Gl59TLI/QUXwcVmax5K2OoVciyGAu8PcEwqFtXNwmA93Efk+ouL8lA7hZc0INhZzf9y5N2pSiY1jjLA",
-	"KDk+WtwuQEizHlEGSAAJ1JinO6VpyoQmANpVuS8ZVDYbUmKl0NmMxUEZoNn+PKF8xuKh2DFzaZ/C2J/x",
-	"UCTaeVCXzJSy6eF1B7bi/SK3ax47xZU2t9yPQwc8xjUAhhgmjogUQG53A5C34eHWDcOf6UElAT1fkFxx",
-	"4vxdjX+kRNGg3GTOvoJ7lD/pq7cD+KU/hg4hBS5l8kf9xYzroi4kthj35BTYQt5D/sC7Qo4cgnV+ei0z",
-	"OE6aT2X+xSnNwYnKWbkTDIj78ZBfplSP7FZfs5F9YaurgnVXInngH/OV8+bkYJ0Nxd7NDR7UhcxyNsDo",
-	"gvOx8QqFC20Yja1Moq7FASxmfUTdytXfRjgdJMByPiYpy4US/lMlLdhzBgS/mTaj8cHaTFREa1H4rIrV",
-	"SHRlL+1/2FP7+sB0s951f753s784+KULCg2/tpS7uyoAS8W9D5vXPYLydsu+ElIM5B6vMadRgy5lND9G",
-	"2h8j7Y+R9n9WuBhrRDuJu2TDl9G9nUG+uWXFS65Nka+iS7VyELfWjBVNdHObMih65zpMPnhxQWIlr1lQ",
-	"BIkJTZIWeY4QaUSq2N1DV8PwzZJRu7Zhxb9FqwoPsH6PkR+bW3zF5haP/SweI1W/mlr+5wuGL3eYqNM8",
-	"eerWemAy9OuuORTxesRQp4SgkAbUT1AyX4NydHy3NgLuyvHuf2P4G5VGm8z7RxH0KIIeg+WfLVi+lJHy",
-	"0O45mI4AkiLN6hBArB8dVbPHPe7iYDU9pIrZmIvJ5cDo0VDgLSSJqIhY4pJs3745v6jLr8WHEiyGhYBr",
-	"ksg5i8lMXjM9GIo8BE/+8b//D6FK8WsuLslfCRejVMlLxbQmf3UfwxToMH/KvrL2uaEIy7+zzxap4UeV",
-	"NHLMJclfhbp7iAW2yLHwlfV2xi7UCEPDlcMIIsFQ/IGBwbfvLqB3Xh7OQEQGn5HjQ76uTtuF8zShRMim",
-	"TMsN0dt5/HAoMoEN1DHMB8gCEOMNSJilcR7Bzx+DyLZiNMFZA260BoXnQsMCx11O/h9gilLLU9hSG36g",
-	"DVUu497yt11Ombph4LAXaKLlUGgGuevlywanhmlkMppA2HPXj13O58c3859gP/mYGjoU4UeXPRU4BPPy",
-	"U7chYn7igMVO+gH9T9AnJMc+1Ov2YUZ9K31foZ9f/yBchN3ac2bZ5HTigeTy8C7CzVkLvtpSMT8G7rpn",
-	"kiUJUSxVTDNh4EwEmB4uM5NDlOxaWsG25SF/KZIF4RMiJASPPS9wQzQXEbjU2tCEETsR4NFOFy6dIDQM",
-	"3DlyFQQVYB0Pmedvx+zrdQ7zO+CxB5lAp5OyQfPgoLHjx1WcidL1zdhSEUBLqEMBQQ4sB2vzku98RCuh",
-	"c05aHd/dHVArJmWaspjIyaR2xGKQewR5LU2Rur8eAsKvYwS6KwpA27fMuAOA+471fJMGEFrLheH/pibf",
-	"v2qw9suYZPeP7m4RaH1bEoAvQP79+xXDv7KH19110kSKSzADEj5h0SKq9Dre6G5XLTlIyHiwtVpf6wjj",
-	"V69lp9QXGYH1QXZKCRtW2+dmyu6A1Dr2pJxi3CKnK7f3hY4dM+y0UrYDXZvGsvEQoOFUUjtVSwEv6lfs",
-	"kOUb+aLtSYmscPPsywKtkQITW7KzynarlcE+laX0sY1GalEQl2eYwGQ/oZOI3dtnpXV81W4iWO/YGDTe",
-	"JlRobytt36ijvJCvdP1aoeUmFc114fA8XsE+avV/Aa3+eGe7nVpHGbE+mlSvxF3Z5Ma88bzSMq/ChjQj",
-	"zPtwOX/roQF2Cic6cNq3hALg+3/0230yn/KEVdLaMgEl+jt5sTw1hs1Sg/CMYAhM5VyQKVNsFxAHcrwD",
-	"GKJanrSmq4cl0IPri79UhP6OmlhHfV8C/xiufwzXP4brP2e4vjhsdfU5wafH8J24dt3om0zE0DRyc1Eq",
-	"jQBW+BtNfBf7/L0NvfBb5JxFinmpCinHCYACtmozZX7EsU/yKf0Gkma+mCBeWvwWTdc9mR6l8qNUfiyD",
-	"3DLzY0V+lcSsO4K60uwgokkyptEVnC3sd7xmFvmTeWPyYOWiFFGoNaHk3dlLvEKIGL9mRPNLa4di4x/I",
-	"IcnLXpzMdJGdKy7ialt3B11lB/TIVXSsZZIZRkLAwg1LRS/SuC7BFFsV8Gvoq5dImdrJgyWdcHHVTGRE",
-	"E+L6mZIdB78OJjHMLOGGqeIJhi0XXGgKQ/rPX58PhWIwFy5FQKRwoEWu7/xid+0tkSUIXP5p0CEh2Qnn",
-	"U82i0T/+9vdwdzAU2N0Y7XS4trIzA6QAQAoi3C52juP73fbkdnVT0K3a17gMBU4awnslyPYWyRWSQ00u",
-	"rhhBK/qCLdd6Agt6aDTNF4mN9rGrVezrv0L4Om41EN6OPR+Qa6b4ZAEgSTxmzXN+KajJFAuHYsfxw7lv",
-	"T+EZljh5s4tNtaCmic6h/iMgMYszVEqMuDAkclLI4e66KF4jYffmJiQTqk2LHJOwb/+FPpWZUkH67aew",
-	"x/3uoaWxS7pFjCXt2x7j4EOxE/Y7bfKdFCyEu1oSc/BoHekdSQGgzVU+AbBEqVJlp9MmetcVrERSCGzJ",
-	"kJcWQQgT8J0cu3UIwDvs4R+9Nv7ZJVP7s2lAOm3/X/KPv/2dZMLwZCi6fTItXUEhbXbCM2bUogmpo5Xg",
-	"JHqC3BCqXQWJZQmmdtdHLZdU+2cIWtYLRf8IZyvmhQdg+oyxxaUv/sjNFM3BteXTOUZ/zh6l8g8UA2Rn",
-	"6cDvHtWEmf3rS5bRY4DxXzLA+Bj5+1zo1nlPlhWzqd5qWudbPvno/+rSaWOWMMNWfc3n8PPqIcZbttSl",
-	"Njmdyp25ARdwxY8SeVkxjY6gJRNol5lElaGteIce+i1yxlKGbSp84i5JGPXmAaQsaWP1JqRBeZWFzR6r",
-	"2Wp9QBXmWGrM44p5kAcLp/SaQSEwasJCzAFIE9IES21LohATt8BS1NmMlVZbp3CQgKsKZ0nK99eRPj4i",
-	"ywRzH2Sxo9ojNv+/+AXM1xI3yIFbC5ugPlz1RuRwURuiVhUpEZQg0byhUZua/8mG3FcKJq3t1l1vJz1G",
-	"kB4jSI9x/V8vrr+tPLtnq+7cpNoQ1a9YXk8K22FjtH/JoJITwNrwtkpZcg4gy4kJoxYktYYiXqNW7wRc",
-	"5jG2c8xMJGcscJEDCMaob7TPUo9k7H6XUPB3S2DzvOg7NJ8uWkNxIjDwQBXDrnlUgy/uOn1y5X35Xhva",
-	"6a2t0HWb8Lygzr/hxYNb/eLuiwd/V/6oNR61xqPW+Gx4jYXI/UYXoWR/+L6aDkHzuKmkeWiCbuWja7tK",
-	"l2vKSoTw1wIuHFhq8SAFC8rXAVB5lHvpQ1G9mX6eKe/3XyoaMau+uIzJTgj/HOE/Rwh5pMOAxA4L4ul+",
-	"v90mvyfdPpnuehTgfHv8DQaFiULgHmLEUCiCc4YrCq/6IK2S6Dk30ZRQQxLGdabYEQnb4VAodi19uZBM",
-	"Yr9oaqCpKfSqwJ9ow5PE91nB9cy5iOXcK2+qEm6J4LcNg+d29HiQNxw2c+kGRDoj1NsCAvJ1uvPMDrYc",
-	"bHAx3q+ZmFu3g41Bb7/d3jo3F1dx5qhVtCv4nAHz6jfX+WyW1XGTHiPfj5Gde6rBx1D55wqVgyhcUtpV",
-	"XbVNyHxUn46VKhZR4wsCgpXIrf89oQmnulIeuqLNATmx3Og79O+DHIEC5ZdcXIX+Unm7XK1iEo9ZW1tl",
-	"bZEdzdimfdr9Nf2r0h7f9Wr50Xt6ZpZv7nr2HLtrSQUPP7pzj+7cv0QaGdkpxDTRKUsSLi5370oue5Bo",
-	"zxEw6mQ7BMKsxxElHLKb8jLAotneUPiWbPlMB8WNZy7rg+JnDtw6QOTmssbwbeEgi2gonOpwCVLan/Ui",
-	"8QtHapF3mpGwfhFbJ9J8gs75902pqcmosXpoA1MtK6KH65IH6YdH3+Uxa+fRFflVsnbuo6TWOSYbc3ke",
-	"oM2en7w8uTghd0cefwXHpTY7pqJFts6TcWJz+9l/ZSn6KBEf83Q+d57O/WzgzxLd+LUlxmrSz6cYnb/R",
-	"9J+7QhGbBdljXOIxLvF4zfwvk5x0z0DGJ1w328mwKFPWYLYvjxlVTB1nZtoY/PzeCkjN1LUfegn9H4rT",
-	"YnbNEpkCdAQ+S3bCS0lUJkjrCf7kSTSLobcXTXlo15GppDFoTI1JB0+eQJHbVGozeNp+2gap7Na5khgF",
-	"XQbyjgKWZABM5/CZsIGAB1viqsC9suJS0BnzY0D8ujr2u3J3rrwtjcxctyr7SWIWKYN+U+UGUPMpzZui",
-	"YfuY0tdelHuU1X32W+wG5QYgEyVnhFZbm3m0TayRyzGz3LV70ZLFfRI7Oax+6W02TnjkaZUqOeEJK88V",
-	"+wfUvQp92upecZ3f/j+6ziA3QhiGolfxsouKA/QC3bSLqtsucEkgSBEBEtRy+1EcxyQDHGD4mcRjWcN/",
-	"+edPHLge8WhPhGVCK8lRxvxfStwqz642wBWaUvtn1RqTZxbQv1YJWvzGHYJZ3TYYoQYra8Khlh9yo8bL",
-	"Z7OzRR+AnW7ZXjdb3KHPgKHr5cee/QqFGDGrl2eHeywS+k+xyrr2smVHaDXKVS4UUV2el1xicP1tlo1I",
-	"ydiveux0dhZyUwp0bSrC+4qz+foA5bqNZDgMTv9jF+zOMVbaKv8z/eEUtGrgm6aiN2jTeETNoBnigxbb",
-	"wssYhxE/M1w4enATOwV54ax5V9beaCXrSVSKzJBoY+X+VvvwqQPG9vcIAAD//w==",
+	"IvMmeZLvwt5AXcgiRcltu5Po9IklkQUULhv7hr0/+2MjkrNUCiaMbgw+NiKaJGMaXcEfJ9dMGPvLx98p",
+	"9iFj2rTGMl78x5NMJbf281Rq+D5mOlI8NVyKxqBxxmNGjt+eEtuZJmbKiGKXXBumWEzenb0kUkSMpEwR",
+	"Zt9A5IRQorOx7WTMYnLFRRwQakjCqDbw9GAobD+azphrNKMLQpXi14zMpGLETKmARwNCRYwP6fJTMoM3",
+	"SRUz1RqKofiBKT5ZkDGbQHuVacPFJYzXTnNAFLOLkxlGvn91/Kx5/v1xd2+fyGumSDjM2u1eZOAHa+Ff",
+	"is6hJX4Ykiu2YDGZczPF0TMRp5ILQzSLFDNkx344n8qEkXA+1Swa/eNvfw+JNoqLy12Yhh0AVYxwExAu",
+	"SCSFNlQYYviMBUNh+yaMRlMSXndCO73wp6Zd/+Y5vxTUZIqFR0Sxv7AI22hDZ6kurdgemXGRGabJRMkZ",
+	"WchMDUWUyOiqRS6mjHwnSUqjK3rJSHjJzTQbtyI5e6J4zGjK4eeTORtPpbzSIYklsxvONdkJcXnDXdgP",
+	"XIBzQ0VMVUx+dC3IlNGYKU0SZggVi5onEj5WVC3INe6WkRIGJoYiZnGWJjyihhEpYN+QNEIeh2SHJlra",
+	"NfMrAtTcPI1DWNjQDbrJ4zAgOW1JMRTsmqkFUcyoBW4CFXpu97x7cxNasrRUdkRSJSOmNaETw9Scqli3",
+	"hqIRNGTKFLVH4TRuDBqKRYxfMzxKQSOlis6YYUo3Bj8vH5yLfAbuBGgSmkXKQjsNT5atRtDg9mlcukbQ",
+	"EHTGGoNGeZqNoGFPLFcsbgyMyljQ0NGUzag9rb9TbNIYNP7jSXH0n+C3+gm0vlikrHF7G6wfH3ejswtd",
+	"GttReSEJriM1hs1S0yLPq9vFzVYzaZ7GGyfDbugsTWwrdm1GB+Pe1Yfuzd6sL/bTp6qr+2b/+um8u+g3",
+	"goZdysaggcerbn6h+T0e5EzwG3tIpYg1HubguuO+S+ScqYhqRqbspsoYJmTYuJsvuGdYGBApGB7clKmh",
+	"oJGxfCpnDnNJ4kx5lnSpaMTInItYzh3HxAeVNEBuuwHR/FKwmNCJYno6FCt7APS5aclzrrHlmpvfdw72",
+	"ewfd/X67bZdor7t3QJ/uH7IDFrExi2mvSycTut+N4oj2JnSvE9H4gB0c0Dbb259M9nr7cTtiT1mn/TR+",
+	"Oo632SVLhZ3mmGoWE5HNxkzZ5QCm4+ZJjCQxS7hl1AVXMBIf8lz4LvJ7jj0smsfY63ZL0gkaMy74LJvB",
+	"7242XBh2yVTddFY53oxpbfktj49Kw+fx2gEXrOyLHZXVUVvaA1q1kskyhXelQ3Tn0HPZtOUqF1TXmEg1",
+	"owYXeb80+HutufaErwf2RAZ4cC2R7ffXHfJi2SunfWVK2/CCoSiUBWSn8OpmzCIZs5ikVBkk85xBgNzx",
+	"ioNjJlanQjYyFPhYQDSzQsewmIwXRKc0YnoDI/Cj1/fkBNed4A978s+TX14f7v358N0PWedET/44m/zw",
+	"+o9TcfXnbvqXQ3n4+vnrJ98/SU/7v6+hsff4IqbNtzJegDIqhXEaKE1RdHApnvxF2038eB+J1ri9vV2e",
+	"B3ygUyk0A223+9NPq7rscXQl5Dxh8SWrnkZNhLSKnDCEXlIuyE4mElAHhNcXuCaJBP0VGs7pgljVerfV",
+	"uA0a/U579W3f2T2cSEUupYyPSK5IayNTjRqJPWJWJ4m5puOEoXpdsDTbc908zkAFZHHeO9lhNxFLDem3",
+	"n0KH/e5hQOZTHk2JVTjtyziLdwfrRmE1OstN7XJYeroNGnt1b35BeWLXznXoyLZj1c4Atc+A9Nr4s0um",
+	"9rNpQDpt/y/5x9/+TjJheEK6fTLF9k6fhneTYxKe2UE1j+1XIaH6yq6SnWkixSXuxFQKmSkWt8gFnzGZ",
+	"GU12Om2id1E7jaQQLLJDJhPKE8sIystAaMKvGEzzNmhoFmWKm0Vj8PP7oKGz2YyqBSwy6HqWBJBKdpZM",
+	"IatdWwNo15I/vbQ6YMOzoMb7WyBSpxHbhXxGoyl7JoVRMlld2DBV/JoaFpAZvWnSS/b7dkBmmTZNxa5p",
+	"wmNqWAirYBRPdUCsrq40bHbCtdFHZLWL/TY2iRVIz1TJCU8Y8O9tuMAWQ6qTLo3nLFUMj3fNRO37wgFK",
+	"b52yJLHb65hhrm3bTY5dN5bewpdcXIXEsjVNuNFEZ5HV16W6YzLCiu6fG/bzxvu6wZ5c0MvVUZ4bJcUl",
+	"cdOUyg+Q3dDIEGVHZrkFjtX+tu2aDhu9SZceRp3xQdxne5P99rBRu4inMZul0nLMM5YmdGG7rV9LMp8y",
+	"4VSmnFdRO8iELvKVFcweeeWYhv0of0O0aP6BgSlyn4V7Kddt8Y9TBgYpI5FiIKt2pCJ0MgGmtUsU0zJT",
+	"ESMRFWRsjyWNt12/J9edJ3ACnhiVjqa9q+6sL/bS/Q8H6qk+NN3r3rx/s7fYr13TM2rYSz7jBv6p2XX+",
+	"C/MLZs84U99oYuQVE2ScRVfMuLXjGmw6+6gTcmTHTkITqchcccP0boucgzdEEJqZKRMGbCVvfmrLnBNG",
+	"rCgniR0NcigplrbBT7xrlaNVXaiY0hmbUW51ttVpXdgZWKt8YnL7Dqaz5l2dw8O73qVZ3fKheuj4e/Ea",
+	"S4+TLElQtgZEycya+yRL1w2g/vVWLIBUWP9qI8mccuPdQF68tbZW92vee+5ZjeVBNas7ZSSlVtGTJNOM",
+	"cKENo86kRjXRfo2qoZWcye+HjZx9Na+Z0lyKYSPcmoVAn/YgePXOawz6zpfUHosfQOCtKEvJnC40CY8z",
+	"M5WK/wKHPQyIlkRPqWUkkZVomoCLhcz4jTszW8uXSs+1I/vxxx+PS6enfvFL5wu4sX0T87uxE37LqGIq",
+	"3N12VPh87XB+OsPTflrDi09jO4YJ9y4zuxb2tFklIZGX+oh8yKRhhBvk11Ydtsq9uCQ6S1OpthYhin0Y",
+	"7U2646dRJz5kPdof70c1w72t+qc+Np6BkrM87jciWaBOgbzBDp2bBdmh+FMnmR2hVSQ1CTUVzYmiIuI6",
+	"kuFuixwLkgmrVQt8/JJfM1CbrZG9ANUkNxc/ZEwtCuPEPl9//huV1zSCxozevGTi0kwbg/0+2OT+z07d",
+	"Pj1DsbOGV5Rm7OWTbRuZZOH0WVgF7pyzO2cvnpFer3e4u3Yi2MsIGldmlFuzVlcCG7KxYbzfAtO634C9",
+	"v/thI8bWDxpyprSsWdxjQWRKP2SMjKW8mlF1NSBhSi+5gNPZEuzGjCJoHFppWf4uVey6+G5CKLGfcJnp",
+	"oUjpZS6awSUJM7LmgjXK4S4CWwa2V6vtcK0zp+1IM2WKTHhij4LlYNb8VkOB/CoguebEYtJvt0nIBWh+",
+	"fjAlC3t5IXEZygtYotW9TvduYn0OynkdS7HMDVX3bzThnr8oshPG6hpuF4oNtiKmGFbs+9yOo9juaHfc",
+	"i/rxHtufHFx2pz3e/8ve1X5yMOs2No36BSzqRpqFwQgyXiCV4tgqnMPZJ/fgHdhiBD6y2qXfhk2cOLG5",
+	"bu2deM0N8uVdmE/Zxl1gRf/b7YPt8Ko/2xfd9OmHntrTB6Z73Z/v3zxddH+p9eQ1TrThM2rYujlMrFbJ",
+	"3EPLE2DabJ5A0fmWrkhtRuODe+nk4NHZgmG7K8DfCMcuj3oj21437K/Ft2Hg64gFBrtCJNd3EInr8XM5",
+	"qxv5LdZGXuMW2l8eWPts3SrCKx50h9b4TtF0+seXJzeGCatR69XRvFXSyEgmhOUPWdWJkv8+f/OayDHc",
+	"3u68O3vZZALdwfCFYTdmNyg0rY/DRmq1dm1Y/Ec7/mFj8HHYyDX5QScYNvSUdvf2v6d6OmwMho1//O3v",
+	"w8btbbhu4sWIKtNfXXI3zTfeHfMa2q/a+Tyalnw2TjzHMspm7o5GZSJAfZcbMqWaaGss0MRdR+Nr8BL+",
+	"+4uLt0SnLOITr8pP+E2hTs9Y8oxqBj6gdROUlQHXU+CF4mktnbnRwGLXnw8/Xj/DFnlF7VFG01pmTrUP",
+	"i3X2LitaDprI99UpMWsm4/+sm8RHkK07PB6QYWOzJ2TY2CUfiTbUZBrFwUdipKGJVZgUE9GC3Nr/Nq3J",
+	"D1RxcFDXr8s1TTKml/f/G02ufbtg6yOwbjXyrtatyLDBYzgFdy3H7WZ/W7T4A6szh8kVW6BnKOGWui+Z",
+	"sMTGNNzTJPKSRzQpnYYdSt69O31OrvtWv4TokxkTMYt3A9KxZ6O7tzcUqeLC2HmRaEoVjZyGGsmUxXjJ",
+	"WXJF0SiSmSU7kOxcaZP7n+CqicIYVSb0UFARg6O0cAk6999Ot0+mMlPaamQxm9AsMbtHQKFGLYo7K9Cy",
+	"bX+2J//BUIxlvCCXzNhzSY3v3nl2xguDVx72lwD7CgtPZtO7MgcEPJc4EezXvgknIVBdhxftgDKff6Zk",
+	"ZvuVCuNb8o95bNV4p0ZKRWg8s6b3BG8W3LLt2kXod7sk5MVej67YYqRYplkcHjmnnFlZXVg9niR2bQUX",
+	"l8FQ9NuHqx1xMco0C93Ey/cY1lLZu7kpbQfcOMGWgE/FVFZihnzFXVhsuOFbcuKuORx7k3a0zzqs+TTu",
+	"sGZ/fECbh1Fn0uzFXdan++OnUTuumtndvb1lBTqlxjBlB/G/fh4Ob7qd5nB4c3Dy/r9+t8WBOst1g9XL",
+	"LPyGTJliARmziGaaEUqKAJO5zJKYxJIoRpPmXKokJlOqZgNYaMt3uYEFzFfX7k+7bqPxXbAd9z7PQ3Hn",
+	"gSZ155nsAJnOuWbWvByK3L5cGl+4u+7oD0V+9o83HlQ4Nej6x9tEd+rdymD42oYjeVQ5fwGeOHukcCTu",
+	"CNkprDtDND81eGS4IJOEX07hFN15aobiYceGfOKp2UZ3/SqnaPKKmmhaL3fDkwt6GXq5u3QrtZAZSSgw",
+	"MRqTnfC7kwtS3J58tD9O49vQH6GhCCecJbG2RCgVCf/TsedoSsUls0s/ozEj0irbHN9o+3C7bHU7bo5I",
+	"idI7lkxSBZ55boc0msDtcdgi7noN4yG5lmJAKJkzekV2wh+fhLvE0EvvV7bT3xjkcDpp4hpte+P2tFN2",
+	"drSfglu8tGuddncL78Hp5LUUbM3uHAti98aLKcKoSqw5hXR8lKvEuHhujkGVh5Feu58zOLo5XPB00rSj",
+	"qVmI1YH/gS3WGYDHb0/tQVo2Ae0hBRMwcJsCN7AQkbLGKLyCd2x3rGzvs57YSw8+dFVf75un1915/2Z/",
+	"8fSX3niv9lSsub97Sy8Z0fwX5hhyp91ukWOxcA5AUFPXO/vgGm6t7QTfVlbW6U6NQXcpbqnXRXpycWPt",
+	"9l1RZI23PLrK0gs+Y3f7rFMeXcHlGShHcQZXHWO2+4kukRSGMDJ8xh7uFjmzitg64gItbZm0VKw2eheU",
+	"63HLq5FYjURX9tL+hz21rw9MN+td9+d7N/uLg1/qHZnWHHwBjG911M/kbEabRciVkWkzYdcsIbYVmbHZ",
+	"2Ip3a+cykynQ+XVKlV5mxrstjK6F6JQQbbEQLnwp3rJhexZX3KLYP1iQy1SL7JDdpImMWWMwoYlm9fuK",
+	"TL2ymdywmb7L75GvS+MWyPcUGxX0S5WiC/ulNgtYfEsjDbei62jAkvAyCVh7bRMJoKTaNob1/lEBON4N",
+	"Zj+IuflUwrZGjKcG9jzh2tQOf9ndpHg64g+eQFf38gn0738XZmd3LpW5m7rhWuSKLXRgmQsooIqxADMS",
+	"qCEzqX20PCUJozEXlyRshmTGqLU4be9M2E9RcYBl43HgYw7QpELxEnOFAVoBGStGrzQxnOkWeY48dSjC",
+	"Zu6jNWGLnOD6DEj582BCFQu3Pwp2gg87CHYBrZ54C8vvjkLvAefiHI7+Fpcm/i4WecU60sJvt/ZlFiMo",
+	"QigxQpOja8eFr/mLEXRwbxnAmZPwatQlWC5w070Qkd2sa8xQ+hnORsuONGGGxZBSsQDPGsQusJjFjfdB",
+	"I1OJ1XmMSfXgyZOUKiOYarkX5hkseeYKLP5WC1I7X1ybVTbw7uylPRVwse99IkWCB7AEzQSYbrzmMv92",
+	"OUT1Wxp/Rw2b002rmyo5Ttjsv+4XJvsWW9XNxMqXVBvF6Ixopq55xDB1ya08SZW8tkJ3l6C6DsYfGODW",
+	"9MJwrWjK4qHYCV2bkW8zYkpJFe62yGtppnbH51RbNX/GDQY/QS/wTeGRAueRBgt+KJZMs8E6a9d5l8Y0",
+	"upKTCTKBUrTlT00Xq9FEUVS3Wu7xJ6WwDliwb2nsPrnHxpTIPwJG1KjolQ27D4byxKuSEElpl3PMzJwx",
+	"QTqwOlZltSfEriNmFSV5nB2e/pbvz2UWNAYNlzjhe/S8utNuN0qB2FYGrY0ecZxkAEH4hhvgXKc4A+Lf",
+	"6Djck1hG2i+A/o/qPLc+extoFLTFwvU2o4nloSy2VmIe02Lp0mlI1viEoGywKu0oA4Iaq31IWfvVUqsf",
+	"qOs69A5KXOyf31v7JkQrwL7WpRhCc7KzZCbsBkiuGABgH8/jEKSyL2f8UpRauUgCbIbu7vLM7PDyP0aW",
+	"pkI7Wb0Qht4QGGBAqFjg0fEKvvO8g71OK+riJb9mYijM3B5vLiAgAv3uaN1TUfLL4kmDOc+41nBsIYTT",
+	"MzBYvHWutF3bn2UNG31g5fVf8Xq1yAW7gZRBfO+OVQADvB0JwPDdzYn73cWL5tPcLH797uVQlD3nkOGH",
+	"LV3qJbZErXynOBpBu90uiEnvDgrXRclB50nFrqrP3eIizcwKw8mDI5u5cbqJ5yyFopajK5uVUM6tOila",
+	"LHXk4jS37MQ+fRt8Eu98JsUk4ZH5kiKtzC4i935dSAwfbvyNdjdeBrQqRnYmUhHHt0t7bhQVmrtox1DI",
+	"kQs2odeUJ5as7ceg1NNEMRovRinlsXObcaNXZFhxfVD4QnfWeUGDmsuD3RVqq3Hg3rVTNQHlPqi2uV1U",
+	"bYAZMji+NcO/V0TvpxDaC6nGPI6Z+NKUdoUbipJxnGHuuuV/sfTJ0hM/NjQKP8u+PbKb0v30VhpbjaZW",
+	"UrNYJaTDqXB/fHdy9qfRxZs3o2dvXr19efKTHa9XyLBdJJNsJoDCEy4sqVuVq9DNLMk4ccQSZhlTp9vu",
+	"E3TLYBIa6oNcW4Wt3QKVbXk0ODHUsAb2sVyrswRke4Tl2I7A3aKdOWMEjuJnPzZ5VEhEhT0tKhMtcqxJ",
+	"uLxFLoHfx1owcc0SmTJkO0KSMKaGQgIRG4q8V8AqsP06QR9+d3b89vs/vhy9PT47Pxm9OD59efIcdZX8",
+	"UZ/EVDZAMHycWnXF9/DD8cvT58cXp29e590ETvlyIQn26NsOJxxuInfCb4+fj96dn5yNTl+/fXcBfnNZ",
+	"XCUOhXP4k7ASsBKSnfDN25MzfNfZyfmbl+/y1747OwH0hYJaxkpeWSVvJyzI9OWb199Z8VR88vzk5G31",
+	"E0fKfhZ5NEoTyXRK9RTWaAj7BEOtxvXshG9Pzs5Pzy9Ono+w2++Pz78fvTo9f3V88ex7JwlNSSpjEIyQ",
+	"pQ1DJbQUPAQuekCx8PobruPZyR/fnZxfQLC5HopwHaUiSWAYUW48GM2SSUXTJiuKdgCxwKsq3wS0arhQ",
+	"daq1u2grzAw3C++wxWHnSuXuo5JYz7VPhWFK0OTEst8v6vwg4F4kEvMyNI/RssPhhLtHOfgFiahSHIiW",
+	"+O91i5wVzgjvefj1/A6vpTmOIpaC7fSl1ZoQXx06EBcIoTEw/RmLOUVyB/2mOLOpknEWMavyCGlGNB/8",
+	"it7zSPh+h1/ITMRfcnNfSwwqzbMucbMmdhyP+7R2n17JmE84W3eXuZQBXL7GBx4SVm7kQ4gGOLKnyV/j",
+	"lxbdpyBvGiE886j3+w16SxeJpPGFlC+puvzizBIkBNcksS93WkuHvOLfkp3QfjcyUo7gy5UT9kmzLgXT",
+	"IBLDF5cSPtgGKdoStENlKBN/idXUxf/sHmFMEndoG7/iCp3jjcY7kTtrviyrxWgrq7pmxRBwwp9RcbiQ",
+	"8hUVC/ep/goekW90rnOPs/gSc751itaCooah29xvvl0Lh3hTAfsoAQz9awqlJXfbxsZFuvsnMst3grpM",
+	"a/aFNY8gN42kIopdyysW+yAzPCNlbIQVXvnjjz82l/O/N018OV38k9fNoQLaQ3wijMuf/hpuba7JnCVJ",
+	"09mw48z4uAlKVAYx69QQwViMHDimhg4gFHfCFBMRPmDNb+f7YDdcgxHuQmoXMsPrE0JnMhMGO8wfB+4O",
+	"X7ObFKK1fW5gQOhQxCxKuABkK7gQhieLYEKdYcoHuNtTDqa9N7ev2GLkvg+DkhluP8eHw/zKatmvjjHH",
+	"q2kD9fdVEJ+82yJhJGMWEk0XGiGSPp93/dOoz+ECsPiVtcAgB+0r6TmWBFYddXCC80GOwE4cAcTlr6f0",
+	"5E5N6Oc45fXJOTm1eR9NHi5/moeqwkQgfFVPLUtCAQThRBxxV1JlbVvjgmFcF2tAJ/BLsmOYoMLswkvt",
+	"+8fMKkSaGAn3+HlcF40iM/IhoyuBWkGRkmq2jbdc2rByENmzKYuuIGw4TQNnpjuQDZElTi/CGLSVTvGA",
+	"azeQFWQfkc8UEcTmUl1xYW2bzJpAjAq3ynb6tdO4cwQ8/rQA4aCRUG1G9rzXzsLuX0KN5atVbJ5KMpWb",
+	"ZgCZHipmcSUGjlAHtYton5opS1iKwRFxiwFB3khxdizIZh62JKliE36zJsUb4upK6SYVZMEAw1MjeSk4",
+	"pNUAkSK4q+Wg14wmeUxOBqKuSrjqavTTuHf1x8PZ27qldlL9bnKZU+1VgHx9eIKAKFJd6YfTi5IJu4vR",
+	"Iec4s09aloICZ0OcMilg0/wEaGQ0mUjlRj/J88yu2EIvrVmsRk9n3StIcF4h2rvnVIE3/LmBwaN27MXQ",
+	"g5w/5dRRZQgVllI51kvno7KHBdQXhovY1cK1c8FxljHGaM/R5G2JYbrAy9qsSekS4H0o6EpG4wrzXWJt",
+	"y70K6RINp9mMCh0Q1rpsecDDNCVTmThN6AqRzbbijWXojhLe1qfzRjqGm/MydySvXECLj47NTKaWjl63",
+	"3T1otvebvfZFuz2A///zulPyRU7FN7oUsh8USL0+wTI/NPBgjlJCeLx6iobCkzhsZAgvcHDe2EnoopHd",
+	"6sFTcOLwCx/4u/WhW4qc3nzmYPnuOg1xLW2yebLIER+8XgIypcibCZwSgulUFfi+jZrIP71C8VtRCT5V",
+	"Dj9QQH4xCQdUVn+UIYIFbkYDPFQVILYBQQQ0gjhz2JEDNm6R84Jqp0yxAcbwWiEu5HzlRBYr88vL/vXr",
+	"p/OzrvnTfvZ95y9/2JMnB/S8Hb/oXT47HP/QFa8+dP588/TtvG4NS5zpX0HI5tuznr+85HXFOI6Jx8Fy",
+	"bEXXSE5qtk9ucAbV7Wr2QoHLdacNWTy5vKYwlkpf62d8JpNajBFqnNI6owsSy8F6SWFli0c35cp7HYKK",
+	"0LDfIyoAlurwCghSrgM9hRfYnYbOLRXYDhrvK7Ttnlmh1WdURCxJ1mCjolPHGhSIcOYSoqJSo9Utdd+y",
+	"eDRe3LUbz/yz3y4eKgWWmW1ExehDd95jfbVn9hcHWZf3ZD/do/v6IO7W8zy6HGzVeJtY5QezieO6Rj5P",
+	"6lPzuVYOdTkBC8YVVFe0skp1BFre0lKc2T304B+niyJjmuf7zeLVzS7Wbgl6WzEGECkuuXWv3a5ghghp",
+	"kC/Pp9wwxIavqpPLO7Cs7q5LVB8Oz+9caDfqDasHFFl/HuxBrMDu2sNZXaNf52g6wJvVYbzM64Ccnr8h",
+	"/W7noEDHiWS8tJCZxlSlIpOfNn95/7F3+7u6tyJUXh0zz3XlNBsnPPIA3TUMwLme1yNk3nmI74vx53PM",
+	"KoCtMSVvqbqqezqdSiOrj/uErSgWLbsnlYwtnLt+snlcrb+kl2WLJ1O8lt9Q4+508rf3W08PyqaSzMYg",
+	"2vO87L1SVnZh62Eqje3zmk15dLfa9YN7rJbzCIShcsMr+gxwR+tOC1LLuYehr0UbRmpxUPU57BJ6K6h2",
+	"dWOMdOJllZweaeOTaGPtTtftZ152bSm0Xs4Y+tzgomVK05QJhqjRrtoN7uEyCGUB+Y81QHJcD0yqDAdD",
+	"EX7kceDSoErZsnApdBsGLrkH42hJzFImYk2kcOWpXKo61yQT/EPmHJyY6FiGgiqKQrnx5pWJBiReqQ5F",
+	"XrlkeYfRQuOYxVjyjAty3fHIEorN5LX3lcbcLtnM6o4YJzijaeo20yeKTlwcxDrdFJ7CYImibNdyjunm",
+	"1uf+Od8BnCooRAeDWZ9se+yeqTTM5dqmlrnQrDbNM2U3NfUPVZt6h8WGhvhIpZk2VN3R7BwfcaVZcl6z",
+	"eF1CW7wNGlKwNxMImb8rRbkyjtvg7gbVZd6mxdKYtxhTdVG3alLdwrua1BPblq3KBH773rOdu4xIZBmf",
+	"aELm+/4VLcgCpLPe4eGKNfhSLgPM3/JnIiQ7Y2lt812X2JWfbZ/p5Y9BSHbc7YAYirGkqmiSH828TX7O",
+	"7ScrPKf8ocdFqhihlVO7zHOWTmewmki/xGrquF6wzEQrWvRqj8uS9QVVzOMP15KZ4hGLPWifXWJICoXr",
+	"szG4oFA8SeVKRnDjwgv0ehV4dXfh7i12qPU6yS53PVgHornhKHLry8ow/N6pGdiBy9m/h4b9QAer2fJQ",
+	"5PVVbkEQGruVowLNv7oOfhvsalOoJwXPk51LO8hmxFWUsOLj//d/SafV261MeK/d6dbUX6vRg/IUvqAR",
+	"ZxgKPnKRW5tGFiPtQk05AtCRJFNjKkivTa5mT6aV0ey3O/cejA9JWXEi3BeWevNFz8WU5bhKgO+F104A",
+	"B+FGAJVtitjIMaLhoyW7HaFg6Mv6Zb2YVmC9Ez5hsK5c+CC6gIBni8U4yLCEp3JEwmKCoOqVvyVpkiHq",
+	"bmVHeu1amKsNwFZBQyp+ye9F6XBaR5Bzf3fsCo/YGTxphQaP2cg4EbCp2RmP2YXTSTzqweYWZT7n4VMq",
+	"7qo1kEG457j8WF7NdXJEXPS4wwv2gFB2IyBKqcqJPtEHVj4WQQEZUyxY4EtxuO2qsqnqnqzyohomsEK+",
+	"S57xO9xt5fV+mLsNvUqZYcDtndVNooRqSGaGCdXeOd+XOZ+KNDP3p/S82QOodml31+xZ0fFdK3yen4Gl",
+	"4mIQhxc60VxmGJA3KPxHsWUnQLVOsiPV71hly7NDrqHYdQZIF+CkHC+gSjgUKJpkCbTi4nK3qgPBEHLq",
+	"sb/ZF1X1FP/MCgt1GaTPasuaX1SBqiOpDeYPFkVoMUUXUBpd5i7Mb6Lo5Qyw5qG0wk1KRcziYCg8u3XQ",
+	"/jlah8qEA6bAklgQHp2CrYtl2EmY5/ICD2j7im7lBNdlCB5nIlcpOPHx0UXifbuWba+y6lI6caX5Jp5f",
+	"X5Ks6hb2vQZucHXk6FH1fTrgMipWKRvYPrJ6cqvp0vWMAu8Aq12/otGUC9a06wm6KWL01GifkA++quJq",
+	"xDkp4dkZScZWa5wSKQYkfPHm7NvT589PXlt9//T1xcnZ6+OX9vdyamswFMspwwGpz2Aufb6al2z72ZhA",
+	"XMkDXpcrPBQ1ycIBWUn6ff3mYvTizbvXz+u+rGYEt4aitBJ4c5cvBpwjezTOTs4vwNuuSQlCAZ/OczSX",
+	"75jzbu+Ug7CHdeRXSuivL2XoQnSKwgZW+bKUSFBH2spOLhN5WeNZNptz6IBK0QKrPqBSkceXVuHPi9ib",
+	"Vq0LlprputtIhAHAInbOmQy8D12TE1fy1aNd2t3CrzGrewdfgrVXERSRi5jd2K8cW9BVSwNtW7sVfuFW",
+	"lmFp6/yaVIAR7uIk6wtUHpNUIsLL8tYuKc2dOk6AeA+l3endWy9GpIgqPsq9ulhaH+gv8GPbsDAPU6eO",
+	"c/7rI2Qd4NZdBTxiNuECKrbexbO3wquAd5dqr1i96/OVKKmwGVc15M5InQ+/ZvWQVrUCTG0xkby3ynAR",
+	"icAOeud3PB6Q0+f/Y5eUiob8jscPrQoSlEpx3EvYblcppDIPvKq6ywC6Xbsvnv5v7zwRJw/UIOqq/eR4",
+	"7E6981cfJYiLcHln7Q7wSyEVOgmW51M9OtXGd9rJlafPfEbQHavisGHqPW6+4n7BFpwM8WgtLX+9xLUP",
+	"3/Q6LVlVaYcCDqGVHxi4C2WWk0UhijSh+spFivqzqqg48uB9IRbBJnMrsebwOiWhTgeg17rqKE5bK58w",
+	"yAVqLX2kHQCgv+BycZk1Crf3lN/vFCimswRCQGnKrMy8YsvnAU0OFw10B3UXcJEf76+K1KkgD2DNuP9l",
+	"3rzshdhKcNd09Gsdx3XBtR5caYtpgim5qlbqeqvme0aTOqXrmKRKjtk36+N9C7dUwdHl1Z0KrmtWN5bN",
+	"uhDHQtV2lWY0DXxCHZEprjpG2RdWEo1jxXSNk959UR15h7yi6ooZcm4Cck4FeVFf2bVbG3Kf0KpB2zto",
+	"HRz0Dzde3x+WEfebh3XRHclSSECz0+22+p3D/saOO08rPcOfm4MDEgwFFZcbtwX9QfdVypY3DlE/rUqb",
+	"12D57e/lYW//s+xl73Dvi27lKynWZCa6hFouyIwLuOviRpOdyHKYXYwCTdaHn9UwrFIU28ZIUP+c5fBW",
+	"tataHE/32ve8YVlaD+wzKMZTtyxvK5fAdcY1RZsxxdodBqDP7Y85Ta7quPXalMzCcwdC0PaDSkjl1mUb",
+	"J1bQmFI9mtVW9bxQGfMqiH3LRCaJnKN/H+bgLEo7/ALmvmSTj6VMGAXTv1QMua6YiYbCkaGviOwim4lt",
+	"Ba9yiWjUOSRE3NoyheH6/i/Fyf4Fc5aK0qV2GDnAP0YFqZip6sjglrp174D88upUh13an8BRRD3twe12",
+	"ncyLplRhDEQegm2NICxc4G7FmzNmpjImRl7Z3fbJwylVBomshmfO6snzVf3BD/3RqV74POBoLt9GV3LI",
+	"9pudTrPdu+g8HXT3Bv1ea6/T6bb726eSPYTjLN/BpnQxuurOeqKf7n3YVwe6a3pZ/3pvvn9zsKC1SR9b",
+	"Xc75sJm6e7l7VNW4Vxi52+bSwpTu1e643HLjfWA2pQfpn7gi53l8BkZ6khCH5pymOXkhBjb7kNEkD4Rw",
+	"JD/AbAhXBA+AkZ0ZhdEYcPEBFYbcoYk9yPaMawSHhGp4E4Bi2MHicDiKkX8i3CWKFsav66fOnlp3gC6q",
+	"g14jTLc6RaW6TPh/d56sB1C/L4yALKQ+BquGybir4tViDC1yakoVE/IEdf/cODND4SMosZRQQBJ5eYl4",
+	"9GCAc+EDvoZiKADeIeOJaXJBNJ9lCQRp+BdiTQhfHpRcCTkHl59mBBLncdh6YLv6q/uL/JXIzERyxshf",
+	"h+KvzWYT/mcfCNPZKKIqHl1zTSH0yf09o9pY1UfF5U/pjN2E5K/ExSrpAem2O6Tak8ccsc/53wdY39Ov",
+	"fv5IQMIJ5Umm2AjBP8LlLipdc6GzyYRH9kiMJpmI9cNeUttP5U3+CvVB3bvG0JPrmObFzuwr/vG3v4eO",
+	"sh42fIRiqRIzvGkoTlzorwN+caG/vjIm4iVoQn0REU+olnUwQJZcE/1WCIwSxWwse9SvpGKks9HPtPlL",
+	"u3k4qq2peEfgRpWhQrAAXQC7Xar09PkqNlV07I0yZ4nLbBA3ECD53DmrajPs8u34z9BVtdG0Lr1wGxXn",
+	"11ZtHsCAy6RcN+fFKmninw5KYIlBVHe88l39bRtuTJ0S9KGrerpv9rL964N596a36P+yR/fHB1F3sxJU",
+	"kweCb/nGV4kKSFiEl0INT3+0qoGNpQDQL5KEV1qNLbWoDZRcjnSuEavLXAVpOSjS76tMrsbAfEhUpztY",
+	"W+ipxUHMdeSawD44fzwmOyG7NnU8x358MO5dfeje7M0gAVp1dd/sXz+dd+v0Wf/ByoJh+cHlVUMc5Er6",
+	"BRxqGP0SOS3FEFeZMX43HLpvf7elpu2i0sqp1bDGG+hibRhT6UjkVxDO/JvjZb6S2eX0KD8txWO5MpSL",
+	"ORck7MKTyiepLoR640mrj/ffRNKlmQCFPBJvlXiL9XkI/Vbj4mtIOH/gs1Dxmku6e91+HAtCMyNn1PCo",
+	"wPX3aPp2SY5TmSTSEjZck+xizFvhfpyyG3L+/XGzu7fv7k2KELRv3L0cJCG3yI9QBgb6DgO4j3OX0rpy",
+	"l3VEaCIFgyfw+loKNhSlG2z0J9VZg3pKu3v731M93ZSxuzpmVyTKjhO2HQdZ3fZJ3O4ftg/p4WHc7R52",
+	"Y7YX9dv7HdaJ6N7+Qfug1znstaNx1DmgEWP9cXfc6e3vTeK412Pt9l6tx+LaLvm6rH+/5sQ9dYTZ2h2E",
+	"Yqzee9dHfKwSTREBveaVPGKugBnCzbiy8hAxFCxb0VW1jXyLIZmOWWoSzuhNGKC7IEsnSoJ9yqParXuI",
+	"zjajVWSVbqf79N7K4oxXg3M6+/t7n+bnnnGHDXWnr9uBKdZdApy9eEYO+3sHxOE0ukhD7aqy3TviUAt6",
+	"xUZA/2uCD6vknkO+12elYGXCss73WjoLaKPuVxtrVtxGL6WC0GhKnFGJVdQQf8bVYeFSEKecbR9V59Yc",
+	"KhWvvc++wxgARrZiDw/I3IE2LDtjCnVgZ8lMQADTFaM/WLLVg7W29W6LvJJQeY9qKSBbdih8uuyyhbz6",
+	"pnosjqL6YwU+p74Q5AYLpMifbve3iil2dSSrZGXIWjpcI+bLKLauxpY7Rd/oXM5QrCYcLhWnRBAju/Ee",
+	"wqiyhEtPbzgly4Y5CnecYdn7a0mssugbOEWJamujnitnZZVFJGsv9fFmLS9WSLiGxHIUhC1cEyuM3ZpA",
+	"KqKZ1n6BsKyrX4F9CcUM8Ku/aClatpfada5WLl3Z+NqY1w1VTe/anXxliq7rtuEMq3mvrt+p1pl3s2II",
+	"UClVwSuMJLSHfgRsKiQ6TThed7n73jEyj4gbQEenhumh2Blbjj2higV5Nl4AGXG7VhojJlFJJjuYTlcl",
+	"nsZQ9z+PjpK5qz0kO8rSrZXXl5JpL+gTCL/M3cVQkkBbVW1GuYgBN8ZSk3+cUZVwpobCttvd7KD/8j6d",
+	"FQ4WpaO0+6Gn+nrP7GcH191576a/2Ptlnx6M65GNYF8/yx1ZQQuVvn8ulqz79CBoXHERNwYNSwYjSwaQ",
+	"4O2f6LS7/fwRTx6VJ/Z6h/kDMJLb91sKSkfrL7lgp4bN7qzqv8mFdb97vC9wIVfxMNX5lUq7U6aCDUwh",
+	"X6hazmz7w9tjhY9/8l0wRoxCX3mh0qgKXXr4gARdpJV7kcYfbJPlBYd+8rXdYt3+4F5c62xeWb7cyJhI",
+	"NSjzzRK/dCY9ZjBDqoNwRZgh89XQKyaq6WPFKSvSFkFoI1ZLCQCn9OUy+ebz2oyl4CbyqWgKXiR9XTyF",
+	"Mx6zh6YKuEw+3F64rPVpgDU5ANWM7fUpzmDZSHlFdkKrVtU5le7K8b7PLQzmT6q1w8KMmzKg20SqFjkr",
+	"A9pSgfDQR5bK4fkZXZCEUcAawOriWK0bTOoZVCrcoWIhBSMs0WxA+u3ebh3KrejKXtr/sKf29YHpZr3r",
+	"/nzvZn9x8Ev3026bytuxjizqUTZ+KKfYHqFbQBMd0YR513vZccoiKeQMkPfkbCKV5dY3SfVMFs+sHkkA",
+	"eKszFBxI8XogtV8BDvHOHdgCLes7RSNGXoJnYTvEqsPe50CsKmGT3RG3cg6IpWfSbAS21FBd0Z58V3NB",
+	"uQarW5Eqds1lpkf45GgrbG3F0oRGLPbdI8625pfCshxwcfo3fqMJeLysbMg9+pew7ilTXMaQaru7PSTD",
+	"Jkhdweb5KPC5FajcKruaTzWLRn+eHV7/afZi8afZi/3opx/60U8/dNh3f74ed/97Gs3+e8rEiw77/kUn",
+	"/uny93eHf+P4gk0re/fOPigw6Xs5h1QqCXXVqcjRyr7xeNer+w9bMcKtqOJcIKT14Ol+v92ue1MiXSX+",
+	"ZWq4YqyghsCaSkaSAxLThT4iYTt09Qcgp5tiHYcqxMV+PcaFP2T77f7Tu+KF6vy0kDxWw65cRJPD87vm",
+	"bO7A1yB6y6NCWBHqDEAHG3HkjFKM9HDFabkeCg8rASHgkyxJlgsVQopmNd0M82vCotaPZQyWXw9FyAwd",
+	"YZkLcGLlwREAE4IhZjmQKnyUpowqD0OKZ25hP00WtU7iUuPt+fEDwDDLA7/Hix5ymwYpuCNd4DduUtSq",
+	"YI/QXKZyMrkPYkppj2qNDfuFA3FIeXSVpYErvFECjcRkJwxbrtoc/XuHToO+fcf4MVi+RrbeN9IgaOCc",
+	"7gUxAy1GsIMbJA2obFyTHanInOpdWD0Wkyw9ImVsC1zaXBeEYGe9vVR5EG5NWTv9FMVkuxBbB5jn4muz",
+	"NL7nqajTPjYEeqwi+tVdildx2jyu2zqa9g4u3Psvd3FeLN1v79q8uoL3uTJfxqIrXZfbr4bD/MvPcVVe",
+	"g624lkAKDL4vHTLxm9/5YmnuvfVVWMHlvc+//Wyb76X55oDGJVjGjVGND1MQ7iXqPkdkXeEBdV6uyjzu",
+	"XL+7Ds/S2g0KKceEK4iGDFemTTmZlKLsIJnmi561KlH8Bo9bvpj3P24lEM6a4+a//WzHrQzHu55YPJaq",
+	"IxV0ekHVtwL78JH1Vtbq/pSQw8HW0AF+97moAO6qa41YmTYTds0Sb4jKCQCPYGyHTqnSy/XyddkXeCcq",
+	"Ya7srlhXufZfGE5V9T7ni2UjaWnWJX12iX8GVQP1fc1m24nedTNg9+dTrwXAg/B17wTgVEll6guwEi2V",
+	"yQuw2hkfEUoSRuFKOmyGrvidbcbgnrpMA5UNaVb+qm5ns3Z3m/BzZX+Cxk3TvqF5TRWEHtpXOW52bPu2",
+	"1rEuf/AWer/AzuHbyicv8HXwBfz+3q9LGU58LYvMQaRL0jQ3M6UgACj9yCZzNunX695ssoDFXmWT7rvP",
+	"xSbXhaG/5BMWLaKklHPcIq/kNdMDQqOIpYbF5B//+/8QbzmRvxIuRqmSl4ppTf5alMM5Gor8Idti3WOV",
+	"L+yDOXNrlVx54McbirBkKSHCm6BJ9TbVD7MRNEq2X+klZf5ZZp7Ve52NkOJLNFmv21tqcElusI4+Y0lb",
+	"5X71/MgIbtPvd4Ae4hn5vBp+LiLL81lHhu9AqD0ENRdd6hDvWM6Ox7dvgqrZdp22B635oajAUwPe6msn",
+	"OXTfWqQ+DKwrNmOcZLW7PaNXy4CLciFNbTjLTMZsKVb2reJZbexlmrhdKJ49OP72Wafbu3PjYUj+bYGb",
+	"jO+xbrV+xEIxz10xlvq4FZ+maaSv2gJp5MjgfRCYu7upCWnB1vUb0mmOqWZxCYYDguHcCxFHgmtSFJIp",
+	"v+fBQIiBH9Q9zzerj7r0ddryYTvwy6KeNzckTwTZCm8DJrwKSX9vgYn9bOMpLqphbJDpbobfaJTr8ymt",
+	"k+v241lX3MOlbOlTRIvRrPY2Ikm4u+rDXHeNumAZLy/PUWARc0cccbLAEw+IcBjOXR3q0/69Y6MAYMSt",
+	"w+ZrZ4BcKaU4x5kHX8lEYsVrBcI9xUmFn1DR3MGgjTalf5YWCKE34dklWr2k14wIe8Z37MtlBhCnQiAs",
+	"jV/KIAdwcKhP1bXt1l6LrplFaYG3Ew5LjGuNnEAc8Os8yq90HHIeUDEkl5awQpn+/C9xj1WS2ILR3mX+",
+	"LVfH+lRTcJnPf12rsH7z1vhkRX6GrDGIQoGbvODZYlBJYN4pcwHHA1hMujc3u8FQ5KeM7HDPpxGYxKEi",
+	"F5InSeRcE2pIuLS94W45S9p2NBSlnuDYuOYDQknK1Iza9SP9m5ugIivBzxVzbc9DHNheu30yJSnVmsVL",
+	"oPY1WaNBw83mHvmjbuVP3Ajq8ybyJLvlMnItcmr0UshKgXGEyWJ0YgBPxHai1pWm/TWrjB9jMV4Y0UJE",
+	"W0tXfb9iVV40Lh+bZRk9n7LRVX+2L7rp0w89tWfF33V/vn/zdNH9pf9wq2Fp50pXqyqpr5KYUmUEU5Ui",
+	"iYrH7InbVr2dNWv7z5dsuZD1tgBGS6N/IJDRMj1C+JAj19rKHGWKWam4Lw0DZgLYhtpBOMynBTIavsPF",
+	"aVY0nFWaWy6Lu4Hm1rlKrrjVcIwE/SYggEHr81egiMQOxaJkro6jmfMIqmT0221IIcPkMKcRAe4zuNEg",
+	"38YVenRc5f5kvzHs35Fgjb441jLJDCMhEGVI3p29tDOMaJK0yDFJuGGKJiRV/JoaFpBEynRMoyvLDBMu",
+	"rpqJjGjiFYyhKKFGwbURoNL4mTvyGGVqFfH/PoeiAknZf1ot2nvc/DNt/vLe/Ww3D/+r1Xz/n4MnT37+",
+	"X8OhfvL/+4/3/wW/vf/Pu71FlaO1xbG5S2tYKfv562gNubT4TWgNOQfcEFm5JKLAJ7G8OIETWHC0vObL",
+	"NZnRuMYvoLd+W0BCjNMMi/ItVLP9vh1Gr0sUFbGckfHCML0S7zkYCkDrgsR3OW+RM4yO5AbpPXz75hwr",
+	"t7rpNPO9fvLR/3oa3z7BsTR9XKteORCfL5Z0m71bh7vBBChDYalyrVPmvL7HmT4iodeaQiIF05Yzrup8",
+	"Yb/TJt9JwcLdofC9WD2Pi8sWec4SZhihuQJWcHy7bV6sQNTnJeUCZY3OZqyqmLkRY7II/lqNSM+/v0sZ",
+	"+5GbaUHUNEm2qHy6ekLvp0Xg627fr8pawebJYpMyGBQZgu6YQeUPexh0WUHnTLeAVDSLMsXN4tyOBU/V",
+	"mFHF1HFWi3gtyPHbU7gdgvBUqklon5SK/wI0PSDfQnOCuaRXbOGzSAnqF+ClwmNjWTxNue3N1Y9kpNmE",
+	"GvKQbwFmNywSePyg32LLrPBo3No5cDGR6CYUhkawURinD+kFMGDD6MypTYXYiWWkV0pWr6i15ULdYJ3b",
+	"/nyaF49Zc0p5gpxGXfOIDfDSLPBFKQO8GdJBNYVGB0PhEmx04DNR7cMu+wgI3hUA92IQ4P7+4z/IMyms",
+	"eLIsZCiaBAHcoOhLRJWCLNApI+GT605IUsUm/KZFjkGnuwbEHHEJ4B3JguRVmwdFVRgRDwUpKm1UCz0v",
+	"VXe2KgF2GLfsUL6VsX29neh/n795TXZCmmL5aC7Fk79oKcLdFoFEaXxqHZqCHUK1sXvgv7CTpUIAJRCF",
+	"EOCg0KgLi+zt0O+ZVXNs79Tqc2C3VnEMXB2Cn9/nyhoofVgoZycs5T+HgdPjsHJbK7F2KCzDaQ7kgLOU",
+	"Kf2QMeLq6/ixW0J2++Mw6WyPsbqGnypW9uc//vb3XWe6QplwO/QC5SVhxrhNIzG/5Ea3yGsPbqshMngG",
+	"I4LgJajhIIjz69wBZ+0GuQnQ2nZ8wWdMGzpLi/3s9XqH+Vy5IO8unmFvMx4piV5DO++Ia2uJ2l7eiSth",
+	"ZS4C3KRUUaxJCH0qZiVWrl222wHREmFLdcoSQyY8sVLBWbw8YcIksFCIoKkxyB5ljH1b+P3J8XOsaOHl",
+	"Ul4hIvzu5CL0lW4LZorlVaCuBaTRa0Ldo3OofXHJjCMqaCQzNFiAPBziJ3KVMYtBqajgqMYsSqgdRgo7",
+	"Z6YD95ElPw4942swXcgNVTFqqZZcMmHPKosd9ivYRkRIyGWxapzHeXXQsCASBGNQEs/2raFuPBwYnL3z",
+	"3+bTd6igxUkHNmQZv6VzPKBDsVESOEafS4Nj2D7M7sDND1zJYGAqmN8Rg6Qp7dNQ9NsdJz5+/PHHZmkI",
+	"zL8wPCIUkUigtd+OlCl4oxSk3+61yB+s1MEaXFCCayhA8uyAWFJ4Ei0Dt7+hONoNoNIh6E/Op+Wy1PKK",
+	"XeCE33XeK0LRIm0NxbHtwHJSYa0CM2Vc+W+/0SgAcVJWi6Qpb9qPYCJ+IaTKlwfXxKpPaHSNFx7agCnk",
+	"zcA1PXPvuDqyds0dBTjTDSnB5dqg22oo3G7goMpHpN89JKGlsxFwP/Cz4aDPmFGL5vHEMBXuelRxy0ug",
+	"D3uEEwgcG4oszYkHZ6+H4jhfKHgdMUxQjDsbZ5oLO06JYN2CKWI/wluG47en4J+DaPCEmolUM5cqRtPU",
+	"CsuzesGLAtruoNQsv97KdwPF9W7gL+BRCpZktFNcUyuu0U4MVq08b2dwVdK5AsJjNksluK/d6ojYq1R6",
+	"KAp69NAQVl3ydOQkPZx74DSKG5997SvHAamigmao3UGhecyGwNpdP4PCs1pMmmmZKXRdFDve7lsNj0+s",
+	"wh1zLFoJIFdkxxVSGQxFKLIksYcDC/cgFwZdDPD/7aFBtHeC6fqWZZVmVQad5sIPLUA9ZNVC9DaFU2AA",
+	"7WouSjNxyMjkuasJ7msSFiQyFHoK3HaSMIaEVsp0Fot8ZE7xAeRrL37s93jW7cRchgLqw0wPhd0Wqxnp",
+	"fGRIbPMpNbAwlbPvGXPOPJye6bJecWmwvMdQ5MeclpheDPoMlDSCY/XS7oHH9IVyDLib2vnPsKgTCT+i",
+	"XCis+9sQYFCsWmNf2/nH3/7/nXab7LgkPtJt7x7ZyQ8d6UD9L+foKrw92EGLQPWBsOi9VSoBEBJwJpVr",
+	"Exg5FJZiuMgYnOly01K9APskuZTQAbAzT1dkLDN73vDC0cHkoRAfClQPdICRbXbFcc12kf+lSsZZBJCQ",
+	"R469eMvenxPscMWr5wbVIj/S5AopzR5jZvACfUCUnMMJZMogC48ZQhLHGYh2isUl3JGhmWZDoa94mnoh",
+	"mIIDF2s25MTCWIrepUjmlbKwvpYCrySDDEBPEacFx/F0AQ6LkEylkBkojyQsPdX8A1uETs0hO96XQOau",
+	"xkecoU7OcpVkKKZUzQKis2gK25r7QzzLtEr/H7ws0JG083N7hVvxTc6cYJJ+NxGiDufllJJvtNNGAq+k",
+	"WR2rtKuDooKFPZboN0B9BkJiFhqhJhwAu7uRHi+c4xl+QbGWr4lpnkFLu6VGZczFseXvKNOKterihRsc",
+	"mEcwKiAe8IsWCz26YouRYlBx+aiUyleZrys63G8fWsJbaszFKNMsJCtieEA6oRcXfoYskXOy126X0Oe5",
+	"q00MM7EcAUA6jKJCU7xWduUhi8VnkwmLjNVM9m5u4CKfkkhRPd0lkZwBHrhz5yAHB5gE7MQu1UQxhl4b",
+	"oxYtcl7eBH+CUgN3bkCbO5EUE36ZKTDzXB5w11pZx0WYAXg7QPWZUqvTXWYCls0+bAfERAxiwUqyhcxU",
+	"+d48VjIFX5W7VB8KKfAhKzd3BzjSkiXgN91yImagf1f9q+YUSYEqdTAU4dt3Fy7V9vnJy5OLE+CzvlKg",
+	"t+yhjPGlP6glrCrUzL19bw1fZTWF8OSCXoZYthM4POB6gh8TPDT2xT9QtRiQinLuBmJfx5rPpDBKJgPv",
+	"8Q9b5Jw5L6ntHvk1t1xi0nwtBWu+gloQQ+HWIOy1++S1NOSVjK3VG4e51k3RBALvXMIj5ioROv/MWyVT",
+	"xZnBEPCqd2bZMfPEMDXTJTC63LvTKOF1Njqtdqvt6okKmvLGoNFrtVs9DCGdgofryRQKuv0Cyet1DuRu",
+	"u106j6mSdheApKx5bQ0nIUmkGJj5NHHKnsyiKWRek5ilTMQe9id3pZzGjUHjO2ZcPbkitAFG1W23vRfL",
+	"BR8v+07A5w1Ow7v8+u4N4B6rBTCFCVldz6qmdpDOrLUd/9R0iDHN07WIQ+7xJz+5R09jfFkfJ1HXJJ/s",
+	"k29p7DFpboPG3jZNTl3VaIcMWfJcNgY/vw8aeZp24yW/ZmA0QG2+RtAw9BLixV8xQxvvbdMnVqla3LX9",
+	"vsilZ4s5k7IqHr/03rEpvWaWNI7IXruH0axzrpnzUSSSxmRME2tKKBQKGjBh5h5JYoU6ziDUHqNwvwKB",
+	"2Ncv8MZT/TOShm3Vu7vVOXpr3wl6TTlGJmyiqnxTNpFVyXZfS1sXFVvTPhoQweZWjoHcDwqLH+otiyjJ",
+	"YhaTHTTsrNGza/lzpJhBgQna41DgBfQRCdGjGBLDksSb4NZ6RiZcJTdrLhyn3OpmwCC9323tHUfxyJOX",
+	"gAG57nKj9OAzrPW1xZOnEyteQLrA/cdnI3+cM1zd1hyB4vLWrt7SEajIzLvOADzsn70NGlac3tUGnrkN",
+	"GmfUMFjjJq70Hc3yx/2+lDo4A5RIB0W0VSdFi6WONDP36MQ+fRs0ftiAoOFb/eCAMz6FxfTa/btP/mtp",
+	"vJ7SeBhb6rc7dzd5J6jTuPx7tuBKL6Qa8zhmAlvsbzWbY0jnQBYWNPrdw7tbXUj5ioqFm5P+FDFcErza",
+	"5K6sEoPMP3p/GzRSWRctgVeDVq31eWd1lmGZBeL12BTsa6PzmAIRsQE6hqi1SvW0MHZAIJcuRiMqhAQ8",
+	"Whcjd0m5aJFj4hzA4IZwLmC0JCP0rKMvLXSO4BBAWKKpK8x2w3WeMutC57ku3D1gLjmnkZsmOKF8uTXv",
+	"WbDGnX9BoVOAB8Z7o2FM1t4R0julW+RYeIBqDTA+dlBWNOTFLCeZyRSD15HK26DVIsRXVD3NuXsOylvn",
+	"LmlrKbE6oYK7iSz23lKlZELZ5igFgEq/lfFiCwFQKjm/RGRTFl2BTZKmgfP6uIg5JRF2BdDoLE1jjAQC",
+	"sTydda8grv9DV/X1vnl63Z33b/YXT3+BQMF7yBsXYXdbjdEwKmO3K7Ku8yvLOpccuc4kEGxeuDJKJ2pH",
+	"V2Nhdo9I6CF4wIB1hv2SkCxXqd7EwMtoPv9C8u4Lq8lfTB5tIVmeSTFJOAYY9TtbvOItXVgj6ULKl1Rd",
+	"ogjr7G0zH52lqVSGxa9YzKkPiux3u9s0djawlZonwliN/2vKThcbQ/Pwmnr5uWRkPPl4xRan8S3yuoSZ",
+	"Gq535oDyvAOuJESPcmRTuOlAtu7vLXaL2ya8TUQhgFfG7iK+s3rFeOFeg5dPLii2KNnlRIeVTUf4Qn/D",
+	"jfFcPjil5EKs3Eh1231ipLSCbvkG64otQL4KrFGjSb/dr5NOuCC5dFpiu/11KxgvcbhHbvWb51bb2QIv",
+	"oErE1zz8SGB3Hv6g3qHwRtTcYYPVX9aXg9wjWwj3Wu/TQ9W2L2u5r1NjVjWRR3P90Vz/rTKcfy77/jtm",
+	"tuBR92Mbf7D6S+P2vVNsXMjsk4/4i1NtatnesagPhHCqDN0QVtGCazYGN4oTqch+26kvupYjYiDJb5cj",
+	"uvGt4Yjr1uCRSz5yyV+DS/4b8Lx1Z6jEAl2w2QM44HPH6TYxwScQQ7bxSgmjzLCWChlj2CC2r0Dp5uUp",
+	"SmUtWuSczlgl6FrEQ6GyhGkI5/nuBKN54B0h2XFeUQiq55rwWZpwDEPFGntmurvurglnewHT+Q3cNxVo",
+	"Ni8gRmyr3tFXcPdzDo1ssm2/+Py3ED27TYMC0Gzrd3jkt22fBahA/Zu6uctx+jbe25my5Mth+x4F3qPA",
+	"ezQLPse1H106bZ9JNBb5+msFocOPczwgodqQXhsKh1TjLCrekUFRhGRBJjRJMN19MhQ+/NwDm7QIMFsr",
+	"PGVm6CULMIQXSzTazpWcOaQheBnCCEB/GPE6FDAoK6AXMvOxWCyGWEqXyYTxnDl8g0usgOwjKuKEYcyv",
+	"bT7jtu3RUMSsCMyVwhUfwUygUs4nCc0iZSERVEFsspEwkCsuYoxphSI7LmCaUMWGgt1ESab5NVsn0088",
+	"CsVXF+c5OML20hya3FdUlxttL6+/mIiE4d0tI12ixKNcfJSLj9Et24m5HHDHCzfH+/KbOXzgyUf4ucl9",
+	"9SbHaqyRVEuee58KRrVDw3AMHe+kVvxViF38m3VX4fDWeKvy0h6PLOmRJT2q6p/Hg88cg1hhYvflGSfI",
+	"5Qr9fEIVa+aJtlAbsjbe7y1WFUVMYlSZQwRRgAy/MLZ9CB9kJHwJCqu7ImZDOeHVubGGYoeWKkaVklh7",
+	"uxiXEHGz8CFLENweWw2X+lxVn1eMA8EEbymYi3ZAlZ4qq9NHTICWPmUCetCQf5PQdNcBnBfDx7DAUgAe",
+	"5A/ZRq2hOOEQw4B5rTIz2k4SWTzE57mPRg5ZZGSbhZAqhFkcPGIkkjOmC6vj0mqlzYirKCnVWLZavV1u",
+	"JWlMJjRyuOudVi8olWgeilKN5pSp5hVP5IwZxcD0sJ9g5QWsgU924ky5YoRAV5kaU2Fl2NXsyXQ3yBFS",
+	"hsJu3DeazLLE8DThTJEdVxSW/L//2wmIqx1r/2j19gJyk8CvB3u7OVyTqyLtcGBxkEMBpfKZNYuSicsO",
+	"A7yCHM8CS0OSEBZrpKi4ZCHRKRWaHLbJ/7QNOp098j9RDFMzFPDkUZ4S7MtZl3tozeiNQ7XM0omSwuBm",
+	"7OZ7k9eUw4TuPBMNTDog2phEVJAxczVVYJyBj6fBGM6FL6YZDsVOr90m4wVx6bi7LfIM0ucxbNUlwWE+",
+	"uIL3ZvElcwGhK1lpXLvcT0g8WxO/+YIqduKm8bWjOE0JzsxhFzQGlh+SH2jCRMQpOTcBOaeCvChVj0yo",
+	"aQx6B62DvcPDoJFYadzsdLutfqf/9DZo4EGv9tkhr6i6YmZzf4e9/XJ/vcO9av2/vOTx1gGi5dXOBd+X",
+	"jROtbPg6/axUALykotVkyt6lSRRN8ha3wWPc6L9mJNaDtKTHaNPPpQeC+gXqQGbKt5gvKjgphVVbVeue",
+	"fPS/bo7PyHsKcnhoL/5KaltdofwChB1z2OZTBooSN0NhpaY2PEkK2TkgIeQxhIFPfkAIaF3NhZhS7WGc",
+	"IbcD8u7JDvZxNBShq9ABuF8uYtZ+VHuZ+R0znyYgv5S5/Qlc/dHwfjS8Hw3vXy+MpAJDtYnt3tsOz/lx",
+	"YYpfKppOPyRr+fNZJqxF6GCccuA9rXNYEPLu7GXgAUD8cwA0gUUqUhbxiWNKObidHgqHkWi58TVV3C6+",
+	"dngT7MYwoQH6FlKX3529bDIRyZi56yfwgpq5tK8FAEnDbqyx893JxVAApIftmzv0JzTrHb4J1yTKw/og",
+	"Uw3Rkr47uRhYozqHzhAONMNBTC2BWpBLAJfqtfsuLgZTtAv0OB0UMEpQhJ8D6InHvQnrpMUf7YK4Jby3",
+	"qHDtoI9t7pnc8z/4tb9Hmzd+1K/pjN2j3Um+r1/oIqxsHjrwbCuq4W8MhyxARo5jSt5SdWUXfiqNLGGM",
+	"RLFYAYDN469idT2i3XEv6sd7bH9ycNmd9nj/L3tX+8nBrNv6S3rZCBp2uayw6beeHmAJ/1e+gr/IkqSo",
+	"LOxBMxuDRqYBeVgamjQGnad77VK9gcbp69HbszffnZ2cnwMTKY4MLgu60xKUk512u51b1tbm6rRBOmyn",
+	"GrjNO3PLvzaCVEYZVBFTVHi1CiBSQxdra9VixEd1iIJYC6MECPXizdm3p8+fn7wOd10ObMqUhuSgJnIe",
+	"n6vr0Qd3wrcnZ+en5xcnz0d/fHdy9qfR6zcXoxdv3r1+jpWNHvWUf289xRHvr6Ku/FPpEmeZWJHbO9+d",
+	"XOyWNAovatZn3C+J//yMe3diiEwCUZicLhFimIyTt1Npz7u/m4TAFscDqL5isbX5AgzEz53TOcxYsISn",
+	"5TMIvJ+5ELXUobWdnZxflDCplyW/w+gVMVVxPqkS2iEyrMC9vOCpt2EwBBgA6gGoB6TbbmP9AbPE/BDt",
+	"E93+WkKcDMzXFRracdcZBXbBUFgGabvXDLASESrT48URGBWZAwxpSTdqAYI1PF8wTkjWdNxxKOBF1Q4h",
+	"s931uXsEsIwFhpGfhQM9UJlYQodDLq4R28BKGYJu6NKYtMG7B2Ak2tdCKa5Z2kWep+XgKxMakE47aLfb",
+	"4FKnkVUFrLKI3P3izZvRyzevv7MCImapmdqHSV7QRYB88wtebvT85ORteES4ZehWJUUo4kzETJFwNEIy",
+	"durnaITRT7ArTBvSbTtKDLFnq7MCDPiL0p+GqQmNmA4R3TNMpdZ8nLCLRWoVWzc0XxSmC/iMuwjW2IH5",
+	"+mMBgWPsJqVYKW+i6KUHlIWJsthj51KBaNWIYlee7rM3r96+PPkpxKuG48zIGTU8KuRpriDD9cRxKpNE",
+	"Wto2MpLJ7gBwfoeivDl5U9Awye/JR4emNiCdgOgp7e7tf0/19NbjDKJ6X67zQ+hQ5DQGL/byPJqyCF00",
+	"y/L8++Pz70evTs9fHV88+z7E6yKkVmhLEymYJfoCkbgEgYyPOECuDaoC2em223YzJnhhxyPkOoiDPBQF",
+	"8nWVA7bIWalYlsOtRNDYHIbVJ0bbjQbQwgMI3oCNeYvMJI9DBIvJ4xVyAyH4O0Ji0jJi5KHqxCH3GW0f",
+	"SGY2iCCCVTuCoQADrENe8W93YVT5AYS9WULRL9tBmC+ds9A6M+XkhkWZYYWh8qA7G7z3rRAVuKtyCXbh",
+	"2T4KrzGi+J5/f9zs7u3D1gbIgItCF42gAYCz+JqyRlzzopxiG4PGJG73D9uH9PAw7nYPuzHbi/rt/Q7r",
+	"RHRv/6B90Osc9trROOoc0Iix/rg77vT29yZx3OuxdnuPlrEFO1YQ5yYtFOyJ764LjAo5q12JY5QYOd90",
+	"19eWolxB9HzWsmKaDaA2cCNofMBO8SdU69/5HY8H5PT5/9glH6H7Hfv373hs/3Y49oWZ4l/5EZyeBM0Z",
+	"AnYSuUWPxUcCpkoO+09u7X+Nhy3F/Y2Te9yFte9JpJPcB1XdFYct4NHdDS51vhVVi9NKYF+GFu35ZZMt",
+	"tvuVS3Iorequr/D5SCbZTDQGvaCRcMEsob0PGjOmNb2ErbYMAAildJtMy4MsAOhbDufSV5xuvL99/yAj",
+	"0lXBrq7MSaHtkWVlb/0KPdrkt/+GVvnjtez217Jf3Zj9OlenvyUL+u2b8zUmtHOoOzzhlhckazJQuCZv",
+	"UiasRVuolOjMhnrN14gFn9vEfzp+9fLIVWOpggrXBvdC3yn/bw24ZV/xzrG+RmiltquvNFfPwJZX6Ws5",
+	"9f4pbuEecqh/ZVxlIO1lkl6Lg+tPy4LOknuellK4u2XihnJhxRbVDzwrf7JD+IJnxU+5OCvVWdtZwL3W",
+	"kSvSVVSbWMAUSafVxa9AnVuu77jVaQrql/HxkP2THTJLD2sPmS+vsT7Q+pmLXvWxLN9otOmsAeELGvnq",
+	"XlAQL3cZYtwrcYXLdYDFezTUycLqR5WI5lLNiBZ5I5yN4F65EqsNKmpKFyQP2Q6GohTWndIFor+tGmIY",
+	"IlT2hhLvDIWYaQjiEdKMJjITcdjCeFx4BEKxx1Ah0BoWWMGKJZqRfvuw1LL4ejfARg4oNqU8JgtmhmKn",
+	"aEETQJMf2S9D5/cLsbSeczt6MyN0GLEfMpqAuY8BAXhObZ92/NhyNOMayg55Rx/Ug7Mn2G8MwLJGUsUs",
+	"tnRCvRfabWpAGFxLh+7vliuNHzhIvaEo1fXq5o+N/GvCwkOvGNVSgD/YdpIpNgJ/7hGaFYUTHnF2HZSf",
+	"C0leij32ELKusIUDyV9XYsPXa+HGbqNauKKvrjKhhyzdsTPKdEYTy+0cyVRpe7dFjv07cWGGIl+ZvDZ/",
+	"6Oq2oVexmxea88GmgwIF48lH++M0vvVnEF3jtaHW3msxqCnu4qYCk4U6LxRLlagFSaixh6aSgFCpagNO",
+	"w0tm/O1HqZJKUK1ng07u8vBWKtpgtV78KPciYmW4dYU0MXyaJkMR0SQ5ImGZyZeD6OxGScFgE/ZubkoU",
+	"A1cjfuDxcgGZYCg8ZLOft6vIZQmGbwpef4u78olx62fe3/Tg+HV0EFAVV/0ob+nCJb94hpxvsYEEE6pi",
+	"V7nX8d+ydwVZBLopglUnhj/KSPqNQSOdjWyHo2uuaQPdOqN6d11X93J3Xb9xD6eFW++vA3DsN3uNalSV",
+	"ZD7SKOeT7gjmQg1r1GHE6mOY+2OY+2OY+z9RmLtt1d2KPr6jhs3pYjkyni5cfmGuBHr3v1fB33qlO1fD",
+	"fTXQjbgkeV1vOQHIDdvrMiJJiMwHotVtD1iS1d2McqvFFDHqWADW1ebb8bfvCPDq8h0r2jeoNr4KrSsN",
+	"aaZsBkUdffx9MBRYcMbnQroufMHLpbxKVFe0xLqtSzcRvno2yrmhAHEWSwR3xkIJeUkGpxFgHcRqzL+W",
+	"M+aH50wAbKxb5IVUVo/FeQV1JgEVhM1Sg/N1AZ2+yqXXzaGuZI52BsoXVtNZB3hy5vf7vtrFBeiMWwdy",
+	"/jMX2HFrtB1SlydUt66P4X2P4X2PkCRbI28tnZ7NogpqWz/5CD83pW9d+OrmtZCRFaGxLBXqi9q50iq/",
+	"0SwpHN4aAwLW4ZEpPTKlx9yoz5Yb5UsvedaFpfsfkAt1hpytSISyPW/wkH8r5ZXVXiGDtJqiVXEHekcW",
+	"6u3O6UtCCovI4tDD3zqMkGFRV3Kp3pfv/RsNmBYVVT2078/LKhVPDsVW8BNHJGSGjhCkQ+f95NCMAP9R",
+	"gII4OMIUcGTrMDygijXga2Spc2zjwyPDZy5COQcpNCFJkwxjTZzPGgXIGFYY695b3TzPdANLy4uXQW4v",
+	"OA8ulmHzIMNWrpBjMRR4f4B9UrGobhY66+E+IpdfXJS72imspAHBmmv+y5E3pyqx1tjLAL3k+GhxuwAu",
+	"zXrMGVgCCLHGSN4pTVMmNAFYr8p9yaCy2RA0K4XOZiwOytDN9vOE8hmLh2LHzKV9Cn1/xoOVaGdBXTJT",
+	"ireH5g6OxdtFbtc8uopLfm65j0MHTcY1QIoYJo6IFLDc7gYgL9DDrRmGn+lBJUQ9n5BcMeL8XY1/pLSi",
+	"Qbn8nG2Ce5Q/6fO7A/jSH0OHoQKXMvmj/mLG1VcXEouP++UUWFzegwJBWyFHDts6P72WGBwlzacyf+OU",
+	"5vBF5bjdCTrEfX9IL1OqR3arr9nINtjqqmDdlUju+MeI5rxsOWhnQ7F3c4MHdSGznAzQu+BsbLxC4UIb",
+	"RmPLk6grfgCTWe9Rt3z1t+FOBw6wHLFJynyhhBBVCRz2lAHOb6bNaHywNlYV8VwUPqtiNRJd2Uv7H/bU",
+	"vj4w3ax33Z/v3ewvDn7pgkDDty1F964ywFL678PGdQ+nvN2yr4QlA9HJa9RplKBLMc+PnvZHT/ujp/2f",
+	"FVDGKtGO4y7p8CXfw+YiFi+5NkWcii5l0YG/WjNWlNXNdcmgqKbr0Pqg4YLESl6zoHAOE5okLfIcwdOI",
+	"VLG7f66635slZXZtCYt/i+IVHnr9Hj0/lrv4iuUuHitcPHqofjVx/M/nBF+uOYE8uip58pCt9ZBlaM9d",
+	"c0jv9ViiTghBig2In6CktgZlr/hurefbJerd/6bwN8qNNqn1jyzokQU9Osk/m5N8KRLFc7mHhSEAp0iz",
+	"OmwQaz9H1ahxj8g4WA0LqaI55mxy2SF6NBR4+0giKiKWuODat2/OL+riavGhBNNkwdGaJHLOYjKT10wP",
+	"hiJ3vZN//O//Q6hS/JqLS/JXwsUoVfJSMa3JX93LMPQ5zJ+yTdY+NxRh+Tv7bBESflQJH8cYkrwpZOSD",
+	"D7BFjoXPubcjdi5G6BquGkbgAYYUKnQIvn13AdX0cjcGYjX4SBzv6nUZ3M6NpwklQjZlWi6R3s79hkOR",
+	"CSypju49wBwA325AwiyNc899/hh4tBWjCY4aEKU1CDznEhbY73LQ/wBDk1p+he1qwwfaUOUi7S192+mU",
+	"VzcMHCoDTbQcCs0gZr18yeDEMI1MRhNwd+76vstx/Ngy/wQrzMfU0KEIP7qoqcBhm5efug0RDRQ7LHbS",
+	"d+g/QZuQHHsXr9uHGfXF9X3ufn7tg0ASdmvPmSWT04mHmMvdughEZzX4apHF/Bi4a55JliREsVQxzYSB",
+	"MxFgWLjMTA5esmvXCrYtd/VLkSwInxAhwWnsaYEbormIwKTWhiaM2IEAjXa6cNkELmGgzpHLHKhA7ngw",
+	"PX8rZpvXGczvgMYepAKdTsoKzYOdxY4eVxEoStc2Y7uKAGdCHT4IUmDZSZsng+c9Wg6dU9Jq/+7OgFo2",
+	"KdOUxUROJrU9Fp3cw7lr1xRX99fDRvh1lEB3NQE4/JYYdwCK35GeL98ATGs5ZfzfVOX7V3XSfhmV7P5e",
+	"3S0crG9LDPAF8L9/vzT5V/bwujtOmkhxCWpAwicsWkSV6scbze2qJgeBGA/WVutzHKH/6nXslPrkItA+",
+	"yE4pUMNK+1xN2R2QWsOelEOLW+R05da+kLFjhjVYynqgK+BYVh4CVJxKYqeqKeAF/YoesnwTXxREKS0r",
+	"3Dj7dECrpMDAlvSsst5qebAPYSm9bKOSWiTC5ZElMNhPqDFi9/ZZaR5ftc4I5jk2Bo23CRXa60rbl/Ao",
+	"T+QrXbtW1nKTiOa6MHger14fpfq/gFR/vKvdTqwjj1jvTaoX4i5dcmO8eJ5hmWdfQ3gRxnu4WL/1kAA7",
+	"hREdOOlbyv73lUH67T6ZT3nCKuFsmYDU/J08SZ4aw2apQeBGUASmci7IlCm2C0gDOc4BdFFNS1pT78Mu",
+	"0IPzir+Uh/6OXFi3+j71/dFd/+iuf3TXf053fXHY6vNyHuy7d2za1advMhFDGcnNSag0AqDhbzTxde3z",
+	"dhuq47fIOYsU89wUQowTgAls1UbI/Ih9n+RD+g0Ey3wxBrw0+S3KsPtleuTGj9z4Me1xy4iPFf5VYq/u",
+	"COpK+YOIJsmYRldwtrAC8ppR5E/mpcqDlQtSxKXWhJJ3Zy/x6iBi/JoRzS+t/omlgCB2JE9zcTzTeXSu",
+	"uIirhd4dVJXt0CNV0bGWSWYYCQEdNywluUjj6gZTLF7Ar6HSXiJlagcPGnTCxVUzkRFNiKtwSnYcIDuo",
+	"wjCyhBumiicYFmFwLil05T9/fT4UisFYuBQBkcKBFLlK9IvdtbdDdkHg0k+DDAnJTjifahaN/vG3v4e7",
+	"g6HAeseon8N1lR0ZIAMAMhDhdrJz7N/vtl9ulycF9at9TstQ4KDBrVcCcW+RXCA5HOXiahGkok/QcsUo",
+	"MIGHRtN8klh6H+tcxT7fK4S341bDwtu+5wNyzRSfLAAUicesec4vBTWZYuFQ7Dh6OPcFKzzBEsdvdrHM",
+	"FuQw0TnkewQkZnGGQokR535ESgo53FkXyWok7N7chGRCtWmRYxL27V9oS5kpFaTffgp73O8e2jV2wbaI",
+	"qaR9IWTsfCh2wn6nTb6TgoVwR0tiDpasW3q3pADI5jKdAEiilJmy02kTvesSVCIpBBZpyFOJwHUJeE6O",
+	"3DoE4Bz28EevjT+7ZGo/mwak0/b/kn/87e8kE4YnQ9Htk2np6gnXZic8Y0YtmhAyWnFKogXIDaHaZYxY",
+	"kmBqd723ckm0fwZnZT1T9I9wtqJe4MCg+ef0Ky699UdupqgSrk2ZzpH7cxIppXwgKyA7S4d+96jGxeyb",
+	"L2lHj87Ff0nn4qPX73NhXueVWlZUp3rNaZ19+eSj/9WF0sYsYYat2pvP4fPqIcYbttSFNTm5yp3KAZdv",
+	"xUeJvKyoR0dQqAkkzEyi2NCWxUNl/RY5YynD4hU+aJckjHoVAcKVtLGyE0KgvNjCEpDVSLU+YA1zTC/m",
+	"cUVFyB2FU3rNIPkXpWHB5gCYCdcE02tLrBCDtkBb1NmMlWZbJ3RwAVeFzhKX769b+viILC+YeyGL3ao9",
+	"Ivb/i1++fC12gxS4NbMJ6l1Wb0QOEbXBc1XhEkEJBs0rGrVh+Z+szH0lh9LaGt71etKjF+nRi/To0//1",
+	"fPrb8rN7FvDOVaoNnv2K5vWk0B02evyXFCo5AXwNr6uUOecAIpyYMGpBUqso4hVq9V7ARR1jkcfMRHLG",
+	"Auc9AIeM+kb7CPVIxu67hILNWwKY50U1ovl00RqKE4HOB6oY1tKjGuxxV/+TK2/P99pQZG9tdq7bhOfF",
+	"6vwbXj642S/uvnzw9+SPUuNRajxKjc+G0Viw3G904U72h++ryRBUj5tKmocG51ZeurbWdDmfrLQQ/mrA",
+	"uQNLZR2kYEH5SgCyjnIrfSiqt9PPM+Xt/ktFI2bFF5cx2QnhzxH+OUKYIx0GJHY4EE/3++02+T3p9sl0",
+	"1yP/5tvjbzEoDBSc9+AnhiQRHDNcU3jRByGVRM+5iaaEGpIwrjPFjkjYDodCsWvpU4VkEvtJUwOlTqE+",
+	"BX6i/z/2rqg3bR0K/xWLp1ZCgHSlqyr36U7r9tJJW7s+jWlxE0OsmSS1kzE09b9P5/jYSSBAoKBOXV5D",
+	"4uPY5pz4+PvOV0ilnLaKfZ+lTONs6YI310rCILhpswl0aD0OvAxxscyoQTvOtrzbCpPybbHzFhpbTzZQ",
+	"jvclQbltMzgI/vl3MumMy7VvcUujVUkUnDNh3rS5bc8GS91OUp/57jM7B4bBPlV+rlQ5usK1oN2MVV1S",
+	"5t/aIVm5FhEvHBlguJG5db8zriQ3DWroRjTHaol1+e/QPY9+BMnJNzL9HrqD5W54raoTPXKrE3KLXRgh",
+	"ds3T5Sn3V7U53vdo/dYDd2awbvbde2cVtTKNN/fbuX479yqgZOyictPM5EIpmc4v9wHMjnLtvvpFm2/H",
+	"RBjsOCIlEeHkKYCVwN40dTJsvqdBdeLpff2wukYFrYe2WnM9YjgpOEQSTVMKHQSSMu6/XoG/bEsjdm8E",
+	"C9tfojOY5hkx5++G1bSgaiAW7VhY68Ho+HhyVIzo9y89cqffjpwEuXNIoNq2OdmJ5zkior29vrn+fM32",
+	"Zx9PsHlpRcg0IklnrAy5ze69f2Ev2nvEHqtzbqzOYd/BZ8lwnNpjbAJ/nvPh+YdCgPalI3Y7sj430ecm",
+	"+qPmVwNQOjCZ8YwjZ+iMiEoNH8zw8IPgWuj/yyIZBF++goM0Qv9wTbeUj8BfLfkoLx+UNAmel0rD4iwq",
+	"F5bPAx4ty0XKczkCLxoOWePaii9UePkfQ9qbWk1TpM4F4zFeSDJTBFeTq0lIVKFwnjFdpmw0tubH0SJG",
+	"yTCeS8pelFoNgsEvm2d5wgp+WiIFCubLXraRD0+VB8Gg1eJg3WXfgXcXQwZ3YPCCHYvDu8YiVxkVaXh6",
+	"gsGj+doYOVRL8MoIMPVYYI/qTFkhBFc0Suqqfhe4/ZQvhGsDc/HNtu/r6mJeVicrSW0LTLJilQvUy6oL",
+	"WC0T7kXdrPxNzdq7usZam9k3Vs2KGmAznS0Yb0qzuaqhlvPna38RhKCSlCGTVoli09JHWGaRG6tcZzOp",
+	"RL2vVgeh7VHUmWt7hJTrNp+o6Ie4xNcYo5Yqiug44jNaxbD63DXBfDWb/j+8abVJ+yduoxk2FMAIPcCK",
+	"RGflPPEsyAbMorLmGtlijbpPC1lxUzBC7TmoYK74is0cYTKbeaflsBc1Y8jBbZ07voJFgvnRhla38UNW",
+	"iW5zX5IGJbbr8+WLMbS/zWOJzE/wuzMeCYeSJOdaYPlXzt5rniefbipHRWJ24iePCrUiGS6hYjNNlzwt",
+	"RDxi+P/nAQvtZx56ndEcGnpUIbuQ8FFlciJLSsOylFCP1HGyuW1Zm0TEvj+WYeO/hbmClfvQGIcPouDg",
+	"xn8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -9,17 +9,14 @@ import (
 	"github.com/rideapi/ride/openapi"
 )
 
-// publishedDocuments holds the OpenAPI document rendered once at start.
+// publishedDocuments holds the OpenAPI document as JSON, converted once at start from the
+// YAML as maintained (not from the generated code's copy, which renames and reorders).
 type publishedDocuments struct {
 	json []byte
 }
 
 func newPublishedDocuments() (*publishedDocuments, error) {
-	doc, err := gen.GetSwagger()
-	if err != nil {
-		return nil, err
-	}
-	b, err := doc.MarshalJSON()
+	b, err := openapi.JSON()
 	if err != nil {
 		return nil, fmt.Errorf("render OpenAPI JSON: %w", err)
 	}
@@ -40,16 +37,16 @@ func (d documentResponse) write(w http.ResponseWriter) error {
 	return err
 }
 
-func (d documentResponse) VisitGetOpenAPIJSONResponse(w http.ResponseWriter) error { return d.write(w) }
-func (d documentResponse) VisitGetOpenAPIYAMLResponse(w http.ResponseWriter) error { return d.write(w) }
+func (d documentResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error { return d.write(w) }
+func (d documentResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error { return d.write(w) }
 
-// GetOpenAPIJSON publishes the document as JSON.
-func (s *Server) GetOpenAPIJSON(context.Context, gen.GetOpenAPIJSONRequestObject) (gen.GetOpenAPIJSONResponseObject, error) {
+// GetOpenApiJson publishes the document as JSON.
+func (s *Server) GetOpenApiJson(context.Context, gen.GetOpenApiJsonRequestObject) (gen.GetOpenApiJsonResponseObject, error) {
 	return documentResponse{contentType: "application/json", body: s.docs.json}, nil
 }
 
-// GetOpenAPIYAML publishes the document exactly as maintained.
-func (s *Server) GetOpenAPIYAML(context.Context, gen.GetOpenAPIYAMLRequestObject) (gen.GetOpenAPIYAMLResponseObject, error) {
+// GetOpenApiYaml publishes the document exactly as maintained.
+func (s *Server) GetOpenApiYaml(context.Context, gen.GetOpenApiYamlRequestObject) (gen.GetOpenApiYamlResponseObject, error) {
 	return documentResponse{contentType: "application/yaml", body: openapi.YAML}, nil
 }
 

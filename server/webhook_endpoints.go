@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,6 +85,13 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	}
 	types := make([]string, len(body.Events))
 	for i, t := range body.Events {
+		if slices.Contains(body.Events[:i], t) {
+			// The document leaves uniqueItems out (generators turn it into sets that do not
+			// compile) and says "each at most once" in words; the check is here.
+			return gen.WebhookEndpointWithSecret{}, &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+				Detail: "Name each event kind at most once; see errors[].",
+				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
+		}
 		types[i] = string(t)
 	}
 	now := s.now()

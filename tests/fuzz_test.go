@@ -327,7 +327,7 @@ var _ = ForEachEngine("Fuzzing every operation from the document", func(h *Harne
 			if err := InterceptGomegaFailure(func() {
 				slowest = max(slowest, sendFuzzCase(h, client, string(page), i, c))
 			}); err != nil {
-				failures = append(failures, err.Error())
+				failures = append(failures, shorten(err.Error()))
 			}
 		}
 		AddReportEntry("slowest answer", slowest.String())
@@ -385,4 +385,12 @@ func sendFuzzCase(h *Harness, client *http.Client, page string, i int, c fuzzCas
 	}
 	Expect(leaks(data)).To(Succeed(), c.name)
 	return took
+}
+
+// shorten keeps a failure readable when an answer body is large.
+func shorten(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…"
+	}
+	return s
 }

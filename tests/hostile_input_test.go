@@ -146,6 +146,9 @@ var _ = ForEachEngine("Hostile input", func(h *Harness) {
 		expectField(h.GET("/v1/trips?sort=created_at&sort=-created_at", h.Admin), "invalid_request", "query.sort")
 		expectField(h.GET("/v1/trips?limit=1&limit=2", h.Admin), "invalid_request", "query.limit")
 		expectField(h.GET("/v1/trips?status=completed&status=cancelled", h.Admin), "invalid_request", "query.status")
+		expectField(h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints", Key: h.Admin, Body: map[string]any{
+			"url": "https://partner.example.com/hooks", "events": []string{"trip.completed", "trip.completed"}}}),
+			"invalid_request", "body.events")
 	})
 
 	It("marks every answer on the deprecated alias, from an escaped path", func() {

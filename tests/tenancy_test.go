@@ -315,8 +315,8 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				Expect(h.GET("/v1/fare-estimates/"+a.estimate, a.rider).JSON()["status"]).To(Equal("valid"))
 			}},
 			// The published documents and the probes hold no account's data.
-			{"getOpenAPIJSON", func() { Expect(h.GET("/v1/openapi.json", "").Status).To(Equal(http.StatusOK)) }},
-			{"getOpenAPIYAML", func() { Expect(h.GET("/v1/openapi.yaml", "").Status).To(Equal(http.StatusOK)) }},
+			{"getOpenApiJson", func() { Expect(h.GET("/v1/openapi.json", "").Status).To(Equal(http.StatusOK)) }},
+			{"getOpenApiYaml", func() { Expect(h.GET("/v1/openapi.yaml", "").Status).To(Equal(http.StatusOK)) }},
 			{"getHealth", func() { Expect(h.GET("/healthz", "").Status).To(Equal(http.StatusOK)) }},
 			{"getReadiness", func() { Expect(h.GET("/readyz", "").Status).To(Equal(http.StatusOK)) }},
 			{"receiveEvent", func() {

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Consumer conformance: what users do with openapi/ride.yaml, with tools nobody here wrote.
+#
+#   1. generate clients with openapi-generator (go; typescript-fetch with two generator
+#      versions), @hey-api/openapi-ts and orval, and compile each (oapi-codegen's is gen/);
+#   2. lint the document with Redocly (recommended) and Spectral (spectral:oas);
+#   3. start the server on a fresh demo database and run a partner's whole journey through the
+#      hey-api client, directly and through Prism's validating proxy (no violation of the
+#      document, request or response), then the error catalogue (400 to 429) through the proxy
+#      (no answer that breaks the document).
+#
+# Run from the repository root by `go tool task consumers` (after `go tool task tools:consumers`).
+# Prints one summary line per tool; exits non-zero on the first failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+spec="$root/openapi/ride.yaml"
+bin="$here/node_modules/.bin"
+out="$here/out"
+rm -rf "$out"
+mkdir -p "$out/logs"
+
+summary() { printf '  %-44s %s\n' "$1" "$2"; }
+
+# Warnings a generator prints whatever the document says: its own deprecation notices, a wire
+# name (the events filter `type`) that is a reserved word in the target language, and the
+# GraphQL answers, served as application/json or application/graphql-response+json with one
+# and the same schema, of which generators keep the first.
+generator_noise='CodegenIgnoreProcessor|deprecated the use of vendor extensions|reserved word|Multiple schemas found'
+
+echo '== Client generators'
+# Each language with the generator version that can build it: 4.3.1's typescript-fetch has no
+# type for a JSON value of any kind (`AnyType`, used by GraphQL error paths, which mix field
+# names and list indexes), and 5.0.0-beta2's go writes no models at all, whatever the document.
+for version in 5.0.0-beta2; do
+  jar="$here/node_modules/openapi-generator-$version/bin/openapi-generator.jar"
+  java -jar "$jar" generate -i "$spec" -g typescript-fetch -o "$out/openapi-generator-$version-ts" \
+    --additional-properties=typescriptThreePlus=true >"$out/logs/openapi-generator-$version-ts.log" 2>&1
+  warnings=$(grep ' WARN ' "$out/logs/openapi-generator-$version-ts.log" | grep -Ev "$generator_noise" || true)
+  [ -z "$warnings" ] || { echo "$warnings"; echo "openapi-generator $version typescript-fetch warns about the document" >&2; exit 1; }
+  (cd "$out/openapi-generator-$version-ts" &&
+    "$bin/tsc" --noEmit --strict --target ES2019 --lib ES2019,DOM,DOM.Iterable --moduleResolution node index.ts)
+  summary "openapi-generator $version typescript-fetch" "0 warnings, 0 compile errors"
+done
+
+# Go clients are generated with enumClassPrefix, as the generator's documentation recommends
+# for any document whose enums share member names (rider/driver/admin, succeeded/failed).
+jar="$here/node_modules/openapi-generator-4.3.1/bin/openapi-generator.jar"
+java -jar "$jar" generate -i "$spec" -g go -o "$out/openapi-generator-go" --package-name ride \
+  --additional-properties=enumClassPrefix=true >"$out/logs/openapi-generator-go.log" 2>&1
+warnings=$(grep ' WARN ' "$out/logs/openapi-generator-go.log" | grep -Ev "$generator_noise" || true)
+[ -z "$warnings" ] || { echo "$warnings"; echo "openapi-generator go warns about the document" >&2; exit 1; }
+(cd "$out/openapi-generator-go" && sed -i 's/^go 1\.[0-9]*$/go 1.22/' go.mod && go mod tidy >/dev/null 2>&1 && go vet ./... && go build ./...)
+summary "openapi-generator 4.3.1 go" "0 warnings, 0 compile errors"
+
+"$bin/openapi-ts" -i "$spec" -o "$out/hey-api" >"$out/logs/hey-api.log" 2>&1
+"$bin/orval" -i "$spec" -o "$out/orval/ride.ts" --client fetch >"$out/logs/orval.log" 2>&1
+(cd "$here" && "$bin/tsc" -p tsconfig.json)
+summary "@hey-api/openapi-ts + orval (and journey.ts)" "0 compile errors"
+(cd "$root" && go build ./gen/...)
+summary "oapi-codegen (gen/)" "0 compile errors"
+
+echo '== Linters'
+"$bin/redocly" lint --extends recommended --format stylish "$spec" >"$out/logs/redocly.log" 2>&1 ||
+  { cat "$out/logs/redocly.log"; exit 1; }
+if grep -qiE 'warning|error' <(grep -v 'Node.js' "$out/logs/redocly.log" | grep -vE '^\s*$|║|╔|╚'); then
+  cat "$out/logs/redocly.log"; echo "Redocly reports warnings" >&2; exit 1
+fi
+summary "redocly lint --extends recommended" "0 errors, 0 warnings"
+echo 'extends: ["spectral:oas"]' >"$out/spectral-oas.yaml"
+"$bin/spectral" lint --ruleset "$out/spectral-oas.yaml" --fail-severity hint "$spec" >"$out/logs/spectral.log" 2>&1 ||
+  { cat "$out/logs/spectral.log"; exit 1; }
+summary "spectral lint (spectral:oas)" "0 errors, 0 warnings"
+
+echo '== A live server, directly and through Prism'
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+api_port=$(free_port)
+prism_port=$(free_port)
+(cd "$root" && go build -o "$out/rideapi" ./server/cmd/rideapi)
+export DATABASE_URL="sqlite://$out/ride.db" RIDE_ADDR="127.0.0.1:$api_port" RIDE_CURSOR_SECRET=consumer-conformance-stage
+"$out/rideapi" >"$out/logs/server.log" 2>&1 &
+server_pid=$!
+prism_pid=
+cleanup() {
+  kill "$server_pid" ${prism_pid:+"$prism_pid"} 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null && break
+  sleep 0.2
+done
+curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null || { cat "$out/logs/server.log"; exit 1; }
+export RIDE_ADMIN_KEY RIDE_RIDER_KEY
+RIDE_ADMIN_KEY=$("$out/rideapi" keys create --role admin)
+RIDE_RIDER_KEY=$("$out/rideapi" keys create --role rider --subject rdr_dvhfur7vdnh2uqp7pqpr57p7xe)
+
+RIDE_API_URL="http://127.0.0.1:$api_port" node "$out/build/journey.js"
+summary "journey through the hey-api client" "passed"
+
+"$bin/prism" proxy "$spec" "http://127.0.0.1:$api_port" --host 127.0.0.1 --port "$prism_port" \
+  --errors=false >"$out/logs/prism.log" 2>&1 &
+prism_pid=$!
+proxy="http://127.0.0.1:$prism_port"
+for _ in $(seq 1 150); do
+  curl -s -o /dev/null "$proxy/healthz" && break
+  sleep 0.2
+done
+RIDE_API_URL="$proxy" node "$out/build/journey.js"
+sleep 0.5
+journey_exchanges=$(grep -c 'Request received' "$out/logs/prism.log" || true)
+if grep -q 'Violation:' "$out/logs/prism.log"; then
+  grep -B2 -A6 'Violation:' "$out/logs/prism.log" | head -80
+  echo "Prism found violations of the document in the journey" >&2
+  exit 1
+fi
+summary "Prism validating proxy, journey" "$journey_exchanges exchanges, 0 violations"
+
+# The error catalogue, each answer a documented problem: 400, 401, 403, 404, 406, 409, 412,
+# 415, 422, 429. Each line: expected status, then curl arguments.
+admin=(-H "Authorization: Bearer $RIDE_ADMIN_KEY")
+rider=(-H "Authorization: Bearer $RIDE_RIDER_KEY")
+json=(-H 'Content-Type: application/json')
+trip=$(curl -s "${admin[@]}" "$proxy/v1/trips?status=completed&limit=1" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).data[0].id))')
+expect() {
+  local want=$1
+  shift
+  local got
+  got=$(curl -s -o /dev/null -w '%{http_code}' "$@")
+  [ "$got" = "$want" ] || { echo "expected $want, got $got: curl $*" >&2; exit 1; }
+}
+expect 400 "${admin[@]}" "$proxy/v1/trips?limit=500"
+expect 400 "${admin[@]}" "$proxy/v1/trips?status=flying"
+expect 401 "$proxy/v1/trips"
+expect 403 "${rider[@]}" "$proxy/v1/webhook-endpoints"
+expect 404 "${admin[@]}" "$proxy/v1/trips/trp_nosuchtrip0000000000000000"
+expect 406 "${admin[@]}" -H 'Accept: text/csv' "$proxy/v1/trips"
+expect 409 -X PUT "${admin[@]}" "${json[@]}" "$proxy/v1/trips/$trip" -d '{"status":"arriving"}'
+expect 412 -X PUT "${admin[@]}" "${json[@]}" -H 'If-Match: "stale"' "$proxy/v1/trips/$trip" -d '{"status":"cancelled"}'
+expect 415 -X POST "${rider[@]}" -H 'Content-Type: text/plain' "$proxy/v1/fare-estimates" -d 'x'
+estimate='{"origin":{"lat":37.7936,"lng":-122.395},"destination":{"lat":37.7599,"lng":-122.4148},"ride_type":"RIDE"}'
+expect 201 -X POST "${rider[@]}" "${json[@]}" -H 'Idempotency-Key: consumers-422' "$proxy/v1/fare-estimates" -d "${estimate/RIDE/economy}"
+expect 422 -X POST "${rider[@]}" "${json[@]}" -H 'Idempotency-Key: consumers-422' "$proxy/v1/fare-estimates" -d "${estimate/RIDE/comfort}"
+limited=
+for _ in $(seq 1 150); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer rk_unknown' "$proxy/v1/trips")
+  if [ "$code" = 429 ]; then limited=yes; break; fi
+done
+[ -n "$limited" ] || { echo "no 429 after 150 unknown keys" >&2; exit 1; }
+
+sleep 0.5
+# The catalogue's requests break the document on purpose, and Prism says so; its answers may not.
+exchanges=$(grep -c 'Request received' "$out/logs/prism.log" || true)
+exchanges=$((exchanges - journey_exchanges))
+if grep -q 'Violation: response' "$out/logs/prism.log"; then
+  grep -B2 -A6 'Violation: response' "$out/logs/prism.log" | head -80
+  echo "Prism found answers that break the document" >&2
+  exit 1
+fi
+summary "Prism validating proxy, error catalogue" "$exchanges exchanges, 0 response violations"
