@@ -4404,6 +4404,7 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 }
 
 type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
 	XRequestId string
 }
 type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
@@ -4526,6 +4527,26 @@ func (response GetHealth500ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	return err
 }
 
+type GetHealth503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReadinessRequestObject struct {
 }
 
@@ -4609,6 +4630,9 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
@@ -4820,6 +4844,26 @@ func (response ListApiKeys500ApplicationProblemPlusJSONResponse) VisitListApiKey
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys503ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5063,6 +5107,26 @@ func (response CreateApiKey500ApplicationProblemPlusJSONResponse) VisitCreateApi
 	return err
 }
 
+type CreateApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey503ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeApiKeyRequestObject struct {
 	KeyId KeyId `json:"keyId"`
 }
@@ -5236,6 +5300,26 @@ func (response RevokeApiKey500ApplicationProblemPlusJSONResponse) VisitRevokeApi
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey503ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5476,6 +5560,26 @@ func (response GetApiKey500ApplicationProblemPlusJSONResponse) VisitGetApiKeyRes
 	return err
 }
 
+type GetApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey503ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDriverRequestObject struct {
 	DriverId DriverId `json:"driverId"`
 	Params   GetDriverParams
@@ -5679,6 +5783,26 @@ func (response GetDriver500ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriver503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriver503ApplicationProblemPlusJSONResponse) VisitGetDriverResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5919,6 +6043,26 @@ func (response ListDriverTrips500ApplicationProblemPlusJSONResponse) VisitListDr
 	return err
 }
 
+type ListDriverTrips503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListDriverTrips503ApplicationProblemPlusJSONResponse) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -6124,6 +6268,26 @@ func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsR
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6360,6 +6524,26 @@ func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent503ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6633,6 +6817,26 @@ func (response CreateFareEstimate500ApplicationProblemPlusJSONResponse) VisitCre
 	return err
 }
 
+type CreateFareEstimate503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate503ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetFareEstimateRequestObject struct {
 	EstimateId EstimateId `json:"estimateId"`
 	Params     GetFareEstimateParams
@@ -6869,6 +7073,26 @@ func (response GetFareEstimate500ApplicationProblemPlusJSONResponse) VisitGetFar
 	return err
 }
 
+type GetFareEstimate503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetFareEstimate503ApplicationProblemPlusJSONResponse) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type QueryGraphQLRequestObject struct {
 	Params QueryGraphQLParams
 }
@@ -7069,6 +7293,26 @@ func (response QueryGraphQL500ApplicationProblemPlusJSONResponse) VisitQueryGrap
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type QueryGraphQL503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response QueryGraphQL503ApplicationProblemPlusJSONResponse) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7287,6 +7531,26 @@ func (response ExecuteGraphQL500ApplicationProblemPlusJSONResponse) VisitExecute
 	return err
 }
 
+type ExecuteGraphQL503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL503ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOpenApiJsonRequestObject struct {
 	Params GetOpenApiJsonParams
 }
@@ -7404,6 +7668,26 @@ func (response GetOpenApiJson500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenApiJson503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenApiJson503ApplicationProblemPlusJSONResponse) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7529,6 +7813,26 @@ func (response GetOpenApiYaml500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOpenApiYaml503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenApiYaml503ApplicationProblemPlusJSONResponse) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7819,6 +8123,26 @@ func (response CreatePayment502ApplicationProblemPlusJSONResponse) VisitCreatePa
 	return err
 }
 
+type CreatePayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment503ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListReceiptsRequestObject struct {
 	Params ListReceiptsParams
 }
@@ -8024,6 +8348,26 @@ func (response ListReceipts500ApplicationProblemPlusJSONResponse) VisitListRecei
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListReceipts503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListReceipts503ApplicationProblemPlusJSONResponse) VisitListReceiptsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8260,6 +8604,26 @@ func (response GetRider500ApplicationProblemPlusJSONResponse) VisitGetRiderRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRider503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRider503ApplicationProblemPlusJSONResponse) VisitGetRiderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8533,6 +8897,26 @@ func (response CreateRide500ApplicationProblemPlusJSONResponse) VisitCreateRideR
 	return err
 }
 
+type CreateRide503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide503ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTripsRequestObject struct {
 	Params ListTripsParams
 }
@@ -8709,6 +9093,26 @@ func (response ListTrips500ApplicationProblemPlusJSONResponse) VisitListTripsRes
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTrips503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTrips503ApplicationProblemPlusJSONResponse) VisitListTripsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8945,6 +9349,26 @@ func (response GetTrip500ApplicationProblemPlusJSONResponse) VisitGetTripRespons
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTrip503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTrip503ApplicationProblemPlusJSONResponse) VisitGetTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9234,6 +9658,26 @@ func (response UpdateTrip500ApplicationProblemPlusJSONResponse) VisitUpdateTripR
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTrip503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip503ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9534,6 +9978,26 @@ func (response CreateTripCancellation500ApplicationProblemPlusJSONResponse) Visi
 	return err
 }
 
+type CreateTripCancellation503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation503ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTripPaymentRequestObject struct {
 	TripId TripId `json:"tripId"`
 	Params GetTripPaymentParams
@@ -9770,6 +10234,26 @@ func (response GetTripPayment500ApplicationProblemPlusJSONResponse) VisitGetTrip
 	return err
 }
 
+type GetTripPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTripPayment503ApplicationProblemPlusJSONResponse) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 	Params ListWebhookEndpointsParams
 }
@@ -9975,6 +10459,26 @@ func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitL
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10218,6 +10722,26 @@ func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookEndpointRequestObject struct {
 	EndpointId EndpointId `json:"endpointId"`
 }
@@ -10391,6 +10915,26 @@ func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10631,6 +11175,26 @@ func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGet
 	return err
 }
 
+type GetWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveriesRequestObject struct {
 	EndpointId EndpointId `json:"endpointId"`
 	Params     ListWebhookDeliveriesParams
@@ -10863,6 +11427,26 @@ func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) Visit
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11133,6 +11717,26 @@ func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse)
 	return err
 }
 
+type RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsDeprecatedRequestObject struct {
 	Params ListWebhookEndpointsDeprecatedParams
 }
@@ -11342,6 +11946,26 @@ func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONRespon
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11589,6 +12213,26 @@ func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 	return err
 }
 
+type CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookEndpointDeprecatedRequestObject struct {
 	EndpointId EndpointId `json:"endpointId"`
 }
@@ -11766,6 +12410,26 @@ func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12006,6 +12670,26 @@ func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13260,419 +13944,421 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dhu5tSeOvwqGJ7NaOqdI8ybJolbWb6ltuVsnvkWSuztpelhgFSgiKgJlACWK7Wit/DUPML8/5g3y",
-	"IvMmeZLvwt5AXcgiRcltu5Po9IklkQUULhv7hr0/+2MjkrNUCiaMbgw+NiKaJGMaXcEfJ9dMGPvLx98p",
-	"9iFj2rTGMl78x5NMJbf281Rq+D5mOlI8NVyKxqBxxmNGjt+eEtuZJmbKiGKXXBumWEzenb0kUkSMpEwR",
-	"Zt9A5IRQorOx7WTMYnLFRRwQakjCqDbw9GAobD+azphrNKMLQpXi14zMpGLETKmARwNCRYwP6fJTMoM3",
-	"SRUz1RqKofiBKT5ZkDGbQHuVacPFJYzXTnNAFLOLkxlGvn91/Kx5/v1xd2+fyGumSDjM2u1eZOAHa+Ff",
-	"is6hJX4Ykiu2YDGZczPF0TMRp5ILQzSLFDNkx344n8qEkXA+1Swa/eNvfw+JNoqLy12Yhh0AVYxwExAu",
-	"SCSFNlQYYviMBUNh+yaMRlMSXndCO73wp6Zd/+Y5vxTUZIqFR0Sxv7AI22hDZ6kurdgemXGRGabJRMkZ",
-	"WchMDUWUyOiqRS6mjHwnSUqjK3rJSHjJzTQbtyI5e6J4zGjK4eeTORtPpbzSIYklsxvONdkJcXnDXdgP",
-	"XIBzQ0VMVUx+dC3IlNGYKU0SZggVi5onEj5WVC3INe6WkRIGJoYiZnGWJjyihhEpYN+QNEIeh2SHJlra",
-	"NfMrAtTcPI1DWNjQDbrJ4zAgOW1JMRTsmqkFUcyoBW4CFXpu97x7cxNasrRUdkRSJSOmNaETw9Scqli3",
-	"hqIRNGTKFLVH4TRuDBqKRYxfMzxKQSOlis6YYUo3Bj8vH5yLfAbuBGgSmkXKQjsNT5atRtDg9mlcukbQ",
-	"EHTGGoNGeZqNoGFPLFcsbgyMyljQ0NGUzag9rb9TbNIYNP7jSXH0n+C3+gm0vlikrHF7G6wfH3ejswtd",
-	"GttReSEJriM1hs1S0yLPq9vFzVYzaZ7GGyfDbugsTWwrdm1GB+Pe1Yfuzd6sL/bTp6qr+2b/+um8u+g3",
-	"goZdysaggcerbn6h+T0e5EzwG3tIpYg1HubguuO+S+ScqYhqRqbspsoYJmTYuJsvuGdYGBApGB7clKmh",
-	"oJGxfCpnDnNJ4kx5lnSpaMTInItYzh3HxAeVNEBuuwHR/FKwmNCJYno6FCt7APS5aclzrrHlmpvfdw72",
-	"ewfd/X67bZdor7t3QJ/uH7IDFrExi2mvSycTut+N4oj2JnSvE9H4gB0c0Dbb259M9nr7cTtiT1mn/TR+",
-	"Oo632SVLhZ3mmGoWE5HNxkzZ5QCm4+ZJjCQxS7hl1AVXMBIf8lz4LvJ7jj0smsfY63ZL0gkaMy74LJvB",
-	"7242XBh2yVTddFY53oxpbfktj49Kw+fx2gEXrOyLHZXVUVvaA1q1kskyhXelQ3Tn0HPZtOUqF1TXmEg1",
-	"owYXeb80+HutufaErwf2RAZ4cC2R7ffXHfJi2SunfWVK2/CCoSiUBWSn8OpmzCIZs5ikVBkk85xBgNzx",
-	"ioNjJlanQjYyFPhYQDSzQsewmIwXRKc0YnoDI/Cj1/fkBNed4A978s+TX14f7v358N0PWedET/44m/zw",
-	"+o9TcfXnbvqXQ3n4+vnrJ98/SU/7v6+hsff4IqbNtzJegDIqhXEaKE1RdHApnvxF2038eB+J1ri9vV2e",
-	"B3ygUyk0A223+9NPq7rscXQl5Dxh8SWrnkZNhLSKnDCEXlIuyE4mElAHhNcXuCaJBP0VGs7pgljVerfV",
-	"uA0a/U579W3f2T2cSEUupYyPSK5IayNTjRqJPWJWJ4m5puOEoXpdsDTbc908zkAFZHHeO9lhNxFLDem3",
-	"n0KH/e5hQOZTHk2JVTjtyziLdwfrRmE1OstN7XJYeroNGnt1b35BeWLXznXoyLZj1c4Atc+A9Nr4s0um",
-	"9rNpQDpt/y/5x9/+TjJheEK6fTLF9k6fhneTYxKe2UE1j+1XIaH6yq6SnWkixSXuxFQKmSkWt8gFnzGZ",
-	"GU12Om2id1E7jaQQLLJDJhPKE8sIystAaMKvGEzzNmhoFmWKm0Vj8PP7oKGz2YyqBSwy6HqWBJBKdpZM",
-	"IatdWwNo15I/vbQ6YMOzoMb7WyBSpxHbhXxGoyl7JoVRMlld2DBV/JoaFpAZvWnSS/b7dkBmmTZNxa5p",
-	"wmNqWAirYBRPdUCsrq40bHbCtdFHZLWL/TY2iRVIz1TJCU8Y8O9tuMAWQ6qTLo3nLFUMj3fNRO37wgFK",
-	"b52yJLHb65hhrm3bTY5dN5bewpdcXIXEsjVNuNFEZ5HV16W6YzLCiu6fG/bzxvu6wZ5c0MvVUZ4bJcUl",
-	"cdOUyg+Q3dDIEGVHZrkFjtX+tu2aDhu9SZceRp3xQdxne5P99rBRu4inMZul0nLMM5YmdGG7rV9LMp8y",
-	"4VSmnFdRO8iELvKVFcweeeWYhv0of0O0aP6BgSlyn4V7Kddt8Y9TBgYpI5FiIKt2pCJ0MgGmtUsU0zJT",
-	"ESMRFWRsjyWNt12/J9edJ3ACnhiVjqa9q+6sL/bS/Q8H6qk+NN3r3rx/s7fYr13TM2rYSz7jBv6p2XX+",
-	"C/MLZs84U99oYuQVE2ScRVfMuLXjGmw6+6gTcmTHTkITqchcccP0boucgzdEEJqZKRMGbCVvfmrLnBNG",
-	"rCgniR0NcigplrbBT7xrlaNVXaiY0hmbUW51ttVpXdgZWKt8YnL7Dqaz5l2dw8O73qVZ3fKheuj4e/Ea",
-	"S4+TLElQtgZEycya+yRL1w2g/vVWLIBUWP9qI8mccuPdQF68tbZW92vee+5ZjeVBNas7ZSSlVtGTJNOM",
-	"cKENo86kRjXRfo2qoZWcye+HjZx9Na+Z0lyKYSPcmoVAn/YgePXOawz6zpfUHosfQOCtKEvJnC40CY8z",
-	"M5WK/wKHPQyIlkRPqWUkkZVomoCLhcz4jTszW8uXSs+1I/vxxx+PS6enfvFL5wu4sX0T87uxE37LqGIq",
-	"3N12VPh87XB+OsPTflrDi09jO4YJ9y4zuxb2tFklIZGX+oh8yKRhhBvk11Ydtsq9uCQ6S1OpthYhin0Y",
-	"7U2646dRJz5kPdof70c1w72t+qc+Np6BkrM87jciWaBOgbzBDp2bBdmh+FMnmR2hVSQ1CTUVzYmiIuI6",
-	"kuFuixwLkgmrVQt8/JJfM1CbrZG9ANUkNxc/ZEwtCuPEPl9//huV1zSCxozevGTi0kwbg/0+2OT+z07d",
-	"Pj1DsbOGV5Rm7OWTbRuZZOH0WVgF7pyzO2cvnpFer3e4u3Yi2MsIGldmlFuzVlcCG7KxYbzfAtO634C9",
-	"v/thI8bWDxpyprSsWdxjQWRKP2SMjKW8mlF1NSBhSi+5gNPZEuzGjCJoHFppWf4uVey6+G5CKLGfcJnp",
-	"oUjpZS6awSUJM7LmgjXK4S4CWwa2V6vtcK0zp+1IM2WKTHhij4LlYNb8VkOB/CoguebEYtJvt0nIBWh+",
-	"fjAlC3t5IXEZygtYotW9TvduYn0OynkdS7HMDVX3bzThnr8oshPG6hpuF4oNtiKmGFbs+9yOo9juaHfc",
-	"i/rxHtufHFx2pz3e/8ve1X5yMOs2No36BSzqRpqFwQgyXiCV4tgqnMPZJ/fgHdhiBD6y2qXfhk2cOLG5",
-	"bu2deM0N8uVdmE/Zxl1gRf/b7YPt8Ko/2xfd9OmHntrTB6Z73Z/v3zxddH+p9eQ1TrThM2rYujlMrFbJ",
-	"3EPLE2DabJ5A0fmWrkhtRuODe+nk4NHZgmG7K8DfCMcuj3oj21437K/Ft2Hg64gFBrtCJNd3EInr8XM5",
-	"qxv5LdZGXuMW2l8eWPts3SrCKx50h9b4TtF0+seXJzeGCatR69XRvFXSyEgmhOUPWdWJkv8+f/OayDHc",
-	"3u68O3vZZALdwfCFYTdmNyg0rY/DRmq1dm1Y/Ec7/mFj8HHYyDX5QScYNvSUdvf2v6d6OmwMho1//O3v",
-	"w8btbbhu4sWIKtNfXXI3zTfeHfMa2q/a+Tyalnw2TjzHMspm7o5GZSJAfZcbMqWaaGss0MRdR+Nr8BL+",
-	"+4uLt0SnLOITr8pP+E2hTs9Y8oxqBj6gdROUlQHXU+CF4mktnbnRwGLXnw8/Xj/DFnlF7VFG01pmTrUP",
-	"i3X2LitaDprI99UpMWsm4/+sm8RHkK07PB6QYWOzJ2TY2CUfiTbUZBrFwUdipKGJVZgUE9GC3Nr/Nq3J",
-	"D1RxcFDXr8s1TTKml/f/G02ufbtg6yOwbjXyrtatyLDBYzgFdy3H7WZ/W7T4A6szh8kVW6BnKOGWui+Z",
-	"sMTGNNzTJPKSRzQpnYYdSt69O31OrvtWv4TokxkTMYt3A9KxZ6O7tzcUqeLC2HmRaEoVjZyGGsmUxXjJ",
-	"WXJF0SiSmSU7kOxcaZP7n+CqicIYVSb0UFARg6O0cAk6999Ot0+mMlPaamQxm9AsMbtHQKFGLYo7K9Cy",
-	"bX+2J//BUIxlvCCXzNhzSY3v3nl2xguDVx72lwD7CgtPZtO7MgcEPJc4EezXvgknIVBdhxftgDKff6Zk",
-	"ZvuVCuNb8o95bNV4p0ZKRWg8s6b3BG8W3LLt2kXod7sk5MVej67YYqRYplkcHjmnnFlZXVg9niR2bQUX",
-	"l8FQ9NuHqx1xMco0C93Ey/cY1lLZu7kpbQfcOMGWgE/FVFZihnzFXVhsuOFbcuKuORx7k3a0zzqs+TTu",
-	"sGZ/fECbh1Fn0uzFXdan++OnUTuumtndvb1lBTqlxjBlB/G/fh4Ob7qd5nB4c3Dy/r9+t8WBOst1g9XL",
-	"LPyGTJliARmziGaaEUqKAJO5zJKYxJIoRpPmXKokJlOqZgNYaMt3uYEFzFfX7k+7bqPxXbAd9z7PQ3Hn",
-	"gSZ155nsAJnOuWbWvByK3L5cGl+4u+7oD0V+9o83HlQ4Nej6x9tEd+rdymD42oYjeVQ5fwGeOHukcCTu",
-	"CNkprDtDND81eGS4IJOEX07hFN15aobiYceGfOKp2UZ3/SqnaPKKmmhaL3fDkwt6GXq5u3QrtZAZSSgw",
-	"MRqTnfC7kwtS3J58tD9O49vQH6GhCCecJbG2RCgVCf/TsedoSsUls0s/ozEj0irbHN9o+3C7bHU7bo5I",
-	"idI7lkxSBZ55boc0msDtcdgi7noN4yG5lmJAKJkzekV2wh+fhLvE0EvvV7bT3xjkcDpp4hpte+P2tFN2",
-	"drSfglu8tGuddncL78Hp5LUUbM3uHAti98aLKcKoSqw5hXR8lKvEuHhujkGVh5Feu58zOLo5XPB00rSj",
-	"qVmI1YH/gS3WGYDHb0/tQVo2Ae0hBRMwcJsCN7AQkbLGKLyCd2x3rGzvs57YSw8+dFVf75un1915/2Z/",
-	"8fSX3niv9lSsub97Sy8Z0fwX5hhyp91ukWOxcA5AUFPXO/vgGm6t7QTfVlbW6U6NQXcpbqnXRXpycWPt",
-	"9l1RZI23PLrK0gs+Y3f7rFMeXcHlGShHcQZXHWO2+4kukRSGMDJ8xh7uFjmzitg64gItbZm0VKw2eheU",
-	"63HLq5FYjURX9tL+hz21rw9MN+td9+d7N/uLg1/qHZnWHHwBjG911M/kbEabRciVkWkzYdcsIbYVmbHZ",
-	"2Ip3a+cykynQ+XVKlV5mxrstjK6F6JQQbbEQLnwp3rJhexZX3KLYP1iQy1SL7JDdpImMWWMwoYlm9fuK",
-	"TL2ymdywmb7L75GvS+MWyPcUGxX0S5WiC/ulNgtYfEsjDbei62jAkvAyCVh7bRMJoKTaNob1/lEBON4N",
-	"Zj+IuflUwrZGjKcG9jzh2tQOf9ndpHg64g+eQFf38gn0738XZmd3LpW5m7rhWuSKLXRgmQsooIqxADMS",
-	"qCEzqX20PCUJozEXlyRshmTGqLU4be9M2E9RcYBl43HgYw7QpELxEnOFAVoBGStGrzQxnOkWeY48dSjC",
-	"Zu6jNWGLnOD6DEj582BCFQu3Pwp2gg87CHYBrZ54C8vvjkLvAefiHI7+Fpcm/i4WecU60sJvt/ZlFiMo",
-	"QigxQpOja8eFr/mLEXRwbxnAmZPwatQlWC5w070Qkd2sa8xQ+hnORsuONGGGxZBSsQDPGsQusJjFjfdB",
-	"I1OJ1XmMSfXgyZOUKiOYarkX5hkseeYKLP5WC1I7X1ybVTbw7uylPRVwse99IkWCB7AEzQSYbrzmMv92",
-	"OUT1Wxp/Rw2b002rmyo5Ttjsv+4XJvsWW9XNxMqXVBvF6Ixopq55xDB1ya08SZW8tkJ3l6C6DsYfGODW",
-	"9MJwrWjK4qHYCV2bkW8zYkpJFe62yGtppnbH51RbNX/GDQY/QS/wTeGRAueRBgt+KJZMs8E6a9d5l8Y0",
-	"upKTCTKBUrTlT00Xq9FEUVS3Wu7xJ6WwDliwb2nsPrnHxpTIPwJG1KjolQ27D4byxKuSEElpl3PMzJwx",
-	"QTqwOlZltSfEriNmFSV5nB2e/pbvz2UWNAYNlzjhe/S8utNuN0qB2FYGrY0ecZxkAEH4hhvgXKc4A+Lf",
-	"6Djck1hG2i+A/o/qPLc+extoFLTFwvU2o4nloSy2VmIe02Lp0mlI1viEoGywKu0oA4Iaq31IWfvVUqsf",
-	"qOs69A5KXOyf31v7JkQrwL7WpRhCc7KzZCbsBkiuGABgH8/jEKSyL2f8UpRauUgCbIbu7vLM7PDyP0aW",
-	"pkI7Wb0Qht4QGGBAqFjg0fEKvvO8g71OK+riJb9mYijM3B5vLiAgAv3uaN1TUfLL4kmDOc+41nBsIYTT",
-	"MzBYvHWutF3bn2UNG31g5fVf8Xq1yAW7gZRBfO+OVQADvB0JwPDdzYn73cWL5tPcLH797uVQlD3nkOGH",
-	"LV3qJbZErXynOBpBu90uiEnvDgrXRclB50nFrqrP3eIizcwKw8mDI5u5cbqJ5yyFopajK5uVUM6tOila",
-	"LHXk4jS37MQ+fRt8Eu98JsUk4ZH5kiKtzC4i935dSAwfbvyNdjdeBrQqRnYmUhHHt0t7bhQVmrtox1DI",
-	"kQs2odeUJ5as7ceg1NNEMRovRinlsXObcaNXZFhxfVD4QnfWeUGDmsuD3RVqq3Hg3rVTNQHlPqi2uV1U",
-	"bYAZMji+NcO/V0TvpxDaC6nGPI6Z+NKUdoUbipJxnGHuuuV/sfTJ0hM/NjQKP8u+PbKb0v30VhpbjaZW",
-	"UrNYJaTDqXB/fHdy9qfRxZs3o2dvXr19efKTHa9XyLBdJJNsJoDCEy4sqVuVq9DNLMk4ccQSZhlTp9vu",
-	"E3TLYBIa6oNcW4Wt3QKVbXk0ODHUsAb2sVyrswRke4Tl2I7A3aKdOWMEjuJnPzZ5VEhEhT0tKhMtcqxJ",
-	"uLxFLoHfx1owcc0SmTJkO0KSMKaGQgIRG4q8V8AqsP06QR9+d3b89vs/vhy9PT47Pxm9OD59efIcdZX8",
-	"UZ/EVDZAMHycWnXF9/DD8cvT58cXp29e590ETvlyIQn26NsOJxxuInfCb4+fj96dn5yNTl+/fXcBfnNZ",
-	"XCUOhXP4k7ASsBKSnfDN25MzfNfZyfmbl+/y1747OwH0hYJaxkpeWSVvJyzI9OWb199Z8VR88vzk5G31",
-	"E0fKfhZ5NEoTyXRK9RTWaAj7BEOtxvXshG9Pzs5Pzy9Ono+w2++Pz78fvTo9f3V88ex7JwlNSSpjEIyQ",
-	"pQ1DJbQUPAQuekCx8PobruPZyR/fnZxfQLC5HopwHaUiSWAYUW48GM2SSUXTJiuKdgCxwKsq3wS0arhQ",
-	"daq1u2grzAw3C++wxWHnSuXuo5JYz7VPhWFK0OTEst8v6vwg4F4kEvMyNI/RssPhhLtHOfgFiahSHIiW",
-	"+O91i5wVzgjvefj1/A6vpTmOIpaC7fSl1ZoQXx06EBcIoTEw/RmLOUVyB/2mOLOpknEWMavyCGlGNB/8",
-	"it7zSPh+h1/ITMRfcnNfSwwqzbMucbMmdhyP+7R2n17JmE84W3eXuZQBXL7GBx4SVm7kQ4gGOLKnyV/j",
-	"lxbdpyBvGiE886j3+w16SxeJpPGFlC+puvzizBIkBNcksS93WkuHvOLfkp3QfjcyUo7gy5UT9kmzLgXT",
-	"IBLDF5cSPtgGKdoStENlKBN/idXUxf/sHmFMEndoG7/iCp3jjcY7kTtrviyrxWgrq7pmxRBwwp9RcbiQ",
-	"8hUVC/ep/goekW90rnOPs/gSc751itaCooah29xvvl0Lh3hTAfsoAQz9awqlJXfbxsZFuvsnMst3grpM",
-	"a/aFNY8gN42kIopdyysW+yAzPCNlbIQVXvnjjz82l/O/N018OV38k9fNoQLaQ3wijMuf/hpuba7JnCVJ",
-	"09mw48z4uAlKVAYx69QQwViMHDimhg4gFHfCFBMRPmDNb+f7YDdcgxHuQmoXMsPrE0JnMhMGO8wfB+4O",
-	"X7ObFKK1fW5gQOhQxCxKuABkK7gQhieLYEKdYcoHuNtTDqa9N7ev2GLkvg+DkhluP8eHw/zKatmvjjHH",
-	"q2kD9fdVEJ+82yJhJGMWEk0XGiGSPp93/dOoz+ECsPiVtcAgB+0r6TmWBFYddXCC80GOwE4cAcTlr6f0",
-	"5E5N6Oc45fXJOTm1eR9NHi5/moeqwkQgfFVPLUtCAQThRBxxV1JlbVvjgmFcF2tAJ/BLsmOYoMLswkvt",
-	"+8fMKkSaGAn3+HlcF40iM/IhoyuBWkGRkmq2jbdc2rByENmzKYuuIGw4TQNnpjuQDZElTi/CGLSVTvGA",
-	"azeQFWQfkc8UEcTmUl1xYW2bzJpAjAq3ynb6tdO4cwQ8/rQA4aCRUG1G9rzXzsLuX0KN5atVbJ5KMpWb",
-	"ZgCZHipmcSUGjlAHtYton5opS1iKwRFxiwFB3khxdizIZh62JKliE36zJsUb4upK6SYVZMEAw1MjeSk4",
-	"pNUAkSK4q+Wg14wmeUxOBqKuSrjqavTTuHf1x8PZ27qldlL9bnKZU+1VgHx9eIKAKFJd6YfTi5IJu4vR",
-	"Iec4s09aloICZ0OcMilg0/wEaGQ0mUjlRj/J88yu2EIvrVmsRk9n3StIcF4h2rvnVIE3/LmBwaN27MXQ",
-	"g5w/5dRRZQgVllI51kvno7KHBdQXhovY1cK1c8FxljHGaM/R5G2JYbrAy9qsSekS4H0o6EpG4wrzXWJt",
-	"y70K6RINp9mMCh0Q1rpsecDDNCVTmThN6AqRzbbijWXojhLe1qfzRjqGm/MydySvXECLj47NTKaWjl63",
-	"3T1otvebvfZFuz2A///zulPyRU7FN7oUsh8USL0+wTI/NPBgjlJCeLx6iobCkzhsZAgvcHDe2EnoopHd",
-	"6sFTcOLwCx/4u/WhW4qc3nzmYPnuOg1xLW2yebLIER+8XgIypcibCZwSgulUFfi+jZrIP71C8VtRCT5V",
-	"Dj9QQH4xCQdUVn+UIYIFbkYDPFQVILYBQQQ0gjhz2JEDNm6R84Jqp0yxAcbwWiEu5HzlRBYr88vL/vXr",
-	"p/OzrvnTfvZ95y9/2JMnB/S8Hb/oXT47HP/QFa8+dP588/TtvG4NS5zpX0HI5tuznr+85HXFOI6Jx8Fy",
-	"bEXXSE5qtk9ucAbV7Wr2QoHLdacNWTy5vKYwlkpf62d8JpNajBFqnNI6owsSy8F6SWFli0c35cp7HYKK",
-	"0LDfIyoAlurwCghSrgM9hRfYnYbOLRXYDhrvK7Ttnlmh1WdURCxJ1mCjolPHGhSIcOYSoqJSo9Utdd+y",
-	"eDRe3LUbz/yz3y4eKgWWmW1ExehDd95jfbVn9hcHWZf3ZD/do/v6IO7W8zy6HGzVeJtY5QezieO6Rj5P",
-	"6lPzuVYOdTkBC8YVVFe0skp1BFre0lKc2T304B+niyJjmuf7zeLVzS7Wbgl6WzEGECkuuXWv3a5ghghp",
-	"kC/Pp9wwxIavqpPLO7Cs7q5LVB8Oz+9caDfqDasHFFl/HuxBrMDu2sNZXaNf52g6wJvVYbzM64Ccnr8h",
-	"/W7noEDHiWS8tJCZxlSlIpOfNn95/7F3+7u6tyJUXh0zz3XlNBsnPPIA3TUMwLme1yNk3nmI74vx53PM",
-	"KoCtMSVvqbqqezqdSiOrj/uErSgWLbsnlYwtnLt+snlcrb+kl2WLJ1O8lt9Q4+508rf3W08PyqaSzMYg",
-	"2vO87L1SVnZh62Eqje3zmk15dLfa9YN7rJbzCIShcsMr+gxwR+tOC1LLuYehr0UbRmpxUPU57BJ6K6h2",
-	"dWOMdOJllZweaeOTaGPtTtftZ152bSm0Xs4Y+tzgomVK05QJhqjRrtoN7uEyCGUB+Y81QHJcD0yqDAdD",
-	"EX7kceDSoErZsnApdBsGLrkH42hJzFImYk2kcOWpXKo61yQT/EPmHJyY6FiGgiqKQrnx5pWJBiReqQ5F",
-	"XrlkeYfRQuOYxVjyjAty3fHIEorN5LX3lcbcLtnM6o4YJzijaeo20yeKTlwcxDrdFJ7CYImibNdyjunm",
-	"1uf+Od8BnCooRAeDWZ9se+yeqTTM5dqmlrnQrDbNM2U3NfUPVZt6h8WGhvhIpZk2VN3R7BwfcaVZcl6z",
-	"eF1CW7wNGlKwNxMImb8rRbkyjtvg7gbVZd6mxdKYtxhTdVG3alLdwrua1BPblq3KBH773rOdu4xIZBmf",
-	"aELm+/4VLcgCpLPe4eGKNfhSLgPM3/JnIiQ7Y2lt812X2JWfbZ/p5Y9BSHbc7YAYirGkqmiSH828TX7O",
-	"7ScrPKf8ocdFqhihlVO7zHOWTmewmki/xGrquF6wzEQrWvRqj8uS9QVVzOMP15KZ4hGLPWifXWJICoXr",
-	"szG4oFA8SeVKRnDjwgv0ehV4dXfh7i12qPU6yS53PVgHornhKHLry8ow/N6pGdiBy9m/h4b9QAer2fJQ",
-	"5PVVbkEQGruVowLNv7oOfhvsalOoJwXPk51LO8hmxFWUsOLj//d/SafV261MeK/d6dbUX6vRg/IUvqAR",
-	"ZxgKPnKRW5tGFiPtQk05AtCRJFNjKkivTa5mT6aV0ey3O/cejA9JWXEi3BeWevNFz8WU5bhKgO+F104A",
-	"B+FGAJVtitjIMaLhoyW7HaFg6Mv6Zb2YVmC9Ez5hsK5c+CC6gIBni8U4yLCEp3JEwmKCoOqVvyVpkiHq",
-	"bmVHeu1amKsNwFZBQyp+ye9F6XBaR5Bzf3fsCo/YGTxphQaP2cg4EbCp2RmP2YXTSTzqweYWZT7n4VMq",
-	"7qo1kEG457j8WF7NdXJEXPS4wwv2gFB2IyBKqcqJPtEHVj4WQQEZUyxY4EtxuO2qsqnqnqzyohomsEK+",
-	"S57xO9xt5fV+mLsNvUqZYcDtndVNooRqSGaGCdXeOd+XOZ+KNDP3p/S82QOodml31+xZ0fFdK3yen4Gl",
-	"4mIQhxc60VxmGJA3KPxHsWUnQLVOsiPV71hly7NDrqHYdQZIF+CkHC+gSjgUKJpkCbTi4nK3qgPBEHLq",
-	"sb/ZF1X1FP/MCgt1GaTPasuaX1SBqiOpDeYPFkVoMUUXUBpd5i7Mb6Lo5Qyw5qG0wk1KRcziYCg8u3XQ",
-	"/jlah8qEA6bAklgQHp2CrYtl2EmY5/ICD2j7im7lBNdlCB5nIlcpOPHx0UXifbuWba+y6lI6caX5Jp5f",
-	"X5Ks6hb2vQZucHXk6FH1fTrgMipWKRvYPrJ6cqvp0vWMAu8Aq12/otGUC9a06wm6KWL01GifkA++quJq",
-	"xDkp4dkZScZWa5wSKQYkfPHm7NvT589PXlt9//T1xcnZ6+OX9vdyamswFMspwwGpz2Aufb6al2z72ZhA",
-	"XMkDXpcrPBQ1ycIBWUn6ff3mYvTizbvXz+u+rGYEt4aitBJ4c5cvBpwjezTOTs4vwNuuSQlCAZ/OczSX",
-	"75jzbu+Ug7CHdeRXSuivL2XoQnSKwgZW+bKUSFBH2spOLhN5WeNZNptz6IBK0QKrPqBSkceXVuHPi9ib",
-	"Vq0LlprputtIhAHAInbOmQy8D12TE1fy1aNd2t3CrzGrewdfgrVXERSRi5jd2K8cW9BVSwNtW7sVfuFW",
-	"lmFp6/yaVIAR7uIk6wtUHpNUIsLL8tYuKc2dOk6AeA+l3endWy9GpIgqPsq9ulhaH+gv8GPbsDAPU6eO",
-	"c/7rI2Qd4NZdBTxiNuECKrbexbO3wquAd5dqr1i96/OVKKmwGVc15M5InQ+/ZvWQVrUCTG0xkby3ynAR",
-	"icAOeud3PB6Q0+f/Y5eUiob8jscPrQoSlEpx3EvYblcppDIPvKq6ywC6Xbsvnv5v7zwRJw/UIOqq/eR4",
-	"7E6981cfJYiLcHln7Q7wSyEVOgmW51M9OtXGd9rJlafPfEbQHavisGHqPW6+4n7BFpwM8WgtLX+9xLUP",
-	"3/Q6LVlVaYcCDqGVHxi4C2WWk0UhijSh+spFivqzqqg48uB9IRbBJnMrsebwOiWhTgeg17rqKE5bK58w",
-	"yAVqLX2kHQCgv+BycZk1Crf3lN/vFCimswRCQGnKrMy8YsvnAU0OFw10B3UXcJEf76+K1KkgD2DNuP9l",
-	"3rzshdhKcNd09Gsdx3XBtR5caYtpgim5qlbqeqvme0aTOqXrmKRKjtk36+N9C7dUwdHl1Z0KrmtWN5bN",
-	"uhDHQtV2lWY0DXxCHZEprjpG2RdWEo1jxXSNk959UR15h7yi6ooZcm4Cck4FeVFf2bVbG3Kf0KpB2zto",
-	"HRz0Dzde3x+WEfebh3XRHclSSECz0+22+p3D/saOO08rPcOfm4MDEgwFFZcbtwX9QfdVypY3DlE/rUqb",
-	"12D57e/lYW//s+xl73Dvi27lKynWZCa6hFouyIwLuOviRpOdyHKYXYwCTdaHn9UwrFIU28ZIUP+c5fBW",
-	"tataHE/32ve8YVlaD+wzKMZTtyxvK5fAdcY1RZsxxdodBqDP7Y85Ta7quPXalMzCcwdC0PaDSkjl1mUb",
-	"J1bQmFI9mtVW9bxQGfMqiH3LRCaJnKN/H+bgLEo7/ALmvmSTj6VMGAXTv1QMua6YiYbCkaGviOwim4lt",
-	"Ba9yiWjUOSRE3NoyheH6/i/Fyf4Fc5aK0qV2GDnAP0YFqZip6sjglrp174D88upUh13an8BRRD3twe12",
-	"ncyLplRhDEQegm2NICxc4G7FmzNmpjImRl7Z3fbJwylVBomshmfO6snzVf3BD/3RqV74POBoLt9GV3LI",
-	"9pudTrPdu+g8HXT3Bv1ea6/T6bb726eSPYTjLN/BpnQxuurOeqKf7n3YVwe6a3pZ/3pvvn9zsKC1SR9b",
-	"Xc75sJm6e7l7VNW4Vxi52+bSwpTu1e643HLjfWA2pQfpn7gi53l8BkZ6khCH5pymOXkhBjb7kNEkD4Rw",
-	"JD/AbAhXBA+AkZ0ZhdEYcPEBFYbcoYk9yPaMawSHhGp4E4Bi2MHicDiKkX8i3CWKFsav66fOnlp3gC6q",
-	"g14jTLc6RaW6TPh/d56sB1C/L4yALKQ+BquGybir4tViDC1yakoVE/IEdf/cODND4SMosZRQQBJ5eYl4",
-	"9GCAc+EDvoZiKADeIeOJaXJBNJ9lCQRp+BdiTQhfHpRcCTkHl59mBBLncdh6YLv6q/uL/JXIzERyxshf",
-	"h+KvzWYT/mcfCNPZKKIqHl1zTSH0yf09o9pY1UfF5U/pjN2E5K/ExSrpAem2O6Tak8ccsc/53wdY39Ov",
-	"fv5IQMIJ5Umm2AjBP8LlLipdc6GzyYRH9kiMJpmI9cNeUttP5U3+CvVB3bvG0JPrmObFzuwr/vG3v4eO",
-	"sh42fIRiqRIzvGkoTlzorwN+caG/vjIm4iVoQn0REU+olnUwQJZcE/1WCIwSxWwse9SvpGKks9HPtPlL",
-	"u3k4qq2peEfgRpWhQrAAXQC7Xar09PkqNlV07I0yZ4nLbBA3ECD53DmrajPs8u34z9BVtdG0Lr1wGxXn",
-	"11ZtHsCAy6RcN+fFKmninw5KYIlBVHe88l39bRtuTJ0S9KGrerpv9rL964N596a36P+yR/fHB1F3sxJU",
-	"kweCb/nGV4kKSFiEl0INT3+0qoGNpQDQL5KEV1qNLbWoDZRcjnSuEavLXAVpOSjS76tMrsbAfEhUpztY",
-	"W+ipxUHMdeSawD44fzwmOyG7NnU8x358MO5dfeje7M0gAVp1dd/sXz+dd+v0Wf/ByoJh+cHlVUMc5Er6",
-	"BRxqGP0SOS3FEFeZMX43HLpvf7elpu2i0sqp1bDGG+hibRhT6UjkVxDO/JvjZb6S2eX0KD8txWO5MpSL",
-	"ORck7MKTyiepLoR640mrj/ffRNKlmQCFPBJvlXiL9XkI/Vbj4mtIOH/gs1Dxmku6e91+HAtCMyNn1PCo",
-	"wPX3aPp2SY5TmSTSEjZck+xizFvhfpyyG3L+/XGzu7fv7k2KELRv3L0cJCG3yI9QBgb6DgO4j3OX0rpy",
-	"l3VEaCIFgyfw+loKNhSlG2z0J9VZg3pKu3v731M93ZSxuzpmVyTKjhO2HQdZ3fZJ3O4ftg/p4WHc7R52",
-	"Y7YX9dv7HdaJ6N7+Qfug1znstaNx1DmgEWP9cXfc6e3vTeK412Pt9l6tx+LaLvm6rH+/5sQ9dYTZ2h2E",
-	"Yqzee9dHfKwSTREBveaVPGKugBnCzbiy8hAxFCxb0VW1jXyLIZmOWWoSzuhNGKC7IEsnSoJ9yqParXuI",
-	"zjajVWSVbqf79N7K4oxXg3M6+/t7n+bnnnGHDXWnr9uBKdZdApy9eEYO+3sHxOE0ukhD7aqy3TviUAt6",
-	"xUZA/2uCD6vknkO+12elYGXCss73WjoLaKPuVxtrVtxGL6WC0GhKnFGJVdQQf8bVYeFSEKecbR9V59Yc",
-	"KhWvvc++wxgARrZiDw/I3IE2LDtjCnVgZ8lMQADTFaM/WLLVg7W29W6LvJJQeY9qKSBbdih8uuyyhbz6",
-	"pnosjqL6YwU+p74Q5AYLpMifbve3iil2dSSrZGXIWjpcI+bLKLauxpY7Rd/oXM5QrCYcLhWnRBAju/Ee",
-	"wqiyhEtPbzgly4Y5CnecYdn7a0mssugbOEWJamujnitnZZVFJGsv9fFmLS9WSLiGxHIUhC1cEyuM3ZpA",
-	"KqKZ1n6BsKyrX4F9CcUM8Ku/aClatpfada5WLl3Z+NqY1w1VTe/anXxliq7rtuEMq3mvrt+p1pl3s2II",
-	"UClVwSuMJLSHfgRsKiQ6TThed7n73jEyj4gbQEenhumh2Blbjj2higV5Nl4AGXG7VhojJlFJJjuYTlcl",
-	"nsZQ9z+PjpK5qz0kO8rSrZXXl5JpL+gTCL/M3cVQkkBbVW1GuYgBN8ZSk3+cUZVwpobCttvd7KD/8j6d",
-	"FQ4WpaO0+6Gn+nrP7GcH191576a/2Ptlnx6M65GNYF8/yx1ZQQuVvn8ulqz79CBoXHERNwYNSwYjSwaQ",
-	"4O2f6LS7/fwRTx6VJ/Z6h/kDMJLb91sKSkfrL7lgp4bN7qzqv8mFdb97vC9wIVfxMNX5lUq7U6aCDUwh",
-	"X6hazmz7w9tjhY9/8l0wRoxCX3mh0qgKXXr4gARdpJV7kcYfbJPlBYd+8rXdYt3+4F5c62xeWb7cyJhI",
-	"NSjzzRK/dCY9ZjBDqoNwRZgh89XQKyaq6WPFKSvSFkFoI1ZLCQCn9OUy+ebz2oyl4CbyqWgKXiR9XTyF",
-	"Mx6zh6YKuEw+3F64rPVpgDU5ANWM7fUpzmDZSHlFdkKrVtU5le7K8b7PLQzmT6q1w8KMmzKg20SqFjkr",
-	"A9pSgfDQR5bK4fkZXZCEUcAawOriWK0bTOoZVCrcoWIhBSMs0WxA+u3ebh3KrejKXtr/sKf29YHpZr3r",
-	"/nzvZn9x8Ev3026bytuxjizqUTZ+KKfYHqFbQBMd0YR513vZccoiKeQMkPfkbCKV5dY3SfVMFs+sHkkA",
-	"eKszFBxI8XogtV8BDvHOHdgCLes7RSNGXoJnYTvEqsPe50CsKmGT3RG3cg6IpWfSbAS21FBd0Z58V3NB",
-	"uQarW5Eqds1lpkf45GgrbG3F0oRGLPbdI8625pfCshxwcfo3fqMJeLysbMg9+pew7ilTXMaQaru7PSTD",
-	"Jkhdweb5KPC5FajcKruaTzWLRn+eHV7/afZi8afZi/3opx/60U8/dNh3f74ed/97Gs3+e8rEiw77/kUn",
-	"/uny93eHf+P4gk0re/fOPigw6Xs5h1QqCXXVqcjRyr7xeNer+w9bMcKtqOJcIKT14Ol+v92ue1MiXSX+",
-	"ZWq4YqyghsCaSkaSAxLThT4iYTt09Qcgp5tiHYcqxMV+PcaFP2T77f7Tu+KF6vy0kDxWw65cRJPD87vm",
-	"bO7A1yB6y6NCWBHqDEAHG3HkjFKM9HDFabkeCg8rASHgkyxJlgsVQopmNd0M82vCotaPZQyWXw9FyAwd",
-	"YZkLcGLlwREAE4IhZjmQKnyUpowqD0OKZ25hP00WtU7iUuPt+fEDwDDLA7/Hix5ymwYpuCNd4DduUtSq",
-	"YI/QXKZyMrkPYkppj2qNDfuFA3FIeXSVpYErvFECjcRkJwxbrtoc/XuHToO+fcf4MVi+RrbeN9IgaOCc",
-	"7gUxAy1GsIMbJA2obFyTHanInOpdWD0Wkyw9ImVsC1zaXBeEYGe9vVR5EG5NWTv9FMVkuxBbB5jn4muz",
-	"NL7nqajTPjYEeqwi+tVdildx2jyu2zqa9g4u3Psvd3FeLN1v79q8uoL3uTJfxqIrXZfbr4bD/MvPcVVe",
-	"g624lkAKDL4vHTLxm9/5YmnuvfVVWMHlvc+//Wyb76X55oDGJVjGjVGND1MQ7iXqPkdkXeEBdV6uyjzu",
-	"XL+7Ds/S2g0KKceEK4iGDFemTTmZlKLsIJnmi561KlH8Bo9bvpj3P24lEM6a4+a//WzHrQzHu55YPJaq",
-	"IxV0ekHVtwL78JH1Vtbq/pSQw8HW0AF+97moAO6qa41YmTYTds0Sb4jKCQCPYGyHTqnSy/XyddkXeCcq",
-	"Ya7srlhXufZfGE5V9T7ni2UjaWnWJX12iX8GVQP1fc1m24nedTNg9+dTrwXAg/B17wTgVEll6guwEi2V",
-	"yQuw2hkfEUoSRuFKOmyGrvidbcbgnrpMA5UNaVb+qm5ns3Z3m/BzZX+Cxk3TvqF5TRWEHtpXOW52bPu2",
-	"1rEuf/AWer/AzuHbyicv8HXwBfz+3q9LGU58LYvMQaRL0jQ3M6UgACj9yCZzNunX695ssoDFXmWT7rvP",
-	"xSbXhaG/5BMWLaKklHPcIq/kNdMDQqOIpYbF5B//+/8QbzmRvxIuRqmSl4ppTf5alMM5Gor8Idti3WOV",
-	"L+yDOXNrlVx54McbirBkKSHCm6BJ9TbVD7MRNEq2X+klZf5ZZp7Ve52NkOJLNFmv21tqcElusI4+Y0lb",
-	"5X71/MgIbtPvd4Ae4hn5vBp+LiLL81lHhu9AqD0ENRdd6hDvWM6Ox7dvgqrZdp22B635oajAUwPe6msn",
-	"OXTfWqQ+DKwrNmOcZLW7PaNXy4CLciFNbTjLTMZsKVb2reJZbexlmrhdKJ49OP72Wafbu3PjYUj+bYGb",
-	"jO+xbrV+xEIxz10xlvq4FZ+maaSv2gJp5MjgfRCYu7upCWnB1vUb0mmOqWZxCYYDguHcCxFHgmtSFJIp",
-	"v+fBQIiBH9Q9zzerj7r0ddryYTvwy6KeNzckTwTZCm8DJrwKSX9vgYn9bOMpLqphbJDpbobfaJTr8ymt",
-	"k+v241lX3MOlbOlTRIvRrPY2Ikm4u+rDXHeNumAZLy/PUWARc0cccbLAEw+IcBjOXR3q0/69Y6MAYMSt",
-	"w+ZrZ4BcKaU4x5kHX8lEYsVrBcI9xUmFn1DR3MGgjTalf5YWCKE34dklWr2k14wIe8Z37MtlBhCnQiAs",
-	"jV/KIAdwcKhP1bXt1l6LrplFaYG3Ew5LjGuNnEAc8Os8yq90HHIeUDEkl5awQpn+/C9xj1WS2ILR3mX+",
-	"LVfH+lRTcJnPf12rsH7z1vhkRX6GrDGIQoGbvODZYlBJYN4pcwHHA1hMujc3u8FQ5KeM7HDPpxGYxKEi",
-	"F5InSeRcE2pIuLS94W45S9p2NBSlnuDYuOYDQknK1Iza9SP9m5ugIivBzxVzbc9DHNheu30yJSnVmsVL",
-	"oPY1WaNBw83mHvmjbuVP3Ajq8ybyJLvlMnItcmr0UshKgXGEyWJ0YgBPxHai1pWm/TWrjB9jMV4Y0UJE",
-	"W0tXfb9iVV40Lh+bZRk9n7LRVX+2L7rp0w89tWfF33V/vn/zdNH9pf9wq2Fp50pXqyqpr5KYUmUEU5Ui",
-	"iYrH7InbVr2dNWv7z5dsuZD1tgBGS6N/IJDRMj1C+JAj19rKHGWKWam4Lw0DZgLYhtpBOMynBTIavsPF",
-	"aVY0nFWaWy6Lu4Hm1rlKrrjVcIwE/SYggEHr81egiMQOxaJkro6jmfMIqmT0221IIcPkMKcRAe4zuNEg",
-	"38YVenRc5f5kvzHs35Fgjb441jLJDCMhEGVI3p29tDOMaJK0yDFJuGGKJiRV/JoaFpBEynRMoyvLDBMu",
-	"rpqJjGjiFYyhKKFGwbURoNL4mTvyGGVqFfH/PoeiAknZf1ot2nvc/DNt/vLe/Ww3D/+r1Xz/n4MnT37+",
-	"X8OhfvL/+4/3/wW/vf/Pu71FlaO1xbG5S2tYKfv562gNubT4TWgNOQfcEFm5JKLAJ7G8OIETWHC0vObL",
-	"NZnRuMYvoLd+W0BCjNMMi/ItVLP9vh1Gr0sUFbGckfHCML0S7zkYCkDrgsR3OW+RM4yO5AbpPXz75hwr",
-	"t7rpNPO9fvLR/3oa3z7BsTR9XKteORCfL5Z0m71bh7vBBChDYalyrVPmvL7HmT4iodeaQiIF05Yzrup8",
-	"Yb/TJt9JwcLdofC9WD2Pi8sWec4SZhihuQJWcHy7bV6sQNTnJeUCZY3OZqyqmLkRY7II/lqNSM+/v0sZ",
-	"+5GbaUHUNEm2qHy6ekLvp0Xg627fr8pawebJYpMyGBQZgu6YQeUPexh0WUHnTLeAVDSLMsXN4tyOBU/V",
-	"mFHF1HFWi3gtyPHbU7gdgvBUqklon5SK/wI0PSDfQnOCuaRXbOGzSAnqF+ClwmNjWTxNue3N1Y9kpNmE",
-	"GvKQbwFmNywSePyg32LLrPBo3No5cDGR6CYUhkawURinD+kFMGDD6MypTYXYiWWkV0pWr6i15ULdYJ3b",
-	"/nyaF49Zc0p5gpxGXfOIDfDSLPBFKQO8GdJBNYVGB0PhEmx04DNR7cMu+wgI3hUA92IQ4P7+4z/IMyms",
-	"eLIsZCiaBAHcoOhLRJWCLNApI+GT605IUsUm/KZFjkGnuwbEHHEJ4B3JguRVmwdFVRgRDwUpKm1UCz0v",
-	"VXe2KgF2GLfsUL6VsX29neh/n795TXZCmmL5aC7Fk79oKcLdFoFEaXxqHZqCHUK1sXvgv7CTpUIAJRCF",
-	"EOCg0KgLi+zt0O+ZVXNs79Tqc2C3VnEMXB2Cn9/nyhoofVgoZycs5T+HgdPjsHJbK7F2KCzDaQ7kgLOU",
-	"Kf2QMeLq6/ixW0J2++Mw6WyPsbqGnypW9uc//vb3XWe6QplwO/QC5SVhxrhNIzG/5Ea3yGsPbqshMngG",
-	"I4LgJajhIIjz69wBZ+0GuQnQ2nZ8wWdMGzpLi/3s9XqH+Vy5IO8unmFvMx4piV5DO++Ia2uJ2l7eiSth",
-	"ZS4C3KRUUaxJCH0qZiVWrl222wHREmFLdcoSQyY8sVLBWbw8YcIksFCIoKkxyB5ljH1b+P3J8XOsaOHl",
-	"Ul4hIvzu5CL0lW4LZorlVaCuBaTRa0Ldo3OofXHJjCMqaCQzNFiAPBziJ3KVMYtBqajgqMYsSqgdRgo7",
-	"Z6YD95ElPw4942swXcgNVTFqqZZcMmHPKosd9ivYRkRIyGWxapzHeXXQsCASBGNQEs/2raFuPBwYnL3z",
-	"3+bTd6igxUkHNmQZv6VzPKBDsVESOEafS4Nj2D7M7sDND1zJYGAqmN8Rg6Qp7dNQ9NsdJz5+/PHHZmkI",
-	"zL8wPCIUkUigtd+OlCl4oxSk3+61yB+s1MEaXFCCayhA8uyAWFJ4Ei0Dt7+hONoNoNIh6E/Op+Wy1PKK",
-	"XeCE33XeK0LRIm0NxbHtwHJSYa0CM2Vc+W+/0SgAcVJWi6Qpb9qPYCJ+IaTKlwfXxKpPaHSNFx7agCnk",
-	"zcA1PXPvuDqyds0dBTjTDSnB5dqg22oo3G7goMpHpN89JKGlsxFwP/Cz4aDPmFGL5vHEMBXuelRxy0ug",
-	"D3uEEwgcG4oszYkHZ6+H4jhfKHgdMUxQjDsbZ5oLO06JYN2CKWI/wluG47en4J+DaPCEmolUM5cqRtPU",
-	"CsuzesGLAtruoNQsv97KdwPF9W7gL+BRCpZktFNcUyuu0U4MVq08b2dwVdK5AsJjNksluK/d6ojYq1R6",
-	"KAp69NAQVl3ydOQkPZx74DSKG5997SvHAamigmao3UGhecyGwNpdP4PCs1pMmmmZKXRdFDve7lsNj0+s",
-	"wh1zLFoJIFdkxxVSGQxFKLIksYcDC/cgFwZdDPD/7aFBtHeC6fqWZZVmVQad5sIPLUA9ZNVC9DaFU2AA",
-	"7WouSjNxyMjkuasJ7msSFiQyFHoK3HaSMIaEVsp0Fot8ZE7xAeRrL37s93jW7cRchgLqw0wPhd0Wqxnp",
-	"fGRIbPMpNbAwlbPvGXPOPJye6bJecWmwvMdQ5MeclpheDPoMlDSCY/XS7oHH9IVyDLib2vnPsKgTCT+i",
-	"XCis+9sQYFCsWmNf2/nH3/7/nXab7LgkPtJt7x7ZyQ8d6UD9L+foKrw92EGLQPWBsOi9VSoBEBJwJpVr",
-	"Exg5FJZiuMgYnOly01K9APskuZTQAbAzT1dkLDN73vDC0cHkoRAfClQPdICRbXbFcc12kf+lSsZZBJCQ",
-	"R469eMvenxPscMWr5wbVIj/S5AopzR5jZvACfUCUnMMJZMogC48ZQhLHGYh2isUl3JGhmWZDoa94mnoh",
-	"mIIDF2s25MTCWIrepUjmlbKwvpYCrySDDEBPEacFx/F0AQ6LkEylkBkojyQsPdX8A1uETs0hO96XQOau",
-	"xkecoU7OcpVkKKZUzQKis2gK25r7QzzLtEr/H7ws0JG083N7hVvxTc6cYJJ+NxGiDufllJJvtNNGAq+k",
-	"WR2rtKuDooKFPZboN0B9BkJiFhqhJhwAu7uRHi+c4xl+QbGWr4lpnkFLu6VGZczFseXvKNOKterihRsc",
-	"mEcwKiAe8IsWCz26YouRYlBx+aiUyleZrys63G8fWsJbaszFKNMsJCtieEA6oRcXfoYskXOy126X0Oe5",
-	"q00MM7EcAUA6jKJCU7xWduUhi8VnkwmLjNVM9m5u4CKfkkhRPd0lkZwBHrhz5yAHB5gE7MQu1UQxhl4b",
-	"oxYtcl7eBH+CUgN3bkCbO5EUE36ZKTDzXB5w11pZx0WYAXg7QPWZUqvTXWYCls0+bAfERAxiwUqyhcxU",
-	"+d48VjIFX5W7VB8KKfAhKzd3BzjSkiXgN91yImagf1f9q+YUSYEqdTAU4dt3Fy7V9vnJy5OLE+CzvlKg",
-	"t+yhjPGlP6glrCrUzL19bw1fZTWF8OSCXoZYthM4POB6gh8TPDT2xT9QtRiQinLuBmJfx5rPpDBKJgPv",
-	"8Q9b5Jw5L6ntHvk1t1xi0nwtBWu+gloQQ+HWIOy1++S1NOSVjK3VG4e51k3RBALvXMIj5ioROv/MWyVT",
-	"xZnBEPCqd2bZMfPEMDXTJTC63LvTKOF1Njqtdqvt6okKmvLGoNFrtVs9DCGdgofryRQKuv0Cyet1DuRu",
-	"u106j6mSdheApKx5bQ0nIUmkGJj5NHHKnsyiKWRek5ilTMQe9id3pZzGjUHjO2ZcPbkitAFG1W23vRfL",
-	"BR8v+07A5w1Ow7v8+u4N4B6rBTCFCVldz6qmdpDOrLUd/9R0iDHN07WIQ+7xJz+5R09jfFkfJ1HXJJ/s",
-	"k29p7DFpboPG3jZNTl3VaIcMWfJcNgY/vw8aeZp24yW/ZmA0QG2+RtAw9BLixV8xQxvvbdMnVqla3LX9",
-	"vsilZ4s5k7IqHr/03rEpvWaWNI7IXruH0axzrpnzUSSSxmRME2tKKBQKGjBh5h5JYoU6ziDUHqNwvwKB",
-	"2Ncv8MZT/TOShm3Vu7vVOXpr3wl6TTlGJmyiqnxTNpFVyXZfS1sXFVvTPhoQweZWjoHcDwqLH+otiyjJ",
-	"YhaTHTTsrNGza/lzpJhBgQna41DgBfQRCdGjGBLDksSb4NZ6RiZcJTdrLhyn3OpmwCC9323tHUfxyJOX",
-	"gAG57nKj9OAzrPW1xZOnEyteQLrA/cdnI3+cM1zd1hyB4vLWrt7SEajIzLvOADzsn70NGlac3tUGnrkN",
-	"GmfUMFjjJq70Hc3yx/2+lDo4A5RIB0W0VSdFi6WONDP36MQ+fRs0ftiAoOFb/eCAMz6FxfTa/btP/mtp",
-	"vJ7SeBhb6rc7dzd5J6jTuPx7tuBKL6Qa8zhmAlvsbzWbY0jnQBYWNPrdw7tbXUj5ioqFm5P+FDFcErza",
-	"5K6sEoPMP3p/GzRSWRctgVeDVq31eWd1lmGZBeL12BTsa6PzmAIRsQE6hqi1SvW0MHZAIJcuRiMqhAQ8",
-	"Whcjd0m5aJFj4hzA4IZwLmC0JCP0rKMvLXSO4BBAWKKpK8x2w3WeMutC57ku3D1gLjmnkZsmOKF8uTXv",
-	"WbDGnX9BoVOAB8Z7o2FM1t4R0julW+RYeIBqDTA+dlBWNOTFLCeZyRSD15HK26DVIsRXVD3NuXsOylvn",
-	"LmlrKbE6oYK7iSz23lKlZELZ5igFgEq/lfFiCwFQKjm/RGRTFl2BTZKmgfP6uIg5JRF2BdDoLE1jjAQC",
-	"sTydda8grv9DV/X1vnl63Z33b/YXT3+BQMF7yBsXYXdbjdEwKmO3K7Ku8yvLOpccuc4kEGxeuDJKJ2pH",
-	"V2Nhdo9I6CF4wIB1hv2SkCxXqd7EwMtoPv9C8u4Lq8lfTB5tIVmeSTFJOAYY9TtbvOItXVgj6ULKl1Rd",
-	"ogjr7G0zH52lqVSGxa9YzKkPiux3u9s0djawlZonwliN/2vKThcbQ/Pwmnr5uWRkPPl4xRan8S3yuoSZ",
-	"Gq535oDyvAOuJESPcmRTuOlAtu7vLXaL2ya8TUQhgFfG7iK+s3rFeOFeg5dPLii2KNnlRIeVTUf4Qn/D",
-	"jfFcPjil5EKs3Eh1231ipLSCbvkG64otQL4KrFGjSb/dr5NOuCC5dFpiu/11KxgvcbhHbvWb51bb2QIv",
-	"oErE1zz8SGB3Hv6g3qHwRtTcYYPVX9aXg9wjWwj3Wu/TQ9W2L2u5r1NjVjWRR3P90Vz/rTKcfy77/jtm",
-	"tuBR92Mbf7D6S+P2vVNsXMjsk4/4i1NtatnesagPhHCqDN0QVtGCazYGN4oTqch+26kvupYjYiDJb5cj",
-	"uvGt4Yjr1uCRSz5yyV+DS/4b8Lx1Z6jEAl2w2QM44HPH6TYxwScQQ7bxSgmjzLCWChlj2CC2r0Dp5uUp",
-	"SmUtWuSczlgl6FrEQ6GyhGkI5/nuBKN54B0h2XFeUQiq55rwWZpwDEPFGntmurvurglnewHT+Q3cNxVo",
-	"Ni8gRmyr3tFXcPdzDo1ssm2/+Py3ED27TYMC0Gzrd3jkt22fBahA/Zu6uctx+jbe25my5Mth+x4F3qPA",
-	"ezQLPse1H106bZ9JNBb5+msFocOPczwgodqQXhsKh1TjLCrekUFRhGRBJjRJMN19MhQ+/NwDm7QIMFsr",
-	"PGVm6CULMIQXSzTazpWcOaQheBnCCEB/GPE6FDAoK6AXMvOxWCyGWEqXyYTxnDl8g0usgOwjKuKEYcyv",
-	"bT7jtu3RUMSsCMyVwhUfwUygUs4nCc0iZSERVEFsspEwkCsuYoxphSI7LmCaUMWGgt1ESab5NVsn0088",
-	"CsVXF+c5OML20hya3FdUlxttL6+/mIiE4d0tI12ixKNcfJSLj9Et24m5HHDHCzfH+/KbOXzgyUf4ucl9",
-	"9SbHaqyRVEuee58KRrVDw3AMHe+kVvxViF38m3VX4fDWeKvy0h6PLOmRJT2q6p/Hg88cg1hhYvflGSfI",
-	"5Qr9fEIVa+aJtlAbsjbe7y1WFUVMYlSZQwRRgAy/MLZ9CB9kJHwJCqu7ImZDOeHVubGGYoeWKkaVklh7",
-	"uxiXEHGz8CFLENweWw2X+lxVn1eMA8EEbymYi3ZAlZ4qq9NHTICWPmUCetCQf5PQdNcBnBfDx7DAUgAe",
-	"5A/ZRq2hOOEQw4B5rTIz2k4SWTzE57mPRg5ZZGSbhZAqhFkcPGIkkjOmC6vj0mqlzYirKCnVWLZavV1u",
-	"JWlMJjRyuOudVi8olWgeilKN5pSp5hVP5IwZxcD0sJ9g5QWsgU924ky5YoRAV5kaU2Fl2NXsyXQ3yBFS",
-	"hsJu3DeazLLE8DThTJEdVxSW/L//2wmIqx1r/2j19gJyk8CvB3u7OVyTqyLtcGBxkEMBpfKZNYuSicsO",
-	"A7yCHM8CS0OSEBZrpKi4ZCHRKRWaHLbJ/7QNOp098j9RDFMzFPDkUZ4S7MtZl3tozeiNQ7XM0omSwuBm",
-	"7OZ7k9eUw4TuPBMNTDog2phEVJAxczVVYJyBj6fBGM6FL6YZDsVOr90m4wVx6bi7LfIM0ucxbNUlwWE+",
-	"uIL3ZvElcwGhK1lpXLvcT0g8WxO/+YIqduKm8bWjOE0JzsxhFzQGlh+SH2jCRMQpOTcBOaeCvChVj0yo",
-	"aQx6B62DvcPDoJFYadzsdLutfqf/9DZo4EGv9tkhr6i6YmZzf4e9/XJ/vcO9av2/vOTx1gGi5dXOBd+X",
-	"jROtbPg6/axUALykotVkyt6lSRRN8ha3wWPc6L9mJNaDtKTHaNPPpQeC+gXqQGbKt5gvKjgphVVbVeue",
-	"fPS/bo7PyHsKcnhoL/5KaltdofwChB1z2OZTBooSN0NhpaY2PEkK2TkgIeQxhIFPfkAIaF3NhZhS7WGc",
-	"IbcD8u7JDvZxNBShq9ABuF8uYtZ+VHuZ+R0znyYgv5S5/Qlc/dHwfjS8Hw3vXy+MpAJDtYnt3tsOz/lx",
-	"YYpfKppOPyRr+fNZJqxF6GCccuA9rXNYEPLu7GXgAUD8cwA0gUUqUhbxiWNKObidHgqHkWi58TVV3C6+",
-	"dngT7MYwoQH6FlKX3529bDIRyZi56yfwgpq5tK8FAEnDbqyx893JxVAApIftmzv0JzTrHb4J1yTKw/og",
-	"Uw3Rkr47uRhYozqHzhAONMNBTC2BWpBLAJfqtfsuLgZTtAv0OB0UMEpQhJ8D6InHvQnrpMUf7YK4Jby3",
-	"qHDtoI9t7pnc8z/4tb9Hmzd+1K/pjN2j3Um+r1/oIqxsHjrwbCuq4W8MhyxARo5jSt5SdWUXfiqNLGGM",
-	"RLFYAYDN469idT2i3XEv6sd7bH9ycNmd9nj/L3tX+8nBrNv6S3rZCBp2uayw6beeHmAJ/1e+gr/IkqSo",
-	"LOxBMxuDRqYBeVgamjQGnad77VK9gcbp69HbszffnZ2cnwMTKY4MLgu60xKUk512u51b1tbm6rRBOmyn",
-	"GrjNO3PLvzaCVEYZVBFTVHi1CiBSQxdra9VixEd1iIJYC6MECPXizdm3p8+fn7wOd10ObMqUhuSgJnIe",
-	"n6vr0Qd3wrcnZ+en5xcnz0d/fHdy9qfR6zcXoxdv3r1+jpWNHvWUf289xRHvr6Ku/FPpEmeZWJHbO9+d",
-	"XOyWNAovatZn3C+J//yMe3diiEwCUZicLhFimIyTt1Npz7u/m4TAFscDqL5isbX5AgzEz53TOcxYsISn",
-	"5TMIvJ+5ELXUobWdnZxflDCplyW/w+gVMVVxPqkS2iEyrMC9vOCpt2EwBBgA6gGoB6TbbmP9AbPE/BDt",
-	"E93+WkKcDMzXFRracdcZBXbBUFgGabvXDLASESrT48URGBWZAwxpSTdqAYI1PF8wTkjWdNxxKOBF1Q4h",
-	"s931uXsEsIwFhpGfhQM9UJlYQodDLq4R28BKGYJu6NKYtMG7B2Ak2tdCKa5Z2kWep+XgKxMakE47aLfb",
-	"4FKnkVUFrLKI3P3izZvRyzevv7MCImapmdqHSV7QRYB88wtebvT85ORteES4ZehWJUUo4kzETJFwNEIy",
-	"durnaITRT7ArTBvSbTtKDLFnq7MCDPiL0p+GqQmNmA4R3TNMpdZ8nLCLRWoVWzc0XxSmC/iMuwjW2IH5",
-	"+mMBgWPsJqVYKW+i6KUHlIWJsthj51KBaNWIYlee7rM3r96+PPkpxKuG48zIGTU8KuRpriDD9cRxKpNE",
-	"Wto2MpLJ7gBwfoeivDl5U9Awye/JR4emNiCdgOgp7e7tf0/19NbjDKJ6X67zQ+hQ5DQGL/byPJqyCF00",
-	"y/L8++Pz70evTs9fHV88+z7E6yKkVmhLEymYJfoCkbgEgYyPOECuDaoC2em223YzJnhhxyPkOoiDPBQF",
-	"8nWVA7bIWalYlsOtRNDYHIbVJ0bbjQbQwgMI3oCNeYvMJI9DBIvJ4xVyAyH4O0Ji0jJi5KHqxCH3GW0f",
-	"SGY2iCCCVTuCoQADrENe8W93YVT5AYS9WULRL9tBmC+ds9A6M+XkhkWZYYWh8qA7G7z3rRAVuKtyCXbh",
-	"2T4KrzGi+J5/f9zs7u3D1gbIgItCF42gAYCz+JqyRlzzopxiG4PGJG73D9uH9PAw7nYPuzHbi/rt/Q7r",
-	"RHRv/6B90Osc9trROOoc0Iix/rg77vT29yZx3OuxdnuPlrEFO1YQ5yYtFOyJ764LjAo5q12JY5QYOd90",
-	"19eWolxB9HzWsmKaDaA2cCNofMBO8SdU69/5HY8H5PT5/9glH6H7Hfv373hs/3Y49oWZ4l/5EZyeBM0Z",
-	"AnYSuUWPxUcCpkoO+09u7X+Nhy3F/Y2Te9yFte9JpJPcB1XdFYct4NHdDS51vhVVi9NKYF+GFu35ZZMt",
-	"tvuVS3Iorequr/D5SCbZTDQGvaCRcMEsob0PGjOmNb2ErbYMAAildJtMy4MsAOhbDufSV5xuvL99/yAj",
-	"0lXBrq7MSaHtkWVlb/0KPdrkt/+GVvnjtez217Jf3Zj9OlenvyUL+u2b8zUmtHOoOzzhlhckazJQuCZv",
-	"UiasRVuolOjMhnrN14gFn9vEfzp+9fLIVWOpggrXBvdC3yn/bw24ZV/xzrG+RmiltquvNFfPwJZX6Ws5",
-	"9f4pbuEecqh/ZVxlIO1lkl6Lg+tPy4LOknuellK4u2XihnJhxRbVDzwrf7JD+IJnxU+5OCvVWdtZwL3W",
-	"kSvSVVSbWMAUSafVxa9AnVuu77jVaQrql/HxkP2THTJLD2sPmS+vsT7Q+pmLXvWxLN9otOmsAeELGvnq",
-	"XlAQL3cZYtwrcYXLdYDFezTUycLqR5WI5lLNiBZ5I5yN4F65EqsNKmpKFyQP2Q6GohTWndIFor+tGmIY",
-	"IlT2hhLvDIWYaQjiEdKMJjITcdjCeFx4BEKxx1Ah0BoWWMGKJZqRfvuw1LL4ejfARg4oNqU8JgtmhmKn",
-	"aEETQJMf2S9D5/cLsbSeczt6MyN0GLEfMpqAuY8BAXhObZ92/NhyNOMayg55Rx/Ug7Mn2G8MwLJGUsUs",
-	"tnRCvRfabWpAGFxLh+7vliuNHzhIvaEo1fXq5o+N/GvCwkOvGNVSgD/YdpIpNgJ/7hGaFYUTHnF2HZSf",
-	"C0leij32ELKusIUDyV9XYsPXa+HGbqNauKKvrjKhhyzdsTPKdEYTy+0cyVRpe7dFjv07cWGGIl+ZvDZ/",
-	"6Oq2oVexmxea88GmgwIF48lH++M0vvVnEF3jtaHW3msxqCnu4qYCk4U6LxRLlagFSaixh6aSgFCpagNO",
-	"w0tm/O1HqZJKUK1ng07u8vBWKtpgtV78KPciYmW4dYU0MXyaJkMR0SQ5ImGZyZeD6OxGScFgE/ZubkoU",
-	"A1cjfuDxcgGZYCg8ZLOft6vIZQmGbwpef4u78olx62fe3/Tg+HV0EFAVV/0ob+nCJb94hpxvsYEEE6pi",
-	"V7nX8d+ydwVZBLopglUnhj/KSPqNQSOdjWyHo2uuaQPdOqN6d11X93J3Xb9xD6eFW++vA3DsN3uNalSV",
-	"ZD7SKOeT7gjmQg1r1GHE6mOY+2OY+2OY+z9RmLtt1d2KPr6jhs3pYjkyni5cfmGuBHr3v1fB33qlO1fD",
-	"fTXQjbgkeV1vOQHIDdvrMiJJiMwHotVtD1iS1d2McqvFFDHqWADW1ebb8bfvCPDq8h0r2jeoNr4KrSsN",
-	"aaZsBkUdffx9MBRYcMbnQroufMHLpbxKVFe0xLqtSzcRvno2yrmhAHEWSwR3xkIJeUkGpxFgHcRqzL+W",
-	"M+aH50wAbKxb5IVUVo/FeQV1JgEVhM1Sg/N1AZ2+yqXXzaGuZI52BsoXVtNZB3hy5vf7vtrFBeiMWwdy",
-	"/jMX2HFrtB1SlydUt66P4X2P4X2PkCRbI28tnZ7NogpqWz/5CD83pW9d+OrmtZCRFaGxLBXqi9q50iq/",
-	"0SwpHN4aAwLW4ZEpPTKlx9yoz5Yb5UsvedaFpfsfkAt1hpytSISyPW/wkH8r5ZXVXiGDtJqiVXEHekcW",
-	"6u3O6UtCCovI4tDD3zqMkGFRV3Kp3pfv/RsNmBYVVT2078/LKhVPDsVW8BNHJGSGjhCkQ+f95NCMAP9R",
-	"gII4OMIUcGTrMDygijXga2Spc2zjwyPDZy5COQcpNCFJkwxjTZzPGgXIGFYY695b3TzPdANLy4uXQW4v",
-	"OA8ulmHzIMNWrpBjMRR4f4B9UrGobhY66+E+IpdfXJS72imspAHBmmv+y5E3pyqx1tjLAL3k+GhxuwAu",
-	"zXrMGVgCCLHGSN4pTVMmNAFYr8p9yaCy2RA0K4XOZiwOytDN9vOE8hmLh2LHzKV9Cn1/xoOVaGdBXTJT",
-	"ireH5g6OxdtFbtc8uopLfm65j0MHTcY1QIoYJo6IFLDc7gYgL9DDrRmGn+lBJUQ9n5BcMeL8XY1/pLSi",
-	"Qbn8nG2Ce5Q/6fO7A/jSH0OHoQKXMvmj/mLG1VcXEouP++UUWFzegwJBWyFHDts6P72WGBwlzacyf+OU",
-	"5vBF5bjdCTrEfX9IL1OqR3arr9nINtjqqmDdlUju+MeI5rxsOWhnQ7F3c4MHdSGznAzQu+BsbLxC4UIb",
-	"RmPLk6grfgCTWe9Rt3z1t+FOBw6wHLFJynyhhBBVCRz2lAHOb6bNaHywNlYV8VwUPqtiNRJd2Uv7H/bU",
-	"vj4w3ax33Z/v3ewvDn7pgkDDty1F964ywFL678PGdQ+nvN2yr4QlA9HJa9RplKBLMc+PnvZHT/ujp/2f",
-	"FVDGKtGO4y7p8CXfw+YiFi+5NkWcii5l0YG/WjNWlNXNdcmgqKbr0Pqg4YLESl6zoHAOE5okLfIcwdOI",
-	"VLG7f66635slZXZtCYt/i+IVHnr9Hj0/lrv4iuUuHitcPHqofjVx/M/nBF+uOYE8uip58pCt9ZBlaM9d",
-	"c0jv9ViiTghBig2In6CktgZlr/hurefbJerd/6bwN8qNNqn1jyzokQU9Osk/m5N8KRLFc7mHhSEAp0iz",
-	"OmwQaz9H1ahxj8g4WA0LqaI55mxy2SF6NBR4+0giKiKWuODat2/OL+riavGhBNNkwdGaJHLOYjKT10wP",
-	"hiJ3vZN//O//Q6hS/JqLS/JXwsUoVfJSMa3JX93LMPQ5zJ+yTdY+NxRh+Tv7bBESflQJH8cYkrwpZOSD",
-	"D7BFjoXPubcjdi5G6BquGkbgAYYUKnQIvn13AdX0cjcGYjX4SBzv6nUZ3M6NpwklQjZlWi6R3s79hkOR",
-	"CSypju49wBwA325AwiyNc899/hh4tBWjCY4aEKU1CDznEhbY73LQ/wBDk1p+he1qwwfaUOUi7S192+mU",
-	"VzcMHCoDTbQcCs0gZr18yeDEMI1MRhNwd+76vstx/Ngy/wQrzMfU0KEIP7qoqcBhm5efug0RDRQ7LHbS",
-	"d+g/QZuQHHsXr9uHGfXF9X3ufn7tg0ASdmvPmSWT04mHmMvdughEZzX4apHF/Bi4a55JliREsVQxzYSB",
-	"MxFgWLjMTA5esmvXCrYtd/VLkSwInxAhwWnsaYEbormIwKTWhiaM2IEAjXa6cNkELmGgzpHLHKhA7ngw",
-	"PX8rZpvXGczvgMYepAKdTsoKzYOdxY4eVxEoStc2Y7uKAGdCHT4IUmDZSZsng+c9Wg6dU9Jq/+7OgFo2",
-	"KdOUxUROJrU9Fp3cw7lr1xRX99fDRvh1lEB3NQE4/JYYdwCK35GeL98ATGs5ZfzfVOX7V3XSfhmV7P5e",
-	"3S0crG9LDPAF8L9/vzT5V/bwujtOmkhxCWpAwicsWkSV6scbze2qJgeBGA/WVutzHKH/6nXslPrkItA+",
-	"yE4pUMNK+1xN2R2QWsOelEOLW+R05da+kLFjhjVYynqgK+BYVh4CVJxKYqeqKeAF/YoesnwTXxREKS0r",
-	"3Dj7dECrpMDAlvSsst5qebAPYSm9bKOSWiTC5ZElMNhPqDFi9/ZZaR5ftc4I5jk2Bo23CRXa60rbl/Ao",
-	"T+QrXbtW1nKTiOa6MHger14fpfq/gFR/vKvdTqwjj1jvTaoX4i5dcmO8eJ5hmWdfQ3gRxnu4WL/1kAA7",
-	"hREdOOlbyv73lUH67T6ZT3nCKuFsmYDU/J08SZ4aw2apQeBGUASmci7IlCm2C0gDOc4BdFFNS1pT78Mu",
-	"0IPzir+Uh/6OXFi3+j71/dFd/+iuf3TXf053fXHY6vNyHuy7d2za1advMhFDGcnNSag0AqDhbzTxde3z",
-	"dhuq47fIOYsU89wUQowTgAls1UbI/Ih9n+RD+g0Ey3wxBrw0+S3KsPtleuTGj9z4Me1xy4iPFf5VYq/u",
-	"COpK+YOIJsmYRldwtrAC8ppR5E/mpcqDlQtSxKXWhJJ3Zy/x6iBi/JoRzS+t/omlgCB2JE9zcTzTeXSu",
-	"uIirhd4dVJXt0CNV0bGWSWYYCQEdNywluUjj6gZTLF7Ar6HSXiJlagcPGnTCxVUzkRFNiKtwSnYcIDuo",
-	"wjCyhBumiicYFmFwLil05T9/fT4UisFYuBQBkcKBFLlK9IvdtbdDdkHg0k+DDAnJTjifahaN/vG3v4e7",
-	"g6HAeseon8N1lR0ZIAMAMhDhdrJz7N/vtl9ulycF9at9TstQ4KDBrVcCcW+RXCA5HOXiahGkok/QcsUo",
-	"MIGHRtN8klh6H+tcxT7fK4S341bDwtu+5wNyzRSfLAAUicesec4vBTWZYuFQ7Dh6OPcFKzzBEsdvdrHM",
-	"FuQw0TnkewQkZnGGQokR535ESgo53FkXyWok7N7chGRCtWmRYxL27V9oS5kpFaTffgp73O8e2jV2wbaI",
-	"qaR9IWTsfCh2wn6nTb6TgoVwR0tiDpasW3q3pADI5jKdAEiilJmy02kTvesSVCIpBBZpyFOJwHUJeE6O",
-	"3DoE4Bz28EevjT+7ZGo/mwak0/b/kn/87e8kE4YnQ9Htk2np6gnXZic8Y0YtmhAyWnFKogXIDaHaZYxY",
-	"kmBqd723ckm0fwZnZT1T9I9wtqJe4MCg+ef0Ky699UdupqgSrk2ZzpH7cxIppXwgKyA7S4d+96jGxeyb",
-	"L2lHj87Ff0nn4qPX73NhXueVWlZUp3rNaZ19+eSj/9WF0sYsYYat2pvP4fPqIcYbttSFNTm5yp3KAZdv",
-	"xUeJvKyoR0dQqAkkzEyi2NCWxUNl/RY5YynD4hU+aJckjHoVAcKVtLGyE0KgvNjCEpDVSLU+YA1zTC/m",
-	"cUVFyB2FU3rNIPkXpWHB5gCYCdcE02tLrBCDtkBb1NmMlWZbJ3RwAVeFzhKX769b+viILC+YeyGL3ao9",
-	"Ivb/i1++fC12gxS4NbMJ6l1Wb0QOEbXBc1XhEkEJBs0rGrVh+Z+szH0lh9LaGt71etKjF+nRi/To0//1",
-	"fPrb8rN7FvDOVaoNnv2K5vWk0B02evyXFCo5AXwNr6uUOecAIpyYMGpBUqso4hVq9V7ARR1jkcfMRHLG",
-	"Auc9AIeM+kb7CPVIxu67hILNWwKY50U1ovl00RqKE4HOB6oY1tKjGuxxV/+TK2/P99pQZG9tdq7bhOfF",
-	"6vwbXj642S/uvnzw9+SPUuNRajxKjc+G0Viw3G904U72h++ryRBUj5tKmocG51ZeurbWdDmfrLQQ/mrA",
-	"uQNLZR2kYEH5SgCyjnIrfSiqt9PPM+Xt/ktFI2bFF5cx2QnhzxH+OUKYIx0GJHY4EE/3++02+T3p9sl0",
-	"1yP/5tvjbzEoDBSc9+AnhiQRHDNcU3jRByGVRM+5iaaEGpIwrjPFjkjYDodCsWvpU4VkEvtJUwOlTqE+",
-	"BX6i/z/2rqg3bR0K/xWLp1ZCgHSlqyr36U7r9tJJW7s+jWlxE0OsmSS1kzE09b9P5/jYSSBAoKBOXV5D",
-	"4uPY5pz4+PvOV0ilnLaKfZ+lTONs6YI310rCILhpswl0aD0OvAxxscyoQTvOtrzbCpPybbHzFhpbTzZQ",
-	"jvclQbltMzgI/vl3MumMy7VvcUujVUkUnDNh3rS5bc8GS91OUp/57jM7B4bBPlV+rlQ5usK1oN2MVV1S",
-	"5t/aIVm5FhEvHBlguJG5db8zriQ3DWroRjTHaol1+e/QPY9+BMnJNzL9HrqD5W54raoTPXKrE3KLXRgh",
-	"ds3T5Sn3V7U53vdo/dYDd2awbvbde2cVtTKNN/fbuX479yqgZOyictPM5EIpmc4v9wHMjnLtvvpFm2/H",
-	"RBjsOCIlEeHkKYCVwN40dTJsvqdBdeLpff2wukYFrYe2WnM9YjgpOEQSTVMKHQSSMu6/XoG/bEsjdm8E",
-	"C9tfojOY5hkx5++G1bSgaiAW7VhY68Ho+HhyVIzo9y89cqffjpwEuXNIoNq2OdmJ5zkior29vrn+fM32",
-	"Zx9PsHlpRcg0IklnrAy5ze69f2Ev2nvEHqtzbqzOYd/BZ8lwnNpjbAJ/nvPh+YdCgPalI3Y7sj430ecm",
-	"+qPmVwNQOjCZ8YwjZ+iMiEoNH8zw8IPgWuj/yyIZBF++goM0Qv9wTbeUj8BfLfkoLx+UNAmel0rD4iwq",
-	"F5bPAx4ty0XKczkCLxoOWePaii9UePkfQ9qbWk1TpM4F4zFeSDJTBFeTq0lIVKFwnjFdpmw0tubH0SJG",
-	"yTCeS8pelFoNgsEvm2d5wgp+WiIFCubLXraRD0+VB8Gg1eJg3WXfgXcXQwZ3YPCCHYvDu8YiVxkVaXh6",
-	"gsGj+doYOVRL8MoIMPVYYI/qTFkhBFc0Suqqfhe4/ZQvhGsDc/HNtu/r6mJeVicrSW0LTLJilQvUy6oL",
-	"WC0T7kXdrPxNzdq7usZam9k3Vs2KGmAznS0Yb0qzuaqhlvPna38RhKCSlCGTVoli09JHWGaRG6tcZzOp",
-	"RL2vVgeh7VHUmWt7hJTrNp+o6Ie4xNcYo5Yqiug44jNaxbD63DXBfDWb/j+8abVJ+yduoxk2FMAIPcCK",
-	"RGflPPEsyAbMorLmGtlijbpPC1lxUzBC7TmoYK74is0cYTKbeaflsBc1Y8jBbZ07voJFgvnRhla38UNW",
-	"iW5zX5IGJbbr8+WLMbS/zWOJzE/wuzMeCYeSJOdaYPlXzt5rniefbipHRWJ24iePCrUiGS6hYjNNlzwt",
-	"RDxi+P/nAQvtZx56ndEcGnpUIbuQ8FFlciJLSsOylFCP1HGyuW1Zm0TEvj+WYeO/hbmClfvQGIcPouDg",
-	"xn8HAAD//w==",
+	"7P37dhu5tSeOvwqGJ7NaOqdIkxQlWdTK+i21LXfrxLdIcncnTQ8LrAJJREWgDKBEsR2tlb/mAeb3x7xB",
+	"XmTeJE/yXdgbqAtZpCi57XYSTea0bakKhcvGvu/P/tiI5CyVggmjG/2PjYgmyYhGV/CP02smjP3Lx98p",
+	"9iFj2rRGMl78x5NMJbf256nU8PuY6Ujx1HApGv3GOY8ZOXl7RuxgmpgpI4pNuDZMsZi8O39JpIgYSZki",
+	"zH6ByDGhRGcjO8iIxeSKizgg1JCEUW3g6f5A2HE0nTH30owuCFWKXzMyk4oRM6UCHg0IFTE+pMtPyQy+",
+	"JFXMVGsgBuIHpvh4QUZsDO+rTBsuJjBfu8w+UcxuTmYY+f7VybPmxfcn3f0DIq+ZIuEga7f3IgN/sBb+",
+	"S9E5vIk/DMkVW7CYzLmZ4uyZiFPJhSGaRYoZsmN/OJ/KhJFwPtUsGv7jb38PiTaKi8kuLMNOgCpGuAkI",
+	"FySSQhsqDDF8xoKBsGMTRqMpCa87oV1e+FPT7n/zgk8ENZli4TFR7C8swne0obNUl3Zsn8y4yAzTZKzk",
+	"jCxkpgYiSmR01SKXU0a+kySl0RWdMBJOuJlmo1YkZ08UjxlNOfz5ZM5GUymvdEhiyeyBc012QtzecBfO",
+	"AzfgwlARUxWTH90bZMpozJQmCTOEikXNEwkfKaoW5BpPy0gJExMDEbM4SxMeUcOIFHBuSBohj0OyQxMt",
+	"7Z75HQFqbp7FIWxs6Cbd5HEYkJy2pBgIds3Ugihm1AIPgQo9t2fevbkJLVlaKjsmqZIR05rQsWFqTlWs",
+	"WwPRCBoyZYraq3AWN/oNxSLGrxlepaCRUkVnzDClG/2fly/OZb4CdwM0Cc0iZaFdhifLViNocPs0bl0j",
+	"aAg6Y41+o7zMRtCwN5YrFjf6RmUsaOhoymbU3tbfKTZu9Bv/8aS4+k/wt/oJvH25SFnj9jZYPz/uZmc3",
+	"ujS34/JGEtxHagybpaZFnlePi5utVtI8izcuht3QWZrYt9i1GR6O9q4+dG/2Zz1xkD5VXd0zB9dP591F",
+	"rxE07FY2+g28XnXrC83v8SJngt/YSypFrPEyB9cd97tEzpmKqGZkym6qjGFMBo27+YJ7hoUBkYLhxU2Z",
+	"GggaGcuncuYwlyTOlGdJE0UjRuZcxHLuOCY+qKQBctsNiOYTwWJCx4rp6UCsnAHQ56Ytz7nGlntuft85",
+	"PNg77B702m27Rfvd/UP69OCIHbKIjVhM97p0PKYH3SiO6N6Y7nciGh+yw0PaZvsH4/H+3kHcjthT1mk/",
+	"jZ+O4m1OyVJhpzmimsVEZLMRU3Y7gOm4dRIjScwSbhl1wRWMxIc8F76L/J7jCIvmCY663ZZ0gsaMCz7L",
+	"ZvB3txouDJswVbecVY43Y1pbfsvj49L0ebx2wgUr+2JXZXXWlvaAVq1kskzhXekS3Tn1XDZtucsF1TXG",
+	"Us2owU0+KE3+XnuuPeHrvr2RAV5cS2QHvXWXvNj2ym1fWdI2vGAgCmUB2Sl8uhmzSMYsJilVBsk8ZxAg",
+	"d7zi4JiJ1amQjQwEPhYQzazQMSwmowXRKY2Y3sAI/Oz1PTnBdSf4w7788/iX10f7fz5690PWOdXjP87G",
+	"P7z+41Rc/bmb/uVIHr1+/vrJ90/Ss97va2jsPX6IafOtjBegjEphnAZKUxQdXIonf9H2ED/eR6I1bm9v",
+	"l9cBP9CpFJqBttv96adVXfYkuhJynrB4wqq3URMhrSInDKETygXZyUQC6oDw+gLXJJGgv8KLc7ogVrXe",
+	"bTVug0av01792nf2DMdSkYmU8THJFWltZKpRI7FXzOokMdd0lDBUrwuWZkeuW8c5qIAszkcnO+wmYqkh",
+	"vfZTGLDXPQrIfMqjKbEKp/0YZ/Fuf90srEZnuandDktPt0Fjv+7LLyhP7N65AR3ZdqzaGaD2GZC9Nv7Z",
+	"JVP7s2lAOm3/X/KPv/2dZMLwhHR7ZIrvO30avk1OSHhuJ9U8sb8KCdVXdpfsShMpJngSUylkpljcIpd8",
+	"xmRmNNnptIneRe00kkKwyE6ZjClPLCMobwOhCb9isMzboKFZlCluFo3+z++Dhs5mM6oWsMmg61kSQCrZ",
+	"WTKFrHZtDaBdS/50YnXAhmdBjfe3QKROI7Yb+YxGU/ZMCqNksrqxYar4NTUsIDN606QT9vt2QGaZNk3F",
+	"rmnCY2pYCLtgFE91QKyurjQcdsK10cdkdYiDNr4SK5CeqZJjnjDg39twgS2mVCddGs9Zqhhe75qF2u+F",
+	"fZTeOmVJYo/XMcNc27aHHLthLL2FL7m4Colla5pwo4nOIquvS3XHYoQV3T837M8b7+sme3pJJ6uzvDBK",
+	"iglxy5TKT5Dd0MgQZWdmuQXO1f5t2z0dNPbGXXoUdUaHcY/tjw/ag0btJp7FbJZKyzHPWZrQhR22fi/J",
+	"fMqEU5lyXkXtJBO6yHdWMHvllWMa9kf5F6JF8w8MTJH7bNxLue6If5wyMEgZiRQDWbUjFaHjMTCtXaKY",
+	"lpmKGImoICN7LWm87f49ue48gRvwxKh0ON276s56Yj89+HConuoj073em/du9hcHtXt6Tg17yWfcwH9q",
+	"Tp3/wvyG2TvO1DeaGHnFBBll0RUzbu+4BpvOPuqEHNmxi9BEKjJX3DC92yIX4A0RhGZmyoQBW8mbn9oy",
+	"54QRK8pJYmeDHEqKpWPwC+9a5WhVFyqWdM5mlFudbXVZl3YF1iofm9y+g+Ws+Vbn6Oiub2lWt32oHjr+",
+	"XnzG0uM4SxKUrQFRMrPmPsnSdROo/7wVCyAV1n/aSDKn3Hg3kBdvra3V/ZrvXnhWY3lQze5OGUmpVfQk",
+	"yTQjXGjDqDOpUU20v0bV0ErO5PeDRs6+mtdMaS7FoBFuzUJgTHsRvHrnNQZ950dqr8UPIPBWlKVkThea",
+	"hCeZmUrFf4HLHgZES6Kn1DKSyEo0TcDFQmb8xt2ZreVLZeTamf34448npdtTv/ml+wXc2H6J+dPYCb9l",
+	"VDEV7m47K3y+djo/neNtP6vhxWexncOYe5eZ3Qt726ySkMiJPiYfMmkY4Qb5tVWHrXIvJkRnaSrV1iJE",
+	"sQ/D/XF39DTqxEdsj/ZGB1HNdG+r/qmPjWeg5CzP+41IFqhTIG+wU+dmQXYo/qmTzM7QKpKahJqK5lhR",
+	"EXEdyXC3RU4EyYTVqgU+PuHXDNRma2QvQDXJzcUPGVOLwjixz9ff/0blM42gMaM3L5mYmGmjf9ADm9z/",
+	"s1N3Ts9Q7KzhFaUVe/lk341MsnD6LOwCd87ZnfMXz8je3t7R7tqF4ChDeLmyotyatboS2JCNDfP9FpjW",
+	"/Sbs/d0PmzG+/aApZ0rLms09EUSm9EPGyEjKqxlVV30SpnTCBdzOlmA3ZhjBy6GVluXfpYpdF78bE0rs",
+	"T7jM9ECkdJKLZnBJwoqsuWCNcohF4JuBHdVqO1zrzGk70kyZImOe2KtgOZg1v9VAIL8KSK45sZj02m0S",
+	"cgGan59MycJe3kjchvIGlmh1v9O9m1ifg3Jex1Isc0PV/RtNuOcviuyEsbqG6EJxwFbEFNOK/ZjbcRQ7",
+	"HO2O9qJevM8OxoeT7nSP9/6yf3WQHM66jU2zfgGbupFmYTKCjBZIpTi3Cudw9sk9eAe+MQQfWe3Wb8Mm",
+	"Tp3YXLf3TrzmBvnyKcynbOMpsGL87c7BDnjVmx2Ibvr0w57a14eme92bH9w8XXR/qfXkNU614TNq2Lo1",
+	"jK1WydxDywtg2mxeQDH4lq5IbYajw3vp5ODR2YJhuxDgV8Kxy7PeyLbXTfu34tsw8XXEApNdIZLrO4jE",
+	"jfi5nNWNPIq1kde4jfbBA2ufrdtF+MSDYmiN7xRNp398eXpjmLAatV6dzVsljYxkQlj+kFWdKPnvizev",
+	"iRxB9Hbn3fnLJhPoDoZfGHZjdoNC0/o4aKRWa9eGxX+08x80+h8HjVyT73eCQUNPaXf/4Huqp4NGf9D4",
+	"x9/+Pmjc3obrFl7MqLL81S13y3zj3TGv4f1VO59H05LPxonnWEbZzMVoVCYC1He5IVOqibbGAk1cOBo/",
+	"g0H47y8v3xKdsoiPvSo/5jeFOj1jyTOqGfiA1i1QViZcT4GXiqe1dOZmA5tdfz/8fP0KW+QVtVcZTWuZ",
+	"OdU+LPbZu6xoOWkiP1enxKxZjP9n3SI+gmzd4XGfDBqbPSGDxi75SLShJtMoDj4SIw1NrMKkmIgW5Nb+",
+	"b9Oe/EAVBwd1/b5c0yRjevn8v9Hk2r8XbH0F1u1GPtS6HRk0eAy34K7tuN3sb4sWf2B15jC5Ygv0DCXc",
+	"UveECUtsTEOcJpETHtGkdBt2KHn37uw5ue5Z/RKyT2ZMxCzeDUjH3o3u/v5ApIoLY9dFoilVNHIaaiRT",
+	"FmOQs+SKolEkM0t2INm50ib3P0GoicIcVSb0QFARg6O0cAk6999Ot0emMlPaamQxG9MsMbvHQKFGLYqY",
+	"FWjZdjw7kv/BQIxkvCATZuy9pMYP7zw7o4XBkIf9S4BjhYUns+ldmX0CnktcCI5rv4SLEKiuw4d2QJnP",
+	"f6ZkZseVCvNb8h/z2KrxTo2UitB4Zk3vMUYW3Lbt2k3odbsk5MVZD6/YYqhYplkcHjunnFnZXdg9niR2",
+	"bwUXk2Ageu2j1YG4GGaahW7h5TiGtVT2b25KxwERJzgS8KmYyk7MkK+4gMWGCN+SE3fN5dgft6MD1mHN",
+	"p3GHNXujQ9o8ijrj5l7cZT16MHoateOqmd3d319WoFNqDFN2Ev/r58HgpttpDgY3h6fv/+t3W1yo81w3",
+	"WA1m4W/IlCkWkBGLaKYZoaRIMJnLLIlJLIliNGnOpUpiMqVq1oeNtnyXG9jAfHft+bTrDhq/Bcdx7/s8",
+	"EHdeaFJ3n8kOkOmca2bNy4HI7cul+YW7667+QOR3/2TjRYVbg65/jCa6W+92BtPXNlzJ48r9C/DG2SuF",
+	"M3FXyC5h3R2i+a3BK8MFGSd8MoVbdOetGYiHXRvyibdmG931N7lF41fURNN6uRueXtJJ6OXuUlRqITOS",
+	"UGBiNCY74Xenl6SInny0f5zFt6G/QgMRjjlLYm2JUCoS/qdjz9GUigmzWz+jMSPSKtscv2jHcKdsdTtu",
+	"jkmJ0juWTFIFnnlupzQcQ/Q4bBEXXsN8SK6l6BNK5oxekZ3wxyfhLjF04v3KdvkbkxzOxk3co20jbk87",
+	"ZWdH+ym4xUun1ml3t/AenI1fS8HWnM6JIPZsvJgijKrEmlNIx8e5Soyb59YYVHkY2Wv3cgZHN6cLno2b",
+	"djY1G7E68T+wxToD8OTtmb1IyyagvaRgAgbuUCACCxkpa4zCK/jGdtfKjj7bE/vp4Yeu6ukD8/S6O+/d",
+	"HCye/rI32q+9FWvid2/phBHNf2GOIXfa7RY5EQvnAAQ1db2zD8Jwa20n+G1lZ53u1Oh3l/KW9rpITy5v",
+	"rN2+K4us8ZZHV1l6yWfsbp91yqMrCJ6BchRnEOoYsd1PdImkMIWh4TP2cLfIuVXE1hEXaGnLpKVitdG7",
+	"oNyIW4ZGYjUUXbmX9j7sqwN9aLrZ3nVvvn9zsDj8pd6Rac3BF8D4Vmf9TM5mtFmkXBmZNhN2zRJi3yIz",
+	"NhtZ8W7tXGYyBTq/TqnSy8x4t4XZtZCdEqItFkLAl2KUDd9nccUtiuODBblMtcgO2U2ayJg1+mOaaFZ/",
+	"rsjUK4fJDZvpu/we+b40boF8z/Clgn6pUnRhf6nNAjbf0kjD7eg6GrAkvEwC1l7bRAIoqbbNYb1/VgDO",
+	"d4PZD2JuPpVwrBHjqYEzT7g2tdNfdjcpng75gxfQ1Xv5Anr3j4XZ1V1IZe6mbgiLXLGFDixzAQVUMRZg",
+	"RQI1ZCa1z5anJGE05mJCwmZIZoxai9OOzoT9KSoOsG08DnzOAZpUKF5irjBBKyAjxeiVJoYz3SLPkacO",
+	"RNjMfbQmbJFT3J8+Kf88GFPFwu2vgl3gwy6C3UCrJ97C9rursPeAe3EBV3+LoImPxSKvWEda+NutfZnF",
+	"DIoUSszQ5OjacelrPjCCDu4tEzhzEl7NugTLBSLdCxHZw7rGCqWf4W607EwTZlgMJRUL8KxB7gKLWdx4",
+	"HzQylVidx5hU9588SakygqmW+2BewZJXrsDmb7UhtevFvVllA+/OX9pbAYF97xMpCjyAJWgmwHTjNcH8",
+	"2+UU1W9p/B01bE437W6q5Chhs/+6X5rsW3yrbiVWvqTaKEZnRDN1zSOGpUtu50mq5LUVursE1XUw/sAA",
+	"t6YXpmtFUxYPxE7o3hn6d4ZMKanC3RZ5Lc3Unvicaqvmz7jB5CcYBX5TeKTAeaTBgh+IJdOsv87add6l",
+	"EY2u5HiMTKCUbflT0+VqNFEU1e2We/xJKa0DNuxbGruf3ONgSuQfASNqVPTKhj0HQ3niVUnIpLTbOWJm",
+	"zpggHdgdq7LaG2L3EauKkjzPDm9/y4/nKgsa/YYrnPAjel7dabcbpURsK4PWZo84TtKHJHzDDXCuM1wB",
+	"8V90HO5JLCPtN0D/R3WdW9+9DTQK2mLhepvRxPJQFlsrMc9psXTpNCRrfEJSNliVdpYBQY3VPqSs/Wqp",
+	"1U/UDR16ByVu9s/vrX0TohVgP+tKDOF1srNkJuwGSK6YAGAfz/MQpLIfZ3wiSm+5TAJ8Dd3d5ZXZ6eX/",
+	"GFqaCu1i9UIYekNgggGhYoFXxyv4zvMO9jqtqIsTfs3EQJi5vd5cQEIE+t3Ruqei5JfFmwZrnnGt4dpC",
+	"CqdnYLB561xpu3Y8yxo2+sDK+7/i9WqRS3YDJYP43R2rAAYYHQnA8N3Nifvd5Yvm09wsfv3u5UCUPedQ",
+	"4YdvutJLfBO18p3iagTtdrsgJr3bL1wXJQedJxW7q752i4s0MysMJ0+ObObG6Saes5SKWs6ubFZSObca",
+	"pHhjaSCXp7nlIPbp2+CTeOczKcYJj8yXFGlldhG57+tCYvh042+0i3gZ0KoY2RlLRRzfLp25UVRo7rId",
+	"QyGHLtmEXlOeWLK2PwalniaK0XgxTCmPnduMG70iw4rwQeEL3VnnBQ1qgge7K9RW48C966RqEsp9Um1z",
+	"u6zaACtkcH5rpn+vjN5PIbQXUo14HDPxpSntCg8UJeMow9p1y/9i6Yulx35uaBR+lnN7ZDel+PRWGluN",
+	"plZSs1glpcOpcH98d3r+p+HlmzfDZ29evX15+pOdr1fI8L1IJtlMAIUnXFhStypXoZtZknHiiCXMMqZO",
+	"t90j6JbBIjTUB7m2Clu7BSrb8mxwYahh9e1juVZnCciOCNuxHYG7TTt3xghcxc9+bfKskIgKe1tUJlrk",
+	"RJNw+YhcAb/PtWDimiUyZch2hCRhTA2FAiI2EPmogFVgx3WCPvzu/OTt9398OXx7cn5xOnxxcvby9Dnq",
+	"KvmjvoipbIBg+ji16oof4YeTl2fPTy7P3rzOhwmc8uVSEuzVtwOOOUQid8JvT54P312cng/PXr99dwl+",
+	"c1mEEgfCOfxJWElYCclO+Obt6Tl+6/z04s3Ld/ln352fAvpCQS0jJa+skrcTFmT68s3r76x4Kn7y/PT0",
+	"bfUnjpT9KvJslCaS6ZTqKezRAM4JplrN69kJ356eX5xdXJ4+H+Kw359cfD98dXbx6uTy2fdOEpqSVMYk",
+	"GCFLB4ZKaCl5CFz0gGLh9Tfcx/PTP747vbiEZHM9EOE6SkWSwDSi3HgwmiXjiqZNVhTtAHKBV1W+MWjV",
+	"EFB1qrULtBVmhluFd9jitHOlcvdRSazn2mfCMCVocmrZ7xd1fhBwLxKJdRmax2jZ4XTC3eMc/IJEVCkO",
+	"REv873WLnBfOCO95+PX8Dq+lOYkiloLt9KXVmhA/HToQF0ihMbD8GYs5RXIH/aa4s6mScRYxq/IIaYY0",
+	"n/yK3vNI+P6EX8hMxF/ycF9LTCrNqy7xsMZ2Ho/ntPacXsmYjzlbF8tcqgAuh/GBh4SViHwI2QDH9jb5",
+	"MH5p030J8qYZwjOPer8/oLd0kUgaX0r5kqrJF2eWICG4Jon9uNNaOuQV/5bshPZ3QyPlEH65csM+adWl",
+	"ZBpEYvjiUsIn2yBFW4J2qAxl4i+xmrr8n91jzEniDm3jV9yhC4xovBO5s+ZL7lCYFd916qhm6tqn31Jl",
+	"uJh4NxGxdsyIaojtZwKiKuA0de5UDPcDNofVN1wQ1Wmn32gSMxpbi7Maa4mlYMf17t08Tcw71gdirBjD",
+	"9IVMM6/dOCiaCgqHR/5ZUWjv4T5aLsomO+hOQvQCtm4/dqsupTsyaT6FeC6lfEXFwv1U/waOpW90fjyj",
+	"LJ5g6bxO0ehS1DCMPvg7dNdp/cvK9iWy2/hygRrwieTxTlBXsM6+sAIX5BamVESxa3nFYp+rR3Ys1ylD",
+	"TKyInB9//LG5XEa/aeHLVfefvG8OXNHe5lNhXBn6bxEd4JrMWZI0nStglBmffkKJyiD1nxoiGIt1zpL6",
+	"kNE8ZoqJCB8YiNyFxG64Bl+Gy0xeyAyjUITOZCYMDpg/DkISfs1uUkh69yWWAaEDEbPIcvTYx+LhySIn",
+	"U2dYOQNRi5SDh8R7La7YYuh+HwYlb4b9OT4c5pG/5fAEpm6vVl/Uh/0gzXu3RcJIxiwkmi40Ik19viDF",
+	"p1Gfg1dg8StryEIp32+kLloSWPV3wg3OJzkEc3sISKG/nu6Y+4ZhnJOU19c45dTmlYW86uAsz/iFhUAW",
+	"sJ5aloQCCLKyOMLXpEqmTBmXU+SGWIPdgb8kO4YJKswufNR+f8SsXml1B0iHyNPjaBSZoc+8Xcl3C4rK",
+	"XrNt2urSgZVz8Z5NWXQF2ddpGjhvh8MqEVni1EtM5VsZFC+4dhNZAUgS+UoRiG0u1RUX1kTMrCXJqHC7",
+	"bJdfu4w7Z8DjT8uzDhoJ1WZo73vtKuz5JdRYvlqFOKrUpLllBlAwo2IWV1IJCXWIxQia6rRlxeCKuM0A",
+	"BREpzs4F2czDtiRVbMxv1lTKQ3piqWqnAtAYoJocyYngUJ0ERIoYuZaDXjOa5KlNGYi6KuGqq+FPo72r",
+	"Px7N3tZttZPqd5OLVfLdw/n+8ARxZaS60g+nFyUTdhejQ85xbp+0LAUFzoZ0b1Kgz/kF0MhoMpbKzX6c",
+	"l+tdsYVe2rNYDZ/OuldQJ75CtHevqYIS+XMDc3Dt3IupBzl/yqmjyhAqLKVyrZfuR+UMC8Q0zLqxu4V7",
+	"53IMLWOM0SymydsSw3T5q7XFp9LhCPiM2pXC0BXmu8TalkcV0tVrTrMZFTogrDVpedzINCVTmThN6AoB",
+	"4rbijWUElBJs2afzRjoCi7HMHckrlxfkk4wzk6mlq9dtdw+b7YPmXvuy3e7D///zulvyRW7FN7pU+RAU",
+	"gMe+TjW/NPBgDvZCeLx6iwbCkzgcZAgfcKjoOEjokrrd7sFTcOPwFz5/eutLt5SAvvnOwfbddRviWtpk",
+	"82SRA2d4vQRkSlF+FDglBKvSKiiIGzWRf3qF4mtRCT5VDj9QQH4xCQdUVn+VIREIAswBXqoKnl2fIJAc",
+	"Qbg+HMjhQ7fIRUG1U6ZYH1OhrRAXcr5yI4ud+eVl7/r10/l51/zpIPu+85c/7MvTQ3rRjl/sTZ4djX7o",
+	"ilcfOn++efp2XreHJc70ryBk8+NZz19e8rqeJifEw4k5tqJrJCc129eIOIPqdrUIpIA3u9OGLJ5c3lOY",
+	"S2Ws9Ss+l0ktVAs1Tmmd0QWJZX+9pLCyxYPEcuW9DkFFaNjfI7gCdjzxCghSrsOOhQ/Yk4bBLRXYARrv",
+	"K7Ttnlmh1WdURCxJ1kDMolPHGhQIFOfqyqLSS6tH6n7L4uFocddpPPPPfrt4qBRYZrYRFcMP3fke66l9",
+	"c7A4zLp8T/bSfXqgD+NuPc+jyzlrjbeJVX6wKDuue8mXm31qWdzKpS7XscG8guqOVnapjkDLR1pK17uH",
+	"HvzjdFEUnvP8vFm8etjF3i0hmEPIg90YVyO8325XoFeENMiX51NuGELsV9XJ5RNYVnfX1fsPBhd3brSb",
+	"9YbdA4qsvw/2IlbQi+3lrO7Rr3M1HW7Q6jRe5u1Uzi7ekF63c1iADEUyXtrITGPFVwGIQJu/vP+4d/u7",
+	"uq8i4mAdM8915TQbJTzyOOc1DMC5ntcDjd55ie8LlehL9Sq4tzElb6m6qns6nUojq4/7urcoFi17JpXC",
+	"N1y7frJ5Xq2/pJOyxZMpXstvqHExnfzrvdbTw7KpJLMRiPa8vH2/VNxe2HpYkWTHvGZTHt2tdv3gHqvl",
+	"PALRvNz0ijEDPNG624LUcuHR/GtBm5FaHOJ/jl6F3gqqXfsdI514WSWnR9r4JNpYe9J155l3r1sKMcsZ",
+	"Q58bBFqmNE2ZYAi+7ZoG4RkuY3kWnROwlUoOj4K1qWF/IMKPPA5cNVmp6BiCQrdh4GqkMB2ZxCxlItZE",
+	"Ctfly1X8Qyybf8icgxPrRcuIWkVvLTffvMFTn8QrTbbIK4c54KBuaByzOE8QuO54gA7FZvLa+0pjbrds",
+	"ZnVHTLec0TR1h+nrbccunWSdbgpPYc5J0f1suVR389sX/jk/ANwq6OcHk1lfs3zinqm8mMu1TW/mQrP6",
+	"al5wvOlV/1D1Ve+w2PAiPlJ5DZI/Nr92gY+4Djc5r1m8LoFW3gYNKdibMVQe3FXpXZnHbXD3C9Vt3uaN",
+	"pTlvMafqpm71SvUI73qlnti2fKtM4LfvPdu5y4hElvGJJmR+7r+hBVlgndY7PFzPC98Rp49lcP5OhGRn",
+	"JK1tvuvq4/K77Qvm/DUIyY6LDoiBGEmqilfyq5m/k99z+5MVnlP+oYeXqhihlVu7zHOWbmewikewxGrq",
+	"uF6wzEQrWvTqiMuS9QVVzMM415KZ4hGLPfah3WJMExMRs5KLe3hhqVznDW5ceoFerwKvni7E3mIH/q+T",
+	"bLLrMU8QFA9nkVtfVobh752agQM46IN7aNgPdLCaLS9F3qbmFgShsUc5LJoiVPfBH4PdbQptueB5sjOx",
+	"k2xGXEUJK378//4v6bT2disL3m93ujVt7Gr0oDxtLWjEGWbUD13m1qaZxUi70JqPAAInydSICrLXJlez",
+	"J9PKbA7anXtPxqekrDgR7ovuvTnQczllOTwVwKRh2AlQNdwMoEFQkWI6wqYCaMluRyiY+rJ+Wy+nFXT0",
+	"hI8Z7CsXPokuIODZYjFOMizB0hyTsFggqHrl35I0yRC8uHIie+1atLANWY1BQyo+4feidLitQ4AuuDt3",
+	"hUfsHJ60QoPHbGicCNj02jmP2aXTSTx4xOY3ynzOo9BU3FVrkJfwzHH7sUudG+SYuCR8B7vscbXsQUCW",
+	"UpUTfaIPrHwtggJ5p9iwwHc0ccdVZVPVM1nlRTVMYIV8lzzjd7jbyvv9MHcbepUyw4DbO6ubRAnVkNQL",
+	"C6qNOd+XOZ+JNDP3p/T8tQdQ7dLprjmzYuC7dvgivwNLOeGQhxc60VxmGFB+KfyPYstOgGqdZEeq37HK",
+	"lmeHXEPP8AwAQ8BJOVpAs3Xo8zTOEniLi8luVQeCKeTUY/9mP1TVU/wzKyzUFeI+q+0Of1nF+46kNpj3",
+	"XvTyxUpnALt0BdCwvrGikxlA9kOHipuUipjFwUB4duuyxXPQE5UJh++BncUgPToFWxe72ZMwL4kGHtDO",
+	"U8tLZafLSEbORK5ScOLzowv8gnYt215l1aWq7Mrrm3h+fWe3qlvYjxq4ydWRo29O4Ksql8HFSkXV9pHV",
+	"m1utOq9nFBgDrA79ikZTLljT7ifopgh1VKN9Qln9qoqrES6mBAtoJBlZrXFKpOiT8MWb82/Pnj8/fW31",
+	"/bPXl6fnr09e2r+XK4SDgViuvA5IfSF46eer5d12nI112JVy6nUl1wNRU3MdkJXa6ddvLocv3rx7/bzu",
+	"l9XC6tZAlHYCI3f5ZsA9slfj/PTiErztmpSQKPDpvNR1OcacD3unHIQzrCO/Ei5CfUdIl6JT9Iewypel",
+	"RII60lZ2cpnIyxrPstmcIzBUej9Y9QGVijy/tIoiX+TetGpdsNRM10UjEU0BewE6ZzLwPnRNjl3nXA8a",
+	"ak8Lf43F8Tv4EWxhi9iSXMTsxv7KsQVdtTTQtrVH4TduZRuWjs7vSQVf4i5Osr7P5wlJJQLlLB/tktLc",
+	"qeMECJtROp29e+vFCLhRhZm51xBL+wPjBX5uGzbmYerUSc5/fYaswy27qw9KzMZcQOPbu3j2VrAf8O1S",
+	"Cxurd32+Ti8VNuOar9yZqfPh12zC0qo20qntyZKPVpkuAjrYSe/8jsd9cvb8f+ySUu+V3/H4oc1VglJH",
+	"k3sJ2+0arlTWgaGquwyg27Xn4un/9s4bcfpADaKuaVK1XrEIfZSQQsLlk7UnwCdCKnQSLK+nenWqL99p",
+	"J1eePvcVQXfsioPYqfe4GSpiquISW3AyxIPetHx4iWufvlmUS66otAMBl9DKD0zchW7VyaIQRZpQfeUy",
+	"Rf1dVVQcewzEEHuJk7mVWHP4nJLQ7gRAgF2TGaetlW8Y1AK1ln6kHY6iD3C5vMwahdt7yu93CxTTWQIp",
+	"oDRlVmZeseX7gCaHywa6g7oL1M2P91dF6lSQB7BmPP8yb172QmwluGsG+rWu47rkWo9RtcUywZRcVSt1",
+	"vVXzPaNJndJ1QlIlR+yb9fm+hVuq4Ojy6k4F171WN5fNuhDHft92l2Y0DXxBHZEp7jpm2RdWEo1jxXSN",
+	"k979ojrzDnlF1RUz5MIE5IIK8qK+QW63NuU+oVWDdu+wdXjYO9oYvj8qNy5oHtVldyRLKQHNTrfb6nWO",
+	"ehsH7jytjAz/3JwckGAqqJhsPBb0B91XKVs+OARPtSpt3srm6z/Lo72Dz3KWe0f7X/QoX0mxpjLRFdRy",
+	"QWZcQKyLG012IsthdjELNFmfflbDsEpZbBszQf1zlsNb1a5qcTzdb98zwrK0HzhmUMynblveVoLAdcY1",
+	"RZsxxRYoBhDk7R9zmlzVceu1JZmF5w6EoB0HlZBK1GUbJ1bQmFI9nNU2R71UGfMqiP3KWCaJnKN/H9bg",
+	"LEo7/aJbQMkmH0mZMAqmf6mndF1PGA39N0PfWNplNhP7FnzKFaJR55AQcWvLEobr+38UF/sXrFkqOsDa",
+	"aeR9EjArSMVMVWcGUerWvRPyy7tTnXbpfAJHEfW0B9HtOpkXTanCHIg8BdsaQdj/wUXFmzNmpjImRl7Z",
+	"0/bFwylVBomshmfO6snzVf3FD/3VqQZ8HnA1l6PRlRqyg2an02zvXXae9rv7/d5ea7/T6bZ725eSPYTj",
+	"LMdgU7oYXnVne6KX7n84UIe6a/ay3vX+/ODmcEFriz62Cs75tJm6uNw9mpPcK43cHXNpY0pxtTuCW26+",
+	"D6ym9L0Oxq5XfJ6fgZmeJMSpOadpTl4IJc4+ZDTJEyEcyfexGsL1EgR8aWdGYTYGBD6gUZO7NLHHKp9x",
+	"jRib0FRwDFAMO9hjD2cx9E+Eu0TRwvh149TZU+su0GV10muE6Va3qNTeCv/fnTfrAdTv+0sgC6nPwaph",
+	"Mi5UvNrTokXOTKnxRF6g7p8bZWYgfAYldmQKSCInE4T1BwOcC5/wNRADAfAOGU9Mkwui+SxLIEnDfxBb",
+	"a/guq+RKyDm4/DQjUDiP09Z9O9Rf3b/IX4nMTCRnjPx1IP7abDbh/+wDYTobRlTFw2uuKaQ+uX/PqDZW",
+	"9VFx+ad0xm5C8lficpV0n3TbHVIdyWOO2Of83/vYJtXvfv5IQMIx5Umm2BDBP8LlISpDc6Gz8ZhH9koM",
+	"x5mI9cM+UjtO5Us+hPqg4d3LMJIbmOY94+wn/vG3v4eOsh42fYRiqRIzfGkgTl3qrwN+cam/vsEo4iVo",
+	"Qn0vFk+olnUwAOhck/1WCIwSxWzsHtWrlGKks+HPtPlLu3k0rG1NeUfiRpWhQrIAXQC7XWqY9fkaX1V0",
+	"7I0yZ4nLbBA3kCD53Dmraivs8uP4z9A1B9K0rrxwGxXn11ZtHsCAy6Rct+bFKmniPx2UwBKDqJ545Xf1",
+	"0TY8mDol6ENX7eme2c8Org/n3Zu9Re+XfXowOoy6m5WgmjoQ/Mo3vtlWQMIivRRaofqrVU1sLCWAfpEi",
+	"vNJubKlFbaDkcqZzjVhd5ipIy0FRfl9lcjUG5kOyOt3F2kJPLS5iriPXJPbB/eMx2QnZtanjOfbHh6O9",
+	"qw/dm/0ZFECrru6Zg+un826dPut/sLJh2MVxedcQTrpSfgGXGma/RE5LOcRVZoy/Gwzcb3+3pabtstLK",
+	"pdWwxxvoYm0aU+lK5CEIZ/7NMZivZDaZHue3pXgsV4ZyMeeShF16Uvkm1aVQb7xp9fn+m0i6tBKgkEfi",
+	"rRJvsT8Pod9qXnwNCecPfBYqXhOku1f040QQmhk5o4ZHRXsE35TAbslJKpNEWsKGMMku5rwV7scpuyEX",
+	"3580u/sHLm5SpKB94+JyUITcIj9CNx0YOwwgHueC0roSyzomNJGCwRMYvpaCDUQpgo3+pDprUE9pd//g",
+	"e6qnmyp2V+fsem3ZecKx4ySrxz6O272j9hE9Ooq73aNuzPajXvugwzoR3T84bB/udY722tEo6hzSiLHe",
+	"qDvq7B3sj+N4b4+12/u1Hotru+Xrqv79nhP31DFWa3cQirEa967P+FglmiIDes0necRcHziEm3Hd+SFj",
+	"KFi2oqtqG/kWUzIds9QknNGbMEB3QZaOlQT7lEe1R/cQnW1Gq8gq3U736b2VxRmvJud0Dg72P83PPeMO",
+	"G+pOX7cDU6wLApy/eEaOevuHxOE0ukxD7Zrb3TvjUAt6xYZA/2uSD6vkniPn11elYIPHss73WjoLaKPu",
+	"V5trVkSjl0pBaDQlzqjEZnSIP+Pa2XApiFPOts+qc3sODZ/XxrPvMAaAka3Yw30yd6ANy86YQh3YWTIT",
+	"EMB0xegPlmz1YK1tvdsirxBqmmopoFp2IHy57LKFvPqleiyOoolmBT6nvp/mBgukqJ9u97bKKXbtOKtk",
+	"ZchaOlwj5ssotq5VmbtF3+hczlBsyhwu9fhEECN78B7CqLKFS09vuCXLhjkKd1xh2ftrSayy6Rs4RYlq",
+	"a7OeK3dllUUka4P6GFnLez4SrqGwHAVhC/fECmO3J1CKaKa1v0BY1tVfgX0JPSHwV3/RUrTsKLX7XG0A",
+	"u3LwtTmvG5rD3nU6+c4UQ9cdwzk2RV/dvzOtM+9mxRSgUqmCVxhJaC/9ENhUSHSacAx3uXjvCJlHxA2g",
+	"o1PD9EDsAE78mCoW5NV4AVTE7VppjJhEJZnsYDpds30axyRLi+wombvaQ7KjLN1aeT2RTHtBn0D6Ze4u",
+	"hs4O2qpqM8pFDLgxlpr844yqhDM1EPa93c0O+i/v01nhYFE6TLsf9lRP75uD7PC6O9+76S32fzmgh6N6",
+	"ZCM4188SIytooTL2z8WWdZ8eBo0rLuJGv2HJYGjJAAq8/ROddreXP+LJo/LE/t5R/gDM5Pb9loLS0fpL",
+	"LtiZYTOnKq1vAr/JhXW/ON4XCMhVPEx1fqXS6ZSpYANTyDeqljPb8TB6rPDxT44FY8YojJX3e42q0KVH",
+	"DyjQRVq5F2n8wb6yvOEwTr63W+zbH9yHa53NK9uXGxljqfplvlnil86kxwpmKHUQrpc1VL4aesVEtXys",
+	"uGVF2SIIbcRqKQHglH65TL75ujZjKbiFfCqaghdJvy2ewjmP2UNLBVwlHx4vBGt9GWBNDUC1Ynt9iTNY",
+	"NlJekZ3QqlV1TqW7arzvE4XB+km1dlpYcVMGdBtL1SLnZUBbKhAe+thSOTw/owuSMApYA9ikHZueg0k9",
+	"g4aPO1QspGCEJZr1Sa+9t1uHciu6ci/tfdhXB/rQdLO96958/+ZgcfhL99OiTeXjWEcW9SgbP5RLbI/R",
+	"LaCJjmjCvOu97DhlkRRyBsh7cjaWynLrm6R6J4tnVq8kALzVGQoOpHg9kNqvAId45wlsgZb1naIRIy/B",
+	"s7AdYtXR3udArCphk92Rt3IBiKXn0mwEttTQpNLefNdzQbkXVo8iVeyay0wP8cnhVtjaiqUJjVjsh0ec",
+	"bc0nAvoywSPui99oAh4vKxtyj/4E9j1lissYSm13t4dk2ASpK9g8nwU+twKVW2VX86lm0fDPs6PrP81e",
+	"LP40e3EQ/fRDL/rphw777s/Xo+5/T6PZf0+ZeNFh37/oxD9Nfn93+jfOL9i0s3ef7IMSk76XcyilktCe",
+	"noocrewbj3e9ev5wFEM8iirOBUJa958e9Nrtui8l0MW2hhquGCuoIbCmkpHkkMR0oY9J2A5d/wGo6abY",
+	"x6EKcXFQj3HhL9lBu/f0rnyhOj8tFI/VsCuX0eTw/K45mzvwNcje8qgQVoQ6A9DBRhw7oxQzPVyPX64H",
+	"wsNKQAr4OEuS5X6PUKJZLTfD+pqw6PVjGYPl1wMRMkOH2OYCnFh5cgTAhGCKWQ6kCj9KU0aVhyHFO7ew",
+	"P00WtU7i0svb8+MHgGGWJ36PDz0kmgYluENd4DduUtSqYI/wukzleHwfxJTSGdUaG/YXDsQh5dFVlgau",
+	"8UYJNBKLnTBtuWpz9O6dOg369h3zx2T5Gtl630yDoIFruhfEDLwxhBPcIGlAZeOa7EhF5lTvwu6xmGQp",
+	"tCnMNVPc2lwXhGRnvb1UeRBuTVk7/RTFZLsUWweY5/JrszS+562o0z42JHqsIvrVBcWrOG0e120dTXsH",
+	"F579lwucF1v39YXNqzt4n5D5MhZdKVxufzUY5L/8HKHyGmzFtQRSYPB96ZSJr/7ki62599FXYQWXzz7/",
+	"7Wc7fC/NNyc0LsEybsxqfJiCcC9R9zky6woPqPNyVdZx5/7ddXmW9q5fSDkmXEM0ZLgybcrxuJRlB8U0",
+	"X/SuVYniK7xu+Wbe/7qVQDhrrpv/7We7bmU43vXE4rFUHamg0wu6vhXYh4+st7JX96eEHA62hg7wd5+L",
+	"CiBWXWvEyrSZsGuWeENUjgF4BHM7dEqVZktmqC77Au9EJcyV3RXrKtf+C8Opqt7nfLFsJC2tuqTPLvHP",
+	"oGqgvq85bLvQuyID9nw+NSwAHoTfNiYAt0oqU9+AlWipTN6A1a74mFCSMAoh6bAZuuZ39jUGceoyDVQO",
+	"pFn5V/U4m7Wn24Q/V84naNw07Rea11RB6qH9lONmJ3Zsax3r8g/ewuiXODj8tvKTF/g5+AX8/b3flzKc",
+	"+FoWmYNIl6RpbmZKQQBQ+pFN5mzS79e92WQBi73KJt3vPhebXJeG/pKPWbSIklLNcYu8ktdM9wmNIpYa",
+	"FpN//O//Q7zlRP5KuBimSk4U05r8tWiHczwQ+UP2jXWPVX5hH8yZW6vkygM/3kCEJUsJEd4ETarRVD/N",
+	"RtAo2X6lj5T5Z5l5VuM6GyHFl2iyXre31OCK3GAffcWStsr96v2REUTT73eBHuIZ+bwafi4iy+tZR4bv",
+	"QKg9BDUXXeqQ71iujsevb4Kq2Xaftget+aHowFMD3up7Jzl031qkPkysKw5jlGS1pz2jV8uAi3IhTW06",
+	"y0zGbClX9q3iWW3uZZq4UyiePTz59lmnu3fnwcOU/NcCtxg/Yt1u/YiNYp67Ziz1eSu+TNNI37UFysiR",
+	"wfskMBe7qUlpwbfrD6TTHFHN4hIMByTDuQ8ijgTXpGgkU/7Og4EQAz+pe95vVp916fu05dN24JdFP29u",
+	"SF4IshXeBix4FZL+3gITx9nGU1x0w9gg090Kv9Eo1+dTWifX7Y9nXXEPl7KlTxEthrPaaESScBfqw1p3",
+	"jbpgGS8vr1FgEXNXHHGywBMPiHCYzl2d6tPevXOjAGDE7cPmsDNArpRKnOPMg69kIrHitQLhnuKiwk/o",
+	"aO5g0Iabyj9LG4TQm/DsEq1O6DUjwt7xHftxmQHEqRAIS+O3MsgBHBzqU3Vvu7Vh0TWrKG3wdsJhiXGt",
+	"kROIA36dZ/mVrkPOAyqG5NIWVijT3/8l7rFKElsw2rvMv+XuWJ9qCi7z+d/WKqw/vDU+WZHfIWsMolDg",
+	"Jm94tuhXCph3ylzA8QAWk+7NzW4wEPktIzvc82kEJnGoyIXkSRI514QaEi4db7hbrpK2Aw1EaSS4Nu71",
+	"PqEkZWpG7f6R3s1NUJGV4OeKubb3IQ7sqN0emZKUas3iJVD7mqrRoOFWc4/6Ubfzp24G9XUTeZHdchu5",
+	"FjkzeillpcA4wmIxOjaAJ2IHUeta0/6aXcZPsBkvzGghoq2lq75fsyovGpevzbKMnk/Z8Ko3OxDd9OmH",
+	"PbVvxd91b35w83TR/aX3cKth6eRKoVWV1HdJTKkygqlKk0TFY/bEHavezpq14+dbttzIelsAo6XZPxDI",
+	"aJkeIX3IkWttZ44yxax03JeGATMBbEPtIBzm0wIZDb/h8jQrGs4qzS23xd1Ac+tcJVfcajhGgn4TEMCg",
+	"9fUr0ERih2JTMtfH0cx5BF0yeu02lJBhcZjTiAD3GdxoUG/jGj06rnJ/st+Y9u9IsEZfHGmZZIaREIgy",
+	"JO/OX9oVRjRJWuSEJNwwRROSKn5NDQtIImU6otGVZYYJF1fNREY08QrGQJRQoyBsBKg0fuWOPIaZWkX8",
+	"v8+lqEBS9p5Wm/aeNP9Mm7+8d3+2m0f/1Wq+/8/+kyc//6/BQD/5//3H+/+Cv73/z7u9RZWrtcW1uUtr",
+	"WGn7+etoDbm0+Cq0hpwDbsisXBJR4JNY3pzACSy4Wl7z5ZrMaFzjF9Bbfy0gIeZphkX7FqrZQc9OY69L",
+	"FBWxnJHRwjC9ku/ZHwhA64LCdzlvkXPMjuQG6T18++YCO7e65TTzs37y0f/1LL59gnNp+rxWvXIhPl8u",
+	"6TZntw53gwlQhsJS51qnzHl9jzN9TEKvNYVECqYtZ1zV+cJep02+k4KFuwPhR7F6HheTFnnOEmYYobkC",
+	"VnB8e2xerEDW54RygbJGZzNWVczcjLFYBP9azUjPf3+XMvYjN9OCqGmSbNH5dPWG3k+LwM/dvl+VtYLN",
+	"k8UmZTAoKgTdNYPOH/Yy6LKCzpluAaloFmWKm8WFnQveqhGjiqmTrBbxWpCTt2cQHYL0VKpJaJ+Uiv8C",
+	"NN0n38LrBGtJr9jCV5ES1C/AS4XXxrJ4mnI7musfyUizCT3kod4CzG7YJPD4wbjFkVnh0bi1a+BiLNFN",
+	"KAyN4KAwTx/KC2DChtGZU5sKsRPLSK+0rF5Ra8uNusE6t+P5Mi8es+aU8gQ5jbrmEetj0CzwTSkDjAzp",
+	"oFpCo4OBcAU2OvCVqPZhV30EBO8agHsxCHB///Ef5JkUVjxZFjIQTYIAbtD0JaJKQRXolJHwyXUnJKli",
+	"Y37TIieg010DYo6YAHhHsiB51+Z+0RVGxANBik4b1UbPS92drUqAA8YtO5VvZWw/bxf63xdvXpOdkKbY",
+	"PppL8eQvWopwt0WgUBqfWoemYKdQfdk98F84yFIjgBKIQghwUGjUhUX1dujPzKo5dnRq9TmwW6s4Bq4P",
+	"wc/vc2UNlD5slLMTluqfw8Dpcdi5rZVYOxS24SwHcsBVypR+yBhx/XX83C0hu/NxmHR2xFhdw58qVvbP",
+	"f/zt77vOdIU24XbqBcpLwoxxh0ZiPuFGt8hrD26rITN4BjOC5CXo4SCI8+vcAWftJrkJ0NoOfMlnTBs6",
+	"S4vz3NvbO8rXygV5d/kMR5vxSEn0Gtp1R1xbS9SO8k5cCStzEeAmpYpiT0IYUzErsXLtst0OiJYIW6pT",
+	"lhgy5omVCs7i5QkTJoGNQgRNjUn2KGPs18LvT0+eY0cLL5fyDhHhd6eXoe90WzBTbK8CfS2gjF4T6h6d",
+	"Q++LCTOOqOAlmaHBAuThED+Rq4xYDEpFBUc1ZlFC7TRSODkz7bsfWfLjMDJ+BsuF3FQVo5ZqyYQJe1dZ",
+	"7LBfwTYiQkIti1XjPM6rg4YFkSAYg5Z4dmwNfePhwuDqnf82X75DBS1uOrAhy/gtneMFHYiNksAx+lwa",
+	"nMDxYXUHHn7gWgYDU8H6jhgkTemcBqLX7jjx8eOPPzZLU2D+g+ExoYhEAm/740iZgi9KQXrtvRb5g5U6",
+	"2IMLWnANBEieHRBLCm+iZeD2byiOdgPodAj6k/NpuSq1vGMXOOF3nfeKULRIWwNxYgewnFRYq8BMGVf+",
+	"t99oFIC4KKtF0pQ37Y9gIX4jpMq3B/fEqk9odI0WHtqAKeTNwDU9c++4PrJ2zx0FONMNKcHV2qDbaiDc",
+	"aeCkylek1z0ioaWzIXA/8LPhpM+ZUYvmydgwFe56VHHLS2AMe4UTSBwbiCzNiQdXrwfiJN8o+BwxTFDM",
+	"Oxtlmgs7T4lg3YIpYn+EUYaTt2fgn4Ns8ISasVQzVypG09QKy/N6wYsC2p6g1CwPb+WngeJ6N/ABeJSC",
+	"JRntFNfUimu0E4NVK8/bGVyVdK6A8JjNUgnua7c7IvYqlR6Igh49NIRVlzwdOUkP9x44jeLGV1/7znFA",
+	"qqigGWpPUGgeswGwdjdOv/CsFotmWmYKXRfFibd7VsPjY6twxxybVgLIFdlxjVT6AxGKLEns5cDGPciF",
+	"QRcD/H97aRDtnWC5vmVZpVWVQae58FMLUA9ZtRC9TeEUGEC7movSShwyMnnueoL7noQFiQyEngK3HSeM",
+	"IaGVKp3FIp+ZU3wA+dqLH/t7vOt2Ya5CAfVhpgfCHovVjHQ+MyS2+ZQa2JjK3feMOWceTs90Va+4Ndje",
+	"YyDya05LTC8GfQZaGsG1emnPwGP6QjsGPE3t/GfY1ImEH1EuFNb9bQgwKFatsZ/t/ONv//9Ou012XBEf",
+	"6bZ3j+3iB450oP+Xc3QV3h4coEWg+0BYjN4qtQAICTiTyr0JjBwISzFcZAzudPnVUr8A+ySZSBgA2Jmn",
+	"KzKSmb1vGHB0MHkoxAcC1QMdYGab3XHcs13kf6mScRYBJOSxYy/esvf3BAdc8eq5SbXIjzS5Qkqz15gZ",
+	"DKD3iZJzuIFMGWThMUNI4jgD0U6xuYS7MjTTbCD0FU9TLwRTcOBiz4acWBhL0bsUybxTFvbXUuCVZFAB",
+	"6CnirOA4ni7AYRGSqRQyA+WRhKWnmn9gi9CpOWTH+xLI3PX4iDPUyVmukgzElKpZQHQWTeFYc3+IZ5lW",
+	"6f+DlwU6knZ97qzwKL7JmRMs0p8mQtThupxS8o122kjglTSrY5VOtV90sLDXEv0GqM9ASsxCI9SEA2B3",
+	"EenRwjme4S8o1vI9Mc1zeNMeqVEZc3ls+TfKtGKtunjhJgfmEcwKiAf8osVGD6/YYqgYdFw+LpXyVdbr",
+	"mg732keW8JZe5mKYaRaSFTHcJ53Qiwu/QpbIOdlvt0vo89z1JoaVWI4AIB1GUaEphpVde8hi89l4zCJj",
+	"NZP9mxsI5FMSKaqnuySSM8ADd+4c5OAAk4CD2K0aK8bQa2PUokUuyofgb1BqIOYGtLkTSTHmk0yBmefq",
+	"gLvWyjop0gzA2wGqz5RanW6SCdg2+7CdEBMxiAUryRYyU+W4eaxkCr4qF1QfCCnwISs3d/s405Il4A/d",
+	"ciJmYHzX/avmFkmBKnUwEOHbd5eu1Pb56cvTy1Pgs75ToLfsoY3xxF/UElYVaubevreGr7KaQnh6SSch",
+	"tu0EDg+4nuDHBA+N/fAPVC36pKKcu4nYz7HmMymMkknfe/zDFrlgzktqh0d+zS2XGDdfS8Gar6AXxEC4",
+	"PQj32j3yWhrySsbW6o3DXOumaAKBdy7hEXOdCJ1/5q2SqeLMYAp41Tuz7Jh5Ypia6RIYXe7daZTwOhud",
+	"VrvVdv1EBU15o9/Ya7Vbe5hCOgUP15MpNHT7BYrX6xzI3Xa7dB9TJe0pAElZ89oaTkKSSDEw82nilD2Z",
+	"RVOovCYxS5mIPexP7ko5ixv9xnfMuH5yRWoDzKrbbnsvlks+XvadgM8bnIZ3+fXdF8A9VgtgCguyup5V",
+	"Te0knVlrB/6p6RBjmmdrEYfc409+co+exfixHi6i7pV8sU++pbHHpLkNGvvbvHLmukbnyJD77b2737pA",
+	"l9w7Qa8px/Bz2enZ6P/8PmjkFd6Nl/yagb0Bbf0aQcPQCaSav2KGNt7bV59YfWxxF+X4/pieo+b8zWqH",
+	"fOIda1N6zSxVHZP99h4mws65Zs69kUgakxFNrBWiUJ5ogJOZexCKFcI6hyx9TOD9DWjLfn6BwVL1SFWe",
+	"qvJD2URWJbN/LW1dVsxU+2hABJtbEQgqQ1A4C6BVs4iSLGYx2UGb0NpLu5a1R4oZlLWgeA4Exq6PSYjO",
+	"yJAYliTeereGN/LvKrlZS+Mk5VatA97qXXZrwyPFI09eAnzkurhI6cFn2CZsiyfPxlYygWCC0MlnI39c",
+	"M0R9a65AEfe1u7d0BSri9q47AA/7Z2+DhpXEd70Dz9wGjXNqGOxxE3f6jtfyx/25lAY4B4BJh2K01SDF",
+	"G0sDaWbuMYh9+jZo/LABfMO/9YPD3PgUFrPX7t19819L41WcxsPYUq/dufuVd4I6Zc1/Zwuu9EKqEY9j",
+	"JvCNg61WcwKVIMjCgkave3T3W5dSvqJi4dakfyNeW5LZ2uQOtBJvzX/0/jZopLIuRwMDklaZ9tVudfZo",
+	"mXtiUG4KVr3ReSaDiFgf3VHU2sJ6WphYIMtL4diICiEBBddl5k0oFy1yQpzbGZwfzvGM9muE/nz04IXO",
+	"/RwC9Es0de3gbrjOC3Vdwj7XhZMJjDTnqnLLBNeXb/Lm/RnWpPQfKNQR8Pt4HzjMyVpZQnpXeIucCA+L",
+	"rQE8yE7KSpW8heY4M5li8DlS+Rq8tQjxE1X/du4UhKbauSPc2mesTh7haSJ3vrdAKhlu9nUUIEDg38p4",
+	"sYXsKDW6XyKyKYuuwBJK08D5mlyenpII9gIYeJamMTMD4V+ezrpXUE3woat6+sA8ve7OezcHi6e/QHri",
+	"PUSVy+u7rWaGGJWx2xUx2fmVxaQryVxniAg2LxwopRu1o6sZOLvHJPTAP2A2O3fCknwt98bexPvLGEL/",
+	"QqLyC2vYX0yUbSGUnkkxTjimNfU6W3ziLV1Y++pSypdUTVD6dfa3WY/O0lQqw+JXLObUp2L2ut1tXnaW",
+	"t5Vjp8JYY+GfVOy6ZB6a5wPVi94l0+bJxyu2OItvkU0mzNQwzHOH7Oc9hiX5e5xDsUJoBiWCD7TsFuEx",
+	"DH+i/MAYt8sc6KzGRC/dZzBa5rJ4ix5jTupYsXaMH/QheUxA89k0JZ9nJYTWbfeIkdLKyOWQ2xVbgGgW",
+	"2FRHk167VyfYcENywbbEsXvrdjBeYo6PjO6rZ3TbWSAvoK3FPynfQNq8k28E9R6QN6ImXg9uirKWHuTe",
+	"50KlqHWXPVRZ/LKuhnXK06r+8+hfePQvfK286t/GIfEdM1uwt/txnD9Yralx+96pUy6z+MlH/ItTqGo5",
+	"5omozxdxChTdkH3Sgmgkg8DrWCpy0HZKk65lpphv8/UyUze/Ncx03R48MthHBvtrMNhHdrmJXa67fiXu",
+	"6dL5HsA8nzsmuYl/PoEsvY2RN8zjw241ZISJmfh+Baw4bwBSahzSIhd0xipp7SIeCJUlTEPC1HenmC8F",
+	"3wjJjvMAQ9kC14TP0oRjoi92MTTT3XUhOVztJSznKwjLFXhBLyALb6vR0S9y93MO72287bj4/LeQn7zN",
+	"CwVk3Nbf8Nh62z4LYIz6qwpw5kiIG8Obpiw0c2DER1n5KCsfjZGvLDpKly7qZ5KqBZjCWhnqwP0c+0io",
+	"NmSvDV1dqpksFXdOv+gQsyBjmiSIRTAeCF8b4FFnWgT4tJW7MjN0wgLMr8b+mXZwJWcOBgo+hhgPMB6m",
+	"Iw8ETMrK9oXMfKIciyHR1ZWZYbJtjq3hql6gNIyKOGGYkG1fn3H77vFAxKzImpbCdYbBMq1SQS4JzSJl",
+	"IRFUQeK4kTCRKy5iTDiGDkgum51QxQaC3URJpvk1W6cOnHqIkN9cE8iRK7ZXBOCV+0r58kvbi/ovJl1h",
+	"eneLV1fF8ihSH0XqY/7QZ5eQOZCSl4uObeYBTHzgyUf4c5O/7U2OwVkj5JaiFL7Ej2qHcuJkAYbuVhxs",
+	"iEn91frXcHpr3Gt5y5ZHbvbIzR4NhK8uWsEcb1nhf/dlN6fIIAurYEwVa+a119AutDYZ8y02mkWYalTU",
+	"Q8TVgKLPMLZjCJ8BJnxXEqsxI4xHuQba+d0GYoeWmoiV6pr3djHzI+Jm4fPJoGghtno19eXLvtQcJ4I1",
+	"/1Iwl0+ChgRV1pKImADbYMoEjKChJCuh6a7DvC+mjzmbpexIKCmzL7UG4pRDlgiWOsvMaLtIlA6QPOl+",
+	"NHRgM0P7WgjVY1jYwyNGIjljurB1JlYXbkZcRUmp7ba1Jex2K0ljMqaRg+LvtPaCUtfugSi17U6Zal7x",
+	"RM6YUQwMHvsTbMZBFKTS7sSZcv0pga4yNaLCir+r2ZPpbpCD5gyEPbhvNJllieFpwpkiO65PMPl//7cT",
+	"ENdO2P6jtbcfkJsE/nq4v5sjeLnG4g4aGCc5EMpeYmaNsWTsCgYBwiKHOMFuoSSEzRoqKiYsJDqlQpOj",
+	"Nvmf9oVOZ5/8T5Tg1AwEPHmcV4n7DuflEVozeuOATrN0rKQweBi7+dnkbQaxxj8vTgRDEog2JhEVZMRc",
+	"mx2YZ+AzljDBduH7q4YDsbPXbpPRgrgK7d0WeQaICphT7OoiESJAwXezeMJctu5KoSLXrhwYahHXJNe+",
+	"oIqdumX81im2poRw5+AsGn3LSskPNGEi4pRcmIBcUEFelBqKJtQ0+nuHrcP9o6OgkVhB3ux0u61ep/f0",
+	"NmjgRa+O2SGvqLpiZvN4R3sH5fH2jvarLSHzLthbZ++WdzuXmV82ibdy4OtUu1JP+JJ2V1M8fZcSUryS",
+	"v3EbPCb1/mvmuj1IwXpMBf4KVUjQ3ECTyEw5YvuigrpT2NJVjfDJR//XzWks+UhBDjbuJWdJ4yM7VCyg",
+	"D0aiWd8pejmkP5Y1zqcMdCxuBsIKXG14khRit09CqE8JA1/UgoDiulrjMqXag4JDzQ6gOJAdHON4IELX",
+	"7wVQ5Fw6s/1RbeD2O2Y+TbZ+KSP/EwTCo7n/aO4/mvtfRbZNBQ9tE8e+t/Wfs/LCATBRNJ1+SNay9vNM",
+	"WDvU4YnlCJBa5/g05N35y8Aj0fjnAPEEu6WkLOJjx89ylEU9EA6s0zLya6q43Q7tgE/YjWFCAwYzFMK/",
+	"O3/ZZCKSMXOhNnDbmrm0nwUkU8NurIn13enlQAC2jB2bOxgydCY4oB2uSZQnTkLxIsJ2fXd62bemfI7h",
+	"Ihx6i8M6W0JXIRNAOdtr91z6EBb8FzCGOijwvCgg0AP6jgdgCusEzR/thrgtvLeUce/BGNvE1NzzP/i9",
+	"v8c7b/ysX9MZu8d7p/m5fqGgX9kodSjuVsrDvzHhtEC7OYkpeUvVld34qTSyBHYTxWIFiThPU4vV9ZB2",
+	"R3tRL95nB+PDSXe6x3t/2b86SA5n3dZf0kkjaNjtsnKq13p6eAttUl+5Lql9kSVJ0eLao7c2+o1MAwS2",
+	"NDRp9DtP99ulxheNs9fDt+dvvjs/vbgAJlJcGdwWdOIlKGI77XY7t+etpddpg2DZTqtwh3futn9tjq6M",
+	"Mmhnp6jwGhlg9YYum9kq4wjU66AtsSlLCZnsxZvzb8+ePz99He66suiUKQ1FX03kPL5828Ng7oRvT88v",
+	"zi4uT58P//ju9PxPw9dvLocv3rx7/RxbbD2qOP/eKo4j3l9F0/l3UUPOM7Ei8ne+O73cLSkjXkqtx29Y",
+	"0hxy9uD9nyHyF0QSc2pIiNlETlRPpWUVPg4L+T+OfVB9xWJraQZYJZF703OovGAJE86Xd3jHeCGlqUMc",
+	"PD+9uCzhqi8rDQ5nWsRUxfmiSoidyOsC9/GCHd+GwQBAJagHUe+TbruNPTTMEt9ExFqMU2gJ6USwXtcs",
+	"a8fFXwokjIGwvNUOrxngfSLcq8c8JDArMgco3ZJa1QIUdni+4LlQv+sY60DAh6oDAk6CG3P3GKBFCzAt",
+	"vwoHoaEysYRwiAJAI1KGFVAE/ealOWmDwRLgQdr38yniQu2i9Ncy/5UF9UmnHbTbbYgB0MhqEVbPRMFw",
+	"+ebN8OWb199Z2RKz1EztwyRvSiRANPoNL7/0/PT0bXhMuJUFVptFOO1MxEyRcDhEMnaa63CISWJwKkwb",
+	"0m07SgxxZKvuApT9i9I/DVNjGjEdIkJtmEqt+Shhl4vU6sRuar6xURcwRncRcLQD6/XXAvLr2E1Ksdvj",
+	"WNGJB0WGhbLY4z9TgYjriMRYXu6zN6/evjz9KcTYyElm5IwaHhWiONetIZ5yksokkZa2jYxkstsHrOqB",
+	"KB9O/ioop+T35KNDBOyTTkD0lHb3D76nenrrsTLRMij3qiJ0IHIagw97VSCasggdQ8uqwPcnF98PX51d",
+	"vDq5fPZ9iPEtpFZ4lyZSMEv0Bap2CcYbH3HIcBu0DLLTbbftYYwxwsgj5DqI5T0QBXp7lQO2yHmp4ZvD",
+	"XkXg4xxK2NfK24MG4M1DSFSBg3mLzCRP1wRjy2NucgNFDjtCYh074jyi1sWhHB7NJqhvN4hHg51ngoEA",
+	"261DXvFvd2FW+QWEs1nqBFE2obCEPmehdRbO6Q2LMsMKG+dBQSYMVFeICpxkuQS79GwfhdcIkagvvj9p",
+	"dvcP4GgDZMBFs5ZG0ADQZPxMWZmu+VBOsY1+Yxy3e0ftI3p0FHe7R92Y7Ue99kGHdSK6f3DYPtzrHO21",
+	"o1HUOaQRY71Rd9TZO9gfx/HeHmu392kZH7NjBXFuDUPTqfju3taoy7PanThBiZHzTRdvtxTlmvrnq5YV",
+	"q64P/a0bQeMDDop/EvvDnd/xuE/Onv+PXfIRht+x//4dj+2/XS+GwsLxn/wIrlaClhABE4vcorPjIwEr",
+	"J29dQW7t/xoP24r72zX3CN6170mk49zzVT0VBzfhOxQY3Or8KKrGqpXAvpUyugKWrb3YnlcuyaE9sIu3",
+	"4fORTLKZaPT3gkbCBbOE9j5ozJjWdAJHbRkAEEop/E3LkyyaKLQcVqvvmt54f/v+Qfan6+Re3ZnTQtsj",
+	"y8re+h16NOdv/w0N+sc48vZx5N/cDv5tYr3/Isb32zcXa6xv58Z3cNotL4PW1PhwTd6kTFhjuNBG0YUO",
+	"7cqvsRVCbk7/6eTVy2PXjKiKqV2bAw1jp/y/NQDo/YZB0voWuZXWxr7RYj3vW96l38qV+E8RNnwIP/h6",
+	"AKDhVizfhrUw0P6iLegsuedFKxUUWNFhKBdWWFL9wGv2JzuFL3jN/JKLa1ZdtV0FBOKOXXu7ok/LApZI",
+	"Oq0u/gqUyOXOqFtdxKB+Gx/v57/P/bSktPZ++p4261PZn7n8YJ/y841GI9RaPL6LmG+pB10ocx8nZhZj",
+	"2w8W6wA7ZmloToctxyo546VGLS3yRjijxn1yJRsedOqULkieFB8MRClxPqULRDBctRwxk6rsviXeewtZ",
+	"6ZDrJKQZjmUm4rCFGc/wCCS7j6Atp7WEsG0cSzQjvfZR6c3i17sBvuRwklPKY7JgZiB2ijdoAn0YhvaX",
+	"oXNUhtjP0vlJvV0UOojkDxlNwD+ByQ94xe2Ydv745nDGNfT68p5JaMJoL78/GEAljqSKWWzphHq3uTvU",
+	"gDAIwYfu3y38NQb4oWVfqZleN39s6D8TFiEFxaiWAhzYdpBMsSE4oI/RDiqiBggz7eAoXdL3Una3R1B2",
+	"3WRce4l1fW18kyRu7DGqheu07NqBesTeHbuiTGc0sYzSkUyVtndb5MR/EzdmIPKdcSRu14zNEtEN2s27",
+	"O/p03n4BjPLko/3jLL71dxB9+bXJ7N7N0q/pqOSWAouF5koU+wOpBUmosZemUuJRaSUFXs4JMz5cU2pf",
+	"FFSbSKFXvjy9lTZS2CIbf5S7PbEd47rutZigTpOBiGiSHJOwLB/KuYb2oKRgcAj7NzclioFYjp94vNy1",
+	"KRgIj1ju1+3a4FmC4ZvKA97iqXxiZcC5d5A9uEIAPRpUxVXHz1u6cOVFniHnR2yghIeq2LXLdvy37A5C",
+	"FoF+lWDV6+KvMpJ+o99IZ0M74PCaa9pAP9Sw3r/Y1Xu5f7HXuIeXxe33b4Pv7Q97jVZVlWQ+qyrnk+4K",
+	"5kING0NiYu9jIcFjIcFjIcE/WSFBdyv6+I4aNqeLX7H2gC5c8WeuP/pQh9fe33p9PdfgfffejVA1eR9+",
+	"OQYUFjvqMkhNiHwL6gHsCNhC2UWBuVWAiioAbNjsemnu+EwDBCl2xagVxR20It812rVyNVM2gyasvsIh",
+	"GAjs8uQLVd0QvkHtUtErajpaYp/lpaiL73aPInIgQBLGErHNscVI3szEKRPYt7RaVaHljPnpOesBX9Yt",
+	"8kIqqwLjuoI6a4IKwmapwfW6vFffldar9dAHNsfOA70NW1itw8A59+d9X8XkEtTNrfNd/5m7Wrk92g73",
+	"zROq29fHLMjHLMhHlJovgeO2dPE2SzloY//kI/y5qbbu0tXk12OXVuTNskCpb0Lp+hl9pSVsOL01Zgvs",
+	"wyM/e+Rnj4VrX2Phmm+V5rke3OWHFKqdI1MsqtTsyBtc+t9KeWV1ZqgMrtbPVfyX3vOG1oLzUpOQwv6z",
+	"OPQQzg42ZlCsd6k/nx/9Gw0wJxUDIbTfz9ugFU8OxFaIJMckZIYOEbdF5+PkGKGACFPgxDhczBSwkOtg",
+	"XaDXPUCuZKnzxOPDQ8NnLgc8R8s0IUmTDLN5nJMdZc8IdthMGVeQep2XIYJ95yVTP7dSnMsZ2yZ6oGwr",
+	"ksiJGAgMeOCYVCyqh4XRBQig5KKPi/JQO4Vt1ifYI9H/cuiNuEo2O47SR7c+PlqEQ8AHWw9DBFsASeyY",
+	"Kz2lacqEJgASVwnw9CuHDWnJUuhsxuKgDD9uf55QPmPxQOyYubRPobPSePwa7ey2CTOligZ43SH0eGvM",
+	"nZoH3HFF7S3349AB3XENKDOGiWMiBWy3C1nkXbG4Nf7wZ7pfKQLIFyRXTEcfXPKPlHY0KLeLtK/gGeVP",
+	"+rr9AH7pr6GD1YEoUv6ojyRB/f4xEZKMFSu2U1hDuMCJgneFHDp89vz2WmJwlDSfyvyLU5ojWpUzo8fo",
+	"wffjIb1MqR7ao75mQ/vCVrGNdTGcPFKBOeMU0J4sPUtIc9+/ucGLupBZTgbo03CWPcZ8uNCG0djyJOp6",
+	"f8Bi1ocALF/9Ovz/wAGWc2JJmS+UQMMqqdmeMsBbz7QZjg7XZgMjxI/CZ1WshqIr99Leh311oA9NN9u7",
+	"7s33bw4Wh790QaDh15byp1cZYKk2+2HzukcUwR7ZbwQvBPnfazRxlKBLWeWPoYHH0MBjaODfEGPI6t+O",
+	"WS+p/yWPx+YeLi+5NkVOji6VOIKDXTNWdNDO1dCgaJztsB/hxQWJlbxmQeHNJjRJWuQ5QvERqWIXa6/G",
+	"C5olPXhtB5d/i94tvn3APUZ+7PbyG3Z7eWzw8ugX+9Uk+b+V13655Qqy96rQyjPb1gPgoRV5zaFs24Pa",
+	"OvkFpVMguYKSshyU3fi7ta56V4B5/6joV8rINhkTj9zrkXs9evW/Rq/+UsKOZ5APy9YAJpNmdXAx1uCP",
+	"qnn5Hhq0v5o9U4UVzTnssgf3eCAw0koiKiKWuPTlt28uLusyl/GhBCunwTOcJHLOYjKT10z3ByKPFZB/",
+	"/O//Q6hS/JqLCfkr4WKYKjlRTGvyV/cxTC4P86fsK2ufG4iw/Dv7bJF0f1xJ0MdUm/xVAGkAp2WLnAgP",
+	"w2Bn7HyiMDTERobgsobSOPRgvn13CS0sc78Lwnf4hCXvm3ZF/c7vqAklQjZlWmx112OzgCM6E9GUionL",
+	"9gIYCnBGByTM0jgPNeSPgQteMZrgrAEVXYOsdD5sgeMul1X0MYOr5XfY7jb8QBuqXC2DvRp2OeXdDQMH",
+	"1EETLQdCM6gKKEdFnASnkcloAv7ZXT92uVIC38x/Yld1DAhAAxF+dMllgcPnLz91GyIsLQ5YnKQf0P8E",
+	"LVFy4n3S7hxm9IqVw0KkiFMhtog92gtmyeRs7AELcz80whpau6Ha2TS/Bi4uNc6ShCiWKqaZMHAnAky8",
+	"l5nJ8Wx27V7BseWxCSmSBeFjIiR4uT0tcEM0FxEY8trQhBE7EaDRTheiY+DDBuocutqMCgqTh2b0YTz7",
+	"ep2Z/g5o7EHa09m4rAs92Lvt6HEVlKQUZxrZXQSEG+ogY5ACy17lHB8gH9Fy6JySVsd3QQ5q2aRMUxYT",
+	"OR7XjlgMcg9vtN1T3N1fDy7j19EfXSwFeklYYtyBdhKO9HwLEmBayygC/6ba4r+qV/nLaHP3d0Nv4RF+",
+	"W2KAL4D/PSIn3ENdfWXvvYvn0kSKCWgQCR+zaBFVupVvNPKrSiAknTxY0a0vQIXxq6HnKfWVX6C4kJ1S",
+	"UopVFHINZ7dPat0JpJy83SJnKxkKhXgeMWxBVFYhXdfUst4RoM5VklhVJQOTEVZUmOWsg6IfUGlbIbru",
+	"azWtfgMTW1LRyiqvZd8+Xaf0sY36bVGlmGfRwGQ/ocWOPdtnpXX8pm12sAi10W+8TajQXs3avoNNeSG/",
+	"UYi5spebpDvXha30GGZ+VAj+BRSCx7j0Z9cIkL2s92HVy39XBrsxIz+vnM2r6iELC9NiXErkeqiHncJ0",
+	"D5zgLqE6+MY4vXaPzKc8YZWsv0wA5MJODn5AjWGz1CCCKOgQUzkXZMoU2wUEiRy/Aoao1oytaXdjN+jB",
+	"9eJfKqRwR42z230PafAYX3iMLzzGF77S+EJxT+uLph4cbHAcfs5GUymvmkzE0Lt1c3ExjQAs+xtN3Hsk",
+	"f2+5xrjUMbxFLlikmGfEkMSdANRlqzaR6Ecc+zSf0leQU/TFePfS4u9OcclP4JGRPzLyx3LWz58Ys8L6",
+	"SpzZ3V5d6f4R0SQZ0egKriV2LF8zlfxJ7EfeWL335w6WXRNK3p2/xDBJxPg1I5pPrNaLTbQgxSavQXLs",
+	"1rmgrriIdZVDI/CZHdDjntGRlklmGAkBHDosVSBJ4/p8U+zdwa+hvWUiZWonD3p7wsVVM5ERTYjrSEx2",
+	"XD8CUMBhZgk3TBVPMOxB4nxoGLZ4/vpiIBSDuXApAiKFg7yKWWLNhMXu2kiY3RAIcGoQPyHZCedTzaLh",
+	"P/7293C3PxDYnxytAgjN2ZkBWATgTBFuFzvH8f1p++12RWzQb94XHA0EThr8kKUeBi2SyzIHI16EUUGg",
+	"+uo514sFq6toNM0XaefpO8TFvhgvhK/jUcPG27HnfXLNFB8vAGKLx6x5wSeCmkyxcCB2HD1c+H4tnmCJ",
+	"Y1W72KAOCszoHIpxAhKzOEN5xojzlyIlhRzi80UlIQm7NzchGVNtWuSEhD37L7TgzJQK0ms/hTPudY/s",
+	"Hrt0ZkTo0r5xOQ4+EDthr9Mm30nBQohHk5iD6e223m0pwPu5MjTAFimVDe102kTvuuqhSAqBPUryOi/w",
+	"tQI6mCO3DgGEj338Y6+Nf3bJ1P5sGpBO2/+X/ONvfyeZMDwZiG6PTEthNtybnfCcGbVoQlJuxYuKdic3",
+	"hGpXzmNJgqnd9e7VJa3gM3hX6zmjf4SzFc0EJwavf05H6NJXf+Rmitrk2lL4vHFFTiKlehxkBWRn6dLv",
+	"Htf4xP3rS4rVozf0X9Ib+uim/Aoh3/MeRytaV73Stc6qffLR/9UlK8csYYatWrnP4efV+4/RxNRlfzmR",
+	"zJ22AoHG4keJnFQ0q2NocQbCaSZR4mgrHYwk3LTIOUsZtn3xadEkYdRrF5DVpY0Vu5Ap5iUe9l2tJvT1",
+	"AC+bY9k4jyvaRe7ZnNJrBkXdKEgLDgkwX7gnWDZd4qKY2waKps5mrLTaOnmFG7gqr5YERG/d1sfHZHnD",
+	"3AdZ7HbtsdfFv3ig6Z+QUyHxbs2ngnof2xuRY5VtcLVVGExQwuPz6k1tzcQnq5C/kQdsbbv+eu3s0e31",
+	"6PZ6jF98FfGLbVnhPXv154rchihGRd97UmgsG6MbS2qcHANai9eQyky3DzlkTBi1IKlVTzHSXI2BuJRw",
+	"bMqamUjOWODcHeBBUt9oXz4Qydj9LqFgpJf6K/Cie9h8umgNxKlAbwlVDHtfUg0OBNevlyvvgNhrQ1PM",
+	"tQXb7hCeF7vzbxhocatf3B1o8ekEjwLnUeA8CpyvEWe04Nbf6MJ17u/tbyZ+UClvKmkemjld+ejatvLl",
+	"OsHSRvgwiHN9/n/sXV9v2zYQ/yoHP9mAYBtbUQQq9rCh2V4yYGvXp3mIGIm2iNGiSkr1jCHfveDxSEm2",
+	"/DcpEqB6jCLyKJK+I+9+d78WIYoqeNQOf2A2WXArLIpuEP99rb2jYqVZyq3lEyqDcYJ/3rs/7129LZNE",
+	"kFFVkZu3b+Zz+Al+eAP5xBe+DsvjIzYMB4qBCvSJY/KPGzOGZLzVRLwrmI2o0hxYBZILU2v+DpJ5sig0",
+	"/6J8CpiSmf9oViGrMTK7uCemElJ6ViL3PRtRZGrj7T7TUthJ8MvmggW29ywOjOPVRlGHbp5dncEtBiD6",
+	"zO4H29mud4T82S+JmO5bwVH849v5/GzQtPuKDzRbDbnHtwwOdGUeuinare4WafDyD66oCy3oEBZ4hWEB",
+	"1KI79r5r5s4JD9z3g95KzVNW+SSPaM9L7f8PTApmOtnCewcBrPhJPnqXSeTbowrCfPU7Ufyb+Pj7eYi4",
+	"ZhADNu4sbByMDefH1mnynLe61hqfatp+9cL7oN03p9796GjslMaXh0vkcIn83sF6MG40PJiSSymK1eQU",
+	"hO8qqxBqqfSZBfTc2XtOKgViyEJWaEOIuSg8bWIYadwEhoOZiJpnVM89csXK28bGUzciVmtRkNUhGJrx",
+	"aqKB17mepvDJcEj6P+JsuNITzNX3DVzqwS1ZM3ZkY+3asetN0VXmZbg1Ddio4RL00tioS2zcoSvRUcTU",
+	"Fcbw/e3d7V+3cNpd+gxXpl4MUscInY1GIo17/uhfWAEPynRAQ71iNNRlp+9v4pJ5bmWzD616ynH3lYKs",
+	"TvlPjuvAwZkyOFOGiPwAAbtU/z8lMm8Hw9Na2xO+bfzAmeb657rKR/Hf/1jdarj+4rvuqWOC/3X5aGX9",
+	"IIXJMawsDGQqrdcuxcsqQ1XygpViahVwEkHn2ZatZTJ5B5gJKbeLArMp49kMH+TKVPHN/GaeUPZYslKg",
+	"6wKmMyd+lq4zpPhjpSB3S63lKB797xxDj1jAUgvMirOL5h47o4nB91E86pU42tX2H61h4BHYN9Du2SuW",
+	"ByNnvJSKqoU8PtrJo/XamzmkKAl0JHbpsb4k1Upz7CO+8JnQTQ06azEKtua+D4w7dPv+1GYDDDRYqiZ2",
+	"PCsSqm3Jkd+uTTi3yVkgYXR0VS1pv7Y5EfvE/uLY56gDWGq1BtalUvRFc10aaKhfR0iLhgKKRDr6l31J",
+	"f9htlvq5KrVaCsnbY3XkI31NkReyrwkxTe63aDJScYvvJBG77GHEH1KKq2P4a69dFy7Zkhl+w/tSu0Uk",
+	"KN3VRB3GPgJZQJVrVa/ykBjbQaM00nwnB6TR8GkjS2YqIFykB2OWkm1h6XNo1TIoLQ9RaQnDtOzetWNb",
+	"u0nQodth9DdhyhpqfhZqIyERf3u9QmmP/q/5XGMysFXZS5Zyj0Ml5Vph9WMGv2lW5n/eNYqKyCf5fyyt",
+	"5JZo87jMzKLYsKLi2RTw989iSNwJEbXOdGU7+iwTGAt7HjMl5c8KA6ogXCkNnGQe2tYm51kYj8ucCsdo",
+	"Ju3OfejMw++8YlaNfw0AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -61,9 +61,12 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 	if !s.ready.Load() {
 		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The server is starting (migrations are running) or shutting down.")
 	}
+	ctx, cancel := context.WithTimeout(ctx, readinessTimeout)
+	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		s.log.WarnContext(ctx, "readiness: database unreachable", "error", err)
-		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The database is unreachable.")
+		p := newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The database is unreachable.")
+		p.Err = err
+		return nil, p
 	}
 	return gen.GetReadiness200JSONResponse{Body: gen.Health{Status: "ready"}}, nil
 }

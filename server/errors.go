@@ -215,6 +215,9 @@ func problemFor(err error) *APIError {
 	if errors.As(err, &httpErr) {
 		return echoProblem(httpErr)
 	}
+	if store.Unavailable(err) {
+		return unavailableProblem(err)
+	}
 	return &APIError{Status: http.StatusInternalServerError, Code: codeInternal,
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
 }
@@ -249,7 +252,12 @@ func (s *Server) renderError(err error, c echo.Context) {
 	}
 	p := problemFor(err)
 	requestID := requestIDFrom(c.Request().Context())
-	if p.Status >= 500 {
+	switch {
+	case p.Code == codeUnavailable:
+		if p.Err != nil {
+			s.outage.report(c.Request().Context(), p.Err) // logged once per outage
+		} // otherwise starting, stopping or a known outage, logged already
+	case p.Status >= 500:
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))
 	}

@@ -240,8 +240,14 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	}
 	// Nothing committed: free the key at once rather than after the lease. The request may
 	// have been cancelled; the release must still happen.
-	if err := s.store.FailIdempotencyRecord(context.WithoutCancel(ctx), a.account, a.key, a.owner); err != nil {
-		s.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+	release, cancel := context.WithTimeout(context.WithoutCancel(ctx), readinessTimeout)
+	defer cancel()
+	if err := s.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
+		if store.Unavailable(err) {
+			s.outage.releaseLater(a.account, a.key, a.owner) // as soon as the database is back
+		} else {
+			s.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+		}
 	}
 	if errors.Is(txErr, errAnswerNotStored) {
 		return captured.sendTo(res) // the 5xx as rendered, logged by the boundary

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -87,9 +88,13 @@ type rateLimiter struct {
 	metrics *Metrics
 }
 
-// redisTimeout bounds one Redis round trip: past it the request goes through unmetered
-// rather than waiting on a sick cache.
+// redisTimeout bounds one Redis round trip: past it the request is metered by the process
+// alone rather than waiting on a sick cache.
 const redisTimeout = 250 * time.Millisecond
+
+// redisPause is how long the limiter leaves Redis alone after a failure: requests meanwhile
+// cost no round trip at all.
+const redisPause = 5 * time.Second
 
 // newRateLimiter builds the limiter cfg asks for, or nil when both limits are off.
 func newRateLimiter(cfg Config, log *slog.Logger, metrics *Metrics) (*rateLimiter, error) {
@@ -117,10 +122,93 @@ func newRateLimiter(cfg Config, log *slog.Logger, metrics *Metrics) (*rateLimite
 	if err != nil {
 		return nil, errors.New("REDIS_URL does not parse") // its text may quote the password
 	}
+	// One attempt per request, bounded: a retry would only make the caller wait longer for
+	// the same answer, and the local buckets stand in meanwhile.
+	opts.MaxRetries = -1
+	opts.DialerRetries = 1
+	opts.DialerRetryTimeout = time.Microsecond // the client sleeps this long after a failed dial
+	opts.DialTimeout = redisTimeout
+	opts.ReadTimeout = redisTimeout
+	opts.WriteTimeout = redisTimeout
+	opts.PoolTimeout = redisTimeout
+	redis.SetLogger(redisLog{log})
 	client := redis.NewClient(opts)
-	l.buckets = &redisBuckets{client: client, limiter: redis_rate.NewLimiter(client)}
+	l.buckets = &fallbackBuckets{
+		shared: &redisBuckets{client: client, limiter: redis_rate.NewLimiter(client)},
+		local:  newMemoryBuckets(time.Now),
+		now:    time.Now,
+		log:    log,
+		errors: metrics.rateLimitErrors,
+	}
 	return l, nil
 }
+
+// redisLog sends the Redis client's own messages to the service's structured log.
+type redisLog struct{ log *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.log.WarnContext(ctx, "redis client", slog.String("message", fmt.Sprintf(format, v...)))
+}
+
+// fallbackBuckets meters with Redis while it answers and with the process's own buckets
+// while it does not: after a failure Redis is skipped for redisPause, so an outage costs one
+// bounded round trip every few seconds, not one per request, and answers keep their
+// RateLimit headers (each replica then meters on its own). The outage is logged when it
+// starts and when it ends.
+type fallbackBuckets struct {
+	shared buckets
+	local  *memoryBuckets
+	now    func() time.Time
+	log    *slog.Logger
+	errors prometheus.Counter
+
+	mu        sync.Mutex
+	pauseTill time.Time
+	down      bool
+}
+
+func (f *fallbackBuckets) take(ctx context.Context, key string, l bucketLimit) (quota, error) {
+	return f.use(ctx, key, l, buckets.take)
+}
+
+func (f *fallbackBuckets) refund(ctx context.Context, key string, l bucketLimit) (quota, error) {
+	return f.use(ctx, key, l, buckets.refund)
+}
+
+func (f *fallbackBuckets) use(ctx context.Context, key string, l bucketLimit,
+	op func(buckets, context.Context, string, bucketLimit) (quota, error)) (quota, error) {
+	f.mu.Lock()
+	paused := f.now().Before(f.pauseTill)
+	f.mu.Unlock()
+	if !paused {
+		q, err := op(f.shared, ctx, key, l)
+		f.mu.Lock()
+		wasDown := f.down
+		if err == nil {
+			f.down = false
+		} else if ctx.Err() == nil {
+			f.down = true
+			f.pauseTill = f.now().Add(redisPause)
+		}
+		f.mu.Unlock()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return quota{}, err // the caller gave up; no bucket should change on its behalf
+		case err == nil:
+			if wasDown {
+				f.log.InfoContext(ctx, "rate limit store answers again; limits are shared across replicas")
+			}
+			return q, nil
+		case !wasDown && ctx.Err() == nil:
+			f.log.WarnContext(ctx, "rate limit store unreachable; metering per process until it answers",
+				slog.String("error", err.Error()), slog.Duration("retry_in", redisPause))
+		}
+	}
+	f.errors.Inc()
+	return op(f.local, ctx, key, l)
+}
+
+func (f *fallbackBuckets) close() error { return f.shared.close() }
 
 func (l *rateLimiter) close() error { return l.buckets.close() }
 
@@ -154,8 +242,7 @@ func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.
 	q, err := l.buckets.take(ctx, key, limit)
 	if err != nil {
 		// Failing open: a broken cache must not take the API down with it.
-		l.metrics.rateLimitErrors.Inc()
-		l.log.WarnContext(ctx, "rate limit store failed; request let through unmetered",
+		l.log.WarnContext(ctx, "rate limit failed; request let through unmetered",
 			slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
 		return ctx, nil
 	}
@@ -196,6 +283,10 @@ func settleNotModified(ctx context.Context, header http.Header) {
 	if ch == nil || ch.denied != nil {
 		return // nothing was taken
 	}
+	// The answer is written after the request's own deadline is released: the refund must
+	// still happen.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), redisTimeout)
+	defer cancel()
 	q, err := ch.limiter.buckets.refund(ctx, ch.key, ch.limit)
 	if err != nil {
 		ch.limiter.metrics.rateLimitErrors.Inc()

@@ -68,6 +68,8 @@ type Server struct {
 	faults         func(ctx context.Context, point, subject string) error
 	idempotencyTTL time.Duration
 	executing      executingKeys
+	// outage follows a database that stopped answering, so that it is logged once.
+	outage *outage
 
 	// Background workers (the idempotency purge) run under backgroundCtx until stop cancels
 	// it; Shutdown and Close wait for them. They start when the server is first ready, so
@@ -99,6 +101,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.IdempotencyTTL == 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -141,6 +146,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		g.limits = s.limits
 	}
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
+	s.outage = &outage{store: deps.Store, log: deps.Logger, stop: s.backgroundCtx.Done()}
 	s.startWorker(func(ctx context.Context) { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
 	// The revocation watch runs from the start, ready or not: a replica that serves requests
 	// must refuse revoked keys, and its reads fail harmlessly while migrations run.
@@ -157,6 +163,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// Pre-routing layers see unmatched paths too, and respond routes HEAD as GET.
 	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
 		recoverPanics,
+		s.withDeadline,
 		limitBody,
 		g.middleware,
 		// After the gate: only authenticated, valid requests reach the idempotency layer, so

@@ -134,6 +134,14 @@ func dialectorFor(raw string) (Engine, gorm.Dialector, error) {
 			// url.Error quotes the URL, password included: report only the kind of problem.
 			return "", nil, errors.New("store: malformed PostgreSQL URL")
 		}
+		if !strings.Contains(raw, "connect_timeout=") {
+			// A server that does not answer must not hold a request for the TCP timeout.
+			sep := "?"
+			if strings.Contains(raw, "?") {
+				sep = "&"
+			}
+			raw += sep + "connect_timeout=5"
+		}
 		return EnginePostgres, postgres.Open(raw), nil
 	default:
 		scheme, _, _ := strings.Cut(raw, "://")

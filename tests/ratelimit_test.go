@@ -2,10 +2,13 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -234,15 +237,29 @@ var _ = Describe("Rate limits", func() {
 		Expect(passed).To(Equal(20), "two buckets of 10: why REDIS_URL exists")
 	})
 
-	It("fail open when Redis is unreachable: the request goes through, unmetered", func() {
-		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitPeriod: slowRefill, RedisURL: "redis://127.0.0.1:1/0"}, nil)
+	It("fall back to the process's own buckets when Redis is unreachable, without waiting on it", func() {
+		logs := &lockedBuffer{}
+		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitPeriod: slowRefill, RedisURL: "redis://127.0.0.1:1/0"},
+			slog.New(slog.NewJSONHandler(logs, nil)))
 		key := api.Key(server.RoleAdmin, "")
-		for range 4 {
+		var slowest time.Duration
+		for i := range 2 {
+			start := time.Now()
 			res := api.GET("/v1/trips?limit=1", key)
+			slowest = max(slowest, time.Since(start))
 			Expect(res.Status).To(Equal(200))
-			expectNoRateHeaders(res)
+			Expect(rateOf(res).Limit).To(Equal(2), "request %d keeps its RateLimit headers", i+1)
+			Expect(rateOf(res).Remaining).To(Equal(1 - i))
 		}
-		Expect(scrape(api)).To(ContainSubstring("ride_rate_limit_errors_total 4"))
+		// Burst 2, metered by the process while Redis is away.
+		expectRateLimited(api.GET("/v1/trips?limit=1", key))
+		AddReportEntry("slowest answer with Redis unreachable", slowest.String())
+		Expect(scrape(api)).To(ContainSubstring("ride_rate_limit_errors_total 3"))
+		// One warning for the outage, and every line of the log JSON, the Redis client's too.
+		Expect(strings.Count(logs.String(), "rate limit store unreachable")).To(Equal(1), logs.String())
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			Expect(json.Valid([]byte(line))).To(BeTrue(), line)
+		}
 	})
 
 	Context("shared through Redis", func() {

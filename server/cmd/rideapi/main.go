@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
@@ -193,8 +195,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		fmt.Fprintf(stdout, "Ride API listening on %s — try: curl -H \"Authorization: Bearer <key>\" %s/v1/trips\n", base, base)
 		return nil
 	}
-	return serveUntilDone(ctx, ln, srv, srv, log, prepare)
+	return serveUntilDone(ctx, netutil.LimitListener(ln, maxConnections), srv, srv, log, prepare, apiTransport)
 }
+
+// transport bounds what one client connection may hold of the server.
+type transport struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// apiTransport suits a JSON API: request headers within 5 s, a whole request (at most 1 MB of
+// body) within 15 s, the answer written within 30 s (nothing streams), and a keep-alive
+// connection dropped after 60 s idle.
+var apiTransport = transport{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 60 * time.Second}
+
+// maxConnections caps the open client connections of one process; past it new connections
+// wait in the kernel's backlog instead of taking file descriptors and memory.
+const maxConnections = 4096
 
 // shutdownTimeout bounds the drain after SIGTERM; orchestrators usually wait 30 s before they
 // kill, so this leaves room for the rest of the shutdown.
@@ -206,8 +222,15 @@ const shutdownTimeout = 20 * time.Second
 // the server's background workers. The caller closes the store afterwards.
 //
 // srv should have been made with Deps.Starting, so that it is not ready until prepare is done.
-func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, srv *server.Server, log *slog.Logger, prepare func(context.Context) error) error {
-	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, srv *server.Server, log *slog.Logger, prepare func(context.Context) error, limits transport) error {
+	httpServer := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: limits.readHeader,
+		ReadTimeout:       limits.read,
+		WriteTimeout:      limits.write,
+		IdleTimeout:       limits.idle,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(ln) }()
 

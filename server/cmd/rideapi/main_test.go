@@ -119,7 +119,7 @@ func TestServeUntilDoneDrainsInFlightRequests(t *testing.T) {
 			close(migrating)
 			<-migrated
 			return st.Migrate(ctx)
-		})
+		}, apiTransport)
 	}()
 
 	<-migrating

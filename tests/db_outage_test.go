@@ -1,0 +1,230 @@
+package tests
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
+)
+
+// faultProxy stands between the server and PostgreSQL on 127.0.0.1 and fails the way networks
+// and databases do: it passes bytes through, stalls (connections stay open, nothing moves), or
+// drops (every connection is cut and new ones are closed at once).
+type faultProxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	mode  string // "pass", "stall" or "drop"
+	conns map[net.Conn]bool
+}
+
+func newFaultProxy(target string) *faultProxy {
+	GinkgoHelper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	p := &faultProxy{ln: ln, target: target, mode: "pass", conns: map[net.Conn]bool{}}
+	go p.accept()
+	DeferCleanup(p.close)
+	return p
+}
+
+func (p *faultProxy) accept() {
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		mode := p.mode
+		if mode != "drop" {
+			p.conns[client] = true
+		}
+		p.mu.Unlock()
+		if mode == "drop" {
+			client.Close()
+			continue
+		}
+		server, err := net.DialTimeout("tcp", p.target, time.Second)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[server] = true
+		p.mu.Unlock()
+		go p.pipe(client, server)
+		go p.pipe(server, client)
+	}
+}
+
+// pipe copies from src to dst while the proxy passes; stalled, it holds the bytes.
+func (p *faultProxy) pipe(src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for {
+			p.mu.Lock()
+			mode := p.mode
+			p.mu.Unlock()
+			if mode == "pass" {
+				break
+			}
+			if mode == "drop" {
+				src.Close()
+				dst.Close()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (p *faultProxy) set(mode string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = mode
+	if mode == "drop" {
+		for c := range p.conns {
+			c.Close()
+		}
+		p.conns = map[net.Conn]bool{}
+	}
+}
+
+func (p *faultProxy) close() {
+	p.ln.Close()
+	p.set("drop")
+}
+
+// lockedBuffer collects a logger's lines from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var _ = Describe("A database that stops answering", Label("postgres"), func() {
+	It("gets fast 503s with Retry-After, a readiness probe that answers, and full recovery with no key left locked", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
+		base := os.Getenv("TEST_DATABASE_URL")
+		if base == "" {
+			Skip("needs PostgreSQL (TEST_DATABASE_URL)")
+		}
+		dbURL, drop, err := storetest.NewPostgresDatabase(ctx, base)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(drop)
+		direct, err := url.Parse(dbURL)
+		Expect(err).NotTo(HaveOccurred())
+		proxy := newFaultProxy(direct.Host)
+		viaProxy := *direct
+		viaProxy.Host = proxy.ln.Addr().String()
+
+		st, err := store.Open(ctx, viaProxy.String())
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(st.Close)
+		Expect(st.Migrate(ctx)).To(Succeed())
+		logs := &lockedBuffer{}
+		srv, err := server.New(testDefaults(server.Config{RequestTimeout: 1500 * time.Millisecond}),
+			server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+		Expect(err).NotTo(HaveOccurred())
+		ts := httptest.NewServer(srv)
+		DeferCleanup(func() {
+			ts.Close()
+			_ = srv.Close()
+		})
+		h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
+		h.Admin = h.Key(server.RoleAdmin, "")
+		city := h.NewCity(CityOpts{})
+		estimate := func(key string) *Response {
+			return h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: h.Admin,
+				Header: map[string]string{"Idempotency-Key": key}, Body: estimateBody(city, "economy")})
+		}
+		Expect(h.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))
+
+		var slowest time.Duration
+		fastest := time.Hour
+		timed := func(r Request) *Response {
+			start := time.Now()
+			res := h.Do(r)
+			slowest = max(slowest, time.Since(start))
+			fastest = min(fastest, time.Since(start))
+			return res
+		}
+		expectUnavailable := func(res *Response) {
+			GinkgoHelper()
+			ExpectProblem(res, http.StatusServiceUnavailable, "unavailable")
+			Expect(res.Header.Get("Retry-After")).To(Equal("5"))
+		}
+
+		By("a stall: connections stay open and nothing comes back")
+		proxy.set("stall")
+		for range 3 {
+			expectUnavailable(timed(Request{Method: http.MethodGet, Path: "/v1/trips?limit=1", Key: h.Admin}))
+		}
+		start := time.Now()
+		ready := h.GET("/readyz", "")
+		readyTook := time.Since(start)
+		Expect(ready.Status).To(Equal(http.StatusServiceUnavailable))
+		Expect(readyTook).To(BeNumerically("<", time.Second), "/readyz answers within 1 s")
+		start = time.Now()
+		expectUnavailable(estimate("outage-key"))
+		slowest = max(slowest, time.Since(start))
+
+		By("a drop: every connection cut, new ones refused")
+		proxy.set("drop")
+		for range 3 {
+			expectUnavailable(timed(Request{Method: http.MethodGet, Path: "/v1/trips?limit=1", Key: h.Admin}))
+		}
+		AddReportEntry("slowest answer while the database was away", slowest.String())
+		AddReportEntry("fastest answer while the database was away", fastest.String())
+		AddReportEntry("/readyz during the stall", readyTook.String())
+		Expect(slowest).To(BeNumerically("<", 2*time.Second), "no answer slower than 2 s")
+		Expect(fastest).To(BeNumerically("<", 100*time.Millisecond), "a known outage is answered at once")
+
+		By("the database back: the same process serves again, and the key is free")
+		proxy.set("pass")
+		Eventually(func() int { return h.GET("/v1/trips?limit=1", h.Admin).Status }).
+			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(http.StatusOK))
+		Eventually(func() int { return estimate("outage-key").Status }).
+			WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(http.StatusCreated))
+		Expect(h.GET("/readyz", "").Status).To(Equal(http.StatusOK))
+
+		Eventually(logs.String).WithTimeout(5 * time.Second).Should(ContainSubstring("database answers again"))
+		Expect(strings.Count(logs.String(), "database unavailable")).To(Equal(1), "logged once per outage:\n%s", logs.String())
+		Expect(logs.String()).NotTo(ContainSubstring(`"msg":"request failed"`))
+	})
+})
