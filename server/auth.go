@@ -309,7 +309,7 @@ func (a *authenticator) authenticate(ctx context.Context, header, remoteAddr str
 			return Principal{}, a.failed(client, "The API key is unknown or revoked.")
 		}
 		// An address that keeps failing gets no more lookups, except of keys it used before.
-		if entry == nil && a.failures.exhausted(client) {
+		if entry == nil && a.failures.exhausted(client, now) {
 			return Principal{}, a.throttled()
 		}
 		var err error
@@ -379,7 +379,7 @@ func (e *authEntry) used(now time.Time) {
 // failed counts an authentication failure of client and returns its 401, or a 429 when the
 // client has failed too often.
 func (a *authenticator) failed(client, detail string) error {
-	if !a.failures.allow(client) {
+	if !a.failures.allow(client, a.now()) {
 		return a.throttled()
 	}
 	a.metrics.authFailures.WithLabelValues("refused").Inc()
@@ -490,8 +490,8 @@ func newAddressMeter(perSecond float64, burst, maxClients int) *addressMeter {
 	return &addressMeter{limit: rate.Limit(perSecond), burst: burst, max: maxClients, buckets: map[string]*rate.Limiter{}}
 }
 
-// allow takes a token of client's bucket, reporting whether there was one.
-func (m *addressMeter) allow(client string) bool {
+// allow takes a token of client's bucket at now, reporting whether there was one.
+func (m *addressMeter) allow(client string, now time.Time) bool {
 	m.mu.Lock()
 	b := m.buckets[client]
 	if b == nil {
@@ -500,15 +500,15 @@ func (m *addressMeter) allow(client string) bool {
 		m.buckets[client] = b
 	}
 	m.mu.Unlock()
-	return b.Allow()
+	return b.AllowN(now, 1)
 }
 
-// exhausted reports whether client's bucket is empty, without taking a token.
-func (m *addressMeter) exhausted(client string) bool {
+// exhausted reports whether client's bucket is empty at now, without taking a token.
+func (m *addressMeter) exhausted(client string, now time.Time) bool {
 	m.mu.Lock()
 	b := m.buckets[client]
 	m.mu.Unlock()
-	return b != nil && b.Tokens() < 1
+	return b != nil && b.TokensAt(now) < 1
 }
 
 // clientAddress is the host of a request's remote address: the peer that connected, which a

@@ -83,6 +83,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if p, ok := c.Get(observedPrincipal).(Principal); ok {
 			attrs = append(attrs, slog.String("key_id", p.KeyID), slog.String("role", p.Role))
 		}
+		if req.Context().Err() != nil {
+			// The client disconnected before the answer (nginx logs such a request as 499);
+			// the request ran to its end all the same.
+			attrs = append(attrs, slog.Bool("client_gone", true))
+		}
 		level := slog.LevelInfo
 		switch {
 		case status == http.StatusInternalServerError:

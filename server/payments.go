@@ -18,6 +18,8 @@ import (
 const (
 	// faultPaymentRecorded: the payment, its receipt and its event are written, uncommitted.
 	faultPaymentRecorded = "payment.recorded"
+	// faultDriverClaimed: a booking consumed its estimate and claimed a driver, uncommitted.
+	faultDriverClaimed = "booking.driver_claimed"
 )
 
 // fault calls the test hook, if any, at a named point.

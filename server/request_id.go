@@ -26,3 +26,18 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return "req_" + hex.EncodeToString(b[:])
 }
+
+type clientGoneKey struct{}
+
+// withClientGone keeps, in a context the client's disconnect does not cancel, the signal that
+// the client went away.
+func withClientGone(ctx context.Context, gone <-chan struct{}) context.Context {
+	return context.WithValue(ctx, clientGoneKey{}, gone)
+}
+
+// ClientGone is closed when the client of the request that ctx belongs to has disconnected
+// (the request itself runs on; see caching.go). Nil outside a request.
+func ClientGone(ctx context.Context) <-chan struct{} {
+	gone, _ := ctx.Value(clientGoneKey{}).(<-chan struct{})
+	return gone
+}

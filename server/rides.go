@@ -86,6 +86,9 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	} else if err != nil {
 		return store.Trip{}, err
 	}
+	if err := s.fault(ctx, faultDriverClaimed, driver.ID); err != nil {
+		return store.Trip{}, err
+	}
 	driverAt := ride.Point{Lat: driver.Lat, Lng: driver.Lng}
 	eta := ride.PickupETA(driverAt, pickup)
 	etaMinutes := int(eta / time.Minute)

@@ -57,12 +57,25 @@ var _ = Describe("Payments and receipts", func() {
 
 		It("lets only one of two concurrent transactions pay a trip", func(ctx SpecContext) {
 			trip := createTrip(ctx, e.shared, tripOpts{})
+			// On PostgreSQL both transactions are open, each having read the trip, before either
+			// locks it: they overlap for certain. SQLite runs one transaction at a time (one
+			// connection), so there the second begins after the first ends.
+			began, proceed := make(chan struct{}, 2), make(chan struct{})
+			overlap := e.name == "PostgreSQL"
+			if !overlap {
+				close(proceed)
+			}
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
 					defer GinkgoRecover() // the Expect below runs off the spec's goroutine
 					errs[i] = e.shared.WithTx(ctx, func(tx *store.Store) error {
+						if _, err := tx.TripByID(ctx, trip.ID); err != nil {
+							return err
+						}
+						began <- struct{}{}
+						<-proceed
 						locked, err := tx.LockTripForPayment(ctx, trip.ID)
 						if err != nil {
 							return err
@@ -75,6 +88,11 @@ var _ = Describe("Payments and receipts", func() {
 						return err
 					})
 				})
+			}
+			if overlap {
+				<-began
+				<-began
+				close(proceed)
 			}
 			wg.Wait()
 			Expect(errs).To(ContainElement(BeNil()))

@@ -1,7 +1,9 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -177,6 +179,44 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 		}
 		return created
 	}
+
+	It("leaves nothing behind when a step fails after the driver is claimed: driver free, estimate valid, key free", func() {
+		driver := h.NewDriver(DriverOpts{City: city.ID})
+		e := h.NewEstimate(riderKey, city)
+		claimed := 0
+		h.SetFault(func(_ context.Context, point, subject string) error {
+			if point == "booking.driver_claimed" && subject == driver.ID {
+				claimed++
+				if claimed == 1 {
+					return errors.New("the step after the claim failed")
+				}
+			}
+			return nil
+		})
+		key := newIdempotencyKey()
+		book := func() *Response {
+			return h.Do(Request{Method: http.MethodPost, Path: "/v1/rides", Key: riderKey,
+				Body: map[string]any{"estimate_id": e.EstimateId}, Header: map[string]string{"Idempotency-Key": key}})
+		}
+		ExpectProblem(book(), http.StatusInternalServerError, "internal")
+
+		again, err := h.Store.DriverByID(GinkgoT().Context(), driver.ID)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.Available).To(BeTrue(), "the driver is free again")
+		var still gen.FareEstimate
+		h.GET("/v1/fare-estimates/"+e.EstimateId, riderKey).Decode(&still)
+		Expect(still.Status).To(Equal(gen.FareEstimateStatus("valid")))
+		Expect(still.TripId).To(BeNil())
+		var trips gen.TripList
+		h.GET("/v1/trips", riderKey).Decode(&trips)
+		Expect(trips.Data).To(BeEmpty(), "no trip (nor its event, written in the same transaction)")
+
+		// The same key books for real: it was not kept for the failed attempt.
+		res := book()
+		Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+		Expect(res.Header.Get("Idempotent-Replayed")).To(BeEmpty())
+		Expect(claimed).To(Equal(2))
+	})
 
 	It("books an estimate once when it is sent eight times at once", func() {
 		for range 8 {

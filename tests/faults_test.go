@@ -9,8 +9,9 @@ import (
 )
 
 // FaultFunc fails a request at a named point of its work (server.Deps.Faults) by returning an
-// error or panicking; nil lets it go on. subject is what the point is about (a trip id).
-type FaultFunc func(point, subject string) error
+// error or panicking; nil lets it go on. subject is what the point is about (a trip id); ctx
+// is the request's (server.ClientGone tells when its client went away).
+type FaultFunc func(ctx context.Context, point, subject string) error
 
 // SetFault installs f for the rest of the current spec.
 func (h *Harness) SetFault(f FaultFunc) {
@@ -18,9 +19,9 @@ func (h *Harness) SetFault(f FaultFunc) {
 	DeferCleanup(func() { h.faults.Store(nil) })
 }
 
-func (h *Harness) fault(_ context.Context, point, subject string) error {
+func (h *Harness) fault(ctx context.Context, point, subject string) error {
 	if f := h.faults.Load(); f != nil {
-		return (*f)(point, subject)
+		return (*f)(ctx, point, subject)
 	}
 	return nil
 }

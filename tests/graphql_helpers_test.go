@@ -128,16 +128,22 @@ type queryLog struct {
 
 var queryLogs sync.Map // engine name → *queryLog
 
+// installQueryLog registers the statement counter of h's store. GORM's callbacks may not
+// change while statements run, so this happens once, before any server uses the store.
+func (h *Harness) installQueryLog() {
+	log := &queryLog{}
+	queryLogs.Store(h.Engine, log)
+	record := func(tx *gorm.DB) { log.record(tx.Statement.Table, tx.Statement.Vars) }
+	Expect(h.Store.DB().Callback().Query().After("gorm:query").Register("tests:query_log", record)).To(Succeed())
+	// The store reads trips with their drivers through Rows, which runs the Row callbacks.
+	Expect(h.Store.DB().Callback().Row().After("gorm:row").Register("tests:query_log", record)).To(Succeed())
+}
+
 // watchQueries starts counting the statements that mention any of ids, and returns the log.
 func (h *Harness) watchQueries(ids ...string) *queryLog {
-	v, loaded := queryLogs.LoadOrStore(h.Engine, &queryLog{})
+	v, ok := queryLogs.Load(h.Engine)
+	Expect(ok).To(BeTrue(), "the %s harness has no query log", h.Engine)
 	log := v.(*queryLog)
-	if !loaded {
-		record := func(tx *gorm.DB) { log.record(tx.Statement.Table, tx.Statement.Vars) }
-		Expect(h.Store.DB().Callback().Query().After("gorm:query").Register("tests:query_log", record)).To(Succeed())
-		// The store reads trips with their drivers through Rows, which runs the Row callbacks.
-		Expect(h.Store.DB().Callback().Row().After("gorm:row").Register("tests:query_log", record)).To(Succeed())
-	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	log.watched = map[string]bool{}

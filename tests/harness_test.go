@@ -94,6 +94,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	doc, err := gen.GetSwagger()
 	Expect(err).NotTo(HaveOccurred())
 	doc.Servers = nil
+	closeObjects(doc)
 	validator.doc = doc
 	validator.router, err = gorillamux.NewRouter(doc)
 	Expect(err).NotTo(HaveOccurred())
@@ -150,6 +151,9 @@ func (h *Harness) startWith(ctx context.Context, url string, cfg server.Config, 
 	Expect(st.Migrate(ctx)).To(Succeed())
 	h.Store = st
 	h.DatabaseURL = url
+	if harnesses[h.Engine] == h {
+		h.installQueryLog() // before its server runs statements
+	}
 	h.server = h.newServerWith(cfg, nil, startWorker)
 	h.httpServer = httptest.NewServer(h.server)
 	h.URL = h.httpServer.URL

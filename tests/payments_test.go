@@ -140,6 +140,40 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		Expect(h.recordsOf(p.trip.ID).payments).To(HaveLen(1))
 	})
 
+	It("pays a trip once when 12 payments with different keys race: one 201, the rest 409 trip_already_paid", func() {
+		p := h.newPayable("completed")
+		body := paymentOf(p.trip, "pm_card_visa")
+		const n = 12
+		responses := make([]*Response, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				<-start
+				responses[i] = h.pay(p.riderKey, newIdempotencyKey(), body)
+			})
+		}
+		close(start)
+		wg.Wait()
+		created := 0
+		for _, res := range responses {
+			switch res.Status {
+			case http.StatusCreated:
+				created++
+			case http.StatusConflict:
+				Expect(res.Problem().Code).To(Equal("trip_already_paid"), "%s", res.Body)
+			default:
+				Fail(fmt.Sprintf("unexpected answer %d %s", res.Status, res.Body))
+			}
+		}
+		Expect(created).To(Equal(1))
+		r := h.recordsOf(p.trip.ID)
+		Expect(r.payments).To(HaveLen(1))
+		Expect(r.receipts).To(HaveLen(1))
+		Expect(r.events[ride.EventPaymentSucceeded]).To(HaveLen(1))
+	})
+
 	It("runs 30 concurrent identical requests once: one payment, one receipt, one event, the rest replay or 409", func() {
 		p := h.newPayable("completed")
 		key := newIdempotencyKey()
@@ -248,7 +282,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		key := newIdempotencyKey()
 		body := paymentOf(p.trip, "pm_card_visa")
 		entered, release := make(chan struct{}), make(chan struct{})
-		h.SetFault(func(point, subject string) error {
+		h.SetFault(func(_ context.Context, point, subject string) error {
 			if subject == p.trip.ID {
 				close(entered)
 				<-release
@@ -285,7 +319,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			key := newIdempotencyKey()
 			body := paymentOf(p.trip, "pm_card_visa")
 			failures := 0
-			h.SetFault(func(point, subject string) error {
+			h.SetFault(func(_ context.Context, point, subject string) error {
 				if point == "payment.recorded" && subject == p.trip.ID && failures < 2 {
 					failures++
 					if failures == 2 {
@@ -320,10 +354,17 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			p := h.newPayable("completed")
 			key := newIdempotencyKey()
 			body := paymentOf(p.trip, "pm_card_visa")
-			gone := make(chan struct{})
-			h.SetFault(func(point, subject string) error {
+			sawGone := make(chan bool, 1)
+			h.SetFault(func(ctx context.Context, point, subject string) error {
 				if point == "payment.recorded" && subject == p.trip.ID {
-					<-gone // the payment is written; hold the request until its client gave up
+					// The payment is written: hold the request until the server sees its client
+					// gone, then let it finish.
+					select {
+					case <-server.ClientGone(ctx):
+						sawGone <- true
+					case <-time.After(10 * time.Second):
+						sawGone <- false
+					}
 				}
 				return nil
 			})
@@ -338,8 +379,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			req.Header.Set("Idempotency-Key", key)
 			_, err = http.DefaultClient.Do(req)
 			Expect(err).To(MatchError(context.DeadlineExceeded), "the client gives up while the payment is held")
-			time.Sleep(200 * time.Millisecond) // time for the server to see the connection close
-			close(gone)
+			Expect(<-sawGone).To(BeTrue(), "the server saw the client go while the payment was held")
 
 			// The server commits what it began: the payment, once, and its answer for the key.
 			Eventually(func() []store.Payment { return h.recordsOf(p.trip.ID).payments }).
@@ -377,7 +417,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			p := h.newPayable("completed")
 			key := newIdempotencyKey()
 			body := paymentOf(p.trip, "pm_card_visa")
-			h.SetFault(func(point, subject string) error {
+			h.SetFault(func(_ context.Context, point, subject string) error {
 				if subject == p.trip.ID {
 					return errors.New("injected")
 				}

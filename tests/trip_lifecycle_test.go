@@ -1,10 +1,12 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -145,6 +147,63 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		ExpectProblem(res, http.StatusBadRequest, "invalid_request")
 		res = h.Do(Request{Method: http.MethodPut, Path: "/v1/trips/" + trip.ID, Key: driverKey, Body: map[string]any{}})
 		ExpectProblem(res, http.StatusBadRequest, "invalid_request")
+	})
+
+	Describe("racing changes of one trip", func() {
+		// race runs a and b at the same moment and returns their answers.
+		race := func(a, b func() *Response) (*Response, *Response) {
+			var wg sync.WaitGroup
+			var ra, rb *Response
+			start := make(chan struct{})
+			wg.Go(func() { defer GinkgoRecover(); <-start; ra = a() })
+			wg.Go(func() { defer GinkgoRecover(); <-start; rb = b() })
+			close(start)
+			wg.Wait()
+			return ra, rb
+		}
+		driverOf := func(ctx context.Context, trip store.Trip) store.Driver {
+			d, err := h.Store.DriverByID(ctx, trip.DriverID)
+			Expect(err).NotTo(HaveOccurred())
+			return d
+		}
+
+		It("lets one of a start and a cancellation win, with one event, the driver freed only by the cancellation", func(ctx SpecContext) {
+			for range 5 {
+				trip, driverKey, riderKey := newTrip("arriving")
+				started, cancelled := race(
+					func() *Response { return h.PutStatus(driverKey, trip.ID, "in_progress", nil) },
+					func() *Response { return h.Cancel(riderKey, trip.ID, "Changed my mind") })
+				events := h.EventTypes(trip.ID)
+				Expect(events).To(HaveLen(1), "one winner, one event")
+				switch {
+				case started.Status == http.StatusOK:
+					ExpectProblem(cancelled, http.StatusConflict, "invalid_transition")
+					Expect(events).To(Equal([]string{"trip.started"}))
+					Expect(driverOf(ctx, trip).Available).To(BeFalse(), "the driver is on the trip")
+				case cancelled.Status == http.StatusCreated:
+					ExpectProblem(started, http.StatusConflict, "invalid_transition")
+					Expect(events).To(Equal([]string{"trip.cancelled"}))
+					Expect(driverOf(ctx, trip).Available).To(BeTrue(), "the cancellation freed the driver")
+				default:
+					Fail(fmt.Sprintf("no winner: %d %s / %d %s", started.Status, started.Body, cancelled.Status, cancelled.Body))
+				}
+			}
+		})
+
+		It("lets one of two changes with the same If-Match win; the other is 412 and changes nothing", func(ctx SpecContext) {
+			for range 5 {
+				trip, driverKey, _ := newTrip("in_progress")
+				etag := h.GET("/v1/trips/"+trip.ID, driverKey).Header.Get("ETag")
+				ifMatch := map[string]string{"If-Match": etag}
+				a, b := race(
+					func() *Response { return h.PutStatus(driverKey, trip.ID, "completed", ifMatch) },
+					func() *Response { return h.PutStatus(h.Admin, trip.ID, "completed", ifMatch) })
+				statuses := []int{a.Status, b.Status}
+				Expect(statuses).To(ConsistOf(http.StatusOK, http.StatusPreconditionFailed), "%s / %s", a.Body, b.Body)
+				Expect(h.EventTypes(trip.ID)).To(Equal([]string{"trip.completed"}))
+				Expect(driverOf(ctx, trip).Available).To(BeTrue(), "the driver is free once the trip ended")
+			}
+		})
 	})
 
 	It("honours If-Match with the ETag of GET", func() {

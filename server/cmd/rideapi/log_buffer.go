@@ -27,14 +27,28 @@ type logBuffer struct {
 
 	mu      sync.Mutex
 	pending []byte
-	timer   *time.Timer // armed while lines are pending
-	closed  bool        // after Close, writes go straight to out
+	timer   flushTimer // armed while lines are pending
+	closed  bool       // after Close, writes go straight to out
+}
+
+// flushTimer is the part of *time.Timer the buffer uses; tests drive it by hand.
+type flushTimer interface {
+	Reset(d time.Duration) bool
+	Stop() bool
 }
 
 func newLogBuffer(out io.Writer) *logBuffer {
+	return newLogBufferWith(out, func(flush func()) flushTimer {
+		t := time.AfterFunc(time.Hour, flush)
+		t.Stop()
+		return t
+	})
+}
+
+// newLogBufferWith builds a buffer whose flush timer newTimer makes, stopped, around flush.
+func newLogBufferWith(out io.Writer, newTimer func(flush func()) flushTimer) *logBuffer {
 	b := &logBuffer{out: out}
-	b.timer = time.AfterFunc(time.Hour, b.Flush)
-	b.timer.Stop()
+	b.timer = newTimer(b.Flush)
 	return b
 }
 

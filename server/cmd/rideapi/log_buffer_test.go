@@ -34,39 +34,77 @@ func bufferedLogger(out *syncBuffer) (*slog.Logger, *logBuffer) {
 	return slog.New(flushOnWarn{slog.NewJSONHandler(logs, nil), logs}), logs
 }
 
+// manualTimer is a flush timer the test fires itself.
+type manualTimer struct {
+	flush func()
+	armed []time.Duration // every Reset, in order
+	on    bool
+}
+
+func (t *manualTimer) Reset(d time.Duration) bool {
+	was := t.on
+	t.armed, t.on = append(t.armed, d), true
+	return was
+}
+
+func (t *manualTimer) Stop() bool {
+	was := t.on
+	t.on = false
+	return was
+}
+
+func (t *manualTimer) fire() {
+	t.on = false
+	t.flush()
+}
+
 func TestLogBufferWritesInfoLinesTogetherSoon(t *testing.T) {
 	var out syncBuffer
-	log, logs := bufferedLogger(&out)
+	timer := &manualTimer{}
+	logs := newLogBufferWith(&out, func(flush func()) flushTimer {
+		timer.flush = flush
+		return timer
+	})
+	log := slog.New(flushOnWarn{slog.NewJSONHandler(logs, nil), logs})
 	defer logs.Close()
 
-	start := time.Now()
 	for i := range 3 {
 		log.Info("request", "n", i)
 	}
 	if got, _ := out.read(); got != "" {
 		t.Fatalf("info lines were written at once: %q", got)
 	}
-	for {
-		got, writes := out.read()
-		if strings.Count(got, "\n") == 3 {
-			if writes != 1 {
-				t.Fatalf("3 lines took %d writes, want 1", writes)
-			}
-			break
-		}
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("the pending lines were never written: %q", got)
-		}
-		time.Sleep(logFlushAfter / 5)
+	if len(timer.armed) != 1 || timer.armed[0] != logFlushAfter || !timer.on {
+		t.Fatalf("the flush timer was armed %v, want once for %s", timer.armed, logFlushAfter)
+	}
+	timer.fire()
+	if got, writes := out.read(); strings.Count(got, "\n") != 3 || writes != 1 {
+		t.Fatalf("after the timer: %d writes of %q, want the 3 lines in one", writes, got)
 	}
 
 	// The timer is armed again for the next lines.
 	log.Info("request", "n", 3)
-	for got, _ := out.read(); strings.Count(got, "\n") != 4; got, _ = out.read() {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("a line after the first flush was never written: %q", got)
+	if len(timer.armed) != 2 || !timer.on {
+		t.Fatalf("the flush timer was not armed again for a new line: %v", timer.armed)
+	}
+	timer.fire()
+	if got, writes := out.read(); strings.Count(got, "\n") != 4 || writes != 2 {
+		t.Fatalf("a line after the first flush: %d writes of %q", writes, got)
+	}
+}
+
+// TestLogBufferFlushesByItself checks the real timer once, with a generous bound.
+func TestLogBufferFlushesByItself(t *testing.T) {
+	var out syncBuffer
+	log, logs := bufferedLogger(&out)
+	defer logs.Close()
+	log.Info("request")
+	deadline := time.Now().Add(10 * time.Second)
+	for got, _ := out.read(); !strings.Contains(got, "request"); got, _ = out.read() {
+		if time.Now().After(deadline) {
+			t.Fatal("a pending line was never written")
 		}
-		time.Sleep(logFlushAfter / 5)
+		time.Sleep(logFlushAfter)
 	}
 }
 
