@@ -272,7 +272,16 @@ type ClientInterface interface {
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 	// document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 	// unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-	// sends the document again. Registrations are shared by every replica and kept 7 days.
+	// sends the document again. Registrations are shared by every replica and kept 7 days
+	// after the latest registration of the hash.
+	//
+	// Media types (GraphQL over HTTP): the answer is `application/json`, or
+	// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+	// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+	// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+	// `application/graphql` bodies are refused (400 `invalid_request` and 415
+	// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+	// days after the latest one.
 	//
 	// Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 	// over 1 MiB) are answered with problem details like every other operation.
@@ -302,7 +311,16 @@ type ClientInterface interface {
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 	// document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 	// unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-	// sends the document again. Registrations are shared by every replica and kept 7 days.
+	// sends the document again. Registrations are shared by every replica and kept 7 days
+	// after the latest registration of the hash.
+	//
+	// Media types (GraphQL over HTTP): the answer is `application/json`, or
+	// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+	// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+	// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+	// `application/graphql` bodies are refused (400 `invalid_request` and 415
+	// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+	// days after the latest one.
 	//
 	// Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 	// over 1 MiB) are answered with problem details like every other operation.
@@ -1034,7 +1052,16 @@ func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, r
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 // document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 // unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-// sends the document again. Registrations are shared by every replica and kept 7 days.
+// sends the document again. Registrations are shared by every replica and kept 7 days
+// after the latest registration of the hash.
+//
+// Media types (GraphQL over HTTP): the answer is `application/json`, or
+// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+// `application/graphql` bodies are refused (400 `invalid_request` and 415
+// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+// days after the latest one.
 //
 // Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 // over 1 MiB) are answered with problem details like every other operation.
@@ -1074,7 +1101,16 @@ func (c *Client) ExecuteGraphQLWithBody(ctx context.Context, contentType string,
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 // document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 // unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-// sends the document again. Registrations are shared by every replica and kept 7 days.
+// sends the document again. Registrations are shared by every replica and kept 7 days
+// after the latest registration of the hash.
+//
+// Media types (GraphQL over HTTP): the answer is `application/json`, or
+// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+// `application/graphql` bodies are refused (400 `invalid_request` and 415
+// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+// days after the latest one.
 //
 // Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 // over 1 MiB) are answered with problem details like every other operation.
@@ -4257,7 +4293,16 @@ type ClientWithResponsesInterface interface {
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 	// document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 	// unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-	// sends the document again. Registrations are shared by every replica and kept 7 days.
+	// sends the document again. Registrations are shared by every replica and kept 7 days
+	// after the latest registration of the hash.
+	//
+	// Media types (GraphQL over HTTP): the answer is `application/json`, or
+	// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+	// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+	// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+	// `application/graphql` bodies are refused (400 `invalid_request` and 415
+	// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+	// days after the latest one.
 	//
 	// Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 	// over 1 MiB) are answered with problem details like every other operation.
@@ -4287,7 +4332,16 @@ type ClientWithResponsesInterface interface {
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 	// document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 	// unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-	// sends the document again. Registrations are shared by every replica and kept 7 days.
+	// sends the document again. Registrations are shared by every replica and kept 7 days
+	// after the latest registration of the hash.
+	//
+	// Media types (GraphQL over HTTP): the answer is `application/json`, or
+	// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+	// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+	// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+	// `application/graphql` bodies are refused (400 `invalid_request` and 415
+	// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+	// days after the latest one.
 	//
 	// Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 	// over 1 MiB) are answered with problem details like every other operation.
@@ -6882,8 +6936,12 @@ type QueryGraphQLResponse503Headers struct {
 type QueryGraphQLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLBadRequestApplicationGraphqlResponsePlusJSON
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *GraphQLBadRequestApplicationJSON
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -6916,9 +6974,19 @@ type QueryGraphQLResponse struct {
 	Headers503 *QueryGraphQLResponse503Headers
 }
 
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r QueryGraphQLResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r QueryGraphQLResponse) GetJSON200() *GraphQLResponse {
 	return r.JSON200
+}
+
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r QueryGraphQLResponse) GetApplicationgraphqlResponseJSON400() *GraphQLBadRequestApplicationGraphqlResponsePlusJSON {
+	return r.ApplicationgraphqlResponseJSON400
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -7048,8 +7116,12 @@ type ExecuteGraphQLResponse503Headers struct {
 type ExecuteGraphQLResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLBadRequestApplicationGraphqlResponsePlusJSON
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *GraphQLBadRequestApplicationJSON
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -7088,9 +7160,19 @@ type ExecuteGraphQLResponse struct {
 	Headers503 *ExecuteGraphQLResponse503Headers
 }
 
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r ExecuteGraphQLResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ExecuteGraphQLResponse) GetJSON200() *GraphQLResponse {
 	return r.JSON200
+}
+
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r ExecuteGraphQLResponse) GetApplicationgraphqlResponseJSON400() *GraphQLBadRequestApplicationGraphqlResponsePlusJSON {
+	return r.ApplicationgraphqlResponseJSON400
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -11496,7 +11578,16 @@ func (c *ClientWithResponses) QueryGraphQLWithResponse(ctx context.Context, para
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 // document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 // unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-// sends the document again. Registrations are shared by every replica and kept 7 days.
+// sends the document again. Registrations are shared by every replica and kept 7 days
+// after the latest registration of the hash.
+//
+// Media types (GraphQL over HTTP): the answer is `application/json`, or
+// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+// `application/graphql` bodies are refused (400 `invalid_request` and 415
+// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+// days after the latest one.
 //
 // Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 // over 1 MiB) are answered with problem details like every other operation.
@@ -11532,7 +11623,16 @@ func (c *ClientWithResponses) ExecuteGraphQLWithBodyWithResponse(ctx context.Con
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
 // document (the hash is checked: `PERSISTED_QUERY_HASH_MISMATCH`), then the hash alone; an
 // unknown or expired hash answers `PERSISTED_QUERY_NOT_FOUND` (200), after which the client
-// sends the document again. Registrations are shared by every replica and kept 7 days.
+// sends the document again. Registrations are shared by every replica and kept 7 days
+// after the latest registration of the hash.
+//
+// Media types (GraphQL over HTTP): the answer is `application/json`, or
+// `application/graphql-response+json` when `Accept` prefers it; the body and the status
+// codes are the same in both (400 for a document that cannot run, 200 once it ran). The
+// body is one JSON object, `application/json`: a batch (a JSON array of requests) and
+// `application/graphql` bodies are refused (400 `invalid_request` and 415
+// `unsupported_media_type`), so send one request per call. Persisted registrations last 7
+// days after the latest one.
 //
 // Problems of the HTTP request itself (no key, a body that is not JSON or not this object,
 // over 1 MiB) are answered with problem details like every other operation.
@@ -16030,7 +16130,14 @@ func ParseQueryGraphQLResponse(rsp *http.Response) (*QueryGraphQLResponse, error
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -16039,6 +16146,13 @@ func ParseQueryGraphQLResponse(rsp *http.Response) (*QueryGraphQLResponse, error
 
 	case rsp.StatusCode == 304:
 		break // No content-type
+
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLBadRequestApplicationGraphqlResponsePlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
 
 	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 400:
 		var dest GraphQLBadRequestApplicationJSON
@@ -16345,12 +16459,26 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLBadRequestApplicationGraphqlResponsePlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
 
 	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 400:
 		var dest GraphQLBadRequestApplicationJSON

@@ -71,13 +71,13 @@ func (s *Server) QueryGraphQL(ctx context.Context, req gen.QueryGraphQLRequestOb
 	r := graphQLRequest{query: deref(p.Query), operationName: deref(p.OperationName)}
 	if p.Variables != nil {
 		if err := json.Unmarshal([]byte(*p.Variables), &r.variables); err != nil {
-			return graphQLFailure(newRequestError(gqlCodeBadUserInput, "variables must be a JSON object (URL-encoded JSON text)."), 0)
+			return graphQLFailure(ctx, newRequestError(gqlCodeBadUserInput, "variables must be a JSON object (URL-encoded JSON text)."), 0)
 		}
 	}
 	if p.Extensions != nil {
 		var ext gen.GraphQLRequestExtensions
 		if err := json.Unmarshal([]byte(*p.Extensions), &ext); err != nil {
-			return graphQLFailure(newRequestError(gqlCodeBadRequest,
+			return graphQLFailure(ctx, newRequestError(gqlCodeBadRequest,
 				`extensions must be a JSON object such as {"persistedQuery":{"version":1,"sha256Hash":"…"}}.`), 0)
 		}
 		r.persisted = persistedRef(&ext)
@@ -109,16 +109,16 @@ func (s *Server) runGraphQL(ctx context.Context, r graphQLRequest) (graphQLAnswe
 		var reqErr *requestError
 		query, register, reqErr = s.resolvePersistedQuery(ctx, r)
 		if reqErr != nil {
-			return graphQLFailure(reqErr, 0)
+			return graphQLFailure(ctx, reqErr, 0)
 		}
 	}
 	if query == "" {
-		return graphQLFailure(newRequestError(gqlCodeBadRequest,
+		return graphQLFailure(ctx, newRequestError(gqlCodeBadRequest,
 			"Send the GraphQL document in query (or the hash of a registered one in extensions.persistedQuery)."), 0)
 	}
 	analysis, reqErr := s.documents.analyze(query, r.operationName)
 	if reqErr != nil {
-		return graphQLFailure(reqErr, analysis.cost)
+		return graphQLFailure(ctx, reqErr, analysis.cost)
 	}
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.storeFor(ctx), analysis, r.variables))
@@ -138,10 +138,10 @@ func (s *Server) runGraphQL(ctx context.Context, r graphQLRequest) (graphQLAnswe
 		env.Errors = append(env.Errors, graphQLErrorFrom(e, ran, len(res.Data) > 0))
 	}
 	if !ran {
-		return env.answer(http.StatusBadRequest)
+		return env.answer(ctx, http.StatusBadRequest)
 	}
 	env.Data = res.Data
-	return env.answer(http.StatusOK)
+	return env.answer(ctx, http.StatusOK)
 }
 
 // graphQLRan tells whether graphql-go executed the document. It answers validation failures
@@ -219,7 +219,7 @@ type graphQLCost struct {
 
 // graphQLFailure answers a request error found before execution: 400, except an unknown
 // persisted query, which Apollo's clients expect as 200 and answer by sending the document.
-func graphQLFailure(e *requestError, cost int) (graphQLAnswer, error) {
+func graphQLFailure(ctx context.Context, e *requestError, cost int) (graphQLAnswer, error) {
 	status := http.StatusBadRequest
 	if e.code == gqlCodePersistedQueryNotFound {
 		status = http.StatusOK
@@ -228,26 +228,38 @@ func graphQLFailure(e *requestError, cost int) (graphQLAnswer, error) {
 		Errors:     []graphQLError{{Message: e.message, Locations: e.locations, Extensions: map[string]any{"code": e.code}}},
 		Extensions: graphQLExtensions{Cost: graphQLCost{Requested: cost, Limit: graphQLMaxCost}},
 	}
-	return env.answer(status)
+	return env.answer(ctx, status)
 }
 
-func (env graphQLEnvelope) answer(status int) (graphQLAnswer, error) {
+// answer encodes the envelope as the media type the client prefers: application/json, or
+// application/graphql-response+json (GraphQL over HTTP), with the same body and statuses.
+func (env graphQLEnvelope) answer(ctx context.Context, status int) (graphQLAnswer, error) {
 	body, err := json.Marshal(env)
 	if err != nil {
 		return graphQLAnswer{}, fmt.Errorf("encode GraphQL answer: %w", err)
 	}
-	return graphQLAnswer{status: status, body: body}, nil
+	contentType := headerJSON
+	if mediaTypeFrom(ctx) == mediaGraphQLResponse {
+		contentType = headerGraphQLResponse
+	}
+	return graphQLAnswer{status: status, body: body, contentType: contentType}, nil
 }
+
+// mediaGraphQLResponse is the media type of the GraphQL over HTTP specification.
+const mediaGraphQLResponse = "application/graphql-response+json"
+
+var headerGraphQLResponse = []string{mediaGraphQLResponse}
 
 // graphQLAnswer writes an encoded envelope. The generated typed responses would decode data
 // into a map, which loses the field order the document asked for.
 type graphQLAnswer struct {
-	status int
-	body   []byte
+	status      int
+	body        []byte
+	contentType []string
 }
 
 func (a graphQLAnswer) write(w http.ResponseWriter) error {
-	w.Header()["Content-Type"] = headerJSON
+	w.Header()["Content-Type"] = a.contentType
 	w.WriteHeader(a.status)
 	_, err := w.Write(a.body)
 	return err

@@ -23,6 +23,11 @@ import (
 // hash is answered PERSISTED_QUERY_NOT_FOUND, and the client registers it again.
 const persistedQueryTTL = 7 * 24 * time.Hour
 
+// persistedQueryRenewEvery is how often a process writes again a registration it keeps
+// receiving: the stored registration time, which every replica reads, then trails the latest
+// registration by at most this.
+const persistedQueryRenewEvery = time.Hour
+
 // persistedQueryCacheMax bounds the in-process cache; when it is full it starts over, as the
 // authenticator's cache does: documents are small and the database has them all.
 const persistedQueryCacheMax = 2_000
@@ -46,6 +51,8 @@ type persistedQueries struct {
 type persistedEntry struct {
 	query   string
 	expires time.Time
+	// renewed is when this process last wrote the registration; zero when it only read it.
+	renewed time.Time
 }
 
 func newPersistedQueries(now func() time.Time) *persistedQueries {
@@ -58,29 +65,34 @@ func hashQuery(query string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (p *persistedQueries) cached(hash string) (string, bool) {
+func (p *persistedQueries) cached(hash string) (persistedEntry, bool) {
 	p.mu.RLock()
 	e, ok := p.cache[hash]
 	p.mu.RUnlock()
 	if !ok || p.now().After(e.expires) {
-		return "", false
+		return persistedEntry{}, false
 	}
-	return e.query, true
+	return e, true
 }
 
-func (p *persistedQueries) remember(hash, query string, registered time.Time) {
+// remember caches a registration made at registered; renewed says this process wrote it.
+func (p *persistedQueries) remember(hash, query string, registered time.Time, renewed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.cache) >= persistedQueryCacheMax {
 		p.cache = map[string]persistedEntry{}
 	}
-	p.cache[hash] = persistedEntry{query: query, expires: registered.Add(persistedQueryTTL)}
+	e := persistedEntry{query: query, expires: registered.Add(persistedQueryTTL)}
+	if renewed {
+		e.renewed = registered
+	}
+	p.cache[hash] = e
 }
 
 // lookup returns the document registered under hash; false when there is none (or it expired).
 func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, hash string) (string, bool, error) {
-	if query, ok := p.cached(hash); ok {
-		return query, true, nil
+	if e, ok := p.cached(hash); ok {
+		return e.query, true, nil
 	}
 	q, err := st.PersistedQueryByHash(ctx, hash, p.now().Add(-persistedQueryTTL))
 	switch {
@@ -89,22 +101,24 @@ func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, hash str
 	case err != nil:
 		return "", false, err
 	}
-	p.remember(hash, q.Query, q.CreatedAt)
+	p.remember(hash, q.Query, q.CreatedAt, false)
 	return q.Query, true, nil
 }
 
-// register stores a document that ran under its hash, and purges expired registrations while it
-// writes anyway. A hash this process registered recently is not written again, so a client that
-// always sends hash and document costs no write per request.
+// register stores (or renews) a document that ran under its hash, and purges expired
+// registrations while it writes anyway. A hash this process itself wrote within
+// persistedQueryRenewEvery is not written again, so a client that always sends hash and
+// document costs no write per request; one this process only read is written, so that every
+// registration, on any replica, moves the expiry forward.
 func (p *persistedQueries) register(ctx context.Context, st *store.Store, hash, query string) error {
-	if _, ok := p.cached(hash); ok {
+	now := p.now()
+	if e, ok := p.cached(hash); ok && !e.renewed.IsZero() && now.Sub(e.renewed) < persistedQueryRenewEvery {
 		return nil
 	}
-	now := p.now()
 	if err := st.SavePersistedQuery(ctx, store.PersistedQuery{Hash: hash, Query: query, CreatedAt: now}); err != nil {
 		return err
 	}
-	p.remember(hash, query, now)
+	p.remember(hash, query, now, true)
 	_, err := st.DeletePersistedQueriesBefore(ctx, now.Add(-persistedQueryTTL))
 	return err
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -211,6 +213,11 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return newAPIError(http.StatusNotAcceptable, codeNotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")
 		}
+		if len(info.produces) > 1 {
+			// The handler picks among its media types (GraphQL); it gets the choice.
+			req = req.WithContext(withMediaType(req.Context(), preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces)))
+			c.SetRequest(req)
+		}
 		if g.skipValidation {
 			return next(c)
 		}
@@ -315,6 +322,62 @@ func acceptable(accept []string, produces []string) bool {
 		}
 	}
 	return false
+}
+
+// preferredMediaType is the one of produces that accept ranks highest (by q, then by how
+// specifically a range names it); on a tie, or with no Accept, application/json.
+func preferredMediaType(accept []string, produces []string) string {
+	candidates := make([]string, 0, len(produces))
+	if slices.Contains(produces, "application/json") {
+		candidates = append(candidates, "application/json")
+	}
+	for _, p := range produces {
+		if p != "application/json" {
+			candidates = append(candidates, p)
+		}
+	}
+	best, bestQ, bestSpecific := candidates[0], -1.0, -1
+	for _, produced := range candidates {
+		q, specific := 0.0, -1
+		if len(accept) == 0 {
+			q, specific = 1, 0
+		}
+		for _, header := range accept {
+			for _, part := range strings.Split(header, ",") {
+				mediaRange, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+				if err != nil || !mediaMatches(mediaRange, produced) {
+					continue
+				}
+				rank := strings.Count(mediaRange, "*") // 0 exact, 1 type/*, 2 */*
+				rangeQ := 1.0
+				if v, ok := params["q"]; ok {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						rangeQ = f
+					}
+				}
+				if specific == -1 || 2-rank > specific {
+					q, specific = rangeQ, 2-rank
+				}
+			}
+		}
+		if q > bestQ || (q == bestQ && specific > bestSpecific) {
+			best, bestQ, bestSpecific = produced, q, specific
+		}
+	}
+	return best
+}
+
+type mediaTypeKey struct{}
+
+func withMediaType(ctx context.Context, mediaType string) context.Context {
+	return context.WithValue(ctx, mediaTypeKey{}, mediaType)
+}
+
+// mediaTypeFrom is the media type the gate chose for the answer, or "" when the operation
+// has one.
+func mediaTypeFrom(ctx context.Context) string {
+	t, _ := ctx.Value(mediaTypeKey{}).(string)
+	return t
 }
 
 func mediaMatches(mediaRange, mediaType string) bool {

@@ -376,6 +376,35 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(rec.Body.String()).To(ContainSubstring(`"status":"ARRIVING"`), "a replica with a cold cache reads the registration from the database")
 		})
 
+		It("keeps a registration 7 days after the latest one, whichever replica received it", func() {
+			clock := NewFakeClock(time.Now())
+			a, b := h.WithClock(clock.Now), h.WithClock(clock.Now)
+			query := fmt.Sprintf("query Renewed%d { __typename }", time.Now().UnixNano())
+			hash := sha256Hex(query)
+			persisted := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hash}}
+			byHash := func(on *Harness) string {
+				res := on.GQL(h.Admin, map[string]any{"extensions": persisted})
+				Expect(res.Status).To(Equal(200), "%s", res.Body)
+				if errs := gqlDecode(res).Errors; len(errs) > 0 {
+					return errs[0].Extensions["code"].(string)
+				}
+				return "served"
+			}
+
+			Expect(a.GQL(h.Admin, map[string]any{"query": query, "extensions": persisted}).Status).To(Equal(200))
+			Expect(byHash(a)).To(Equal("served"))
+			Expect(byHash(b)).To(Equal("served"), "b now holds the registration in its cache")
+
+			clock.Advance(3 * 24 * time.Hour)
+			Expect(b.GQL(h.Admin, map[string]any{"query": query, "extensions": persisted}).Status).To(Equal(200),
+				"registered again, through the replica that had it cached")
+			clock.Advance(5 * 24 * time.Hour) // 8 days after the first registration, 5 after the latest
+			Expect(byHash(a)).To(Equal("served"))
+			Expect(byHash(b)).To(Equal("served"))
+			clock.Advance(3 * 24 * time.Hour) // 8 days after the latest
+			Expect(byHash(a)).To(Equal("PERSISTED_QUERY_NOT_FOUND"))
+		})
+
 		It("refuses a hash that does not match the document, and an unknown protocol version", func() {
 			query := "{ __typename }"
 			wrong := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": sha256Hex("{ other }")}}
