@@ -247,7 +247,9 @@ type ClientInterface interface {
 	// Runs a GraphQL query passed in the URL, as the GraphQL over HTTP specification describes
 	// (`query`, `variables` and `extensions` are URL-encoded; the last two as JSON text). GET
 	// runs queries only. The answer is cacheable like every GET: it carries an `ETag`, and
-	// `If-None-Match` gives 304. Same keys, permissions, envelope and limits as `POST`.
+	// `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
+	// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
+	// as `POST`.
 	//
 	// Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 	QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1017,7 +1019,9 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // Runs a GraphQL query passed in the URL, as the GraphQL over HTTP specification describes
 // (`query`, `variables` and `extensions` are URL-encoded; the last two as JSON text). GET
 // runs queries only. The answer is cacheable like every GET: it carries an `ETag`, and
-// `If-None-Match` gives 304. Same keys, permissions, envelope and limits as `POST`.
+// `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
+// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
+// as `POST`.
 //
 // Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4266,7 +4270,9 @@ type ClientWithResponsesInterface interface {
 	// Runs a GraphQL query passed in the URL, as the GraphQL over HTTP specification describes
 	// (`query`, `variables` and `extensions` are URL-encoded; the last two as JSON text). GET
 	// runs queries only. The answer is cacheable like every GET: it carries an `ETag`, and
-	// `If-None-Match` gives 304. Same keys, permissions, envelope and limits as `POST`.
+	// `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
+	// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
+	// as `POST`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11545,7 +11551,9 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // Runs a GraphQL query passed in the URL, as the GraphQL over HTTP specification describes
 // (`query`, `variables` and `extensions` are URL-encoded; the last two as JSON text). GET
 // runs queries only. The answer is cacheable like every GET: it carries an `ETag`, and
-// `If-None-Match` gives 304. Same keys, permissions, envelope and limits as `POST`.
+// `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
+// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
+// as `POST`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -122,7 +122,8 @@ func (s *Server) runGraphQL(ctx context.Context, r graphQLRequest) (graphQLAnswe
 	}
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.storeFor(ctx), analysis, r.variables))
-	res := s.graphql.Exec(ctx, query, r.operationName, r.variables)
+	run, patch := rewriteIntrospection(analysis.doc, query, s.schemaDescription)
+	res := s.graphql.Exec(ctx, run, r.operationName, r.variables)
 	ran := graphQLRan(res)
 	if ran && register {
 		if err := s.persisted.register(ctx, s.storeFor(ctx), hashQuery(query), query); err != nil {
@@ -140,7 +141,7 @@ func (s *Server) runGraphQL(ctx context.Context, r graphQLRequest) (graphQLAnswe
 	if !ran {
 		return env.answer(ctx, http.StatusBadRequest)
 	}
-	env.Data = res.Data
+	env.Data = patch.apply(res.Data)
 	return env.answer(ctx, http.StatusOK)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/schema"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -60,9 +61,11 @@ type Server struct {
 	estimateTTL time.Duration
 	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
 	// documents of automatic persisted queries; documents the analyses of documents that passed.
-	graphql   *graphql.Schema
-	persisted *persistedQueries
-	documents documentCache
+	graphql *graphql.Schema
+	// schemaDescription is the schema's own description, which introspection reports.
+	schemaDescription *string
+	persisted         *persistedQueries
+	documents         documentCache
 
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
@@ -125,6 +128,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.docs = docs
+	s.schemaDescription = schemaDescription(schema.SDL)
 	if s.graphql, err = newGraphQLSchema(s); err != nil {
 		return nil, err
 	}

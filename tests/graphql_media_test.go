@@ -38,6 +38,34 @@ var _ = ForEachEngine("GraphQL over HTTP media types", func(h *Harness) {
 		Entry("no Accept", "", "application/json"),
 	)
 
+	It("answers the October 2021 introspection fields: the schema's description, repeatable directives", func() {
+		res := post("", "{ __schema { description directives { name isRepeatable } } }")
+		Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+		var answer struct {
+			Data struct {
+				Schema struct {
+					Description *string
+					Directives  []struct {
+						Name         string
+						IsRepeatable *bool
+					}
+				} `json:"__schema"`
+			}
+		}
+		res.Decode(&answer)
+		Expect(answer.Data.Schema.Description).NotTo(BeNil())
+		Expect(*answer.Data.Schema.Description).To(HavePrefix("The query interface of Ride API"))
+		Expect(answer.Data.Schema.Directives).NotTo(BeEmpty())
+		for _, d := range answer.Data.Schema.Directives {
+			Expect(d.IsRepeatable).To(HaveValue(BeFalse()), d.Name)
+		}
+		// Under aliases and fragments too.
+		res = post("", "{ s: __schema { ...S } } fragment S on __Schema { about: description directives { ... on __Directive { again: isRepeatable } } }")
+		Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+		Expect(string(res.Body)).To(ContainSubstring(`"about":"The query interface`))
+		Expect(string(res.Body)).To(ContainSubstring(`"again":false`))
+	})
+
 	It("refuses batches and application/graphql bodies with documented problems", func() {
 		batch := h.Do(Request{Method: http.MethodPost, Path: "/v1/graphql", Key: h.Admin,
 			Body: []byte(`[{"query":"{ __typename }"}]`)})

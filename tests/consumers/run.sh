@@ -4,7 +4,9 @@
 #   1. generate clients with openapi-generator (go; typescript-fetch with two generator
 #      versions), @hey-api/openapi-ts and orval, and compile each (oapi-codegen's is gen/);
 #   2. lint the document with Redocly (recommended) and Spectral (spectral:oas);
-#   3. start the server on a fresh demo database and run a partner's whole journey through the
+#   3. start the server on a fresh demo database, run graphql-js's default and full
+#      introspection queries and the documented GraphQL operations over POST and GET, and a
+#      partner's whole journey through the
 #      hey-api client, directly and through Prism's validating proxy (no violation of the
 #      document, request or response), then the error catalogue (400 to 429) through the proxy
 #      (no answer that breaks the document).
@@ -24,9 +26,11 @@ mkdir -p "$out/logs"
 summary() { printf '  %-44s %s\n' "$1" "$2"; }
 
 # Warnings a generator prints whatever the document says: its own deprecation notices, a wire
-# name (the events filter `type`) that is a reserved word in the target language, and the
-# GraphQL answers, served as application/json or application/graphql-response+json with one
-# and the same schema, of which generators keep the first.
+# name (the events filter `type`) that is a reserved word in the target language, and answers
+# declared in more than one media type, of which these generators type the first: GraphQL's,
+# as application/json or application/graphql-response+json with one schema, and its 400,
+# whose problem+json variant (a malformed HTTP request) typed clients then see as the error
+# body of a failed call.
 generator_noise='CodegenIgnoreProcessor|deprecated the use of vendor extensions|reserved word|Multiple schemas found'
 
 echo '== Client generators'
@@ -98,6 +102,8 @@ RIDE_RIDER_KEY=$("$out/rideapi" keys create --role rider --subject rdr_dvhfur7vd
 
 RIDE_API_URL="http://127.0.0.1:$api_port" node "$out/build/journey.js"
 summary "journey through the hey-api client" "passed"
+RIDE_API_URL="http://127.0.0.1:$api_port" node "$here/graphql-client.mjs"
+summary "graphql-js client" "introspection and documented queries passed"
 
 "$bin/prism" proxy "$spec" "http://127.0.0.1:$api_port" --host 127.0.0.1 --port "$prism_port" \
   --errors=false >"$out/logs/prism.log" 2>&1 &
