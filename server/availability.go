@@ -16,7 +16,7 @@ import (
 // DefaultRequestTimeout bounds one request when Config.RequestTimeout is zero: long enough for
 // any honest query, short enough that a database that stopped answering costs clients a
 // fast 503 rather than a hang.
-const DefaultRequestTimeout = 10 * time.Second
+const DefaultRequestTimeout = 5 * time.Second
 
 // unavailableRetryAfter is the Retry-After of a 503 unavailable, in seconds.
 const unavailableRetryAfter = "5"
@@ -52,7 +52,7 @@ func needsDatabase(path string) bool {
 // unavailableProblem is the answer to a request the database could not serve; err is nil
 // when the request was not even tried because the database is known to be away.
 func unavailableProblem(err error) *APIError {
-	p := newAPIError(http.StatusServiceUnavailable, codeUnavailable,
+	p := newAPIError(codeUnavailable,
 		"The database is unreachable or not answering. Retry after the Retry-After delay; an Idempotency-Key of this request is free to reuse.")
 	p.Header = http.Header{"Retry-After": {unavailableRetryAfter}}
 	p.Err = err
