@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/rideapi/ride/gen"
@@ -13,19 +12,13 @@ import (
 // apiKeysRoute is the collection of the account's API keys.
 const apiKeysRoute = "/v1/api-keys"
 
-// Codes of key management.
-const (
-	codeInvalidKeySubject = "invalid_key_subject"
-	codeInvalidKeyExpiry  = "invalid_key_expiry"
-)
-
 // CreateApiKey creates a key in the caller's account and shows its secret once.
 func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestObject) (gen.CreateApiKeyResponseObject, error) {
 	if err := requireAdmin(ctx, "create API keys"); err != nil {
 		return nil, err
 	}
 	if req.Body == nil {
-		return nil, newAPIError(http.StatusBadRequest, codeInvalidRequest, "Send the key as a JSON body.")
+		return nil, newAPIError(codeInvalidRequest, "Send the key as a JSON body.")
 	}
 	body := req.Body
 	secret, key, err := NewAPIKey(ctx, s.storeFor(ctx), APIKeyParams{

@@ -39,27 +39,6 @@ var (
 // bufferPool recycles response buffers; a GET answer is held whole to compute its ETag.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// heldResponse keeps a GET answer until the handler is done, so that its ETag is computed over
-// the exact bytes and a matching If-None-Match turns it into a 304.
-type heldResponse struct {
-	http.ResponseWriter
-	status int
-	body   *bytes.Buffer
-}
-
-func (h *heldResponse) WriteHeader(status int) {
-	if h.status == 0 {
-		h.status = status
-	}
-}
-
-func (h *heldResponse) Write(p []byte) (int, error) {
-	if h.status == 0 {
-		h.status = http.StatusOK
-	}
-	return h.body.Write(p)
-}
-
 // respond is the outermost layer of every request: it names the request, renders errors
 // through the boundary, and finishes GET answers with their validators and cache headers.
 // HEAD is served as GET without the body.
@@ -92,7 +71,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil
 		}
 
-		held := &heldResponse{ResponseWriter: res.Writer, body: bufferPool.Get().(*bytes.Buffer)}
+		held := &bufferedResponse{ResponseWriter: res.Writer, body: bufferPool.Get().(*bytes.Buffer)}
 		defer func() {
 			held.body.Reset()
 			bufferPool.Put(held.body)
@@ -106,10 +85,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 
 		header := res.Header()
 		stampRequestID(header, requestID)
-		status := held.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status := held.statusCode()
 		if status == http.StatusOK {
 			etag := strongETag(held.body.Bytes())
 			header.Set("ETag", etag)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"net/http"
 	"path"
 	"sort"
 
@@ -127,7 +126,7 @@ func (s *Server) docsPage(c echo.Context) error {
 func (s *Server) docsAsset(c echo.Context) error {
 	asset, ok := docsAssets[path.Clean(c.Param("*"))]
 	if !ok {
-		return newAPIError(http.StatusNotFound, codeNotFound, "No such file of the reference page.")
+		return newAPIError(codeNotFound, "No such file of the reference page.")
 	}
 	// The bundle changes only with the module version; an hour of reuse spares reloads.
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
@@ -139,55 +138,6 @@ func writeDocsPage(c echo.Context, contentType string, body []byte) error {
 	h.Set("Content-Security-Policy", docsCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	return documentResponse{contentType: contentType, body: body}.write(c.Response())
-}
-
-// problemDoc explains one error code on /docs/problems, where every problem's `type` points.
-type problemDoc struct {
-	Status  int
-	Meaning string
-}
-
-// problemDocs explains the codes of the table in errors.go; the page lists that table, so a
-// code cannot be missing from it, and a spec checks that each has its explanation here.
-var problemDocs = map[string]problemDoc{
-	codeInvalidRequest:         {400, "A parameter, header or body member breaks the API description: wrong type, format, range, length, enum value, a required member missing or an unknown one present. errors[] names each, such as query.status or body.origin.lat."},
-	codeInvalidLimit:           {400, "limit is not an integer from 1 to 100."},
-	codeInvalidCursor:          {400, "The cursor is malformed, was tampered with, or belongs to another query (route, filters, sort or caller). Start the walk again without a cursor."},
-	codeMalformedJSON:          {400, "The body is not exactly one valid JSON value in UTF-8: a syntax error, bytes after the value, or a member name given twice in one object (errors[] names it)."},
-	codeIdempotencyKeyRequired: {400, "This operation needs an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."},
-	codeInvalidIdempotencyKey:  {400, "The Idempotency-Key header is longer than 255 characters, holds characters other than printable ASCII, or is sent twice."},
-	codeUnauthenticated:        {401, "No API key, or one that is unknown, expired or revoked. Send Authorization: Bearer <key>."},
-	codeForbidden:              {403, "The key is valid but its role or subject may not do this."},
-	codeNotFound:               {404, "No such resource or route."},
-	codeMethodNotAllowed:       {405, "The path exists but not with this method; the Allow header lists the methods it has."},
-	codeNotAcceptable:          {406, "The Accept header admits no media type the operation answers with."},
-	codeBodyTooLarge:           {413, "The request body is larger than 1 MiB (1,048,576 bytes)."},
-	codeUnsupportedMediaType:   {415, "The body is not sent as application/json."},
-	codeRateLimited:            {429, "The API key's budget for this kind of request (reads or writes) is spent, or this address sent too many unknown keys. Wait Retry-After seconds; RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset describe the key's bucket."},
-	codeInternal:               {500, "A fault on our side; the answer carries no details. Retry with backoff and quote the request_id if it persists."},
-	codeUnavailable:            {503, "The service is not ready (starting, or its database is unreachable). Retry with backoff."},
-
-	codeInvalidTransition:    {409, "The trip's status cannot move that way (the lifecycle allows accepted → arriving | in_progress | cancelled, arriving → in_progress | cancelled, in_progress → completed)."},
-	codeNoDriverAvailable:    {409, "No driver of the pickup's city is free right now. Try again shortly."},
-	codeRiderHasActiveTrip:   {409, "The rider already has a trip that is not completed or cancelled."},
-	codeEstimateUsed:         {409, "The fare estimate has already been booked."},
-	codeTripNotCompleted:     {409, "The trip cannot be paid before it is completed."},
-	codeTripAlreadyPaid:      {409, "The trip already has a successful payment."},
-	codeIdempotencyKeyInUse:  {409, "A request with this Idempotency-Key is still running. Retry after Retry-After seconds."},
-	codePreconditionFailed:   {412, "The If-Match ETag no longer matches the resource. Read it again and retry."},
-	codeEstimateExpired:      {422, "The fare estimate has expired. Request a new one."},
-	codeEstimateNotFound:     {422, "No fare estimate of yours has that id."},
-	codeOutsideServiceArea:   {422, "The origin or destination lies outside every served city."},
-	codeInvalidWebhookURL:    {422, "The webhook URL is not https, or names a private, loopback or link-local address, which the service never calls."},
-	codeRiderNotFound:        {422, "No rider has the rider_id given in the body."},
-	codeRiderIDRequired:      {422, "An admin booking a ride must name the rider in rider_id."},
-	codeInvalidKeySubject:    {422, "A rider or driver key needs a subject that exists (a rider of the account, a driver of the fleet); an admin key has none."},
-	codeInvalidKeyExpiry:     {422, "An API key's expires_at must lie in the future."},
-	codeTripNotFound:         {422, "The trip named in the body does not exist or is not yours."},
-	codeAmountMismatch:       {422, "The amount or currency differs from the trip's fare."},
-	codePaymentDeclined:      {422, "The payment provider declined the payment method. The failed payment is recorded."},
-	codeIdempotencyKeyReused: {422, "This Idempotency-Key was used with another body or on another route."},
-	codePaymentProviderError: {502, "The payment provider failed or could not be reached. Nothing was committed; retry with the same Idempotency-Key, with backoff."},
 }
 
 var problemsTemplate = template.Must(template.New("problems").Parse(`<!DOCTYPE html>
@@ -230,10 +180,9 @@ type problemRow struct {
 
 // problemRows lists every code of the error table, by status then code.
 func problemRows() []problemRow {
-	rows := make([]problemRow, 0, len(titles))
-	for code, title := range titles {
-		doc := problemDocs[code]
-		rows = append(rows, problemRow{Code: code, Title: title, Status: doc.Status, Meaning: doc.Meaning})
+	rows := make([]problemRow, 0, len(catalogue))
+	for code, k := range catalogue {
+		rows = append(rows, problemRow{Code: code, Title: k.Title, Status: k.Status, Meaning: k.Meaning})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Status != rows[j].Status {

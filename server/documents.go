@@ -59,12 +59,12 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 // database answers.
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
 	if !s.ready.Load() {
-		return nil, newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The server is starting (migrations are running) or shutting down.")
+		return nil, newAPIError(codeUnavailable, "The server is starting (migrations are running) or shutting down.")
 	}
 	ctx, cancel := context.WithTimeout(ctx, readinessTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		p := newAPIError(http.StatusServiceUnavailable, codeUnavailable, "The database is unreachable.")
+		p := newAPIError(codeUnavailable, "The database is unreachable.")
 		p.Err = err
 		return nil, p
 	}

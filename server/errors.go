@@ -19,6 +19,7 @@ import (
 // APIError is an error that already knows its HTTP answer. Handlers and middleware return it
 // (or a domain error that problemFor maps to one); only renderError writes it.
 type APIError struct {
+	// Status overrides the catalogue's status of Code; zero (nearly always) keeps it.
 	Status int
 	Code   string
 	Detail string
@@ -34,100 +35,27 @@ type APIError struct {
 
 func (e *APIError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Code, e.Detail, e.Err)
+		return fmt.Sprintf("%d %s: %s: %v", e.status(), e.Code, e.Detail, e.Err)
 	}
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail)
+	return fmt.Sprintf("%d %s: %s", e.status(), e.Code, e.Detail)
+}
+
+// status is the HTTP status of the answer: the catalogue's for Code unless overridden.
+func (e *APIError) status() int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	if k, ok := catalogue[e.Code]; ok {
+		return k.Status
+	}
+	return http.StatusInternalServerError
 }
 
 func (e *APIError) Unwrap() error { return e.Err }
 
-func newAPIError(status int, code, detail string) *APIError {
-	return &APIError{Status: status, Code: code, Detail: detail}
-}
-
-// Error codes are part of the public contract: clients branch on them.
-const (
-	codeInvalidRequest         = "invalid_request"
-	codeInvalidLimit           = "invalid_limit"
-	codeInvalidCursor          = "invalid_cursor"
-	codeMalformedJSON          = "malformed_json"
-	codeUnauthenticated        = "unauthenticated"
-	codeForbidden              = "forbidden"
-	codeNotFound               = "not_found"
-	codeMethodNotAllowed       = "method_not_allowed"
-	codeNotAcceptable          = "not_acceptable"
-	codeBodyTooLarge           = "body_too_large"
-	codeUnsupportedMediaType   = "unsupported_media_type"
-	codeRateLimited            = "rate_limited"
-	codeIdempotencyKeyRequired = "idempotency_key_required"
-	codeInvalidIdempotencyKey  = "invalid_idempotency_key"
-	codeIdempotencyKeyReused   = "idempotency_key_reused"
-	codeIdempotencyKeyInUse    = "idempotency_key_in_use"
-	codeTripNotFound           = "trip_not_found"
-	codeTripNotCompleted       = "trip_not_completed"
-	codeTripAlreadyPaid        = "trip_already_paid"
-	codeAmountMismatch         = "amount_mismatch"
-	codePaymentDeclined        = "payment_declined"
-	codePaymentProviderError   = "payment_provider_error"
-	codeInternal               = "internal"
-	codeUnavailable            = "unavailable"
-	codeInvalidWebhookURL      = "invalid_webhook_url"
-)
-
-// Codes of booking and the trip lifecycle.
-const (
-	codeOutsideServiceArea = "outside_service_area"
-	codeEstimateNotFound   = "estimate_not_found"
-	codeEstimateExpired    = "estimate_expired"
-	codeEstimateUsed       = "estimate_already_used"
-	codeNoDriverAvailable  = "no_driver_available"
-	codeRiderHasActiveTrip = "rider_has_active_trip"
-	codeRiderNotFound      = "rider_not_found"
-	codeRiderIDRequired    = "rider_id_required"
-	codeInvalidTransition  = "invalid_transition"
-	codePreconditionFailed = "precondition_failed"
-)
-
-// titles are the short, human summaries of each code; `detail` carries the specifics.
-var titles = map[string]string{
-	codeInvalidRequest:         "Invalid request",
-	codeInvalidLimit:           "Invalid limit",
-	codeInvalidCursor:          "Invalid cursor",
-	codeMalformedJSON:          "Malformed JSON",
-	codeUnauthenticated:        "Unauthenticated",
-	codeForbidden:              "Forbidden",
-	codeNotFound:               "Not found",
-	codeMethodNotAllowed:       "Method not allowed",
-	codeNotAcceptable:          "Not acceptable",
-	codeBodyTooLarge:           "Body too large",
-	codeUnsupportedMediaType:   "Unsupported media type",
-	codeRateLimited:            "Rate limited",
-	codeIdempotencyKeyRequired: "Idempotency key required",
-	codeInvalidIdempotencyKey:  "Invalid idempotency key",
-	codeIdempotencyKeyReused:   "Idempotency key reused",
-	codeIdempotencyKeyInUse:    "Idempotency key in use",
-	codeTripNotFound:           "Trip not found",
-	codeTripNotCompleted:       "Trip not completed",
-	codeTripAlreadyPaid:        "Trip already paid",
-	codeAmountMismatch:         "Amount mismatch",
-	codePaymentDeclined:        "Payment declined",
-	codePaymentProviderError:   "Payment provider error",
-	codeInternal:               "Internal error",
-	codeUnavailable:            "Service unavailable",
-
-	codeOutsideServiceArea: "Outside the service area",
-	codeEstimateNotFound:   "Estimate not found",
-	codeEstimateExpired:    "Estimate expired",
-	codeEstimateUsed:       "Estimate already used",
-	codeNoDriverAvailable:  "No driver available",
-	codeRiderHasActiveTrip: "Rider has an active trip",
-	codeRiderNotFound:      "Rider not found",
-	codeRiderIDRequired:    "Rider id required",
-	codeInvalidKeySubject:  "Invalid key subject",
-	codeInvalidKeyExpiry:   "Invalid key expiry",
-	codeInvalidTransition:  "Invalid transition",
-	codePreconditionFailed: "Precondition failed",
-	codeInvalidWebhookURL:  "Invalid webhook URL",
+// newAPIError is the problem of code, with the catalogue's status and title.
+func newAPIError(code, detail string) *APIError {
+	return &APIError{Code: code, Detail: detail}
 }
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -147,29 +75,29 @@ func problemFor(err error) *APIError {
 	)
 	switch {
 	case errors.As(err, &transitionErr):
-		return newAPIError(http.StatusConflict, codeInvalidTransition,
+		return newAPIError(codeInvalidTransition,
 			fmt.Sprintf("A trip cannot move from %s to %s.", transitionErr.From, transitionErr.To))
 	case errors.Is(err, ride.ErrInvalidTransition):
-		return newAPIError(http.StatusConflict, codeInvalidTransition, "The trip cannot make this move.")
+		return newAPIError(codeInvalidTransition, "The trip cannot make this move.")
 	case errors.Is(err, ride.ErrOutsideServiceArea):
-		return newAPIError(http.StatusUnprocessableEntity, codeOutsideServiceArea,
+		return newAPIError(codeOutsideServiceArea,
 			"The origin and the destination must both lie in the area of one served city.")
 	case errors.Is(err, ride.ErrEstimateNotFound):
-		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateNotFound,
+		return &APIError{Code: codeEstimateNotFound,
 			Detail: "No fare estimate of yours has this id. Request an estimate first.",
 			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
 	case errors.Is(err, ride.ErrEstimateExpired):
-		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeEstimateExpired,
+		return &APIError{Code: codeEstimateExpired,
 			Detail: "The fare estimate has expired. Request a new one.",
 			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "expired"}}}
 	case errors.Is(err, ride.ErrEstimateAlreadyUsed):
-		return newAPIError(http.StatusConflict, codeEstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
+		return newAPIError(codeEstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
 	// The store's refusals come from the partial unique indexes, when a concurrent booking
 	// took the rider or driver after the checks: the same answers as the checks'.
 	case errors.Is(err, ride.ErrNoDriverAvailable), errors.Is(err, store.ErrDriverHasActiveTrip):
-		return newAPIError(http.StatusConflict, codeNoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
+		return newAPIError(codeNoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
 	case errors.Is(err, ride.ErrRiderHasActiveTrip), errors.Is(err, store.ErrRiderHasActiveTrip):
-		return newAPIError(http.StatusConflict, codeRiderHasActiveTrip,
+		return newAPIError(codeRiderHasActiveTrip,
 			"The rider already has a trip that is not completed or cancelled; finish or cancel it first.")
 	case errors.As(err, &fieldErr):
 		return &APIError{
@@ -184,22 +112,22 @@ func problemFor(err error) *APIError {
 			Fields: []gen.ProblemFieldError{{Location: "query.cursor", Message: "not a cursor of this query"}},
 		}
 	case errors.Is(err, store.ErrNotFound):
-		return newAPIError(http.StatusNotFound, codeNotFound, "No such resource.")
+		return newAPIError(codeNotFound, "No such resource.")
 	case errors.As(err, &earlyErr):
-		return newAPIError(http.StatusConflict, codeTripNotCompleted,
+		return newAPIError(codeTripNotCompleted,
 			"Only a completed trip can be paid; this one is "+string(earlyErr.Status)+".")
 	case errors.Is(err, ride.ErrTripAlreadyPaid):
-		return newAPIError(http.StatusConflict, codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
+		return newAPIError(codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
 	case errors.As(err, &mismatchErr):
-		return &APIError{Status: http.StatusUnprocessableEntity, Code: codeAmountMismatch,
+		return &APIError{Code: codeAmountMismatch,
 			Detail: fmt.Sprintf("amount and currency must equal the trip's fare, %d %s.", mismatchErr.FareTotal, mismatchErr.FareCurrency),
 			Fields: []gen.ProblemFieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
 	case errors.As(err, &declinedErr):
-		return &APIError{Status: http.StatusUnprocessableEntity, Code: codePaymentDeclined,
+		return &APIError{Code: codePaymentDeclined,
 			Detail:      "The payment provider declined the charge (" + declinedErr.FailureCode + "). Try another payment method with a new Idempotency-Key.",
 			FailureCode: declinedErr.FailureCode}
 	case errors.As(err, &providerErr):
-		return &APIError{Status: http.StatusBadGateway, Code: codePaymentProviderError,
+		return &APIError{Code: codePaymentProviderError,
 			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
 			Err:    err}
 	}
@@ -218,7 +146,7 @@ func problemFor(err error) *APIError {
 	if store.Unavailable(err) {
 		return unavailableProblem(err)
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: codeInternal,
+	return &APIError{Code: codeInternal,
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
 }
 
@@ -226,21 +154,21 @@ func problemFor(err error) *APIError {
 func echoProblem(e *echo.HTTPError) *APIError {
 	switch e.Code {
 	case http.StatusNotFound:
-		return newAPIError(http.StatusNotFound, codeNotFound, "No such route.")
+		return newAPIError(codeNotFound, "No such route.")
 	case http.StatusMethodNotAllowed:
-		return newAPIError(http.StatusMethodNotAllowed, codeMethodNotAllowed, "This route does not support the method.")
+		return newAPIError(codeMethodNotAllowed, "This route does not support the method.")
 	case http.StatusRequestEntityTooLarge:
-		return newAPIError(http.StatusRequestEntityTooLarge, codeBodyTooLarge,
+		return newAPIError(codeBodyTooLarge,
 			"The request body is larger than "+strconv.Itoa(maxBodyBytes)+" bytes.")
 	case http.StatusUnsupportedMediaType:
-		return newAPIError(http.StatusUnsupportedMediaType, codeUnsupportedMediaType, "Send the body as application/json.")
+		return newAPIError(codeUnsupportedMediaType, "Send the body as application/json.")
 	case http.StatusBadRequest:
-		return newAPIError(http.StatusBadRequest, codeInvalidRequest, fmt.Sprint(e.Message))
+		return newAPIError(codeInvalidRequest, fmt.Sprint(e.Message))
 	}
 	if e.Code >= 400 && e.Code < 500 {
-		return newAPIError(e.Code, codeInvalidRequest, fmt.Sprint(e.Message))
+		return &APIError{Status: e.Code, Code: codeInvalidRequest, Detail: fmt.Sprint(e.Message)}
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: codeInternal,
+	return &APIError{Code: codeInternal,
 		Detail: "Something went wrong on our side.", Err: e}
 }
 
@@ -257,7 +185,7 @@ func (s *Server) renderError(err error, c echo.Context) {
 		if p.Err != nil {
 			s.outage.report(c.Request().Context(), p.Err) // logged once per outage
 		} // otherwise starting, stopping or a known outage, logged already
-	case p.Status >= 500:
+	case p.status() >= 500:
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))
 	}
@@ -268,13 +196,13 @@ func (s *Server) renderError(err error, c echo.Context) {
 	}
 	body := gen.Problem{
 		Type:      "/docs/problems#" + p.Code,
-		Title:     titles[p.Code],
-		Status:    int32(p.Status),
+		Title:     catalogue[p.Code].Title,
+		Status:    int32(p.status()),
 		Code:      p.Code,
 		RequestId: requestID,
 	}
 	if body.Title == "" {
-		body.Title = http.StatusText(p.Status)
+		body.Title = http.StatusText(p.status())
 	}
 	if p.Detail != "" {
 		body.Detail = &p.Detail
@@ -286,6 +214,6 @@ func (s *Server) renderError(err error, c echo.Context) {
 		body.FailureCode = &p.FailureCode
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
-	c.Response().WriteHeader(p.Status)
+	c.Response().WriteHeader(p.status())
 	_ = json.NewEncoder(c.Response()).Encode(body)
 }

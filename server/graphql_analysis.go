@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -36,11 +37,15 @@ const (
 	graphQLMaxCost = 1_000
 )
 
-// GraphQL error codes (`extensions.code`). FORBIDDEN and INTERNAL are the REST codes forbidden
-// and internal; the protocol codes are the ones Apollo's clients and servers use.
+// GraphQL error codes (`extensions.code`). FORBIDDEN and INTERNAL are the catalogue's forbidden
+// and internal in GraphQL's spelling; the protocol codes are the ones Apollo's clients and
+// servers use.
+var (
+	gqlCodeForbidden = strings.ToUpper(codeForbidden)
+	gqlCodeInternal  = strings.ToUpper(codeInternal)
+)
+
 const (
-	gqlCodeForbidden                  = "FORBIDDEN"
-	gqlCodeInternal                   = "INTERNAL"
 	gqlCodeBadRequest                 = "BAD_REQUEST"
 	gqlCodeBadUserInput               = "BAD_USER_INPUT"
 	gqlCodeParseFailed                = "GRAPHQL_PARSE_FAILED"

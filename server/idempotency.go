@@ -81,7 +81,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // no caller to scope the key to: nothing to remember it by
 		}
 		if len(key) != 1 || !validIdempotencyKey(key[0]) {
-			return &APIError{Status: http.StatusBadRequest, Code: codeInvalidIdempotencyKey,
+			return &APIError{Code: codeInvalidIdempotencyKey,
 				Detail: "Send one Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended).",
 				Fields: []gen.ProblemFieldError{{Location: "header." + headerIdempotencyKey, Message: "must be 1 to 255 printable ASCII characters"}}}
 		}
@@ -156,12 +156,12 @@ type idempotencyAttempt struct {
 func answerKnownKey(c echo.Context, rec store.IdempotencyRecord, fingerprint string) error {
 	switch {
 	case rec.Fingerprint != fingerprint:
-		return newAPIError(http.StatusUnprocessableEntity, codeIdempotencyKeyReused,
+		return newAPIError(codeIdempotencyKeyReused,
 			"This Idempotency-Key was first used for another request (another body, route or caller). Use a new key for a new request.")
 	case rec.Status == store.IdempotencyCompleted:
 		return replay(c, rec)
 	default:
-		p := newAPIError(http.StatusConflict, codeIdempotencyKeyInUse,
+		p := newAPIError(codeIdempotencyKeyInUse,
 			"A request with this Idempotency-Key is still being processed. Retry after a second to get its answer.")
 		p.Header = http.Header{"Retry-After": {idempotencyRetryAfter}}
 		return p
@@ -199,7 +199,7 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	ctx := req.Context()
 	res := c.Response()
 	original := res.Writer
-	captured := &capturedResponse{header: http.Header{}}
+	captured := &bufferedResponse{header: http.Header{}, body: &bytes.Buffer{}}
 	res.Writer = captured
 
 	txErr := s.store.WithTx(ctx, func(tx *store.Store) error {
@@ -233,7 +233,7 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	case txErr == nil:
 		return captured.sendTo(res)
 	case errors.Is(txErr, errKeyLost):
-		p := newAPIError(http.StatusConflict, codeIdempotencyKeyInUse,
+		p := newAPIError(codeIdempotencyKeyInUse,
 			"This request took too long and another request with its Idempotency-Key took over; nothing of this one was kept. Retry after a second to get that one's answer.")
 		p.Header = http.Header{"Retry-After": {idempotencyRetryAfter}}
 		return p
@@ -267,47 +267,6 @@ func callRecovering(c echo.Context, next echo.HandlerFunc) (err error) {
 		}
 	}()
 	return next(c)
-}
-
-// capturedResponse holds a handler's answer until its transaction has committed.
-type capturedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *capturedResponse) Header() http.Header { return w.header }
-
-func (w *capturedResponse) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *capturedResponse) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.body.Write(p)
-}
-
-func (w *capturedResponse) statusCode() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
-}
-
-// sendTo writes the captured answer to the client. X-Request-Id is the outer layer's.
-func (w *capturedResponse) sendTo(res *echo.Response) error {
-	for name, values := range w.header {
-		if name != headerRequestID {
-			res.Header()[name] = values
-		}
-	}
-	res.WriteHeader(w.statusCode())
-	_, err := res.Write(w.body.Bytes())
-	return err
 }
 
 // storedHeaders are the headers of an answer worth replaying (Content-Type, Location, …):

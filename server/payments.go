@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 
 	"github.com/rideapi/ride/gen"
@@ -112,7 +111,7 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 // trip_not_found when it does not exist or belongs to another account (the id is in the body,
 // not the path), 403 when it is another rider's.
 func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID string) (store.Trip, error) {
-	notFound := newAPIError(http.StatusUnprocessableEntity, codeTripNotFound, "No trip "+truncateID(tripID)+".")
+	notFound := newAPIError(codeTripNotFound, "No trip "+truncateID(tripID)+".")
 	notFound.Fields = []gen.ProblemFieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
@@ -183,7 +182,7 @@ func (s *Server) GetTripPayment(ctx context.Context, req gen.GetTripPaymentReque
 	}
 	p, err := s.storeFor(ctx).SucceededPaymentForTrip(ctx, trip.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, newAPIError(http.StatusNotFound, codeNotFound, "The trip "+trip.ID+" has no payment yet.")
+		return nil, newAPIError(codeNotFound, "The trip "+trip.ID+" has no payment yet.")
 	} else if err != nil {
 		return nil, err
 	}

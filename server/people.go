@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
@@ -65,7 +64,7 @@ func notFound(kind, id string) *APIError {
 	if len(id) > 64 {
 		id = id[:64] + "…"
 	}
-	return newAPIError(http.StatusNotFound, codeNotFound, "No "+kind+" "+id+".")
+	return newAPIError(codeNotFound, "No "+kind+" "+id+".")
 }
 
 // notFoundAs names the missing resource when err is the store's ErrNotFound.

@@ -263,7 +263,7 @@ func rateLimited(class limitClass, limit bucketLimit, q quota) *APIError {
 	if retry < 1 {
 		retry = 1
 	}
-	p := newAPIError(http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf(
+	p := newAPIError(codeRateLimited, fmt.Sprintf(
 		"This API key's %s budget is spent: %d requests per %s, bursts up to %d. Retry after %d s.",
 		class, limit.rate, periodText(limit.period), limit.burst, retry))
 	p.Header = http.Header{"Retry-After": {strconv.Itoa(retry)}}

@@ -96,14 +96,3 @@ var _ = Describe("in-process token buckets", func() {
 		Expect(buckets.size()).To(Equal(1))
 	})
 })
-
-var _ = Describe("the problem types page", func() {
-	It("lists every code of the error table, each explained with its status", func() {
-		rows := problemRows()
-		Expect(rows).To(HaveLen(len(titles)))
-		for _, row := range rows {
-			Expect(row.Meaning).NotTo(BeEmpty(), "add %q to problemDocs in docs.go", row.Code)
-			Expect(row.Status).To(BeNumerically(">=", 400), row.Code)
-		}
-	})
-})

@@ -83,7 +83,7 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	if req.URL.RawQuery != "" {
 		query, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
-			return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			return &APIError{Code: codeInvalidRequest,
 				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
 				Fields: []gen.ProblemFieldError{{Location: "query", Message: queryParseReason(err)}}}
 		}
@@ -102,7 +102,7 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	}
 	if len(fields) > 0 {
 		sort.SliceStable(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-		return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+		return &APIError{Code: codeInvalidRequest,
 			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
 	}
 	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
@@ -157,7 +157,7 @@ var errJSONInvalid = errors.New("invalid JSON")
 // last would win), a NUL in a string, and anything after the value.
 func checkJSON(body []byte) error {
 	if !utf8.Valid(body) {
-		return &APIError{Status: http.StatusBadRequest, Code: codeMalformedJSON, Detail: "The body is not valid UTF-8."}
+		return &APIError{Code: codeMalformedJSON, Detail: "The body is not valid UTF-8."}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -166,10 +166,10 @@ func checkJSON(body []byte) error {
 		if errors.As(err, &p) {
 			return p
 		}
-		return newAPIError(http.StatusBadRequest, codeMalformedJSON, "The body is not valid JSON.")
+		return newAPIError(codeMalformedJSON, "The body is not valid JSON.")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return newAPIError(http.StatusBadRequest, codeMalformedJSON,
+		return newAPIError(codeMalformedJSON,
 			"The body holds more than one JSON value: nothing may follow the first.")
 	}
 	return nil

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/rideapi/ride/gen"
@@ -46,7 +45,7 @@ func bookingRider(caller Principal, named *string) (string, error) {
 		return caller.Subject, nil
 	case caller.IsAdmin():
 		if named == nil {
-			return "", &APIError{Status: http.StatusUnprocessableEntity, Code: codeRiderIDRequired,
+			return "", &APIError{Code: codeRiderIDRequired,
 				Detail: "An admin books for a rider: name them in rider_id.",
 				Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "required when an admin books"}}}
 		}
@@ -153,7 +152,7 @@ func bookableEstimate(ctx context.Context, tx *store.Store, caller Principal, id
 // unique index on trips repeats the second check for a booking of the same rider that commits
 // meanwhile. Another account's rider is answered as an unknown one.
 func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID string) error {
-	unknown := &APIError{Status: http.StatusUnprocessableEntity, Code: codeRiderNotFound,
+	unknown := &APIError{Code: codeRiderNotFound,
 		Detail: "No rider has this id.",
 		Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "no such rider"}}}
 	if !ride.ValidID(ride.PrefixRider, riderID) {

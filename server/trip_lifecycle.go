@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/rideapi/ride/gen"
@@ -110,7 +109,7 @@ func (s *Server) moveTrip(ctx context.Context, id string, m tripMove) (store.Tri
 			if attempt < moveTripAttempts {
 				continue
 			}
-			return store.Trip{}, newAPIError(http.StatusConflict, codeInvalidTransition,
+			return store.Trip{}, newAPIError(codeInvalidTransition,
 				"The trip kept changing while this move was applied. Read it again and retry.")
 		}
 		return moved, err
@@ -193,7 +192,7 @@ func ifMatch(header *string) func(store.Trip) error {
 			return err
 		}
 		if !etagMatchesStrong(*header, etag) {
-			return newAPIError(http.StatusPreconditionFailed, codePreconditionFailed,
+			return newAPIError(codePreconditionFailed,
 				"The trip changed since the ETag in If-Match was read. Read it again and decide anew.")
 		}
 		return nil

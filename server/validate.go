@@ -210,7 +210,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
-			return newAPIError(http.StatusNotAcceptable, codeNotAcceptable,
+			return newAPIError(codeNotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")
 		}
 		if len(info.produces) > 1 {
@@ -236,12 +236,12 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (g *gate) routeError(req *http.Request, err error) error {
 	if errors.Is(err, routers.ErrMethodNotAllowed) {
-		p := newAPIError(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		p := newAPIError(codeMethodNotAllowed,
 			req.Method+" is not supported on this path.")
 		p.Header = http.Header{"Allow": {strings.Join(g.allowedMethods(req), ", ")}}
 		return p
 	}
-	return newAPIError(http.StatusNotFound, codeNotFound, "No route "+req.URL.Path+".")
+	return newAPIError(codeNotFound, "No route "+req.URL.Path+".")
 }
 
 // allowedMethods lists the methods of the path item that matches req, for the Allow header.
@@ -295,7 +295,7 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 		return nil
 	}
 	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-	return &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+	return &APIError{Code: codeInvalidRequest,
 		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
 }
 
@@ -433,9 +433,9 @@ func validationProblem(err error, req *http.Request) error {
 
 	switch {
 	case unsupported:
-		return newAPIError(http.StatusUnsupportedMediaType, codeUnsupportedMediaType, "Send the body as application/json.")
+		return newAPIError(codeUnsupportedMediaType, "Send the body as application/json.")
 	case malformed:
-		return newAPIError(http.StatusBadRequest, codeMalformedJSON, "The body is not valid JSON.")
+		return newAPIError(codeMalformedJSON, "The body is not valid JSON.")
 	}
 	code, detail := codeInvalidRequest, "The request does not match the API description; see errors[]."
 	if onlyAt(fields, "query.limit") {

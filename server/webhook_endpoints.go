@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -78,7 +77,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 		return gen.WebhookEndpointWithSecret{}, err
 	}
 	if body == nil {
-		return gen.WebhookEndpointWithSecret{}, newAPIError(http.StatusBadRequest, codeInvalidRequest, "Send the endpoint as a JSON body.")
+		return gen.WebhookEndpointWithSecret{}, newAPIError(codeInvalidRequest, "Send the endpoint as a JSON body.")
 	}
 	if _, err := webhooks.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
 		return gen.WebhookEndpointWithSecret{}, err
@@ -88,7 +87,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 		if slices.Contains(body.Events[:i], t) {
 			// The document leaves uniqueItems out (generators turn it into sets that do not
 			// compile) and says "each at most once" in words; the check is here.
-			return gen.WebhookEndpointWithSecret{}, &APIError{Status: http.StatusBadRequest, Code: codeInvalidRequest,
+			return gen.WebhookEndpointWithSecret{}, &APIError{Code: codeInvalidRequest,
 				Detail: "Name each event kind at most once; see errors[].",
 				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
 		}

@@ -1,0 +1,18 @@
+package server
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("the problem types page", func() {
+	It("lists every code of the error table, each explained with its status", func() {
+		rows := problemRows()
+		Expect(rows).To(HaveLen(len(catalogue)))
+		for _, row := range rows {
+			Expect(row.Meaning).NotTo(BeEmpty(), "explain %q in problems.go", row.Code)
+			Expect(row.Title).NotTo(BeEmpty(), row.Code)
+			Expect(row.Status).To(BeNumerically(">=", 400), row.Code)
+		}
+	})
+})
