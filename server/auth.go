@@ -360,15 +360,3 @@ func clientAddress(remoteAddr string) string {
 	}
 	return host
 }
-
-func forbidden(detail string) *APIError {
-	return newAPIError(codeForbidden, detail)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}

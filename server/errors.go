@@ -217,3 +217,30 @@ func (s *Server) renderError(err error, c echo.Context) {
 	c.Response().WriteHeader(p.status())
 	_ = json.NewEncoder(c.Response()).Encode(body)
 }
+
+// Answers shared by the handlers.
+
+func forbidden(detail string) *APIError {
+	return newAPIError(codeForbidden, detail)
+}
+
+// notFound answers 404 naming what is missing; an over-long id is cut.
+func notFound(kind, id string) *APIError {
+	return newAPIError(codeNotFound, "No "+kind+" "+truncateID(id)+".")
+}
+
+// notFoundAs names the missing resource when err is the store's ErrNotFound.
+func notFoundAs(err error, kind, id string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(kind, id)
+	}
+	return err
+}
+
+// truncateID keeps an id quoted in a detail to 64 characters.
+func truncateID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}

@@ -197,10 +197,3 @@ func paymentView(p store.Payment) gen.Payment {
 		Status: gen.PaymentStatus(p.Status), CreatedAt: p.CreatedAt.UTC(),
 	}
 }
-
-func truncateID(id string) string {
-	if len(id) > 64 {
-		return id[:64] + "…"
-	}
-	return id
-}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/ride"
@@ -58,19 +57,4 @@ func (s *Server) driver(ctx context.Context, id string) (store.Driver, error) {
 		return store.Driver{}, notFoundAs(err, "driver", id)
 	}
 	return d, nil
-}
-
-func notFound(kind, id string) *APIError {
-	if len(id) > 64 {
-		id = id[:64] + "…"
-	}
-	return newAPIError(codeNotFound, "No "+kind+" "+id+".")
-}
-
-// notFoundAs names the missing resource when err is the store's ErrNotFound.
-func notFoundAs(err error, kind, id string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(kind, id)
-	}
-	return err
 }

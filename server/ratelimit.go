@@ -19,7 +19,7 @@ import (
 // Rate limits: each API key has two token buckets, one for reads (GET, HEAD and GraphQL
 // queries) and one for writes (POST, PUT, DELETE). A bucket holds twice its per-second rate
 // and refills continuously. The gate takes a token right after authentication; a 304 gives it
-// back (caching.go), because revalidating an unchanged representation costs us next to
+// back (respond.go), because revalidating an unchanged representation costs us next to
 // nothing and is exactly what we want clients to do.
 //
 // Both stores implement GCRA (the generic cell rate algorithm), which is a token bucket kept
@@ -214,7 +214,7 @@ func (l *rateLimiter) close() error { return l.buckets.close() }
 
 type rateChargeKey struct{}
 
-// rateCharge is what admit leaves for caching.go: the token to give back if the answer turns
+// rateCharge is what admit leaves for respond.go: the token to give back if the answer turns
 // out to be a 304, or, when the bucket was empty, the 429 to send unless it is one.
 type rateCharge struct {
 	limiter *rateLimiter
@@ -231,7 +231,7 @@ func rateChargeFrom(ctx context.Context) *rateCharge {
 // admit spends one token of the caller's budget for the operation, writes the RateLimit-*
 // headers, and answers 429 when the bucket is empty. A conditional GET on an empty bucket
 // goes on all the same, marked as overdrawn: if it ends in a 304 it is answered (a 304 is
-// free), and otherwise caching.go turns it into the 429.
+// free), and otherwise respond.go turns it into the 429.
 func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.Header, p Principal, info *operationInfo) (context.Context, error) {
 	class := info.class
 	limit := l.limits[class]

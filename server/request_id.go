@@ -36,7 +36,7 @@ func withClientGone(ctx context.Context, gone <-chan struct{}) context.Context {
 }
 
 // ClientGone is closed when the client of the request that ctx belongs to has disconnected
-// (the request itself runs on; see caching.go). Nil outside a request.
+// (the request itself runs on; see respond.go). Nil outside a request.
 func ClientGone(ctx context.Context) <-chan struct{} {
 	gone, _ := ctx.Value(clientGoneKey{}).(<-chan struct{})
 	return gone

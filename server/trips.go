@@ -320,17 +320,3 @@ func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues) gen.Trip {
 	}
 	return view
 }
-
-func ptr[T any](v T) *T { return &v }
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func utc(t time.Time) *time.Time {
-	u := t.UTC()
-	return &u
-}

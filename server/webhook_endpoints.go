@@ -26,31 +26,6 @@ const defaultGracePeriod = 24 * time.Hour
 // /v1/webhook_endpoints shares its operations and its cursors.
 const webhookEndpointsRoute = "/v1/webhook-endpoints"
 
-// newWebhookWorker wires the delivery worker from the configuration; New registers it as a
-// background task.
-func newWebhookWorker(cfg Config, deps Deps, metrics *Metrics) (*webhooks.Worker, error) {
-	return webhooks.NewWorker(webhooks.WorkerConfig{
-		Store:  deps.Store,
-		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
-		Policy: webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon},
-		Now:    deps.Now,
-		Logger: deps.Logger,
-		NewAttemptID: func() string {
-			return ride.NewID(prefixWebhookAttempt)
-		},
-		OnAttempt: func(a webhooks.Attempt) {
-			metrics.WebhookDeliveries.WithLabelValues(deliveryOutcomeLabel[a.Outcome]).Inc()
-		},
-	})
-}
-
-// deliveryOutcomeLabel names attempt outcomes as ride_webhook_deliveries_total does.
-var deliveryOutcomeLabel = map[webhooks.Outcome]string{
-	webhooks.Succeeded: "delivered",
-	webhooks.Pending:   "retry",
-	webhooks.Failed:    "failed",
-}
-
 // requireAdmin refuses everyone but admins: webhook endpoints and events are account
 // configuration and deployment-wide data.
 func requireAdmin(ctx context.Context, what string) error {

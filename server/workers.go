@@ -1,0 +1,31 @@
+package server
+
+import (
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/webhooks"
+)
+
+// newWebhookWorker wires the delivery worker from the configuration; New registers it as a
+// background task.
+func newWebhookWorker(cfg Config, deps Deps, metrics *Metrics) (*webhooks.Worker, error) {
+	return webhooks.NewWorker(webhooks.WorkerConfig{
+		Store:  deps.Store,
+		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
+		Policy: webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon},
+		Now:    deps.Now,
+		Logger: deps.Logger,
+		NewAttemptID: func() string {
+			return ride.NewID(prefixWebhookAttempt)
+		},
+		OnAttempt: func(a webhooks.Attempt) {
+			metrics.WebhookDeliveries.WithLabelValues(deliveryOutcomeLabel[a.Outcome]).Inc()
+		},
+	})
+}
+
+// deliveryOutcomeLabel names attempt outcomes as ride_webhook_deliveries_total does.
+var deliveryOutcomeLabel = map[webhooks.Outcome]string{
+	webhooks.Succeeded: "delivered",
+	webhooks.Pending:   "retry",
+	webhooks.Failed:    "failed",
+}
