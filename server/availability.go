@@ -13,11 +13,6 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
-// DefaultRequestTimeout bounds one request when Config.RequestTimeout is zero: long enough for
-// any honest query, short enough that a database that stopped answering costs clients a
-// fast 503 rather than a hang.
-const DefaultRequestTimeout = 5 * time.Second
-
 // unavailableRetryAfter is the Retry-After of a 503 unavailable, in seconds.
 const unavailableRetryAfter = "5"
 
@@ -28,17 +23,14 @@ const readinessTimeout = 800 * time.Millisecond
 // outageProbeEvery is how often a server whose database went away checks that it is back.
 const outageProbeEvery = 500 * time.Millisecond
 
-// withDeadline gives every request at most the configured time. While the database is known
-// to be away, API requests are answered 503 at once instead of each waiting out its deadline;
-// the outage's probe finds out when it is back.
-func (s *Server) withDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+// failFastInOutage answers API requests 503 at once while the database is known to be away,
+// instead of each waiting out the store's read timeout (store.DefaultReadTimeout); the
+// outage's probe finds out when it is back.
+func (s *Server) failFastInOutage(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.outage.isDown() && needsDatabase(c.Request().URL.Path) {
 			return unavailableProblem(nil)
 		}
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c)
 	}
 }
@@ -129,7 +121,7 @@ func (o *outage) probe() {
 		o.releases, o.down, o.failed = nil, false, 0
 		o.mu.Unlock()
 		for _, r := range releases {
-			ctx, cancel := context.WithTimeout(context.Background(), DefaultRequestTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), store.DefaultReadTimeout)
 			if err := o.store.FailIdempotencyRecord(ctx, r.account, r.key, r.owner); err != nil {
 				o.log.Warn("release idempotency key after the outage", slog.String("error", err.Error()))
 			}

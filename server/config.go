@@ -39,9 +39,6 @@ type Config struct {
 	// before the record is purged and the key is new again (RIDE_IDEMPOTENCY_TTL, 24h–72h).
 	// Zero means DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
-	// RequestTimeout bounds the work of one request, database included: past it the request
-	// is answered 503 unavailable. Zero means DefaultRequestTimeout.
-	RequestTimeout time.Duration
 
 	// RateLimitRead and RateLimitWrite are each API key's budgets in requests per
 	// RateLimitPeriod (RIDE_RATE_LIMIT_READ, RIDE_RATE_LIMIT_WRITE); a bucket holds twice its

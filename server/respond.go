@@ -57,7 +57,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// to the retry. So the handlers get a context the client's disconnect does not
 		// cancel. That also spares database/sql a watcher goroutine per query and per
 		// transaction, which it starts for every cancellable context (measured in
-		// tests/ridebench/README.md). The request's deadline (withDeadline) still bounds it.
+		// tests/ridebench/README.md). The store bounds each wait for the database (store.DefaultReadTimeout).
 		ctx := withClientGone(context.WithoutCancel(req.Context()), req.Context().Done())
 		c.SetRequest(req.WithContext(withRequestID(ctx, requestID)))
 		res := c.Response()

@@ -105,9 +105,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.IdempotencyTTL == 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
 	}
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
 	s := &Server{
 		cfg:     cfg,
 		store:   deps.Store,
@@ -167,7 +164,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// Pre-routing layers see unmatched paths too, and respond routes HEAD as GET.
 	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
 		recoverPanics,
-		s.withDeadline,
+		s.failFastInOutage,
 		limitBody,
 		g.middleware,
 		// After the gate: only authenticated, valid requests reach the idempotency layer, so

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/demo"
@@ -64,11 +63,11 @@ func newBenchFixture(b *testing.B) *benchFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	admin, _, err := NewAPIKey(ctx, st, APIKeyParams{Role: RoleAdmin}, time.Now())
+	admin, _, err := NewAPIKey(ctx, st, APIKeyParams{Role: RoleAdmin, Account: DefaultAccount}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
-	page, err := st.ListTrips(ctx, store.TripListParams{Limit: 1})
+	page, err := st.ListTrips(ctx, store.TripListParams{Limit: 1, Filter: store.TripFilter{Account: DefaultAccount}})
 	if err != nil || len(page.Trips) == 0 {
 		b.Fatal("no demo trip", err)
 	}
@@ -94,7 +93,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	if l.respond {
 		pre = append(pre, s.respond)
 	}
-	use := []echo.MiddlewareFunc{recoverPanics, middleware.BodyLimit("1M")}
+	use := []echo.MiddlewareFunc{recoverPanics, s.failFastInOutage, limitBody}
 	if l.gate {
 		use = append(use, g.middleware)
 	} else {

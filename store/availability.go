@@ -2,15 +2,80 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// DefaultReadTimeout bounds how long a PostgreSQL connection waits for the server's next bytes
+// once it has sent a statement: no statement of the service comes near it, and a server that
+// stopped answering (a stalled network, a frozen host) then costs a request this long, not
+// the TCP timeout.
+const DefaultReadTimeout = 5 * time.Second
+
+// Option changes how Open connects.
+type Option func(*options)
+
+type options struct {
+	readTimeout time.Duration
+}
+
+// WithReadTimeout replaces DefaultReadTimeout; zero leaves reads unbounded.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = d }
+}
+
+// boundReads makes every connection of cfg bound its reads by timeout. The bound sits on the
+// connection rather than on each statement's context: a cancellable context would cost every
+// query a watcher goroutine in database/sql, and the request contexts are not cancellable.
+func boundReads(cfg *pgx.ConnConfig, timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &boundedConn{Conn: c, timeout: timeout}, nil
+	}
+}
+
+// boundedConn sets a read deadline before each read, unless unbounded (a connection that
+// listens for notifications waits on purpose).
+type boundedConn struct {
+	net.Conn
+	timeout   time.Duration
+	unbounded atomic.Bool
+}
+
+func (c *boundedConn) Read(p []byte) (int, error) {
+	if !c.unbounded.Load() {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+	}
+	return c.Conn.Read(p)
+}
+
+// waitWithoutBound lets conn's reads wait as long as their context says.
+func waitWithoutBound(conn net.Conn) {
+	if t, ok := conn.(*tls.Conn); ok {
+		conn = t.NetConn()
+	}
+	if c, ok := conn.(*boundedConn); ok {
+		c.unbounded.Store(true)
+		_ = c.Conn.SetReadDeadline(time.Time{})
+	}
+}
 
 // Unavailable reports whether err means the database could not be reached or stopped
 // answering, as opposed to refusing a statement: the connection was refused, reset or cut, a

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"gorm.io/driver/postgres"
@@ -68,8 +70,12 @@ type Store struct {
 // An empty url means the SQLite file DefaultSQLitePath; "sqlite://PATH" names another SQLite
 // file; "postgres://…" and "postgresql://…" are PostgreSQL connection URLs. Open does not
 // migrate: call Migrate.
-func Open(ctx context.Context, url string) (*Store, error) {
-	engine, dialector, err := dialectorFor(url)
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := options{readTimeout: DefaultReadTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	engine, dialector, err := dialectorFor(url, o)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +125,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 }
 
 // dialectorFor picks the engine and GORM dialector for a database URL.
-func dialectorFor(raw string) (Engine, gorm.Dialector, error) {
+func dialectorFor(raw string, o options) (Engine, gorm.Dialector, error) {
 	switch {
 	case raw == "":
 		return EngineSQLite, sqlite.Open(sqliteDSN(DefaultSQLitePath)), nil
@@ -142,7 +148,12 @@ func dialectorFor(raw string) (Engine, gorm.Dialector, error) {
 			}
 			raw += sep + "connect_timeout=5"
 		}
-		return EnginePostgres, postgres.Open(raw), nil
+		cfg, err := pgx.ParseConfig(raw)
+		if err != nil {
+			return "", nil, errors.New("store: malformed PostgreSQL URL") // its text may quote the password
+		}
+		boundReads(cfg, o.readTimeout)
+		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), nil
 	default:
 		scheme, _, _ := strings.Cut(raw, "://")
 		return "", nil, fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)

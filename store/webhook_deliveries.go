@@ -405,6 +405,7 @@ func (s *Store) listenOnce(ctx context.Context, notify func()) error {
 			return fmt.Errorf("store: listen: unexpected driver connection %T", driverConn)
 		}
 		pg := c.Conn()
+		waitWithoutBound(pg.PgConn().Conn()) // it waits for notifications on purpose
 		err := func() error {
 			if _, err := pg.Exec(ctx, "LISTEN "+eventsChannel); err != nil {
 				return err

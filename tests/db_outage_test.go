@@ -153,12 +153,12 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 		viaProxy := *direct
 		viaProxy.Host = proxy.ln.Addr().String()
 
-		st, err := store.Open(ctx, viaProxy.String())
+		st, err := store.Open(ctx, viaProxy.String(), store.WithReadTimeout(1500*time.Millisecond))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(st.Close)
 		Expect(st.Migrate(ctx)).To(Succeed())
 		logs := &lockedBuffer{}
-		srv, err := server.New(testDefaults(server.Config{RequestTimeout: 1500 * time.Millisecond}),
+		srv, err := server.New(testDefaults(server.Config{}),
 			server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 		Expect(err).NotTo(HaveOccurred())
 		ts := httptest.NewServer(srv)
