@@ -14,11 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/schema"
+	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -59,13 +58,8 @@ type Server struct {
 	ready   atomic.Bool
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
-	// graphql is schema/ride.graphql bound to its resolvers; persisted holds the registered
-	// documents of automatic persisted queries; documents the analyses of documents that passed.
-	graphql *graphql.Schema
-	// schemaDescription is the schema's own description, which introspection reports.
-	schemaDescription *string
-	persisted         *persistedQueries
-	documents         documentCache
+	// graphql runs /v1/graphql: schema/ride.graphql bound to its resolvers.
+	graphql *graphqlapi.Handler
 
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
@@ -125,11 +119,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.docs = docs
-	s.schemaDescription = schemaDescription(schema.SDL)
-	if s.graphql, err = newGraphQLSchema(s); err != nil {
+	s.graphql, err = graphqlapi.New(graphqlapi.Config{
+		Host: graphQLHost{s}, Logger: deps.Logger, Now: s.now,
+		ForbiddenCode: codeForbidden, InternalCode: codeInternal,
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.persisted = newPersistedQueries(s.now)
 	var pool *sql.DB
 	if db, err := deps.Store.DB().DB(); err == nil {
 		pool = db

@@ -1,4 +1,4 @@
-package server
+package graphql
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 // graphQLQuery resolves the root type Query.
 type graphQLQuery struct {
-	s *Server
+	h *Handler
 }
 
 // Trip resolves `trip(id: ID!): Trip`: null for an unknown id, null and FORBIDDEN for a trip the
@@ -30,19 +30,22 @@ type graphQLQuery struct {
 func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tripNode, error) {
 	batch := graphQLBatchFrom(ctx)
 	if batch == nil {
-		return nil, q.s.graphQLInternal(ctx, errNoGraphQLBatch)
+		return nil, q.h.internal(ctx, errNoGraphQLBatch)
 	}
 	t, found, err := batch.trip(ctx, string(args.ID))
 	switch {
 	case err != nil:
-		return nil, q.s.graphQLInternal(ctx, err)
-	case !found || !inReach(principalFrom(ctx), t):
+		return nil, q.h.internal(ctx, err)
+	}
+	exists, readable := q.h.host.TripAccess(ctx, t)
+	switch {
+	case !found || !exists:
 		return nil, nil // another account's trip does not exist for the caller
-	case !canSeeTrip(principalFrom(ctx), t):
-		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "This trip belongs to another rider or driver."}
+	case !readable:
+		return nil, &graphQLFieldError{code: q.h.codeForbidden, message: "This trip belongs to another rider or driver."}
 	case t.FareTotal > math.MaxInt32 || t.FareTotal < math.MinInt32:
 		// GraphQL's Int is 32 bits; no ride costs 21 million in minor units, so this is a fault.
-		return nil, q.s.graphQLInternal(ctx, fmt.Errorf("trip %s: fare %d does not fit an Int", t.ID, t.FareTotal))
+		return nil, q.h.internal(ctx, fmt.Errorf("trip %s: fare %d does not fit an Int", t.ID, t.FareTotal))
 	}
 	return &tripNode{t: t}, nil
 }
@@ -52,12 +55,12 @@ func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tr
 func (q *graphQLQuery) Driver(ctx context.Context, args struct{ ID idInput }) (*driverNode, error) {
 	batch := graphQLBatchFrom(ctx)
 	if batch == nil {
-		return nil, q.s.graphQLInternal(ctx, errNoGraphQLBatch)
+		return nil, q.h.internal(ctx, errNoGraphQLBatch)
 	}
 	d, found, err := batch.driver(ctx, string(args.ID))
 	switch {
 	case err != nil:
-		return nil, q.s.graphQLInternal(ctx, err)
+		return nil, q.h.internal(ctx, err)
 	case !found:
 		return nil, nil
 	}
@@ -229,13 +232,20 @@ func (e *graphQLFieldError) Extensions() map[string]any {
 
 // graphQLInternal logs a fault with the request id and returns the error the client sees, which
 // tells nothing of it (the same rule as the REST 500).
-func (s *Server) graphQLInternal(ctx context.Context, err error) error {
-	requestID := requestIDFrom(ctx)
-	s.log.ErrorContext(ctx, "graphql field failed",
+func (h *Handler) internal(ctx context.Context, err error) error {
+	requestID := h.host.RequestID(ctx)
+	h.log.ErrorContext(ctx, "graphql field failed",
 		slog.String("request_id", requestID), slog.String("error", err.Error()))
 	return &graphQLFieldError{
-		code:      gqlCodeInternal,
+		code:      h.codeInternal,
 		message:   "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.",
 		requestID: requestID,
 	}
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -1,4 +1,4 @@
-package server
+package graphql
 
 import (
 	"context"
@@ -35,7 +35,7 @@ const persistedQueryCacheMax = 2_000
 // persistedQueryVersion is the only version of the protocol.
 const persistedQueryVersion = 1
 
-// persistedQueryRef is a request's extensions.persistedQuery.
+// persistedQueryRef is a request's extensionh.persistedQuery.
 type persistedQueryRef struct {
 	version int
 	hash    string
@@ -126,7 +126,7 @@ func (p *persistedQueries) register(ctx context.Context, st *store.Store, hash, 
 // resolvePersistedQuery turns a request that uses the protocol into the document to run. It
 // returns the document, whether it must be registered once it has run, and the request error
 // that stops it.
-func (s *Server) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (string, bool, *requestError) {
+func (h *Handler) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (string, bool, *requestError) {
 	ref := r.persisted
 	if ref.version != persistedQueryVersion {
 		return "", false, newRequestError(gqlCodeBadRequest,
@@ -135,7 +135,7 @@ func (s *Server) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (s
 	hash := strings.ToLower(ref.hash)
 	if hash == "" {
 		return "", false, newRequestError(gqlCodeBadRequest,
-			"extensions.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
+			"extensionh.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
 	}
 	if r.query != "" {
 		if hashQuery(r.query) != hash {
@@ -144,12 +144,12 @@ func (s *Server) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (s
 		}
 		return r.query, true, nil
 	}
-	query, found, err := s.persisted.lookup(ctx, s.storeFor(ctx), hash)
+	query, found, err := h.persisted.lookup(ctx, h.host.Store(ctx), hash)
 	if err != nil {
 		// The client can always fall back to sending the document, so a store failure reads as
 		// a miss; the log keeps the cause.
-		s.log.ErrorContext(ctx, "persisted query lookup failed",
-			slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+		h.log.ErrorContext(ctx, "persisted query lookup failed",
+			slog.String("request_id", h.host.RequestID(ctx)), slog.String("error", err.Error()))
 	}
 	if !found {
 		return "", false, newRequestError(gqlCodePersistedQueryNotFound, "PersistedQueryNotFound")

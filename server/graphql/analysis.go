@@ -1,10 +1,9 @@
-package server
+package graphql
 
 import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -37,14 +36,8 @@ const (
 	graphQLMaxCost = 1_000
 )
 
-// GraphQL error codes (`extensions.code`). FORBIDDEN and INTERNAL are the catalogue's forbidden
-// and internal in GraphQL's spelling; the protocol codes are the ones Apollo's clients and
-// servers use.
-var (
-	gqlCodeForbidden = strings.ToUpper(codeForbidden)
-	gqlCodeInternal  = strings.ToUpper(codeInternal)
-)
-
+// GraphQL error codes (`extensions.code`) of the protocol, the ones Apollo's clients and
+// servers use. A refused or failed field carries the server's own codes (Config), in capitals.
 const (
 	gqlCodeBadRequest                 = "BAD_REQUEST"
 	gqlCodeBadUserInput               = "BAD_USER_INPUT"
