@@ -87,7 +87,7 @@ func loadDataset(ctx context.Context, dbURL string, d dataset) error {
 			time.Since(t).Seconds(), time.Since(start).Seconds())
 		return nil
 	}
-	// Bulk-load settings for this session only: no waiting for WAL flushes, and no per-row
+	// Bulk-load settings for this connection only: no waiting for WAL flushes, and no per-row
 	// foreign-key triggers (the generator keeps every reference valid by construction).
 	for _, s := range []string{
 		`SET synchronous_commit = off`,
