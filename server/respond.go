@@ -57,7 +57,8 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// to the retry. So the handlers get a context the client's disconnect does not
 		// cancel. That also spares database/sql a watcher goroutine per query and per
 		// transaction, which it starts for every cancellable context (measured in
-		// tests/ridebench/README.md). The store bounds each wait for the database (store.DefaultReadTimeout).
+		// tests/ridebench/README.md). On PostgreSQL the store bounds each wait for the
+		// database itself (store.DefaultReadTimeout).
 		ctx := withClientGone(context.WithoutCancel(req.Context()), req.Context().Done())
 		c.SetRequest(req.WithContext(withRequestID(ctx, requestID)))
 		res := c.Response()
