@@ -4,7 +4,6 @@ package server
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,11 +125,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pool *sql.DB
-	if db, err := deps.Store.DB().DB(); err == nil {
-		pool = db
-	}
-	s.metrics = newMetrics(pool)
+	s.metrics = newMetrics(deps.Store.Pool())
 	s.auth = newAuthenticator(deps.Store, s.now, s.metrics)
 	g, err := newGate(s.auth)
 	if err != nil {

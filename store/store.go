@@ -269,9 +269,13 @@ func (s *Store) Engine() Engine {
 	return s.engine
 }
 
-// DB exposes the underlying GORM handle for queries the store does not offer yet. Inside
-// WithTx it is the transaction. Writes through it must follow the package's time rule (UTC,
-// microseconds) and map errors with the store's sentinels in mind.
+// Pool is the connection pool, for its statistics (the go_sql_* metrics); nil for a
+// transaction-scoped Store.
+func (s *Store) Pool() *sql.DB { return s.sqlDB }
+
+// DB exposes the underlying GORM handle to specs that set up or inspect rows the API offers
+// no way to (inside WithTx it is the transaction); the product reads and writes through the
+// store's methods only.
 func (s *Store) DB() *gorm.DB {
 	return s.db
 }
