@@ -86,7 +86,7 @@ func (s *Server) RevokeApiKey(ctx context.Context, req gen.RevokeApiKeyRequestOb
 	if !ride.ValidID(ride.PrefixAPIKey, req.KeyId) {
 		return nil, notFound("API key", req.KeyId)
 	}
-	_, err := s.storeFor(ctx).APIKeyRevoke(ctx, store.APIKeyRevokeParams{
+	_, err := s.storeFor(ctx).RevokeAPIKey(ctx, store.RevokeAPIKeyParams{
 		Account: principalFrom(ctx).Account, ID: req.KeyId, At: s.now(),
 	})
 	if err != nil {

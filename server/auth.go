@@ -285,7 +285,7 @@ func (a *authenticator) writeLastUses(ctx context.Context) {
 	if len(uses) == 0 {
 		return
 	}
-	if err := a.store.APIKeysTouch(ctx, uses); err != nil {
+	if err := a.store.TouchAPIKeys(ctx, uses); err != nil {
 		return // tried again on the next tick
 	}
 	for i, e := range entries {

@@ -63,7 +63,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	if err != nil {
 		return store.Trip{}, err
 	}
-	err = tx.FareEstimateMarkUsed(ctx, store.FareEstimateMarkUsedParams{ID: est.ID, At: now})
+	err = tx.MarkFareEstimateUsed(ctx, store.MarkFareEstimateUsedParams{ID: est.ID, At: now})
 	if errors.Is(err, store.ErrConflict) {
 		return store.Trip{}, ride.ErrEstimateAlreadyUsed // booked concurrently since it was read
 	} else if err != nil {
@@ -75,7 +75,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 
 	pickup := ride.Point{Lat: est.OriginLat, Lng: est.OriginLng}
 	dropoff := ride.Point{Lat: est.DestinationLat, Lng: est.DestinationLng}
-	driver, err := tx.DriverClaimNearest(ctx, store.DriverClaimNearestParams{
+	driver, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{
 		City: est.City, Lat: pickup.Lat, Lng: pickup.Lng, At: now,
 	})
 	// ErrConflict: every driver picked was taken before the claim, which only a burst of
@@ -120,7 +120,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 	if err != nil {
 		return store.Trip{}, err
 	}
-	if err := tx.FareEstimateSetTrip(ctx, store.FareEstimateSetTripParams{ID: est.ID, TripID: trip.ID}); err != nil {
+	if err := tx.SetFareEstimateTrip(ctx, store.SetFareEstimateTripParams{ID: est.ID, TripID: trip.ID}); err != nil {
 		return store.Trip{}, err
 	}
 	if err := appendTripEvent(ctx, tx, trip, now); err != nil {

@@ -145,7 +145,7 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 	}
 
 	now := s.now()
-	change := store.TripSetStatusParams{ID: trip.ID, From: trip.Status, To: string(m.to), At: now}
+	change := store.SetTripStatusParams{ID: trip.ID, From: trip.Status, To: string(m.to), At: now}
 	switch m.to {
 	case ride.StatusInProgress:
 		change.PickupTime = &now // the actual pickup replaces the promised one
@@ -154,15 +154,15 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 	case ride.StatusCancelled:
 		change.CancelledAt = &now
 	}
-	if err := tx.TripSetStatus(ctx, change); err != nil {
+	if err := tx.SetTripStatus(ctx, change); err != nil {
 		return store.Trip{}, err // ErrConflict: moved on concurrently; moveTrip decides again
 	}
 	if m.to.Final() {
-		release := store.DriverReleaseParams{ID: trip.DriverID, At: now}
+		release := store.ReleaseDriverParams{ID: trip.DriverID, At: now}
 		if m.to == ride.StatusCompleted {
 			release.Lat, release.Lng = &trip.DropoffLat, &trip.DropoffLng // where the ride ended
 		}
-		if err := tx.DriverRelease(ctx, release); err != nil {
+		if err := tx.ReleaseDriver(ctx, release); err != nil {
 			return store.Trip{}, err
 		}
 	}

@@ -72,14 +72,14 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 			})
 		})
 
-		Describe("TripSetStatus", func() {
+		Describe("SetTripStatus", func() {
 			It("moves a trip only from the status it names", func(ctx SpecContext) {
 				t := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
 				at := time.Now().Add(time.Minute)
-				Expect(st.TripSetStatus(ctx, store.TripSetStatusParams{
+				Expect(st.SetTripStatus(ctx, store.SetTripStatusParams{
 					ID: t.ID, From: store.TripStatusAccepted, To: store.TripStatusInProgress, At: at, PickupTime: &at,
 				})).To(Succeed())
-				err := st.TripSetStatus(ctx, store.TripSetStatusParams{
+				err := st.SetTripStatus(ctx, store.SetTripStatusParams{
 					ID: t.ID, From: store.TripStatusAccepted, To: store.TripStatusCancelled, At: at, CancelledAt: &at,
 				})
 				Expect(err).To(MatchError(store.ErrConflict))
@@ -90,7 +90,7 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				Expect(got.UpdatedAt).To(Equal(at.UTC().Truncate(time.Microsecond)))
 				Expect(got.CancelledAt).To(BeNil())
 
-				Expect(st.TripSetStatus(ctx, store.TripSetStatusParams{
+				Expect(st.SetTripStatus(ctx, store.SetTripStatusParams{
 					ID: newID("trp_"), From: store.TripStatusAccepted, To: store.TripStatusArriving, At: at,
 				})).To(MatchError(store.ErrConflict))
 			})
@@ -102,13 +102,13 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				est := createEstimate(ctx, st, d.City)
 				trip := tripFor(store.Trip{City: d.City}, newID("trp_"), d.ID, createRider(ctx, st).ID, store.TripStatusAccepted)
 				err := st.WithTx(ctx, func(tx *store.Store) error {
-					if err := tx.FareEstimateMarkUsed(ctx, store.FareEstimateMarkUsedParams{ID: est.ID, At: time.Now()}); err != nil {
+					if err := tx.MarkFareEstimateUsed(ctx, store.MarkFareEstimateUsedParams{ID: est.ID, At: time.Now()}); err != nil {
 						return err
 					}
 					if _, err := tx.CreateTrip(ctx, trip); err != nil {
 						return err
 					}
-					return tx.FareEstimateSetTrip(ctx, store.FareEstimateSetTripParams{ID: est.ID, TripID: trip.ID})
+					return tx.SetFareEstimateTrip(ctx, store.SetFareEstimateTripParams{ID: est.ID, TripID: trip.ID})
 				})
 				Expect(err).NotTo(HaveOccurred())
 				got, err := st.FareEstimateByID(ctx, est.ID)
@@ -116,21 +116,21 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				Expect(got.UsedAt).NotTo(BeNil())
 				Expect(*got.TripID).To(Equal(trip.ID))
 
-				err = st.FareEstimateMarkUsed(ctx, store.FareEstimateMarkUsedParams{ID: est.ID, At: time.Now()})
+				err = st.MarkFareEstimateUsed(ctx, store.MarkFareEstimateUsedParams{ID: est.ID, At: time.Now()})
 				Expect(err).To(MatchError(store.ErrConflict))
-				err = st.FareEstimateSetTrip(ctx, store.FareEstimateSetTripParams{ID: est.ID, TripID: trip.ID})
+				err = st.SetFareEstimateTrip(ctx, store.SetFareEstimateTripParams{ID: est.ID, TripID: trip.ID})
 				Expect(err).To(MatchError(store.ErrConflict), "linked once")
 			})
 
 			It("are linked only when consumed, and only to a trip that exists", func(ctx SpecContext) {
 				est := createEstimate(ctx, st, createCity(ctx, st, cityOpts{}).ID)
-				err := st.FareEstimateSetTrip(ctx, store.FareEstimateSetTripParams{ID: est.ID, TripID: newID("trp_")})
+				err := st.SetFareEstimateTrip(ctx, store.SetFareEstimateTripParams{ID: est.ID, TripID: newID("trp_")})
 				Expect(err).To(MatchError(store.ErrConflict))
 				err = st.WithTx(ctx, func(tx *store.Store) error {
-					if err := tx.FareEstimateMarkUsed(ctx, store.FareEstimateMarkUsedParams{ID: est.ID, At: time.Now()}); err != nil {
+					if err := tx.MarkFareEstimateUsed(ctx, store.MarkFareEstimateUsedParams{ID: est.ID, At: time.Now()}); err != nil {
 						return err
 					}
-					return tx.FareEstimateSetTrip(ctx, store.FareEstimateSetTripParams{ID: est.ID, TripID: newID("trp_")})
+					return tx.SetFareEstimateTrip(ctx, store.SetFareEstimateTripParams{ID: est.ID, TripID: newID("trp_")})
 				})
 				Expect(err).To(MatchError(store.ErrInvalidReference))
 				got, err := st.FareEstimateByID(ctx, est.ID)
@@ -139,7 +139,7 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 			})
 		})
 
-		Describe("DriverClaimNearest", func() {
+		Describe("ClaimNearestDriver", func() {
 			It("claims the nearest free driver of the city and skips busy ones", func(ctx SpecContext) {
 				city := createCity(ctx, st, cityOpts{}).ID
 				createCity(ctx, st, cityOpts{})
@@ -152,24 +152,24 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				near := createDriver(ctx, st, driverOpts{City: city, Lat: 37.80, Lng: -122.41})
 				createDriver(ctx, st, driverOpts{Lat: pickupLat, Lng: pickupLng}) // another city
 
-				params := store.DriverClaimNearestParams{City: city, Lat: pickupLat, Lng: pickupLng, At: time.Now()}
-				got, err := st.DriverClaimNearest(ctx, params)
+				params := store.ClaimNearestDriverParams{City: city, Lat: pickupLat, Lng: pickupLng, At: time.Now()}
+				got, err := st.ClaimNearestDriver(ctx, params)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got.ID).To(Equal(near.ID))
 				Expect(got.Available).To(BeFalse())
-				got, err = st.DriverClaimNearest(ctx, params)
+				got, err = st.ClaimNearestDriver(ctx, params)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got.ID).To(Equal(far.ID))
-				_, err = st.DriverClaimNearest(ctx, params)
+				_, err = st.ClaimNearestDriver(ctx, params)
 				Expect(err).To(MatchError(store.ErrNotFound))
 
 				lat, lng := 37.75, -122.45
-				Expect(st.DriverRelease(ctx, store.DriverReleaseParams{ID: near.ID, At: time.Now(), Lat: &lat, Lng: &lng})).To(Succeed())
+				Expect(st.ReleaseDriver(ctx, store.ReleaseDriverParams{ID: near.ID, At: time.Now(), Lat: &lat, Lng: &lng})).To(Succeed())
 				released, err := st.DriverByID(ctx, near.ID)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(released.Available).To(BeTrue())
 				Expect(released.Lat).To(Equal(lat))
-				Expect(st.DriverRelease(ctx, store.DriverReleaseParams{ID: newID("drv_"), At: time.Now()})).To(MatchError(store.ErrNotFound))
+				Expect(st.ReleaseDriver(ctx, store.ReleaseDriverParams{ID: newID("drv_"), At: time.Now()})).To(MatchError(store.ErrNotFound))
 			})
 
 			It("never gives one driver to two concurrent claims", func(ctx SpecContext) {
@@ -186,7 +186,7 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 					wg.Go(func() {
 						defer GinkgoRecover()
 						err := st.WithTx(ctx, func(tx *store.Store) error {
-							d, err := tx.DriverClaimNearest(ctx, store.DriverClaimNearestParams{City: city, Lat: 37.78, Lng: -122.41, At: time.Now()})
+							d, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, Lat: 37.78, Lng: -122.41, At: time.Now()})
 							if err != nil {
 								return err
 							}

@@ -10,18 +10,18 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// DriverClaimNearestParams asks for the free driver of a city nearest to a pickup point.
-type DriverClaimNearestParams struct {
+// ClaimNearestDriverParams asks for the free driver of a city nearest to a pickup point.
+type ClaimNearestDriverParams struct {
 	City     string
 	Lat, Lng float64
 	At       time.Time
 }
 
-// claimAttempts bounds how often DriverClaimNearest retries when the driver it picked was
+// claimAttempts bounds how often ClaimNearestDriver retries when the driver it picked was
 // taken between its select and its update (possible only outside a PostgreSQL row lock).
 const claimAttempts = 3
 
-// DriverClaimNearest picks the available driver of the city nearest to (Lat, Lng) and marks
+// ClaimNearestDriver picks the available driver of the city nearest to (Lat, Lng) and marks
 // them unavailable, so that the trip about to be created owns them. Call it inside the booking
 // transaction: a rollback frees the driver again. ErrNotFound when no driver is free.
 //
@@ -30,7 +30,7 @@ const claimAttempts = 3
 // concurrent bookings spread over the free drivers. SQLite runs one write transaction at a
 // time. On both, the claim itself is conditional (`WHERE id = ? AND available`), and a driver
 // who already has an active trip is never a candidate, whatever their flag says.
-func (s *Store) DriverClaimNearest(ctx context.Context, p DriverClaimNearestParams) (Driver, error) {
+func (s *Store) ClaimNearestDriver(ctx context.Context, p ClaimNearestDriverParams) (Driver, error) {
 	// Rank by the equirectangular approximation: squared degree differences with longitude
 	// scaled by cos(latitude), computed here. Within a city it orders drivers as the
 	// great-circle distance does, and it is plain arithmetic, which SQLite evaluates without
@@ -69,8 +69,8 @@ func (s *Store) DriverClaimNearest(ctx context.Context, p DriverClaimNearestPara
 	return Driver{}, fmt.Errorf("%w: every driver picked was taken before the claim", ErrConflict)
 }
 
-// DriverReleaseParams makes a driver available again when their trip ends.
-type DriverReleaseParams struct {
+// ReleaseDriverParams makes a driver available again when their trip ends.
+type ReleaseDriverParams struct {
 	ID string
 	At time.Time
 	// Lat and Lng, when set, move the driver (to the drop-off of a completed trip), so the
@@ -78,10 +78,10 @@ type DriverReleaseParams struct {
 	Lat, Lng *float64
 }
 
-// DriverRelease marks a driver available. ErrNotFound when the driver does not exist.
-func (s *Store) DriverRelease(ctx context.Context, p DriverReleaseParams) error {
+// ReleaseDriver marks a driver available. ErrNotFound when the driver does not exist.
+func (s *Store) ReleaseDriver(ctx context.Context, p ReleaseDriverParams) error {
 	if (p.Lat == nil) != (p.Lng == nil) {
-		return errors.New("store: DriverRelease needs both Lat and Lng, or neither")
+		return errors.New("store: ReleaseDriver needs both Lat and Lng, or neither")
 	}
 	updates := map[string]any{"available": true, "updated_at": utcMicro(p.At)}
 	if p.Lat != nil {

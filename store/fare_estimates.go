@@ -23,33 +23,33 @@ func (s *Store) FareEstimateByID(ctx context.Context, id string) (FareEstimate, 
 	return e, nil
 }
 
-// FareEstimateMarkUsedParams consumes an estimate.
-type FareEstimateMarkUsedParams struct {
+// MarkFareEstimateUsedParams consumes an estimate.
+type MarkFareEstimateUsedParams struct {
 	ID string
 	At time.Time
 }
 
-// FareEstimateMarkUsed consumes an estimate if nobody has yet, in one conditional update, so
+// MarkFareEstimateUsed consumes an estimate if nobody has yet, in one conditional update, so
 // that of two concurrent bookings of the same estimate exactly one wins (on PostgreSQL the
-// second waits for the first's row lock, then finds it used). Call FareEstimateSetTrip in the
+// second waits for the first's row lock, then finds it used). Call SetFareEstimateTrip in the
 // same transaction once the trip exists. ErrConflict when the estimate is already used (or
 // does not exist).
-func (s *Store) FareEstimateMarkUsed(ctx context.Context, p FareEstimateMarkUsedParams) error {
+func (s *Store) MarkFareEstimateUsed(ctx context.Context, p MarkFareEstimateUsedParams) error {
 	res := s.conn(ctx).Table("fare_estimates").
 		Where("id = ? AND used_at IS NULL", p.ID).
 		UpdateColumn("used_at", utcMicro(p.At))
 	return changedRows(res, ErrConflict)
 }
 
-// FareEstimateSetTripParams links a consumed estimate to the trip booked from it.
-type FareEstimateSetTripParams struct {
+// SetFareEstimateTripParams links a consumed estimate to the trip booked from it.
+type SetFareEstimateTripParams struct {
 	ID     string
 	TripID string
 }
 
-// FareEstimateSetTrip records which trip a consumed estimate became. ErrConflict when the
+// SetFareEstimateTrip records which trip a consumed estimate became. ErrConflict when the
 // estimate is not consumed or already linked; ErrInvalidReference when the trip does not exist.
-func (s *Store) FareEstimateSetTrip(ctx context.Context, p FareEstimateSetTripParams) error {
+func (s *Store) SetFareEstimateTrip(ctx context.Context, p SetFareEstimateTripParams) error {
 	res := s.conn(ctx).Table("fare_estimates").
 		Where("id = ? AND used_at IS NOT NULL AND trip_id IS NULL", p.ID).
 		UpdateColumn("trip_id", p.TripID)

@@ -49,18 +49,18 @@ func (s *Store) ListAPIKeys(ctx context.Context, account string, p PageParams) (
 // Keyset is the key's position in a newest-first list, for cursors.
 func (k APIKey) Keyset() Keyset { return timeKeyset(k.CreatedAt, k.ID) }
 
-// APIKeyRevokeParams names the key to revoke and when.
-type APIKeyRevokeParams struct {
+// RevokeAPIKeyParams names the key to revoke and when.
+type RevokeAPIKeyParams struct {
 	Account string
 	ID      string
 	At      time.Time
 }
 
-// APIKeyRevoke marks one of the account's keys revoked at p.At and returns it. Revoking a
+// RevokeAPIKey marks one of the account's keys revoked at p.At and returns it. Revoking a
 // revoked key changes nothing and keeps the first time; a key of another account, or none, is
 // ErrNotFound. The revision that replicas poll (APIKeyRevision) moves in the same
 // transaction, so every replica forgets its cached copy of the key.
-func (s *Store) APIKeyRevoke(ctx context.Context, p APIKeyRevokeParams) (APIKey, error) {
+func (s *Store) RevokeAPIKey(ctx context.Context, p RevokeAPIKeyParams) (APIKey, error) {
 	var key APIKey
 	err := s.WithTx(ctx, func(tx *Store) error {
 		res := tx.conn(ctx).Model(&APIKey{}).
@@ -98,9 +98,9 @@ type APIKeyUse struct {
 	At time.Time
 }
 
-// APIKeysTouch records the keys' latest uses. A use older than the one stored changes nothing,
+// TouchAPIKeys records the keys' latest uses. A use older than the one stored changes nothing,
 // so replicas reporting out of order never move last_used_at backwards.
-func (s *Store) APIKeysTouch(ctx context.Context, uses []APIKeyUse) error {
+func (s *Store) TouchAPIKeys(ctx context.Context, uses []APIKeyUse) error {
 	for _, u := range uses {
 		at := floorMicro(u.At)
 		err := s.conn(ctx).Model(&APIKey{}).

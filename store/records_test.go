@@ -169,8 +169,8 @@ var _ = Describe("Records", func() {
 				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
 				before, err := st.APIKeyRevision(ctx)
 				Expect(err).NotTo(HaveOccurred())
-				revoke := store.APIKeyRevokeParams{Account: k.Account, ID: k.ID, At: time.Now()}
-				revoked, err := st.APIKeyRevoke(ctx, revoke)
+				revoke := store.RevokeAPIKeyParams{Account: k.Account, ID: k.ID, At: time.Now()}
+				revoked, err := st.RevokeAPIKey(ctx, revoke)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(revoked.RevokedAt).NotTo(BeNil())
 				first, err := st.APIKeyByHash(ctx, k.Hash)
@@ -181,7 +181,7 @@ var _ = Describe("Records", func() {
 				Expect(after).To(Equal(before + 1))
 
 				revoke.At = time.Now().Add(time.Hour)
-				_, err = st.APIKeyRevoke(ctx, revoke)
+				_, err = st.RevokeAPIKey(ctx, revoke)
 				Expect(err).NotTo(HaveOccurred())
 				second, err := st.APIKeyByHash(ctx, k.Hash)
 				Expect(err).NotTo(HaveOccurred())
@@ -192,9 +192,9 @@ var _ = Describe("Records", func() {
 			It("cannot revoke an unknown key or another account's", func(ctx SpecContext) {
 				k := newKey(store.RoleAdmin, nil)
 				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
-				_, err := st.APIKeyRevoke(ctx, store.APIKeyRevokeParams{Account: k.Account, ID: "key_unknown", At: time.Now()})
+				_, err := st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: k.Account, ID: "key_unknown", At: time.Now()})
 				Expect(err).To(MatchError(store.ErrNotFound))
-				_, err = st.APIKeyRevoke(ctx, store.APIKeyRevokeParams{Account: "acct_other", ID: k.ID, At: time.Now()})
+				_, err = st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: "acct_other", ID: k.ID, At: time.Now()})
 				Expect(err).To(MatchError(store.ErrNotFound))
 				got, err := st.APIKeyByHash(ctx, k.Hash)
 				Expect(err).NotTo(HaveOccurred())
@@ -205,8 +205,8 @@ var _ = Describe("Records", func() {
 				k := newKey(store.RoleAdmin, nil)
 				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
 				at := time.Now().UTC().Truncate(time.Microsecond)
-				Expect(st.APIKeysTouch(ctx, []store.APIKeyUse{{ID: k.ID, At: at}})).To(Succeed())
-				Expect(st.APIKeysTouch(ctx, []store.APIKeyUse{{ID: k.ID, At: at.Add(-time.Hour)}})).To(Succeed())
+				Expect(st.TouchAPIKeys(ctx, []store.APIKeyUse{{ID: k.ID, At: at}})).To(Succeed())
+				Expect(st.TouchAPIKeys(ctx, []store.APIKeyUse{{ID: k.ID, At: at.Add(-time.Hour)}})).To(Succeed())
 				got, err := st.APIKeyByID(ctx, k.Account, k.ID)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got.LastUsedAt).NotTo(BeNil())

@@ -7,6 +7,10 @@
 // stores times as text whose order equals time order only when every value has the same offset.
 // Models normalise their own times before they are written; code that writes times through
 // DB() directly must pass UTC, microsecond-truncated values itself.
+//
+// Method names read one way: a lookup is the noun and its key (TripByID, EventsBySubject,
+// PaymentsForTrip), a list is ListNouns, and everything else starts with its verb
+// (CreateTrip, SetTripStatus, ClaimNearestDriver, RevokeAPIKey).
 package store
 
 import (

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// TripSetStatusParams moves one trip from one status to another. The optional times are set
+// SetTripStatusParams moves one trip from one status to another. The optional times are set
 // with the move: PickupTime when the trip starts, CompletedAt or CancelledAt when it ends.
-type TripSetStatusParams struct {
+type SetTripStatusParams struct {
 	ID          string
 	From, To    string
 	At          time.Time // the new updated_at
@@ -16,11 +16,11 @@ type TripSetStatusParams struct {
 	CancelledAt *time.Time
 }
 
-// TripSetStatus applies a status change only if the trip is still in From, in one conditional
+// SetTripStatus applies a status change only if the trip is still in From, in one conditional
 // update (`… WHERE id = ? AND status = ?`), never read-check-write: of two concurrent moves from
 // the same status exactly one wins. ErrConflict when the trip is not in From (it moved on
 // concurrently, or does not exist). The lifecycle rules themselves belong to the caller.
-func (s *Store) TripSetStatus(ctx context.Context, p TripSetStatusParams) error {
+func (s *Store) SetTripStatus(ctx context.Context, p SetTripStatusParams) error {
 	updates := map[string]any{"status": p.To, "updated_at": utcMicro(p.At)}
 	for column, t := range map[string]*time.Time{
 		"pickup_time": p.PickupTime, "completed_at": p.CompletedAt, "cancelled_at": p.CancelledAt,

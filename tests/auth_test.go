@@ -23,7 +23,7 @@ var _ = ForEachEngine("Revoked API keys", func(h *Harness) {
 		sum := sha256.Sum256([]byte(key)) // keys are stored as the hex SHA-256 of the secret
 		stored, err := h.Store.APIKeyByHash(context.Background(), hex.EncodeToString(sum[:]))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = h.Store.APIKeyRevoke(context.Background(), store.APIKeyRevokeParams{
+		_, err = h.Store.RevokeAPIKey(context.Background(), store.RevokeAPIKeyParams{
 			Account: stored.Account, ID: stored.ID, At: time.Now(),
 		})
 		Expect(err).NotTo(HaveOccurred())

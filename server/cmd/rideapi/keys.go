@@ -145,7 +145,7 @@ func revokeKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	key, err := st.APIKeyRevoke(ctx, store.APIKeyRevokeParams{Account: *account, ID: fs.Arg(0), At: time.Now()})
+	key, err := st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: *account, ID: fs.Arg(0), At: time.Now()})
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no key %s in account %s", fs.Arg(0), *account)
 	} else if err != nil {
