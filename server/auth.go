@@ -251,7 +251,9 @@ func (a *authenticator) watch(ctx context.Context) {
 }
 
 // pollRevision reads the store's revocation revision; when it moved, entries read under an
-// older one are stale (authenticate reads them again) and are dropped here.
+// older one are stale and authenticate reads them again before trusting them. They stay in
+// the cache meanwhile: a key this address used before is still one it may look up when the
+// address is throttled for unknown keys.
 func (a *authenticator) pollRevision(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, revisionPollInterval)
 	defer cancel()
@@ -260,13 +262,6 @@ func (a *authenticator) pollRevision(ctx context.Context) {
 		return
 	}
 	a.revision.Store(revision)
-	a.mu.Lock()
-	for sum, e := range a.known {
-		if e.revision != revision {
-			delete(a.known, sum)
-		}
-	}
-	a.mu.Unlock()
 }
 
 // writeLastUses writes the uses not yet written, at most one a minute per key.

@@ -238,15 +238,20 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 		p.Header = http.Header{"Retry-After": {idempotencyRetryAfter}}
 		return p
 	}
-	// Nothing committed: free the key at once rather than after the lease. The request may
-	// have been cancelled; the release must still happen.
-	release, cancel := context.WithTimeout(context.WithoutCancel(ctx), readinessTimeout)
-	defer cancel()
-	if err := s.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
-		if store.Unavailable(err) {
-			s.outage.releaseLater(a.account, a.key, a.owner) // as soon as the database is back
-		} else {
-			s.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+	// Nothing committed: free the key at once rather than after the lease (the request may
+	// have been cancelled; the release must still happen), or, when the database is away, as
+	// soon as it is back.
+	if s.outage.isDown() || store.Unavailable(txErr) {
+		s.outage.releaseLater(a.account, a.key, a.owner)
+	} else {
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), readinessTimeout)
+		defer cancel()
+		if err := s.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
+			if store.Unavailable(err) {
+				s.outage.releaseLater(a.account, a.key, a.owner)
+			} else {
+				s.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+			}
 		}
 	}
 	if errors.Is(txErr, errAnswerNotStored) {

@@ -52,18 +52,43 @@ func boundReads(cfg *pgx.ConnConfig, timeout time.Duration) {
 }
 
 // boundedConn sets a read deadline before each read, unless unbounded (a connection that
-// listens for notifications waits on purpose).
+// listens for notifications waits on purpose). A deadline pgx sets itself (to interrupt a
+// read when a statement's context ends) is kept when it comes sooner.
 type boundedConn struct {
 	net.Conn
 	timeout   time.Duration
 	unbounded atomic.Bool
+	// external is the read deadline pgx asked for, in Unix nanoseconds; 0 for none.
+	external atomic.Int64
 }
 
 func (c *boundedConn) Read(p []byte) (int, error) {
 	if !c.unbounded.Load() {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+		deadline := time.Now().Add(c.timeout)
+		if ext := c.external.Load(); ext != 0 && ext < deadline.UnixNano() {
+			deadline = time.Unix(0, ext)
+		}
+		_ = c.Conn.SetReadDeadline(deadline)
 	}
 	return c.Conn.Read(p)
+}
+
+func (c *boundedConn) SetDeadline(t time.Time) error {
+	c.remember(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *boundedConn) SetReadDeadline(t time.Time) error {
+	c.remember(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *boundedConn) remember(t time.Time) {
+	if t.IsZero() {
+		c.external.Store(0)
+	} else {
+		c.external.Store(t.UnixNano())
+	}
 }
 
 // waitWithoutBound lets conn's reads wait as long as their context says.

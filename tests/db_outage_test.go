@@ -153,7 +153,7 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 		viaProxy := *direct
 		viaProxy.Host = proxy.ln.Addr().String()
 
-		st, err := store.Open(ctx, viaProxy.String(), store.WithReadTimeout(1500*time.Millisecond))
+		st, err := store.Open(ctx, viaProxy.String(), store.WithReadTimeout(time.Second))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(st.Close)
 		Expect(st.Migrate(ctx)).To(Succeed())
