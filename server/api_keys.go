@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -17,7 +18,7 @@ func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestOb
 		return nil, err
 	}
 	if req.Body == nil {
-		return nil, newAPIError(codeInvalidRequest, "Send the key as a JSON body.")
+		return nil, problem.New(problem.InvalidRequest, "Send the key as a JSON body.")
 	}
 	body := req.Body
 	secret, key, err := NewAPIKey(ctx, s.storeFor(ctx), APIKeyParams{

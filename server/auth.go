@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -116,8 +117,8 @@ func newAuthenticator(st *store.Store, now func() time.Time, metrics *Metrics) *
 	return a
 }
 
-func unauthenticated(detail string) *APIError {
-	p := newAPIError(codeUnauthenticated, detail)
+func unauthenticated(detail string) *problem.Error {
+	p := problem.New(problem.Unauthenticated, detail)
 	p.Header = http.Header{"Www-Authenticate": {`Bearer realm="ride"`}}
 	return p
 }
@@ -226,9 +227,9 @@ func (a *authenticator) failed(client, detail string) error {
 	return unauthenticated(detail)
 }
 
-func (a *authenticator) throttled() *APIError {
+func (a *authenticator) throttled() *problem.Error {
 	a.metrics.authFailures.WithLabelValues("throttled").Inc()
-	p := newAPIError(codeRateLimited,
+	p := problem.New(problem.RateLimited,
 		"Too many requests with unknown API keys from this address. Retry later with a valid key.")
 	p.Header = http.Header{"Retry-After": {"1"}}
 	return p

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -43,8 +44,8 @@ func needsDatabase(path string) bool {
 
 // unavailableProblem is the answer to a request the database could not serve; err is nil
 // when the request was not even tried because the database is known to be away.
-func unavailableProblem(err error) *APIError {
-	p := newAPIError(codeUnavailable,
+func unavailableProblem(err error) *problem.Error {
+	p := problem.New(problem.Unavailable,
 		"The database is unreachable or not answering. Retry after the Retry-After delay; an Idempotency-Key of this request is free to reuse.")
 	p.Header = http.Header{"Retry-After": {unavailableRetryAfter}}
 	p.Err = err

@@ -6,10 +6,10 @@ import (
 	"html/template"
 	"io/fs"
 	"path"
-	"sort"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rideapi/ride/server/problem"
 	swaggerfiles "github.com/swaggo/files/v2"
 )
 
@@ -126,7 +126,7 @@ func (s *Server) docsPage(c echo.Context) error {
 func (s *Server) docsAsset(c echo.Context) error {
 	asset, ok := docsAssets[path.Clean(c.Param("*"))]
 	if !ok {
-		return newAPIError(codeNotFound, "No such file of the reference page.")
+		return problem.New(problem.NotFound, "No such file of the reference page.")
 	}
 	// The bundle changes only with the module version; an hour of reuse spares reloads.
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
@@ -173,29 +173,9 @@ these stable identifiers. Branch on <code>code</code>; <code>detail</code> is fo
 </html>
 `))
 
-type problemRow struct {
-	Code, Title, Meaning string
-	Status               int
-}
-
-// problemRows lists every code of the error table, by status then code.
-func problemRows() []problemRow {
-	rows := make([]problemRow, 0, len(catalogue))
-	for code, k := range catalogue {
-		rows = append(rows, problemRow{Code: code, Title: k.Title, Status: k.Status, Meaning: k.Meaning})
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].Status != rows[j].Status {
-			return rows[i].Status < rows[j].Status
-		}
-		return rows[i].Code < rows[j].Code
-	})
-	return rows
-}
-
 func (s *Server) problemsPage(c echo.Context) error {
 	var buf bytes.Buffer
-	if err := problemsTemplate.Execute(&buf, problemRows()); err != nil {
+	if err := problemsTemplate.Execute(&buf, problem.Catalogue()); err != nil {
 		return err
 	}
 	return writeDocsPage(c, "text/html; charset=utf-8", buf.Bytes())

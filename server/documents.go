@@ -7,6 +7,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/openapi"
+	"github.com/rideapi/ride/server/problem"
 )
 
 // publishedDocuments holds the OpenAPI document as JSON, converted once at start from the
@@ -59,12 +60,12 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 // database answers.
 func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObject) (gen.GetReadinessResponseObject, error) {
 	if !s.ready.Load() {
-		return nil, newAPIError(codeUnavailable, "The server is starting (migrations are running) or shutting down.")
+		return nil, problem.New(problem.Unavailable, "The server is starting (migrations are running) or shutting down.")
 	}
 	ctx, cancel := context.WithTimeout(ctx, readinessTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		p := newAPIError(codeUnavailable, "The database is unreachable.")
+		p := problem.New(problem.Unavailable, "The database is unreachable.")
 		p.Err = err
 		return nil, p
 	}

@@ -11,57 +11,16 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks"
 )
 
-// APIError is an error that already knows its HTTP answer. Handlers and middleware return it
-// (or a domain error that problemFor maps to one); only renderError writes it.
-type APIError struct {
-	// Status overrides the catalogue's status of Code; zero (nearly always) keeps it.
-	Status int
-	Code   string
-	Detail string
-	// Fields lists each invalid input of a validation failure.
-	Fields []gen.ProblemFieldError
-	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
-	Header http.Header
-	// FailureCode is the provider's reason of a payment_declined answer.
-	FailureCode string
-	// Err is the cause, logged for 5xx and never rendered.
-	Err error
-}
-
-func (e *APIError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%d %s: %s: %v", e.status(), e.Code, e.Detail, e.Err)
-	}
-	return fmt.Sprintf("%d %s: %s", e.status(), e.Code, e.Detail)
-}
-
-// status is the HTTP status of the answer: the catalogue's for Code unless overridden.
-func (e *APIError) status() int {
-	if e.Status != 0 {
-		return e.Status
-	}
-	if k, ok := catalogue[e.Code]; ok {
-		return k.Status
-	}
-	return http.StatusInternalServerError
-}
-
-func (e *APIError) Unwrap() error { return e.Err }
-
-// newAPIError is the problem of code, with the catalogue's status and title.
-func newAPIError(code, detail string) *APIError {
-	return &APIError{Code: code, Detail: detail}
-}
-
 // problemFor maps any error to its public answer. It is the one place where domain, store,
 // validation and framework errors meet HTTP.
-func problemFor(err error) *APIError {
-	var apiErr *APIError
+func problemFor(err error) *problem.Error {
+	var apiErr *problem.Error
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
@@ -75,66 +34,66 @@ func problemFor(err error) *APIError {
 	)
 	switch {
 	case errors.As(err, &transitionErr):
-		return newAPIError(codeInvalidTransition,
+		return problem.New(problem.InvalidTransition,
 			fmt.Sprintf("A trip cannot move from %s to %s.", transitionErr.From, transitionErr.To))
 	case errors.Is(err, ride.ErrInvalidTransition):
-		return newAPIError(codeInvalidTransition, "The trip cannot make this move.")
+		return problem.New(problem.InvalidTransition, "The trip cannot make this move.")
 	case errors.Is(err, ride.ErrOutsideServiceArea):
-		return newAPIError(codeOutsideServiceArea,
+		return problem.New(problem.OutsideServiceArea,
 			"The origin and the destination must both lie in the area of one served city.")
 	case errors.Is(err, ride.ErrEstimateNotFound):
-		return &APIError{Code: codeEstimateNotFound,
+		return &problem.Error{Code: problem.EstimateNotFound,
 			Detail: "No fare estimate of yours has this id. Request an estimate first.",
 			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
 	case errors.Is(err, ride.ErrEstimateExpired):
-		return &APIError{Code: codeEstimateExpired,
+		return &problem.Error{Code: problem.EstimateExpired,
 			Detail: "The fare estimate has expired. Request a new one.",
 			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "expired"}}}
 	case errors.Is(err, ride.ErrEstimateAlreadyUsed):
-		return newAPIError(codeEstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
+		return problem.New(problem.EstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
 	// The store's refusals come from the partial unique indexes, when a concurrent booking
 	// took the rider or driver after the checks: the same answers as the checks'.
 	case errors.Is(err, ride.ErrNoDriverAvailable), errors.Is(err, store.ErrDriverHasActiveTrip):
-		return newAPIError(codeNoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
+		return problem.New(problem.NoDriverAvailable, "No driver is free in this city right now. Try again shortly.")
 	case errors.Is(err, ride.ErrRiderHasActiveTrip), errors.Is(err, store.ErrRiderHasActiveTrip):
-		return newAPIError(codeRiderHasActiveTrip,
+		return problem.New(problem.RiderHasActiveTrip,
 			"The rider already has a trip that is not completed or cancelled; finish or cancel it first.")
 	case errors.As(err, &fieldErr):
-		return &APIError{
-			Status: http.StatusBadRequest, Code: codeInvalidRequest,
+		return &problem.Error{
+			Status: http.StatusBadRequest, Code: problem.InvalidRequest,
 			Detail: fmt.Sprintf("Invalid %s %q: %s.", fieldErr.Param, fieldErr.Value, fieldErr.Message),
 			Fields: []gen.ProblemFieldError{{Location: "query." + fieldErr.Param, Message: fieldErr.Message}},
 		}
 	case errors.Is(err, ride.ErrInvalidCursor):
-		return &APIError{
-			Status: http.StatusBadRequest, Code: codeInvalidCursor,
+		return &problem.Error{
+			Status: http.StatusBadRequest, Code: problem.InvalidCursor,
 			Detail: "The cursor is malformed, tampered with, or was issued for another query. Start the walk again without a cursor.",
 			Fields: []gen.ProblemFieldError{{Location: "query.cursor", Message: "not a cursor of this query"}},
 		}
 	case errors.Is(err, store.ErrNotFound):
-		return newAPIError(codeNotFound, "No such resource.")
+		return problem.New(problem.NotFound, "No such resource.")
 	case errors.As(err, &earlyErr):
-		return newAPIError(codeTripNotCompleted,
+		return problem.New(problem.TripNotCompleted,
 			"Only a completed trip can be paid; this one is "+string(earlyErr.Status)+".")
 	case errors.Is(err, ride.ErrTripAlreadyPaid):
-		return newAPIError(codeTripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
+		return problem.New(problem.TripAlreadyPaid, "The trip is paid already; see GET /v1/trips/{tripId}/payment.")
 	case errors.As(err, &mismatchErr):
-		return &APIError{Code: codeAmountMismatch,
+		return &problem.Error{Code: problem.AmountMismatch,
 			Detail: fmt.Sprintf("amount and currency must equal the trip's fare, %d %s.", mismatchErr.FareTotal, mismatchErr.FareCurrency),
 			Fields: []gen.ProblemFieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
 	case errors.As(err, &declinedErr):
-		return &APIError{Code: codePaymentDeclined,
+		return &problem.Error{Code: problem.PaymentDeclined,
 			Detail:      "The payment provider declined the charge (" + declinedErr.FailureCode + "). Try another payment method with a new Idempotency-Key.",
 			FailureCode: declinedErr.FailureCode}
 	case errors.As(err, &providerErr):
-		return &APIError{Code: codePaymentProviderError,
+		return &problem.Error{Code: problem.PaymentProviderError,
 			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
 			Err:    err}
 	}
 	var urlErr *webhooks.URLError
 	if errors.As(err, &urlErr) {
-		return &APIError{
-			Status: http.StatusUnprocessableEntity, Code: codeInvalidWebhookURL,
+		return &problem.Error{
+			Status: http.StatusUnprocessableEntity, Code: problem.InvalidWebhookURL,
 			Detail: "The webhook URL " + urlErr.Reason + ".",
 			Fields: []gen.ProblemFieldError{{Location: "body.url", Message: urlErr.Reason}},
 		}
@@ -146,29 +105,29 @@ func problemFor(err error) *APIError {
 	if store.Unavailable(err) {
 		return unavailableProblem(err)
 	}
-	return &APIError{Code: codeInternal,
+	return &problem.Error{Code: problem.Internal,
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
 }
 
 // echoProblem turns Echo's own errors (routing, body limit, binding) into problems.
-func echoProblem(e *echo.HTTPError) *APIError {
+func echoProblem(e *echo.HTTPError) *problem.Error {
 	switch e.Code {
 	case http.StatusNotFound:
-		return newAPIError(codeNotFound, "No such route.")
+		return problem.New(problem.NotFound, "No such route.")
 	case http.StatusMethodNotAllowed:
-		return newAPIError(codeMethodNotAllowed, "This route does not support the method.")
+		return problem.New(problem.MethodNotAllowed, "This route does not support the method.")
 	case http.StatusRequestEntityTooLarge:
-		return newAPIError(codeBodyTooLarge,
+		return problem.New(problem.BodyTooLarge,
 			"The request body is larger than "+strconv.Itoa(maxBodyBytes)+" bytes.")
 	case http.StatusUnsupportedMediaType:
-		return newAPIError(codeUnsupportedMediaType, "Send the body as application/json.")
+		return problem.New(problem.UnsupportedMediaType, "Send the body as application/json.")
 	case http.StatusBadRequest:
-		return newAPIError(codeInvalidRequest, fmt.Sprint(e.Message))
+		return problem.New(problem.InvalidRequest, fmt.Sprint(e.Message))
 	}
 	if e.Code >= 400 && e.Code < 500 {
-		return &APIError{Status: e.Code, Code: codeInvalidRequest, Detail: fmt.Sprint(e.Message)}
+		return &problem.Error{Status: e.Code, Code: problem.InvalidRequest, Detail: fmt.Sprint(e.Message)}
 	}
-	return &APIError{Code: codeInternal,
+	return &problem.Error{Code: problem.Internal,
 		Detail: "Something went wrong on our side.", Err: e}
 }
 
@@ -181,11 +140,11 @@ func (s *Server) renderError(err error, c echo.Context) {
 	p := problemFor(err)
 	requestID := requestIDFrom(c.Request().Context())
 	switch {
-	case p.Code == codeUnavailable:
+	case p.Code == problem.Unavailable:
 		if p.Err != nil {
 			s.outage.report(c.Request().Context(), p.Err) // logged once per outage
 		} // otherwise starting, stopping or a known outage, logged already
-	case p.status() >= 500:
+	case p.HTTPStatus() >= 500:
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))
 	}
@@ -196,13 +155,10 @@ func (s *Server) renderError(err error, c echo.Context) {
 	}
 	body := gen.Problem{
 		Type:      "/docs/problems#" + p.Code,
-		Title:     catalogue[p.Code].Title,
-		Status:    int32(p.status()),
+		Title:     p.Title(),
+		Status:    int32(p.HTTPStatus()),
 		Code:      p.Code,
 		RequestId: requestID,
-	}
-	if body.Title == "" {
-		body.Title = http.StatusText(p.status())
 	}
 	if p.Detail != "" {
 		body.Detail = &p.Detail
@@ -214,19 +170,19 @@ func (s *Server) renderError(err error, c echo.Context) {
 		body.FailureCode = &p.FailureCode
 	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
-	c.Response().WriteHeader(p.status())
+	c.Response().WriteHeader(p.HTTPStatus())
 	_ = json.NewEncoder(c.Response()).Encode(body)
 }
 
 // Answers shared by the handlers.
 
-func forbidden(detail string) *APIError {
-	return newAPIError(codeForbidden, detail)
+func forbidden(detail string) *problem.Error {
+	return problem.New(problem.Forbidden, detail)
 }
 
 // notFound answers 404 naming what is missing; an over-long id is cut.
-func notFound(kind, id string) *APIError {
-	return newAPIError(codeNotFound, "No "+kind+" "+truncateID(id)+".")
+func notFound(kind, id string) *problem.Error {
+	return problem.New(problem.NotFound, "No "+kind+" "+truncateID(id)+".")
 }
 
 // notFoundAs names the missing resource when err is the store's ErrNotFound.

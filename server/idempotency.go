@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -81,7 +82,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // no caller to scope the key to: nothing to remember it by
 		}
 		if len(key) != 1 || !validIdempotencyKey(key[0]) {
-			return &APIError{Code: codeInvalidIdempotencyKey,
+			return &problem.Error{Code: problem.InvalidIdempotencyKey,
 				Detail: "Send one Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended).",
 				Fields: []gen.ProblemFieldError{{Location: "header." + headerIdempotencyKey, Message: "must be 1 to 255 printable ASCII characters"}}}
 		}
@@ -156,12 +157,12 @@ type idempotencyAttempt struct {
 func answerKnownKey(c echo.Context, rec store.IdempotencyRecord, fingerprint string) error {
 	switch {
 	case rec.Fingerprint != fingerprint:
-		return newAPIError(codeIdempotencyKeyReused,
+		return problem.New(problem.IdempotencyKeyReused,
 			"This Idempotency-Key was first used for another request (another body, route or caller). Use a new key for a new request.")
 	case rec.Status == store.IdempotencyCompleted:
 		return replay(c, rec)
 	default:
-		p := newAPIError(codeIdempotencyKeyInUse,
+		p := problem.New(problem.IdempotencyKeyInUse,
 			"A request with this Idempotency-Key is still being processed. Retry after a second to get its answer.")
 		p.Header = http.Header{"Retry-After": {idempotencyRetryAfter}}
 		return p
@@ -233,7 +234,7 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	case txErr == nil:
 		return captured.sendTo(res)
 	case errors.Is(txErr, errKeyLost):
-		p := newAPIError(codeIdempotencyKeyInUse,
+		p := problem.New(problem.IdempotencyKeyInUse,
 			"This request took too long and another request with its Idempotency-Key took over; nothing of this one was kept. Retry after a second to get that one's answer.")
 		p.Header = http.Header{"Retry-After": {idempotencyRetryAfter}}
 		return p

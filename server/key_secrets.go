@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -46,7 +47,7 @@ type APIKeyParams struct {
 }
 
 // NewAPIKey creates a key and stores only its hash. The returned secret is shown once and
-// cannot be recovered. Invalid parameters are an *APIError naming the member at fault (422),
+// cannot be recovered. Invalid parameters are an *problem.Error naming the member at fault (422),
 // which the command line prints as its detail.
 func NewAPIKey(ctx context.Context, st *store.Store, p APIKeyParams, now time.Time) (string, store.APIKey, error) {
 	if p.Account == "" {
@@ -57,7 +58,7 @@ func NewAPIKey(ctx context.Context, st *store.Store, p APIKeyParams, now time.Ti
 	}
 	now = now.UTC().Truncate(time.Microsecond)
 	if p.ExpiresAt != nil && !p.ExpiresAt.After(now) {
-		return "", store.APIKey{}, keyParamsError(codeInvalidKeyExpiry, "body.expires_at",
+		return "", store.APIKey{}, keyParamsError(problem.InvalidKeyExpiry, "body.expires_at",
 			"expires_at must lie in the future.")
 	}
 	var raw [32]byte
@@ -91,16 +92,16 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 	switch p.Role {
 	case RoleRider, RoleDriver:
 		if p.Subject == "" {
-			return keyParamsError(codeInvalidKeySubject, "body.subject",
+			return keyParamsError(problem.InvalidKeySubject, "body.subject",
 				fmt.Sprintf("A %s key needs a subject: the %s's id.", p.Role, p.Role))
 		}
 	case RoleAdmin:
 		if p.Subject != "" {
-			return keyParamsError(codeInvalidKeySubject, "body.subject", "An admin key has no subject.")
+			return keyParamsError(problem.InvalidKeySubject, "body.subject", "An admin key has no subject.")
 		}
 		return nil
 	default:
-		return keyParamsError(codeInvalidRequest, "body.role",
+		return keyParamsError(problem.InvalidRequest, "body.role",
 			fmt.Sprintf("Unknown role %q: use rider, driver or admin.", p.Role))
 	}
 	var err error
@@ -127,14 +128,14 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 		if p.Role == RoleDriver {
 			where = "of the fleet"
 		}
-		return keyParamsError(codeInvalidKeySubject, "body.subject",
+		return keyParamsError(problem.InvalidKeySubject, "body.subject",
 			fmt.Sprintf("No %s %s has the id %s.", p.Role, where, truncateID(p.Subject)))
 	}
 	return err
 }
 
-func keyParamsError(code, location, detail string) *APIError {
-	return &APIError{Status: http.StatusUnprocessableEntity, Code: code, Detail: detail,
+func keyParamsError(code, location, detail string) *problem.Error {
+	return &problem.Error{Status: http.StatusUnprocessableEntity, Code: code, Detail: detail,
 		Fields: []gen.ProblemFieldError{{Location: location, Message: detail}}}
 }
 

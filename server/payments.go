@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -111,7 +112,7 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 // trip_not_found when it does not exist or belongs to another account (the id is in the body,
 // not the path), 403 when it is another rider's.
 func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID string) (store.Trip, error) {
-	notFound := newAPIError(codeTripNotFound, "No trip "+truncateID(tripID)+".")
+	notFound := problem.New(problem.TripNotFound, "No trip "+truncateID(tripID)+".")
 	notFound.Fields = []gen.ProblemFieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
@@ -182,7 +183,7 @@ func (s *Server) GetTripPayment(ctx context.Context, req gen.GetTripPaymentReque
 	}
 	p, err := s.storeFor(ctx).SucceededPaymentForTrip(ctx, trip.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, newAPIError(codeNotFound, "The trip "+trip.ID+" has no payment yet.")
+		return nil, problem.New(problem.NotFound, "The trip "+trip.ID+" has no payment yet.")
 	} else if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/rideapi/ride/server/problem"
 )
 
 // Rate limits: each API key has two token buckets, one for reads (GET, HEAD and GraphQL
@@ -220,7 +221,7 @@ type rateCharge struct {
 	limiter *rateLimiter
 	key     string
 	limit   bucketLimit
-	denied  *APIError
+	denied  *problem.Error
 }
 
 func rateChargeFrom(ctx context.Context) *rateCharge {
@@ -258,12 +259,12 @@ func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.
 	return context.WithValue(ctx, rateChargeKey{}, charge), nil
 }
 
-func rateLimited(class limitClass, limit bucketLimit, q quota) *APIError {
+func rateLimited(class limitClass, limit bucketLimit, q quota) *problem.Error {
 	retry := ceilSeconds(q.retryAfter)
 	if retry < 1 {
 		retry = 1
 	}
-	p := newAPIError(codeRateLimited, fmt.Sprintf(
+	p := problem.New(problem.RateLimited, fmt.Sprintf(
 		"This API key's %s budget is spent: %d requests per %s, bursts up to %d. Retry after %d s.",
 		class, limit.rate, periodText(limit.period), limit.burst, retry))
 	p.Header = http.Header{"Retry-After": {strconv.Itoa(retry)}}
@@ -297,7 +298,7 @@ func settleNotModified(ctx context.Context, header http.Header) {
 
 // overdrawn is the 429 owed by a request that ran on an empty bucket only to learn whether
 // its answer was a 304, or nil.
-func overdrawn(ctx context.Context) *APIError {
+func overdrawn(ctx context.Context) *problem.Error {
 	if ch := rateChargeFrom(ctx); ch != nil {
 		return ch.denied
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 )
 
 // The checks here refuse input that the document's schemas cannot express but that no part of
@@ -83,7 +84,7 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	if req.URL.RawQuery != "" {
 		query, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
-			return &APIError{Code: codeInvalidRequest,
+			return &problem.Error{Code: problem.InvalidRequest,
 				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
 				Fields: []gen.ProblemFieldError{{Location: "query", Message: queryParseReason(err)}}}
 		}
@@ -102,7 +103,7 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	}
 	if len(fields) > 0 {
 		sort.SliceStable(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-		return &APIError{Code: codeInvalidRequest,
+		return &problem.Error{Code: problem.InvalidRequest,
 			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
 	}
 	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
@@ -157,19 +158,19 @@ var errJSONInvalid = errors.New("invalid JSON")
 // last would win), a NUL in a string, and anything after the value.
 func checkJSON(body []byte) error {
 	if !utf8.Valid(body) {
-		return &APIError{Code: codeMalformedJSON, Detail: "The body is not valid UTF-8."}
+		return &problem.Error{Code: problem.MalformedJSON, Detail: "The body is not valid UTF-8."}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := checkJSONValue(dec, "body", 0); err != nil {
-		var p *APIError
+		var p *problem.Error
 		if errors.As(err, &p) {
 			return p
 		}
-		return newAPIError(codeMalformedJSON, "The body is not valid JSON.")
+		return problem.New(problem.MalformedJSON, "The body is not valid JSON.")
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return newAPIError(codeMalformedJSON,
+		return problem.New(problem.MalformedJSON,
 			"The body holds more than one JSON value: nothing may follow the first.")
 	}
 	return nil
@@ -186,7 +187,7 @@ func checkJSONValue(dec *json.Decoder, location string, depth int) error {
 	switch t := tok.(type) {
 	case string:
 		if strings.IndexByte(t, 0) >= 0 {
-			return jsonFieldError(codeInvalidRequest, location, "contains a NUL character")
+			return jsonFieldError(problem.InvalidRequest, location, "contains a NUL character")
 		}
 	case json.Delim:
 		switch t {
@@ -200,10 +201,10 @@ func checkJSONValue(dec *json.Decoder, location string, depth int) error {
 				name, _ := key.(string)
 				member := location + "." + name
 				if badText(name) != "" {
-					return jsonFieldError(codeInvalidRequest, location, "a member name contains a NUL character")
+					return jsonFieldError(problem.InvalidRequest, location, "a member name contains a NUL character")
 				}
 				if seen[name] {
-					return jsonFieldError(codeMalformedJSON, member, "given more than once")
+					return jsonFieldError(problem.MalformedJSON, member, "given more than once")
 				}
 				seen[name] = true
 				if err := checkJSONValue(dec, member, depth+1); err != nil {
@@ -226,11 +227,11 @@ func checkJSONValue(dec *json.Decoder, location string, depth int) error {
 	return nil
 }
 
-func jsonFieldError(code, location, message string) *APIError {
+func jsonFieldError(code, location, message string) *problem.Error {
 	detail := "The body is not valid JSON: " + location + " is " + message + "."
-	if code == codeInvalidRequest {
+	if code == problem.InvalidRequest {
 		detail = "Text must be UTF-8 without NUL characters; see errors[]."
 	}
-	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail,
+	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail,
 		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -45,7 +46,7 @@ func bookingRider(caller Principal, named *string) (string, error) {
 		return caller.Subject, nil
 	case caller.IsAdmin():
 		if named == nil {
-			return "", &APIError{Code: codeRiderIDRequired,
+			return "", &problem.Error{Code: problem.RiderIDRequired,
 				Detail: "An admin books for a rider: name them in rider_id.",
 				Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "required when an admin books"}}}
 		}
@@ -152,7 +153,7 @@ func bookableEstimate(ctx context.Context, tx *store.Store, caller Principal, id
 // unique index on trips repeats the second check for a booking of the same rider that commits
 // meanwhile. Another account's rider is answered as an unknown one.
 func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID string) error {
-	unknown := &APIError{Code: codeRiderNotFound,
+	unknown := &problem.Error{Code: problem.RiderNotFound,
 		Detail: "No rider has this id.",
 		Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "no such rider"}}}
 	if !ride.ValidID(ride.PrefixRider, riderID) {

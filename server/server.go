@@ -120,7 +120,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.docs = docs
 	s.graphql, err = graphqlapi.New(graphqlapi.Config{
 		Host: graphQLHost{s}, Logger: deps.Logger, Now: s.now,
-		ForbiddenCode: codeForbidden, InternalCode: codeInternal,
 	})
 	if err != nil {
 		return nil, err

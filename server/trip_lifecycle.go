@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -109,7 +110,7 @@ func (s *Server) moveTrip(ctx context.Context, id string, m tripMove) (store.Tri
 			if attempt < moveTripAttempts {
 				continue
 			}
-			return store.Trip{}, newAPIError(codeInvalidTransition,
+			return store.Trip{}, problem.New(problem.InvalidTransition,
 				"The trip kept changing while this move was applied. Read it again and retry.")
 		}
 		return moved, err
@@ -192,7 +193,7 @@ func ifMatch(header *string) func(store.Trip) error {
 			return err
 		}
 		if !etagMatchesStrong(*header, etag) {
-			return newAPIError(codePreconditionFailed,
+			return problem.New(problem.PreconditionFailed,
 				"The trip changed since the ETag in If-Match was read. Read it again and decide anew.")
 		}
 		return nil

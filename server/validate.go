@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 )
 
 // operationInfo is what the gate precomputes per operation, so a request pays for a map
@@ -210,7 +211,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
-			return newAPIError(codeNotAcceptable,
+			return problem.New(problem.NotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")
 		}
 		if len(info.produces) > 1 {
@@ -236,12 +237,12 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (g *gate) routeError(req *http.Request, err error) error {
 	if errors.Is(err, routers.ErrMethodNotAllowed) {
-		p := newAPIError(codeMethodNotAllowed,
+		p := problem.New(problem.MethodNotAllowed,
 			req.Method+" is not supported on this path.")
 		p.Header = http.Header{"Allow": {strings.Join(g.allowedMethods(req), ", ")}}
 		return p
 	}
-	return newAPIError(codeNotFound, "No route "+req.URL.Path+".")
+	return problem.New(problem.NotFound, "No route "+req.URL.Path+".")
 }
 
 // allowedMethods lists the methods of the path item that matches req, for the Allow header.
@@ -295,7 +296,7 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 		return nil
 	}
 	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-	return &APIError{Code: codeInvalidRequest,
+	return &problem.Error{Code: problem.InvalidRequest,
 		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
 }
 
@@ -433,22 +434,22 @@ func validationProblem(err error, req *http.Request) error {
 
 	switch {
 	case unsupported:
-		return newAPIError(codeUnsupportedMediaType, "Send the body as application/json.")
+		return problem.New(problem.UnsupportedMediaType, "Send the body as application/json.")
 	case malformed:
-		return newAPIError(codeMalformedJSON, "The body is not valid JSON.")
+		return problem.New(problem.MalformedJSON, "The body is not valid JSON.")
 	}
-	code, detail := codeInvalidRequest, "The request does not match the API description; see errors[]."
+	code, detail := problem.InvalidRequest, "The request does not match the API description; see errors[]."
 	if onlyAt(fields, "query.limit") {
-		code, detail = codeInvalidLimit, "limit must be an integer between 1 and 100."
+		code, detail = problem.InvalidLimit, "limit must be an integer between 1 and 100."
 	} else if onlyAt(fields, "query.cursor") {
-		code, detail = codeInvalidCursor, "The cursor is malformed."
+		code, detail = problem.InvalidCursor, "The cursor is malformed."
 	} else if onlyAt(fields, "header.Idempotency-Key") {
-		code, detail = codeIdempotencyKeyRequired, "Send an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."
+		code, detail = problem.IdempotencyKeyRequired, "Send an Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended)."
 		if req.Header.Get(headerIdempotencyKey) != "" {
-			code, detail = codeInvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID v4 is recommended)."
+			code, detail = problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID v4 is recommended)."
 		}
 	}
-	return &APIError{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
+	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
 }
 
 func onlyAt(fields []gen.ProblemFieldError, location string) bool {

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks"
@@ -52,7 +53,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 		return gen.WebhookEndpointWithSecret{}, err
 	}
 	if body == nil {
-		return gen.WebhookEndpointWithSecret{}, newAPIError(codeInvalidRequest, "Send the endpoint as a JSON body.")
+		return gen.WebhookEndpointWithSecret{}, problem.New(problem.InvalidRequest, "Send the endpoint as a JSON body.")
 	}
 	if _, err := webhooks.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
 		return gen.WebhookEndpointWithSecret{}, err
@@ -62,7 +63,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 		if slices.Contains(body.Events[:i], t) {
 			// The document leaves uniqueItems out (generators turn it into sets that do not
 			// compile) and says "each at most once" in words; the check is here.
-			return gen.WebhookEndpointWithSecret{}, &APIError{Code: codeInvalidRequest,
+			return gen.WebhookEndpointWithSecret{}, &problem.Error{Code: problem.InvalidRequest,
 				Detail: "Name each event kind at most once; see errors[].",
 				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 )
 
@@ -37,7 +39,12 @@ const (
 )
 
 // GraphQL error codes (`extensions.code`) of the protocol, the ones Apollo's clients and
-// servers use. A refused or failed field carries the server's own codes (Config), in capitals.
+// servers use. A refused or failed field carries the catalogue's own code, in capitals.
+var (
+	gqlCodeForbidden = strings.ToUpper(problem.Forbidden)
+	gqlCodeInternal  = strings.ToUpper(problem.Internal)
+)
+
 const (
 	gqlCodeBadRequest                 = "BAD_REQUEST"
 	gqlCodeBadUserInput               = "BAD_USER_INPUT"

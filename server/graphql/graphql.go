@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
@@ -45,9 +44,6 @@ type Config struct {
 	Host   Host
 	Logger *slog.Logger
 	Now    func() time.Time
-	// ForbiddenCode and InternalCode are the server's problem codes for a refused and a failed
-	// field; GraphQL spells them in capitals.
-	ForbiddenCode, InternalCode string
 }
 
 // Handler runs GraphQL requests.
@@ -58,8 +54,6 @@ type Handler struct {
 	schemaDescription *string
 	persisted         *persistedQueries
 	documents         documentCache
-	codeForbidden     string
-	codeInternal      string
 }
 
 // New parses the schema and binds the resolvers; a field without one fails here.
@@ -69,8 +63,6 @@ func New(cfg Config) (*Handler, error) {
 		log:               cfg.Logger,
 		schemaDescription: schemaDescription(schema.SDL),
 		persisted:         newPersistedQueries(cfg.Now),
-		codeForbidden:     strings.ToUpper(cfg.ForbiddenCode),
-		codeInternal:      strings.ToUpper(cfg.InternalCode),
 	}
 	sch, err := graphql.ParseSchema(schema.SDL, &graphQLQuery{h: h},
 		graphql.UseStringDescriptions(),
@@ -98,7 +90,7 @@ type graphQLPanics struct{ h *Handler }
 func (p graphQLPanics) MakePanicError(ctx context.Context, _ any) *gqlerrors.QueryError {
 	return &gqlerrors.QueryError{
 		Message:    "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.",
-		Extensions: map[string]any{"code": p.h.codeInternal, "request_id": p.h.host.RequestID(ctx)},
+		Extensions: map[string]any{"code": gqlCodeInternal, "request_id": p.h.host.RequestID(ctx)},
 	}
 }
 
@@ -215,7 +207,7 @@ func (h *Handler) errorFrom(e *gqlerrors.QueryError, ran, executing bool) graphQ
 	var code string
 	switch {
 	case ran || len(e.Path) > 0:
-		code = h.codeInternal
+		code = gqlCodeInternal
 	case errors.Is(e.Err, gqlerrors.ErrSyntax):
 		code = gqlCodeParseFailed
 	case e.Rule == "VariablesOfCorrectType", executing && e.Rule == "":

@@ -42,7 +42,7 @@ func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tr
 	case !found || !exists:
 		return nil, nil // another account's trip does not exist for the caller
 	case !readable:
-		return nil, &graphQLFieldError{code: q.h.codeForbidden, message: "This trip belongs to another rider or driver."}
+		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "This trip belongs to another rider or driver."}
 	case t.FareTotal > math.MaxInt32 || t.FareTotal < math.MinInt32:
 		// GraphQL's Int is 32 bits; no ride costs 21 million in minor units, so this is a fault.
 		return nil, q.h.internal(ctx, fmt.Errorf("trip %s: fare %d does not fit an Int", t.ID, t.FareTotal))
@@ -237,7 +237,7 @@ func (h *Handler) internal(ctx context.Context, err error) error {
 	h.log.ErrorContext(ctx, "graphql field failed",
 		slog.String("request_id", requestID), slog.String("error", err.Error()))
 	return &graphQLFieldError{
-		code:      h.codeInternal,
+		code:      gqlCodeInternal,
 		message:   "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.",
 		requestID: requestID,
 	}

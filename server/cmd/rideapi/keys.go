@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -44,7 +45,7 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	var apiErr *server.APIError
+	var apiErr *problem.Error
 	if errors.As(err, &apiErr) {
 		return errors.New(apiErr.Detail)
 	}
