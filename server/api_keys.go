@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -21,8 +22,8 @@ func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestOb
 		return nil, problem.New(problem.InvalidRequest, "Send the key as a JSON body.")
 	}
 	body := req.Body
-	secret, key, err := NewAPIKey(ctx, s.storeFor(ctx), APIKeyParams{
-		Role: string(body.Role), Subject: deref(body.Subject), Account: principalFrom(ctx).Account,
+	secret, key, err := auth.NewAPIKey(ctx, s.storeFor(ctx), auth.APIKeyParams{
+		Role: string(body.Role), Subject: deref(body.Subject), Account: auth.PrincipalFrom(ctx).Account,
 		Description: body.Description, ExpiresAt: body.ExpiresAt,
 	}, s.now())
 	if err != nil {
@@ -44,7 +45,7 @@ func (s *Server) ListApiKeys(ctx context.Context, req gen.ListApiKeysRequestObje
 	if err := requireAdmin(ctx, "list API keys"); err != nil {
 		return nil, err
 	}
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	query := callerQuery(caller, apiKeysRoute)
 	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
 	if err != nil {
@@ -71,7 +72,7 @@ func (s *Server) GetApiKey(ctx context.Context, req gen.GetApiKeyRequestObject) 
 	if !ride.ValidID(ride.PrefixAPIKey, req.KeyId) {
 		return nil, notFound("API key", req.KeyId)
 	}
-	key, err := s.storeFor(ctx).APIKeyByID(ctx, principalFrom(ctx).Account, req.KeyId)
+	key, err := s.storeFor(ctx).APIKeyByID(ctx, auth.PrincipalFrom(ctx).Account, req.KeyId)
 	if err != nil {
 		return nil, notFoundAs(err, "API key", req.KeyId)
 	}
@@ -79,7 +80,7 @@ func (s *Server) GetApiKey(ctx context.Context, req gen.GetApiKeyRequestObject) 
 }
 
 // RevokeApiKey revokes one of the account's keys. This replica forgets it at once; the others
-// when they next poll the revocation revision (authenticator.watch).
+// when they next poll the revocation revision (auth.Authenticator.Watch).
 func (s *Server) RevokeApiKey(ctx context.Context, req gen.RevokeApiKeyRequestObject) (gen.RevokeApiKeyResponseObject, error) {
 	if err := requireAdmin(ctx, "revoke API keys"); err != nil {
 		return nil, err
@@ -88,12 +89,12 @@ func (s *Server) RevokeApiKey(ctx context.Context, req gen.RevokeApiKeyRequestOb
 		return nil, notFound("API key", req.KeyId)
 	}
 	_, err := s.storeFor(ctx).RevokeAPIKey(ctx, store.RevokeAPIKeyParams{
-		Account: principalFrom(ctx).Account, ID: req.KeyId, At: s.now(),
+		Account: auth.PrincipalFrom(ctx).Account, ID: req.KeyId, At: s.now(),
 	})
 	if err != nil {
 		return nil, notFoundAs(err, "API key", req.KeyId)
 	}
-	s.auth.forget(req.KeyId)
+	s.auth.Forget(req.KeyId)
 	return gen.RevokeApiKey204Response{}, nil
 }
 

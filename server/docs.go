@@ -8,7 +8,6 @@ import (
 	"path"
 
 	"github.com/labstack/echo/v4"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rideapi/ride/server/problem"
 	swaggerfiles "github.com/swaggo/files/v2"
 )
@@ -25,17 +24,11 @@ const (
 	routeDocsAssets = "/docs/assets/*"
 )
 
-// outsideDocument reports whether an Echo route is one of those.
-func outsideDocument(route string) bool {
-	switch route {
-	case routeMetrics, routeDocs, routeProblems, routeDocsAssets:
-		return true
-	}
-	return false
-}
+// routesOutsideDocument are those routes, for the pipeline.
+var routesOutsideDocument = []string{routeMetrics, routeDocs, routeProblems, routeDocsAssets}
 
 func (s *Server) registerOutsideDocument(e *echo.Echo) {
-	e.GET(routeMetrics, echo.WrapHandler(promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})))
+	e.GET(routeMetrics, echo.WrapHandler(s.metrics.Handler()))
 	e.GET(routeDocs, s.docsPage)
 	e.GET(routeProblems, s.problemsPage)
 	e.GET(routeDocsAssets, s.docsAsset)

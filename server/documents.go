@@ -7,6 +7,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/openapi"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -62,7 +63,7 @@ func (s *Server) GetReadiness(ctx context.Context, _ gen.GetReadinessRequestObje
 	if !s.ready.Load() {
 		return nil, problem.New(problem.Unavailable, "The server is starting (migrations are running) or shutting down.")
 	}
-	ctx, cancel := context.WithTimeout(ctx, readinessTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pipeline.ReadinessTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
 		p := problem.New(problem.Unavailable, "The database is unreachable.")

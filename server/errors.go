@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -103,7 +104,7 @@ func problemFor(err error) *problem.Error {
 		return echoProblem(httpErr)
 	}
 	if store.Unavailable(err) {
-		return unavailableProblem(err)
+		return pipeline.Unavailable(err)
 	}
 	return &problem.Error{Code: problem.Internal,
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
@@ -118,7 +119,7 @@ func echoProblem(e *echo.HTTPError) *problem.Error {
 		return problem.New(problem.MethodNotAllowed, "This route does not support the method.")
 	case http.StatusRequestEntityTooLarge:
 		return problem.New(problem.BodyTooLarge,
-			"The request body is larger than "+strconv.Itoa(maxBodyBytes)+" bytes.")
+			"The request body is larger than "+strconv.Itoa(pipeline.MaxBodyBytes)+" bytes.")
 	case http.StatusUnsupportedMediaType:
 		return problem.New(problem.UnsupportedMediaType, "Send the body as application/json.")
 	case http.StatusBadRequest:
@@ -138,11 +139,11 @@ func (s *Server) renderError(err error, c echo.Context) {
 		return
 	}
 	p := problemFor(err)
-	requestID := requestIDFrom(c.Request().Context())
+	requestID := pipeline.RequestID(c.Request().Context())
 	switch {
 	case p.Code == problem.Unavailable:
 		if p.Err != nil {
-			s.outage.report(c.Request().Context(), p.Err) // logged once per outage
+			s.pipeline.ReportOutage(c.Request().Context(), p.Err) // logged once per outage
 		} // otherwise starting, stopping or a known outage, logged already
 	case p.HTTPStatus() >= 500:
 		s.log.ErrorContext(c.Request().Context(), "request failed",
@@ -182,7 +183,7 @@ func forbidden(detail string) *problem.Error {
 
 // notFound answers 404 naming what is missing; an over-long id is cut.
 func notFound(kind, id string) *problem.Error {
-	return problem.New(problem.NotFound, "No "+kind+" "+truncateID(id)+".")
+	return problem.New(problem.NotFound, "No "+kind+" "+problem.TruncateID(id)+".")
 }
 
 // notFoundAs names the missing resource when err is the store's ErrNotFound.
@@ -191,12 +192,4 @@ func notFoundAs(err error, kind, id string) error {
 		return notFound(kind, id)
 	}
 	return err
-}
-
-// truncateID keeps an id quoted in a detail to 64 characters.
-func truncateID(id string) string {
-	if len(id) > 64 {
-		return id[:64] + "…"
-	}
-	return id
 }

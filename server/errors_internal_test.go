@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rideapi/ride/server/pipeline"
 )
 
 // A panic must reach the client as a bare 500 problem: its text belongs in the log only.
@@ -18,11 +19,11 @@ func TestPanicBecomesOpaque500(t *testing.T) {
 	s := &Server{log: slog.New(slog.NewTextHandler(&logged, nil))}
 	e := echo.New()
 	req := httptest.NewRequest(http.MethodGet, "/v1/trips", nil)
-	req = req.WithContext(withRequestID(req.Context(), "req_test"))
+	req = req.WithContext(pipeline.WithRequestID(req.Context(), "req_test"))
 	rec := httptest.NewRecorder()
 	c := e.NewContext(req, rec)
 
-	handler := recoverPanics(func(echo.Context) error { panic("db password is hunter2") })
+	handler := pipeline.RecoverPanics(func(echo.Context) error { panic("db password is hunter2") })
 	s.renderError(handler(c), c)
 
 	res := rec.Result()

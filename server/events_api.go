@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks"
@@ -16,11 +17,11 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 		return nil, err
 	}
 	p := req.Params
-	filter := store.EventFilter{Account: principalFrom(ctx).Account, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
+	filter := store.EventFilter{Account: auth.PrincipalFrom(ctx).Account, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
 	if p.Type != nil {
 		filter.Type = string(*p.Type)
 	}
-	query := callerQuery(principalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore))
+	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore))
 	params, err := s.pageRequest(p.Limit, p.Cursor, query)
 	if err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (g
 	if !ride.ValidID(ride.PrefixEvent, req.EventId) {
 		return nil, notFound("event", req.EventId)
 	}
-	e, err := s.storeFor(ctx).EventByID(ctx, principalFrom(ctx).Account, req.EventId)
+	e, err := s.storeFor(ctx).EventByID(ctx, auth.PrincipalFrom(ctx).Account, req.EventId)
 	if err != nil {
 		return nil, notFoundAs(err, "event", req.EventId)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -12,8 +13,8 @@ import (
 // CreateFareEstimate prices a route for a rider or an admin in the city serving its origin, and
 // keeps the estimate, owned by the caller, for booking until it expires.
 func (s *Server) CreateFareEstimate(ctx context.Context, req gen.CreateFareEstimateRequestObject) (gen.CreateFareEstimateResponseObject, error) {
-	caller := principalFrom(ctx)
-	if caller.Role != RoleRider && !caller.IsAdmin() {
+	caller := auth.PrincipalFrom(ctx)
+	if caller.Role != auth.RoleRider && !caller.IsAdmin() {
 		return nil, forbidden("Only riders and admins may request fare estimates.")
 	}
 	body := req.Body
@@ -68,10 +69,10 @@ func (s *Server) GetFareEstimate(ctx context.Context, req gen.GetFareEstimateReq
 	if err != nil {
 		return nil, notFoundAs(err, "fare estimate", req.EstimateId)
 	}
-	if est.CreatorAccount != principalFrom(ctx).Account {
+	if est.CreatorAccount != auth.PrincipalFrom(ctx).Account {
 		return nil, notFound("fare estimate", req.EstimateId)
 	}
-	if !ownsEstimate(principalFrom(ctx), est) {
+	if !ownsEstimate(auth.PrincipalFrom(ctx), est) {
 		return nil, forbidden("A fare estimate is visible to its creator and admins only.")
 	}
 	return gen.GetFareEstimate200JSONResponse{Body: estimateView(est, s.now())}, nil
@@ -99,7 +100,7 @@ func servingCity(ctx context.Context, st *store.Store, origin, destination ride.
 
 // ownsEstimate tells whether p may read and book e: its creator (same role, subject and
 // account) or an admin of its account.
-func ownsEstimate(p Principal, e store.FareEstimate) bool {
+func ownsEstimate(p auth.Principal, e store.FareEstimate) bool {
 	return p.Account == e.CreatorAccount &&
 		(p.IsAdmin() || (p.Role == e.CreatorRole && p.Subject == e.CreatorSubject))
 }

@@ -5,7 +5,9 @@ import (
 	"net/http"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
 )
 
@@ -31,7 +33,7 @@ var headerGraphQLResponse = []string{mediaGraphQLResponse}
 // graphQLContentType is the media type the client prefers: application/json, or
 // application/graphql-response+json (GraphQL over HTTP), with the same body and statuses.
 func graphQLContentType(ctx context.Context) []string {
-	if mediaTypeFrom(ctx) == mediaGraphQLResponse {
+	if pipeline.MediaType(ctx) == mediaGraphQLResponse {
 		return headerGraphQLResponse
 	}
 	return headerJSON
@@ -64,8 +66,8 @@ type graphQLHost struct{ s *Server }
 func (h graphQLHost) Store(ctx context.Context) *store.Store { return h.s.storeFor(ctx) }
 
 func (h graphQLHost) TripAccess(ctx context.Context, t store.Trip) (exists, readable bool) {
-	p := principalFrom(ctx)
+	p := auth.PrincipalFrom(ctx)
 	return inReach(p, t), canSeeTrip(p, t)
 }
 
-func (h graphQLHost) RequestID(ctx context.Context) string { return requestIDFrom(ctx) }
+func (h graphQLHost) RequestID(ctx context.Context) string { return pipeline.RequestID(ctx) }

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"sync"
+
+	"github.com/rideapi/ride/server/pipeline"
 )
 
 // jsonAnswer is a 200 application/json answer to a GET, encoded straight into the writer.
@@ -17,6 +19,9 @@ type jsonAnswer[T any] struct{ body T }
 
 // answerBuffers are encodeAnswer's buffers, reused: a page of 20 trips is about 14 KB.
 var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// headerJSON is the Content-Type of JSON answers, one slice for all of them.
+var headerJSON = []string{"application/json"}
 
 func (a jsonAnswer[T]) write(w http.ResponseWriter) error {
 	buf := answerBuffers.Get().(*[]byte)
@@ -37,4 +42,16 @@ func (a jsonAnswer[T]) VisitListTripsResponse(w http.ResponseWriter) error { ret
 
 func (a jsonAnswer[T]) VisitListDriverTripsResponse(w http.ResponseWriter) error {
 	return a.write(w)
+}
+
+// representationETag is the ETag a GET answering v carries: the generated handlers encode the
+// body with json.Encoder (trailing newline included) and respond hashes exactly those bytes. A
+// write that must answer or check the ETag of a resource (PUT, If-Match) computes it here, so
+// it always agrees with the GET.
+func representationETag(v any) (string, error) {
+	body, err := encodeAnswer(nil, v)
+	if err != nil {
+		return "", err
+	}
+	return pipeline.StrongETag(body), nil
 }

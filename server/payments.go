@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -37,8 +38,8 @@ func (s *Server) fault(ctx context.Context, point, subject string) error {
 // is the answer its key replays. Every refusal comes before the first write, so the writes need
 // no savepoint of their own (inRequestTx).
 func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequestObject) (gen.CreatePaymentResponseObject, error) {
-	caller := principalFrom(ctx)
-	if !caller.IsAdmin() && caller.Role != RoleRider {
+	caller := auth.PrincipalFrom(ctx)
+	if !caller.IsAdmin() && caller.Role != auth.RoleRider {
 		return nil, forbidden("Only the trip's rider or an admin may pay for a trip.")
 	}
 	body := req.Body
@@ -111,8 +112,8 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 // payableTrip locks and loads the trip a payment names, for a caller who may pay it: 422
 // trip_not_found when it does not exist or belongs to another account (the id is in the body,
 // not the path), 403 when it is another rider's.
-func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID string) (store.Trip, error) {
-	notFound := problem.New(problem.TripNotFound, "No trip "+truncateID(tripID)+".")
+func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.Trip, error) {
+	notFound := problem.New(problem.TripNotFound, "No trip "+problem.TruncateID(tripID)+".")
 	notFound.Fields = []gen.ProblemFieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
@@ -123,7 +124,7 @@ func payableTrip(ctx context.Context, tx *store.Store, caller Principal, tripID 
 	} else if err != nil {
 		return store.Trip{}, err
 	}
-	if !caller.IsAdmin() && !caller.Is(RoleRider, trip.RiderID) {
+	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, trip.RiderID) {
 		return store.Trip{}, forbidden("This trip belongs to another rider.")
 	}
 	return trip, nil
@@ -173,8 +174,8 @@ func appendPaymentEvent(ctx context.Context, tx *store.Store, trip store.Trip, p
 // GetTripPayment returns a trip's succeeded payment to its rider or an admin. A driver is
 // refused before the lookup, so the answer says nothing of whether the trip exists.
 func (s *Server) GetTripPayment(ctx context.Context, req gen.GetTripPaymentRequestObject) (gen.GetTripPaymentResponseObject, error) {
-	caller := principalFrom(ctx)
-	if !caller.IsAdmin() && caller.Role != RoleRider {
+	caller := auth.PrincipalFrom(ctx)
+	if !caller.IsAdmin() && caller.Role != auth.RoleRider {
 		return nil, forbidden("Only the trip's rider or an admin may read its payment.")
 	}
 	trip, err := s.visibleTrip(ctx, req.TripId)

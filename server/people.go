@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -29,8 +30,8 @@ func (s *Server) GetDriver(ctx context.Context, req gen.GetDriverRequestObject) 
 // GetRider returns a rider to themself or an admin. Anyone else is refused before the lookup,
 // so a 403 never tells whether the id exists.
 func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (gen.GetRiderResponseObject, error) {
-	caller := principalFrom(ctx)
-	if !caller.IsAdmin() && !caller.Is(RoleRider, req.RiderId) {
+	caller := auth.PrincipalFrom(ctx)
+	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, req.RiderId) {
 		return nil, forbidden("Only the rider themself or an admin may read a rider.")
 	}
 	if !ride.ValidID(ride.PrefixRider, req.RiderId) {

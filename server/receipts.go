@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -40,7 +41,7 @@ func (s *Server) issueReceipt(ctx context.Context, tx *store.Store, trip store.T
 // answer never tells whether another rider's trip exists; for an admin an unknown trip is an
 // empty list, as an unknown filter value is on every list.
 func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestObject) (gen.ListReceiptsResponseObject, error) {
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	p := req.Params
 	if !caller.IsAdmin() {
 		ok, err := s.ridersTrip(ctx, caller, p.TripId)
@@ -86,8 +87,8 @@ func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestOb
 }
 
 // ridersTrip reports whether the caller is a rider and tripID names one of their trips.
-func (s *Server) ridersTrip(ctx context.Context, caller Principal, tripID string) (bool, error) {
-	if caller.Role != RoleRider {
+func (s *Server) ridersTrip(ctx context.Context, caller auth.Principal, tripID string) (bool, error) {
+	if caller.Role != auth.RoleRider {
 		return false, nil
 	}
 	trip, ok, err := s.tripOfAccount(ctx, caller.Account, tripID)
@@ -95,7 +96,7 @@ func (s *Server) ridersTrip(ctx context.Context, caller Principal, tripID string
 }
 
 // accountsTrip reports whether tripID names a trip of the caller's account.
-func (s *Server) accountsTrip(ctx context.Context, caller Principal, tripID string) (bool, error) {
+func (s *Server) accountsTrip(ctx context.Context, caller auth.Principal, tripID string) (bool, error) {
 	_, ok, err := s.tripOfAccount(ctx, caller.Account, tripID)
 	return ok, err
 }

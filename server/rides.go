@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -15,7 +16,7 @@ import (
 // nearest free driver of the estimate's city, creates the trip at the estimate's upper price
 // and writes trip.created. Any failure leaves nothing behind.
 func (s *Server) CreateRide(ctx context.Context, req gen.CreateRideRequestObject) (gen.CreateRideResponseObject, error) {
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	riderID, err := bookingRider(caller, req.Body.RiderId)
 	if err != nil {
 		return nil, err
@@ -37,9 +38,9 @@ func (s *Server) CreateRide(ctx context.Context, req gen.CreateRideRequestObject
 
 // bookingRider is the rider a booking is for: a rider books for themself (naming someone else
 // is forbidden), an admin must name the rider, a driver books nothing.
-func bookingRider(caller Principal, named *string) (string, error) {
+func bookingRider(caller auth.Principal, named *string) (string, error) {
 	switch {
-	case caller.Role == RoleRider:
+	case caller.Role == auth.RoleRider:
 		if named != nil && *named != caller.Subject {
 			return "", forbidden("A rider books rides for themself only: leave rider_id out or name yourself.")
 		}
@@ -58,7 +59,7 @@ func bookingRider(caller Principal, named *string) (string, error) {
 // book runs the booking's steps on tx. The estimate is consumed first: a concurrent booking of
 // the same estimate then waits for this one's row lock (PostgreSQL) or transaction (SQLite) and
 // is answered estimate_already_used, whatever else it would have failed on.
-func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, estimateID, riderID string) (store.Trip, error) {
+func (s *Server) book(ctx context.Context, tx *store.Store, caller auth.Principal, estimateID, riderID string) (store.Trip, error) {
 	now := s.now()
 	est, err := bookableEstimate(ctx, tx, caller, estimateID, now)
 	if err != nil {
@@ -133,7 +134,7 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller Principal, es
 
 // bookableEstimate loads an estimate the caller may book and checks it can still be booked.
 // Someone else's estimate is answered like a missing one, so ids cannot be probed.
-func bookableEstimate(ctx context.Context, tx *store.Store, caller Principal, id string, now time.Time) (store.FareEstimate, error) {
+func bookableEstimate(ctx context.Context, tx *store.Store, caller auth.Principal, id string, now time.Time) (store.FareEstimate, error) {
 	if !ride.ValidID(ride.PrefixEstimate, id) {
 		return store.FareEstimate{}, ride.ErrEstimateNotFound
 	}

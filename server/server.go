@@ -1,5 +1,7 @@
-// Package server is the HTTP face of Ride API: Echo wiring, the OpenAPI gate, the error
-// boundary, and the strict-server implementation of openapi/ride.yaml over the store.
+// Package server is the HTTP face of Ride API: its construction (New), the strict-server
+// implementation of openapi/ride.yaml over the store (one file per resource), and the error
+// boundary (errors.go). The layers around the handlers are package pipeline; who calls is
+// package auth; the error catalogue is package problem.
 package server
 
 import (
@@ -8,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,13 +17,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
-
-// maxBodyBytes is the request body limit of the contract (1 MiB).
-const maxBodyBytes = 1 << 20
 
 // Deps are the implementations the server runs on; main and the tests wire them.
 type Deps struct {
@@ -50,11 +50,12 @@ type Server struct {
 	cursors *ride.CursorCodec
 	docs    *publishedDocuments
 	echo    *echo.Echo
-	handler *composed // echo's routes inside the middleware, composed once
-	metrics *Metrics
-	limits  *rateLimiter // nil when rate limits are off
-	auth    *authenticator
-	ready   atomic.Bool
+	handler http.Handler // echo's routes inside the request pipeline
+	metrics *pipeline.Metrics
+	auth    *auth.Authenticator
+	// pipeline holds the layers around the handlers: gate, rate limits, idempotency...
+	pipeline *pipeline.Pipeline
+	ready    atomic.Bool
 	// estimateTTL is how long a fare estimate can be booked.
 	estimateTTL time.Duration
 	// graphql runs /v1/graphql: schema/ride.graphql bound to its resolvers.
@@ -63,9 +64,6 @@ type Server struct {
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
 	idempotencyTTL time.Duration
-	executing      executingKeys
-	// outage follows a database that stopped answering, so that it is logged once.
-	outage *outage
 
 	// Background workers (the idempotency purge) run under backgroundCtx until stop cancels
 	// it; Shutdown and Close wait for them. They start when the server is first ready, so
@@ -124,24 +122,29 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metrics = newMetrics(deps.Store.Pool())
-	s.auth = newAuthenticator(deps.Store, s.now, s.metrics)
-	g, err := newGate(s.auth)
+	s.metrics = pipeline.NewMetrics(deps.Store.Pool())
+	s.auth = auth.New(deps.Store, s.now, s.metrics.AuthFailures)
+	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
+	s.pipeline, err = pipeline.New(pipeline.Config{
+		Store: deps.Store, Now: s.now, Log: deps.Logger, Metrics: s.metrics, Auth: s.auth,
+		Render: s.renderError,
+		RateLimits: pipeline.RateLimits{
+			Read: cfg.RateLimitRead, Write: cfg.RateLimitWrite, Period: cfg.RateLimitPeriod,
+			RedisURL: cfg.RedisURL, KeyPrefix: cfg.RateLimitKeyPrefix,
+		},
+		IdempotencyTTL:  cfg.IdempotencyTTL,
+		OutsideDocument: routesOutsideDocument,
+		Stop:            s.backgroundCtx.Done(),
+	})
 	if err != nil {
 		return nil, err
 	}
-	if s.limits, err = newRateLimiter(cfg, s.log, s.metrics); err != nil {
-		return nil, err
-	}
-	if s.limits != nil {
-		g.limits = s.limits
-	}
-	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
-	s.outage = &outage{store: deps.Store, log: deps.Logger, stop: s.backgroundCtx.Done()}
-	s.startWorker(func(ctx context.Context) { s.purgeIdempotencyRecordsEvery(ctx, idempotencyPurgeInterval) })
+	s.startWorker(func(ctx context.Context) {
+		s.pipeline.PurgeIdempotencyRecordsEvery(ctx, pipeline.IdempotencyPurgeInterval)
+	})
 	// The revocation watch runs from the start, ready or not: a replica that serves requests
 	// must refuse revoked keys, and its reads fail harmlessly while migrations run.
-	s.background.Go(func() { s.auth.watch(s.backgroundCtx) })
+	s.background.Go(func() { s.auth.Watch(s.backgroundCtx) })
 	s.SetReady(!deps.Starting)
 
 	e := echo.New()
@@ -151,15 +154,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.registerOutsideDocument(e)
 	s.echo = e
-	// Pre-routing layers see unmatched paths too, and respond routes HEAD as GET.
-	s.handler = compose(e, []echo.MiddlewareFunc{s.observe, s.respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
-		recoverPanics,
-		s.failFastInOutage,
-		limitBody,
-		g.middleware,
+	// Pre-routing layers see unmatched paths too, and Respond routes HEAD as GET.
+	p := s.pipeline
+	s.handler = pipeline.Compose(e, []echo.MiddlewareFunc{p.Observe, p.Respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
+		pipeline.RecoverPanics,
+		p.FailFastInOutage,
+		pipeline.LimitBody,
+		p.Gate,
 		// After the gate: only authenticated, valid requests reach the idempotency layer, so
 		// a malformed request is never stored against its key.
-		s.idempotency,
+		p.Idempotency,
 	})
 
 	worker, err := newWebhookWorker(cfg, deps, s.metrics)
@@ -189,10 +193,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) SetReady(ready bool) {
 	s.ready.Store(ready)
 	if !ready {
-		s.metrics.ready.Set(0)
+		s.metrics.SetReady(false)
 		return
 	}
-	s.metrics.ready.Set(1)
+	s.metrics.SetReady(true)
 	s.workersMu.Lock()
 	defer s.workersMu.Unlock()
 	if !s.workersOn && s.backgroundCtx.Err() == nil {
@@ -206,7 +210,7 @@ func (s *Server) SetReady(ready bool) {
 
 // Metrics are the server's Prometheus collectors, for code that counts events outside
 // a request (the webhook worker).
-func (s *Server) Metrics() *Metrics { return s.metrics }
+func (s *Server) Metrics() *pipeline.Metrics { return s.metrics }
 
 // startWorker runs fn in the background, from the moment the server is ready until Shutdown
 // or Close; fn must return once its context is cancelled.
@@ -241,25 +245,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("background workers still running: %w", ctx.Err()))
 	}
 	s.closeOnce.Do(func() {
-		if s.limits != nil {
-			errs = append(errs, s.limits.close())
-		}
+		errs = append(errs, s.pipeline.Close())
 	})
 	return errors.Join(errs...)
-}
-
-// recoverPanics turns a panic into a 500 through the error boundary, which logs it and tells
-// the client nothing of it.
-func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if r == http.ErrAbortHandler {
-					panic(r)
-				}
-				err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-			}
-		}()
-		return next(c)
-	}
 }

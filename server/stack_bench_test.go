@@ -15,7 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
 )
 
@@ -63,54 +65,57 @@ func newBenchFixture(b *testing.B) *benchFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	admin, _, err := NewAPIKey(ctx, st, APIKeyParams{Role: RoleAdmin, Account: DefaultAccount}, time.Now())
+	admin, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
-	page, err := st.ListTrips(ctx, store.TripListParams{Limit: 1, Filter: store.TripFilter{Account: DefaultAccount}})
+	page, err := st.ListTrips(ctx, store.TripListParams{Limit: 1, Filter: store.TripFilter{Account: auth.DefaultAccount}})
 	if err != nil || len(page.Trips) == 0 {
 		b.Fatal("no demo trip", err)
 	}
 	return &benchFixture{s: s, st: st, admin: admin, tripID: page.Trips[0].ID, trip: tripView(page.Trips[0], nil)}
 }
 
-// stack builds the chosen layers around the real handlers, composed as New composes them. Without the gate, a
-// stand-in names the operation and the caller (an admin), as the handlers need both.
+// stack builds the chosen layers around the real handlers, composed as New composes them.
+// Without the gate, a stand-in names the caller (an admin), as the handlers need one.
 func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	b.Helper()
 	s := f.s
-	g, err := newGate(newAuthenticator(f.st, s.now, s.metrics))
+	p, err := pipeline.New(pipeline.Config{
+		Store: f.st, Now: s.now, Log: s.log, Metrics: pipeline.NewMetrics(nil),
+		Auth: auth.New(f.st, s.now, pipeline.NewMetrics(nil).AuthFailures), Render: s.renderError,
+		IdempotencyTTL: s.idempotencyTTL, OutsideDocument: routesOutsideDocument,
+		SkipValidation: !l.validate,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	g.skipValidation = !l.validate
 	e := echo.New()
 	e.HTTPErrorHandler = s.renderError
 	var pre []echo.MiddlewareFunc
 	if l.observe {
-		pre = append(pre, s.observe)
+		pre = append(pre, p.Observe)
 	}
 	if l.respond {
-		pre = append(pre, s.respond)
+		pre = append(pre, p.Respond)
 	}
-	use := []echo.MiddlewareFunc{recoverPanics, s.failFastInOutage, limitBody}
+	use := []echo.MiddlewareFunc{pipeline.RecoverPanics, p.FailFastInOutage, pipeline.LimitBody}
 	if l.gate {
-		use = append(use, g.middleware)
+		use = append(use, p.Gate)
 	} else {
-		admin := Principal{KeyID: "key_bench", Role: RoleAdmin, Account: DefaultAccount}
+		admin := auth.Principal{KeyID: "key_bench", Role: auth.RoleAdmin, Account: auth.DefaultAccount}
 		use = append(use, func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
-				ctx := context.WithValue(c.Request().Context(), operationKey{}, &operationInfo{path: c.Path(), cacheControl: []string{cacheRevalidate}})
-				c.SetRequest(c.Request().WithContext(withPrincipal(ctx, admin)))
+				c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), admin)))
 				return next(c)
 			}
 		})
 	}
 	if l.idempotency {
-		use = append(use, s.idempotency)
+		use = append(use, p.Idempotency)
 	}
 	gen.RegisterHandlers(e, gen.NewStrictHandler(cannedTrip{Server: s, trip: f.trip}, nil))
-	return compose(e, pre, use) // as New composes the real server
+	return pipeline.Compose(e, pre, use) // as New composes the real server
 }
 
 // cannedTrip answers GET /v1/trips/{id} with a trip loaded once, so that the layers'
@@ -121,7 +126,7 @@ type cannedTrip struct {
 }
 
 func (c cannedTrip) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen.GetTripResponseObject, error) {
-	if principalFrom(ctx).Role == "" {
+	if auth.PrincipalFrom(ctx).Role == "" {
 		return nil, forbidden("no caller")
 	}
 	return jsonAnswer[gen.Trip]{body: c.trip}, nil

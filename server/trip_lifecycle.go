@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -16,11 +18,11 @@ import (
 func (s *Server) UpdateTrip(ctx context.Context, req gen.UpdateTripRequestObject) (gen.UpdateTripResponseObject, error) {
 	trip, err := s.moveTrip(ctx, req.TripId, tripMove{
 		to: ride.TripStatus(req.Body.Status),
-		authorize: func(p Principal, t store.Trip) error {
-			if p.IsAdmin() || p.Is(RoleDriver, t.DriverID) {
+		authorize: func(p auth.Principal, t store.Trip) error {
+			if p.IsAdmin() || p.Is(auth.RoleDriver, t.DriverID) {
 				return nil
 			}
-			if p.Is(RoleRider, t.RiderID) {
+			if p.Is(auth.RoleRider, t.RiderID) {
 				return forbidden("Only the trip's driver or an admin moves a trip; a rider cancels with POST /v1/trips/{tripId}/cancellations.")
 			}
 			return forbidden("This trip belongs to another rider or driver.")
@@ -41,11 +43,11 @@ func (s *Server) UpdateTrip(ctx context.Context, req gen.UpdateTripRequestObject
 // CreateTripCancellation cancels a trip that has not started, for its rider, its driver or an
 // admin, and records who did and why.
 func (s *Server) CreateTripCancellation(ctx context.Context, req gen.CreateTripCancellationRequestObject) (gen.CreateTripCancellationResponseObject, error) {
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	var cancellation store.Cancellation
 	_, err := s.moveTrip(ctx, req.TripId, tripMove{
 		to: ride.StatusCancelled,
-		authorize: func(p Principal, t store.Trip) error {
+		authorize: func(p auth.Principal, t store.Trip) error {
 			if canSeeTrip(p, t) {
 				return nil
 			}
@@ -77,7 +79,7 @@ func (s *Server) CreateTripCancellation(ctx context.Context, req gen.CreateTripC
 type tripMove struct {
 	to ride.TripStatus
 	// authorize refuses callers who may not make the move on this trip.
-	authorize func(Principal, store.Trip) error
+	authorize func(auth.Principal, store.Trip) error
 	// precondition, when set, checks the trip as read (If-Match) before the lifecycle rules.
 	precondition func(store.Trip) error
 	// repeatIsConflict answers asking for the current status with 409 instead of a no-op: a
@@ -122,10 +124,10 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
 	}
-	if !inReach(principalFrom(ctx), trip) {
+	if !inReach(auth.PrincipalFrom(ctx), trip) {
 		return store.Trip{}, notFound("trip", id)
 	}
-	if err := m.authorize(principalFrom(ctx), trip); err != nil {
+	if err := m.authorize(auth.PrincipalFrom(ctx), trip); err != nil {
 		return store.Trip{}, err
 	}
 	if m.precondition != nil {
@@ -192,7 +194,7 @@ func ifMatch(header *string) func(store.Trip) error {
 		if err != nil {
 			return err
 		}
-		if !etagMatchesStrong(*header, etag) {
+		if !pipeline.ETagMatchesStrong(*header, etag) {
 			return problem.New(problem.PreconditionFailed,
 				"The trip changed since the ETag in If-Match was read. Read it again and decide anew.")
 		}

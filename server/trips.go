@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -48,8 +49,8 @@ func (s *Server) ListTrips(ctx context.Context, req gen.ListTripsRequestObject) 
 
 // ListDriverTrips lists one driver's trips, for that driver or an admin.
 func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsRequestObject) (gen.ListDriverTripsResponseObject, error) {
-	caller := principalFrom(ctx)
-	if !caller.IsAdmin() && !caller.Is(RoleDriver, req.DriverId) {
+	caller := auth.PrincipalFrom(ctx)
+	if !caller.IsAdmin() && !caller.Is(auth.RoleDriver, req.DriverId) {
 		return nil, forbidden("Only the driver themself or an admin may list a driver's trips.")
 	}
 	if !ride.ValidID(ride.PrefixDriver, req.DriverId) {
@@ -98,7 +99,7 @@ func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error)
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
 	}
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	if !inReach(caller, trip) {
 		return store.Trip{}, notFound("trip", id)
 	}
@@ -111,17 +112,17 @@ func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error)
 // inReach reports whether the trip exists as far as the caller is concerned: a trip of the
 // caller's account, or one the calling driver drives (drivers are the platform's shared fleet
 // and serve every account). Outside its reach a trip is answered as if it did not exist.
-func inReach(p Principal, t store.Trip) bool {
-	return t.Account == p.Account || p.Is(RoleDriver, t.DriverID)
+func inReach(p auth.Principal, t store.Trip) bool {
+	return t.Account == p.Account || p.Is(auth.RoleDriver, t.DriverID)
 }
 
 // canSeeTrip reports whether the caller may read a trip in its reach.
-func canSeeTrip(p Principal, t store.Trip) bool {
-	return inReach(p, t) && (p.IsAdmin() || p.Is(RoleRider, t.RiderID) || p.Is(RoleDriver, t.DriverID))
+func canSeeTrip(p auth.Principal, t store.Trip) bool {
+	return inReach(p, t) && (p.IsAdmin() || p.Is(auth.RoleRider, t.RiderID) || p.Is(auth.RoleDriver, t.DriverID))
 }
 
 func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	limit := pageLimit(req.limit)
 	sortSpec := defaultTripSort
 	if req.sort != nil {
@@ -152,12 +153,12 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 	// Riders and admins stay inside their account; a driver's trips are theirs whatever the
 	// account (the shared fleet).
 	switch caller.Role {
-	case RoleAdmin:
+	case auth.RoleAdmin:
 		filter.Account = caller.Account
-	case RoleRider:
+	case auth.RoleRider:
 		filter.Account = caller.Account
 		filter.RiderID = caller.Subject
-	case RoleDriver:
+	case auth.RoleDriver:
 		if filter.DriverID != "" && filter.DriverID != caller.Subject {
 			return emptyTripList(), nil
 		}
@@ -189,7 +190,7 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 
 // tripListQuery is what a trip list's cursors are bound to: the route, every filter, the sort
 // and the caller.
-func tripListQuery(req tripListRequest, sortSpec string, caller Principal) string {
+func tripListQuery(req tripListRequest, sortSpec string, caller auth.Principal) string {
 	return ride.QueryKey(req.route, string(deref(req.status)), deref(req.city), deref(req.driverID),
 		timeKey(req.createdAfter), timeKey(req.createdBefore), timeKey(req.pickupTimeAfter),
 		sortSpec, caller.Role, caller.Subject, caller.Account)
@@ -199,7 +200,7 @@ func tripListQuery(req tripListRequest, sortSpec string, caller Principal) strin
 // GET /v1/trips?status=… in the default order, for a page whose last trip sits at keyset. It
 // lets a tool (the benchmark) start a walk deep in a list without walking there first; the
 // cursor is built by the same code as the server's own.
-func TripListCursor(secret []byte, caller Principal, status gen.TripStatus, keyset store.Keyset) string {
+func TripListCursor(secret []byte, caller auth.Principal, status gen.TripStatus, keyset store.Keyset) string {
 	query := tripListQuery(tripListRequest{route: "/v1/trips", status: &status}, defaultTripSort, caller)
 	return ride.NewCursorCodec(secret).Encode(ride.Cursor{Values: keyset.Values, ID: keyset.ID}, query)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -30,7 +31,7 @@ const webhookEndpointsRoute = "/v1/webhook-endpoints"
 // requireAdmin refuses everyone but admins: webhook endpoints and events are account
 // configuration and deployment-wide data.
 func requireAdmin(ctx context.Context, what string) error {
-	if !principalFrom(ctx).IsAdmin() {
+	if !auth.PrincipalFrom(ctx).IsAdmin() {
 		return forbidden("Only an admin may " + what + ".")
 	}
 	return nil
@@ -72,7 +73,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	now := s.now()
 	endpoint, err := s.storeFor(ctx).CreateWebhookEndpoint(ctx, store.WebhookEndpoint{
 		ID:          ride.NewID(ride.PrefixWebhookEndpoint),
-		Account:     principalFrom(ctx).Account,
+		Account:     auth.PrincipalFrom(ctx).Account,
 		URL:         body.Url,
 		Description: body.Description,
 		EventTypes:  types,
@@ -104,7 +105,7 @@ func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor 
 	if err := requireAdmin(ctx, "list webhook endpoints"); err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
-	caller := principalFrom(ctx)
+	caller := auth.PrincipalFrom(ctx)
 	query := callerQuery(caller, webhookEndpointsRoute)
 	params, err := s.pageRequest(limit, cursor, query)
 	if err != nil {
@@ -148,7 +149,7 @@ func (s *Server) deleteWebhookEndpoint(ctx context.Context, id string) error {
 	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
 		return notFound("webhook endpoint", id)
 	}
-	err := s.storeFor(ctx).DeleteWebhookEndpoint(ctx, principalFrom(ctx).Account, id)
+	err := s.storeFor(ctx).DeleteWebhookEndpoint(ctx, auth.PrincipalFrom(ctx).Account, id)
 	return notFoundAs(err, "webhook endpoint", id)
 }
 
@@ -168,7 +169,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.Rotate
 	now := s.now()
 	secret := webhooks.NewSecret()
 	_, err := s.storeFor(ctx).RotateWebhookSecret(ctx, store.RotateWebhookSecretParams{
-		Account: principalFrom(ctx).Account, ID: req.EndpointId, NewSecret: secret,
+		Account: auth.PrincipalFrom(ctx).Account, ID: req.EndpointId, NewSecret: secret,
 		PreviousExpiresAt: now.Add(grace), Now: now,
 	})
 	if err != nil {
@@ -189,7 +190,7 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 	if err != nil {
 		return nil, err
 	}
-	query := callerQuery(principalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries")
+	query := callerQuery(auth.PrincipalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries")
 	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
 	if err != nil {
 		return nil, err
@@ -213,7 +214,7 @@ func (s *Server) webhookEndpoint(ctx context.Context, id string) (store.WebhookE
 	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
 		return store.WebhookEndpoint{}, notFound("webhook endpoint", id)
 	}
-	w, err := s.storeFor(ctx).WebhookEndpointByID(ctx, principalFrom(ctx).Account, id)
+	w, err := s.storeFor(ctx).WebhookEndpointByID(ctx, auth.PrincipalFrom(ctx).Account, id)
 	if err != nil {
 		return store.WebhookEndpoint{}, notFoundAs(err, "webhook endpoint", id)
 	}

@@ -1,13 +1,14 @@
 package server
 
 import (
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/webhooks"
 )
 
 // newWebhookWorker wires the delivery worker from the configuration; New registers it as a
 // background task.
-func newWebhookWorker(cfg Config, deps Deps, metrics *Metrics) (*webhooks.Worker, error) {
+func newWebhookWorker(cfg Config, deps Deps, metrics *pipeline.Metrics) (*webhooks.Worker, error) {
 	return webhooks.NewWorker(webhooks.WorkerConfig{
 		Store:  deps.Store,
 		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),

@@ -12,14 +12,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 var _ = ForEachEngine("API keys", func(h *Harness) {
 	It("let an admin manage the account's keys: created with the secret once, listed, revoked at once", func() {
 		account := newAccount("keys")
-		admin := h.KeyIn(server.RoleAdmin, "", account)
+		admin := h.KeyIn(auth.RoleAdmin, "", account)
 		rider := h.NewRiderIn(account)
 		expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 
@@ -51,7 +50,7 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 		Expect(h.Do(Request{Method: http.MethodDelete, Path: "/v1/api-keys/" + id, Key: admin}).Status).To(Equal(http.StatusNoContent))
 
 		// Only admins manage keys; a subject must exist in the account; expiry lies ahead.
-		riderKey := h.KeyIn(server.RoleRider, rider.ID, account)
+		riderKey := h.KeyIn(auth.RoleRider, rider.ID, account)
 		ExpectProblem(h.GET("/v1/api-keys", riderKey), http.StatusForbidden, "forbidden")
 		for _, body := range []map[string]any{
 			{"role": "rider"},
@@ -72,7 +71,7 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 		clock := NewFakeClock(time.Now())
 		clocked := h.WithClock(clock.Now)
 		account := newAccount("expiry")
-		admin := h.KeyIn(server.RoleAdmin, "", account)
+		admin := h.KeyIn(auth.RoleAdmin, "", account)
 		res := clocked.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: admin, Body: map[string]any{
 			"role": "admin", "expires_at": clock.Now().Add(time.Minute).Format(time.RFC3339Nano),
 		}})
@@ -87,7 +86,7 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 
 	It("are refused on another replica within a second of a revocation through the API", func(ctx SpecContext) {
 		account := newAccount("revoke")
-		admin := h.KeyIn(server.RoleAdmin, "", account)
+		admin := h.KeyIn(auth.RoleAdmin, "", account)
 		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: admin, Body: map[string]any{"role": "admin"}})
 		Expect(res.Status).To(Equal(http.StatusCreated))
 		secret, id := res.JSON()["secret"].(string), res.JSON()["id"].(string)

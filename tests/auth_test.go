@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -17,7 +17,7 @@ var _ = ForEachEngine("Revoked API keys", func(h *Harness) {
 	It("are refused with 401 within a second, also by a server that has them cached", func() {
 		clock := NewFakeClock(time.Now())
 		clocked := h.WithClock(clock.Now)
-		key := h.Key(server.RoleAdmin, "")
+		key := h.Key(auth.RoleAdmin, "")
 		Expect(clocked.GET("/v1/trips?limit=1", key).Status).To(Equal(200))
 
 		sum := sha256.Sum256([]byte(key)) // keys are stored as the hex SHA-256 of the secret

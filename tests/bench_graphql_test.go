@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
@@ -127,7 +128,7 @@ func benchTrip(b *testing.B, st *store.Store) (store.Trip, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, _, err := server.NewAPIKey(ctx, st, server.APIKeyParams{Role: server.RoleRider, Subject: rider.ID}, now)
+	key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
 	if err != nil {
 		b.Fatal(err)
 	}

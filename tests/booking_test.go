@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -24,7 +24,7 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 	BeforeEach(func() {
 		city = h.NewCity(CityOpts{})
 		rider = h.NewRider()
-		riderKey = h.Key(server.RoleRider, rider.ID)
+		riderKey = h.Key(auth.RoleRider, rider.ID)
 	})
 
 	It("gives the rider the nearest free driver at the estimate's upper price, in one transaction", func(ctx SpecContext) {
@@ -101,7 +101,7 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 	It("refuses drivers, strangers' rider ids and requests without a key or Idempotency-Key", func() {
 		e := h.NewEstimate(riderKey, city)
 		driver := h.NewDriver(DriverOpts{City: city.ID})
-		ExpectProblem(h.Book(h.Key(server.RoleDriver, driver.ID), map[string]any{"estimate_id": e.EstimateId}), http.StatusForbidden, "forbidden")
+		ExpectProblem(h.Book(h.Key(auth.RoleDriver, driver.ID), map[string]any{"estimate_id": e.EstimateId}), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": e.EstimateId, "rider_id": h.NewRider().ID}), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.Book("", map[string]any{"estimate_id": e.EstimateId}), http.StatusUnauthorized, "unauthenticated")
 		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/rides", Key: riderKey, Body: map[string]any{"estimate_id": e.EstimateId}})
@@ -116,7 +116,7 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 		// Unknown, malformed, someone else's: all "not found".
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": "est_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), http.StatusUnprocessableEntity, "estimate_not_found")
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": "nope"}), http.StatusUnprocessableEntity, "estimate_not_found")
-		theirs := h.NewEstimate(h.Key(server.RoleRider, h.NewRider().ID), city)
+		theirs := h.NewEstimate(h.Key(auth.RoleRider, h.NewRider().ID), city)
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": theirs.EstimateId}), http.StatusUnprocessableEntity, "estimate_not_found")
 		adminEstimate := h.NewEstimate(h.Admin, city)
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": adminEstimate.EstimateId}), http.StatusUnprocessableEntity, "estimate_not_found")
@@ -252,7 +252,7 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 		keys := make([]string, bookings)
 		estimates := make([]string, bookings)
 		for i := range bookings {
-			keys[i] = h.Key(server.RoleRider, h.NewRider().ID)
+			keys[i] = h.Key(auth.RoleRider, h.NewRider().ID)
 			estimates[i] = h.NewEstimate(keys[i], city).EstimateId
 		}
 

@@ -5,8 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 var _ = ForEachEngine("Conditional requests", func(h *Harness) {
@@ -15,7 +14,7 @@ var _ = ForEachEngine("Conditional requests", func(h *Harness) {
 	BeforeEach(func() {
 		driver := h.NewDriver(DriverOpts{})
 		rider := h.NewRider()
-		riderKey = h.Key(server.RoleRider, rider.ID)
+		riderKey = h.Key(auth.RoleRider, rider.ID)
 		trip := h.NewTrip(TripOpts{Driver: driver, Rider: rider})
 		paths = []string{
 			"/v1/trips/" + trip.ID, "/v1/trips?city=" + driver.City, "/v1/drivers/" + driver.ID,

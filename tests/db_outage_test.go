@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
 )
@@ -167,7 +168,7 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 			_ = srv.Close()
 		})
 		h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
-		h.Admin = h.Key(server.RoleAdmin, "")
+		h.Admin = h.Key(auth.RoleAdmin, "")
 		city := h.NewCity(CityOpts{})
 		estimate := func(key string) *Response {
 			return h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: h.Admin,

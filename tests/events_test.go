@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -128,7 +128,7 @@ var _ = ForEachEngine("Events", func(h *Harness) {
 	)
 
 	It("is for admins only", func() {
-		rider := h.Key(server.RoleRider, h.NewRider().ID)
+		rider := h.Key(auth.RoleRider, h.NewRider().ID)
 		Expect(h.GET("/v1/events", rider).Status).To(Equal(http.StatusForbidden))
 		Expect(h.GET("/v1/events", "").Status).To(Equal(http.StatusUnauthorized))
 	})

@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -19,7 +19,7 @@ var _ = ForEachEngine("Fare estimates", func(h *Harness) {
 	BeforeEach(func() {
 		city = h.NewCity(CityOpts{})
 		rider = h.NewRider()
-		riderKey = h.Key(server.RoleRider, rider.ID)
+		riderKey = h.Key(auth.RoleRider, rider.ID)
 	})
 
 	post := func(key string, body any) *Response {
@@ -74,12 +74,12 @@ var _ = ForEachEngine("Fare estimates", func(h *Harness) {
 			Expect(got).To(Equal(e))
 			Expect(res.Header.Get("ETag")).NotTo(BeEmpty())
 		}
-		other := h.Key(server.RoleRider, h.NewRider().ID)
+		other := h.Key(auth.RoleRider, h.NewRider().ID)
 		ExpectProblem(h.GET(path, other), http.StatusForbidden, "forbidden")
 		// Another account's rider and admin do not see it at all.
-		ExpectProblem(h.GET(path, h.KeyIn(server.RoleRider, h.NewRiderIn("acct_other").ID, "acct_other")), http.StatusNotFound, "not_found")
-		ExpectProblem(h.GET(path, h.KeyIn(server.RoleAdmin, "", "acct_other")), http.StatusNotFound, "not_found")
-		ExpectProblem(h.GET(path, h.Key(server.RoleDriver, h.NewDriver(DriverOpts{City: city.ID}).ID)), http.StatusForbidden, "forbidden")
+		ExpectProblem(h.GET(path, h.KeyIn(auth.RoleRider, h.NewRiderIn("acct_other").ID, "acct_other")), http.StatusNotFound, "not_found")
+		ExpectProblem(h.GET(path, h.KeyIn(auth.RoleAdmin, "", "acct_other")), http.StatusNotFound, "not_found")
+		ExpectProblem(h.GET(path, h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{City: city.ID}).ID)), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.GET(path, ""), http.StatusUnauthorized, "unauthenticated")
 		ExpectProblem(h.GET("/v1/fare-estimates/est_aaaaaaaaaaaaaaaaaaaaaaaaaa", riderKey), http.StatusNotFound, "not_found")
 		ExpectProblem(h.GET("/v1/fare-estimates/trp_nope", riderKey), http.StatusNotFound, "not_found")
@@ -88,7 +88,7 @@ var _ = ForEachEngine("Fare estimates", func(h *Harness) {
 	It("may be asked by riders and admins, not drivers", func() {
 		Expect(post(h.Admin, estimateBody(city, "xl")).Status).To(Equal(http.StatusCreated))
 		driver := h.NewDriver(DriverOpts{City: city.ID})
-		ExpectProblem(post(h.Key(server.RoleDriver, driver.ID), estimateBody(city, "economy")), http.StatusForbidden, "forbidden")
+		ExpectProblem(post(h.Key(auth.RoleDriver, driver.ID), estimateBody(city, "economy")), http.StatusForbidden, "forbidden")
 		ExpectProblem(post("", estimateBody(city, "economy")), http.StatusUnauthorized, "unauthenticated")
 	})
 

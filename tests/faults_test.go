@@ -10,7 +10,7 @@ import (
 
 // FaultFunc fails a request at a named point of its work (server.Deps.Faults) by returning an
 // error or panicking; nil lets it go on. subject is what the point is about (a trip id); ctx
-// is the request's (server.ClientGone tells when its client went away).
+// is the request's (pipeline.ClientGone tells when its client went away).
 type FaultFunc func(ctx context.Context, point, subject string) error
 
 // SetFault installs f for the rest of the current spec.

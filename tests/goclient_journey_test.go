@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 // A partner's whole journey through the generated Go client, typed end to end: no body is
@@ -27,7 +27,7 @@ var _ = ForEachEngine("The generated Go client, a partner's whole journey", func
 	It("estimates, books, moves, pays and replays, and reads the receipt and the events", func(ctx SpecContext) {
 		city := h.NewCity(CityOpts{})
 		h.NewDriver(DriverOpts{City: city.ID})
-		rider := as(h.Key(server.RoleRider, h.NewRider().ID))
+		rider := as(h.Key(auth.RoleRider, h.NewRider().ID))
 		admin := as(h.Admin)
 
 		origin, destination := loc(city, 500, 500), loc(city, -2_000, 1_000)

@@ -15,6 +15,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/schema"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -59,8 +60,8 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 
 	Describe("the seed's query", func() {
 		It("returns exactly the fields asked for, in order, with the values of GET /v1/trips/{id}", func() {
-			riderKey := h.Key(server.RoleRider, rider.ID)
-			for _, key := range []string{riderKey, h.Key(server.RoleDriver, driver.ID), h.Admin} {
+			riderKey := h.Key(auth.RoleRider, rider.ID)
+			for _, key := range []string{riderKey, h.Key(auth.RoleDriver, driver.ID), h.Admin} {
 				res := h.GQL(key, map[string]any{"query": seedQuery, "variables": map[string]any{"id": trip.ID}, "operationName": "Trip"})
 				Expect(res.Status).To(Equal(200))
 				answer := gqlDecode(res)
@@ -188,7 +189,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 
 	Describe("permissions", func() {
 		It("answers another rider's or driver's trip with null and FORBIDDEN, like REST's 403", func() {
-			for _, key := range []string{h.Key(server.RoleRider, h.NewRider().ID), h.Key(server.RoleDriver, h.NewDriver(DriverOpts{}).ID)} {
+			for _, key := range []string{h.Key(auth.RoleRider, h.NewRider().ID), h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)} {
 				res := h.GQL(key, map[string]any{"query": seedQuery, "variables": map[string]any{"id": trip.ID}})
 				Expect(res.Status).To(Equal(200))
 				answer := gqlDecode(res)
@@ -211,7 +212,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 		})
 
 		It("lets any caller read a driver's public profile, as REST does", func() {
-			answer := h.Query(h.Key(server.RoleRider, h.NewRider().ID), `query($id: ID!) { driver(id: $id) { id name rating photo } }`, map[string]any{"id": driver.ID})
+			answer := h.Query(h.Key(auth.RoleRider, h.NewRider().ID), `query($id: ID!) { driver(id: $id) { id name rating photo } }`, map[string]any{"id": driver.ID})
 			Expect(answer.Errors).To(BeEmpty())
 			Expect(answer.Data["driver"]).To(Equal(map[string]any{"id": driver.ID, "name": driver.Name, "rating": driver.Rating, "photo": driver.Photo}))
 		})
@@ -452,7 +453,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 				"\n}\nfragment TripDriver on Trip { id driver { id name } }"
 
 			log := h.watchQueries(ids...)
-			answer := h.Query(h.Key(server.RoleRider, rider.ID), doc, map[string]any{"t4": trips[4].ID, "d2": drivers[2].ID})
+			answer := h.Query(h.Key(auth.RoleRider, rider.ID), doc, map[string]any{"t4": trips[4].ID, "d2": drivers[2].ID})
 			Expect(answer.Errors).To(BeEmpty())
 			for i := 0; i < 4; i++ {
 				Expect(answer.Data[fmt.Sprintf("a%d", i)].(map[string]any)["driver"].(map[string]any)["name"]).To(Equal("Test Driver"))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
 )
@@ -157,7 +158,7 @@ func (h *Harness) startWith(ctx context.Context, url string, cfg server.Config, 
 	h.server = h.newServerWith(cfg, nil, startWorker)
 	h.httpServer = httptest.NewServer(h.server)
 	h.URL = h.httpServer.URL
-	h.Admin = h.Key(server.RoleAdmin, "")
+	h.Admin = h.Key(auth.RoleAdmin, "")
 }
 
 // newServerWith builds a server on the harness's store; now is its clock (nil: the real one).
@@ -246,13 +247,13 @@ func testLogger() *slog.Logger {
 
 // Key creates an API key of the default account.
 func (h *Harness) Key(role, subject string) string {
-	return h.KeyIn(role, subject, server.DefaultAccount)
+	return h.KeyIn(role, subject, auth.DefaultAccount)
 }
 
 // KeyIn creates an API key of the given account.
 func (h *Harness) KeyIn(role, subject, account string) string {
-	secret, _, err := server.NewAPIKey(context.Background(), h.Store,
-		server.APIKeyParams{Role: role, Subject: subject, Account: account}, time.Now())
+	secret, _, err := auth.NewAPIKey(context.Background(), h.Store,
+		auth.APIKeyParams{Role: role, Subject: subject, Account: account}, time.Now())
 	Expect(err).NotTo(HaveOccurred())
 	return secret
 }

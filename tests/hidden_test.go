@@ -7,8 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 // Internal data that no public view may show, by member name and by the values the factories
@@ -62,7 +61,7 @@ var _ = ForEachEngine("Hidden internal data", func(h *Harness) {
 		driver := h.NewDriver(DriverOpts{})
 		rider := h.NewRider()
 		trip := h.NewTrip(TripOpts{Driver: driver, Rider: rider})
-		for _, key := range []string{h.Admin, h.Key(server.RoleRider, rider.ID), h.Key(server.RoleDriver, driver.ID)} {
+		for _, key := range []string{h.Admin, h.Key(auth.RoleRider, rider.ID), h.Key(auth.RoleDriver, driver.ID)} {
 			for _, path := range []string{
 				"/v1/trips/" + trip.ID, "/v1/trips?limit=100", "/v1/trips?city=" + driver.City,
 				"/v1/drivers/" + driver.ID, "/v1/drivers/" + driver.ID + "/trips", "/v1/riders/" + rider.ID,

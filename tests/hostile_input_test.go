@@ -9,8 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 // expectField checks a 400 problem of code that names location in errors[].
@@ -57,7 +56,7 @@ var _ = ForEachEngine("Hostile input", func(h *Harness) {
 
 		It("is refused in bodies with 400 naming the member, and nothing is written", func() {
 			rider := h.NewRider()
-			key := h.Key(server.RoleRider, rider.ID)
+			key := h.Key(auth.RoleRider, rider.ID)
 			trip := h.NewTrip(TripOpts{Driver: h.NewDriver(DriverOpts{City: city}), Rider: rider, Status: "accepted"})
 
 			res := h.Do(Request{Method: http.MethodPost, Path: "/v1/trips/" + trip.ID + "/cancellations", Key: key,

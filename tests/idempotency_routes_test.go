@@ -6,8 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 )
 
 // One idempotency mechanism serves every POST: these cross the operations of booking,
@@ -18,7 +17,7 @@ var _ = ForEachEngine("Idempotency across operations", func(h *Harness) {
 		h.NewDriver(DriverOpts{City: city.ID, North: 1_000})
 		h.NewDriver(DriverOpts{City: city.ID, North: 2_000})
 		rider := h.NewRider()
-		riderKey := h.Key(server.RoleRider, rider.ID)
+		riderKey := h.Key(auth.RoleRider, rider.ID)
 		estimate := h.NewEstimate(riderKey, city)
 		key := newIdempotencyKey()
 		book := func() *Response {
@@ -37,7 +36,7 @@ var _ = ForEachEngine("Idempotency across operations", func(h *Harness) {
 	It("refuses a key reused on another route with 422 idempotency_key_reused", func() {
 		city := h.NewCity(CityOpts{})
 		rider := h.NewRider()
-		riderKey := h.Key(server.RoleRider, rider.ID)
+		riderKey := h.Key(auth.RoleRider, rider.ID)
 		key := newIdempotencyKey()
 		estimate := h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: riderKey,
 			Header: map[string]string{"Idempotency-Key": key}, Body: estimateBody(city, "economy")})
@@ -55,13 +54,13 @@ var _ = ForEachEngine("Request bodies at the transport", func(h *Harness) {
 		rider := h.NewRider()
 		body := estimateBody(city, "economy")
 		body["origin"].(map[string]any)["address"] = strings.Repeat("x", 1<<20+1)
-		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: h.Key(server.RoleRider, rider.ID), Body: body})
+		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: h.Key(auth.RoleRider, rider.ID), Body: body})
 		ExpectProblem(res, http.StatusRequestEntityTooLarge, "body_too_large")
 	})
 
 	It("answers a body that is not JSON with 415, and malformed JSON with 400 malformed_json", func() {
 		rider := h.NewRider()
-		key := h.Key(server.RoleRider, rider.ID)
+		key := h.Key(auth.RoleRider, rider.ID)
 		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: key, Body: "origin=here",
 			Header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}})
 		ExpectProblem(res, http.StatusUnsupportedMediaType, "unsupported_media_type")

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/webhooks"
 )
 
@@ -20,11 +20,11 @@ var _ = ForEachEngine("A rider's journey", func(h *Harness) {
 		city := h.NewCity(CityOpts{})
 		h.NewDriver(DriverOpts{City: city.ID, North: 1_500})
 		rider := h.NewRider()
-		riderKey := h.Key(server.RoleRider, rider.ID)
+		riderKey := h.Key(auth.RoleRider, rider.ID)
 
 		estimate := h.NewEstimate(riderKey, city)
 		trip := h.BookTrip(riderKey, estimate.EstimateId)
-		driverKey := h.Key(server.RoleDriver, trip.DriverSummary.Id)
+		driverKey := h.Key(auth.RoleDriver, trip.DriverSummary.Id)
 
 		for _, status := range []string{"arriving", "in_progress", "completed"} {
 			res := h.PutStatus(driverKey, trip.Id, status, nil)
@@ -72,7 +72,7 @@ var _ = ForEachEngine("A rider's journey", func(h *Harness) {
 		_, secret := h.RegisterEndpoint(receiver.URL, "trip.completed")
 		city := h.NewCity(CityOpts{})
 		h.NewDriver(DriverOpts{City: city.ID, North: 1_500})
-		riderKey := h.Key(server.RoleRider, h.NewRider().ID)
+		riderKey := h.Key(auth.RoleRider, h.NewRider().ID)
 		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
 		for _, status := range []string{"in_progress", "completed"} {
 			Expect(h.PutStatus(h.Admin, trip.Id, status, nil).Status).To(Equal(http.StatusOK))

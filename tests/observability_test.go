@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -79,7 +80,7 @@ var _ = Describe("Observability", func() {
 	It("logs one JSON line per request with its id, route, status, latency and principal, never the key", func() {
 		logs := &logBuffer{}
 		api, _ := h.Replica(server.Config{RateLimitRead: 50, RateLimitPeriod: slowRefill}, slog.New(slog.NewJSONHandler(logs, nil)))
-		key := api.Key(server.RoleAdmin, "")
+		key := api.Key(auth.RoleAdmin, "")
 
 		res := api.GET("/v1/trips/trp_nosuchtrip0000000000000000?fields=id", key)
 		Expect(res.Status).To(Equal(404))
@@ -115,7 +116,7 @@ var _ = Describe("Observability", func() {
 
 	It("serves Prometheus metrics at /metrics without a key", func() {
 		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitPeriod: slowRefill}, nil)
-		key := api.Key(server.RoleAdmin, "")
+		key := api.Key(auth.RoleAdmin, "")
 		Expect(api.GET("/v1/trips?limit=1", key).Status).To(Equal(200))
 		Expect(api.GET("/v1/trips?limit=1", key).Status).To(Equal(200))
 		Expect(api.GET("/v1/trips?limit=1", key).Status).To(Equal(429))
@@ -141,7 +142,7 @@ var _ = Describe("Observability", func() {
 	It("counts idempotency replays", func() {
 		api, _ := h.Replica(server.Config{}, nil)
 		city := h.NewCity(CityOpts{})
-		key := api.Key(server.RoleRider, h.NewRider().ID)
+		key := api.Key(auth.RoleRider, h.NewRider().ID)
 		request := Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: key, Body: estimateBody(city, "economy"),
 			Header: map[string]string{"Idempotency-Key": newIdempotencyKey()}}
 		Expect(api.Do(request).Status).To(Equal(http.StatusCreated))

@@ -13,6 +13,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -66,7 +68,7 @@ var _ = ForEachEngine("Paying for a trip when a step fails", func(h *Harness) {
 					// The payment is written: hold the request until the server sees its client
 					// gone, then let it finish.
 					select {
-					case <-server.ClientGone(ctx):
+					case <-pipeline.ClientGone(ctx):
 						sawGone <- true
 					case <-time.After(10 * time.Second):
 						sawGone <- false
@@ -135,7 +137,7 @@ var _ = ForEachEngine("Paying for a trip when a step fails", func(h *Harness) {
 			// Make the record look like an attempt that crashed mid-request: still pending.
 			crashed := func(ago time.Duration) {
 				Expect(h.Store.DB().Model(&store.IdempotencyRecord{}).
-					Where("account = ? AND idem_key = ?", server.DefaultAccount, key).
+					Where("account = ? AND idem_key = ?", auth.DefaultAccount, key).
 					Updates(map[string]any{"status": store.IdempotencyPending, "owner": "dead-process",
 						"locked_at": time.Now().UTC().Add(-ago).Truncate(time.Microsecond)}).Error).To(Succeed())
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -28,7 +29,7 @@ type payable struct {
 
 func (h *Harness) newPayable(status string) payable {
 	GinkgoHelper()
-	return h.newPayableIn(server.DefaultAccount, status)
+	return h.newPayableIn(auth.DefaultAccount, status)
 }
 
 // newPayableIn is newPayable with a rider (so a trip) of the account.
@@ -39,7 +40,7 @@ func (h *Harness) newPayableIn(account, status string) payable {
 	trip := h.NewTrip(TripOpts{Driver: driver, Rider: rider, Status: status, Fare: 2358})
 	return payable{
 		trip: trip, rider: rider, driver: driver,
-		riderKey: h.KeyIn(server.RoleRider, rider.ID, account), driverKey: h.Key(server.RoleDriver, driver.ID),
+		riderKey: h.KeyIn(auth.RoleRider, rider.ID, account), driverKey: h.Key(auth.RoleDriver, driver.ID),
 	}
 }
 
@@ -250,8 +251,8 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		p := h.newPayableIn(accountA, "completed")
 		key := newIdempotencyKey()
 		body := paymentOf(p.trip, "pm_card_visa")
-		adminA := h.KeyIn(server.RoleAdmin, "", accountA)
-		adminB := h.KeyIn(server.RoleAdmin, "", accountB)
+		adminA := h.KeyIn(auth.RoleAdmin, "", accountA)
+		adminB := h.KeyIn(auth.RoleAdmin, "", accountB)
 
 		first := h.pay(adminA, key, body)
 		Expect(first.Status).To(Equal(201))
@@ -404,7 +405,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 
 		It("lets only the trip's rider or an admin pay (403 for its driver and other riders)", func() {
 			p := h.newPayable("completed")
-			other := h.Key(server.RoleRider, h.NewRider().ID)
+			other := h.Key(auth.RoleRider, h.NewRider().ID)
 			for _, key := range []string{p.driverKey, other} {
 				res := h.pay(key, newIdempotencyKey(), paymentOf(p.trip, "pm_card_visa"))
 				Expect(res.Status).To(Equal(403))
@@ -422,7 +423,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			Expect(h.GET(path, p.riderKey).Status).To(Equal(200))
 			Expect(h.GET(path, h.Admin).Status).To(Equal(200))
 			Expect(h.GET(path, p.driverKey).Status).To(Equal(403))
-			Expect(h.GET(path, h.Key(server.RoleRider, h.NewRider().ID)).Status).To(Equal(403))
+			Expect(h.GET(path, h.Key(auth.RoleRider, h.NewRider().ID)).Status).To(Equal(403))
 			Expect(h.GET("/v1/trips/"+ride.NewID(ride.PrefixTrip)+"/payment", h.Admin).Status).To(Equal(404))
 			Expect(h.GET("/v1/trips/nope/payment", h.Admin).Status).To(Equal(404))
 		})
@@ -433,7 +434,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			res := h.Do(Request{Method: http.MethodGet, Path: "/v1/trips/" + p.trip.ID, Key: p.riderKey,
 				Header: map[string]string{"Idempotency-Key": key}})
 			Expect(res.Status).To(Equal(200))
-			_, err := h.Store.IdempotencyRecordByKey(context.Background(), server.DefaultAccount, key)
+			_, err := h.Store.IdempotencyRecordByKey(context.Background(), auth.DefaultAccount, key)
 			Expect(err).To(MatchError(store.ErrNotFound))
 		})
 	})
@@ -454,7 +455,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		// (and finds the trip paid) instead of replaying.
 		_, err = h.Store.PurgeIdempotencyRecords(ctx, time.Now().Add(25*time.Hour).Add(-server.DefaultIdempotencyTTL))
 		Expect(err).NotTo(HaveOccurred())
-		_, err = h.Store.IdempotencyRecordByKey(ctx, server.DefaultAccount, key)
+		_, err = h.Store.IdempotencyRecordByKey(ctx, auth.DefaultAccount, key)
 		Expect(err).To(MatchError(store.ErrNotFound))
 		res := h.pay(p.riderKey, key, body)
 		Expect(res.Status).To(Equal(409))
@@ -474,7 +475,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		later := time.Now().Add(49 * time.Hour)
 		freshKey := newIdempotencyKey()
 		_, claimed, err := h.Store.ClaimIdempotencyKey(ctx, store.IdempotencyClaim{
-			Account: server.DefaultAccount, Key: freshKey, Fingerprint: "fp", Method: "POST", Path: "/v1/payments",
+			Account: auth.DefaultAccount, Key: freshKey, Fingerprint: "fp", Method: "POST", Path: "/v1/payments",
 			Owner: "o", Now: later.Add(-time.Hour), StaleBefore: later.Add(-time.Minute),
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -485,11 +486,11 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(srv.Close)
 		Eventually(func() error {
-			_, err := h.Store.IdempotencyRecordByKey(ctx, server.DefaultAccount, key)
+			_, err := h.Store.IdempotencyRecordByKey(ctx, auth.DefaultAccount, key)
 			return err
 		}).WithTimeout(10 * time.Second).Should(MatchError(store.ErrNotFound))
 		Expect(srv.Close()).To(Succeed())
-		_, err = h.Store.IdempotencyRecordByKey(ctx, server.DefaultAccount, freshKey)
+		_, err = h.Store.IdempotencyRecordByKey(ctx, auth.DefaultAccount, freshKey)
 		Expect(err).NotTo(HaveOccurred())
 	})
 })

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 )
 
@@ -111,7 +112,7 @@ var _ = Describe("Rate limits", func() {
 
 	It("meter each key's reads in process, and answer 429 problem+json with Retry-After when the bucket is empty", func() {
 		api, _ := h.Replica(server.Config{RateLimitRead: 2, RateLimitWrite: 1, RateLimitPeriod: slowRefill}, nil)
-		key := api.Key(server.RoleAdmin, "")
+		key := api.Key(auth.RoleAdmin, "")
 
 		// A bucket of twice the rate, full at first; HEAD is a read like GET.
 		for want := 3; want >= 0; want-- {
@@ -134,7 +135,7 @@ var _ = Describe("Rate limits", func() {
 
 		By("the budget is per key")
 		Expect(api.GET("/v1/trips/trp_nosuchtrip0000000000000000", key).Status).To(Equal(429))
-		other := api.Key(server.RoleAdmin, "")
+		other := api.Key(auth.RoleAdmin, "")
 		res = api.GET("/v1/trips/trp_nosuchtrip0000000000000000", other)
 		Expect(res.Status).To(Equal(404))
 		Expect(rateOf(res)).To(Equal(rateHeaders{Limit: 4, Remaining: 3, Reset: rateOf(res).Reset}))
@@ -144,7 +145,7 @@ var _ = Describe("Rate limits", func() {
 		api, _ := h.Replica(server.Config{RateLimitRead: 3, RateLimitWrite: 1, RateLimitPeriod: slowRefill}, nil)
 		city := h.NewCity(CityOpts{})
 		rider := h.NewRider()
-		key := api.Key(server.RoleRider, rider.ID)
+		key := api.Key(auth.RoleRider, rider.ID)
 		estimate := func() *Response {
 			return api.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: key, Body: estimateBody(city, "economy")})
 		}
@@ -187,7 +188,7 @@ var _ = Describe("Rate limits", func() {
 
 	It("charge nothing for a 304, and answer a matching conditional GET even on an empty bucket", func() {
 		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitPeriod: slowRefill}, nil)
-		key := api.Key(server.RoleAdmin, "")
+		key := api.Key(auth.RoleAdmin, "")
 		driver := h.NewDriver(DriverOpts{})
 		path := "/v1/drivers/" + driver.ID
 
@@ -223,7 +224,7 @@ var _ = Describe("Rate limits", func() {
 		cfg := server.Config{RateLimitRead: 5, RateLimitPeriod: slowRefill}
 		a, _ := h.Replica(cfg, nil)
 		b, _ := h.Replica(cfg, nil)
-		key := a.Key(server.RoleAdmin, "")
+		key := a.Key(auth.RoleAdmin, "")
 		passed := 0
 		for i := range 30 {
 			replica := a
@@ -241,7 +242,7 @@ var _ = Describe("Rate limits", func() {
 		logs := &lockedBuffer{}
 		api, _ := h.Replica(server.Config{RateLimitRead: 1, RateLimitPeriod: slowRefill, RedisURL: "redis://127.0.0.1:1/0"},
 			slog.New(slog.NewJSONHandler(logs, nil)))
-		key := api.Key(server.RoleAdmin, "")
+		key := api.Key(auth.RoleAdmin, "")
 		var slowest time.Duration
 		for i := range 2 {
 			start := time.Now()
@@ -271,7 +272,7 @@ var _ = Describe("Rate limits", func() {
 			}
 			a, _ := h.Replica(cfg, nil)
 			b, _ := h.Replica(cfg, nil)
-			key := a.Key(server.RoleAdmin, "")
+			key := a.Key(auth.RoleAdmin, "")
 
 			// Rate 5, burst 10: ten requests spread over both replicas pass, counting down one
 			// shared bucket...
@@ -290,7 +291,7 @@ var _ = Describe("Rate limits", func() {
 			expectRateLimited(b.GET("/v1/trips?limit=1", key))
 
 			By("a 304 is free on the shared bucket too")
-			other := a.Key(server.RoleAdmin, "")
+			other := a.Key(auth.RoleAdmin, "")
 			first := a.GET("/v1/trips?limit=1", other)
 			Expect(rateOf(first).Remaining).To(Equal(9))
 			res := b.Do(Request{Method: http.MethodGet, Path: "/v1/trips?limit=1", Key: other,

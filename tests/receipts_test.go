@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -131,7 +131,7 @@ var _ = ForEachEngine("Listing a trip's receipts", func(h *Harness) {
 	})
 
 	It("refuses a trip the caller may not see (403), whether or not it exists; admins see an empty list", func() {
-		for _, key := range []string{p.driverKey, h.Key(server.RoleRider, h.NewRider().ID)} {
+		for _, key := range []string{p.driverKey, h.Key(auth.RoleRider, h.NewRider().ID)} {
 			res := h.GET("/v1/receipts?trip_id="+p.trip.ID, key)
 			Expect(res.Status).To(Equal(403))
 			Expect(res.Problem().Code).To(Equal("forbidden"))

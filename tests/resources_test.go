@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -23,7 +23,7 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 
 	Describe("GET /v1/trips/{tripId}", func() {
 		It("returns the full public view to the rider, the driver and admin", func() {
-			for _, key := range []string{h.Admin, h.Key(server.RoleRider, rider.ID), h.Key(server.RoleDriver, driver.ID)} {
+			for _, key := range []string{h.Admin, h.Key(auth.RoleRider, rider.ID), h.Key(auth.RoleDriver, driver.ID)} {
 				res := h.GET("/v1/trips/"+trip.ID, key)
 				Expect(res.Status).To(Equal(200))
 				var got gen.Trip
@@ -47,10 +47,10 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 
 		It("answers 403 to another rider or driver and 404 when absent", func() {
 			other := h.NewRider()
-			res := h.GET("/v1/trips/"+trip.ID, h.Key(server.RoleRider, other.ID))
+			res := h.GET("/v1/trips/"+trip.ID, h.Key(auth.RoleRider, other.ID))
 			Expect(res.Status).To(Equal(403))
 			Expect(res.Problem().Code).To(Equal("forbidden"))
-			Expect(h.GET("/v1/trips/"+trip.ID, h.Key(server.RoleDriver, h.NewDriver(DriverOpts{}).ID)).Status).To(Equal(403))
+			Expect(h.GET("/v1/trips/"+trip.ID, h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)).Status).To(Equal(403))
 			res = h.GET("/v1/trips/trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", h.Admin)
 			Expect(res.Status).To(Equal(404))
 			Expect(res.Problem().Code).To(Equal("not_found"))
@@ -71,7 +71,7 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 
 	Describe("GET /v1/drivers/{driverId}", func() {
 		It("shows the public profile to anyone authenticated, cacheable for a minute", func() {
-			res := h.GET("/v1/drivers/"+driver.ID, h.Key(server.RoleRider, rider.ID))
+			res := h.GET("/v1/drivers/"+driver.ID, h.Key(auth.RoleRider, rider.ID))
 			Expect(res.Status).To(Equal(200))
 			Expect(res.Header.Get("Cache-Control")).To(Equal("private, max-age=60"))
 			var got gen.Driver
@@ -90,7 +90,7 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 
 	Describe("GET /v1/riders/{riderId}", func() {
 		It("shows the rider to themself and admin, 403 to anyone else", func() {
-			for _, key := range []string{h.Admin, h.Key(server.RoleRider, rider.ID)} {
+			for _, key := range []string{h.Admin, h.Key(auth.RoleRider, rider.ID)} {
 				res := h.GET("/v1/riders/"+rider.ID, key)
 				Expect(res.Status).To(Equal(200))
 				var got gen.Rider
@@ -98,8 +98,8 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 				Expect(got.Id).To(Equal(rider.ID))
 				Expect(got.Name).To(Equal(rider.Name))
 			}
-			Expect(h.GET("/v1/riders/"+rider.ID, h.Key(server.RoleRider, h.NewRider().ID)).Status).To(Equal(403))
-			Expect(h.GET("/v1/riders/"+rider.ID, h.Key(server.RoleDriver, driver.ID)).Status).To(Equal(403))
+			Expect(h.GET("/v1/riders/"+rider.ID, h.Key(auth.RoleRider, h.NewRider().ID)).Status).To(Equal(403))
+			Expect(h.GET("/v1/riders/"+rider.ID, h.Key(auth.RoleDriver, driver.ID)).Status).To(Equal(403))
 			Expect(h.GET("/v1/riders/rdr_aaaaaaaaaaaaaaaaaaaaaaaaaa", h.Admin).Status).To(Equal(404))
 			Expect(h.GET("/v1/riders/"+rider.ID, "").Status).To(Equal(401))
 		})

@@ -11,7 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 )
 
@@ -59,8 +59,8 @@ func seedTenantA(h *Harness) tenantA {
 	h.NewDriver(DriverOpts{City: city.ID})
 	rider := h.NewRiderIn(a.account)
 	a.riderID = rider.ID
-	a.admin = h.KeyIn(server.RoleAdmin, "", a.account)
-	a.rider = h.KeyIn(server.RoleRider, rider.ID, a.account)
+	a.admin = h.KeyIn(auth.RoleAdmin, "", a.account)
+	a.rider = h.KeyIn(auth.RoleRider, rider.ID, a.account)
 
 	a.receiver = NewReceiver(nil)
 	res := h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints", Key: a.admin, Body: map[string]any{
@@ -74,7 +74,7 @@ func seedTenantA(h *Harness) tenantA {
 
 	done := h.BookTrip(a.rider, h.NewEstimate(a.rider, city).EstimateId)
 	a.completed = done.Id
-	a.driverKey = h.Key(server.RoleDriver, done.DriverSummary.Id)
+	a.driverKey = h.Key(auth.RoleDriver, done.DriverSummary.Id)
 	Expect(h.PutStatus(a.driverKey, done.Id, "in_progress", nil).Status).To(Equal(http.StatusOK))
 	Expect(h.PutStatus(a.driverKey, done.Id, "completed", nil).Status).To(Equal(http.StatusOK))
 	a.active = h.BookTrip(a.rider, h.NewEstimate(a.rider, city).EstimateId).Id
@@ -116,9 +116,9 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 	It("confine every operation of the document to the caller's account, drivers aside", func() {
 		a := seedTenantA(h)
 		accountB := newAccount("b")
-		adminB := h.KeyIn(server.RoleAdmin, "", accountB)
+		adminB := h.KeyIn(auth.RoleAdmin, "", accountB)
 		riderB := h.NewRiderIn(accountB)
-		riderBKey := h.KeyIn(server.RoleRider, riderB.ID, accountB)
+		riderBKey := h.KeyIn(auth.RoleRider, riderB.ID, accountB)
 		receiverB := NewReceiver(nil)
 		bKeys := []string{adminB, riderBKey}
 		aTrips := []string{a.completed, a.active}

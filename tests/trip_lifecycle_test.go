@@ -13,7 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -54,7 +54,7 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		driver := h.NewDriver(DriverOpts{Unavailable: activeStatus[status]})
 		rider := h.NewRider()
 		trip := h.NewTrip(TripOpts{Driver: driver, Rider: rider, Status: status, CreatedAt: time.Now().Add(-time.Hour)})
-		return trip, h.Key(server.RoleDriver, driver.ID), h.Key(server.RoleRider, rider.ID)
+		return trip, h.Key(auth.RoleDriver, driver.ID), h.Key(auth.RoleRider, rider.ID)
 	}
 
 	DescribeTable("PUT /v1/trips/{tripId} over every (from, to) pair",
@@ -127,9 +127,9 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		trip, driverKey, riderKey := newTrip("accepted")
 		ExpectProblem(h.PutStatus("", trip.ID, "arriving", nil), http.StatusUnauthorized, "unauthenticated")
 		ExpectProblem(h.PutStatus(riderKey, trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
-		otherDriver := h.Key(server.RoleDriver, h.NewDriver(DriverOpts{}).ID)
+		otherDriver := h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)
 		ExpectProblem(h.PutStatus(otherDriver, trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
-		ExpectProblem(h.PutStatus(h.Key(server.RoleRider, h.NewRider().ID), trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
+		ExpectProblem(h.PutStatus(h.Key(auth.RoleRider, h.NewRider().ID), trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.PutStatus(h.Admin, "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", "arriving", nil), http.StatusNotFound, "not_found")
 		ExpectProblem(h.PutStatus(h.Admin, "nope", "arriving", nil), http.StatusNotFound, "not_found")
 		Expect(h.EventTypes(trip.ID)).To(BeEmpty(), "refusals change nothing")
@@ -282,8 +282,8 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		It("is refused to strangers, and needs a reason", func() {
 			trip, _, riderKey := newTrip("accepted")
 			ExpectProblem(h.Cancel("", trip.ID, "x"), http.StatusUnauthorized, "unauthenticated")
-			ExpectProblem(h.Cancel(h.Key(server.RoleRider, h.NewRider().ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
-			ExpectProblem(h.Cancel(h.Key(server.RoleDriver, h.NewDriver(DriverOpts{}).ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
+			ExpectProblem(h.Cancel(h.Key(auth.RoleRider, h.NewRider().ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
+			ExpectProblem(h.Cancel(h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
 			ExpectProblem(h.Cancel(riderKey, "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", "x"), http.StatusNotFound, "not_found")
 			for _, reason := range []string{"", "   ", strings.Repeat("x", 501)} {
 				ExpectProblem(h.Cancel(riderKey, trip.ID, reason), http.StatusBadRequest, "invalid_request")

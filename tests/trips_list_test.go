@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/gen"
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -263,12 +263,12 @@ var _ = ForEachEngine("Listing trips", func(h *Harness) {
 	It("shows riders and drivers only their own trips", func() {
 		other := h.NewRider()
 		mine := h.NewTrip(TripOpts{Driver: driver, Rider: other})
-		riderKey := h.Key(server.RoleRider, other.ID)
+		riderKey := h.Key(auth.RoleRider, other.ID)
 		Expect(walk(h, riderKey, "limit=100")).To(Equal([]string{mine.ID}))
 
 		otherDriver := h.NewDriver(DriverOpts{City: driver.City})
 		theirs := h.NewTrip(TripOpts{Driver: otherDriver, Rider: rider})
-		driverKey := h.Key(server.RoleDriver, otherDriver.ID)
+		driverKey := h.Key(auth.RoleDriver, otherDriver.ID)
 		Expect(walk(h, driverKey, "limit=100")).To(Equal([]string{theirs.ID}))
 		Expect(walk(h, driverKey, "driver_id="+driver.ID)).To(BeEmpty(), "a driver cannot list another driver's trips")
 	})
@@ -288,9 +288,9 @@ var _ = ForEachEngine("Listing trips", func(h *Harness) {
 	It("lists a driver's trips for that driver and admin only", func() {
 		path := "/v1/drivers/" + driver.ID + "/trips?limit=100"
 		Expect(page(h, h.Admin, path).Data).To(HaveLen(40))
-		Expect(page(h, h.Key(server.RoleDriver, driver.ID), path).Data).To(HaveLen(40))
-		Expect(h.GET(path, h.Key(server.RoleRider, rider.ID)).Problem().Code).To(Equal("forbidden"))
-		Expect(h.GET("/v1/drivers/"+h.NewDriver(DriverOpts{}).ID+"/trips", h.Key(server.RoleDriver, driver.ID)).Status).To(Equal(403))
+		Expect(page(h, h.Key(auth.RoleDriver, driver.ID), path).Data).To(HaveLen(40))
+		Expect(h.GET(path, h.Key(auth.RoleRider, rider.ID)).Problem().Code).To(Equal("forbidden"))
+		Expect(h.GET("/v1/drivers/"+h.NewDriver(DriverOpts{}).ID+"/trips", h.Key(auth.RoleDriver, driver.ID)).Status).To(Equal(403))
 		Expect(h.GET("/v1/drivers/drv_aaaaaaaaaaaaaaaaaaaaaaaaaa/trips", h.Admin).Status).To(Equal(404))
 	})
 
@@ -328,7 +328,7 @@ var _ = ForEachEngine("Listing trips", func(h *Harness) {
 			},
 			Entry("another filter", func() (string, string) { return byCity("&status=completed"), h.Admin }),
 			Entry("another sort", func() (string, string) { return byCity("&sort=fare"), h.Admin }),
-			Entry("another caller", func() (string, string) { return byCity(""), h.KeyIn(server.RoleAdmin, "", "acct_other") }),
+			Entry("another caller", func() (string, string) { return byCity(""), h.KeyIn(auth.RoleAdmin, "", "acct_other") }),
 		)
 
 		It("refuses a trips cursor on a driver's trips", func() {

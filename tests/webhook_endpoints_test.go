@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 )
 
@@ -113,8 +113,8 @@ var _ = ForEachEngine("Webhook endpoints", func(h *Harness) {
 
 	It("is for admins only: 401 without a key, 403 for riders and drivers", func() {
 		id, _ := h.RegisterEndpoint("https://partner.example.com/perm", "trip.completed")
-		rider := h.Key(server.RoleRider, h.NewRider().ID)
-		driver := h.Key(server.RoleDriver, h.NewDriver(DriverOpts{}).ID)
+		rider := h.Key(auth.RoleRider, h.NewRider().ID)
+		driver := h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)
 		body := map[string]any{"url": "https://partner.example.com/x", "events": []string{"trip.completed"}}
 		calls := []Request{
 			{Method: http.MethodPost, Path: "/v1/webhook-endpoints", Body: body},
@@ -145,7 +145,7 @@ var _ = ForEachEngine("Webhook endpoints", func(h *Harness) {
 
 	It("keeps each account's endpoints to itself", func() {
 		id, _ := h.RegisterEndpoint("https://partner.example.com/mine", "trip.completed")
-		other := h.KeyIn(server.RoleAdmin, "", "acct_other_"+ride.NewID("x")[2:10])
+		other := h.KeyIn(auth.RoleAdmin, "", "acct_other_"+ride.NewID("x")[2:10])
 		Expect(h.GET("/v1/webhook-endpoints/"+id, other).Status).To(Equal(http.StatusNotFound))
 		Expect(h.Do(Request{Method: http.MethodDelete, Path: "/v1/webhook-endpoints/" + id, Key: other}).Status).To(Equal(http.StatusNotFound))
 		Expect(h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints/" + id + "/secret-rotations", Key: other, Body: map[string]any{}}).Status).To(Equal(http.StatusNotFound))
@@ -164,7 +164,7 @@ var _ = ForEachEngine("Webhook endpoints", func(h *Harness) {
 
 	It("pages the list newest first with cursors bound to the account", func() {
 		account := "acct_pages_" + ride.NewID("x")[2:10]
-		admin := h.KeyIn(server.RoleAdmin, "", account)
+		admin := h.KeyIn(auth.RoleAdmin, "", account)
 		var ids []string
 		for i := 0; i < 5; i++ {
 			res := create(admin, map[string]any{"url": "https://partner.example.com/p", "events": []string{"trip.created"}})

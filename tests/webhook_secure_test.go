@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks"
@@ -33,7 +34,7 @@ var _ = ForEachEngine("Webhook delivery in secure mode", func(h *Harness) {
 			Body: map[string]any{"url": target, "events": []string{"trip.completed"}}}), http.StatusUnprocessableEntity, "invalid_webhook_url")
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		endpoint, err := secure.Store.CreateWebhookEndpoint(ctx, store.WebhookEndpoint{
-			ID: ride.NewID(ride.PrefixWebhookEndpoint), Account: server.DefaultAccount, URL: target,
+			ID: ride.NewID(ride.PrefixWebhookEndpoint), Account: auth.DefaultAccount, URL: target,
 			EventTypes: []string{"trip.completed"}, Status: store.WebhookEnabled, Secret: webhooks.NewSecret(),
 			CreatedAt: now, UpdatedAt: now,
 		})

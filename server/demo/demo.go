@@ -28,7 +28,7 @@ type Data struct {
 }
 
 // PartnerAccount is the demo data's second tenant: a partner business with its own riders
-// and trips, which DefaultAccount's keys never see (and the other way round).
+// and trips, which auth.DefaultAccount's keys never see (and the other way round).
 const PartnerAccount = "acct_partner"
 
 // Demo data volumes: enough trips that listing, filters and deep pages are worth trying.

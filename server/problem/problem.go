@@ -104,3 +104,12 @@ func (e *Error) Title() string {
 	}
 	return http.StatusText(e.HTTPStatus())
 }
+
+// TruncateID keeps an id quoted in a detail to 64 characters, so that an over-long id from a
+// request does not fill the answer.
+func TruncateID(id string) string {
+	if len(id) > 64 {
+		return id[:64] + "…"
+	}
+	return id
+}

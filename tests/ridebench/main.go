@@ -33,6 +33,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -303,7 +304,7 @@ type depthRow struct {
 // pages start from a cursor after the row at that position, made with the server's own code
 // and secret (server.TripListCursor), exactly what a walk would have been handed there.
 func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
-	admin := server.Principal{Role: server.RoleAdmin, Account: server.DefaultAccount}
+	admin := auth.Principal{Role: auth.RoleAdmin, Account: auth.DefaultAccount}
 	depths := []int{0, 10_000, 100_000, 500_000}
 	var labels []string
 	var ops []func(context.Context, *worker) error

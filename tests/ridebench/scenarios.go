@@ -16,6 +16,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -155,7 +156,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		ORDER BY created_at DESC, id DESC OFFSET 1000 LIMIT 1`).Scan(&keyT, &keyID); err != nil {
 		return nil, err
 	}
-	admin := server.Principal{Role: server.RoleAdmin, Account: server.DefaultAccount}
+	admin := auth.Principal{Role: auth.RoleAdmin, Account: auth.DefaultAccount}
 	cursor := server.TripListCursor(b.secret, admin, gen.Completed, store.Keyset{Values: []int64{keyT.UnixMicro()}, ID: keyID})
 	deepSQL, err := capture(b.request(http.MethodGet, listPath+"&cursor="+cursor, nil))
 	if err != nil {

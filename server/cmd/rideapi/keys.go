@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
@@ -55,7 +55,7 @@ func keys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func keysFlags(name, usage string, stdout io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("keys "+name, flag.ContinueOnError)
 	fs.SetOutput(stdout) // help is asked for, so it goes to stdout; errors come back to run
-	account := fs.String("account", server.DefaultAccount, "the account (tenant) of the key")
+	account := fs.String("account", auth.DefaultAccount, "the account (tenant) of the key")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -72,10 +72,10 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if (*role == server.RoleRider || *role == server.RoleDriver) && *subject == "" {
+	if (*role == auth.RoleRider || *role == auth.RoleDriver) && *subject == "" {
 		return fmt.Errorf("a %s key needs --subject (the %s's id)", *role, *role)
 	}
-	p := server.APIKeyParams{Role: *role, Subject: *subject, Account: *account}
+	p := auth.APIKeyParams{Role: *role, Subject: *subject, Account: *account}
 	if *description != "" {
 		p.Description = description
 	}
@@ -91,7 +91,7 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	secret, _, err := server.NewAPIKey(ctx, st, p, time.Now())
+	secret, _, err := auth.NewAPIKey(ctx, st, p, time.Now())
 	if err != nil {
 		return err
 	}

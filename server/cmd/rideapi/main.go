@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 )
@@ -268,16 +269,16 @@ func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "Database already has trips; no demo data seeded. Create a key with: rideapi keys create --role admin")
 		return nil
 	}
-	keys := []server.APIKeyParams{
-		{Role: server.RoleAdmin, Account: server.DefaultAccount},
-		{Role: server.RoleRider, Subject: seeded.RiderID, Account: server.DefaultAccount},
-		{Role: server.RoleDriver, Subject: seeded.DriverID, Account: server.DefaultAccount},
-		{Role: server.RoleAdmin, Account: demo.PartnerAccount},
-		{Role: server.RoleRider, Subject: seeded.PartnerRiderID, Account: demo.PartnerAccount},
+	keys := []auth.APIKeyParams{
+		{Role: auth.RoleAdmin, Account: auth.DefaultAccount},
+		{Role: auth.RoleRider, Subject: seeded.RiderID, Account: auth.DefaultAccount},
+		{Role: auth.RoleDriver, Subject: seeded.DriverID, Account: auth.DefaultAccount},
+		{Role: auth.RoleAdmin, Account: demo.PartnerAccount},
+		{Role: auth.RoleRider, Subject: seeded.PartnerRiderID, Account: demo.PartnerAccount},
 	}
 	fmt.Fprintln(stdout, "Demo data seeded. Demo API keys (shown once; only their hashes are stored):")
 	for _, k := range keys {
-		secret, _, err := server.NewAPIKey(ctx, st, k, now)
+		secret, _, err := auth.NewAPIKey(ctx, st, k, now)
 		if err != nil {
 			return fmt.Errorf("create demo %s key of %s: %w", k.Role, k.Account, err)
 		}

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"io"
@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rideapi/ride/server/auth"
 )
 
 // validatedBody mimics the body the gate leaves behind (openapi3filter's KeepValidatedValue).
@@ -19,11 +21,11 @@ func (b validatedBody) ValidatedValue() any { return b.value }
 // TestRequestFingerprint pins what makes two requests "the same" for an Idempotency-Key: the
 // HTTP routes other than /v1/payments live on other branches, so the route part is proved here.
 func TestRequestFingerprint(t *testing.T) {
-	rider := Principal{Role: RoleRider, Subject: "rdr_a", Account: DefaultAccount}
+	rider := auth.Principal{Role: auth.RoleRider, Subject: "rdr_a", Account: auth.DefaultAccount}
 	request := func(method, path, body string) *http.Request {
 		return httptest.NewRequest(method, path, strings.NewReader(body))
 	}
-	fingerprint := func(req *http.Request, route string, caller Principal) string {
+	fingerprint := func(req *http.Request, route string, caller auth.Principal) string {
 		t.Helper()
 		fp, err := requestFingerprint(req, route, caller)
 		if err != nil {
@@ -46,7 +48,7 @@ func TestRequestFingerprint(t *testing.T) {
 			return req
 		}(), "/v1/payments", rider),
 		"another key of the same rider": fingerprint(request("POST", "/v1/payments", body), "/v1/payments",
-			Principal{Role: RoleRider, Subject: "rdr_a", Account: DefaultAccount, KeyID: "key_other"}),
+			auth.Principal{Role: auth.RoleRider, Subject: "rdr_a", Account: auth.DefaultAccount, KeyID: "key_other"}),
 	}
 	for name, fp := range same {
 		if fp != base {
@@ -62,8 +64,8 @@ func TestRequestFingerprint(t *testing.T) {
 		"the same path under another route": fingerprint(request("POST", "/v1/payments", body), "/v1/{other}", rider),
 		"another method":                    fingerprint(request("PUT", "/v1/payments", body), "/v1/payments", rider),
 		"a query string":                    fingerprint(request("POST", "/v1/payments?x=1", body), "/v1/payments", rider),
-		"another rider":                     fingerprint(request("POST", "/v1/payments", body), "/v1/payments", Principal{Role: RoleRider, Subject: "rdr_b"}),
-		"an admin":                          fingerprint(request("POST", "/v1/payments", body), "/v1/payments", Principal{Role: RoleAdmin}),
+		"another rider":                     fingerprint(request("POST", "/v1/payments", body), "/v1/payments", auth.Principal{Role: auth.RoleRider, Subject: "rdr_b"}),
+		"an admin":                          fingerprint(request("POST", "/v1/payments", body), "/v1/payments", auth.Principal{Role: auth.RoleAdmin}),
 		"no body":                           fingerprint(request("POST", "/v1/payments", ""), "/v1/payments", rider),
 	}
 	seen := map[string]string{base: "base"}

@@ -1,12 +1,14 @@
-package server
+package pipeline
 
 import (
 	"database/sql"
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are one server's Prometheus collectors, served at GET /metrics. Each server has its
@@ -28,15 +30,16 @@ type Metrics struct {
 
 	rateLimited     *prometheus.CounterVec
 	rateLimitErrors prometheus.Counter
-	authFailures    *prometheus.CounterVec
-	ready           prometheus.Gauge
+	// AuthFailures counts requests refused for their API key, by outcome.
+	AuthFailures *prometheus.CounterVec
+	ready        prometheus.Gauge
 }
 
 // latencyBuckets reach from a cached read (about a millisecond) to a slow write (seconds).
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// newMetrics registers every collector. db may be nil (no pool statistics).
-func newMetrics(db *sql.DB) *Metrics {
+// NewMetrics registers every collector. db may be nil (no pool statistics).
+func NewMetrics(db *sql.DB) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,7 +67,7 @@ func newMetrics(db *sql.DB) *Metrics {
 			Name: "ride_rate_limit_errors_total",
 			Help: "Requests let through unmetered because the rate-limit store (Redis) failed.",
 		}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ride_auth_failures_total",
 			Help: "Requests refused for their API key: 401 (refused), or 429 because their address failed too often (throttled).",
 		}, []string{"outcome"}),
@@ -74,7 +77,7 @@ func newMetrics(db *sql.DB) *Metrics {
 		}),
 	}
 	m.registry.MustRegister(m.requests, m.duration, m.IdempotencyReplays, m.WebhookDeliveries,
-		m.rateLimited, m.rateLimitErrors, m.authFailures, m.ready,
+		m.rateLimited, m.rateLimitErrors, m.AuthFailures, m.ready,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Declared outcomes show up at zero before the first delivery, so dashboards and alerts
@@ -83,7 +86,7 @@ func newMetrics(db *sql.DB) *Metrics {
 		m.WebhookDeliveries.WithLabelValues(outcome)
 	}
 	for _, outcome := range []string{"refused", "throttled"} {
-		m.authFailures.WithLabelValues(outcome)
+		m.AuthFailures.WithLabelValues(outcome)
 	}
 	if db != nil {
 		m.registry.MustRegister(collectors.NewDBStatsCollector(db, "ride"))
@@ -96,4 +99,18 @@ func (m *Metrics) observeRequest(method, route string, status int, elapsed time.
 	code := strconv.Itoa(status)
 	m.requests.WithLabelValues(method, route, code).Inc()
 	m.duration.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+}
+
+// SetReady records whether the server takes traffic.
+func (m *Metrics) SetReady(ready bool) {
+	if ready {
+		m.ready.Set(1)
+	} else {
+		m.ready.Set(0)
+	}
+}
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }

@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"context"
@@ -14,47 +14,12 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
-// Roles a key can have; the store defines them because its schema checks them.
-const (
-	RoleRider  = store.RoleRider
-	RoleDriver = store.RoleDriver
-	RoleAdmin  = store.RoleAdmin
-)
-
-// DefaultAccount is the account of keys created without one; the demo keys belong to it.
-const DefaultAccount = store.DefaultAccount
-
-// Principal is who an API key speaks for.
-type Principal struct {
-	KeyID   string
-	Role    string
-	Subject string // the rider's or driver's id; empty for admin
-	Account string
-}
-
-// IsAdmin reports whether the principal may do everything within its account.
-func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
-
-// Is reports whether the principal is the given rider or driver.
-func (p Principal) Is(role, subject string) bool { return p.Role == role && p.Subject == subject }
-
-type principalKey struct{}
-
-func withPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
-
-// principalFrom returns the authenticated caller; the gate guarantees one on secured operations.
-func principalFrom(ctx context.Context) Principal {
-	p, _ := ctx.Value(principalKey{}).(Principal)
-	return p
-}
-
-// authenticator resolves bearer keys to principals without a database round trip per request.
+// Authenticator resolves bearer keys to principals without a database round trip per request.
 //
 //   - Known keys are cached (at most authCacheMaxKeys; a full cache forgets one entry, not all).
 //     Each entry remembers the revocation revision it was read under: a revocation moves the
@@ -67,7 +32,7 @@ func principalFrom(ctx context.Context) Principal {
 //     burst of authFailureBurst); past that it is answered 429 before any lookup.
 //   - Uses are recorded in memory and written to the key's last_used_at by watch, at most once
 //     a minute per key.
-type authenticator struct {
+type Authenticator struct {
 	store *store.Store
 	now   func() time.Time
 
@@ -80,7 +45,8 @@ type authenticator struct {
 	unknown map[[sha256.Size]byte]time.Time // until when a hash is known to be no key
 
 	failures *addressMeter
-	metrics  *Metrics
+	// failuresCount counts refused keys by outcome (refused, throttled).
+	failuresCount *prometheus.CounterVec
 }
 
 // authEntry is a cached key.
@@ -106,9 +72,10 @@ const (
 	authFailureMaxClients = 10_000
 )
 
-func newAuthenticator(st *store.Store, now func() time.Time, metrics *Metrics) *authenticator {
-	a := &authenticator{
-		store: st, now: now, metrics: metrics,
+// New is an authenticator over the store's keys; failures counts refused keys by outcome.
+func New(st *store.Store, now func() time.Time, failures *prometheus.CounterVec) *Authenticator {
+	a := &Authenticator{
+		store: st, now: now, failuresCount: failures,
 		known:    map[[sha256.Size]byte]*authEntry{},
 		unknown:  map[[sha256.Size]byte]time.Time{},
 		failures: newAddressMeter(authFailureRate, authFailureBurst, authFailureMaxClients),
@@ -123,8 +90,8 @@ func unauthenticated(detail string) *problem.Error {
 	return p
 }
 
-// authenticate resolves the Authorization header of a request from remoteAddr.
-func (a *authenticator) authenticate(ctx context.Context, header, remoteAddr string) (Principal, error) {
+// Authenticate resolves the Authorization header of a request from remoteAddr.
+func (a *Authenticator) Authenticate(ctx context.Context, header, remoteAddr string) (Principal, error) {
 	scheme, secret, found := strings.Cut(header, " ")
 	if header == "" {
 		return Principal{}, unauthenticated("Send an API key as Authorization: Bearer <key>.")
@@ -172,7 +139,7 @@ func (a *authenticator) authenticate(ctx context.Context, header, remoteAddr str
 }
 
 // lookup reads a key from the store and caches the answer; nil means no such key.
-func (a *authenticator) lookup(ctx context.Context, sum [sha256.Size]byte, revision int64, now time.Time) (*authEntry, error) {
+func (a *Authenticator) lookup(ctx context.Context, sum [sha256.Size]byte, revision int64, now time.Time) (*authEntry, error) {
 	key, err := a.store.APIKeyByHash(ctx, hex.EncodeToString(sum[:])) // hashAPIKey's form
 	if errors.Is(err, store.ErrNotFound) {
 		a.mu.Lock()
@@ -184,7 +151,7 @@ func (a *authenticator) lookup(ctx context.Context, sum [sha256.Size]byte, revis
 		return nil, err
 	}
 	entry := &authEntry{
-		principal: Principal{KeyID: key.ID, Role: key.Role, Account: key.Account, Subject: deref(key.Subject)},
+		principal: Principal{KeyID: key.ID, Role: key.Role, Account: key.Account, Subject: subjectOf(key)},
 		revoked:   key.RevokedAt != nil,
 		revision:  revision,
 		cachedAt:  now,
@@ -219,25 +186,25 @@ func (e *authEntry) used(now time.Time) {
 
 // failed counts an authentication failure of client and returns its 401, or a 429 when the
 // client has failed too often.
-func (a *authenticator) failed(client, detail string) error {
+func (a *Authenticator) failed(client, detail string) error {
 	if !a.failures.allow(client, a.now()) {
 		return a.throttled()
 	}
-	a.metrics.authFailures.WithLabelValues("refused").Inc()
+	a.failuresCount.WithLabelValues("refused").Inc()
 	return unauthenticated(detail)
 }
 
-func (a *authenticator) throttled() *problem.Error {
-	a.metrics.authFailures.WithLabelValues("throttled").Inc()
+func (a *Authenticator) throttled() *problem.Error {
+	a.failuresCount.WithLabelValues("throttled").Inc()
 	p := problem.New(problem.RateLimited,
 		"Too many requests with unknown API keys from this address. Retry later with a valid key.")
 	p.Header = http.Header{"Retry-After": {"1"}}
 	return p
 }
 
-// watch keeps the cache in step with revocations and writes the keys' last uses, until ctx
+// Watch keeps the cache in step with revocations and writes the keys' last uses, until ctx
 // ends. The server runs it as a background worker.
-func (a *authenticator) watch(ctx context.Context) {
+func (a *Authenticator) Watch(ctx context.Context) {
 	ticker := time.NewTicker(revisionPollInterval)
 	defer ticker.Stop()
 	for {
@@ -255,7 +222,7 @@ func (a *authenticator) watch(ctx context.Context) {
 // older one are stale and authenticate reads them again before trusting them. They stay in
 // the cache meanwhile: a key this address used before is still one it may look up when the
 // address is throttled for unknown keys.
-func (a *authenticator) pollRevision(ctx context.Context) {
+func (a *Authenticator) pollRevision(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, revisionPollInterval)
 	defer cancel()
 	revision, err := a.store.APIKeyRevision(ctx)
@@ -266,7 +233,7 @@ func (a *authenticator) pollRevision(ctx context.Context) {
 }
 
 // writeLastUses writes the uses not yet written, at most one a minute per key.
-func (a *authenticator) writeLastUses(ctx context.Context) {
+func (a *Authenticator) writeLastUses(ctx context.Context) {
 	var uses []store.APIKeyUse
 	var entries []*authEntry
 	a.mu.RLock()
@@ -289,8 +256,8 @@ func (a *authenticator) writeLastUses(ctx context.Context) {
 	}
 }
 
-// forget drops a key from this replica's cache at once (the replica that revokes it).
-func (a *authenticator) forget(keyID string) {
+// Forget drops a key from this replica's cache at once (the replica that revokes it).
+func (a *Authenticator) Forget(keyID string) {
 	a.mu.Lock()
 	for sum, e := range a.known {
 		if e.principal.KeyID == keyID {
@@ -355,4 +322,12 @@ func clientAddress(remoteAddr string) string {
 		return remoteAddr
 	}
 	return host
+}
+
+// subjectOf is the rider or driver a key acts for; empty for admin keys.
+func subjectOf(key store.APIKey) string {
+	if key.Subject == nil {
+		return ""
+	}
+	return *key.Subject
 }

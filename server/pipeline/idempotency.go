@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -36,8 +37,8 @@ const (
 	idempotencyLease = 60 * time.Second
 	// idempotencyRetryAfter is the Retry-After of idempotency_key_in_use, in seconds.
 	idempotencyRetryAfter = "1"
-	// idempotencyPurgeInterval is how often the server deletes expired records.
-	idempotencyPurgeInterval = 10 * time.Minute
+	// IdempotencyPurgeInterval is how often the server deletes expired records.
+	IdempotencyPurgeInterval = 10 * time.Minute
 )
 
 // errAnswerNotStored rolls the request's transaction back when its answer must not be stored:
@@ -48,7 +49,7 @@ var errAnswerNotStored = errors.New("idempotency: 5xx answers are not stored")
 // (its lease ran out and another attempt took the key over): that attempt answers.
 var errKeyLost = errors.New("idempotency: the key was taken over")
 
-// idempotency is the one mechanism behind every POST that carries an Idempotency-Key (the
+// Idempotency is the one mechanism behind every POST that carries an Idempotency-Key (the
 // header is required on some operations; the gate enforces that). Keys on other methods are
 // ignored. Keys are scoped to the caller's account; a key is bound to the fingerprint of its
 // first request: method, route, caller and canonical body.
@@ -66,7 +67,7 @@ var errKeyLost = errors.New("idempotency: the key was taken over")
 // the transaction uses the outer store, so nothing ever waits for a connection it holds
 // itself: no deadlock. A request with the key of an attempt this process is running is
 // answered 409 from memory at once instead of queueing for the connection.
-func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
+func (pl *Pipeline) Idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.Method != http.MethodPost {
@@ -77,7 +78,7 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		ctx := req.Context()
-		caller, info := principalFrom(ctx), operationFrom(ctx)
+		caller, info := auth.PrincipalFrom(ctx), operationFrom(ctx)
 		if caller.Account == "" || info == nil {
 			return next(c) // no caller to scope the key to: nothing to remember it by
 		}
@@ -94,11 +95,11 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		// This process's own attempts are known without a database round trip: on SQLite the
 		// running attempt holds the only connection until it commits, and a request with its
 		// key would otherwise queue behind it instead of hearing 409 at once.
-		if running, ok := s.executing.fingerprint(attempt.account, attempt.key); ok {
+		if running, ok := pl.executing.fingerprint(attempt.account, attempt.key); ok {
 			return answerKnownKey(c, store.IdempotencyRecord{Fingerprint: running, Status: store.IdempotencyPending}, fingerprint)
 		}
-		now := s.now()
-		rec, claimed, err := s.store.ClaimIdempotencyKey(ctx, store.IdempotencyClaim{
+		now := pl.now()
+		rec, claimed, err := pl.store.ClaimIdempotencyKey(ctx, store.IdempotencyClaim{
 			Account: attempt.account, Key: attempt.key, Fingerprint: fingerprint,
 			Method: req.Method, Path: req.URL.Path, Owner: attempt.owner,
 			Now: now, StaleBefore: now.Add(-idempotencyLease),
@@ -108,13 +109,13 @@ func (s *Server) idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if !claimed {
 			if rec.Status == store.IdempotencyCompleted && rec.Fingerprint == fingerprint {
-				s.metrics.IdempotencyReplays.Inc() // answerKnownKey replays it
+				pl.metrics.IdempotencyReplays.Inc() // answerKnownKey replays it
 			}
 			return answerKnownKey(c, rec, fingerprint)
 		}
-		s.executing.add(attempt.account, attempt.key, fingerprint)
-		defer s.executing.remove(attempt.account, attempt.key)
-		return s.runOnce(c, next, attempt)
+		pl.executing.add(attempt.account, attempt.key, fingerprint)
+		defer pl.executing.remove(attempt.account, attempt.key)
+		return pl.runOnce(c, next, attempt)
 	}
 }
 
@@ -195,7 +196,7 @@ func replay(c echo.Context, rec store.IdempotencyRecord) error {
 
 // runOnce executes a request whose key this attempt holds, inside one transaction that also
 // stores its answer, then sends the answer.
-func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAttempt) error {
+func (pl *Pipeline) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAttempt) error {
 	req := c.Request()
 	ctx := req.Context()
 	res := c.Response()
@@ -203,10 +204,10 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	captured := &bufferedResponse{header: http.Header{}, body: &bytes.Buffer{}}
 	res.Writer = captured
 
-	txErr := s.store.WithTx(ctx, func(tx *store.Store) error {
+	txErr := pl.store.WithTx(ctx, func(tx *store.Store) error {
 		c.SetRequest(req.WithContext(withTx(ctx, tx)))
 		if err := callRecovering(c, next); err != nil {
-			s.renderError(err, c) // into the capture, like any answer
+			pl.render(err, c) // into the capture, like any answer
 		}
 		status := captured.statusCode()
 		if status >= http.StatusInternalServerError {
@@ -218,7 +219,7 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 		}
 		err = tx.CompleteIdempotencyRecord(ctx, store.IdempotencyResult{
 			Account: a.account, Key: a.key, Owner: a.owner,
-			Status: status, Headers: string(headers), Body: captured.body.Bytes(), Now: s.now(),
+			Status: status, Headers: string(headers), Body: captured.body.Bytes(), Now: pl.now(),
 		})
 		if errors.Is(err, store.ErrConflict) {
 			return errKeyLost
@@ -242,16 +243,16 @@ func (s *Server) runOnce(c echo.Context, next echo.HandlerFunc, a idempotencyAtt
 	// Nothing committed: free the key at once rather than after the lease (the request may
 	// have been cancelled; the release must still happen), or, when the database is away, as
 	// soon as it is back.
-	if s.outage.isDown() || store.Unavailable(txErr) {
-		s.outage.releaseLater(a.account, a.key, a.owner)
+	if pl.outage.isDown() || store.Unavailable(txErr) {
+		pl.outage.releaseLater(a.account, a.key, a.owner)
 	} else {
-		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), readinessTimeout)
+		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadinessTimeout)
 		defer cancel()
-		if err := s.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
+		if err := pl.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
 			if store.Unavailable(err) {
-				s.outage.releaseLater(a.account, a.key, a.owner)
+				pl.outage.releaseLater(a.account, a.key, a.owner)
 			} else {
-				s.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+				pl.log.ErrorContext(ctx, "release idempotency key", slog.String("request_id", RequestID(ctx)), slog.String("error", err.Error()))
 			}
 		}
 	}
@@ -314,7 +315,7 @@ func newOwnerToken() string {
 // and the concrete path, so a path parameter counts), query, caller (role and subject, so a
 // replay never shows one rider another's answer even within an account) and the body in
 // canonical JSON (members sorted, no insignificant whitespace), hashed with SHA-256.
-func requestFingerprint(req *http.Request, route string, caller Principal) (string, error) {
+func requestFingerprint(req *http.Request, route string, caller auth.Principal) (string, error) {
 	body, err := canonicalBody(req)
 	if err != nil {
 		return "", err
@@ -353,18 +354,18 @@ func canonicalBody(req *http.Request) ([]byte, error) {
 	return json.Marshal(doc)
 }
 
-// purgeIdempotencyRecordsEvery deletes expired idempotency records now and then every
+// PurgeIdempotencyRecordsEvery deletes expired idempotency records now and then every
 // interval, until ctx ends. Failures are logged and retried on the next round.
-func (s *Server) purgeIdempotencyRecordsEvery(ctx context.Context, interval time.Duration) {
+func (pl *Pipeline) PurgeIdempotencyRecordsEvery(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		n, err := s.store.PurgeIdempotencyRecords(ctx, s.now().Add(-s.idempotencyTTL))
+		n, err := pl.store.PurgeIdempotencyRecords(ctx, pl.now().Add(-pl.idempotencyTTL))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			s.log.ErrorContext(ctx, "purge idempotency records", slog.String("error", err.Error()))
+			pl.log.ErrorContext(ctx, "purge idempotency records", slog.String("error", err.Error()))
 		case n > 0:
-			s.log.InfoContext(ctx, "purged idempotency records", slog.Int64("count", n))
+			pl.log.InfoContext(ctx, "purged idempotency records", slog.Int64("count", n))
 		}
 		select {
 		case <-ctx.Done():

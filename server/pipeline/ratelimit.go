@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -97,20 +98,34 @@ const redisTimeout = 250 * time.Millisecond
 // cost no round trip at all.
 const redisPause = 5 * time.Second
 
+// RateLimits are each API key's request budgets.
+type RateLimits struct {
+	// Read and Write are the budgets in requests per Period; a bucket holds twice its rate.
+	// Zero turns that limit off.
+	Read, Write int
+	// Period is the period of those rates: a second when zero.
+	Period time.Duration
+	// RedisURL shares the buckets between replicas through Redis; empty keeps them in the
+	// process.
+	RedisURL string
+	// KeyPrefix namespaces the buckets in Redis ("ride:" when empty).
+	KeyPrefix string
+}
+
 // newRateLimiter builds the limiter cfg asks for, or nil when both limits are off.
-func newRateLimiter(cfg Config, log *slog.Logger, metrics *Metrics) (*rateLimiter, error) {
-	if cfg.RateLimitRead <= 0 && cfg.RateLimitWrite <= 0 {
+func newRateLimiter(cfg RateLimits, log *slog.Logger, metrics *Metrics) (*rateLimiter, error) {
+	if cfg.Read <= 0 && cfg.Write <= 0 {
 		return nil, nil
 	}
-	period := cfg.RateLimitPeriod
+	period := cfg.Period
 	if period <= 0 {
 		period = time.Second
 	}
-	l := &rateLimiter{prefix: cfg.RateLimitKeyPrefix, log: log, metrics: metrics}
+	l := &rateLimiter{prefix: cfg.KeyPrefix, log: log, metrics: metrics}
 	if l.prefix == "" {
 		l.prefix = "ride:"
 	}
-	for class, rate := range map[limitClass]int{classRead: cfg.RateLimitRead, classWrite: cfg.RateLimitWrite} {
+	for class, rate := range map[limitClass]int{classRead: cfg.Read, classWrite: cfg.Write} {
 		if rate > 0 {
 			l.limits[class] = bucketLimit{rate: rate, burst: 2 * rate, period: period}
 		}
@@ -233,7 +248,7 @@ func rateChargeFrom(ctx context.Context) *rateCharge {
 // headers, and answers 429 when the bucket is empty. A conditional GET on an empty bucket
 // goes on all the same, marked as overdrawn: if it ends in a 304 it is answered (a 304 is
 // free), and otherwise respond.go turns it into the 429.
-func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.Header, p Principal, info *operationInfo) (context.Context, error) {
+func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.Header, p auth.Principal, info *operationInfo) (context.Context, error) {
 	class := info.class
 	limit := l.limits[class]
 	if limit.rate == 0 {
@@ -244,7 +259,7 @@ func (l *rateLimiter) admit(ctx context.Context, req *http.Request, header http.
 	if err != nil {
 		// Failing open: a broken cache must not take the API down with it.
 		l.log.WarnContext(ctx, "rate limit failed; request let through unmetered",
-			slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+			slog.String("request_id", RequestID(ctx)), slog.String("error", err.Error()))
 		return ctx, nil
 	}
 	setRateLimitHeaders(header, q)

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"bytes"
@@ -33,16 +33,15 @@ func cachePolicy(path string) string {
 // copies it), so answers can share them: a GET saves an allocation per header.
 var (
 	headerVaryAuthorization = []string{"Authorization"}
-	headerJSON              = []string{"application/json"}
 )
 
 // bufferPool recycles response buffers; a GET answer is held whole to compute its ETag.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// respond is the outermost layer of every request: it names the request, renders errors
+// Respond is the outermost layer of every request: it names the request, renders errors
 // through the boundary, and finishes GET answers with their validators and cache headers.
 // HEAD is served as GET without the body.
-func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
+func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		head := req.Method == http.MethodHead
@@ -60,14 +59,14 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// tests/ridebench/README.md). On PostgreSQL the store bounds each wait for the
 		// database itself (store.DefaultReadTimeout).
 		ctx := withClientGone(context.WithoutCancel(req.Context()), req.Context().Done())
-		c.SetRequest(req.WithContext(withRequestID(ctx, requestID)))
+		c.SetRequest(req.WithContext(WithRequestID(ctx, requestID)))
 		res := c.Response()
 		res.Header()[headerRequestID] = []string{requestID}
 
 		if req.Method != http.MethodGet {
 			res.Writer = stampedWriter{ResponseWriter: res.Writer, requestID: requestID}
 			if err := next(c); err != nil {
-				s.renderError(err, c)
+				pl.render(err, c)
 			}
 			return nil
 		}
@@ -80,7 +79,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		original := res.Writer
 		res.Writer = held
 		if err := next(c); err != nil {
-			s.renderError(err, c)
+			pl.render(err, c)
 		}
 		res.Writer = original
 
@@ -88,7 +87,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 		stampRequestID(header, requestID)
 		status := held.statusCode()
 		if status == http.StatusOK {
-			etag := strongETag(held.body.Bytes())
+			etag := StrongETag(held.body.Bytes())
 			header.Set("ETag", etag)
 			header["Vary"] = headerVaryAuthorization
 			if info := operationFrom(c.Request().Context()); info != nil {
@@ -106,7 +105,7 @@ func (s *Server) respond(next echo.HandlerFunc) echo.HandlerFunc {
 			// The bucket was empty: the request ran only to learn whether it was a 304.
 			keepOnlyRateLimitHeaders(header)
 			res.Committed = false
-			s.renderError(denied, c)
+			pl.render(denied, c)
 			return nil
 		}
 		header.Set("Content-Length", strconv.Itoa(held.body.Len()))
@@ -139,12 +138,12 @@ func stampRequestID(h http.Header, id string) {
 	h.Set(headerRequestID, id)
 }
 
-// strongETag is the validator of a representation: a strong ETag over its exact bytes, the
+// StrongETag is the validator of a representation: a strong ETag over its exact bytes, the
 // 64-bit xxHash of them. That is plenty to tell versions of one resource apart by chance, and
 // the same on every replica, and far cheaper than a cryptographic hash over a page of trips.
 // Nothing relies on the tag being unforgeable: a
 // caller who could make two versions of a resource collide could only confuse their own cache.
-func strongETag(body []byte) string {
+func StrongETag(body []byte) string {
 	var sum [8]byte
 	binary.BigEndian.PutUint64(sum[:], xxhash.Sum64(body))
 	var tag [1 + 2*len(sum) + 1]byte
@@ -153,21 +152,9 @@ func strongETag(body []byte) string {
 	return string(tag[:])
 }
 
-// representationETag is the ETag a GET answering v carries: the generated handlers encode the
-// body with json.Encoder (trailing newline included) and respond hashes exactly those bytes. A
-// write that must answer or check the ETag of a resource (PUT, If-Match) computes it here, so
-// it always agrees with the GET.
-func representationETag(v any) (string, error) {
-	body, err := encodeAnswer(nil, v)
-	if err != nil {
-		return "", err
-	}
-	return strongETag(body), nil
-}
-
-// etagMatchesStrong applies If-Match's strong comparison (RFC 9110 §13.1.1): `*` matches any
+// ETagMatchesStrong applies If-Match's strong comparison (RFC 9110 §13.1.1): `*` matches any
 // current representation, a weak tag never matches.
-func etagMatchesStrong(header string, etag string) bool {
+func ETagMatchesStrong(header string, etag string) bool {
 	for _, candidate := range strings.Split(header, ",") {
 		candidate = strings.TrimSpace(candidate)
 		if candidate == "*" || candidate == etag {

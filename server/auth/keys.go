@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"context"
@@ -129,7 +129,7 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 			where = "of the fleet"
 		}
 		return keyParamsError(problem.InvalidKeySubject, "body.subject",
-			fmt.Sprintf("No %s %s has the id %s.", p.Role, where, truncateID(p.Subject)))
+			fmt.Sprintf("No %s %s has the id %s.", p.Role, where, problem.TruncateID(p.Subject)))
 	}
 	return err
 }

@@ -1,14 +1,11 @@
-package server
+package pipeline
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -18,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -45,9 +43,11 @@ type gate struct {
 	// routes are the document's routes by method and Echo path (/v1/trips/:tripId): Echo has
 	// already matched the request, so the gate looks its route up instead of matching the
 	// path again with the document's router, which remains for what Echo did not match.
-	routes  map[echoRoute]*routers.Route
-	auth    *authenticator
-	options *openapi3filter.Options
+	routes map[echoRoute]*routers.Route
+	auth   *auth.Authenticator
+	// outsideDocument are the routes served beside the document, let through unchecked.
+	outsideDocument map[string]bool
+	options         *openapi3filter.Options
 	// limits meters authenticated requests right after authentication; nil when rate
 	// limits are off.
 	limits limiter
@@ -60,10 +60,10 @@ type gate struct {
 // limiter spends the caller's request budget for an operation. It may write headers and
 // returns the context later layers see, or the error to answer with (a 429).
 type limiter interface {
-	admit(ctx context.Context, req *http.Request, header http.Header, p Principal, info *operationInfo) (context.Context, error)
+	admit(ctx context.Context, req *http.Request, header http.Header, p auth.Principal, info *operationInfo) (context.Context, error)
 }
 
-func newGate(auth *authenticator) (*gate, error) {
+func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool) (*gate, error) {
 	doc, err := gen.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
@@ -75,10 +75,11 @@ func newGate(auth *authenticator) (*gate, error) {
 		return nil, fmt.Errorf("build OpenAPI router: %w", err)
 	}
 	g := &gate{
-		doc:        doc,
-		router:     router,
-		operations: map[*openapi3.Operation]*operationInfo{},
-		auth:       auth,
+		doc:             doc,
+		router:          router,
+		operations:      map[*openapi3.Operation]*operationInfo{},
+		auth:            authenticator,
+		outsideDocument: outsideDocument,
 		options: &openapi3filter.Options{
 			MultiError:         true,
 			KeepValidatedValue: true,
@@ -176,7 +177,7 @@ func operationFrom(ctx context.Context) *operationInfo {
 
 func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if outsideDocument(c.Path()) {
+		if g.outsideDocument[c.Path()] {
 			return next(c) // /metrics and /docs: public, and not operations of the document
 		}
 		req := c.Request()
@@ -189,11 +190,11 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(observedOperation, info)
 
 		if info.needsAuth {
-			principal, err := g.auth.authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
+			principal, err := g.auth.Authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
 			if err != nil {
 				return err
 			}
-			ctx = withPrincipal(ctx, principal)
+			ctx = auth.WithPrincipal(ctx, principal)
 			c.Set(observedPrincipal, principal)
 			if g.limits != nil {
 				if ctx, err = g.limits.admit(ctx, req, c.Response().Header(), principal, info); err != nil {
@@ -298,97 +299,6 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
 	return &problem.Error{Code: problem.InvalidRequest,
 		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
-}
-
-// acceptable reports whether any media range of the Accept header admits one of produces.
-// No Accept header admits everything.
-func acceptable(accept []string, produces []string) bool {
-	if len(accept) == 0 || len(produces) == 0 {
-		return true
-	}
-	for _, header := range accept {
-		for _, part := range strings.Split(header, ",") {
-			mediaRange, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if q, ok := params["q"]; ok && strings.Trim(q, "0.") == "" {
-				continue // q=0 excludes the range
-			}
-			for _, produced := range produces {
-				if mediaMatches(mediaRange, produced) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// preferredMediaType is the one of produces that accept ranks highest (by q, then by how
-// specifically a range names it); on a tie, or with no Accept, application/json.
-func preferredMediaType(accept []string, produces []string) string {
-	candidates := make([]string, 0, len(produces))
-	if slices.Contains(produces, "application/json") {
-		candidates = append(candidates, "application/json")
-	}
-	for _, p := range produces {
-		if p != "application/json" {
-			candidates = append(candidates, p)
-		}
-	}
-	best, bestQ, bestSpecific := candidates[0], -1.0, -1
-	for _, produced := range candidates {
-		q, specific := 0.0, -1
-		if len(accept) == 0 {
-			q, specific = 1, 0
-		}
-		for _, header := range accept {
-			for _, part := range strings.Split(header, ",") {
-				mediaRange, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-				if err != nil || !mediaMatches(mediaRange, produced) {
-					continue
-				}
-				rank := strings.Count(mediaRange, "*") // 0 exact, 1 type/*, 2 */*
-				rangeQ := 1.0
-				if v, ok := params["q"]; ok {
-					if f, err := strconv.ParseFloat(v, 64); err == nil {
-						rangeQ = f
-					}
-				}
-				if specific == -1 || 2-rank > specific {
-					q, specific = rangeQ, 2-rank
-				}
-			}
-		}
-		if q > bestQ || (q == bestQ && specific > bestSpecific) {
-			best, bestQ, bestSpecific = produced, q, specific
-		}
-	}
-	return best
-}
-
-type mediaTypeKey struct{}
-
-func withMediaType(ctx context.Context, mediaType string) context.Context {
-	return context.WithValue(ctx, mediaTypeKey{}, mediaType)
-}
-
-// mediaTypeFrom is the media type the gate chose for the answer, or "" when the operation
-// has one.
-func mediaTypeFrom(ctx context.Context) string {
-	t, _ := ctx.Value(mediaTypeKey{}).(string)
-	return t
-}
-
-func mediaMatches(mediaRange, mediaType string) bool {
-	if mediaRange == "*/*" || mediaRange == mediaType {
-		return true
-	}
-	if major, ok := strings.CutSuffix(mediaRange, "/*"); ok {
-		return strings.HasPrefix(mediaType, major+"/")
-	}
-	return false
 }
 
 // validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names

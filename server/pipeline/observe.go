@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"log/slog"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rideapi/ride/server/auth"
 )
 
 // Keys of what the gate tells the observer through the Echo context. The request's context
@@ -45,10 +46,10 @@ func (r *statusRecorder) Write(p []byte) (int, error) {
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// observe wraps every request, outside respond, so that it sees the final answer (a 304, a
+// Observe wraps every request, outside respond, so that it sees the final answer (a 304, a
 // rendered problem): it writes one structured log line and the request metrics. The line
 // names the caller by key id and role, never by key.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+func (pl *Pipeline) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		req := c.Request()
@@ -66,10 +67,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		route := routeUnmatched
 		if info, ok := c.Get(observedOperation).(*operationInfo); ok && info != nil {
 			route = info.path
-		} else if outsideDocument(c.Path()) {
+		} else if pl.outsideDocument[c.Path()] {
 			route = c.Path()
 		}
-		s.metrics.observeRequest(method, route, status, elapsed)
+		pl.metrics.observeRequest(method, route, status, elapsed)
 
 		attrs := []slog.Attr{
 			slog.String("request_id", c.Response().Header().Get(headerRequestID)),
@@ -80,7 +81,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			slog.Int("bytes", rec.bytes),
 		}
-		if p, ok := c.Get(observedPrincipal).(Principal); ok {
+		if p, ok := c.Get(observedPrincipal).(auth.Principal); ok {
 			attrs = append(attrs, slog.String("key_id", p.KeyID), slog.String("role", p.Role))
 		}
 		if req.Context().Err() != nil {
@@ -98,10 +99,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		// Straight to the handler, with no caller: Logger.LogAttrs would find the caller's
 		// program counter on every request for a line whose message already says where it
 		// comes from.
-		if ctx := req.Context(); s.log.Enabled(ctx, level) {
+		if ctx := req.Context(); pl.log.Enabled(ctx, level) {
 			r := slog.NewRecord(time.Now(), level, "request", 0)
 			r.AddAttrs(attrs...)
-			_ = s.log.Handler().Handle(ctx, r)
+			_ = pl.log.Handler().Handle(ctx, r)
 		}
 		return err
 	}

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"bytes"
@@ -25,16 +25,19 @@ import (
 // that the standard decoder would read leniently (trailing bytes after the value, a member
 // given twice with the last one winning). Each is a 400 that names the input at fault.
 
-// limitBody refuses bodies over maxBodyBytes with 413: by Content-Length at once, and by
+// MaxBodyBytes is the request body limit of the contract (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// LimitBody refuses bodies over MaxBodyBytes with 413: by Content-Length at once, and by
 // counting what is read for bodies that do not say their length.
-func limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.ContentLength > maxBodyBytes {
+		if req.ContentLength > MaxBodyBytes {
 			return echo.ErrStatusRequestEntityTooLarge
 		}
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = &limitedBody{body: req.Body, left: maxBodyBytes}
+			req.Body = &limitedBody{body: req.Body, left: MaxBodyBytes}
 		}
 		return next(c)
 	}

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"context"
@@ -17,20 +17,20 @@ import (
 // unavailableRetryAfter is the Retry-After of a 503 unavailable, in seconds.
 const unavailableRetryAfter = "5"
 
-// readinessTimeout bounds the database ping of /readyz: probes expect an answer within a
+// ReadinessTimeout bounds the database ping of /readyz: probes expect an answer within a
 // second whatever the database does.
-const readinessTimeout = 800 * time.Millisecond
+const ReadinessTimeout = 800 * time.Millisecond
 
 // outageProbeEvery is how often a server whose database went away checks that it is back.
 const outageProbeEvery = 500 * time.Millisecond
 
-// failFastInOutage answers API requests 503 at once while the database is known to be away,
+// FailFastInOutage answers API requests 503 at once while the database is known to be away,
 // instead of each waiting out the store's read timeout (store.DefaultReadTimeout); the
 // outage's probe finds out when it is back.
-func (s *Server) failFastInOutage(next echo.HandlerFunc) echo.HandlerFunc {
+func (pl *Pipeline) FailFastInOutage(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.outage.isDown() && needsDatabase(c.Request().URL.Path) {
-			return unavailableProblem(nil)
+		if pl.outage.isDown() && needsDatabase(c.Request().URL.Path) {
+			return Unavailable(nil)
 		}
 		return next(c)
 	}
@@ -42,9 +42,9 @@ func needsDatabase(path string) bool {
 	return strings.HasPrefix(path, "/v1/") && !strings.HasPrefix(path, "/v1/openapi.")
 }
 
-// unavailableProblem is the answer to a request the database could not serve; err is nil
+// Unavailable is the answer to a request the database could not serve; err is nil
 // when the request was not even tried because the database is known to be away.
-func unavailableProblem(err error) *problem.Error {
+func Unavailable(err error) *problem.Error {
 	p := problem.New(problem.Unavailable,
 		"The database is unreachable or not answering. Retry after the Retry-After delay; an Idempotency-Key of this request is free to reuse.")
 	p.Header = http.Header{"Retry-After": {unavailableRetryAfter}}
@@ -87,7 +87,7 @@ func (o *outage) report(ctx context.Context, err error) {
 	}
 	o.down, o.since, o.failed = true, time.Now(), 1
 	o.log.ErrorContext(ctx, "database unavailable; answering 503 until it is back",
-		slog.String("request_id", requestIDFrom(ctx)), slog.String("error", err.Error()))
+		slog.String("request_id", RequestID(ctx)), slog.String("error", err.Error()))
 	go o.probe()
 }
 
@@ -111,7 +111,7 @@ func (o *outage) probe() {
 			return
 		case <-ticker.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), readinessTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), ReadinessTimeout)
 		err := o.store.Ping(ctx)
 		cancel()
 		if err != nil {

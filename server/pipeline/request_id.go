@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"context"
@@ -10,12 +10,13 @@ const headerRequestID = "X-Request-Id"
 
 type requestIDKey struct{}
 
-func withRequestID(ctx context.Context, id string) context.Context {
+// WithRequestID names the request of ctx; Respond does it for every request.
+func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }
 
-// requestIDFrom returns the id that names this request in responses and logs.
-func requestIDFrom(ctx context.Context) string {
+// RequestID returns the id that names this request in responses and logs.
+func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
 }

@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"net/http"
@@ -15,7 +15,8 @@ type composed struct {
 	chain echo.HandlerFunc
 }
 
-func compose(e *echo.Echo, pre, use []echo.MiddlewareFunc) *composed {
+// Compose serves e's routes inside the layers: pre before routing, use after it, in order.
+func Compose(e *echo.Echo, pre, use []echo.MiddlewareFunc) http.Handler {
 	h := func(c echo.Context) error { return c.Handler()(c) }
 	for i := len(use) - 1; i >= 0; i-- {
 		h = use[i](h)

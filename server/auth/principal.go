@@ -1,0 +1,46 @@
+// Package auth knows who calls: API keys (their secrets, creation and checks), the
+// authenticator that resolves a bearer key to a Principal, and the Principal itself, which the
+// request pipeline puts in the request's context for the handlers.
+package auth
+
+import (
+	"context"
+
+	"github.com/rideapi/ride/store"
+)
+
+// Roles a key can have; the store defines them because its schema checks them.
+const (
+	RoleRider  = store.RoleRider
+	RoleDriver = store.RoleDriver
+	RoleAdmin  = store.RoleAdmin
+)
+
+// DefaultAccount is the account of keys created without one; the demo keys belong to it.
+const DefaultAccount = store.DefaultAccount
+
+// Principal is who an API key speaks for.
+type Principal struct {
+	KeyID   string
+	Role    string
+	Subject string // the rider's or driver's id; empty for admin
+	Account string
+}
+
+// IsAdmin reports whether the principal may do everything within its account.
+func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+// Is reports whether the principal is the given rider or driver.
+func (p Principal) Is(role, subject string) bool { return p.Role == role && p.Subject == subject }
+
+type principalKey struct{}
+
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the authenticated caller; the gate guarantees one on secured operations.
+func PrincipalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
