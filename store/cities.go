@@ -2,7 +2,41 @@ package store
 
 import (
 	"context"
+	"time"
+
+	"gorm.io/gorm"
 )
+
+// City is a served area with its own currency and fare rates. Amounts are minor units of the
+// city's currency.
+type City struct {
+	ID           string `gorm:"column:id;primaryKey"` // slug, e.g. "san-francisco"
+	Name         string `gorm:"column:name"`
+	CenterLat    float64
+	CenterLng    float64
+	RadiusMeters int
+	Currency     string // lowercase ISO 4217
+	BaseFare     int64
+	PerKm        int64
+	PerMinute    int64
+	MinimumFare  int64
+	CreatedAt    time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (City) TableName() string { return "cities" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (c *City) BeforeSave(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (c *City) AfterFind(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
 
 // CreateCity inserts a served city and returns it as stored (created_at filled in when zero).
 // ErrDuplicate when the slug exists.

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // What the external specs need to see of the store's insides.
 
@@ -18,4 +22,10 @@ func (s *Store) TripReadsWaiting() int {
 // an older release would be.
 func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 	return s.migrateUpTo(ctx, version)
+}
+
+// TestDB is the Store's GORM handle (inside WithTx, the transaction), for specs that set up or
+// inspect rows the store's methods offer no way to.
+func (s *Store) TestDB() *gorm.DB {
+	return s.db
 }

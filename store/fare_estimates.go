@@ -3,7 +3,58 @@ package store
 import (
 	"context"
 	"time"
+
+	"gorm.io/gorm"
 )
+
+// FareEstimate is a priced route that its creator may book once before ExpiresAt. The creator
+// is the principal that asked for it (role, subject, account); CreatorSubject is empty for an
+// admin. The booking that consumes it sets UsedAt, then TripID, in its transaction. Amounts are
+// minor units of Currency.
+type FareEstimate struct {
+	ID                 string `gorm:"column:id;primaryKey"` // est_…
+	RideType           string
+	City               string
+	OriginLat          float64
+	OriginLng          float64
+	OriginAddress      *string
+	DestinationLat     float64
+	DestinationLng     float64
+	DestinationAddress *string
+	DistanceMeters     int64
+	DurationSeconds    int64
+	PriceMin           int64
+	PriceMax           int64
+	Currency           string
+	CreatorRole        string
+	CreatorSubject     string
+	CreatorAccount     string
+	CreatedAt          time.Time
+	ExpiresAt          time.Time
+	UsedAt             *time.Time
+	TripID             *string
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (FareEstimate) TableName() string { return "fare_estimates" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (e *FareEstimate) BeforeSave(*gorm.DB) error {
+	e.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (e *FareEstimate) AfterFind(*gorm.DB) error {
+	e.normalize()
+	return nil
+}
+
+func (e *FareEstimate) normalize() {
+	normalizeTime(&e.CreatedAt)
+	normalizeTime(&e.ExpiresAt)
+	normalizeTimePtr(&e.UsedAt)
+}
 
 // CreateFareEstimate inserts an estimate and returns it as stored. ErrDuplicate when the id
 // exists; ErrInvalidReference when the city does not.
@@ -54,10 +105,4 @@ func (s *Store) SetFareEstimateTrip(ctx context.Context, p SetFareEstimateTripPa
 		Where("id = ? AND used_at IS NOT NULL AND trip_id IS NULL", p.ID).
 		UpdateColumn("trip_id", p.TripID)
 	return changedRows(res, ErrConflict)
-}
-
-// utcMicro is t as every stored time is: UTC, whole microseconds. Writes through UpdateColumns
-// bypass the models' hooks, so they normalise here.
-func utcMicro(t time.Time) time.Time {
-	return t.UTC().Truncate(time.Microsecond)
 }

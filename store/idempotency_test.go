@@ -170,7 +170,7 @@ var _ = Describe("Idempotency records", func() {
 				rows[i] = store.IdempotencyRecord{Account: "acct_bulk", Key: fmt.Sprint("bulk-", i), Fingerprint: "fp",
 					Method: "POST", Path: "/v1/payments", Status: store.IdempotencyFailed, Owner: "o", LockedAt: old, CreatedAt: old}
 			}
-			Expect(e.shared.DB().WithContext(ctx).CreateInBatches(rows, 500).Error).To(Succeed())
+			Expect(e.shared.TestDB().WithContext(ctx).CreateInBatches(rows, 500).Error).To(Succeed())
 			n, err := e.shared.PurgeIdempotencyRecords(ctx, now.Add(-24*time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(n).To(BeEquivalentTo(2500))

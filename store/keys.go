@@ -11,6 +11,57 @@ import (
 // so does every row written before accounts existed.
 const DefaultAccount = "acct_default"
 
+// API key roles, as stored.
+const (
+	// RoleRider keys act for one rider (the key's subject).
+	RoleRider = "rider"
+	// RoleDriver keys act for one driver (the key's subject).
+	RoleDriver = "driver"
+	// RoleAdmin keys act for the whole account and have no subject.
+	RoleAdmin = "admin"
+)
+
+// APIKey is a credential. Only the SHA-256 of its secret is stored (Hash, lowercase hex);
+// Prefix is the secret's first characters, which identify it to humans and reveal nothing.
+// Subject is the rider's or driver's id for those roles and nil for admin; Account is the
+// tenant. A revoked key keeps its row, with RevokedAt set; a key past ExpiresAt is refused.
+// LastUsedAt is recorded coarsely (see the server's authenticator).
+type APIKey struct {
+	ID          string `gorm:"column:id;primaryKey"` // key_…
+	Hash        string
+	Prefix      string
+	Role        string
+	Subject     *string
+	Account     string
+	Description *string
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (APIKey) TableName() string { return "api_keys" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (k *APIKey) BeforeSave(*gorm.DB) error {
+	k.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (k *APIKey) AfterFind(*gorm.DB) error {
+	k.normalize()
+	return nil
+}
+
+func (k *APIKey) normalize() {
+	normalizeTime(&k.CreatedAt)
+	normalizeTimePtr(&k.ExpiresAt)
+	normalizeTimePtr(&k.LastUsedAt)
+	normalizeTimePtr(&k.RevokedAt)
+}
+
 // CreateAPIKey stores a key (its hash, never its secret). ErrDuplicate when the id or the hash
 // exists already.
 func (s *Store) CreateAPIKey(ctx context.Context, k APIKey) error {

@@ -256,7 +256,7 @@ var _ = Describe("ListTrips", func() {
 
 			// A newer trip lands before the cursor; a trip already seen goes away.
 			createTrip(ctx, st, tripOpts{CreatedAt: listBase.Add(24 * time.Hour), DriverID: fix.drivers[0]})
-			Expect(st.DB().WithContext(ctx).Delete(&store.Trip{}, "id = ?", want[0].ID).Error).To(Succeed())
+			Expect(st.TestDB().WithContext(ctx).Delete(&store.Trip{}, "id = ?", want[0].ID).Error).To(Succeed())
 
 			walked := slices.Clone(first.Trips)
 			page := first
@@ -278,7 +278,7 @@ var _ = Describe("ListTrips", func() {
 
 		It("costs at most two queries per page", func(ctx SpecContext) {
 			var queries atomic.Int64
-			counted := st.DB().Session(&gorm.Session{NewDB: true})
+			counted := st.TestDB().Session(&gorm.Session{NewDB: true})
 			count := func(*gorm.DB) { queries.Add(1) }
 			Expect(counted.Callback().Query().After("gorm:query").Register("test:count_query", count)).To(Succeed())
 			Expect(counted.Callback().Row().After("gorm:row").Register("test:count_row", count)).To(Succeed())

@@ -33,10 +33,10 @@ var _ = Describe("Migrations", func() {
 
 			// The second run changed nothing: the data is still there, one version recorded.
 			var trips int64
-			Expect(st.DB().WithContext(ctx).Model(&store.Trip{}).Count(&trips).Error).To(Succeed())
+			Expect(st.TestDB().WithContext(ctx).Model(&store.Trip{}).Count(&trips).Error).To(Succeed())
 			Expect(trips).To(BeEquivalentTo(1))
 			var versions []int64
-			Expect(st.DB().WithContext(ctx).Raw(
+			Expect(st.TestDB().WithContext(ctx).Raw(
 				"SELECT version_id FROM goose_db_version WHERE is_applied ORDER BY id").
 				Scan(&versions).Error).To(Succeed())
 			// Each migration recorded once, in order: a second run re-applied none of them.
@@ -49,7 +49,7 @@ var _ = Describe("Migrations", func() {
 			st := openStore(ctx, e.newDatabase(ctx))
 			Expect(st.MigrateTo(ctx, 7)).To(Succeed())
 			now := time.Now().UTC().Truncate(time.Microsecond)
-			db := st.DB().WithContext(ctx)
+			db := st.TestDB().WithContext(ctx)
 			for _, insert := range []struct {
 				sql  string
 				args []any

@@ -2,7 +2,83 @@ package store
 
 import (
 	"context"
+	"time"
+
+	"gorm.io/gorm"
 )
+
+// Driver is a driver with their vehicle. Lat and Lng are the current position: internal
+// dispatch data that no public view may show.
+type Driver struct {
+	ID           string `gorm:"column:id;primaryKey"`
+	Name         string
+	Rating       float64
+	Photo        string // URL
+	VehicleMake  string
+	VehicleModel string
+	VehicleColor string
+	VehiclePlate string
+	City         string
+	Lat          float64 `json:"-"` // internal
+	Lng          float64 `json:"-"` // internal
+	Available    bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Driver) TableName() string { return "drivers" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (d *Driver) BeforeSave(*gorm.DB) error {
+	d.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (d *Driver) AfterFind(*gorm.DB) error {
+	d.normalize()
+	return nil
+}
+
+func (d *Driver) normalize() {
+	normalizeTime(&d.CreatedAt)
+	normalizeTime(&d.UpdatedAt)
+}
+
+// Summary is what a trip shows of d.
+func (d Driver) Summary() TripDriver {
+	return TripDriver{ID: d.ID, Name: d.Name, Rating: d.Rating, Photo: d.Photo}
+}
+
+// Rider is a passenger of one account (tenant). DefaultPaymentToken is the payment provider's
+// token: internal, never shown or logged.
+type Rider struct {
+	ID                  string `gorm:"column:id;primaryKey"`
+	Account             string
+	Name                string
+	Rating              float64
+	CreatedAt           time.Time
+	DefaultPaymentToken string `json:"-"` // internal
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Rider) TableName() string { return "riders" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (r *Rider) BeforeSave(*gorm.DB) error {
+	normalizeTime(&r.CreatedAt)
+	if r.Account == "" {
+		r.Account = DefaultAccount
+	}
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (r *Rider) AfterFind(*gorm.DB) error {
+	normalizeTime(&r.CreatedAt)
+	return nil
+}
 
 // CreateDriver inserts a driver and returns it as stored (timestamps filled in when zero).
 // ErrDuplicate when the id exists; ErrInvalidReference when the city does not.

@@ -37,7 +37,7 @@ var _ = Describe("Trip list plans", func() {
 				trips = append(trips, createTrip(ctx, st, tripOpts{DriverID: driver.ID, RiderID: rider.ID,
 					CreatedAt: base.Add(time.Duration(i) * time.Second), Fare: int64(1000 + i)}))
 			}
-			Expect(st.DB().Exec("ANALYZE trips").Error).To(Succeed())
+			Expect(st.TestDB().Exec("ANALYZE trips").Error).To(Succeed())
 
 			// The filters the API runs: an admin's lists stay inside its account, a rider's too,
 			// a driver's own list spans every account.
@@ -92,14 +92,14 @@ var _ = Describe("The existence probe of a deep page", func() {
 			driver := createDriver(ctx, st, driverOpts{})
 			rider := createRider(ctx, st)
 			const n = 50_000
-			Expect(st.DB().Exec(`INSERT INTO trips (id, status, ride_type, city, rider_id, driver_id, pickup_lat,
+			Expect(st.TestDB().Exec(`INSERT INTO trips (id, status, ride_type, city, rider_id, driver_id, pickup_lat,
 				pickup_lng, dropoff_lat, dropoff_lng, pickup_time, fare_total, fare_currency, created_at, updated_at,
 				completed_at, route_polyline, matching_score, driver_payout, platform_cost)
 				SELECT 'trp_' || lpad(g::text, 26, '0'), 'completed', 'economy', ?, ?, ?, 37.7, -122.4, 37.8, -122.3,
 					t, 1850, 'usd', t, t, t, '', 0.9, 1387, 84
 				FROM generate_series(1, ?) g, LATERAL (SELECT timestamptz '2026-01-01' + g * interval '1 minute' AS t) at`,
 				driver.City, rider.ID, driver.ID, n).Error).To(Succeed())
-			Expect(st.DB().Exec("ANALYZE trips").Error).To(Succeed())
+			Expect(st.TestDB().Exec("ANALYZE trips").Error).To(Succeed())
 
 			for _, backward := range []bool{false, true} {
 				for _, filter := range []store.TripFilter{{Account: store.DefaultAccount}, {Account: store.DefaultAccount, Status: store.TripStatusCompleted}} {
@@ -139,7 +139,7 @@ type capturedQuery struct {
 func recordRowQueries(st *store.Store) func() []capturedQuery {
 	var mu sync.Mutex
 	var captured []capturedQuery
-	Expect(st.DB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
+	Expect(st.TestDB().Callback().Row().After("gorm:row").Register("test:capture", func(db *gorm.DB) {
 		mu.Lock()
 		defer mu.Unlock()
 		captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
@@ -163,7 +163,7 @@ func explainAsIs(st *store.Store, q capturedQuery) string {
 
 func explainWith(st *store.Store, q capturedQuery, seqscan string) string {
 	var plan string
-	Expect(st.DB().Transaction(func(tx *gorm.DB) error {
+	Expect(st.TestDB().Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("SET LOCAL enable_seqscan = " + seqscan).Error; err != nil {
 			return err
 		}

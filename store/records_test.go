@@ -36,7 +36,7 @@ var _ = Describe("Records", func() {
 
 				// CreateTrip stored them all the same.
 				var row store.Trip
-				Expect(st.DB().WithContext(ctx).First(&row, "id = ?", created.ID).Error).To(Succeed())
+				Expect(st.TestDB().WithContext(ctx).First(&row, "id = ?", created.ID).Error).To(Succeed())
 				Expect(row.RoutePolyline).To(Equal("_p~iF~ps|U_ulLnnqC"))
 				Expect(row.MatchingScore).To(Equal(0.92))
 				Expect(row.DriverPayout).To(BeEquivalentTo(2310 * 75 / 100))
@@ -266,7 +266,7 @@ var _ = Describe("Records", func() {
 					Expect(err).NotTo(HaveOccurred())
 				}
 				var n int64
-				Expect(a.DB().WithContext(ctx).Model(&store.Rider{}).Count(&n).Error).To(Succeed())
+				Expect(a.TestDB().WithContext(ctx).Model(&store.Rider{}).Count(&n).Error).To(Succeed())
 				Expect(n).To(BeEquivalentTo(writers * each))
 			})
 

@@ -5,8 +5,9 @@
 //
 // Times are written in UTC at microsecond precision: PostgreSQL stores microseconds, and SQLite
 // stores times as text whose order equals time order only when every value has the same offset.
-// Models normalise their own times before they are written; code that writes times through
-// DB() directly must pass UTC, microsecond-truncated values itself.
+// Models normalise their own times before they are written; code that writes times around
+// them (column updates here, the storetest helpers) must pass UTC, microsecond-truncated values
+// itself.
 //
 // Method names read one way: a lookup is the noun and its key (TripByID, EventsBySubject,
 // PaymentsForTrip), a list is ListNouns, and everything else starts with its verb
@@ -33,6 +34,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/rideapi/ride/store/internal/handle"
 )
 
 // Engine names the database engine behind a Store, for the few places where SQL differs.
@@ -67,6 +70,12 @@ type Store struct {
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
 	reads *tripReads
+}
+
+// The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
+// way to; the product reads and writes through the store's methods only.
+func init() {
+	handle.DB = func(st any) *gorm.DB { return st.(*Store).db }
 }
 
 // Open connects to the database named by url and checks that it answers.
@@ -276,13 +285,6 @@ func (s *Store) Engine() Engine {
 // Pool is the connection pool, for its statistics (the go_sql_* metrics); nil for a
 // transaction-scoped Store.
 func (s *Store) Pool() *sql.DB { return s.sqlDB }
-
-// DB exposes the underlying GORM handle to specs that set up or inspect rows the API offers
-// no way to (inside WithTx it is the transaction); the product reads and writes through the
-// store's methods only.
-func (s *Store) DB() *gorm.DB {
-	return s.db
-}
 
 // WithTx runs fn inside one database transaction: fn's Store sees and writes only through that
 // transaction, which commits when fn returns nil and rolls back when it returns an error or

@@ -77,7 +77,7 @@ func forEachEngine(body func(e *testEngine)) {
 // without paying for a new database.
 func emptyTables(ctx context.Context, st *store.Store) {
 	for _, table := range []string{"webhook_attempts", "webhook_deliveries", "webhook_endpoints", "idempotency_records", "receipts", "payments", "events", "cancellations", "fare_estimates", "trips", "api_keys", "drivers", "riders", "cities"} {
-		Expect(st.DB().WithContext(ctx).Exec("DELETE FROM " + table).Error).To(Succeed())
+		Expect(st.TestDB().WithContext(ctx).Exec("DELETE FROM " + table).Error).To(Succeed())
 	}
 }
 

@@ -3,7 +3,34 @@ package store
 import (
 	"context"
 	"time"
+
+	"gorm.io/gorm"
 )
+
+// Cancellation records who cancelled a trip through the cancellation resource, and why.
+// CancelledBy is the caller's role.
+type Cancellation struct {
+	ID          string `gorm:"column:id;primaryKey"` // can_…
+	TripID      string
+	Reason      string
+	CancelledBy string
+	CreatedAt   time.Time
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Cancellation) TableName() string { return "cancellations" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision.
+func (c *Cancellation) BeforeSave(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (c *Cancellation) AfterFind(*gorm.DB) error {
+	normalizeTime(&c.CreatedAt)
+	return nil
+}
 
 // SetTripStatusParams moves one trip from one status to another. The optional times are set
 // with the move: PickupTime when the trip starts, CompletedAt or CancelledAt when it ends.

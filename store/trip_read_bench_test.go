@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rideapi/ride/store/storetest"
+	"github.com/rideapi/ride/store/internal/testdb"
 )
 
 // BenchmarkTripByIDOverhead is what GORM and database/sql add to the hottest read: the same
@@ -95,7 +95,7 @@ func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
 		b.Skip("needs TEST_DATABASE_URL")
 	}
 	ctx := context.Background()
-	url, drop, err := storetest.NewPostgresDatabase(ctx, base)
+	url, drop, err := testdb.NewPostgresDatabase(ctx, base)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ var _ = Describe("Reads of single trips", func() {
 			release := make(chan struct{})
 			var mu sync.Mutex
 			var statements []int
-			Expect(st.DB().Callback().Row().Before("gorm:row").Register("test:hold", func(db *gorm.DB) {
+			Expect(st.TestDB().Callback().Row().Before("gorm:row").Register("test:hold", func(db *gorm.DB) {
 				if db.Statement.Table != "trips" {
 					return
 				}

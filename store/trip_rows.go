@@ -2,10 +2,108 @@ package store
 
 import (
 	"database/sql"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
+
+// Trip statuses, as stored. The lifecycle rules live in the domain package; the database only
+// rejects values outside this set.
+const (
+	// TripStatusAccepted means a driver was matched at booking.
+	TripStatusAccepted = "accepted"
+	// TripStatusArriving means the driver is on the way to the pickup.
+	TripStatusArriving = "arriving"
+	// TripStatusInProgress means the rider is on board.
+	TripStatusInProgress = "in_progress"
+	// TripStatusCompleted is final: the trip reached its destination.
+	TripStatusCompleted = "completed"
+	// TripStatusCancelled is final: the trip ended before completion.
+	TripStatusCancelled = "cancelled"
+)
+
+// ActiveTripStatuses are the statuses in which a trip holds its driver.
+var ActiveTripStatuses = []string{TripStatusAccepted, TripStatusArriving, TripStatusInProgress}
+
+// Ride types, as stored.
+const (
+	// RideTypeEconomy is the standard, cheapest ride.
+	RideTypeEconomy = "economy"
+	// RideTypeComfort is a newer, roomier car at a higher rate.
+	RideTypeComfort = "comfort"
+	// RideTypeXL seats up to six at the highest rate.
+	RideTypeXL = "xl"
+)
+
+// Trip is one ride from booking to its final status. Driver is the trip's driver as trips
+// show it, read with the trip by the store's trip queries (the driver's other columns are
+// DriverByID's); CreateTrip ignores it. RoutePolyline, MatchingScore, DriverPayout and
+// PlatformCost are internal route, dispatch and cost-basis data that no public view may show:
+// CreateTrip stores them, and the trip reads that serve the API (TripByID, ListTrips and the
+// like) leave them zero.
+type Trip struct {
+	ID             string `gorm:"column:id;primaryKey"`
+	Account        string // the rider's account
+	Status         string
+	RideType       string
+	City           string
+	RiderID        string
+	DriverID       string
+	Driver         TripDriver `gorm:"-"`
+	PickupLat      float64
+	PickupLng      float64
+	PickupAddress  *string
+	DropoffLat     float64
+	DropoffLng     float64
+	DropoffAddress *string
+	PickupTime     time.Time
+	FareTotal      int64  // minor units of FareCurrency
+	FareCurrency   string // lowercase ISO 4217
+	ETAMinutes     *int   `gorm:"column:eta_minutes"`
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	CancelledAt    *time.Time
+	RoutePolyline  string  `json:"-"` // internal
+	MatchingScore  float64 `json:"-"` // internal
+	DriverPayout   int64   `json:"-"` // internal, minor units
+	PlatformCost   int64   `json:"-"` // internal, minor units
+}
+
+// TableName pins the table name so that GORM's naming rules can never move it.
+func (Trip) TableName() string { return "trips" }
+
+// BeforeSave keeps stored times in UTC at microsecond precision, which keyset order on SQLite
+// depends on.
+func (t *Trip) BeforeSave(*gorm.DB) error {
+	t.normalize()
+	return nil
+}
+
+// AfterFind returns times in UTC whatever the driver's location.
+func (t *Trip) AfterFind(*gorm.DB) error {
+	t.normalize()
+	return nil
+}
+
+func (t *Trip) normalize() {
+	normalizeTime(&t.PickupTime)
+	normalizeTime(&t.CreatedAt)
+	normalizeTime(&t.UpdatedAt)
+	normalizeTimePtr(&t.CompletedAt)
+	normalizeTimePtr(&t.CancelledAt)
+}
+
+// TripDriver is what a trip shows of its driver: the public profile (the REST DriverSummary,
+// GraphQL's Driver). Trip reads join only these columns: the whole driver row was 14 of a
+// trip's 38 columns, and on PostgreSQL every column costs allocations in database/sql.
+type TripDriver struct {
+	ID     string
+	Name   string
+	Rating float64
+	Photo  string
+}
 
 // The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
 // drivers through this fixed column list and scanTrips, not through GORM's Joins and

@@ -78,7 +78,7 @@ func fanOutAll(ctx context.Context, st *store.Store) int {
 	Eventually(func() int64 {
 		total += fanOutNow(ctx, st)
 		var left int64
-		Expect(st.DB().WithContext(ctx).Raw(remaining).Scan(&left).Error).To(Succeed())
+		Expect(st.TestDB().WithContext(ctx).Raw(remaining).Scan(&left).Error).To(Succeed())
 		return left
 	}).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(BeZero())
 	return total

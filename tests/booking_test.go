@@ -15,6 +15,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 var _ = ForEachEngine("Booking a ride", func(h *Harness) {
@@ -76,8 +77,8 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 
 		// Internal figures are stored, and only stored: the API's reads leave them out, so
 		// the whole row is read through the model.
-		var stored store.Trip
-		Expect(h.Store.DB().WithContext(ctx).First(&stored, "id = ?", trip.Id).Error).To(Succeed())
+		stored, err := storetest.TripRow(ctx, h.Store, trip.Id)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(stored.RoutePolyline).NotTo(BeEmpty())
 		Expect(stored.MatchingScore).To(BeNumerically(">", 0))
 		Expect(stored.DriverPayout).To(Equal((e.PriceRange.Max*75 + 50) / 100))

@@ -13,7 +13,8 @@ import (
 	"sync"
 
 	. "github.com/onsi/gomega"
-	"gorm.io/gorm"
+
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // GraphQLAnswer is a decoded GraphQL envelope.
@@ -133,10 +134,10 @@ var queryLogs sync.Map // engine name → *queryLog
 func (h *Harness) installQueryLog() {
 	log := &queryLog{}
 	queryLogs.Store(h.Engine, log)
-	record := func(tx *gorm.DB) { log.record(tx.Statement.Table, tx.Statement.Vars) }
-	Expect(h.Store.DB().Callback().Query().After("gorm:query").Register("tests:query_log", record)).To(Succeed())
-	// The store reads trips with their drivers through Rows, which runs the Row callbacks.
-	Expect(h.Store.DB().Callback().Row().After("gorm:row").Register("tests:query_log", record)).To(Succeed())
+	// The store reads trips with their drivers through Rows, which OnReads counts too.
+	Expect(storetest.OnReads(h.Store, "tests:query_log", func(stmt storetest.Statement) {
+		log.record(stmt.Table, stmt.Vars)
+	})).To(Succeed())
 }
 
 // watchQueries starts counting the statements that mention any of ids, and returns the log.

@@ -17,6 +17,7 @@ import (
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // seedQuery is the query of the seed's query-document section.
@@ -55,7 +56,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 		driver = h.NewDriver(DriverOpts{})
 		rider = h.NewRider()
 		trip = h.NewTrip(TripOpts{Driver: driver, Rider: rider, Status: "arriving"})
-		Expect(h.Store.DB().Model(&store.Trip{}).Where("id = ?", trip.ID).Update("eta_minutes", 7).Error).To(Succeed())
+		Expect(storetest.SetTripETA(context.Background(), h.Store, trip.ID, 7)).To(Succeed())
 	})
 
 	Describe("the seed's query", func() {

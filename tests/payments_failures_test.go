@@ -17,6 +17,7 @@ import (
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // What a payment leaves behind when a step fails after it was written, or the provider says no.
@@ -136,10 +137,8 @@ var _ = ForEachEngine("Paying for a trip when a step fails", func(h *Harness) {
 
 			// Make the record look like an attempt that crashed mid-request: still pending.
 			crashed := func(ago time.Duration) {
-				Expect(h.Store.DB().Model(&store.IdempotencyRecord{}).
-					Where("account = ? AND idem_key = ?", auth.DefaultAccount, key).
-					Updates(map[string]any{"status": store.IdempotencyPending, "owner": "dead-process",
-						"locked_at": time.Now().UTC().Add(-ago).Truncate(time.Microsecond)}).Error).To(Succeed())
+				Expect(storetest.SetIdempotencyRecordPending(context.Background(), h.Store,
+					auth.DefaultAccount, key, "dead-process", time.Now().Add(-ago))).To(Succeed())
 			}
 			crashed(10 * time.Second)
 			res := h.pay(p.riderKey, key, body)

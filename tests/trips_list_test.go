@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"net/url"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // walk follows next_cursor from the first page to the end and returns every trip id in order.
@@ -211,7 +213,7 @@ var _ = ForEachEngine("Listing trips", func(h *Harness) {
 				inserted[t.ID] = true
 				mu.Unlock()
 				if i < len(doomedIDs) {
-					Expect(h.Store.DB().Delete(&store.Trip{}, "id = ?", doomedIDs[i]).Error).To(Succeed())
+					Expect(storetest.DeleteTrip(context.Background(), h.Store, doomedIDs[i])).To(Succeed())
 				}
 				time.Sleep(2 * time.Millisecond)
 			}

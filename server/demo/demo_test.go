@@ -7,10 +7,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"gorm.io/gorm"
 
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 var _ = Describe("Seed", func() {
@@ -23,46 +23,39 @@ var _ = Describe("Seed", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(seeded.Seeded).To(BeTrue())
 
-			db := st.DB().WithContext(ctx)
-			count := func(q *gorm.DB) int64 {
-				var n int64
-				Expect(q.Count(&n).Error).To(Succeed())
+			count := func(model any, where string, args ...any) int64 {
+				n, err := storetest.CountRows(ctx, st, model, where, args...)
+				Expect(err).NotTo(HaveOccurred())
 				return n
 			}
-			Expect(count(db.Model(&store.City{}))).To(BeEquivalentTo(4))
-			Expect(count(db.Model(&store.Driver{}))).To(BeNumerically(">=", 60))
-			Expect(count(db.Model(&store.Rider{}))).To(BeNumerically(">=", 250))
-			Expect(count(db.Model(&store.Trip{}))).To(BeNumerically(">=", 5000))
+			Expect(count(&store.City{}, "")).To(BeEquivalentTo(4))
+			Expect(count(&store.Driver{}, "")).To(BeNumerically(">=", 60))
+			Expect(count(&store.Rider{}, "")).To(BeNumerically(">=", 250))
+			Expect(count(&store.Trip{}, "")).To(BeNumerically(">=", 5000))
 			for _, status := range []string{store.TripStatusAccepted, store.TripStatusArriving,
 				store.TripStatusInProgress, store.TripStatusCompleted, store.TripStatusCancelled} {
-				Expect(count(db.Model(&store.Trip{}).Where("status = ?", status))).To(BeNumerically(">", 0), status)
+				Expect(count(&store.Trip{}, "status = ?", status)).To(BeNumerically(">", 0), status)
 			}
-			Expect(count(db.Model(&store.Trip{}).Where("status = ?", store.TripStatusCompleted))).
+			Expect(count(&store.Trip{}, "status = ?", store.TripStatusCompleted)).
 				To(BeNumerically(">", 4000), "most trips are completed")
-			Expect(count(db.Model(&store.Trip{}).Where("created_at < ? OR created_at > ?",
-				now.Add(-6*7*24*time.Hour), now))).To(BeZero(), "all within the six weeks before now")
-			Expect(count(db.Model(&store.Trip{}).Where("completed_at > ? OR cancelled_at > ?", now, now))).
+			Expect(count(&store.Trip{}, "created_at < ? OR created_at > ?",
+				now.Add(-6*7*24*time.Hour), now)).To(BeZero(), "all within the six weeks before now")
+			Expect(count(&store.Trip{}, "completed_at > ? OR cancelled_at > ?", now, now)).
 				To(BeZero(), "nothing finishes in the future")
 
 			// At most one active trip per driver and per rider; a busy driver is not available.
-			type group struct {
-				Owner string
-				N     int
-			}
-			active := db.Model(&store.Trip{}).Where("status IN ?", store.ActiveTripStatuses)
-			var perDriver, perRider []group
-			Expect(active.Session(&gorm.Session{}).Select("driver_id AS owner, COUNT(*) AS n").
-				Group("driver_id").Having("COUNT(*) > 1").Scan(&perDriver).Error).To(Succeed())
+			perDriver, err := storetest.DriversWithSeveralActiveTrips(ctx, st)
+			Expect(err).NotTo(HaveOccurred())
 			Expect(perDriver).To(BeEmpty())
-			Expect(active.Session(&gorm.Session{}).Select("rider_id AS owner, COUNT(*) AS n").
-				Group("rider_id").Having("COUNT(*) > 1").Scan(&perRider).Error).To(Succeed())
+			perRider, err := storetest.RidersWithSeveralActiveTrips(ctx, st)
+			Expect(err).NotTo(HaveOccurred())
 			Expect(perRider).To(BeEmpty())
-			Expect(count(db.Model(&store.Driver{}).Where("available").
-				Where("id IN (?)", active.Session(&gorm.Session{}).Select("driver_id")))).To(BeZero())
+			Expect(count(&store.Driver{}, "available AND id IN (SELECT driver_id FROM trips WHERE status IN ?)",
+				store.ActiveTripStatuses)).To(BeZero())
 
 			// Plausible rows, internal columns filled.
-			var drivers []store.Driver
-			Expect(db.Find(&drivers).Error).To(Succeed())
+			drivers, err := storetest.Drivers(ctx, st)
+			Expect(err).NotTo(HaveOccurred())
 			photo := regexp.MustCompile(`^https://cdn\.example\.com/drivers/drv_[a-z2-7]{26}\.jpg$`)
 			for _, d := range drivers {
 				Expect(d.ID).To(MatchRegexp(`^drv_[a-z2-7]{26}$`))
@@ -73,8 +66,8 @@ var _ = Describe("Seed", func() {
 				Expect(d.Photo).To(ContainSubstring(d.ID))
 				Expect(d.VehiclePlate).NotTo(BeEmpty())
 			}
-			var trips []store.Trip
-			Expect(db.Limit(200).Find(&trips).Error).To(Succeed())
+			trips, err := storetest.TripRows(ctx, st, 200)
+			Expect(err).NotTo(HaveOccurred())
 			for _, t := range trips {
 				Expect(t.ID).To(MatchRegexp(`^trp_[a-z2-7]{26}$`))
 				Expect(t.FareTotal).To(BeNumerically(">=", 700))
@@ -88,9 +81,8 @@ var _ = Describe("Seed", func() {
 			}
 
 			// The demo principals exist and have many trips.
-			for _, f := range []store.TripFilter{{RiderID: seeded.RiderID}, {DriverID: seeded.DriverID}} {
-				Expect(count(db.Model(&store.Trip{}).Where(&store.Trip{RiderID: f.RiderID, DriverID: f.DriverID}))).
-					To(BeNumerically(">=", 50))
+			for column, id := range map[string]string{"rider_id": seeded.RiderID, "driver_id": seeded.DriverID} {
+				Expect(count(&store.Trip{}, column+" = ?", id)).To(BeNumerically(">=", 50))
 			}
 			_, err = st.RiderByID(ctx, seeded.RiderID)
 			Expect(err).NotTo(HaveOccurred())
@@ -101,7 +93,7 @@ var _ = Describe("Seed", func() {
 			again, err := demo.Seed(ctx, st, now.Add(time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(again.Seeded).To(BeFalse())
-			Expect(count(db.Model(&store.Trip{}))).To(BeNumerically("<", 6000))
+			Expect(count(&store.Trip{}, "")).To(BeNumerically("<", 6000))
 		})
 
 		It("gives the partner account riders of its own, with their trips, on "+e.name, func(ctx SpecContext) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -16,11 +15,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"gorm.io/gorm"
 
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // statement is one SQL statement as GORM sent it to the database: the text with its
@@ -42,33 +41,17 @@ type recorder struct {
 
 type captureKey struct{}
 
-func (r *recorder) install(db *gorm.DB) error {
-	record := func(db *gorm.DB) {
-		ctx := db.Statement.Context
+func (r *recorder) install(st *store.Store) error {
+	return storetest.OnStatements(st, "ridebench:record", func(stmt storetest.Statement) {
 		// DryRun: GORM building a subquery (the page's EXISTS probe) runs the query callbacks
 		// without executing anything; the subquery travels inside its outer statement.
-		if ctx == nil || ctx.Value(captureKey{}) == nil || db.Statement.SQL.Len() == 0 || db.DryRun {
+		if stmt.Context == nil || stmt.Context.Value(captureKey{}) == nil || stmt.SQL == "" || stmt.DryRun {
 			return
 		}
-		_, inTx := db.Statement.ConnPool.(*sql.Tx)
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.stmts = append(r.stmts, statement{sql: db.Statement.SQL.String(), vars: slices.Clone(db.Statement.Vars), inTx: inTx})
-	}
-	cb := db.Callback()
-	for _, err := range []error{
-		cb.Create().Register("ridebench:record", record),
-		cb.Query().Register("ridebench:record", record),
-		cb.Update().Register("ridebench:record", record),
-		cb.Delete().Register("ridebench:record", record),
-		cb.Row().Register("ridebench:record", record),
-		cb.Raw().Register("ridebench:record", record),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		r.stmts = append(r.stmts, statement{sql: stmt.SQL, vars: stmt.Vars, inTx: stmt.InTx})
+	})
 }
 
 // sampler is the server's code in this process, on the benchmark database, recording SQL.
@@ -84,7 +67,7 @@ func newSampler(ctx context.Context, dbURL string, cursorSecret []byte) (*sample
 		return nil, err
 	}
 	s := &sampler{st: st}
-	if err := s.rec.install(st.DB()); err != nil {
+	if err := s.rec.install(st); err != nil {
 		return nil, err
 	}
 	s.srv, err = server.New(server.Config{CursorSecret: cursorSecret}, server.Deps{

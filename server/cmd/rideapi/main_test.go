@@ -14,6 +14,7 @@ import (
 
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 func runCmd(t *testing.T, args ...string) (string, string, error) {
@@ -42,8 +43,10 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var hits int64
-	st.DB().Raw("SELECT count(*) FROM api_keys WHERE hash = ? OR id = ?", key, key).Scan(&hits)
+	hits, err := storetest.CountRows(context.Background(), st, &store.APIKey{}, "hash = ? OR id = ?", key, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if hits != 0 {
 		t.Fatal("the secret is stored in clear")
 	}
