@@ -65,6 +65,24 @@ func (e CancelledBy) Valid() bool {
 	}
 }
 
+// Defines values for DriverAvailabilityStatus.
+const (
+	DriverOffline DriverAvailabilityStatus = "offline"
+	DriverOnline  DriverAvailabilityStatus = "online"
+)
+
+// Valid indicates whether the value is a known member of the DriverAvailabilityStatus enum.
+func (e DriverAvailabilityStatus) Valid() bool {
+	switch e {
+	case DriverOffline:
+		return true
+	case DriverOnline:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EventType.
 const (
 	PaymentFailed    EventType = "payment.failed"
@@ -181,21 +199,23 @@ func (e RideType) Valid() bool {
 
 // Defines values for TripField.
 const (
-	TripFieldCancelledAt   TripField = "cancelled_at"
-	TripFieldCity          TripField = "city"
-	TripFieldCompletedAt   TripField = "completed_at"
-	TripFieldCreatedAt     TripField = "created_at"
-	TripFieldDriverSummary TripField = "driver_summary"
-	TripFieldDropoff       TripField = "dropoff"
-	TripFieldEtaMinutes    TripField = "eta_minutes"
-	TripFieldFare          TripField = "fare"
-	TripFieldId            TripField = "id"
-	TripFieldPickup        TripField = "pickup"
-	TripFieldPickupTime    TripField = "pickup_time"
-	TripFieldRideType      TripField = "ride_type"
-	TripFieldRiderId       TripField = "rider_id"
-	TripFieldStatus        TripField = "status"
-	TripFieldUpdatedAt     TripField = "updated_at"
+	TripFieldCancelledAt    TripField = "cancelled_at"
+	TripFieldCity           TripField = "city"
+	TripFieldCompletedAt    TripField = "completed_at"
+	TripFieldCreatedAt      TripField = "created_at"
+	TripFieldDriverLocation TripField = "driver_location"
+	TripFieldDriverSummary  TripField = "driver_summary"
+	TripFieldDropoff        TripField = "dropoff"
+	TripFieldEtaMinutes     TripField = "eta_minutes"
+	TripFieldFare           TripField = "fare"
+	TripFieldId             TripField = "id"
+	TripFieldPickup         TripField = "pickup"
+	TripFieldPickupTime     TripField = "pickup_time"
+	TripFieldRideType       TripField = "ride_type"
+	TripFieldRiderId        TripField = "rider_id"
+	TripFieldRiderSummary   TripField = "rider_summary"
+	TripFieldStatus         TripField = "status"
+	TripFieldUpdatedAt      TripField = "updated_at"
 )
 
 // Valid indicates whether the value is a known member of the TripField enum.
@@ -208,6 +228,8 @@ func (e TripField) Valid() bool {
 	case TripFieldCompletedAt:
 		return true
 	case TripFieldCreatedAt:
+		return true
+	case TripFieldDriverLocation:
 		return true
 	case TripFieldDriverSummary:
 		return true
@@ -226,6 +248,8 @@ func (e TripField) Valid() bool {
 	case TripFieldRideType:
 		return true
 	case TripFieldRiderId:
+		return true
+	case TripFieldRiderSummary:
 		return true
 	case TripFieldStatus:
 		return true
@@ -481,6 +505,11 @@ type CancellationRequest struct {
 // Example: rider
 type CancelledBy string
 
+// CityList The served cities.
+type CityList struct {
+	Data []ServedCity `json:"data"`
+}
+
 // Currency Lowercase ISO 4217 currency code.
 //
 // Example: usd
@@ -505,6 +534,86 @@ type Driver struct {
 
 	// Vehicle The driver's vehicle.
 	Vehicle Vehicle `json:"vehicle"`
+}
+
+// DriverAvailability Whether a driver is online, their latest reported position (absent until they report
+// one) and the trip they are driving, if any.
+type DriverAvailability struct {
+	// ActiveTripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	ActiveTripId *string `json:"active_trip_id,omitempty"`
+
+	// DriverId Example: drv_a2b3c4d5e6f7g2h3i4j5k6l7m2
+	DriverId string `json:"driver_id"`
+
+	// Position Where a driver was at `recorded_at`.
+	Position *DriverPosition `json:"position,omitempty"`
+
+	// Status Whether a driver takes new trips.
+	Status    DriverAvailabilityStatus `json:"status"`
+	UpdatedAt time.Time                `json:"updated_at"`
+}
+
+// DriverAvailabilityStatus Whether a driver takes new trips.
+type DriverAvailabilityStatus string
+
+// DriverAvailabilityUpdate The availability a driver asks for.
+type DriverAvailabilityUpdate struct {
+	// Status Whether a driver takes new trips.
+	Status DriverAvailabilityStatus `json:"status"`
+}
+
+// DriverPosition Where a driver was at `recorded_at`.
+type DriverPosition struct {
+	// Heading Example: 90
+	Heading *float64 `json:"heading,omitempty"`
+
+	// Lat Example: 37.7793
+	Lat float64 `json:"lat"`
+
+	// Lng Example: -122.4192
+	Lng        float64   `json:"lng"`
+	RecordedAt time.Time `json:"recorded_at"`
+
+	// Speed Example: 8.5
+	Speed *float64 `json:"speed,omitempty"`
+}
+
+// DriverPositionBatch Positions to report, in any order.
+type DriverPositionBatch struct {
+	Positions []DriverPositionReport `json:"positions"`
+}
+
+// DriverPositionBatchResult What a batch of positions changed.
+type DriverPositionBatchResult struct {
+	// Position Where a driver was at `recorded_at`.
+	Position DriverPosition `json:"position"`
+
+	// Received How many positions the batch held.
+	//
+	// Example: 1
+	Received int32 `json:"received"`
+}
+
+// DriverPositionReport One position a driver's device recorded.
+type DriverPositionReport struct {
+	// Heading Degrees clockwise from north.
+	//
+	// Example: 90
+	Heading *float64 `json:"heading,omitempty"`
+
+	// Lat Example: 37.7793
+	Lat float64 `json:"lat"`
+
+	// Lng Example: -122.4192
+	Lng float64 `json:"lng"`
+
+	// RecordedAt When the device recorded it; at most 30 seconds ahead of the server.
+	RecordedAt time.Time `json:"recorded_at"`
+
+	// Speed Metres per second.
+	//
+	// Example: 8.5
+	Speed *float64 `json:"speed,omitempty"`
 }
 
 // DriverSummary The public summary of the driver assigned to a trip.
@@ -1079,10 +1188,45 @@ type RideRequest struct {
 // Example: economy
 type RideType string
 
+// RideTypePrice What a ride type costs in a city, in minor units of the city's currency: `base_fare`
+// once, `per_km` per kilometre of road distance, `per_minute` per minute of driving, never
+// less than `minimum_fare`. An estimate rounds once, over the whole sum, so it may differ
+// from a sum of these rates by a minor unit.
+type RideTypePrice struct {
+	// BaseFare Example: 250
+	BaseFare int64 `json:"base_fare"`
+
+	// MinimumFare Example: 700
+	MinimumFare int64 `json:"minimum_fare"`
+
+	// PerKm Example: 110
+	PerKm int64 `json:"per_km"`
+
+	// PerMinute Example: 30
+	PerMinute int64 `json:"per_minute"`
+
+	// RideType Vehicle class; prices scale with it.
+	//
+	// Example: economy
+	RideType RideType `json:"ride_type"`
+}
+
 // Rider A rider's profile.
 type Rider struct {
 	CreatedAt time.Time `json:"created_at"`
 
+	// Id Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
+	Id string `json:"id"`
+
+	// Name Example: Grace Lin
+	Name string `json:"name"`
+
+	// Rating Example: 4.93
+	Rating float64 `json:"rating"`
+}
+
+// RiderSummary The public profile of a trip's rider, shown to its driver while the trip is active.
+type RiderSummary struct {
 	// Id Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
 	Id string `json:"id"`
 
@@ -1112,9 +1256,34 @@ type SecretRotationCreate struct {
 	GracePeriodSeconds *int32 `json:"grace_period_seconds,omitempty"`
 }
 
+// ServedCity A city the service operates in.
+type ServedCity struct {
+	// Center A point on the map, with an optional human-readable address.
+	Center Location `json:"center"`
+
+	// Currency Example: usd
+	Currency string `json:"currency"`
+
+	// Id Example: san-francisco
+	Id string `json:"id"`
+
+	// Name Example: San Francisco
+	Name string `json:"name"`
+
+	// RadiusMeters Pickups and drop-offs must lie within this distance of the center.
+	//
+	// Example: 25000
+	RadiusMeters int32           `json:"radius_meters"`
+	RideTypes    []RideTypePrice `json:"ride_types"`
+}
+
 // Trip A trip's public view. `id` and `status` are always present; every other member is
 // present in a full representation and left out when `fields` does not name it.
 // `eta_minutes`, `completed_at` and `cancelled_at` appear only when they apply.
+// `driver_location`, the assigned driver's latest position, is shown to the trip's rider
+// and admins while the trip is active (`accepted`, `arriving`, `in_progress`), never to
+// anyone else and never on a final trip. `rider_summary` is shown to the trip's driver
+// (and admins) while the trip is active.
 type Trip struct {
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 
@@ -1123,13 +1292,20 @@ type Trip struct {
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
 
+	// DriverLocation Where a driver was at `recorded_at`.
+	DriverLocation *DriverPosition `json:"driver_location,omitempty"`
+
 	// DriverSummary The public summary of the driver assigned to a trip.
 	DriverSummary *DriverSummary `json:"driver_summary,omitempty"`
 
 	// Dropoff A point on the map, with an optional human-readable address.
 	Dropoff *Location `json:"dropoff,omitempty"`
 
-	// EtaMinutes Minutes until pickup, while the driver is on the way.
+	// EtaMinutes Minutes until pickup while the driver is on the way (`accepted`, `arriving`),
+	// computed from the driver's latest position with the road model of fares (the
+	// estimate made at booking until the driver reports one). Absent once the trip has
+	// started and on final trips.
+	//
 	//
 	// Example: 4
 	EtaMinutes *int32 `json:"eta_minutes,omitempty"`
@@ -1153,6 +1329,9 @@ type Trip struct {
 
 	// RiderId Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
 	RiderId *string `json:"rider_id,omitempty"`
+
+	// RiderSummary The public profile of a trip's rider, shown to its driver while the trip is active.
+	RiderSummary *RiderSummary `json:"rider_summary,omitempty"`
 
 	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
 	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
@@ -1256,6 +1435,29 @@ type TripList struct {
 
 	// Pagination Where a list page sits in its walk.
 	Pagination Pagination `json:"pagination"`
+}
+
+// TripLiveUpdate A trip's live state, as `GET /v1/trips/{tripId}/updates` sends it: `eta_minutes` while
+// the driver is on the way (`accepted`, `arriving`), and `driver_location` for the rider
+// and admins while the trip is active.
+type TripLiveUpdate struct {
+	// DriverLocation Where a driver was at `recorded_at`.
+	DriverLocation *DriverPosition `json:"driver_location,omitempty"`
+
+	// EtaMinutes Example: 3
+	EtaMinutes *int32 `json:"eta_minutes,omitempty"`
+
+	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
+	// arriving → in_progress | cancelled; in_progress → completed. `completed` and
+	// `cancelled` are final.
+	//
+	//
+	// Example: completed
+	Status TripStatus `json:"status"`
+
+	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
+	TripId    string    `json:"trip_id"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // TripSortKey A sort key of trips; a leading `-` means descending.
@@ -1670,6 +1872,12 @@ type GetApiKeyParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// ListCitiesParams defines parameters for ListCities.
+type ListCitiesParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // GetDriverParams defines parameters for GetDriver.
 type GetDriverParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
@@ -1919,6 +2127,12 @@ type GetTripPaymentParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// StreamTripUpdatesParams defines parameters for StreamTripUpdates.
+type StreamTripUpdatesParams struct {
+	// LastEventID The `id` of the last message received, to resume after a disconnect.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
 type ListWebhookEndpointsParams struct {
 	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
@@ -2042,6 +2256,12 @@ type ReceiveEventParams struct {
 
 // CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
 type CreateApiKeyJSONRequestBody = ApiKeyCreate
+
+// SetDriverAvailabilityJSONRequestBody defines body for SetDriverAvailability for application/json ContentType.
+type SetDriverAvailabilityJSONRequestBody = DriverAvailabilityUpdate
+
+// ReportDriverPositionsJSONRequestBody defines body for ReportDriverPositions for application/json ContentType.
+type ReportDriverPositionsJSONRequestBody = DriverPositionBatch
 
 // CreateFareEstimateJSONRequestBody defines body for CreateFareEstimate for application/json ContentType.
 type CreateFareEstimateJSONRequestBody = FareEstimateRequest
@@ -2659,9 +2879,21 @@ type ServerInterface interface {
 	// GetApiKey Get an API key
 	// (GET /v1/api-keys/{keyId})
 	GetApiKey(ctx echo.Context, keyId KeyId, params GetApiKeyParams) error
+	// ListCities List the served cities
+	// (GET /v1/cities)
+	ListCities(ctx echo.Context, params ListCitiesParams) error
 	// GetDriver Get a driver's public profile
 	// (GET /v1/drivers/{driverId})
 	GetDriver(ctx echo.Context, driverId DriverId, params GetDriverParams) error
+	// GetDriverAvailability Get whether a driver is online
+	// (GET /v1/drivers/{driverId}/availability)
+	GetDriverAvailability(ctx echo.Context, driverId DriverId) error
+	// SetDriverAvailability Go online or offline
+	// (PUT /v1/drivers/{driverId}/availability)
+	SetDriverAvailability(ctx echo.Context, driverId DriverId) error
+	// ReportDriverPositions Report where a driver is
+	// (POST /v1/drivers/{driverId}/positions)
+	ReportDriverPositions(ctx echo.Context, driverId DriverId) error
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx echo.Context, driverId DriverId, params ListDriverTripsParams) error
@@ -2716,6 +2948,9 @@ type ServerInterface interface {
 	// GetTripPayment Get a trip's payment
 	// (GET /v1/trips/{tripId}/payment)
 	GetTripPayment(ctx echo.Context, tripId TripId, params GetTripPaymentParams) error
+	// StreamTripUpdates Follow a trip live (Server-Sent Events)
+	// (GET /v1/trips/{tripId}/updates)
+	StreamTripUpdates(ctx echo.Context, tripId TripId, params StreamTripUpdatesParams) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /v1/webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
@@ -2902,6 +3137,35 @@ func (w *ServerInterfaceWrapper) GetApiKey(ctx echo.Context) error {
 	return err
 }
 
+// ListCities converts echo context to params.
+func (w *ServerInterfaceWrapper) ListCities(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListCitiesParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListCities(ctx, params)
+	return err
+}
+
 // GetDriver converts echo context to params.
 func (w *ServerInterfaceWrapper) GetDriver(ctx echo.Context) error {
 	var err error
@@ -2935,6 +3199,54 @@ func (w *ServerInterfaceWrapper) GetDriver(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetDriver(ctx, driverId, params)
+	return err
+}
+
+// GetDriverAvailability converts echo context to params.
+func (w *ServerInterfaceWrapper) GetDriverAvailability(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "driverId" -------------
+	var driverId DriverId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "driverId", ctx.Param("driverId"), &driverId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter driverId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetDriverAvailability(ctx, driverId)
+	return err
+}
+
+// SetDriverAvailability converts echo context to params.
+func (w *ServerInterfaceWrapper) SetDriverAvailability(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "driverId" -------------
+	var driverId DriverId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "driverId", ctx.Param("driverId"), &driverId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter driverId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetDriverAvailability(ctx, driverId)
+	return err
+}
+
+// ReportDriverPositions converts echo context to params.
+func (w *ServerInterfaceWrapper) ReportDriverPositions(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "driverId" -------------
+	var driverId DriverId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "driverId", ctx.Param("driverId"), &driverId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter driverId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReportDriverPositions(ctx, driverId)
 	return err
 }
 
@@ -3718,6 +4030,42 @@ func (w *ServerInterfaceWrapper) GetTripPayment(ctx echo.Context) error {
 	return err
 }
 
+// StreamTripUpdates converts echo context to params.
+func (w *ServerInterfaceWrapper) StreamTripUpdates(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tripId" -------------
+	var tripId TripId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tripId", ctx.Param("tripId"), &tripId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tripId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params StreamTripUpdatesParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Last-Event-ID" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {
+		var LastEventID string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Last-Event-ID, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Last-Event-ID", valueList[0], &LastEventID, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Last-Event-ID: %s", err))
+		}
+
+		params.LastEventID = &LastEventID
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.StreamTripUpdates(ctx, tripId, params)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -4100,8 +4448,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/trips/:tripId", wrapper.GetTrip, options.OperationMiddlewares["getTrip"]...)
 	router.PUT(options.BaseURL+"/v1/trips/:tripId", wrapper.UpdateTrip, options.OperationMiddlewares["updateTrip"]...)
 	router.POST(options.BaseURL+"/v1/trips/:tripId/cancellations", wrapper.CreateTripCancellation, options.OperationMiddlewares["createTripCancellation"]...)
+	router.GET(options.BaseURL+"/v1/trips/:tripId/updates", wrapper.StreamTripUpdates, options.OperationMiddlewares["streamTripUpdates"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId", wrapper.GetDriver, options.OperationMiddlewares["getDriver"]...)
 	router.GET(options.BaseURL+"/v1/drivers/:driverId/trips", wrapper.ListDriverTrips, options.OperationMiddlewares["listDriverTrips"]...)
+	router.GET(options.BaseURL+"/v1/drivers/:driverId/availability", wrapper.GetDriverAvailability, options.OperationMiddlewares["getDriverAvailability"]...)
+	router.PUT(options.BaseURL+"/v1/drivers/:driverId/availability", wrapper.SetDriverAvailability, options.OperationMiddlewares["setDriverAvailability"]...)
+	router.POST(options.BaseURL+"/v1/drivers/:driverId/positions", wrapper.ReportDriverPositions, options.OperationMiddlewares["reportDriverPositions"]...)
 	router.GET(options.BaseURL+"/v1/riders/:riderId", wrapper.GetRider, options.OperationMiddlewares["getRider"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["listWebhookEndpoints"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
@@ -4124,6 +4476,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/receipts", wrapper.ListReceipts, options.OperationMiddlewares["listReceipts"]...)
 	router.GET(options.BaseURL+"/v1/graphql", wrapper.QueryGraphQL, options.OperationMiddlewares["queryGraphQL"]...)
 	router.POST(options.BaseURL+"/v1/graphql", wrapper.ExecuteGraphQL, options.OperationMiddlewares["executeGraphQL"]...)
+	router.GET(options.BaseURL+"/v1/cities", wrapper.ListCities, options.OperationMiddlewares["listCities"]...)
 	router.POST(options.BaseURL+"/v1/fare-estimates", wrapper.CreateFareEstimate, options.OperationMiddlewares["createFareEstimate"]...)
 	router.GET(options.BaseURL+"/v1/fare-estimates/:estimateId", wrapper.GetFareEstimate, options.OperationMiddlewares["getFareEstimate"]...)
 	router.POST(options.BaseURL+"/v1/rides", wrapper.CreateRide, options.OperationMiddlewares["createRide"]...)
@@ -5598,6 +5951,206 @@ func (response GetApiKey503ApplicationProblemPlusJSONResponse) VisitGetApiKeyRes
 	return err
 }
 
+type ListCitiesRequestObject struct {
+	Params ListCitiesParams
+}
+
+type ListCitiesResponseObject interface {
+	VisitListCitiesResponse(w http.ResponseWriter) error
+}
+
+type ListCities200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type ListCities200JSONResponse struct {
+	Body    CityList
+	Headers ListCities200ResponseHeaders
+}
+
+func (response ListCities200JSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities304Response = NotModifiedResponse
+
+func (response ListCities304Response) VisitListCitiesResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type ListCities400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities400ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities401ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities406ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities429ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities500ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListCities503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListCities503ApplicationProblemPlusJSONResponse) VisitListCitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetDriverRequestObject struct {
 	DriverId DriverId `json:"driverId"`
 	Params   GetDriverParams
@@ -5810,6 +6363,818 @@ type GetDriver503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetDriver503ApplicationProblemPlusJSONResponse) VisitGetDriverResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailabilityRequestObject struct {
+	DriverId DriverId `json:"driverId"`
+}
+
+type GetDriverAvailabilityResponseObject interface {
+	VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error
+}
+
+type GetDriverAvailability200ResponseHeaders struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
+type GetDriverAvailability200JSONResponse struct {
+	Body    DriverAvailability
+	Headers GetDriverAvailability200ResponseHeaders
+}
+
+func (response GetDriverAvailability200JSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability400ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability401ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability403ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability404ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability406ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability429ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability500ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetDriverAvailability503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetDriverAvailability503ApplicationProblemPlusJSONResponse) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailabilityRequestObject struct {
+	DriverId DriverId `json:"driverId"`
+	Body     *SetDriverAvailabilityJSONRequestBody
+}
+
+type SetDriverAvailabilityResponseObject interface {
+	VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error
+}
+
+type SetDriverAvailability200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type SetDriverAvailability200JSONResponse struct {
+	Body    DriverAvailability
+	Headers SetDriverAvailability200ResponseHeaders
+}
+
+func (response SetDriverAvailability200JSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability400ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability401ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability403ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability404ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability406ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability413ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability415ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability429ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability500ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetDriverAvailability503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability503ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositionsRequestObject struct {
+	DriverId DriverId `json:"driverId"`
+	Body     *ReportDriverPositionsJSONRequestBody
+}
+
+type ReportDriverPositionsResponseObject interface {
+	VisitReportDriverPositionsResponse(w http.ResponseWriter) error
+}
+
+type ReportDriverPositions200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type ReportDriverPositions200JSONResponse struct {
+	Body    DriverPositionBatchResult
+	Headers ReportDriverPositions200ResponseHeaders
+}
+
+func (response ReportDriverPositions200JSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions400ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions401ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions403ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions404ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions406ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions409ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions413ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions415ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions422ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions429ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions500ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions503ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10381,6 +11746,255 @@ func (response GetTripPayment503ApplicationProblemPlusJSONResponse) VisitGetTrip
 	return err
 }
 
+type StreamTripUpdatesRequestObject struct {
+	TripId TripId `json:"tripId"`
+	Params StreamTripUpdatesParams
+}
+
+type StreamTripUpdatesResponseObject interface {
+	VisitStreamTripUpdatesResponse(w http.ResponseWriter) error
+}
+
+type StreamTripUpdates200ResponseHeaders struct {
+	CacheControl string
+	XRequestId   string
+}
+
+type StreamTripUpdates200TexteventStreamResponse struct {
+	Body          io.Reader
+	Headers       StreamTripUpdates200ResponseHeaders
+	ContentLength int64
+}
+
+func (response StreamTripUpdates200TexteventStreamResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type StreamTripUpdates400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates400ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates401ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates403ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates404ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates406ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates429ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates500ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StreamTripUpdates503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response StreamTripUpdates503ApplicationProblemPlusJSONResponse) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 	Params ListWebhookEndpointsParams
 }
@@ -12841,9 +14455,21 @@ type StrictServerInterface interface {
 	// GetApiKey Get an API key
 	// (GET /v1/api-keys/{keyId})
 	GetApiKey(ctx context.Context, request GetApiKeyRequestObject) (GetApiKeyResponseObject, error)
+	// ListCities List the served cities
+	// (GET /v1/cities)
+	ListCities(ctx context.Context, request ListCitiesRequestObject) (ListCitiesResponseObject, error)
 	// GetDriver Get a driver's public profile
 	// (GET /v1/drivers/{driverId})
 	GetDriver(ctx context.Context, request GetDriverRequestObject) (GetDriverResponseObject, error)
+	// GetDriverAvailability Get whether a driver is online
+	// (GET /v1/drivers/{driverId}/availability)
+	GetDriverAvailability(ctx context.Context, request GetDriverAvailabilityRequestObject) (GetDriverAvailabilityResponseObject, error)
+	// SetDriverAvailability Go online or offline
+	// (PUT /v1/drivers/{driverId}/availability)
+	SetDriverAvailability(ctx context.Context, request SetDriverAvailabilityRequestObject) (SetDriverAvailabilityResponseObject, error)
+	// ReportDriverPositions Report where a driver is
+	// (POST /v1/drivers/{driverId}/positions)
+	ReportDriverPositions(ctx context.Context, request ReportDriverPositionsRequestObject) (ReportDriverPositionsResponseObject, error)
 	// ListDriverTrips List a driver's trips
 	// (GET /v1/drivers/{driverId}/trips)
 	ListDriverTrips(ctx context.Context, request ListDriverTripsRequestObject) (ListDriverTripsResponseObject, error)
@@ -12898,6 +14524,9 @@ type StrictServerInterface interface {
 	// GetTripPayment Get a trip's payment
 	// (GET /v1/trips/{tripId}/payment)
 	GetTripPayment(ctx context.Context, request GetTripPaymentRequestObject) (GetTripPaymentResponseObject, error)
+	// StreamTripUpdates Follow a trip live (Server-Sent Events)
+	// (GET /v1/trips/{tripId}/updates)
+	StreamTripUpdates(ctx context.Context, request StreamTripUpdatesRequestObject) (StreamTripUpdatesResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /v1/webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -13120,6 +14749,31 @@ func (sh *strictHandler) GetApiKey(ctx echo.Context, keyId KeyId, params GetApiK
 	return nil
 }
 
+// ListCities operation middleware
+func (sh *strictHandler) ListCities(ctx echo.Context, params ListCitiesParams) error {
+	var request ListCitiesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListCities(ctx.Request().Context(), request.(ListCitiesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListCities")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListCitiesResponseObject); ok {
+		return validResponse.VisitListCitiesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetDriver operation middleware
 func (sh *strictHandler) GetDriver(ctx echo.Context, driverId DriverId, params GetDriverParams) error {
 	var request GetDriverRequestObject
@@ -13140,6 +14794,127 @@ func (sh *strictHandler) GetDriver(ctx echo.Context, driverId DriverId, params G
 		return err
 	} else if validResponse, ok := response.(GetDriverResponseObject); ok {
 		return validResponse.VisitGetDriverResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetDriverAvailability operation middleware
+func (sh *strictHandler) GetDriverAvailability(ctx echo.Context, driverId DriverId) error {
+	var request GetDriverAvailabilityRequestObject
+
+	request.DriverId = driverId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetDriverAvailability(ctx.Request().Context(), request.(GetDriverAvailabilityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetDriverAvailability")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetDriverAvailabilityResponseObject); ok {
+		return validResponse.VisitGetDriverAvailabilityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetDriverAvailability operation middleware
+func (sh *strictHandler) SetDriverAvailability(ctx echo.Context, driverId DriverId) error {
+	var request SetDriverAvailabilityRequestObject
+
+	request.DriverId = driverId
+
+	var body SetDriverAvailabilityJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetDriverAvailability(ctx.Request().Context(), request.(SetDriverAvailabilityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetDriverAvailability")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetDriverAvailabilityResponseObject); ok {
+		return validResponse.VisitSetDriverAvailabilityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ReportDriverPositions operation middleware
+func (sh *strictHandler) ReportDriverPositions(ctx echo.Context, driverId DriverId) error {
+	var request ReportDriverPositionsRequestObject
+
+	request.DriverId = driverId
+
+	var body ReportDriverPositionsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReportDriverPositions(ctx.Request().Context(), request.(ReportDriverPositionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReportDriverPositions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReportDriverPositionsResponseObject); ok {
+		return validResponse.VisitReportDriverPositionsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -13740,6 +15515,32 @@ func (sh *strictHandler) GetTripPayment(ctx echo.Context, tripId TripId, params 
 	return nil
 }
 
+// StreamTripUpdates operation middleware
+func (sh *strictHandler) StreamTripUpdates(ctx echo.Context, tripId TripId, params StreamTripUpdatesParams) error {
+	var request StreamTripUpdatesRequestObject
+
+	request.TripId = tripId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.StreamTripUpdates(ctx.Request().Context(), request.(StreamTripUpdatesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StreamTripUpdates")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(StreamTripUpdatesResponseObject); ok {
+		return validResponse.VisitStreamTripUpdatesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
 	var request ListWebhookEndpointsRequestObject
@@ -14071,425 +15872,473 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37dhu5tSeOvwqGJ7OaPKdIkxQlWdTK+i21LXfrxLdIcncnTQ8LrAJFREWgDKAksR2tlb/mAeb3x7xB",
-	"XmTeJE/yXdgbqAtZpCi57XYSTea0bakKhcvGvu/P/tiI5DyVggmjG8OPjYgmyYRGl/CP4ysmjP3Lx98p",
-	"9iFj2nQmMl78x5NMJbf256nU8PuY6Ujx1HApGsPGKY8ZOXp7QuxgmpgZI4pdcG2YYjF5d/qSSBExkjJF",
-	"mP0CkVNCic4mdpAJi8klF3FAqCEJo9rA08ORsONoOmfupTldEKoUv2JkLhUjZkYFPBoQKmJ8SJefkhl8",
-	"SaqYqc5IjMQPTPHpgkzYFN5XmTZcXMB87TKHRDG7OZlh5PtXR8/aZ98f9Xf3iLxiioSjrNvdiQz8wTr4",
-	"L0Wv4U38YUgu2YLF5JqbGc6eiTiVXBiiWaSYIU37w+uZTBgJr2eaReN//O3vIdFGcXHRgmXYCVDFCDcB",
-	"4YJEUmhDhSGGz1kwEnZswmg0I+FVL7TLC39q2/1vn/ELQU2mWHhIFPsLi/Adbeg81aUd2yVzLjLDNJkq",
-	"OScLmamRiBIZXXbI+YyR7yRJaXRJLxgJL7iZZZNOJOdPFI8ZTTn8+eSaTWZSXuqQxJLZA+eaNEPc3rAF",
-	"54EbcGaoiKmKyY/uDTJjNGZKk4QZQsWi5omETxRVC3KFp2WkhImJkYhZnKUJj6hhRAo4NySNkMchadJE",
-	"S7tnfkeAmtsncQgbG7pJt3kcBiSnLSlGgl0xtSCKGbXAQ6BCX9sz79/chJYsLZUdklTJiGlN6NQwdU1V",
-	"rDsj0QgaMmWK2qtwEjeGDcUixq8YXqWgkVJF58wwpRvDn5cvznm+AncDNAnNImWhXYYny04jaHD7NG5d",
-	"I2gIOmeNYaO8zEbQsDeWKxY3hkZlLGjoaMbm1N7W3yk2bQwb//GkuPpP8Lf6Cbx9vkhZ4/Y2WD8/7mZn",
-	"N7o0t8PyRhLcR2oMm6emQ55Xj4ubrVbSPok3Lobd0Hma2LfYlRnvT3YuP/RvducDsZc+VX09MHtXT6/7",
-	"i0EjaNitbAwbeL3q1hea3+NFzgS/sZdUiljjZQ6ueu53ibxmKqKakRm7qTKGKRk17uYL7hkWBkQKhhc3",
-	"ZWokaGQsn8qZw7UkcaY8S7pQNGLkmotYXjuOiQ8qaYDcWgHR/EKwmNCpYno2EitnAPS5actzrrHlnpvf",
-	"9/b3dvb7e4Nu127Rbn93nz7dO2D7LGITFtOdPp1O6V4/iiO6M6W7vYjG+2x/n3bZ7t50uruzF3cj9pT1",
-	"uk/jp5N4m1OyVNhrT6hmMRHZfMKU3Q5gOm6dxEgSs4RbRl1wBSPxIc+F7yK/5zjCon2Eo263Jb2gMeeC",
-	"z7M5/N2thgvDLpiqW84qx5szrS2/5fFhafo8XjvhgpV9sauyOmtLe0CrVjJZpvCudInunHoum7bc5YLq",
-	"GlOp5tTgJu+VJn+vPdee8PXQ3sgAL64lsr3BuktebHvltq8saRteMBKFsoDsFD7djlkkYxaTlCqDZJ4z",
-	"CJA7XnFwzMTqVMhGRgIfC4hmVugYFpPJguiURkxvYAR+9vqenOCqF/xhV/55+svrg90/H7z7Iesd6+kf",
-	"59MfXv9xJi7/3E//ciAPXj9//eT7J+nJ4Pc1NPYeP8S0+VbGC1BGpTBOA6Upig4uxZO/aHuIH+8j0Rq3",
-	"t7fL64Af6FQKzUDb7f/006ouexRdCnmdsPiCVW+jJkJaRU4YQi8oF6SZiQTUAeH1Ba5JIkF/hRev6YJY",
-	"1brVadwGjUGvu/q17+wZTqUiF1LGhyRXpLWRqUaNxF4xq5PEXNNJwlC9LliaHbluHaegArI4H5002U3E",
-	"UkMG3acw4KB/EJDrGY9mxCqc9mOcxa3hullYjc5yU7sdlp5ug8Zu3ZdfUJ7YvXMDOrLtWbUzQO0zIDtd",
-	"/LNPZvZns4D0uv6/5B9/+zvJhOEJ6Q/IDN93+jR8mxyR8NROqn1kfxUSqi/tLtmVJlJc4EnMpJCZYnGH",
-	"nPM5k5nRpNnrEt1C7TSSQrDITplMKU8sIyhvA6EJv2SwzNugoVmUKW4WjeHP74OGzuZzqhawyaDrWRJA",
-	"KmkumUJWu7YGUMuSP72wOmDDs6DG+1sgUqcR2418RqMZeyaFUTJZ3dgwVfyKGhaQOb1p0wv2+25A5pk2",
-	"bcWuaMJjalgIu2AUT3VArK6uNBx2wrXRh2R1iL0uvhIrkJ6pklOeMODf23CBLaZUJ10az1mqGF7vmoXa",
-	"74VDlN46ZUlij9cxw1zbtoccu2EsvYUvubgMiWVrmnCjic4iq69LdcdihBXdPzfszxvv6yZ7fE4vVmd5",
-	"ZpQUF8QtUyo/QXZDI0OUnZnlFjhX+7dt93TU2Jn26UHUm+zHA7Y73euOGrWbeBKzeSotxzxlaUIXdtj6",
-	"vSTXMyacypTzKmonmdBFvrOC2SuvHNOwP8q/EC3af2Bgitxn417KdUf844yBQcpIpBjIqqZUhE6nwLRa",
-	"RDEtMxUxElFBJvZa0njb/Xty1XsCN+CJUel4tnPZnw/Ebrr3YV891Qemf7VzPbjZXezV7ukpNewln3MD",
-	"/6k5df4L8xtm7zhT32hi5CUTZJJFl8y4veMabDr7qBNypGkXoYlU5Fpxw3SrQ87AGyIIzcyMCQO2kjc/",
-	"tWXOCSNWlJPEzgY5lBRLx+AX3rfK0aouVCzplM0ptzrb6rLO7QqsVT41uX0Hy1nzrd7BwV3f0qxu+1A9",
-	"dPy9+Iylx2mWJChbA6JkZs19kqXrJlD/eSsWQCqs/7SR5Jpy491AXrx1tlb3a7575lmN5UE1uztjJKVW",
-	"0ZMk04xwoQ2jzqRGNdH+GlVDKzmT348aOftqXzGluRSjRrg1C4Ex7UXw6p3XGPSdH6m9Fj+AwFtRlpJr",
-	"utAkPMrMTCr+C1z2MCBaEj2jlpFEVqJpAi4WMuc37s5sLV8qI9fO7Mcffzwq3Z76zS/dL+DG9kvMn0Yz",
-	"/JZRxVTY2nZW+HztdH46xdt+UsOLT2I7hyn3LjO7F/a2WSUhkRf6kHzIpGGEG+TXVh22yr24IDpLU6m2",
-	"FiGKfRjvTvuTp1EvPmA7dDDZi2qme1v1T31sPAMlZ3neb0SyQJ0CeYOdOjcL0qT4p04yO0OrSGoSaira",
-	"U0VFxHUkw1aHHAmSCatVC3z8gl8xUJutkb0A1SQ3Fz9kTC0K48Q+X3//G5XPNILGnN68ZOLCzBrDvQHY",
-	"5P6fvbpzeoZiZw2vKK3Yyyf7bmSShdNnYRe4c842T188Izs7OwettQvBUcbwcmVFuTVrdSWwIRsb5vst",
-	"MK37Tdj7ux82Y3z7QVPOlJY1m3skiEzph4yRiZSXc6ouhyRM6QUXcDs7gt2YcQQvh1Zaln+XKnZV/G5K",
-	"KLE/4TLTI5HSi1w0g0sSVmTNBWuUQywC3wzsqFbb4VpnTtuRZsYUmfLEXgXLwaz5rUYC+VVAcs2JxWTQ",
-	"7ZKQC9D8/GRKFvbyRuI2lDewRKu7vf7dxPoclPM6lmKZG6ru32jCPX9RpBnG6gqiC8UBWxFTTCv2Y27H",
-	"UexwtD/ZiQbxLtub7l/0Zzt88Jfdy71kf95vbJr1C9jUjTQLkxFkskAqxblVOIezT+7BO/CNMfjIard+",
-	"GzZx7MTmur134jU3yJdP4XrGNp4CK8bf7hzsgJeD+Z7op08/7KhdvW/6V4PrvZuni/4vtZ68xrE2fE4N",
-	"W7eGqdUqmXtoeQFMm80LKAbf0hWpzXiyfy+dHDw6WzBsFwL8Sjh2edYb2fa6af9WfBsmvo5YYLIrRHJ1",
-	"B5G4ET+Xs7qRR7E28hq30T54YO2zdbsIn3hQDK3xnaLp7I8vj28ME1aj1quzeaukkZFMCMsfsqoTJf99",
-	"9uY1kROI3jbfnb5sM4HuYPiFYTemFRSa1sdRI7VauzYs/qOd/6gx/Dhq5Jr8sBeMGnpG+7t731M9GzWG",
-	"o8Y//vb3UeP2Nly38GJGleWvbrlb5hvvjnkN76/a+TyalXw2TjzHMsrmLkajMhGgvssNmVFNtDUWaOLC",
-	"0fgZDMJ/f37+luiURXzqVfkpvynU6TlLnlHNwAe0boGyMuF6CjxXPK2lMzcb2Oz6++Hn61fYIa+ovcpo",
-	"WsvMqfZhsc/eZUXLSRP5uTolZs1i/D/rFvERZGuTx0Myamz2hIwaLfKRaENNplEcfCRGGppYhUkxES3I",
-	"rf3fpj35gSoODur6fbmiScb08vl/o8mVfy/Y+gqs2418qHU7MmrwGG7BXdtxu9nfFi3+wOrMYXLJFugZ",
-	"Sril7gsmLLExDXGaRF7wiCal29Ck5N27k+fkamD1S8g+mTMRs7gVkJ69G/3d3ZFIFRfGrotEM6po5DTU",
-	"SKYsxiBnyRVFo0hmluxAsnOlTe5/glAThTmqTOiRoCIGR2nhEnTuv2Z/QGYyU9pqZDGb0iwxrUOgUKMW",
-	"RcwKtGw7nh3J/2AkJjJekAtm7L2kxg/vPDuThcGQh/1LgGOFhSez7V2ZQwKeS1wIjmu/hIsQqK7Dh5qg",
-	"zOc/UzKz40qF+S35j3ls1XinRkpFaDy3pvcUIwtu21p2Ewb9Pgl5cdbjS7YYK5ZpFoeHzilnVnYXdo8n",
-	"id1bwcVFMBKD7sHqQFyMM81Ct/ByHMNaKrs3N6XjgIgTHAn4VExlJ+bIV1zAYkOEb8mJu+Zy7E670R7r",
-	"sfbTuMfag8k+bR9EvWl7J+6zAd2bPI26cdXM7u/uLivQKTWGKTuJ//XzaHTT77VHo5v94/f/9bstLtRp",
-	"rhusBrPwN2TGFAvIhEU004xQUiSYXMssiUksiWI0aV9LlcRkRtV8CBtt+S43sIH57trz6dYdNH4LjuPe",
-	"93kk7rzQpO4+kyaQ6TXXzJqXI5Hbl0vzC1vrrv5I5Hf/aONFhVuDrn+MJrpb73YG09c2XMnDyv0L8MbZ",
-	"K4UzcVfILmHdHaL5rcErwwWZJvxiBrfozlszEg+7NuQTb802uutvcoumr6iJZvVyNzw+pxehl7tLUamF",
-	"zEhCgYnRmDTD747PSRE9+Wj/OIlvQ3+FRiKccpbE2hKhVCT8T8eeoxkVF8xu/ZzGjEirbHP8oh3DnbLV",
-	"7bg5JCVK71kySRV45rmd0ngK0eOwQ1x4DfMhuZZiSCi5ZvSSNMMfn4QtYuiF9yvb5W9McjiZtnGPto24",
-	"Pe2VnR3dp+AWL51ar9vfwntwMn0tBVtzOkeC2LPxYoowqhJrTiEdH+YqMW6eW2NQ5WFkpzvIGRzdnC54",
-	"Mm3b2dRsxOrE/8AW6wzAo7cn9iItm4D2koIJGLhDgQgsZKSsMQov4RvbXSs7+nxH7Kb7H/pqoPfM06v+",
-	"9eBmb/H0l53Jbu2tWBO/e0svGNH8F+YYcq/b7ZAjsXAOQFBT1zv7IAy31naC31Z21ulOjWF/KW9pp4/0",
-	"5PLGut27ssgab3l0maXnfM7u9lmnPLqE4BkoR3EGoY4Ja32iSySFKYwNn7OHu0VOrSK2jrhAS1smLRWr",
-	"jd4F5UbcMjQSq7Hoy5108GFX7el90892rgbXuzd7i/1f6h2Z1hx8AYxvddbP5HxO20XKlZFpO2FXLCH2",
-	"LTJn84kV79bOZSZToPPrlCq9zIxbHcyuheyUEG2xEAK+FKNs+D6LK25RHB8syGWqRXbIbtJExqwxnNJE",
-	"s/pzRaZeOUxu2Fzf5ffI96VxC+R7gi8V9EuVogv7S20WsPmWRhpuR9fRgCXhZRKw9tomEkBJtW0O6/2z",
-	"AnC+G8x+EHPXMwnHGjGeGjjzhGtTO/1ld5Pi6Zg/eAF9vZMvYHD/WJhd3ZlU5m7qhrDIJVvowDIXUEAV",
-	"YwFWJFBD5lL7bHlKEkZjLi5I2A7JnFFrcdrRmbA/RcUBto3Hgc85QJMKxUvMFSZoBWSiGL3UxHCmO+Q5",
-	"8tSRCNu5j9aEHXKM+zMk5Z8HU6pYuP1VsAt82EWwG2j1xFvYfncVdh5wL87g6m8RNPGxWOQV60gLf7u1",
-	"L7OYQZFCiRmaHF07Ln3NB0bQwb1lAmdOwqtZl2C5QKR7ISJ7WFdYofQz3I2OnWnCDIuhpGIBnjXIXWAx",
-	"ixvvg0amEqvzGJPq4ZMnKVVGMNVxH8wrWPLKFdj8rTakdr24N6ts4N3pS3srILDvfSJFgQewBM0EmG68",
-	"Jph/u5yi+i2Nv6OGXdNNu5sqOUnY/L/ulyb7Ft+qW4mVL6k2itE50Uxd8Yhh6ZLbeZIqeWWFbougug7G",
-	"Hxjg1vTCdK1oxuKRaIbunbF/Z8yUkipsdchraWb2xK+ptmr+nBtMfoJR4DeFRwqcRxos+JFYMs2G66xd",
-	"512a0OhSTqfIBErZlj+1Xa5GG0VR3W65x5+U0jpgw76lsfvJPQ6mRP4RMKJGRa9s2HMwlCdelYRMSrud",
-	"E2auGROkB7tjVVZ7Q+w+YlVRkufZ4e3v+PFcZUFj2HCFE35Ez6t73W6jlIhtZdDa7BHHSYaQhG+4Ac51",
-	"gisg/ouOwz2JZaT9Buj/qK5z67u3gUZBWyxcb3OaWB7KYmsl5jktli6dhmSNT0jKBqvSzjIgqLHah5S1",
-	"Xy21+om6oUPvoMTN/vm9tW9CtALsZ12JIbxOmktmQitAcsUEAPt4nocglf044xei9JbLJMDX0N1dXpmd",
-	"Xv6PsaWp0C5WL4ShNwQmGBAqFnh1vILvPO9gr9OKunjBr5gYCXNtrzcXkBCBfne07qko+WXxpsGa51xr",
-	"uLaQwukZGGzeOlday45nWcNGH1h5/1e8Xh1yzm6gZBC/27QKYIDRkQAM31ZO3O/OX7Sf5mbx63cvR6Ls",
-	"OYcKP3zTlV7im6iVN4urEXS73YKYdGtYuC5KDjpPKnZXfe0WF2lmVhhOnhzZzo3TTTxnKRW1nF3ZrqRy",
-	"bjVI8cbSQC5Pc8tB7NO3wSfxzmdSTBMemS8p0srsInLf14XE8OnG32gX8TKgVTHSnEpFHN8unblRVGju",
-	"sh1DIccu2YReUZ5YsrY/BqWeJorReDFOKY+d24wbvSLDivBB4QttrvOCBjXBg9YKtdU4cO86qZqEcp9U",
-	"294uqzbAChmc35rp3yuj91MI7YVUEx7HTHxpSrvEA0XJOMmwdt3yv1j6YumpnxsahZ/l3B7ZTSk+vZXG",
-	"dmGf/ZC0vRJ+T7Jwnzp1bwMB32EHlbQ4VskYcRriH98dn/5pfP7mzfjZm1dvXx7/ZLfD63v4XiSTbC7g",
-	"AiVc2JtkNbpC9bMU6aQdS5jle71+d0DQ64M1bqhucm31wW4HNMLl2eC+oQI3tI/lSqOlTzsi7Pavs1Gf",
-	"5VbmSScRFfYyqkx0yJEm4fIROXwAn8rBxBVLZMqQqwlJwpgaCvVJbCTyUQEKwY7r9Ijwu9Ojt9//8eX4",
-	"7dHp2fH4xdHJy+PnqArlj/oaqbJ9g9np1GpDfoQfjl6ePD86P3nzOh8mcLqdy3iwnMUOOOUQ6GyG3x49",
-	"H787Oz4dn7x+++4c3PKyiFSOhIsnkLCSDxOSZvjm7fEpfuv0+OzNy3f5Z9+dHgO4Q0EtEyUvrQ7ZDAsy",
-	"ffnm9XdW+hU/eX58/Lb6E0fKfhV5sksbyXRG9Qz2aATnBFOtpg01w7fHp2cnZ+fHz8c47PdHZ9+PX52c",
-	"vTo6f/a9E7SmJPQxx0bI0oGhjlvKTYIIAIBkePUQ9/H0+I/vjs/OIZddj0S4jlKRJDBLKbdNjGbJtKLI",
-	"kxU9PoBU41WNcgpKO8Rrnebu4niFFeNW4f3BOO1cZ2096qD1QuFEGKYETY4t+/2ivhUC3ksisexD8xgN",
-	"R5xO2DrMsTVIRJXiQLTE/153yGnh6/COjV/PrfFamqMoYimYZl9aawrx06HDiIEMHQPLn7OYUyR3UJ+K",
-	"O5sqGWcRsxqVkGZM88mvqFWPhO9P+IXMRPwlD/e1xJzVvKgTD2tq5/F4TmvP6ZWM+ZSzdaHSpQLjcpYA",
-	"8JCwEvAPIdng0N4mnyVQ2nRf4bxphvDMo1nhD+gtXSSSxudSvqTq4oszS5AQXJPEftxpLT3yin9LmqH9",
-	"3dhIOYZfrtywT1p1KVcHgR6+uJTwuTxI0ZagHehDmfhLrKYuvah1iClP3IF5/Io7dIYBk3ci9wV9yR0K",
-	"s+K7Th3VTF357F6qDBcX3gtFrB0zoRpSBzIBQRvwyTpvLWYTAPSH1TdcjNZpp99oEjMaW4uzGsqJpWCH",
-	"9d7jPAvN++1HYqoYw+yITDOv3TikmwrIhwcWWlFo7+GdWq75Jk30ViE4Alu3H62qx+qORJ1PIZ5zKV9R",
-	"sXA/1b+B3+obnR/PJIsvsDJfp2h0KWoYBjf8HbrrtP5lZfsS2W18uQAl+ETyeCeoq4dnX1iBC3ILUyqi",
-	"2JW8ZLFPBSRNy3XKCBYrIufHH39sL1fpb1r4clH/J++bw260t/lYGFfl/lsEH7gm1yxJ2s4VMMmMz26h",
-	"RGVQWUANEYzFOmdJQ0iYnjLFRIQPjETuQmI3XIMvwyU+L2SGQS5C5zITBgfMHwchCb9mNynk1PsKzoDQ",
-	"kYhZZDl67EP98GSR8qkzLMyBoEjKwUPivRaXbDF2vw+DkjfD/hwfDvPA4nL0AzPDV4s76qOKkEXe6pAw",
-	"kjELiaYLjUBWny8G8mnU59AbWPzKGrJQKfgbqYuWBFb9nXCD80mOwdweAxDpr6c75r5hGOco5fUlVDm1",
-	"eWUhL2o4yROKYSGQZKxnliWhAIKkL47oOKmSKVPGpSy5IdZAg+AvSdMwQYVpwUft9yfM6pVWd4Bsizz7",
-	"jkaRGfvE3pV0uqAoHDbbZsUuHVg51e/ZjEWXkNydpoHzdjgoFJElTr3ETMGVQfGCazeRFfwlka8Ucd6u",
-	"pbrkwpqImbUkGRVul+3ya5dx5wx4/Glp3EEjodqM7X2vXYU9v4Qay1erCEqVkje3zADqcVTM4kqmIqEO",
-	"EBkxWZ22rBhcEbcZoCAixdm5IJt52Jakik35zZpCfMh+LBUFVfAfA1STI3khOBQ/AZEiBK/loFeMJnnm",
-	"VAairkq46nL802Tn8o8H87d1W+2k+t3kYpV893C+PzxB2BqpLvXD6UXJhN3F6JBznNonLUtBgbMhm5wU",
-	"4HZ+ATQymkylcrOf5tWAl2yhl/YsVuOn8/4llKGvEO3da6qAUP7cwBRfO/di6kHOn3LqqDKECkupXOul",
-	"+1E5wwKQDZN67G7h3rkURssYYzSLafK2xDBdemxtbat0MAU+YXel7nSF+S6xtuVRhXTloLNsToUOCOtc",
-	"dDwsZZqSmUycJnSJ+HNb8cYywEoJFe3TeSOdgMVY5o7klUs78jnMmcnU0tXrd/v77e5ee6d73u0O4f//",
-	"ed0t+SK34htdKqwICjxlXwabXxp4MMeSITxevUUj4UkcDjKEDzjQdRwkdDnjbvfgKbhx+Aufnr31pVvK",
-	"b99852D77roNcS1tsutkkeNyeL0EZEpR3RQ4JQSL3iogixs1kX96heJrUQk+VQ4/UEB+MQkHVFZ/lSHP",
-	"CALMAV6qClzekCBOHUE0QBzIwU93yFlBtTOm2BAzra0QF/J65UYWO/PLy8HV66fXp33zp73s+95f/rAr",
-	"j/fpWTd+sXPx7GDyQ1+8+tD7883Tt9d1e1jiTP8KQjY/nvX85SWva5lyRDxamWMrukZyUrN9CYozqG5X",
-	"a0wK9LQ7bcjiyeU9hblUxlq/4lOZ1CLBUOOU1jldkFgO10sKK1s8Bi1X3usQVISG/T1iN2BDFa+AIOU6",
-	"aFr4gD1pGNxSgR2g8b5C2+6ZFVp9RkXEkmQNgi06daxBgTh0rmwtKr20eqTutyweTxZ3ncYz/+y3i4dK",
-	"gWVmG1Ex/tC/3mEDtWv2FvtZn+/IQbpL9/R+3K/neXQ5Z63xNrHKD9Z8x3Uv+Wq2T626W7nU5TI5mFdQ",
-	"3dHKLtURaPlIS9mA99CDf5wtirp2np83i1cPu9i7JYB0CHmwG+NKkHe73Qqyi5AG+fL1jBuGCP5VdXL5",
-	"BJbV3XVwAqPR2Z0b7Wa9YfeAIuvvg72IFXBkezmre/TrXE0HS7Q6jZd5t5aTszdk0O/tFxhGkYyXNjLT",
-	"WFBW4C3Q9i/vP+7c/q7uqwhoWMfMc105zSYJjzyMeg0DcK7n9Timd17i+yIx+krACqxuTMlbqi7rnk5n",
-	"0sjq476sLopFx55Jpa4O166fbJ5X5y/pRdniyRSv5TfUuJhO/vVB5+l+2VSS2QREe149v1uqnS9sPSx4",
-	"smNesRmP7la7fnCP1XIegWBhbnrFmAGeaN1tQWo5880CajGhkVpcQ4EcHAu9FVS77j5GOvGySk6PtPFJ",
-	"tLH2pOvOM2+OtxRilnOGPjcItMxomjLBENvb9STCM1yGCi0aM2Cnlhx9BUtfw+FIhB95HLhitVJNMwSF",
-	"bsPAlWBhOjKJWcpErIkUromYAxSAWDb/kDkHJ5ajlgG7itZdbr55/6ghiVd6eJFXDtLAIenQOGZxniBw",
-	"1fP4H4rN5ZX3lcbcbtnc6o6YbjmnaeoO05fzTl06yTrdFJ7CnJOiudpyJfDmt8/8c34AuFXQLhAms74k",
-	"+sg9U3kxl2ub3syFZvXVvJ5506v+oeqr3mGx4UV8pPIaJH9sfu0MH3ENdHJes3hdwsS8DRpSsDdTqDy4",
-	"q5C8Mo/b4O4Xqtu8zRtLc95iTtVN3eqV6hHe9Uo9sW35VpnAb997tnOXEYks4xNNyPzcf0MLsoBSrXd4",
-	"uJYavuHOEKvs/J0ISXMirW3ecuV3+d329Xj+GoSk6aIDYiQmkqrilfxq5u/k99z+ZIXnlH/o0asqRmjl",
-	"1i7znKXbGazCHSyxmjquFywz0YoWvTrismR9QRXzKNG1ZKZ4xGIPrWi3GNPERMSs5OIevVgq19iDG5de",
-	"oNerwKunC7G32PUW0El20fKQKoi5h7PIrS8rw/D3Ts3AARyywj007Ac6WM2WlyLvgnMLgtDYoxwXPReq",
-	"++CPwe42ha5f8DxpXthJtiOuooQVP/5//5f0OjutyoJ3u71+TZe8Gj0oT1sLGnGGGfVjl7m1aWYx0i50",
-	"/iMA8EkyNaGC7HTJ5fzJrDKbvW7v3pPxKSkrToT7godvDvScz1iOfgUobBh2AtAONwPoP1SkmE6wZwFa",
-	"stsRCqa+rN/W81kFfD3hUwb7yoVPogsIeLZYjJMMS6g3hyQsFgiqXvm3JE0yxEaunMhOtxaMbENWY9CQ",
-	"il/we1E63NYxICPcnbvCI3YKT1qhwWM2Nk4EbHrtlMfs3OkkHpti8xtlPudBbiruqjXATnjmuP3YBM8N",
-	"ckhcEr5DdfawXfYgIEupyok+0QdWvhZBAexTbFjgG6a446qyqeqZrPKiGiawQr5LnvE73G3l/X6Yuw29",
-	"SplhwO2d1U2ihGpI6oUF1cac78ucT0SamftTev7aA6h26XTXnFkx8F07fJbfgaWccMjDC51oLjMMKL8U",
-	"/kexZSdAtU6yI9U3rbLl2SHX0JI8AzwScFJOFtDLHdpITbME3uLiolXVgWAKOfXYv9kPVfUU/8wKC3WF",
-	"uM9qm8+fV+HEI6kN5r0XrYKx0hmwNF0BNKxvqujFHDoCQAOMm5SKmMXBSHh267LFc0wVlQkHH4KNyyA9",
-	"OgVbF5vlkzAviQYe0M1Ty0tlp8tASc5ErlJw4vOjC3iEbi3bXmXVparsyuubeH5947iqW9iPGrjJ1ZGj",
-	"O6nnzuyov+gYw6uLpmiojJwSugKjHxA9oymLScIvmYu+JwgP11kfIFyZWF7uuQyqVqr2to+sspRqOfz2",
-	"C3tFoxkXrG0PGpRmhHiqUYuh3n9V99YIk1OCQzSSTKw6OyNSDEn44s3ptyfPnx+/tobIyevz49PXRy/t",
-	"38uly8FILJeEB6S+Qr3089W6czvOxgLxSp33ulrwkagpBg/ISlH36zfn4xdv3r1+XvfLasV3ZyRKO4Eh",
-	"xXwz4ILbO3t6fHYOYQBNSggc+HReg7sc/M6HvVNAwxnW3YsSYEN9J0yXO1T0xbBaoaVEgsrbVgZ8mcjL",
-	"qtiyPZ9DQ1R6Xli9BrWdPPG1ip5fJAV1an3D1MzWhUkR5gF7IDovNzBl9JlOXcdgD5ZqTwt/jVX7TfwI",
-	"tu5FTE0uYnZjf+X4la6aQGh026PwG7eyDUtH5/ekAnzx/g5Osr6/6RFJJQIELR/tkjbfq+MEiOdROp2d",
-	"eyvsiARShde51xBL+wPjBX5uGzbmYXreUc5/fequw2u7q/9LzKZcQMPfu3j2Vngk8O1S6x6rEH6+DjcV",
-	"NuOaztyZQvTh12w+06k2EKrtRZOPVpkuIk3YSTd/x+MhOXn+P1qk1HPmdzx+aFOZoNTJZbuD881nfoAu",
-	"M0C8d9Dn8QPleV3rpmpZYxEhKQGKhMv7bPeDXwip0JewfOpVQq6+fKc5XXn61BcO3bErDomn3jFnqIip",
-	"ikuX1HF0j43T8VEorn2WZ1FVuaL5jgRcCcvNMb8XemYni0IwaEL1pUso9TdHUXHokRhD7GhOrq38uIbP",
-	"KQlNVwCK2LW6cbpTmd6hZKiz9CPt0Bx9HMylb9bo5d6hvgVNghJ8W+B0fry/EK8T3g9ganhWZa627FjY",
-	"SuTVDPRrXZ11+bIedmqLZYJ1uKqQ6Y2GyhLfuLfJsk1Xq8ki70dWwv0CoNU7/EG3Wxg23zOa1OldRyRV",
-	"csK+WZ+LXLjMCqYuL+/Ucd1rdZu6WR3i2OrcbtScpoEv9iMyxf3GCoDCUKJxrJiuCSC4X1Rn3iOvqLpk",
-	"hpyZgJxRQV7U9wbu15YDJLRqbO/sd/b3BwcbUwsOyj0b2gd1mSfJUrpCu9fvdwa9g8HGgXtPKyPDPzcn",
-	"LiSYpiouNh4L+qruq5ctHxzixlqtNu/i8/Wf5cHO3mc5y52D3S96lK+kWFM16Yp9uSBzLiAOx40mzciy",
-	"yhb6VJL1qXE1nLeUYbcxS9U/Z0WV1e6qRsfT3e49oz9L+4FjBsV86rblbSVAXWdfUzQbU+z+YgA83/5x",
-	"TZPLOrGztly08CqCNLfjoOZTiQht42ALGjOqx/PavrDnKmNe77FfmcokkdcYe4A1OKPSTr9olFAyyydS",
-	"JoyC9V9qp13XDkdD69HQ99R2WdfEvgWfckVy1PkkRNzZsrzi6v4fxcX+Beupiua3dhp5iwjMWFIxU9WZ",
-	"QQS9c+9igfLuVKddOp/AUUQ97UHkvU7mRTOqMD8jTw+3dhC2vnAR+/acmZmMiZGX9rR9YXNKlUEiq+GZ",
-	"83ryfFV/8UN/darBqAdczeVIeaW+ba/d67W7O+e9p8P+7nCw09nt9frdwfZlbg/hOMvx4ZQuxpf9+Y4Y",
-	"pLsf9tS+7pudbHC1e713s7+gtQUpWwUOfUpPXczwHn1Z7pXi7o65tDGlmN8dgTc33wdWevo2D1PXJj/P",
-	"HcEsVBLi1JzfNCcvRFFnHzKa5EkajuSHWKnh2igCtLaz3TBTBIIy0KPKXZrYw7TPuUb8T+inOAWYiCa2",
-	"F8RZjP0TYYsoWljcbpw6I27dBTqvTnqNMN3qFpU6e+H/u/NmPYD6fWsNZCH1+WE1TMaFsVfbeXTIiSn1",
-	"3MiL5/1zk8yMhM/uxGZUAUnkxQV2NACrnwufjDYSIwHQExlPTJsLovk8SyCBxH8Qu4r4BrPkUshr8Ppp",
-	"RqCoH6eth3aov7p/kb8SmZlIzhn560j8td1uw//ZB8J0Po6oisdXXFNIy3L/nlNtrOqj4vJP6ZzdhOSv",
-	"xOVR6SHpd3ukOpLHQ7HP+b8PsUOs3/38kYCEU8qTTLExApOEy0NUhuZCZ9Mpj+yVGE8zEeuHfaR2nMqX",
-	"fHj3QcO7l2EkNzDN2+XZT/zjb38PHWU9bPoIE1MlZvjSSBy7tGQHSuPSkn1vVcRy0IT6NjSeUC3rYAAe",
-	"uiYzrxAYJYrZ2DhrUCkTSefjn2n7l277YFzblfOOpJIqQ4VEBroAdrvUK+zz9fyq6NgbZc4Sl9kgbiB5",
-	"08d+a6v/8uP4z9D1RdK0rvRxGxXn11ZtHsCAy6Rct+bFKmniPx3MwRKDqJ545Xf1ATc8mDol6ENf7eiB",
-	"2c32rvav+zc7i8Evu3Rvsh/1NytBNTUq+JVvfJ+xgIRF6it0gfVXq5p0WUpO/SIFgqXd2FKL2kDJ5Szs",
-	"GrG6zFWQloMCGqDK5GoMzIdknG7hel65iLmOXJN0CPePx6QZsitTx3Psj/cnO5cf+je7cyjOVn09MHtX",
-	"T6/7dfqs/8HKhmEDy+VdQ6jrSmkIXGqY/RI5LeU3V5kx/m40cr/93ZaatsuYK5d9wx5voIu1KValK5HH",
-	"PZz5d43xfCWzi9lhfluKx3JlKBdzLoHZpU6Vb1JdevfGm1Zfi7CJpEsrAQp5JN4q8Rb78xD6rebs15Bw",
-	"/sBnoeI1kcF7xT2OBKGZkXNqeFS0bvANE+yWHKUySaQlbIj3tDAfr3A/ztgNOfv+qN3f3XOhkyI97hsX",
-	"DIQC6Q75ERoJwdhhAEFAF5fWlYjLIaGJFAyewAi2FGwkSkFs9CfVWYN6Rvu7e99TPdtUTbw6Z9dmzM4T",
-	"jh0nWT32adwdHHQP6MFB3O8f9GO2Gw26ez3Wi+ju3n53f6d3sNONJlFvn0aMDSb9SW9nb3caxzs7rNvd",
-	"rfVYXNktX4dI4PecuKcOsZK8hzCR1Tzw+qSPVaIpsrPXfJJHzLXAQygcgz33IWkoWLaiq2ob+RbTRR2z",
-	"1CSc05swQHdBlk6VBPuUR7VH9xCdbU6rqC/9Xv/pvZXFOa/m5/T29nY/zc895w636k5ftwN6rAsCnL54",
-	"Rg4Gu/vEYUi6ZEPt+vrdO+lQC3rJxkD/a/IPq+Seo/rXV8xgb8uyzvdaOgtoo+5Xm25WhNWXylRoNCPO",
-	"qMQ+fIiN41rtcCmIU862T6xzew69rtcG5u8wBoCRrdjDQ3LtACWWnTGFOtBcMhMQXHXF6A+WbPVgrW3d",
-	"6pBXCINNtRRQyTsSvpR32UJe/VI9TkjRP7QC7VPfSnSDBVLUdncHW+U7u06kVbIyZC0drhHzZYRd16XN",
-	"3aJvdC5nKPajDpfamyLAkj14D69U2cKlpzfckmXDHIU7rrDs/bUkVtn0DZyiRLW1ic+Vu7LKIpK1QX2M",
-	"rOXtLgnXUPSOgrCDe2KFsdsTKJM0s9pfIGTs6q/AvoR+Ffirv2gpOnaU2n2u9r5dOfjatNcNfXHvOp18",
-	"Z4qh647hFPvBr+7fidaZd7Ni3lGpjMIrjCS0l34MbCokOk04hrtcvHeCzCPiBpDbqWF6JJqAYT+ligV5",
-	"pWAA1XotK40RL6kkkx2EKEVNl8YxydIiJUvmrvaQNJWlWyuvLyTTXtAnkIGZu4uh64S2qtqcchEDpo2l",
-	"Jv84oyrhTI2Efa+12UH/5X06KxwsSsdp/8OOGuhds5ftX/Wvd24Gi91f9uj+pB51Cc71s8TIClqojP1z",
-	"sWX9p/tB45KLuDFsWDIYWzKA4nP/RK/bH+SPePKoPLG7c5A/ADO5fb+loHS0/pILdmLY3KlK6/vfb3Jh",
-	"3S+O9wUCchUPU51fqXQ6ZSrYwBTyjarlzHY8jB4rfPyTY8GYpgpj5a1uoyqs6sEDioeRVu5FGn+wryxv",
-	"OIyT7+0W+/YH9+FaZ/PK9uVGxlSqYZlvlvilM+mxuhqqHYRr4w1VuYZeMlEtbStuWVFSCUIbcWRK4Dyl",
-	"Xy6Tb76uzTgPbiGfivTgRdJvi/VwymP20GoBV2WIxwvBWl+iWFMGUK0mX19+DZaNlJekGVq1qs6pdFf9",
-	"+X2iMFjbqdZOC4tuymBzU6k65LQMtksFQlcfWiqH5+d0QRJGAQcB+9Njv3cwqefQjLJJxUIKRlii2ZAM",
-	"ujutOgRe0Zc76eDDrtrT+6af7VwNrndv9hb7v/Q/LdpUPo51ZFGPAPJDufz3EN0CmuiIJsy73suOUxZJ",
-	"IeeACijnU6kst75JqneyeGb1SgL4XJ2h4ACU14O8/QpQjXeewBZIXt8pGjHyEjwL26FpHex8DjStEm7a",
-	"HXkrZ4CmeirNRtDNokzU9YNQ7oXVo0gVu+Iy02N8crwV7rdiaUIjFvvhEQNc8wsBPaPgEffFbzQBj5eV",
-	"DblH/wL2PWWKyxjKgFvbw0VsgvsV7DqfBT63AuNbZVfXM82i8Z/nB1d/mr9Y/Gn+Yi/66YdB9NMPPfbd",
-	"n68m/f+eRfP/njHxose+f9GLf7r4/d3p3zi/YNPO3n2yD0pM+l5eQzWVhM78VORIat94LO7V84ejGONR",
-	"VDE4EG57+HRv0O3WfSmBDrs11HDJWEENgTWVjCT7JKYLfUjCbuh6I0C9OcUeE1X4jb16/A1/yfa6g6d3",
-	"5QvV+WmhfqyGXbmMJoc1eMXZtQOGg+wtj1hhRagzAB2kxaEzSjHTw/Uf5nokPOQFpIBPsyRZ7kUJVZrV",
-	"ijMs6gmLPkSWMVh+PRIhM3SMLTjAiZUnRwCECaaY5SCv8KM0ZVR5iFS8cwv702RR6yQuvbw9P34AUGd5",
-	"4vf40EOiaVCFO9YFtuQmRa0KRAmvy1ROp/dBcymdUa2xYX/hACZSHl1maeCagpQALbHCCtOWqzbH4N6p",
-	"06Bv3zF/TJavka33zTQIGrime8HfwBtjOMENkgZUNq5JUypyTXULdo/FJEuhhWKumeLW5rogJDvr7aXK",
-	"gzB1ytrppygm26XYOjA/l1+bpfE9b0Wd9rEh0WMVbbAuKF7FkPOYc+to2ju48Oy/XOC82LqvL2xe3cH7",
-	"hMyXcfJK4XL7q9Eo/+XnCJXX4D6uJZACH/BLp0x89SdfbM29j74Kebh89vlvP9vhe2m+OaFxCTJyY1bj",
-	"wxSEe4m6z5FZV3hAnZerso479++uy7O0d8NCyjHhmrUhw5VpW06npSw7KKb5onetShRf4XXLN/P+160E",
-	"EFpz3fxvP9t1K0MFrycWj/PqSAWdXtCRrsBlfGS9lb26PyXkULU1dIC/+1xUALHqWiNWpu2EXbHEG6Jy",
-	"CtgjmNuhU6o0WzJDddkXeCdiYq7srlhXufZfGE5V9T7ni2UjaWnVJX12iX8GVQP1fc1h24XeFRmw5/Op",
-	"YQHwIPy2MQG4VVKZ+uawREtl8uawdsWHhJKEUQhJh+3QNeazrzGIU5dpoHIg7cq/qsfZrj3dNvy5cj5B",
-	"46Ztv9C+ogpSD+2nHDc7smNb61iXf/AWRj/HweG3lZ+8wM/BL+Dv7/2+lKHO17LIHOC6JE1zM1MKAmDX",
-	"j2wyZ5N+v+7NJgvI7lU26X73udjkujT0l3zKokWUlGqOO+SVvGJ6SGgUsdSwmPzjf/8f4i0n8lfCxThV",
-	"8kIxrclfi1Y9hyORP2TfWPdY5Rf2wZy5dUquPPDjjURYspQQ5E3QpBpN9dNsBI2S7Vf6SJl/lplnNa6z",
-	"Ee58iSbrdXtLDa7IDfbRVyxpq9yv3h8ZQTT9fhfoIZ6Rz6vh5yKyvJ51ZPgOhNpDEH3RpQ75juXqePz6",
-	"Jqiabfdpe9CaH4ruQDXAsr6vk0MergXrw8S64jAmSVZ72nN6uYy5KBfS1KazzGXMlnJl3yqe1eZepok7",
-	"heLZ/aNvn/X6O3cePEzJfy1wi/Ej1u3Wj9jE5rlrFFOft+LLNI30HWWgjBwZvE8Cc7GbmpQWfLv+QHrt",
-	"CdUsLsFwQDKc+yDiSHBNiiY35e88GAsx8JO65/1m9VmXvodcPm2Hf1n0GueG5IUgW+FtwIJX4fLvLTBx",
-	"nG08xUWnjg0y3a3wG41y/XpG6+S6/fG8L+7hUrb0KaLFeF4bjUgS7kJ9WOuuURcsg/TlNQosYu6KI04W",
-	"eOIBhg7TuatTfTq4d24UAIy4fdgcdgbIlVKJc5x58JVMJFa8VuDlU1xU+And1h2e23hT+WdpgxB9E55d",
-	"otULesWIsHe8aT8uM0A5FQJhafxWBjmAg0N9qu5tvzYsumYVpQ3eTjgsMa41cgIxyq/yLL/Sdch5QMWQ",
-	"XNrCCmX6+7/EPVZJYgtGe5f5t9y561NNwWU+/9tahfWHt8YnK/I7ZI1BFArc5M3YFsNKAXOzzAUcD2Ax",
-	"6d/ctIKRyG8ZaXLPpxGYxAEjF5InSeS1JtSQcOl4w1a5StoONBKlkeDauNeHhJKUqTm1+0cGNzdBRVaC",
-	"nyvm2t6HOLCj9gdkRlKqNYuXAPdrqkaDhlvNPepH3c4fuxnU103kRXbLLe465MTopZSVAuMIi8Xo1ACe",
-	"iB1ErWub+2t2QD/CRsEwo4WItpau+n6NtLxoXL42yzL6esbGl4P5nuinTz/sqF0r/q4G13s3Txf9XwYP",
-	"txqWTq4UWlVJfQfHlCojmKo0cFQ8Zk/csertrFk7fr5ly022twUwWpr9A4GMlukR0occudZ2DSlTzPJg",
-	"QhoGzASwDbWDcLieFcho+A2Xp1nRcFZpbrll7waaW+cqueRWwzES9JuAAPCtr1+BBhdNig3TXI9Jc80j",
-	"6OAx6HahhAyLw5xGBNDP4EaDehvXhNJxlfuT/ca0f0eCNfriRMskM4yEQJQheXf60q4woknSIUck4YYp",
-	"mpBU8StqWEASKdMJjS4tM0y4uGwnMqKJVzBGooQaBWEjQKXxK3fkMc7UKuj/fS5FBZJy8LTaUPio/Wfa",
-	"/uW9+7PbPvivTvv9fw6fPPn5f41G+sn/7z/e/xf87f1/3u0tqlytLa7NXVrDSkvSX0dryKXFV6E15Bxw",
-	"Q2blkogCn8Ty5gROYMHV8pov12RO4xq/gN76awEJMU8zLFrLUM32BnYaO32iqIjlnEwWhumVfM/hSABa",
-	"FxS+y+sOOcXsSG6Q3sO3b86wq6xbTjs/6ycf/V9P4tsnOJe2z2vVKxfi8+WSbnN263A3mABlKCx11XXK",
-	"nNf3ONOHJPRaU0ikYNpyxlWdLxz0uuQ7KVjYGgk/itXzuLjokOcsYYYRmitgBce3x+bFCmR9XlAuUNbo",
-	"bM6qipmbMRaL4F+rGen57+9Sxn7kZlYQNU2SLbqyrt7Q+2kR+Lnb96uyVrDrZLFJGQyKCkF3zaD5h70M",
-	"uqygc6Y7QCqaRZniZnFm54K3asKoYuooq0W8FuTo7QlEhyA9lWoS2iel4r8ATQ/Jt/A6wVrSS7bwVaQE",
-	"9QvwUuG1sSyeptyO5npbMtJuQ397qLcAsxs2CTx+MG5xZFZ4NG7tGriYSnQTCkMjOCjM04fyApiwYXTu",
-	"1KZC7MQy0ivttFfU2nITcbDO7Xi+zIvHrD2jPEFOo654xIYYNAt8w8wAI0M6qJbQ6GAkXIGNDnwlqn3Y",
-	"VR8Bwbvm5F4MAtzff/wHeSaFFU+WhYxEmyCAG/R9iahSUAU6YyR8ctULSarYlN90yBHodFeAmCMuALwj",
-	"WZC8o/SwaAwj4pEgRbONahPqpc7TViXAAeOOncq3Mraftwv977M3r0kzpCm2tuZSPPmLliJsdQgUSuNT",
-	"69AU7BSqL7sH/gsHWeo+UAJRCAEOCo26sKjeDv2ZWTXHjk6tPgd2axXHwDU/+Pl9rqyB0oe9cpphqf45",
-	"DJweh13lOom1Q2EbTnIgB1ylTOmHjBHXYsfP3RKyOx+HSWdHjNUV/KliZf/8x9/+3nKmK7Qwt1MvUF4S",
-	"Zow7NBLzC250h7z24LYaMoPnMCNIXoLGEYI4v84dcNZukpsAre3A53zOtKHztDjPnZ2dg3ytXJB3589w",
-	"tDmPlESvoV13xLW1RO0o78SlsDIXAW5Sqij2S4QxFbMSK9cuu92AaImwpTpliSFTnlip4CxenjBhEtgo",
-	"RNDUmGSPMsZ+Lfz++Og5ttHwcilvSxF+d3we+i68BTPFDivQTAPK6DWh7tFraLhxwYwjKnhJZmiwAHk4",
-	"xE/kKhMWg1JRwVGNWZRQO40UTs7Mhu5Hlvw4jIyfwXIhN1XFqKVacsGEvassdtivYBsRIaGWxapxHufV",
-	"QcOCSBCMQbs+O7aGnvZwYXD1zn+bL9+hghY3HdiQZfyWzvGCjsRGSeAYfS4NjuD4sLoDDz9w7YyBqWB9",
-	"RwySpnROIzHo9pz4+PHHH9ulKTD/wfCQUEQigbf9caRMwRelIIPuTof8wUodbMMFXbhGAiRPE8SSwpto",
-	"Gbj9G4qjVgBdGEF/cj4tV6WWN+0CJ3zLea8IRYu0MxJHdgDLSYW1CsyMceV/+41GAYiLslokTXnb/ggW",
-	"4jdCqnx7cE+s+oRG12ThoQ2YQt4MXNMz957rcWv33FGAM92QElytDbqtRsKdBk6qfEUG/QMSWjobA/cD",
-	"PxtO+pQZtWgfTQ1TYcujilteAmPYK5xA4thIZGlOPLh6PRJH+UbB54hhgmLe2STTXNh5SgTrFkwR+yOM",
-	"Mhy9PQH/HGSDJ9RMpZq7UjGaplZYntYLXhTQ9gSlZnl4Kz8NFNetwAfgUQqWZLRTXFMrrtFODFatPG9n",
-	"cFXSuQLCYzZPJbiv3e6I2KtUeiQKevTQEFZd8nTkJD3ce+A0ihtffe2bxwGpooJmqD1BoXnMRsDa3TjD",
-	"wrNaLJppmSl0XRQn3h1YDY9PrcIdc2yoCSBXpOmauwxHIhRZktjLgd2CkAuDLgb4//bSINo7wXJ9y7JK",
-	"qyqDTnPhpxagHrJqIXqbwikwgHZ1LUorccjI5LnrV+7bEhYkMhJ6Btx2mjCGhFaqdBaLfGZO8QHkay9+",
-	"7O/xrtuFuQoF1IeZHgl7LFYz0vnMkNiuZ9TAxlTuvmfMOfNweqaresWtwfYeI5Ffc1piejHoM9BHCa7V",
-	"S3sGHtMX2jHgaWrnP8NOUiT8iHKhsO5vQ4BBsWqN/WzvH3/7//e6XdJ0RXyk320d2sWPHOlAVx7n6Cq8",
-	"PThAh0D3gbAYvVNqARAScCaVexMYORKWYrjIGNzp8qulfgH2SXIhYQBgZ56uyERm9r5hwNHB5KEQHwlU",
-	"D3SAmW12x3HPWsj/UiXjLAJIyEPHXrxl7+8JDrji1XOT6pAfaXKJlGavMTMYQB8SJa/hBjJlkIXHDCGJ",
-	"4wxEO8XmEu7K0EyzkdCXPE29EEzBgYs9G3JiYSxF71Ik8/Zc2NRLgVeSQQWgp4iTguN4ugCHRUhmUsgM",
-	"lEcSlp5q/4EtQqfmkKb3JZBr1+MjzlAnZ7lKMhIzquYB0Vk0g2PN/SGeZVql/w9eFuhI2vW5s8Kj+CZn",
-	"TrBIf5oIUYfrckrJN9ppI4FX0qyOVTrVYdHBwl5L9BugPgMpMQuNUBMOgN1FpCcL53iGv6BYy/fEtE/h",
-	"TXukRmXM5bHl3yjTirXq4oWbHJhHMCsgHvCLFhs9vmSLsWLQDfqwVMpXWa9riDzoHljCW3qZi3GmWUhW",
-	"xPCQ9EIvLvwKWSKvyW63W0Kf565vMqzEcgQA6TCKCk0xrOw6RBabz6ZTFhmrmeze3EAgn5JIUT1rkUjO",
-	"AQ/cuXOQgwNMAg5it2qqGEOvjVGLDjkrH4K/QamBmBvQZjOSYsovMgVmnqsD7lsr66hIMwBvB6g+M2p1",
-	"uotMwLbZh+2EmIhBLFhJtpCZKsfNYyVT8FW5oPpISIEPWbnZGuJMS5aAP3TLiZiB8V33r5pbJAWq1MFI",
-	"hG/fnbtS2+fHL4/Pj4HP+vaE3rKHTsYX/qKWsKpQM/f2vTV8ldUUwuNzehFi507g8IDrCX5M8NDYD/9A",
-	"1WJIKsq5m4j9HGs/k8IomQy9xz/skDPmvKR2eOTX3HKJafu1FKz9CnpBjITbg3CnOyCvpSGvZGyt3jjM",
-	"tW6KJhB45xIeMdf+0Pln3iqZKs4MpoBXvTPLjpknhqm5LoHR5d6dRgmvs9HrdDtd11JU0JQ3ho2dTrez",
-	"gymkM/BwPZlBQ7dfoHi9zoHc73ZL9zFV0p4CkJQ1r63hJCSJFAMznyZO2ZNZNIPKaxKzlInYw/7krpST",
-	"uDFsfMeM6ydXpDbArPrdrvdiueTjZd8J+LzBaXiXX999AdxjtQCmsCCr61nV1E7SmbV24J/aDjGmfbIW",
-	"ccg9/uQn9+hJjB8b4CLqXskX++RbGntMmtugsbvNKyeucXSODLnb3bn7rTN0yb0T9IpyDD+XnZ6N4c/v",
-	"g0Ze4d14ya8Y2BvQ1q8RNAy9gFTzV8zQxnv76hOrjy3uohzflNNz1Jy/We2QX3jH2oxeMUtVh2S3u4OJ",
-	"sNdcM+feSCSNyYQm1gpRKE80wMlcexCKFcI6hSx9TOD9DWjLfn6BwVL1SFWeqvJD2URWJbN/LW2dV8xU",
-	"+2hABLu2IhBUhqBwFkC3ZhElWcxi0kSb0NpLLcvaI8UMylpQPEcCY9eHJERnZEgMSxJvvVvDG/l3ldys",
-	"pXGUcqvWAW/1Lru14ZHikScvAT5yXVyk9OAzbBO2xZMnUyuZQDBB6OSzkT+uGaK+NVegiPva3Vu6AhVx",
-	"e9cdgIf9s7dBw0riu96BZ26Dxik1DPa4jTt9x2v54/5cSgOcAsCkQzHaapDijaWBNDP3GMQ+fRs0ftgA",
-	"vuHf+sFhbnwKi9npDu6++a+l8SpO42FsadDt3f3KO0Gdsua/swVXeiHVhMcxE/jG3larOYJKEGRhQWPQ",
-	"P7j7rXMpX1GxcGvSvxGvLclsbXIHWom35j96fxs0UlmXo4EBSatM+2q3Onu0zD0xKDcDq97oPJNBRGyI",
-	"7ihqbWE9K0wskOWlcGxEhZCAgusy8y4oFx1yRJzbGZwfzvGM9muE/nz04IXO/RwC9Es0c+3gbrjOC3Vd",
-	"wj7XhZMJjDTnqnLLBNeXb/Lm/RnWpPQfKNQR8Pt4HzjMyVpZQnpXeIccCQ+LrQE8yE7KSpW8heY0M5li",
-	"8DlS+Rq8tQjxE1X/du4UTPglKxzh1j5jdfIITxO5870FUslws6+jAAEC/1bGiy1kR6nr9BKRzVh0CZZQ",
-	"mgbO1+Ty9JREsBfAwLM0jZkZCP/ydN6/hGqCD3010Hvm6VX/enCzt3j6C6Qn3kNUuby+22pmiFEZu10R",
-	"k71fWUy6ksx1hohg14UDpXSjmrqagdM6JKEH/gGz2bkTluRruTf2Jt5fxhD6FxKVX1jD/mKibAuh9EyK",
-	"acIxrWnQ2+ITb+nC2lfnUr6k6gKlX293m/XoLE2lMix+xWJOfSrmoN/f5mVneVs5diyMNRb+ScWuS+ah",
-	"eT5QvehdMm2efLxki5P4FtlkwkwNwzx1yH7eY1iSv4c5FCuEZlAi+EBLqwiPYfgT5QfGuF3mQG81Jnru",
-	"PoPRMpfFW/QYc1LHirVD/KAPyWMCms+mKfk8KyG0fndAjJRWRi6H3C7ZAkSzwKY6mgy6gzrBhhuSC7Yl",
-	"jj1Yt4PxEnN8ZHRfPaPbzgJ5AW0t/kn5BtLmnXwjqPeAvBE18XpwU5S19CD3PhcqRa277KHK4pd1NaxT",
-	"nlb1n0f/wqN/4WvlVf82DonvmNmCvd2P4/zBak2N2/dOnXKZxU8+4l+cQlXLMY9Efb6IU6DohuyTDkQj",
-	"GQRep1KRva5TmnQtM8V8m6+Xmbr5rWGm6/bgkcE+Mthfg8E+sstN7HLd9StxT5fO9wDm+dwxyU388wlk",
-	"6W2MvGEeH3arIRNMzMT3K2DFeQOQUuOQDjmjc1ZJaxfxSKgsYRoSpr47xnwp+EZIms4DDGULXBM+TxOO",
-	"ib7YxdDMWutCcrjac1jOVxCWK/CCXkAW3lajo1/k7ucc3tt023Hx+W8hP3mbFwrIuK2/4bH1tn0WwBj1",
-	"VxXgzJEQN4Y3TVlo5sCIj7LyUVY+GiNfWXSULl3UzyRVCzCFtTLUgfs59pFQbchOF7q6VDNZKu6cYdEh",
-	"ZkGmNEkQi2A6Er42wKPOdAjwaSt3ZWboBQswvxr7Z9rBlZw7GCj4GGI8wHiYjjwSMCkr2xcy84lyLIZE",
-	"V1dmhsm2ObaGq3qB0jAq4oRhQrZ9fc7tu4cjEbMia1oK1xkGy7RKBbkkNIuUhURQBYnjRsJELrmIMeEY",
-	"OiC5bHZCFRsJdhMlmeZXbJ06cOwhQn5zTSBHrtheEYBX7ivlyy9tL+q/mHSF6d0tXl0Vy6NIfRSpj/lD",
-	"n11C5kBKXi46tpkHMPGBJx/hz03+tjc5BmeNkFuKUvgSP6odyomTBRi6W3GwISb1V+tfw+mtca/lLVse",
-	"udkjN3s0EL66aAVzvGWF/92X3RwjgyysgilVrJ3XXkO70NpkzLfYaBZhqlFRDxFXA4o+w9iOIXwGmPBd",
-	"SazGjDAe5Rpo53cbiSYtNREr1TXvtDDzI+Jm4fPJoGghtno19eXLvtQcJ4I1/1Iwl0+ChgRV1pKImADb",
-	"YMYEjKChJCuhacth3hfTx5zNUnYklJTZlzojccwhSwRLnWVmtF0kSgdInnQ/GjuwmbF9LYTqMSzs4REj",
-	"kZwzXdg6F1YXbkdcRUmp7ba1Jex2K0ljMqWRg+LvdXaCUtfukSi17U6Zal/yRM6ZUQwMHvsTbMZBFKTS",
-	"NuNMuf6UQFeZmlBhxd/l/MmsFeSgOSNhD+4bTeZZYniacKZI0/UJJv/v//YC4toJ2390dnYDcpPAX/d3",
-	"WzmCl2ss7qCBcZIjoewlZtYYS6auYBAgLHKIE+wWSkLYrLGi4oKFRKdUaHLQJf/TvtDr7ZL/iRKcmpGA",
-	"Jw/zKnHf4bw8QmdObxzQaZZOlRQGD6OVn03eZhBr/PPiRDAkgWhjElFBJsy12YF5Bj5jCRNsF76/ajgS",
-	"zZ1ul0wWxFVotzrkGSAqYE6xq4tEiAAF383iC+aydVcKFbl25cBQi7gmufYFVezYLeO3TrE1JYQ7B2fR",
-	"GFpWSn6gCRMRp+TMBOSMCvKi1FA0oaYx3Nnv7O8eHASNxArydq/f7wx6g6e3QQMvenXMHnlF1SUzm8c7",
-	"2Nkrj7dzsFttCZl3wd46e7e827nM/LJJvJUDX6falXrCl7S7muLpu5SQ4pX8jdvgMan3XzPX7UEK1mMq",
-	"8FeoQoLmBppEZsoR2xcV1J3Clq5qhE8++r9uTmPJRwpysHEvOUsaH2lSsYA+GIlmQ6fo5ZD+WNZ4PWOg",
-	"Y3EzElbgasOTpBC7QxJCfUoY+KIWBBTX1RqXGdUeFBxqdgDFgTRxjMORCF2/F0CRc+nM9ke1gdvvmPk0",
-	"2fqljPxPEAiP5v6juf9o7n8V2TYVPLRNHPve1n/OygsHwIWi6exDspa1n2bC2qEOTyxHgNQ6x6ch705f",
-	"Bh6Jxj8HiCfYLSVlEZ86fpajLOqRcGCdlpFfUcXtdmgHfMJuDBMaMJihEP7d6cs2E5GMmQu1gdvWXEv7",
-	"WUAyNezGmljfHZ+PBGDL2LG5gyFDZ4ID2uGaRHniJBQvImzXd8fnQ2vK5xguwqG3OKyzJXQVcgEoZzvd",
-	"gUsfwoL/AsZQBzmeV0AAeMsBTFhlBBwjsAcrAKwIsFX+sTuitickxFhFZ0aIRI9Askxpwk1rJDzKU1gn",
-	"zf5od92d071FmXsPxtgmcOee/8Ef8D3eeeNn/ZrO2T3eO86J5zNHFmvPZXth7aZ76t4GVnCXYe2Q6K2m",
-	"Av/GpNkCsecopuQtVZf2XGfSyBJgTxSLFTTlPNUuVldj2p/sRIN4l+1N9y/6sx0++Mvu5V6yP+93/pJe",
-	"NIKGPQ0rawedp/u30Or1lev0OhRZkhRtuj0CbWPYyDTAeEtDk8aw93S3W2re0Th5PX57+ua70+OzM1h9",
-	"ce1x19ERmaCa0Ot2u7lPwlqrvS4Ix4dudn2esYwyaMmnqPBaJeANhy4j2xoUCDbs4DmxsUwJXe3Fm9Nv",
-	"T54/P34dtlxpd8qUhsK1NnJPX4LuoTyb4dvj07OTs/Pj5+M/vjs+/dP49Zvz8Ys3714/xzZhj2rav7ea",
-	"5oj3V9HW/l1UqdNMrKgtze+Oz1slhcoLwfUYFEvaT84evA83RP6CaGhOHoSYEeXUjZm0rMLHkiGHybEP",
-	"qi9ZbK3lACs98ohADvcXLOHa+RIV79wvNA3qUBNPj8/OS9jwy4qPw8oWMVVxvqgS6ijyusB9vGDHt2Ew",
-	"AmAM6oHgh6Tf7WIfELPENxF1F9UTLSElCtbrGn41XQypQPMYCctb7fCaAWYpQtZ63EYCsyLXAAdcUg07",
-	"gCQPzxc8F2qQHWMdCfhQdUDAenBjtg4BHrUABPOrcDAgKhNLKI0oADSifVgBRdD3X5qTNhjwAR6kfU+i",
-	"IrbVLcqXLfNfWdCQ9LpBt9uFOAaNrJJi9UQUDOdv3oxfvnn9nZUtMUvNzD5M8sZKAkSj3/DyS8+Pj9+G",
-	"h4RbWWA1coQEz0TMFAnHYyRjp32Px5joBqfCtCH9rqPEEEe2KjvA8b8o/dMwNaUR0yGi7Iap1JpPEnZu",
-	"Nd3QT803Z+oDTmoLQVN7sF5/LSBHkN2kFDtWThW98MDOsFAWewxrKhA1HtEky8t99ubV25fHP4UY3znK",
-	"jJxTw6NCFOf2AcSEjlKZJNLStpGRTFpDwNseifLh5K+C7kt+Tz46VMMh6QVEz2h/d+97qme3Hu8TrZty",
-	"vy1CRyKnMfiwVwWiGYvQubWsCnx/dPb9+NXJ2auj82ffhxijQ2qFd2kiBbNEXyCDl6DI8RGHbrdByyDN",
-	"frdrD2OKUVIeIddBPPKRKBDoqxywQ05LTescfiyCN+dwyL7e3x40gIfuQ7LNSODH0JoziP9ajOXzc+wK",
-	"4AxfFWZTjm5dWJmtCs+1N77WrhqJTzGsDvOeAXmME1XZEZimBZY1MGsuyESaGWnaK48R8HzzQHMsmExQ",
-	"MFMOLBTD34hViz3rXcMO7A4U1CwPcLKtFWMZLDwL/absPjqdWbecIVuzBaFdlm8N4pF9mhXs6LxHml37",
-	"oLc7EmFWuNjHYNYi42gBqpKlGZi4x4FNmXJNzN7mt1BVyAes+v2RgGSsFfJAYKGReIsSKM9TBi+D/wg3",
-	"UN3TFBIBHBDgFDecAw6E20gFfwcgJrepIwHk1COv+Lct2Iica8OFXmqBUvYdIHZELnfrrO7jGxZlhhV2",
-	"94Oiq5ihUeFEYHDmas+5Jz/UeCYIwX72/VG7v7sHtylAQiu6FDWCBqCF42fKFljNh3I21xg2pnF3cNA9",
-	"oAcHcb9/0I/ZbjTo7vVYL6K7e/vd/Z3ewU43mkS9fRoxNpj0J72dvd1pHO/ssG53l5aBYXtWe8vdQNBt",
-	"Lb67qTsagKx2J45QzciFrUs0sdQLdmpp1bLiaRhCY/dG0PiAg+KfxP6w+TseD8nJ8//RIh9h+Kb99+94",
-	"bP/tmpAUZrH/5EeIMRA0nwnY5eQWvXwfCZjGec8Wcmv/13jYVtzfGL5H1PrrcYRo1wDVeZSrh+5gXHzn",
-	"D4MnmZ901YFitULfohy9X8seiNiSQ65dQtttF8fG5yOZZHPRGO4EjYQLZun4fdCYM63pBVCS5S9Ah6W0",
-	"ElqeZNGcpOMwkK1lAvN7f/v+QT6R2yB3EBU7c1xYIGTZAFm/Q48uptt/QyfTY37G9vkZv7lv5rfJofgX",
-	"cQi9fXO2xiPkwmMOpr7jZdCa2jmuyZuUiaO3JyULCUNT1jwXV9hiJHfx/Ono1ctD1+SrilVfW1sAY6f8",
-	"vzUAU/6GyQf1racrLcN9A9N63re8S7+Ve/ufIhz/EH7w9QCrw61Yvg1r4dX9RVvQeXLPi1Yq1LGiw1Au",
-	"rLCk+oHX7E92Cl/wmvklF9esumq7CghwH7q2kUX/owUskfQ6ffwVKJHLHYe3uohB/TY+3s9/n/tpSWnt",
-	"/fS9otaXiDxzefc+le4bjTautXh8dz7fqhK6u+Z+d8zYx3Y6LNYBdqLT0PQRW/lVajFKDZA65I1wRo37",
-	"5EqVCejUKV2QvNgkGIlSQUpKF4gMumo5YoZiOaRAfEQBqj0gh1BIM57KTMRhBysJ4BEoIplAu1trCWE7",
-	"RpZoRgbdg9Kbxa9bAb7k8MdTymOyYGYkmsUbNIH+JmP7y9A5z0PsE+t8994uCh30+IeMJuD+wKQivOJ2",
-	"TDt/fHM85xp66HlvOTQ3tZffHwygfUdSxSy2dEJ9KMcdakAYZLeE7t8d/DUmzkArzFKTyn7+2Nh/JizC",
-	"XIpRLQUEVewgmWJjCIocoh1U+HcRvt3BvLpiiqWqCY9M7ro0ubYt6/pF+eZj3NhjVAvXwdy12fVI2E27",
-	"okxnNLGM0pFMlbZbHXLkv4kbMxL5zjgSt2vGJqTomu/nXVN9mvywABx68tH+cRLf+juI8aXaIhHvxRnW",
-	"dCpzS4HFQtMyin231AI8rGqpdKrSog2cqBfM+BBiqS1YUG3OhpGi8vRW2rNh63n8Ue5VxTan67pCY+EH",
-	"TUYioklySMKyfCjn8NqDkoLBIeze3JQoBuKLfuLxcje0YCR8JwC/btde0hIM31R28xZP5RMrbk69/+3B",
-	"lTfo0aAqrjp+3tKFK9vzDDk/YnCr2zdcG3rHf8vuIGQR6FcJVr0u/ioj6TeGjXQ+tgOOr7imDfRDjevd",
-	"l329k7svB417eFncfv82uPn+sNdoVVVJ5rMVcz7prmAu1LDhKibMPxboPBboPBbo/JMV6PS3oo/vqGHX",
-	"dPEr1vTQhQsp5/qjD3V47f2t19dzDd53xd4IAeUfsoJXClRml8GfQuRbUGdjR8DW5C4zgVsFqKiuwUbo",
-	"rkdt02e/IPi3K/KuKO6gFflu7K5FspmxOTQ39pVDwUhg9zRfAO6G8I2fl4rJUdPREvuXL0VdrO6AvX7t",
-	"ICMBkjCW2DMAW/fkTYKcMoH9gKvVSlrOmZ+esx7wZd0hL6SyKjCuK6izJqggbJ4aXK/LJ/fdnr1aD/2V",
-	"c0xK0NuwNdw6bKlTf973VUzOQd3cOsX7n7lbnNuj7fAUPaG6fX3MzH3MzH1Ef/oS+IhLF2+zlONAAR/h",
-	"z001q+cO66IeE7gib5YFSn1zV9cn7CstDcXprTFbYB8e+dkjP3ssCP0aC0J9C0LP9eAuP6QA9BSZYlH9",
-	"aUfe4NL/VspLqzNDBmi1LrXiv/SeN7QWnJeahBT2n8Whh0Z3cEyjYr1LfS/96N9ogA+qGAih/X7eXrB4",
-	"ciS2Qvo5JCEzdIx4SDofJ8feBaSlAn/J4c2mgDFeB5cUEA9llKXOE48Pjw2fu7qEHIXWhCRNMszmcU52",
-	"lD0T2GEzY1xBOUBe3gv2nZdMw9xKcS5nbEfqAeitSCJHYiQw4IFjUrGoHhZGFyCAkos+LspDNQvbbEiw",
-	"96j/5dgbcZUKCxxliG59fLQIh4APth7eC7YACiswf39G05QJTQB8sRLgGVYOG1LlpdDZnMVBGdbf/jyh",
-	"fM7ikWiaa2mfQmel8bhQ2tltF8yUqmzgdYd85a0xd2o+yduBRXTcj0MHIMk1oDcZJg6JFLDdLmSRd5vj",
-	"1vjDn+lhpTAlX5BcMR19cMk/UtrRoNyG1b6CZ5Q/6fEwAvilv4YOrgqiSPmjPpIEuBiHREgyVazYTmEN",
-	"4QJ/Dd4Vcuz6HuS31xKDo6Trmcy/OKM5Ulw58XqKHnw/HtLLjOqxPeorNrYvbBXbWBfDySMVmDtOAUXN",
-	"0rOE0ovdmxu8qAuZ5WSAPg1n2WPMhwttGI0tT6Kupw4sZn0IwPLVr8P/DxxgOSeWlPlCCYyvkvntKQO8",
-	"9Uyb8WR/bbIxQmcpfFbFaiz6cicdfNhVe3rf9LOdq8H17s3eYv+XPgg0/NpSevYqAyxhHjxsXveIItgj",
-	"+41guyC9fI0mjhJ0KWn9MTTwGBp4DA38G2J3Wf3bMesl9b/k8djcG+kl16bIydGlsltwsGvGis70uRoa",
-	"FA3pHaYqvLggsZJXLCi82QTquZ4jxCWRKnax9mq8oF3Sg9d2Rvq36Ink23LcY+THLkq/YRelx8ZJj36x",
-	"X02S/1t57ZdbGSF7rwqtPLNtPbAkWpFXHKAEPFi0k19QOgWSKygpy0HZjd+qddW7+s77R0W/Uka2yZh4",
-	"5F6P3OvRq/81evWXEnY8g3xYtgYwmTSrgzCyBn9Uzcv3kLvD1eyZKlxvzmGXPbiHI4GRVhJREbHEpS+/",
-	"fXN2Xpe5jA8lWDkNnuEkkdcsJnN5xfRwJPJYAfnH//4/hCrFr7i4IH8lXIxTJS8U05r81X0Mk8vD/Cn7",
-	"ytrnRiIs/84+WyTdH1YS9DHVJn8VMCDAadkhR8KjPNgZO58oDI3oGOCyhtI49GC+fXcOrWFzvwtCyviE",
-	"Je+bdpgBzu+oCSVCtmVabHXf4wWBIzoT0YyKC5ftBSgX4IwOSJilcR5qyB8DF7xiNMFZQ7cBDbLS+bAF",
-	"jrtcVjHEDK6O32G72/ADbahytQz2atjllHc3DBx4DE20HAnNoCqgHBVxEpxGJqMJ+GdbfuxypQS+mf/E",
-	"ruoQUKlGIvzokssC1/ei/NRtiHDPOGBxkn5A/xO0RMmR90m7c5jTS1YOC5EiToV4N/Zoz5glk5OpBwLN",
-	"/dAIF2rthmrH4PwauLjUNEsSoliqmGbCwJ0IMPFeZibHWGrZvYJjy2MTUiQLwqdESPBye1rghmguIjDk",
-	"taEJI3YiQKO9PkTHwIcN1Dl2tRkVZDAPeerDePb1OjP9HdDYg7Snk2lZF3qwd9vR4yrmSSnONLG7CKhL",
-	"1MEYIQWWvco5PkA+ouXQOSWtju+CHNSySZmmLCZyOq0dsRjkHt5ou6e4u5+OxvHr6o8lHB4gxia0aXGk",
-	"51v7ANNaRhH4N9UW/1W9yl9Gm7u/G3oLj/DbEgN8AfzvETnhHurqK3vvXTyXJlJcgAaR8CmLFlHCtjXy",
-	"q0ogJJ08WNGtL0CF8auh5xn1lV+guJBmKSkFcLa9htMaklp3Aiknb3fIyUqGQiGeJwxbe5VVSNeNuKx3",
-	"BKhzlSRWVcnAZIQVFWY566Dos1XaVoiu+1pNq9/AxJZUtLLKa9m3T9cpfWyjfltUKeZZNDDZT2hdZc/2",
-	"WWkdv2n7KixCbQwbbxMqtFeztu8MVV7IbxRiruzlJunOdWErPYaZHxWCfwGF4DEu/dk1AmQv631Y9fLf",
-	"lcFuzMjPK2fzqnrIwsK0GJcSuR7qoVmY7oET3CVUB99watAdkOsZT1gl6y8TALnQzMEPqDFsnhrERAUd",
-	"YiavBZkxxVqAIJHjV8AQ1ZqxNW2k7AY9uF78S4UU7qhxdrvvIQ0e4wuP8YXH+MJXGl8o7ml90dSDgw2O",
-	"w1+zyUzKyzYTMfRE3lxcTCMAcP9GE/ceyd9brjEudeLvkDMWKeYZMSRxJwB12alNJPoRxz7Op/QV5BR9",
-	"Md69tPi7U1zyE3hk5I+M/LGc9fMnxqywvhJndrdXVzrSRDRJJjS6hGsJXqB1U8mfxD7/jdV7f+pQ3zWh",
-	"5N3pSwyTRIxfMaL5hdV6sW8cpNjkNUiO3ToX1CUXsa5yaAQ+swN63DM60TLJDCMhgEOHpQokaVz/fIr9",
-	"ZPgVtI1NpEzt5EFvT7i4bCcyoglxnb5J0/XIAAUcZpZww1TxBMO+OM6HhmGL56/PRkIxmAuXIiBSOMir",
-	"mCXWTFi01kbC7IZAgFOD+AlJM7yeaRaN//G3v4et4Uhg33+0CiA0Z2eGvQ+MVADTKOQ1ju9P22+3K2Kz",
-	"G5oXHPmWGOCHLDVG6JBcljkY8SKMCgLVV8+5/kBYXUWjWb5IO0/feTH2xXghfB2PGjbejn09JFdM8ekC",
-	"ILZ4zNpn/EJQkykWjkTT0cOZ7yHkCZY4VtXClhxQYEavoRgnIDGLM5RnjDh/KVJSyCE+X1QSkrB/cxOS",
-	"KdWmQ45IOLD/QgvOzKggg+5TbD/RP7B77NKZEaHL9YOgBgcfiWY46HXJd1KwEOLRJOZgerutd1sK8H6u",
-	"DA2wRUplQ81el+iWqx6KpBDYNyev8wJfK6CDOXLrEUD42MU/drr4Z5/M7M9mAel1/X/JP/72d5IJw5OR",
-	"6A/IrBRmw71phqfMqEUbknIrXlS0O7khVLtyHksSTLXWu1eXtILP4F2t54z+Ec5WNBOcGLz+OR2hS1/9",
-	"kZsZapNrS+Hzvhg5iZTqcZAVkObSpW8d1vjE/etLitWjN/Rf0hv66Kb8CiHf875bK1pXvdK1zqp98tH/",
-	"1SUrxyxhhq1auc/h59X7j9HE1GV/OZHMnbYCgcbiR4m8qGhWh9B2D4TTXKLE0dBAShJuOuSUpQy7yvi0",
-	"aJIw6rULyOrSxopdyBTzEg/bQFUT+gaAl82xbJzHFe0i92zO6BWDou7/j72r2W3cBsKvQviyCaA6Rnex",
-	"CBz00CJpLyna7nZPdRExEh0RpUUtKa1rFHn3gjNDSrLlvySLpA2Pli3+e2Y48818qEhbCQllvnBNMG26",
-	"I0UR2waGpm0WojPbIX2FC7ipr9YUxLttS59fsPUFow5FTqsWuS7+54Gm/6CkwsN7sJxKhn1sv5ShVtkO",
-	"V1tPwCSdenzevBnMmXi0CflMHrBtdt4W6yy6vaLbK8YvXkT84lBReJwcugqG3I4oRs/eO2stlp3RjTUz",
-	"Ts+hWou3kLpCdwoYMlHWZgWsmBRp7sdACBKORMFNnemFSMjdAR4k88b69IFM5/Sd4nBJ7/AryJY9bFms",
-	"xrPyqkRvCTcC+Vi5BQcCcUhL4x0QbydA1Lo1YZs24bJdnVcYaKHZr/YHWjycICqcqHCiwnmJdUZbaf3G",
-	"tq5z/799NvWDRvk3RtcPRU73Ot2Gnu7lCXYWwodByPXZIUTRpUi64Q/IJgtuhVnZD+JfNsY7Ku4Mz4TT",
-	"fFLn7CSFjzf48Qbrbdk0YTlVFTl//24yYd+xb9+x4tQXvg7b4yM2HAYKgQrwiUPyD44ZQjJeawLeldml",
-	"rLOC8ZopIW1jxAVLJ+msNOKL9ilgWuV+0rwG0mRgdsEntpZKeVYinM9Slrleer3PjZJuEfy2YbDAtZ5P",
-	"Awt+vdTUIK4z1hlcQQBiSO1+cI2te0fIn/2ciOmhHRxN376fTA4GTeMsPtBqteQeXzM40O9z203RHXXc",
-	"pOjlj66oIzVoDAu8wLAASNE1fd9Xc4eEB26GQW+VERmvfZJHsuGl9t8zriS3vWzhDUMAKn6Sjx4zifz7",
-	"IIIgX/1aln+lPv5+GCKuHUTExh2EjWMnVohd+3T6lLe6zh7ve7X70yPvg+7c7PvtR6Sx0wZ+HC+R8RL5",
-	"2sF67KSV8MxWQilZ3p3ug/A9SCuEWipDagE8d+6ekykJGLKQFdoSYs5KT5sYRjptA8NBTSTtM6rnnmCx",
-	"8q6y8dSNgNWalaR1CIZmvZho4XXY0ph9soKlw5M4GK70CHX1uoFLA7glp8Z2HKx1PfZwVfQg9RJvTREb",
-	"FS9Bz42NOkbHbbsS7URMPUAZXl5dX/1+xfa7S5/gyjSIQeopoYPRSCRxDx/9MwvgKEwjGuoFo6GOs76/",
-	"ikvmqYXNJrTqMebuCwVZ7fOf7JaB0ZkSnSkxIh8hYMfK/8dE5t1gRNYYZ+G7l28FN8J839TFaPrHn062",
-	"WmG++KYH6pjAt5iPVjW3StoCwsrSslxnzQJTvJww1JUoeSXHTgCnCes9W/GFSk8vGGRCqtWshGzK6dkZ",
-	"PCi0rafnk/NJStlj6Z1mpinZ+Ay7P8sWOVD88UqSu6UxajQd/YOOoXsoYGkkZMW5TcPHqDQh+D6ajgZ7",
-	"HK1L+49OMYiEuV+A3nNXLA9GzkWlNFULub93i0f7tbFyQFES6Ejc1kN9SaqVhuwjvvCZNG0NOqcxSr4Q",
-	"vg2IO/Tb/tRlAww0WLohdjzXJatXlQB+uy7h3LLggYQR6ao6vf3Y5UQc6vYHZJ+jBtjc6AXjfSpFXzQX",
-	"00BD/TpCWrQUUNQl0r9s9vSrO2aZX6vK6LlUojtWJB8ZehV4IYdeIabJzTfajFQ44mtJxJg9DPhDSnFF",
-	"hr/u3vXhkp0+w394s9d+EQlKd7VJj7GPQBasLoxu7oqQGNtDo7S9+Ua29EbDp4OsuK0Z4SI9GLNSfMXm",
-	"PodWz4PQ8hCVTmeQlj24d3zlDgk4dHuM/jYsWUvNz0NtJCDi7+5XKO0xPJvPDSQDO5E955nwOFQSrjVU",
-	"P+bsJ8Or4rfrVlAR+aT4m2e1WhFtnlC5nZVLXtYiHzP4//MpS9FCBKkzvnMNfVYpO5HOHrMV5c9Ky3RJ",
-	"uFIaOPW57VjbQuRhPJg5FcxortzJve2tw8+i5k6M/xsAAP//",
+	"7L37ciM3lif8Klh2b1iaSbJ4k1SiouMLuUpla1wXtaSy3W3WMsFMUEQrCWQBSEl0tSLmr+8Bvu+PfYN5",
+	"kX2TfpINnAPkhUxepLLL7h7t7IxtMROJy8G5n9/51IjkLJWCCaMbg0+NiCbJmEbX8B8nN0wY+y+f/qjY",
+	"x4xp0xrLeP6HZ5lK7u3fU6nh95jpSPHUcCkag8Y5jxk5PjsldjBNzJQRxa64NkyxmLw/f02kiBhJmSLM",
+	"foHICaFEZ2M7yJjF5JqLOCDUkIRRbeDpwVDYcTSdMffSjM4JVYrfMDKTihEzpQIeDQgVMT6ky0/JDL4k",
+	"VcxUayiG4num+GROxmwC76tMGy6uYL52mQOimN2czDDy7ZvjF82Lb4+7e/tE3jBFwmHWbvciA/9gLfwv",
+	"RW/hTfxjSK7ZnMXklpspzp6JOJVcGKJZpJghO/aPt1OZMBLeTjWLRv/4z/8KiTaKi6tdWIadAFWMcBMQ",
+	"LkgkhTZUGGL4jAVDYccmjEZTEt50Qru88Mem3f/mBb8S1GSKhUdEsb+xCN/Rhs5SXdqxPTLjIjNMk4mS",
+	"MzKXmRqKKJHRdYtcThn5RpKURtf0ipHwiptpNm5FcvZM8ZjRlMM/n92y8VTKax2SWDJ74FyTnRC3N9yF",
+	"88ANuDBUxFTF5Af3BpkyGjOlScIMoWJe80TCx4qqObnB0zJSwsTEUMQsztKER9QwIgWcG5JGyOOQ7NBE",
+	"S7tnfkeAmpuncQgbG7pJN3kcBiSnLSmGgt0wNSeKGTXHQ6BC39oz797dhZYsLZUdkVTJiGlN6MQwdUtV",
+	"rFtD0QgaMmWK2qtwGjcGDcUixm8YXqWgkVJFZ8wwpRuDnxYvzmW+AncDNAnNPGWhXYYny1YjaHD7NG5d",
+	"I2gIOmONQaO8zEbQsDeWKxY3BkZlLGjoaMpm1N7WPyo2aQwaf3hWXP1n+Kt+Bm9fzlPWuL8PVs+Pu9nZ",
+	"jS7N7ai8kQT3kRrDZqlpkZfV4+Jmq5U0T+O1i2F3dJYm9i12Y0YH4971x+7d3qwv9tPnqqv7Zv/m+W13",
+	"3m8EDbuVjUEDr1fd+kLzJ7zImeB39pJKEWu8zMFNx/2WyFumIqoZmbK7KmOYkGFjM19wz7AwIFIwvLgp",
+	"U0NBI2P5VM4cbiWJM+VZ0pWiESO3XMTy1nFMfFBJA+S2GxDNrwSLCZ0opqdDsXQGQJ/rtjznGlvuuflT",
+	"52C/d9Dd77fbdov2unsH9Pn+ITtgERuzmPa6dDKh+90ojmhvQvc6EY0P2MEBbbO9/clkr7cftyP2nHXa",
+	"z+Pn43ibU7JU2GmOqWYxEdlszJTdDmA6bp3ESBKzhFtGXXAFI/Ehz4U3kd9LHGHePMZRt9uSTtCYccFn",
+	"2Qz+3a2GC8OumKpbzjLHmzGtLb/l8VFp+jxeOeGClX2xq7I8a0t7QKtWMlmm8L50iTZOPZdNW+5yQXWN",
+	"iVQzanCT90uTf9Cea0/4emBvZIAX1xLZfn/VJS+2vXLbl5a0DS8YikJZQHYKn27GLJIxi0lKlUEyzxkE",
+	"yB2vODhmYnUqZCNDgY8FRDMrdAyLyXhOdEojptcwAj97/UBOcNMJvtuTf538/PZw76+H77/POid68ufZ",
+	"5Pu3f56K6792078dysO3L98++/ZZetr/Uw2NfcAPMW2+lvEclFEpjNNAaYqig0vx7G/aHuKnh0i0xv39",
+	"/eI64A86lUIz0Ha7P/64rMseR9dC3iYsvmLV26iJkFaRE4bQK8oF2clEAuqA8PoC1ySRoL/Ci7d0Tqxq",
+	"vdtq3AeNfqe9/LVv7BlOpCJXUsZHJFektZGpRo3EXjGrk8Rc03HCUL0uWJoduW4d56ACsjgfneywu4il",
+	"hvTbz2HAfvcwILdTHk2JVTjtxziLdwerZmE1OstN7XZYeroPGnt1X35FeWL3zg3oyLZj1c4Atc+A9Nr4",
+	"zy6Z2r9NA9Jp+/9L/vGf/0UyYXhCun0yxfedPg3fJsckPLeTah7bn0JC9bXdJbvSRIorPImpFDJTLG6R",
+	"Sz5jMjOa7HTaRO+idhpJIVhkp0wmlCeWEZS3gdCEXzNY5n3Q0CzKFDfzxuCnD0FDZ7MZVXPYZND1LAkg",
+	"lewsmEJWu7YG0K4lf3pldcCGZ0GND/dApE4jthv5gkZT9kIKo2SyvLFhqvgNNSwgM3rXpFfsT+2AzDJt",
+	"mord0ITH1LAQdsEonuqAWF1daTjshGujj8jyEPttfCVWID1TJSc8YcC/t+ECW0ypTro0XrJUMbzeNQu1",
+	"3wsHKL11ypLEHq9jhrm2bQ85dsNYegtfc3EdEsvWNOFGE51FVl+XasNihBXdPzXs3xsf6iZ7ckmvlmd5",
+	"YZQUV8QtUyo/QXZHI0OUnZnlFjhX+2/b7umw0Zt06WHUGR/EfbY32W8PG7WbeBqzWSotxzxnaULndtj6",
+	"vSS3UyacypTzKmonmdB5vrOC2SuvHNOwf8q/EM2b3zEwRR6yca/lqiP+YcrAIGUkUgxk1Y5UhE4mwLR2",
+	"iWJaZipiJKKCjO21pPG2+/fspvMMbsAzo9LRtHfdnfXFXrr/8UA914eme9O77d/tzfdr9/ScGvaaz7iB",
+	"/1Nz6vxn5jfM3nGmvtLEyGsmyDiLrplxe8c12HT2USfkyI5dhCZSkVvFDdO7LXIB3hBBaGamTBiwlbz5",
+	"qS1zThixopwkdjbIoaRYOAa/8K5VjpZ1oWJJ52xGudXZlpd1aVdgrfKJye07WM6Kb3UODzd9S7O67UP1",
+	"0PH34jOWHidZkqBsDYiSmTX3SZaumkD9561YAKmw+tNGklvKjXcDefHW2lrdr/nuhWc1lgfV7O6UkZRa",
+	"RU+STDPChTaMOpMa1UT7M6qGVnImfxo2cvbVvGFKcymGjXBrFgJj2ovg1TuvMeiNH6m9Ft+DwFtSlpJb",
+	"OtckPM7MVCr+M1z2MCBaEj2llpFEVqJpAi4WMuN37s5sLV8qI9fO7Icffjgu3Z76zS/dL+DG9kvMn8ZO",
+	"+DWjiqlwd9tZ4fO10/nxHG/7aQ0vPo3tHCbcu8zsXtjbZpWERF7pI/Ixk4YRbpBfW3XYKvfiiugsTaXa",
+	"WoQo9nG0N+mOn0ed+JD1aH+8H9VM977qn/rUeAFKzuK834lkjjoF8gY7dW7mZIfiP3WS2RlaRVKTUFPR",
+	"nCgqIq4jGe62yLEgmbBatcDHr/gNA7XZGtlzUE1yc/FjxtS8ME7s8/X3v1H5TCNozOjdayauzLQx2O+D",
+	"Te7/s1N3Ti9Q7KzgFaUVe/lk341MMnf6LOwCd87ZnfNXL0iv1zvcXbkQHGUEL1dWlFuzVlcCG7KxZr5f",
+	"A9N62IS9v/txM8a3HzXlTGlZs7nHgsiUfswYGUt5PaPqekDClF5xAbezJdidGUXwcmilZfm3VLGb4rcJ",
+	"ocT+hctMD0VKr3LRDC5JWJE1F6xRDrEIfDOwo1pth2udOW1HmilTZMITexUsB7PmtxoK5FcByTUnFpN+",
+	"u01CLkDz85MpWdiLG4nbUN7AEq3udbqbifUlKOd1LMUyN1Tdv9KEe/6iyE4YqxuILhQHbEVMMa3Yj7kd",
+	"R7HD0e64F/XjPbY/ObjqTnu8/7e96/3kYNZtrJv1K9jUtTQLkxFkPEcqxblVOIezTx7AO/CNEfjIard+",
+	"GzZx4sTmqr134jU3yBdP4XbK1p4CK8bf7hzsgNf92b7ops8/9tSePjDdm/7t/t3zeffnWk9e40QbPqOG",
+	"rVrDxGqVzD20uACmzfoFFINv6YrUZjQ+eJBODh6dLRi2CwH+Tjh2edZr2faqaf9WfBsmvopYYLJLRHKz",
+	"gUjciL+Ws7qRR7HW8hq30T54YO2zVbsIn3hUDK3xjaLp9M+vT+4ME1aj1suzOVPSyEgmhOUPWdWJkv+4",
+	"ePeWyDFEb3fen79uMoHuYPjBsDuzGxSa1qdhI7VauzYs/rOd/7Ax+DRs5Jr8oBMMG3pKu3v731I9HTYG",
+	"w8Y//vO/ho37+3DVwosZVZa/vOVume+8O+YtvL9s5/NoWvLZOPEcyyibuRiNykSA+i43ZEo10dZYoIkL",
+	"R+NnMAj/7eXlGdEpi/jEq/ITfleo0zOWvKCagQ9o1QJlZcL1FHipeFpLZ242sNn198PP16+wRd5Qe5XR",
+	"tJaZU+3DYp+9y4qWkybyc3VKzIrF+P+sW8QnkK07PB6QYWO9J2TY2CWfiDbUZBrFwSdipKGJVZgUE9Gc",
+	"3Nv/Wbcn31PFwUFdvy83NMmYXjz/rzS58e8FW1+BVbuRD7VqR4YNHsMt2LQd9+v9bdH8O1ZnDpNrNkfP",
+	"UMItdV8xYYmNaYjTJPKKRzQp3YYdSt6/P31JbvpWv4TskxkTMYt3A9Kxd6O7tzcUqeLC2HWRaEoVjZyG",
+	"GsmUxRjkLLmiaBTJzJIdSHautMn9TxBqojBHlQk9FFTE4CgtXILO/bfT7ZOpzJS2GlnMJjRLzO4RUKhR",
+	"8yJmBVq2Hc+O5P8wFGMZz8kVM/ZeUuOHd56d8dxgyMP+S4BjhYUns+ldmQMCnktcCI5rv4SLEKiuw4d2",
+	"QJnP/6ZkZseVCvNb8j/z2KrxTo2UitB4Zk3vCUYW3Lbt2k3od7sk5MVZj67ZfKRYplkcHjmnnFnaXdg9",
+	"niR2bwUXV8FQ9NuHywNxMco0C93Cy3EMa6ns3d2VjgMiTnAk4FMxlZ2YIV9xAYs1Eb4FJ+6Ky7E3aUf7",
+	"rMOaz+MOa/bHB7R5GHUmzV7cZX26P34eteOqmd3d21tUoFNqDFN2Ev/rp+HwrttpDod3Bycf/v2PW1yo",
+	"81w3WA5m4S9kyhQLyJhFNNOMUFIkmNzKLIlJLIliNGneSpXEZErVbAAbbfkuN7CB+e7a82nXHTR+C47j",
+	"wfd5KDZeaFJ3n8kOkOkt18yal0OR25cL8wt3V139ocjv/vHaiwq3Bl3/GE10t97tDKavrbmSR5X7F+CN",
+	"s1cKZ+KukF3CqjtE81uDV4YLMkn41RRu0cZbMxSPuzbkM2/NNrrrb3KLJm+oiab1cjc8uaRXoZe7C1Gp",
+	"ucxIQoGJ0ZjshN+cXJIievLJ/uM0vg/9FRqKcMJZEmtLhFKR8N8ce46mVFwxu/UzGjMirbLN8Yt2DHfK",
+	"Vrfj5oiUKL1jySRV4JnndkqjCUSPwxZx4TXMh+RaigGh5JbRa7IT/vAs3CWGXnm/sl3+2iSH00kT92jb",
+	"iNvzTtnZ0X4ObvHSqXXa3S28B6eTt1KwFadzLIg9Gy+mCKMqseYU0vFRrhLj5rk1BlUeRnrtfs7g6Pp0",
+	"wdNJ086mZiOWJ/4dm68yAI/PTu1FWjQB7SUFEzBwhwIRWMhIWWEUXsM3trtWdvRZT+ylBx+7qq/3zfOb",
+	"7m3/bn/+/OfeeK/2VqyI353RK0Y0/5k5htxpt1vkWMydAxDU1NXOPgjDrbSd4NfKzjrdqTHoLuQt9bpI",
+	"Ty5vrN3elEXWOOPRdZZe8hnb7LNOeXQNwTNQjuIMQh1jtvuZLpEUpjAyfMYe7xY5t4rYKuICLW2RtFSs",
+	"1noXlBtxy9BIrEaiK3tp/+Oe2tcHppv1bvq3e3f784Of6x2Z1hx8BYxvedYv5GxGm0XKlZFpM2E3LCH2",
+	"LTJjs7EV79bOZSZToPPrlCq9yIx3W5hdC9kpIdpiIQR8KUbZ8H0WV9yiOD5YkItUi+yQ3aWJjFljMKGJ",
+	"ZvXniky9cpjcsJne5PfI96VxD+R7ii8V9EuVonP7ozZz2HxLIw23o6towJLwIglYe20dCaCk2jaH9eFZ",
+	"ATjfNWY/iLnbqYRjjRhPDZx5wrWpnf6iu0nxdMQfvYCu7uUL6D88FmZXdyGV2UzdEBa5ZnMdWOYCCqhi",
+	"LMCKBGrITGqfLU9JwmjMxRUJmyGZMWotTjs6E/avqDjAtvE48DkHaFKheIm5wgStgIwVo9eaGM50i7xE",
+	"njoUYTP30ZqwRU5wfwak/PdgQhULt78KdoGPuwh2A62eeA/b765C7xH34gKu/hZBEx+LRV6xirTw1619",
+	"mcUMihRKzNDk6Npx6Ws+MIIO7i0TOHMSXs66BMsFIt1zEdnDusEKpZ/gbrTsTBNmWAwlFXPwrEHuAotZ",
+	"3PgQNDKVWJ3HmFQPnj1LqTKCqZb7YF7BkleuwOZvtSG168W9WWYD789f21sBgX3vEykKPIAlaCbAdOM1",
+	"wfz7xRTVr2n8DTXslq7b3VTJccJm//6wNNkzfKtuJVa+pNooRmdEM3XDI4alS27nSarkjRW6uwTVdTD+",
+	"wAC3phema0VTFg/FTujeGfl3RkwpqcLdFnkrzdSe+C3VVs2fcYPJTzAK/FJ4pMB5pMGCH4oF02ywytp1",
+	"3qUxja7lZIJMoJRt+WPT5Wo0URTV7ZZ7/FkprQM27Gsau7884GBK5B8BI2pU9MqGPQdDeeJVSciktNs5",
+	"ZuaWMUE6sDtWZbU3xO4jVhUleZ4d3v6WH89VFjQGDVc44Uf0vLrTbjdKidhWBq3MHnGcZABJ+IYb4Fyn",
+	"uALiv+g43LNYRtpvgP5DdZ1b3701NAraYuF6m9HE8lAWWysxz2mxdOk0JGt8QlI2WJV2lgFBjdU+pKz9",
+	"aqnVT9QNHXoHJW72Tx+sfROiFWA/60oM4XWys2Am7AZIrpgAYB/P8xCksh9n/EqU3nKZBPgaurvLK7PT",
+	"y/9jZGkqtIvVc2HoHYEJBoSKOV4dr+A7zzvY67SiLl7xGyaGwtza680FJESg3x2teypKflm8abDmGdca",
+	"ri2kcHoGBpu3ypW2a8ezrGGtD6y8/0terxa5ZHdQMojf3bEKYIDRkQAM392cuN9fvmo+z83it+9fD0XZ",
+	"cw4VfvimK73EN1Er3ymuRtButwti0ruDwnVRctB5UrG76mu3uEgzs8Rw8uTIZm6cruM5C6mo5ezKZiWV",
+	"c6tBijcWBnJ5mlsOYp++Dz6Ld76QYpLwyHxJkVZmF5H7vi4khk83/kq7iJcBrYqRnYlUxPHt0pkbRYXm",
+	"LtsxFHLkkk3oDeWJJWv7Z1DqaaIYjeejlPLYuc240UsyrAgfFL7QnVVe0KAmeLC7RG01DtxNJ1WTUO6T",
+	"apvbZdUGWCGD81sx/Qdl9H4Oob2SaszjmIkvTWnXeKAoGccZ1q5b/hdLXyw98XNDo/BXObcndlOKT2+l",
+	"sV3ZZz8mTa+EP5As3KfO3dtAwBvsoJIWxyoZI05D/PP7k/O/jC7fvRu9ePfm7PXJj3Y7vL6H70UyyWYC",
+	"LlDChb1JVqMrVD9LkU7asYRZvtfptvsEvT5Y44bqJtdWH2y3QCNcnA3uGypwA/tYrjRa+rQjwm7/Mhv1",
+	"q9zKPOkkosJeRpWJFjnWJFw8IocP4FM5mLhhiUwZcjUhSRhTQ6E+iQ1FPipAIdhxnR4RfnN+fPbtn1+P",
+	"zo7PL05Gr45PX5+8RFUof9TXSJXtG8xOp1Yb8iN8f/z69OXx5em7t/kwgdPtXMaD5Sx2wAmHQOdO+PXx",
+	"y9H7i5Pz0enbs/eX4JaXRaRyKFw8gYSVfJiQ7ITvzk7O8VvnJxfvXr/PP/v+/ATAHQpqGSt5bXXInbAg",
+	"09fv3n5jpV/xl5cnJ2fVvzhS9qvIk12aSKZTqqewR0M4J5hqNW1oJzw7Ob84vbg8eTnCYb89vvh29Ob0",
+	"4s3x5YtvnaA1JaGPOTZClg4MddxSbhJEAAAkw6uHuI/nJ39+f3JxCbnseijCVZSKJIFZSrltYjRLJhVF",
+	"nizp8QGkGi9rlBNQ2iFe6zR3F8crrBi3Cu8PxmnnOuvukw5aLxROhWFK0OTEst8v6lsh4L0kEss+NI/R",
+	"cMTphLtHObYGiahSHIiW+N91i5wXvg7v2Pjl3BpvpTmOIpaCafaltaYQPx06jBjI0DGw/BmLOUVyB/Wp",
+	"uLOpknEWMatRCWlGNJ/8klr1RPj+hF/JTMRf8nDfSsxZzYs68bAmdh5P57TynN7ImE84WxUqXSgwLmcJ",
+	"AA8JKwH/EJINjuxt8lkCpU33Fc7rZgjPPJkV/oDO6DyRNL6U8jVVV1+cWYKE4Jok9uNOa+mQN/xrshPa",
+	"30ZGyhH8uHTDPmvVpVwdBHr44lLC5/IgRVuCdqAPZeIvsZq69KLdI0x54g7M4xfcoQsMmLwXuS/oS+5Q",
+	"mBXfdeqoZurGZ/dSZbi48l4oYu2YMdWQOpAJCNqAT9Z5azGbAKA/rL7hYrROO/1Kk5jR2Fqc1VBOLAU7",
+	"qvce51lo3m8/FBPFGGZHZJp57cYh3VRAPjyw0JJC+wDv1GLNN9lBbxWCI7BV+7Fb9VhtSNT5HOK5lPIN",
+	"FXP3V/0b+K2+0vnxjLP4CivzdYpGl6KGYXDD36FNp/UvK9sXyG7tywUowWeSx3tBXT08+8IKXJBbmFIR",
+	"xW7kNYt9KiDZsVynjGCxJHJ++OGH5mKV/rqFLxb1f/a+OexGe5tPhHFV7r9F8IFrcsuSpOlcAePM+OwW",
+	"SlQGlQXUEMFYrHOWNICE6QlTTET4wFDkLiR2xzX4Mlzi81xmGOQidCYzYXDA/HEQkvAzu0shp95XcAaE",
+	"DkXMIsvRYx/qhyeLlE+dYWEOBEVSDh4S77W4ZvOR+z0MSt4M+3d8OMwDi4vRD8wMXy7uqI8qQhb5bouE",
+	"kYxZSDSdawSy+vViIJ9HfQ69gcVvrCELlYK/kbpoSWDZ3wk3OJ/kCMztEQCR/nK6Y+4bhnGOU15fQpVT",
+	"m1cW8qKG0zyhGBYCScZ6alkSCiBI+uKIjpMqmTJlXMqSG2IFNAj+SHYME1SYXfio/f6YWb3S6g6QbZFn",
+	"39EoMiOf2LuUThcUhcNm26zYhQMrp/q9mLLoGpK70zRw3g4HhSKyxKmXmCm4NChecO0msoS/JPKVIs7b",
+	"rVTXXFgTMbOWJKPC7bJdfu0yNs6Ax5+Xxh00EqrNyN732lXY80uosXy1iqBUKXlzywygHkfFLK5kKhLq",
+	"AJERk9Vpy4rBFXGbAQoiUpydC7KZx21JqtiE360oxIfsx1JRUAX/MUA1OZJXgkPxExApQvBaDnrDaJJn",
+	"TmUg6qqEq65HP457138+nJ3VbbWT6pvJxSr57uF8f3iCsDVSXevH04uSCdvE6JBznNsnLUtBgbMmm5wU",
+	"4HZ+ATQymkykcrOf5NWA12yuF/YsVqPns+41lKEvEe3mNVVAKH9qYIqvnXsx9SDnTzl1VBlChaVUrvXC",
+	"/aicYQHIhkk9drdw71wKo2WMMZrFNDkrMUyXHltb2yodTIFP2F2qO11ivgusbXFUIV056DSbUaEDwlpX",
+	"LQ9LmaZkKhOnCV0j/txWvLEMsFJCRft83kjHYDGWuSN549KOfA5zZjK1cPW67e5Bs73f7LUv2+0B/P+/",
+	"rrolX+RWfKVLhRVBgafsy2DzSwMP5lgyhMfLt2goPInDQYbwAQe6joOELmfc7R48BTcOf/Dp2VtfuoX8",
+	"9vV3DrZv022Ia2mT3SbzHJfD6yUgU4rqpsApIVj0VgFZXKuJ/NMrFL8XleBz5fAjBeQXk3BAZfVXGfKM",
+	"IMAc4KWqwOUNCOLUEUQDxIEc/HSLXBRUO2WKDTDT2gpxIW+XbmSxMz+/7t+8fX573jV/2c++7fztuz15",
+	"ckAv2vGr3tWLw/H3XfHmY+evd8/Pbuv2sMSZ/hWEbH48q/nLa17XMuWYeLQyx1Z0jeSkZvsSFGdQ3S/X",
+	"mBToaRttyOLJxT2FuVTGWr3ic5nUIsFQ45TWGZ2TWA5WSworWzwGLVfe6xBUhIb9HbEbsKGKV0CQch00",
+	"LXzAnjQMbqnADtD4UKFt98wSrb6gImJJsgLBFp061qBAHDpXthaVXlo+Uvcri0fj+abTeOGf/Xr+WCmw",
+	"yGwjKkYfu7c91ld7Zn9+kHV5T/bTPbqvD+JuPc+jizlrjbPEKj9Y8x3XveSr2T636m7pUpfL5GBeQXVH",
+	"K7tUR6DlIy1lAz5AD/5hOi/q2nl+3ixePuxi7xYA0iHkwe6MK0Hea7cryC5CGuTLt1NuGCL4V9XJxRNY",
+	"VHdXwQkMhxcbN9rNes3uAUXW3wd7ESvgyPZyVvfol7ma3KxgrJc+4hWTiEPB4Ofx1QsYC3BRl3hrHY+s",
+	"3TcHorQ829d5b5nTi3ek3+0cFIhLkYwXjj3TWP5WoEPQ5s8fPvXu/1i3Rwi/WCd6cs0+zcYJjzzoew27",
+	"co7y1airG1nOQ3Ejfd1iBQQ4puSMquu6p9OpNLL6uC8CjGLRshRUqQLEtetn6+fV+lt6VbbPMsVruSM1",
+	"LgKVf73fen5QNuxkNgZFJK/13ytV+heWKZZn2TFv2JRHm5XE791jtXxSILSZm14xZoAnWkejSC3HGDvm",
+	"SS0O8A9TBp556h0qXFtGxQULnKR2zjjF0JNMUolVEmTHmX457vfcPTQUUrDdvFgS2Cr8TBUim0K8mk8I",
+	"FXOU7YsWleE3bPSLiJyghBn6mUTsF77pGHHbz/zT90WV3TbvlY/LF+0GjSyNH6gpLDKyMnKqLx8ujbod",
+	"/VzkC9lARYZeA0T4LdY1l4UEUlcjaMjJBP5tqc1A0Lhr2qebN1RBjq99DSfzzr/s/tMPUTvb97C8ByoD",
+	"ED8oDVKsiepr0FCXeernnu/CWbnhVh/JWYkS63ow5FO+pZpQQ0LvJYeq+qXpT7Gov3I/DttrOV5vv72B",
+	"5yW0ahH2DloHB4e9taMelgdtHtYOuzDPZqfbbfU7h921A3eeV0aG/1waurRJ26vjOmWsylmet/Zq57J6",
+	"sxaOP0EDFS5CeU6b6eFrj0r0AHr37zo8E8u/AbqBirlrs7lEL54R6q01ruo0z+ErVVQFD5ezCldhYY+K",
+	"KWy5K+dMA2jPChN2DPUIcpJLt1wVX738h8sB10eyxjH5rbwlM7vlxfexgZid1pQlcUVr7NQAD9VkLVVN",
+	"APfpkhzbvHXupB5GUe8EK5QEWmimMQPUAU/Sa/lQdcSX7Eoxpgm0NAWUMQDYElKZaWVjnrjWirDHwt4D",
+	"ZpuPmPbaPrWLUHsERYhSrYsUr2aF1Tm8YUY5dEX8TOXEVnHLehitX4F3XvjOX7UNXtCYct3BcqRbrw+4",
+	"Vp1GOl/RMkk/mU6fZTqtNITqzjPvdL2QLypnDAPokDU1pWnKBMNGPa7BKJ7hIu5/0WUN2y7mUIqIYxMO",
+	"hiL8xOPAIU+UAIogw+s+DByeAtYWkpilzF4yKVxHYIcOBomp/GPmshUQW6aMvlv04XXzzZvBDki81JCX",
+	"vHH4ZA4Wk8Yxi/Ns35uOB/NTbCZvfOJDzO2WzbigBmunZjRN3WF6bJ6Jyw1f5WiGpzCBvOiUvAjrs/7t",
+	"C/+cHwBuFfT+hsmsxjc6ds9UXsydVOvezD1g1VdzcKJ1r/qHqq/66OOaF/GRymuQyb3+tQt8xHXDzHnN",
+	"/G0J4P4+aEjB3k2gjHgTKlRlHvfB5heq27zNGwtz3mJO1U3d6pXqEW56pZ7YtnyrTOD3Hzzb2RQRQpbx",
+	"mX7L/Nx/w3BQ0RehPnrp+uP57pkDhMzwdyIkO2MprwE7OazcbQ+u4a9BSHZcqo8YirGkqnglv5r5O/k9",
+	"t39Z4jnlP3oo2kpEqXJrF3nOwu0MlrHLFlhNHdcLFploxSW+POKiZH1FFfMtX2rJTPGIxR4n3W4x1nyI",
+	"iFnJxX0rEqmct44blyusV3uI1znh52RHJ9nVrsdHRABtnEXu87MyDH93agYO4GDSHuCAfmS2hNnyUuQt",
+	"Le9BEBp7lKOigVp1H/wx2N2m0MIXnic7V3aSzYirKGHFn//P/yadVm+3suC9dqdb0/K6Rg/KrbmgEWdY",
+	"Hjtyuvq6mTkfK7TxJoDWTzI1psKq+tezZ1Wbab/defBkfH75klf1oZ2A1mdtXU5ZDmULFh/mkAECn5sB",
+	"NBMt6sXG2IAMrcvtCAXz2Fdv6+W00kkp4RMG+8qFN5sCAmFqFuMkwxKE5REJiwWCqlf+laRJho1OKifS",
+	"a9ciC68pUQoaUvEr/iBKh9s6ApizzYnoPGLn8KQVGjxmI+NEwLrXznnMLp1Osp2LtMznCud3KRCwAqUV",
+	"zxy3Hztau0GOiKuodS1aPAavPQgoOahyos8MaJevRcnNXmxY4LsfuuOqsqnqmSzzohomsES+C2kuG2Ln",
+	"5f1+XOwcQ8SZYcDtXVCKRAnV4FCEBdUmkD6UOZ+KNDMPp/T8tUdQ7cLprjizYuBNO7wqehJCUU3oRHOZ",
+	"YUAMTvg/xZadANU6yY5Uv2OVLc8OuSaRFDoDcEHIOBjPCfV9sydZAm9xcbVb1YFgCjn12H+zH6rqKf6Z",
+	"JRbqUHVeyFXR+1JvoEhqg0WsDr5SThxsEQDjOzQjWN9E0asZtPeCbnZ3KRUxi4Oh8OzWlX7mAIkqEw4L",
+	"ELsQQ61jCrYu0HaLhDm+EfCAdl4nWsKQWUQ9jetilIkvdiycsu1atr3MqksQS5XX1/H89hYOXj9q4CZX",
+	"R47upF46s6P+omNCXl1qlAaYkwmhSz2xAqKnNGUxSfg1c6m0CWI9t1Zn+y1NLMduWXYp59BN9pFlllLF",
+	"ttp+YW9oNOWCNe1Bg9KMeK01ajGAdy3r3hoxL0vY5kaSsVVnp0SKAQlfvTv/+vTly5O31hA5fXt5cv72",
+	"+LX99zIOUTAUi/hOAamHmyr9fRlEyo6zFu2pAtq0CthpKGqQnQKyhND09t3l6NW7929f1v1YhW9qDUVp",
+	"JzA/MN8MuOD2zp6fXFxClowmJTg9fDoH1FnMZM2H3Sig4Qzr7kUJfa0+pOoKAYomd1YrtJRIUHnbyoAv",
+	"E3lZFVu053Oct0oDO6vXoLaTV7FVW2EVGf6tWt8wNdNVOY+I2YYNzZ2XG5gy+kzRaD3KOx/Y08KfEYJr",
+	"Bz+id3OPKeEiZnf2J8evdNUEQqPbHoXfuE2ZWH5PKih2HzZwknyT62xmH6JaONoFbb5TxwkQnK8cJ3qw",
+	"wo6wfp/WB/U2wBJUIh+YF+HmtmZjHqfnHef819fhOfDlTc0cYzbhgmln9K/j2VuBC8K3S304rUL467Wr",
+	"rLAZ10FyYz3Ax1+yk2Sr2g20trFkPlpluggbZye980ceD8jpy/+xS0oNJP/I48d2iAxKbRm3OzjfSfJ7",
+	"aBkJxLuBPk8eKc/r+rBWMUqKCEkJHTBc3Ge7H/xKSIW+hMVTX0gJqLy80ZyuPH3uUQA27IqD1ax3zBkq",
+	"Yqri0iV1HN0DXbZ8FIprX7JVQKQsab5DAVfCcnMs1mN3FHoM5YJBE6qvXXWYvzmKiiMPqx6CGNDk1sqP",
+	"W/icktBBEfqKuL6VTncq0zvU/7cW/qQdNLuPg7larBq93DvUt6BJUILvC9D9Tw8X4nXC+xFMDc+qzNUW",
+	"HQtbibyagX6pq7Oq+M1jyG6xTLAOlxUyvdZQWeAbDzZZtmlRO57nzYVLIL7QNWGDP+h+C8PmW0aTOr3r",
+	"mKRKjtlXqwsLC5dZwdTl9UYdd0324Hp1iAuAsLQbNaNp4JE7iExxv7GctzCUaBwrpmsCCO6H6sw75A1V",
+	"18yQCxOQCyrIq5LHv9w7sba2tzYvp3/4a+Xl9D83L2dlWsq6Y0Ff1UP1ssWDwyYQkMLnJd7v/ywPe/u/",
+	"yln2Dve+6FG+kWIFBIpD7uGCzLiAOBw3muxEllXuok8lWV05UsN5SwUoa0vO/HNWVFntrmp0PN9rPzD6",
+	"s7AfOGZQzKduW84qAer6lGUwG1Ns5WigE5b9xy1NruvEzkrsl8KrCNLcjoOaTyUitI2DLWhMqR7NpKpT",
+	"ulTGvN5jvzKRSSJvMfYAa3BGpZ1+0fWsZJaPpUwYBetfsDvjGsXU9bbUVtUioesk40soiX0LPuUQL6jz",
+	"SYi4tWWt9M3DP4qL/RuCI4DvNV9x3u8NM5ZUzFR1ZhBBbz248re8O9Vpl84ncBRRT3sQea+TedGUKszP",
+	"yGs9rR2EfexcxL45Y2YqY2LktT1tj1KUUmWQyGp45qyePN/UX/zQX51qMOoRV3MxUl4Bq9hvdjrNdu+y",
+	"83zQ3Rv0e629Tqfb7m+PWfEYjrMYH07pfHTdnfVEP937uK8OdNf0sv7N3u3+3cGc1maVbhU49Ck9dTHD",
+	"BzRZfFC9qjvm0saUYn4bAm9uvo+EbfE92ybQJp+RPHcEs1BJiFNzftOcvLAlEvuY0SRP0nAkP8Cya9cT",
+	"HfrkONsNM0UgKAMNZ92liX3PpRnXCOYPzdEngPm2g73CcRYj/0S4SxQtLG43Tm0B2Gw1fy9NeoUw3eoW",
+	"lfKL8f9tvFmPoH7fJw9ZSH1+WA2TcWHs5d58LXJqSg30ciQs/9w4M0Phszuxs2xAEnl1he3JwOrnwiej",
+	"DcVQAI5cxhPT5IJoPssSSCDxH8QWgQ7HZJdcC3kLXj/NCBQF4rT1wA71d/df5O9EZiaSM0b+PhR/bzab",
+	"8L/2gTCdjSKq4tEN1xTSstx/z6g2VvVRcfmvdMbuQvJ34vKo9IB02x1SHcmDG9rn/L8PSL/bzXO+ikcC",
+	"Ek4oTzLFRogyGC4OURmaC51NJjyyV2I0yUSsH/eR2nEqX/Lh3UcN716GkdzANO99bT/xj//8r9BR1uOm",
+	"j5iPVWKGLw3FiUtLdgiTLi0ZeYEHZtOE+p6SnlAt62DQCWBFZl4hMEoUs7YLbr9SRZ3ORj/R5s/t5uGo",
+	"tsX+hqSSKkOFRAY6B3a70Pj312vgW9Gx18qcBS6zRtxA8qaP/dbWQeXH8W+ha3KqaR2OyTYqzi+t2jyC",
+	"AZdJuW7N82XSxP90mGULDKJ64pXf6gNueDB1StDHrurpvtnL9m8Obrt3vXn/5z26Pz6IuuuVoJoaFfzK",
+	"V75pcEDCIvXVsv3QX61q0mUpOfWLoH2UdmNLLWoNJZezsGvE6iJXQVoOCpyvKpOrMTAfk3G6het56SLm",
+	"OnJN0iHcPx6TnZDdmDqeY/98MO5df+ze7c0AaUl1dd/s3zy/7dbps/4PSxuG3egXdw371lRKQ+BSw+wX",
+	"yGkhv7nKjPG34dD9+sctNW2XMVfGcFqJx1E1AJZTrEpXIo97OPPvFuP5SmZX06P8thSP5cpQLuZcArNL",
+	"nSrfpLr07rU3rb4WYR1Jl1YCFPJEvFXiLfbnMfRbzdmvIeH8gV+FildEBh8U9zgWhGZGzqjhUdGHzXc/",
+	"s1tynMokkZawId6zi/l4hftxyu7IxbfHze7evgudFOlxX7lgIKAdtcgP0BUUxg4DCAK6uLSuRFyOCE2k",
+	"YPAERrClYENRCmKjP6nOGtRT2t3b/5bq6TqwneU5u57Bdp5w7DjJ6rFP4nb/sH1IDw/jbvewG7O9qN/e",
+	"77BORPf2D9oHvc5hrx2No84BjRjrj7vjTm9/bxLHvR5rt/dqPRY3dstXwYv5PSfuqSOEheog5rteLPOu",
+	"cb4uE02Rnb3ik1D6C/2sEdfSSIyHW64WLFrRVbWNfI3poo5ZahLO6F0YoLsgSydKgn3Ko9qje4zONqNV",
+	"CMdup/v8wcrijFfzczr7+3uf5+eecQdCu9HX7VDb64IA569ekMP+3gFxgPAu2VC7Jt0PTjrUgl6zEdD/",
+	"ivzDKrnnLbrqK2awUX1Z53srnQW0VverTTcrwuoLZSo0mhJnVGJTbQS6dH0zuRTEKWfbJ9a5PX/FWRKv",
+	"DMxvMAaAkS3ZwwNy69DhFp0xhTqws2AmYKeEJaM/WLDVg5W29W6LvMGeNlRLAZW8Q+FLeRct5OUv1YP+",
+	"QSRwSalX7ONob9IdP4868SHr0f54P1pvgRS13e3+VvnOhpuELZKVISvpcIWYL7fLcC2X3S36SudyBugn",
+	"IOGzWEbat13Qf0C0VHvwHiu1soULT6+5JYuGOQp3XGHZ+2tJrLLpazhFiWprE58rd2WZRSQrg/oYWct7",
+	"1xOuoegdBWEL98QKY7cnUCZpprU/YP+H5Z/AvoTmc/jT37QULTtK7T7jhzE7vebga9NeXTxv5gC5i07+",
+	"7Y2nk+9MMXTdMZyziPG0Ruk+1TrzblbMOyqVUXiFkYT20o+ATYVEpwnHcJeL946ReUTcQBsmapgeih1o",
+	"SDWhigV5pWAA1Xq7Vhoj+GlJJrt+ABQ1XRrHJEuLlCyZu9pDsqMs3Vp5fSWZ9oI+gQzM3F0MLeQA0m1G",
+	"uYgBoNJSk3+cUZVwpoaAtbW73kH/5X06SxwsSkdp92NP9fWe2c8Obrq3vbv+fO/nfXowrodQhXP9VWJk",
+	"BS1Uxv6p2LLu84Ogcc1F3Bg0LBmMLBlA8bl/otPu9vNHPHlUntjrHeYPwEzuP2wpKB2tv+aCnRo2c6rS",
+	"KtCl9S6sh8XxvkBAruJhqvMrlU6nTAVrmEK+UbWc2Y6H0WOFj392LBjTVGGsr3Ql+6PAOHpE8TDSyoNI",
+	"4zv7yuKGwzj53m6xb9+5D9c6m5e2LzcyJlINynyzxC+dSY/V1VDtIAK0UKEq19BrJqqlbcUtK0oqQWgj",
+	"jkwJnKf04yL55utaj/PgFvK5SA9eJP22WA/nPGaPrRZwVYZ4vBCs9SWKNWUA1Wry1eXXYNlIeU12QqtW",
+	"1TmVNtWfPyQKg7WdauW0sOimjBw9kapFzsudM6jAPjRHlsrh+Rmdk4RRwEGAlH+pwCUCJvUMOsvvUDGX",
+	"ghGWaDYg/XZvt66dhujKXtr/uKf29YHpZr2b/u3e3f784Ofu50WbysexiizqEUC+L5f/HqFbQBMd0YR5",
+	"13vZccoiKeQMIL7lbCKV5dZ3SfVOFs8sX0k3D/B/rGQydtOxzXgkNeaVUWArdY6PEsvxvHdAwpyBhEMh",
+	"QVULU6ZG17MQikuveSJnzChkAGVQCPcg9qLCh11fKjkpgHAhYD8UCdPa1SI4Zo7fbJHjUn0v6HdYHxtg",
+	"zU0Bl6+zWUC0tHQFcPx8MrEDQzoBtb+6JeaAHVAaXGxBnaZXMM+KT6ZW16t1w+QLqQxw0N5uANznqqLZ",
+	"2f5V3O1qtul2b39+uXi56r8sgtySKhNc2KlVt64W+dv3/lmN+P0LdBnYyG+2wK37RtGIkdfgR9sOO24D",
+	"8OIjseNKINobsrRgz7cBCHR7X8kkdN7V3OMKzZkdLC/0VisLDoS83owf+C95DnVbfwE9WM6lWduqo6hH",
+	"d10klXuhBrVVsRsuMz3CJ0dbdQtTLE1oxGI/PHYO0/xKQKdpeMR98StN4KCtEpqHDq9gq1OmuIwBb2D3",
+	"AXCaa5oECXabzwKfW2r+U9WLbqeaRaO/zg5v/jJ7Nf/L7NV+9OP3/ejH7zvsm7/ejLv/MY1m/zFl4lWH",
+	"ffuqE/949afNdSY4v2Ddzm4+2UdlQH4rb6Fs047BAGvMQTZ+5Tt4LZ8/HMUIj6IK9oNNugbP9/tWKC1/",
+	"KZGAHblMDdeMFdQQkAwShQ5ITOf6iITt0HVUBGALip0pqzg/+/VAP/5e7bf7zzclJt7X7nDe36Iu6Zmb",
+	"eY7vyiPmSmPtNOu62zCxph12Ha5Q2aez2Odio5zZCAW2zM4W609qWFrMM70S0OuMR9dZimCfsZJpU04m",
+	"Gv2NCUe91beAy+1OryrC5lTOtLu3NQyI1w+2Lz2sarybKubLnLbkBHEnurgvlQnV3Vsof66hJyfunCS8",
+	"4ezW4ZpC8rEHXLIWoPNfOkSmI+dTxURFhBYgXA+FR2wCTX2SJYm9ePg3DA8ByEC1YBprUsOiJ7ZdNwGV",
+	"NmSGOj0LYjB5bh8gcGGGdN5wCP6Upowq364HOfnc/jWZ2+FcJwXvXEaMngIMOIe7dn0zPMxAAIm75fBr",
+	"WU8YCsimtpaiXqkekJ2QRhFLHfRhGTqRi1Gq5JViWoe7HuHVSDtsbknCWvEXAOaecEETnzGOlq4DOg5X",
+	"zRUXNxQ7xWx3V2szdQHh0k5vr40+omdN+ZQf8KHHZM5U6eHhqPBuAF3omZvf90opvC5TOZk8hEWXbkSt",
+	"Z9L+4NCoUuCOpTMut4lxJU7zVYS5C1hNszQzBTgbW3lDigAFGNEzGbME0KGoYhqUraHI7eAZjSEY5P1M",
+	"eRMaP0FsZQB5Jrstcowl7xKb7TtKnVI9FA7YEy6HFKVLsdjCtP/g8jFv9a47FiwYrJGED290g0f1IAhA",
+	"eGMElL1GCQa3FddkR0JHkV0gChaTLD0iZeyx4gxge2Fn9fYK76NwBcseus8xkyr8b5sJlK/gdjVKDg35",
+	"l+roU8YYXCWvq3DNdVmFVRBeD9q78qI7cYCE8+UyD4ut+/3lHVZ38CE5h4tAw6V8Q/vTcJj/+GvkGtYA",
+	"Z68kkAJg+UvnnP7uT77YmgcffRUzevHs819/tcP3KtL6ipAFzO21ZSGP07oeJCd/jdKEIoTsfLSVdWzc",
+	"v02XZ2HvBoWIZAIqpIxjuGh8lsoUoBr5i961KlH8Dq9bvpkPv24lhPWa6+Z//dWuW7nXwmpi8UD5jlRc",
+	"AOuW6hKw9RPrrezVwykhx/qvoQP87deiAkj2q3WjyLSZsBuWeFeInAB4GybH6pQqzRYcIZW2ihshp3NN",
+	"ecniXNR+c1OiMC6rtkLOJ8uG5LIlvLAvJY13gcMGVb/AhxpysFuxKfkibzX5GZkX4OX6bdMucKk3rGhf",
+	"ucLllvAbhrX6mNfp+xPBPjz7ZP9xGt8/w33XIdHQfoibAan4xNC4x4z+h1n35S7vhUMsRwvZ3rNVi+T2",
+	"uX6VBS/HdlidtYb8Y+y7X6h77WebiYVus23bV1iHVOa7WiQjoqUy0PLf37gjQkmCrftI2AzJjFGhiX2N",
+	"QSpqmUtVGEKz8l9VBtOs5TfNhfD4uoaxTt4e27HfcJHp8h/Q6X+Jg8Ovlb+8ws/BD/DvH/y+lLsZrRTi",
+	"eQ+bkr6Xe1GkINDP5kmQ54Lc79eDBXnRlWdZkLvffi1BvqrS9DWfsGgelZMBWuSNvGF6QDwbJf/4f/8/",
+	"4vko+Tspee/J34vW+kdDkT9k31j1WOUH+2AuXFulcAfEOoYiLNnyiOMsaFJNmPTTbASNknei9JGy/C4L",
+	"72rq1tqORgs0WW99WmpwOBawjx6UQFvzc/n+yAjCXA9s4Ptb8fbNfLq8nlVk+Oge1y6YDSVN5bQV/Ppj",
+	"e1yX92l7XMrvi/74Nb0jfLjANRepxePG2pniMMZJVnvaM3q9CKsu59LUZqxDAKL68JniWW15VZrQhTyz",
+	"xsHx1y863d7Gg4cp+a8FbjF+xLrd+gH7VL50vSDrU9M9EouRvmkkIEUhg/d1Hi5roiZrHd+uP5BOc0w1",
+	"i0tIexAAdR9E5Y9rUvSxLH/n0XDngZ/UA+83qy+s+sFV9eXTdhD3gFjnAY3zWu+tIPVgwcsdsR4sMHGc",
+	"bQIhRTO+NTLdrfArjXL9dkrr5Lr986wrHhAxsfQpovloVhtDTBLumwpD4E+jLljG4c7LkLE1tcqhcCHQ",
+	"BEjTWLFZnerz/oPLHwBD0O3D+oQvQFUsoRjFmcdXzDBBt9JBKsVFhStjXBtpxuN0j9YhvJQ2CAH24dkF",
+	"Wr2iN4wIe8d37MdlBo0MhEDkSb+VQY7R5oBdq3vbrc1dWbGKBxtIC4xrhZzANkQ3eSFP6TrkPKDi6ljY",
+	"wgpl+vu/wD2WSWILRrvJ/bDYnPdzXRGLfP639UrUH96KqIHI75A1BlEoQP6re3tQwSjaKXMBxwNYTLp3",
+	"d7vBUOS3jOxwz6cRe9D1PikkT5LIW02oIeHC8Ya7ZSAkO9BQlEaCa+NeHxBKUqZm1O4f6d/dBRVZCZ7Y",
+	"mGt7H+LAjtrtkylJqdYsXuipVQMMEzTcah4AEeN2/sTNoL40OsfRWOxi3SKnRi8kixYwppjkQycGMibs",
+	"IGpF/uwje3AW06y0MI8ArxVmNBfR1tJVP6xXrheNi9dmUUbfTtnouj/bF930+cee2rPi76Z/u3/3fN79",
+	"uf94q2Hh5ErBf5XUN2lPqTKCqUqPdsVj9swdq97OmrXj51tWPYftMUoXZv9IrNJFeoTEXUeutY0ByxSz",
+	"OJiQhgEzAfhy7VDabqcF+DF+w5ViVTScZZor1Ujt1SKVFzS3ylVyza2GYyToNwGB3ha+RB2SjXYo9kR2",
+	"beTNLY+gSV+/3QaUCMR/cBoRdHcBNxqU1Ls+846rPJzs11b2OhKs0RfHWiaZYSQEogzJ+/PXdoURTZIW",
+	"OSYJN0zRhKSK34DrOZEyHdPo2jLDhIvrZiIjmngFYyhKwLAQ2ATgSb9yRx6jTC339XrIpaigzvefVxxC",
+	"Px03/0qbP39w/2w3D/+91fzwb4Nnz376X8Ohfvb//OHDv8O/ffi3zd6iytXa4tps0hoW78cvpDXk0uJ3",
+	"oTXkHHBNTcOCiAKfxOLm+HIauFpe8+UasgFrXBZbfy0gIVZIhEX3SKrZft9Oo9cliopYzsh4bpheqrQY",
+	"DAUA8gK2lbxtkXOsS+AG6T08e3eBgRm3nGZ+1s8++X89je+f4VyavqJEL12IX6+KY5uzWwWtxwQoQ2FB",
+	"wl6Z8/oeZ/qIhF5rCokUTFvOuKzzhf1Om3wjBQt3h8KPYvU8Lq5a5CVLmGGE5gpYwfHtsXmxAvUWV5QL",
+	"lDU6m7GqYuZmjPXg+K/VotP8903K2A/cTAuipknybgJoDw+7oQ/TIvBz9x+WZa1gt8l8nTIYFDm27ppB",
+	"fz97GXRZQedMt4BUNIsyxc38ws7FVYQyqpg6zmqb2ghyfHYK0SHIt6WahPZJqfjPQNMD8jW8ThAu5prN",
+	"PVAMQf0CvFR4bSyLpym3o7n29Yw0m0pCu5IZF2B2wyaBxw/GLY7MCo/GvV0DFxOJbkJhaAQHhVUkUN8H",
+	"EzaMzpzaVIidWEa6ZSdRFjxLam25DBCsczueR3LgMWtOKU+Q00C5zQCDZoHviR9gZEgH1Sp5HQyFy23W",
+	"gQebsQ87gAEgeFdy4MUgIHr/4Q/khRRWPFkWMhRNghjN0NoxokoB0MuUkfDZTSckqWITftcix6DT3QAo",
+	"prgCfL5k7otfbjqDovejiIeCFP30AJ2KeHAqX3qg2EzeIOo4Dhi37FS+lrH9vF3of1y8e0t2QpqmiWsV",
+	"+OxvWopwt0UACwmfWgWYZqdQfdk98O84yEKDsRJOWgiIr2jUhQVAU5jX9NAksaNTq8+B3VqFKnP9zX76",
+	"kCtroPRhO8ydsARxFAZOj8PG0a3E2qGwDac5VhuuUqb0Y8aI66Lp5w5F63g+DnbajhirG/inipX95z/+",
+	"8792nenKYjKe26kXQI4JM8YdGon5FTe6Rd76/hUaIvEzmBGk10E8XhDn19nQscZNcl3PGjvwJZ8xbegs",
+	"Lc6z1+sd5mvlgry/fIGjzXikJHoN7bojrq0lakd5L66FlbmIYZlSRbFqCcZUzEqsXLtst6EIHjoT6JQl",
+	"hkx4YqWCs3h5woRJYKMQJF9jIRLKGPu18NuT45fYKc/LpbzzXPjNyWWIHc/LzBSbKEK/PEDK0oS6R2+h",
+	"p94VM46o4CWZocEC5OFA/ZGrjFkMSkWlVULMooTaaaRwcmY6cH+y5MdhZPwM1ua6qSpGLdWSKyagwC92",
+	"7R3ANiJCQhWpVeN8KwfX/QFEgmAMckXs2Jg3AhcGV+/8t/nyHfB/cdOBDVnGb+kcL+hQrJUEjtHn0uAY",
+	"jg/rKvHwA+LQ8yxTwcrKGCRN6ZyGot/uOPHxww8/NEtTYP6D4RGhCDYIb/vjSJmCL0pB+u1ei3xnpQ52",
+	"2oVGu0MBkmcHK6XwJloGDikxII52A0BZAP3J+bRcaX7elxec8LvOe0UoWqStoTjG9JgZFdYqMFPGlf/1",
+	"K40CEBdltUia8qb9EyzEb4RU+fbgnlj1CY2u8dyjlzHlKmMs1/TMvUPwytk9dxTgTDekBFflim6roXCn",
+	"gZMqX5F+95CEls5GwP3Az4aTPmdGzZvHE8NUuOsbB1leAmPYK5xAauNQZGlOPLh6PRTH+UbB54hhgmJm",
+	"5DjTXNh5SuzHI5gi9k8YZTg+OwX/HNQrJNRMpJq5Im2aQnXPeb3gRQFtT1DqvNSzOA0U17uBD8CjFCzJ",
+	"aKe4plZco50YLFt53s7gqqRzBYTHbJZKcF+73RGxV6n0UBT06NHfrLrk6chJerj3wGkUNx5gyfeHBlJF",
+	"Bc1Qe4JC85gNgbW7cQaFZ7VYNNMyU+i6KE683bcaHp9YhTvm2DMfcGzJjuvfOBiKUGRJYi8HNgRFLgy6",
+	"GLT4spcGGzoRROSyLKu0qnJfGS781ALUQ5YtRG9TOAUGcF1uRWklrvkJwXwxnXceL0hkKPQUuO0kYQwJ",
+	"rQRmJOb5zJziA81tvPixv+Ndtwtz6XSoDzONuXBWM9L5zJDYbqfUMIfmUtx9z5hz5rEANwFbgx38hiK/",
+	"5rTE9GLQZ6BVKlyr1/YMfNsO6LiGp6md/wybxZLwE8qFwrq/DwHp0Ko19rOdf/zn/99pt8mOK58n3fbu",
+	"kV380JEONN50jq7C24MDtAg0GAuL0VulLl8hAWdSuf2YkUNhKYaLjMGdLr9aaglmnyRXEgYAdubpioxl",
+	"Zu8bBhwdEjYK8aFA9UAHmNlmdxz3bBf5X6pknEWA+n7k2Iu37P09wQGXvHpuUi3yA02ukdLsNWYGA+gD",
+	"ouQt3EAGFYgSWAF0HYkzEO0U+8e5K0MzzYZCX/M09UIwBQcutmXLiYWxFL1LCHiUe0cnXIFXkkGVtKeI",
+	"04LjeLoAh0VIplLIDJRHEpaean7H5qFTc8iO9yWQW9fGL85QJ2e5SjIUU6pmAdFZNIVjzf0hnmVapf87",
+	"Lwt0JO363FnhUXyVMydYpD9NzFnFdTml5CvttJHAK2lWxyqd6qBoUmevJfoNUJ+BlJi5RjQ512PJRaTH",
+	"c+d4hn9BsZbviWmew5v2SI3KmMtjy79RphVr1cVzNzkwj2BWQDzgFy02enTN5iPFLOcLj0qps5X1EpVZ",
+	"4dNvH1rCW3iZi1GmWUiWxPCAdEIvLvwKWSJvyV67XWowhR39hgJWYjkC4PAZRYWmGFZ2TeCLzWeTCYuM",
+	"1Uz27u4gkE9JpKie7pJIzqDlj3PnIAcHJDQcxG7VRDGGXhuj5i1yUT4Ef4NSAzE3oM2dSIoJv8oUmHkO",
+	"gaNrrazjIs3AYV0wBb3dx+wqE7BtHpWHiRjEgpVkc5mpctw8VjIFX5ULqg+FFPiQlZu7A5xpyRLwh245",
+	"ETMwvmvwW3OLpECVOhiK8Oz9pYMjeHny+uTyBPis70DuLXsaTUELO1mEo0XN3Nv31vBVVlMITy7pVVgA",
+	"hSF0P/gxwUNjP/w9VfMBqSjnbiL2c6z5QgqjZDLwHv+wRS6Y85La4ZFfc8slJs23UrDmG2j3NhRuD8Je",
+	"u0/eSkPeyNhavXGYa90UTSDwziU8Yq7DufPPnCmZKs4MFiVUvTOLjplnhqmZLuFN596dRgmSv9FptVtt",
+	"+5RMmaApbwwavVa71cMU0il4uJ5NoWfzzwAbU+dA7rbbpfuYKmlPAUjKmtfWcBKSRIqBmU8Tp+zJLJoC",
+	"OgWJWcpE7JE9c1fKadwYNL5hxrWMLlIbYFbddtt7sVzy8aLvBHze4DTc5Nd3XwD3WG2PAliQ1fUSB0vl",
+	"zFo78I9NBwrZPF0JKuoef/aje/Q0xo/1cRF1r+SLffY1jT3s5H3Q2NvmlVNhmBI0ycHf99q9zW9doEvu",
+	"vaA3lGP4uez0bAx++hA08prwxmt+w8DegM7djaBh6BWkmr9hhjY+2FefWX1svolyfN99z1Fz/ma1Q37l",
+	"HWtTesMsVR2RvXYPE2FvuWbOvZFIGpMxTawVolCeaMD5uPXwT0uEdQ5Z+pjA+xvQlv38HIOl6omqPFXl",
+	"h7KOrEpm/0rauqyYqfbRgAh2a0UgqAxB4SwQgPYUJVnMYrKDNqG1l3Yta48UMyhrPTIlxK6PSIjOyJAY",
+	"liTeereGN/LvKrlZS+M45VatA97qXXYrwyPFI89eA0L8qrhI6cEX2Al4iydPJ1YygWCC0MmvRv64Zoj6",
+	"1lyBIu5rd2/hClTE7aY7AA/7Z++DhpXEm96BZ+6Dxjk1DPa4iTu94bX8cX8upQHOAUPeQQZuNUjxxsJA",
+	"mpkHDGKfvg8a36+B6/Bvfe9gOj6HxfTa/c03/600XsVpPI4t9dudza+8F9Qpa/47W3ClV1KNeRwzgW/s",
+	"b7WaY6gEQRYWNPrdw81vXUr5hoq5W5P+jXhtSWZrkzvQSrw1/9OH+6CRyrocDQxIWmXaV7vV2aNl7olB",
+	"uSlY9UbnmQwiYgN0R1FrC+tpYWKBLC+FYyMqhIRGFy4z74py0SLHDqAL+204xzParxH689GDFzr3cxhY",
+	"/TSauo7Pd1znpeQuYZ/rwskERppzVbllguvL93H2/gxrUvoPFOoI+H28DxzmZK0sIb0rHPCLwwIUEttQ",
+	"W6mSd8mfZCZTDD5HKl+Dt+YhfqLq386dggm/ZoUj3NpnrE4e4Wkid36wQCoZbvZ1FCBA4F/LeL6F7Mhz",
+	"C5aIbMqia7CE0jRwviaXp6ckYhkB8K+laczMQHSj57PuNVQTfOyqvt43z2+6t/27/fnznyE98QGiyuX1",
+	"3VczQ4zK2P2SmOz8wmLSlWSuMkQEuy0cKKUbtaOrGTi7RyR8nZcf89ydsCBfX28oJfa8vwyR9S8kKr+w",
+	"hv3FRNkWQumFFJOEY1pTv7PFJ87o3NpXl1K+puoKpV9nb5v16CxNpTIsfsNiTn0qZr/b3eZlZ3lbOXYi",
+	"jDUW/knFrkvmoXk+UL3oXTBtnn26ZvPT+B7ZZMLq0A/OHaau9xiW5O9R3m0BQjMoEXygZbcIj2H4E+UH",
+	"xrhd5kBnOSZ66T6D0TKXxVu0EXZSx4q1I/ygD8ljAprPpin5PCshtG67T4yUVkYuhtyu2RxEs8C+mZr0",
+	"2/06wYYbkgu2BY7dX7WD8QJzfGJ0v3tGt50F8go61/2T8g2kzY18I6j3gLwTNfF6cFOUtfQg9z4XKkWt",
+	"u+yxyuKXdTWsUp6W9Z8n/8KTf+H3yqv+2zgkvmFmC/b2MI7zndWaGvcfnDoV8bzpQR2XRDVoXRuAEgKh",
+	"T+bEfNiUqaKhUuCiX9DkiYoSODPXpAL7PICIBeRdkYgK8G1gXgLXRE4mpQbghGpQobB3VjGm1ZBWpLaA",
+	"jga5LIha7pI4nBcCMkWuVnmoX+BW/W5Z/AtuVvqSL31cOyZ44gEZzwmPn7j+E9f/Rbj+fysfsVm8TSXW",
+	"7LhEbq+60o1nn/BfnMVay2xXcS1nodI16X0tSPdgkNli2eF+21mlulZbxYTG3y8rc/NbwchW7cETL3vi",
+	"Zb8EL3vSR9fpo6uuX4kHunzpR2inLx2TLBTUZf75zE2PJ67Vy8oMBxenynulVnuslrrdVDPVe2t45nH5",
+	"2786B6x8bRM3LG/LEy/8p+GFT5b5PyknvJ0ydMNXkJATLn5xVhg00uzhLI5oZgoQshZ5J5I5CXGGoS8p",
+	"htwtX5VioM6vXEw8Rrt/sfsSdDnDrkl56jdJqDak67oW6xb5RgI8iZxM4IsucgK1bFA9DLDOhl4znwkO",
+	"mivMBcIfxnUu9igL8PxCLvZQ7PhJuYoAw5MEO7sXPYbE7tFCmxohTb5qjL7kD8/JlRwKv08tcvb+ErKr",
+	"8wz+gd1Y40vH0Olh8rLOulBOnUfhYqVEeWSugIcZajga3Dq0vzwNBxS6VZj/dyPyHDIVnAls/1PQ6knc",
+	"1Imb3yam/08o46QTZwSgtScrJdtqTT3nzdBV+TPEX23SXZ38K7Xys9OeScVIISF2nGPZrQY9x648AyrX",
+	"MTVuTKPrRF756tKxFRRETlzNUKfd3m2Rs3zQGZ0jQDfKyQBajUorirGOdigAyQuLyXLIkpJYDRWL7MPY",
+	"UtSlJBVWVt4UFOvPYH1DIZPYl/xz4zhegX5zvDAo7AM83Ms9Q4RaHuGCoEOBZU9faRIlMrrOi8z850dc",
+	"jDD3LoTcCb+Fvk25L9Kpineuh6LfPswbP3hl4CivhywKYIu6Y6/ALJplQzEUoMXU6SR5nuQg1yEw6gCt",
+	"L04uj3NFwpfaz2gK2AVD4VMuYFMhz1JI4rtJkCm3A0MtbzbL4Lst8sNil8sp1cXqh8JAPxaIevgZKkah",
+	"qqfUJBXm5ppu1Cds2OOu9qvQn6MllG7kT59APIIYO2wDFGpj0DtoHRwc9oJGYv/c7HS7rX7nsGu/mJMT",
+	"1KZ095udTrPbv+w8H7Tbg3b7r42goVNmNYXnrT2w3x8i9/3qvkbv4m+helSmcA4N41dpIMgSbqlGVRPV",
+	"S1cdueoCOwWFmyfF5EkxqVNMnrITf5dZRnYTipJ1b0I+UBMC6Ia1zkoEd4A3hLW7ZS5cKz1W6yz9Frmg",
+	"M1bBOrKmscoSppe7PYVkx4tjHmPl8CxNOKK/gMCiZrq7KgqOi72E5fwOarWKJhKvAJphq9GRHDc/55oA",
+	"TbYdF5//GpITtnmh6CO09Td8w6Vtn4Uecvp3VfWWt2dbW/NWEaF5t7Ynn/ZTfO/JD/47S4egCxf1V4oE",
+	"FgjbK2Wo6/jk2Ac4pHttEtPF8uZKjq/ruQawLGRCkwQBqidD4QGjfCuCFgE+DeZvZugVCxB0x/ikMmhf",
+	"gr1B4GMI/A3jIUbNUMCkrGyfy8yjJ7AY0E8c9iAisOSA6w4KDdPURJwwzIazr8+4ffdoKGJWQOlIQUIr",
+	"1yli95VQWklo5ikLiaAK0ISMhIlccxGjAWP4jLlZgDd9KNhdlGQ677q4rA6ceNz431wTyOHMt1cE4JWH",
+	"SvnyS9uL+i8mXWF6m8WrgzZ7EqlPIvWpqPxXl5B5dw0vFx3bzC1GfODZJ/jnuhzBd3ljthoht1C64nEf",
+	"qXbQ904WYD3XUoILNir93eYE4vRW+ONgS5642RM3ezIQfpclLMzxliX+91B2c4IMsrAKJlSxZg7I60Ic",
+	"NYzzzNWeYFwKFPUQwdYBCTSM7RjCwwIIF49yxSsYJ1wKUA3FTjn5pxyr2sVSE6iccQEBlzFOFaMe09Yn",
+	"keBEEAhaCuZSZdCQoMpaEhETYBtMmYARNOD0JTT1qS3F9BHIowSZATiD9qXWUJxwiLoh/q3MjLaLROkA",
+	"4T73p5Gr9BnZ10IIvF36Ah4SyRnTha1zZXXhZsRVlEBDZkNFhLaE3W4laUwmNHL9mTutHkbF7M58pYcC",
+	"QM3sIULFUPOaJ3LGjGJg8Ni/YD4RwXqjnThDoUWwdVymxhjTvJ49m+4GeXhvKOzBfaXJLEsMTxPOFNlh",
+	"kRRyNif/5393AruIiVTG/kertxeQuwT+9WBvN48T4hSJ6xeJkxwKZS8xs8ZY4iPCgGue495D2lKLhLBZ",
+	"I0XFFQuJTqnQ5LBN/ieEkDt75H+iBKdmKODJoxw6OJpSdcV0ZYTWjN657ndZOlFSGDyM3fxs8ooqBH7O",
+	"s6TAkASijaGgaszgQwDtFTlgeu5RV+YjFxwOh2Kn126T8Zw42N7dFnkBMNuY4+TKIBA3WsF3s/iKOQiX",
+	"JfRKrh1GLABUrkBceUUVO3HL+K1xV0yp7ZHDOG8MLCsl39OEiYhTcmECckEFeaWoiLiOZKMURN07PKwG",
+	"UfvP74MGXvTqmB3yhqprZtaPd9jbL4/XO9y7DwDvxXV/bTjq3j7vq7zbucz8ssgulQNfpdr5qr6qdleD",
+	"qLtJCSleyd+4D56QXv41Q7ZPEdh/lQgsaG6gSWSmnID2qtKKobClqxrhs0/+X9eX3uUjBXkHWi85yylJ",
+	"O6WykYFT9PI+z4h16fPCuRkKqGCGlORc7A5ICKBlYeCRzrDLrK4Cn02p9p1iAcgNoL3JDo5xNBSh1WMh",
+	"gCvorJRUVBu4/YaZz5OtX8rI/wyB8GTuP5n7T+b+76JCsNIkZx3HfrD1n7PywgFwpWg6/ZisZO3nmbB2",
+	"qGsyk7cF07qoXHl//jrw7Qn8cwCDjy30UxbxieNneestPRSug5tl5DdUcbsd2qHhszvDhIbGnFCW8v78",
+	"dZOJSMbMhdrAbWtupf0stLcz7M6aWN+cXA4FFLnYsbnrTYPOhCK/MMqLvQHREnu5fHNyOYBcYA/sLxyk",
+	"v2uAswC5T66g9U2v3XfpQ4gCXfS20kHe5CUg0I3FoY5bZQQcI7AHS135sOtK+c/uiJqekLDxHjozQiR6",
+	"7C7IlCbc7A6Fb/0R1kmzP9tdd+f0YFHm3oMxtgncuee/9wf8gHfe+Vm/pTP2gPdOcuL5lSOLteeyvbB2",
+	"0z13bwMr2GRYu/bEVlOB/8ZC/6KNw3FMyRlV1/Zcp9LIUheHKBZLLTbzVLtY3Yxod9yL+vEe258cXHWn",
+	"Pd7/2971fnIw67b+ll41goY9DStr+63nB/dBgxn6BovVGgORJUnQsIwL9ssh2TQGjUxDb1dpaNIYdJ7v",
+	"tUsd3Runb0dn5+++OT+5uIDVF9cedx0dkQmqCZ12u537JKy12mmDcHzsZteXRskomzFhiKLCa5XQhDJ0",
+	"KBKQzQgdKF3PtgnlCYAL+5Y7r96df3368uXJ23DX4f2mTGlAM2wi9/S4xL6/2054dnJ+cXpxefJy9Of3",
+	"J+d/Gb19dzl69e7925fh7pOa9qSmOeJ9Qpp5SOJxJpbUlp1vTi53SwqVF4KrgckXtJ+cPXgfboj8BVvk",
+	"OHkQDsrlDFNpWYWPJUMOk2MfVF+z2FrLAaLT5BGBvAdUsNDsyOOWeed+oWlQ10rr/OTistQweFHxcQ1U",
+	"RUxVnC+q1IoOeV3gPl6w4/swgCofy8yw+e+AdNttbA5vFvgmtmJE9URLSImC9SKnhAZPULqcQ7wPheWt",
+	"dnjNAEwC+xj6Zl4EZkVuoUdkSTVsQXtheL7guVBc5RgrVhEtDOiqrGDM3SPomVd0ifGrcNjwKhMLrbvy",
+	"+jFwcEgNPXurc9IGAz7Ag6wSSK1gKGJb7QLxzTL/pQUNSKcdtNttiGPQyCopVk9EwXD57t3o9bu331jZ",
+	"ErPUTO3DBPA3ubgiAkSj3/DySy9PTs7CI8KtLLAaOfaJzUTMFAlHIyRjp32PRpjoBqfCtCHdtqPEEEe2",
+	"Kjv0aH5V+k/D1IRGTIfYejFMpdZ8nLBLq+mGfmrUkJmEQveYsXQXq/I6sF5/LSBHkN2lFNqgkomiV77b",
+	"Jyy0BGAnsJUwlrWXl/vi3Zuz1yc/hhjfOc6MnFHDo0IU5/YBxISOU5kk0tK2kZFMdgdQzjgU5cPJXwXd",
+	"l/yJfHKtrgakExA9pd29/W+pnt77JnBo3WCLNdctnw5FTmPwYa8KRFMWoXNrURX49vji29Gb04s3x5cv",
+	"vg0xRofUCu/SRAp2BPh9Xp0o9afFR1zLozVaBtnpttv2MCYYJeURch1sUjsURVviKgdskXNYmm+jBBAC",
+	"2NEz75HpQaDtQUNHuQNIthmKouDc1SKq0lg+P8euAM7wTWE25S1PCytzd7BQQlZvVw3F5xhWR3kj6TzG",
+	"iarsEEzTosEpMGsuyFiaKdmxVx4j4PnmgeZYMJmgYKYcWCiGv7GBIeJiuC7uEhoTBDXLg+apUFa3Q/FZ",
+	"qhSFZhpOZ9a7zpCt2YLQLsv3i/ftHnYqDUXdKMgj+p29oQizwsU+ArMWGcculIBamoGJ++aAKcMWjC1y",
+	"lt9CVSEfsOoPhgKSsZbIA7tNDMUZSqA8Txm8DP4j3EB1z46QiOqNXe9wwx1wBW6kgn+H7hxuU4cCyKlD",
+	"3vCvd2Ejcq4NF3qhL37Zd4C1uLncrbO6T+5YlBlW2N2Piq5ihkaFE4HBmas9l578UOMZY1/ei2+Pm929",
+	"fbhNARKa50nM2mfQQhY/U7bAaj6Us7nGoDGJ2/3D9iE9PIy73cNuzPaifnu/wzoR3ds/aB/0Ooe9djSO",
+	"Ogc0Yqw/7o47vf29SRz3eqzd3qPlboEdq73lbiD7KW53zah0NO1dd2d9sZfufzxQz/Wh6d70bvt3e/N9",
+	"VLs1q92JY1QzcmHrEk0s9YKdWlq1rHgaBo1La14HjY84KP6T2D/u/JHHA3L68n/skk8w/I797z/y2P63",
+	"gzApzGL/yU8QYyBoPhOwy8k9evk+ETCNC+zXe/s/jcdtxcON4QdErX8/jhCY0CT3KFcP3ZXF+xp1gyeZ",
+	"n3TVgWK1wvuggVoveL8WPRCxJYdcu7TWiS9rx+cjmWQz0Rj0ggbgOww69x+CxoxpTa+Akix/ATospZXQ",
+	"8iSLjvUt1xjTWiYwvw92rEf4RO6D3EFU7MxJYYGQRQNk9Q49uZju/xs6mZ7yM7bPz/jNfTNPeDyf4RA6",
+	"e3exwiPkwmOud3HLy6AVtXNck3cpE8dnpyULCUNT1jwXN9h3Pnfx/OX4zesjQE9ZbGBcW1sAY6f8PzR0",
+	"K/sNkw9oHAMYB03OlJ0lot9bjSFouEQ61KZX8b7FXfqt3Nv/FOH4x/CD30+3XbgVi7dhZc9df9HmdJY8",
+	"8KKVCnWs6DCUCyssqX7kNfuLncIXvGZ+ycU1q67argIC3EckpUqDk8D5RuewRNJpdfEnUCLdRdRGgRTd",
+	"7iIG9dv4dD//+9xPS0or72dK5zNfQL6iiavLuy/hc4GNay0e4l4nM2amMsYWJ7nfHTP2rXYb2asaEK51",
+	"xjShQ6FYxHhqKrUYRlGhKbiwHSxr6ZPLMGhWp07pnOTFJsFQlApSUjrHdnHLliNmKJZDCh6WDas9IIdQ",
+	"SDOayEzEYQsrCeARKCIZMxLak0qYgexDAMsGPLf8zeLn3QBfck1pU8pjMmdmKHaKN2gCTe9H9sfQOc9D",
+	"OpOZcH650NtFoetH+zGjCbg/MKkIr7gd084f3xzNuAbIN+8tJzGLrDUb+4OBFrCIX2bphPpQjjvUgDDI",
+	"bgndf7fwZ0ycAQy7IvwBmHj42Mh/JizCXIpRLQUEVewgmWIjCIocoR1U+HcRq871/nPFFAtVE75dLZCV",
+	"1q6Xv2JGzRfiatcIx5vQuSbc2GNUcwdFi3w2b4+6Y1eU6YwmllE6kqnS9m6LHPtv4sYMRb4zjsTtmu1I",
+	"3jXfdf0Qi96qgwJw6Nkn+w/Ag8RRML5UWyTivTgDZ+crcKuja9QtBRabQdBQxM5/mVBjL02ldCrfGfsY",
+	"OFGvmPEhRLv5bvYBGc8NYkHaf8FIUXl6RYXBgFhNMbQ3Ubk/5V7Va8ZSHD10E4bsXOfjxcIPmgxFRJPk",
+	"iIRl+VDO4bUHJQWDQ9i7uytRDMQX/cRjEskZEK3DLgyGwreH9uu2fGPMgGD4urKbMzyVz6y4Off+t0dX",
+	"3qBHg6q46vg5o3NXtucZcn7E4Fa3b+Dt8vy37A5CFoF+lWDZ6+KvMpJ+Y9BIZyM74OiGa9pAP9So3n3Z",
+	"1b3cfdlvPMDL4vb7t2mm7A97hVZVlWQ+WzHnk+4K5kLNirnYJcw/Feg8Feg8Fej8kxXodLeij2+oYbd0",
+	"/gvW9NC5Cynn+qMPdXjt/czr67kG77jOeggo/xAgMAtUZhfBn0LkW1BnY0dgkKjhMhO4VYCK6hqr/Xnu",
+	"jAHloiOsK/KuKO6gFVm1HYGhE9cvbFZpOBMMBRdRksW+ANwN4cGQF4rJUdPREv6+GHWxugPo/zDIUIAk",
+	"jCV2HyDsjmsDmmMpvUAwQJKsVCtpOWN+es56wJd1i7ySyqrAuK6gzpqggrBZanC9Lp88hKBEodZrqUKS",
+	"Y1KC3jYU8PwKbKlzf94PVUwuQd3cOsX7VwCj+mIFU26PtsNT9ITq9vUpM/cpM/cJ/elL4CMuXLz1Uo4D",
+	"BXyCf66rWb30UPa/UIOzczvW77c0FKe3wmyBfXjiZ0/87Kkg9PdYEKoca/FcD+7yYwpAz5EpFtWfduQ1",
+	"Lv2vpby2OjNkgFbrUiv+S+95Q2vBealJSGH/WRx6aHQHxzQs1uu1cKdi+dG/0gAfVDEQQvv9vMFL8eRQ",
+	"bIX0c0RCZujI9VdbbhQDSEsF/pLDm00BY7wOLikgHsooS50nHh8eGT5zdQk5Cq0JSZpkmM3jnOwoe8aw",
+	"w2bKuIJygLy8F+w7L5kGuZXiXM4hvO0B6K1IIsdiKDDggWNSMa8eFkYXIICSiz4uykPtFLbZgPS73aHI",
+	"fxx5I65SYYGjDNCtj48W4RDwwdbDe8EWQGEF5u9PaZoyoX3HoFKAZ1A5bGx3L3Q2Y3Gw0JMuSiifsXgo",
+	"dsyttE/51nK+HZ+z266YKVXZwOv/l72r220bx/6vQvimNqA4bpp+/B38L7rTdFAgM9OJWwwW60XESHRM",
+	"VCY1ohzH2ykwV/sA+xDzYPMkC55zSFGynK9+JDvRXmynrkRRJHW+z+9HyFfOG6Ndc0XeBBYxpJ9jApCU",
+	"BtCbSqEOmFaw3JSycDFlJq3zh7+Zca0xxb+Q3nAdXXLJXRKsKPiOrrbf3oJ75K90eBgR/KP7DAmuCrJI",
+	"/lKXSQJcjAOmNJsVolpOZR3hCn8N7lX6hHgP/NdrDwOdpNVc+ycCl4/r8qkKr2cYwXfj4XmZc3OCpD8n",
+	"9oZr5Ta25XB8pgJrxzmgqAGdFLRePL24wA91rZf+GGBMgzx7zPlIZUqiduLE9gQvsz0FYOXq/Yj/gwRo",
+	"1sSyUC4EYHy1ym93MiBaL0x5cvp8a7ExQmcVeG2RFidqTz/J9399Wjwzz8u95ZPz/dXTi2fr5//aA4WG",
+	"T2uUZ28KwADz4HbzukEWwW7ZHcF2QXn5FkscNWijaL1LDXSpgS418ACxu6z9TcK6Yf4HEY/LuZGOpCmr",
+	"mhwTtN1CgN0IMfY63JuhUUXVRJiqBrl900Kfi6iKZjPo53qFEJdE2Wi1fT1fsBPYwVuZkR4EJ5Kj5bjB",
+	"yB2L0h2yKHXESV1c7Itp8gcVtW9SGaF4rystX9m2HVgSvchzCVACDiya9Be0ToHmigJjOQrD+IPWUD31",
+	"d948K3pPBdllzkQnvTrp1UX172NUv1Gw4wTk7ao1kOd92QZhZB3+pF6X7yB3x5vVM3W4Xi9hmxHcg6nC",
+	"TCtLuEpERuXLb3+avGurXMaLMuychshwlumVSNlCnwszniqfK2B//vs/yAcv1Rn7jUl1khf6rBDGsN/o",
+	"YVhcHvur7C1br5uqOPw3e21VdH9QK9DHUht/K2BAQNByyF4qh/JgZ0wxURga0TEgZA2tcRjBfPv+HVDD",
+	"+rgLQsq4giUXmybMAIo7GsaZ0js6r5Z6z+EFQSB6qZCpHuORgHIBweiIxciCjqkGfxmE4AvBM5w1sA0Y",
+	"0JUUw1ZEXt9oqxhjBdfQrbBdbfjBlLygXgb7adjXCVc3jgg8hmdGT5UR0BUQZkVIg/OkXPIM4rMDN3bY",
+	"KYF3+l/sWx0AKtVUxR+puCwi3ovwqk8xwj3jgNVOugHdL+iJspcuJk37sOAfRJgWYlWeCvFu7NZOhD0m",
+	"b2YOCNTHoREu1PoNdcZg/xlQXmq2zDJWiLwQRqgSvokIC+/1svQYSwO7VrBtPjehVbZmcsaUhii3Owuy",
+	"ZEaqBBx5U/JMMDsROKOP9yA7BjFsOJ0n1JtRQwZzkKcujWdvb3PT38MZu5X19GYW2kK3jm7TedzEPAny",
+	"TKd2FQF1iROMEZ7AMKrs8QH8iFZC+5O0OT4lObgVkzrPRcr0bNY6YjXIDaLRdk1xdb81d/9V9mOAwwOH",
+	"sQ80LXT0HLUPCK0misADtRY7Ev9vS+J/jYjw20AAvgb51yEn3MBc/cF+95TP5ZlWZ2BBZHImknWSies6",
+	"+XUjEIpObm3otjegwvj11POcu84vMFxYPyhKAZxtZ+EMxqw1nMDC4u0he7NRoVCp51OB1F6hCUlsxKHd",
+	"EaHNFWisupGBxQgbJkyz6qDi2QqWFbLrrlfT2jcwsYaJFpq8Vny7cp3gYZfat1WXoq+igcl+BnWV3dvv",
+	"gve4U/oqbELtjXtvM66MM7OuzwwVvsgdpZhra3mZdpem8pW6NHNnEPwFDIIuL/3VLQIUL9tjWO36n9pg",
+	"L63I952zvqseqrCwLIZKIrdDPfQr1z0ixR2gOjjCqf3RPlvNZSZqVX9LBZALfQ9+wMtSLPISMVHBhpjr",
+	"lWJzUYgBIEh4/AoYot4ztoVGyi7QrfvFv1VK4YoeZ1p9B2nQ5Re6/EKXX7in+YXqO21vmrp1sqFdwmMQ",
+	"2lySzo1LcVEiX/+OKQvBF3GjvTKT54irLSqBjwlfA0XGCJHJU39P1AQtAfxqnkGf7PZIrNUCGL0i522t",
+	"vUNln/YIOpd5Mo+s2sBLGxhBvonYdfzSm/AEgOoHQ3bIkzkjOFjohY7h1cdwOdZzxzIdY+rBOpZxyks+",
+	"jplVQcAdgb3JMdarnAsMEsYOTi1M4LgodtRodKhUXeVyktu64muEYnKcjc0m7GiqYir6dsC3sXUrq1di",
+	"BtCjkLbZjptopURSVh3hWhHKjAdLB4cqgJ/JNbqWuHjGyDOrf2m2RLlAXROJXoBVAOvTj8dsLnhRngpe",
+	"xgMa7fFTKto2BCqTF/pCOsrtJNMGOymYTDNhF82ewiF7WcU56eUIrQNSBC5T0w+c5yh0mQcVSXkxVR4v",
+	"341+LGhdHM4PN+UOsLHvvHkVs/5poVdGFOYRi+HXiV4WiYjRqpAlO10D54TIZoMxGh6uycBlASAFgEEP",
+	"eoEomAFbcUCBog9KiYvSbcQBJrZWEpHlIFJiqqxGmKoSQ/aW9gqaNU5FuRJIqW7nYz8Yh/SjHS4Xobcv",
+	"rDlVIP4xW/Ac9hNPs6FQfY0v4JGhmRtHse1q8e2ZL/TybG7nUp4VYvLz0VTFR28m7w5/jHfjH3969+b1",
+	"34GFPi90uoQoTeRv4izXdscYiHh7Oic/H8lStFlsE5hBFZxvqU/ctI/iALcIEO3deYL+1XPoXNGsEGa5",
+	"EL5TIZWGDog1qKQdC9V4L3LAy7Uj0wuDEQt+cSTUWTkHCONNAMCrjcUNqVwLifQCoTVVMh2zx8+f7Y+C",
+	"/+24ONpUgQBjH6cO+2faG0+vAC+f9qIpJVDgaj+Y/T2QZdPe+Mkn2KZtUIkT+P52JvbAwlKZAyRgqclV",
+	"SLTWJao9LVagXhs/0X3YSA+zOfyGxO4bQewQMHdHXw8dWVQU+6Xs6C7i8MAMvtc6y/TKmTJgQfU3P4XB",
+	"l6w2IQNwJU7nWn/YESrNtVRXoMuQYfTIMLqP+fuaIDPo0FstMhiyiUgK4Txx6OLLAOt82FpJ/guOfein",
+	"dA+Kyr+Z8954+atrnP0OdJ5858l3eCZfvzJ6Q/QFYpm+XlOjJLT+6ClPPsBnCabYtqn4K3dB4vc2v/tj",
+	"ov2xJsr74yO0RMEsZeR2IXEwOMGVv4DilnKQH6T1bmoSGpFv7YAO+JafGp0tS8FiYAeJgxZ0XTJ4ceiq",
+	"Z3khz8HZz7TO7eQhcJtJ9WHHupwZ42kKlXt9IkmDCCzMLJOlKKorBBIjUhIVLetXP06sVwJzATfAe6Op",
+	"sHqyWA+2lkLZBYEKNwPqJ2b9eDU3Ijn58/c/4sHYOmTgAENYGPwdOzMkvyp1Ad6U0isc3+22W25CMQDF",
+	"7DrOHScaeOIBM9aQeV1GPDJVHR0oVOduEEEkttdbs9e9pJ2no95OHRoDxiJwq2Hh7dirMTsXhZytAWNV",
+	"pmJnIs8UL5eFiKeqT+dh4kgk3YFlJKoGyMkGCAN8Bd3YEUtFukR9JlzkAU+SdZUi5Auk9Y/3Li5iNuOm",
+	"HLKXLN63f8OgSznniu2PXiD/2N7/2TWmfjaEaDXepIbBp6of7z8ese+1EjEUJFonCziVcAa0pIDvTDgE",
+	"AC4X9I33H4+YGVD7uAtsaOUb/SHZDvCwdNweM4B4e4p/PBnhn3tsbn+bR+zxyP0/+/P3P9hSlTKbqr19",
+	"Ng/qrHBt+vGxKIv1DsQlaml09P9lybihfm57JEQx2J5fb1gFXyG93i4Z3SVSbFgmODG4/WtmwhtP/UWW",
+	"c7Qmt2IheWI0f0SChmwUBazf+OgHBy1FEe72hmHVpcP/ks5pl6e+h5w/nnh1w+pqN7q2ebW7H91/Urda",
+	"KjJRik0v9xX8Xv/+sZwsp/J/UsmSrBWoNKt+yvRZzbI6AN5lUE4LXVQB91IzWQ7ZscgF0gq6xAXLBHfW",
+	"BWRDIG6LrQJO4yEPaL2jYx8IUyTiBsm0Zl341PacnwtA9UFFWklIyG3gmiBuTiBFsbmhCnlWb9umr3AB",
+	"N/VVQ0Hsb1v69IA1F4weKFJatY7s7C8e9/sflFR4eK8tp6L2GNtPSjRykG2htpqAiQJAZmfetDbNfrYJ",
+	"eUcRsG123hbrrAt7dWGvLp9xLwpYrisKbyaHDr0hd0kWo2bv7VYWy6XZjYYZp2cA1+cspFDojqHWQ6iy",
+	"WAMtOpUa1nMgrq7FymW9LBO9oIw+RZAKSJFDVUKiU/q3jIOTHhBsyYo+djVfD6fqUGG0hBcCCfm5gQCC",
+	"/ZNw2DAA8WQETP1bEXtoE15Vq/MAEy309uurEy2unrRTOJ3C6RTOfQSar6T1I1OFzt13e2fqB43ynUKX",
+	"t22dqz10W/tcDSgiWAiXBqHQZ8CIp5WIwvQHwAn4sMJU1ZP4r5aFC1ScFTwRVvNJnbJ+DH89wb+eUO1e",
+	"HLGUYOVePNsfjdj/s719Nh845hO/PS5jw2GikKiAmDiU/eCcISXjtCY0PDGzkmUyZ7xkmZBmWYgDFo/i",
+	"qSrEuXYYADpL3UtTfSNQ++EvppRZ5mgp8X1WUqV65fQ+LzJpF8FtGyYL7Ojp2I630KZk5UrTgLjOCDS9",
+	"hgREm9o9toM1oyMUz77Llrm2HeyNnzwbja7dNYdvcUyrVbG7fc3kQP2Z2zxFe9Rxk7oofxeKuqEG7dIC",
+	"9zAtAFK0oe/rau466YGT9qK3vBAJL12Xb7QRpXb/zngmuanBxWwYAtAiQDF6LBx394MIAsCiI6k+xC7/",
+	"fr2KuGoSXW3ctWrjsHr3kn0afEmvLtjjq24NL72hP2jPzVXXTpDHWBdwcedEdk7kQy/WY/1KwjOTiyyT",
+	"6mxwVQnfrbSCB9NrUwsQubN+TpJJqCHzsCAVI/pUOd5sP9NxlRj2aiKqfiNCnwjZakJl47i7oVZrqkjr",
+	"UBmacWKiKq/DkYbsvREsbn+Ja5crfYa6etiFSy11S1aNXXKwmnrs9qroVuql85q62qjOCbrr2qib6Lht",
+	"LtGlFVO3UIavDo8O3x2yq8OlX8Blaq1Bqimha1cjkcS9/uzvWAB3wrSrhrrH1VA3s76/SkjmSwubzdKq",
+	"zzF372mR1VXxk8tlYBdM6YIpXUa+KwG7qfz/nMy8nYxIloW18O3Np4IXoni5LOe98T/+aWUrYr1sQwHB",
+	"f8V+tHx5mkkzh7SyNCzVyXKBLV5WGOpcKJ7LoRXAccRqv635IosHBww6IbP1VEE35Xh3F36Ya1OOX4xe",
+	"jGLqHovPNCuWig138fG7ySIFjmeeSwq3LIusN+59xMDQJ0AwLyR0xdlNw59RaULyvTfutT6x15T2E6sY",
+	"RMTsFaD3rIvlipFTkWea4OI+AR4J7dfGygFHneejs1sPEE2EBYT0cw75VhYVCPGwwklBaINPUXPs9yEd",
+	"tOdB1UuiR7aPZOU6F0BwHDIOr+bcs3AjX2nwtNchKXbbY98hj65vKsWDT9E3YZhUkQfbkQXNLnjAd3Bv",
+	"y8B/Q15jmhmiG/E6SbejY8D+Uo+MTCUcFbkoPQqJBTef9Nae38RtQl7omcyE8ftQgWAZOxHac3rRiJ1p",
+	"O0utABsFe0Ps2bA/OuCn8H2RIq9tGsBe7h/fmHfrHVXbLHyHjU5nbHGGIknqw0Ue6vCA1Ws6g2d6QdO+",
+	"41X5PfXkmqjGK02VIB6VyHXv1kpmqqe5QbY8jaYfgg5R8aarGM0zvmYz1+irZ16yujqa4GGIFtJ2Dvja",
+	"7hpEnR0KFhJ9VWcB1hhQMz2CpzRmWdsvD0DX/ja/LqFj2eqVGU+EK5YlDVACRwdn3xc8n/98VElTokgX",
+	"FzwpCXsKqTSmasVVKdIhAyHFxyxGMxZE4/DMDvRrFrO+tEajyanJF2DSqPiVJk7P3PaJmLlI/Xywvcvb",
+	"+jyzJ/e0tg4/iJJbXfPfAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -54,6 +54,10 @@ type Config struct {
 	// the environment; tests set a unique one so that runs sharing a Redis never meet.
 	RateLimitKeyPrefix string
 
+	// LiveHeartbeat is how often an idle trip stream sends a comment, so that proxies keep it
+	// open. Not read from the environment; tests shorten it. Zero means DefaultLiveHeartbeat.
+	LiveHeartbeat time.Duration
+
 	// WebhookInsecure allows plain-http webhook URLs and every address, loopback and private
 	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).
 	WebhookInsecure bool
@@ -71,6 +75,10 @@ type Config struct {
 // DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
 // decide, short enough that prices stay current.
 const DefaultEstimateTTL = 300 * time.Second
+
+// DefaultLiveHeartbeat is the heartbeat of trip streams: well inside the minute after which
+// common proxies close an idle connection.
+const DefaultLiveHeartbeat = 15 * time.Second
 
 // maxEstimateTTL bounds RIDE_ESTIMATE_TTL: an upfront price a day old says little about traffic.
 const maxEstimateTTL = 24 * time.Hour

@@ -25,8 +25,9 @@ type tripCompletedData struct {
 	CompletedAt time.Time `json:"completed_at"`
 }
 
-// appendTripEvent writes the event of the status trip has just entered, on tx: the outbox row
-// commits or rolls back with the change. Entering accepted is booking (trip.created).
+// appendTripEvent writes the event of the status trip has just entered, on tx, and publishes
+// the trip's live update: both commit or roll back with the change. Entering accepted is
+// booking (trip.created).
 func appendTripEvent(ctx context.Context, tx *store.Store, trip store.Trip, at time.Time) error {
 	status := ride.TripStatus(trip.Status)
 	eventType := ride.EventType(status)
@@ -48,9 +49,11 @@ func appendTripEvent(ctx context.Context, tx *store.Store, trip store.Trip, at t
 	if err != nil {
 		return err
 	}
-	_, err = tx.AppendEvent(ctx, store.Event{
+	if _, err = tx.AppendEvent(ctx, store.Event{
 		ID: ride.NewID(ride.PrefixEvent), Account: trip.Account, Type: eventType, SubjectID: trip.ID,
 		Data: string(payload), CreatedAt: at,
-	})
-	return err
+	}); err != nil {
+		return err
+	}
+	return publishTripUpdate(ctx, tx, &trip, at)
 }

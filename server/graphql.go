@@ -65,6 +65,8 @@ type graphQLHost struct{ s *Server }
 
 func (h graphQLHost) Store(ctx context.Context) *store.Store { return h.s.storeFor(ctx) }
 
+func (h graphQLHost) ETAMinutes(t *store.Trip) *int { return liveETA(t) }
+
 func (h graphQLHost) TripAccess(ctx context.Context, t store.Trip) (exists, readable bool) {
 	p := auth.PrincipalFrom(ctx)
 	return inReach(p, t), canSeeTrip(p, t)

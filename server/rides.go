@@ -31,7 +31,7 @@ func (s *Server) CreateRide(ctx context.Context, req gen.CreateRideRequestObject
 		return nil, err
 	}
 	return gen.CreateRide201JSONResponse{
-		Body:    tripView(trip, nil),
+		Body:    tripView(trip, nil, caller),
 		Headers: gen.CreateRide201ResponseHeaders{Location: "/v1/trips/" + trip.ID},
 	}, nil
 }
@@ -78,7 +78,8 @@ func (s *Server) book(ctx context.Context, tx *store.Store, caller auth.Principa
 	pickup := ride.Point{Lat: est.OriginLat, Lng: est.OriginLng}
 	dropoff := ride.Point{Lat: est.DestinationLat, Lng: est.DestinationLng}
 	driver, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{
-		City: est.City, Lat: pickup.Lat, Lng: pickup.Lng, At: now,
+		City: est.City, RideType: est.RideType, Lat: pickup.Lat, Lng: pickup.Lng,
+		FreshSince: now.Add(-ride.PositionFreshness), At: now,
 	})
 	// ErrConflict: every driver picked was taken before the claim, which only a burst of
 	// bookings outside a row lock can cause; to the rider that is no driver either.

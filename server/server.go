@@ -64,6 +64,10 @@ type Server struct {
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
 	idempotencyTTL time.Duration
+	// live hands trip updates to the streams that follow them.
+	live *liveHub
+	// liveHeartbeat is how often an idle trip stream sends a comment.
+	liveHeartbeat time.Duration
 
 	// Background workers (the idempotency purge) run under backgroundCtx until stop cancels
 	// it; Shutdown and Close wait for them. They start when the server is first ready, so
@@ -107,6 +111,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		faults:         deps.Faults,
 		idempotencyTTL: cfg.IdempotencyTTL,
 		estimateTTL:    cfg.EstimateTTL,
+		liveHeartbeat:  cfg.LiveHeartbeat,
+	}
+	if s.liveHeartbeat <= 0 {
+		s.liveHeartbeat = DefaultLiveHeartbeat
 	}
 	if s.estimateTTL <= 0 {
 		s.estimateTTL = DefaultEstimateTTL

@@ -73,7 +73,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 	if err != nil || len(page.Trips) == 0 {
 		b.Fatal("no demo trip", err)
 	}
-	return &benchFixture{s: s, st: st, admin: admin, tripID: page.Trips[0].ID, trip: tripView(page.Trips[0], nil)}
+	return &benchFixture{s: s, st: st, admin: admin, tripID: page.Trips[0].ID, trip: tripView(page.Trips[0], nil, auth.Principal{Role: auth.RoleAdmin, Account: auth.DefaultAccount})}
 }
 
 // stack builds the chosen layers around the real handlers, composed as New composes them.

@@ -91,6 +91,25 @@ func (m *members) trip(t *gen.Trip) {
 	}
 	m.time("completed_at", t.CompletedAt)
 	m.time("created_at", t.CreatedAt)
+	if l := t.DriverLocation; l != nil {
+		m.key("driver_location")
+		m.b = append(m.b, '{')
+		if l.Heading != nil {
+			m.b = append(m.b, `"heading":`...)
+			m.float(*l.Heading)
+			m.b = append(m.b, ',')
+		}
+		m.b = append(m.b, `"lat":`...)
+		m.float(l.Lat)
+		m.b = append(m.b, `,"lng":`...)
+		m.float(l.Lng)
+		m.time("recorded_at", &l.RecordedAt) // m.some holds: its key comes after a comma
+		if l.Speed != nil {
+			m.b = append(m.b, `,"speed":`...)
+			m.float(*l.Speed)
+		}
+		m.b, m.some = append(m.b, '}'), true
+	}
 	if d := t.DriverSummary; d != nil {
 		m.key("driver_summary")
 		m.b = append(m.b, `{"id":`...)
@@ -131,6 +150,16 @@ func (m *members) trip(t *gen.Trip) {
 	if t.RiderId != nil {
 		m.key("rider_id")
 		m.b = appendString(m.b, *t.RiderId)
+	}
+	if r := t.RiderSummary; r != nil {
+		m.key("rider_summary")
+		m.b = append(m.b, `{"id":`...)
+		m.b = appendString(m.b, r.Id)
+		m.b = append(m.b, `,"name":`...)
+		m.b = appendString(m.b, r.Name)
+		m.b = append(m.b, `,"rating":`...)
+		m.float(r.Rating)
+		m.b = append(m.b, '}')
 	}
 	m.key("status")
 	m.b = appendString(m.b, string(t.Status))

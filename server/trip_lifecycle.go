@@ -27,12 +27,12 @@ func (s *Server) UpdateTrip(ctx context.Context, req gen.UpdateTripRequestObject
 			}
 			return forbidden("This trip belongs to another rider or driver.")
 		},
-		precondition: ifMatch(req.Params.IfMatch),
+		precondition: ifMatch(req.Params.IfMatch, auth.PrincipalFrom(ctx)),
 	})
 	if err != nil {
 		return nil, err
 	}
-	view := tripView(trip, nil)
+	view := tripView(trip, nil, auth.PrincipalFrom(ctx))
 	etag, err := representationETag(view)
 	if err != nil {
 		return nil, err
@@ -184,13 +184,13 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 }
 
 // ifMatch is the If-Match precondition: the trip's full representation must still have the
-// given ETag, the one GET /v1/trips/{tripId} answers.
-func ifMatch(header *string) func(store.Trip) error {
+// given ETag, the one GET /v1/trips/{tripId} answers caller.
+func ifMatch(header *string, caller auth.Principal) func(store.Trip) error {
 	if header == nil {
 		return nil
 	}
 	return func(t store.Trip) error {
-		etag, err := representationETag(tripView(t, nil))
+		etag, err := representationETag(tripView(t, nil, caller))
 		if err != nil {
 			return err
 		}

@@ -85,7 +85,13 @@ func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen
 	if err != nil {
 		return nil, err
 	}
-	return jsonAnswer[gen.Trip]{body: tripView(trip, fields)}, nil
+	return jsonAnswer[gen.Trip]{body: tripView(trip, fields, auth.PrincipalFrom(ctx))}, nil
+}
+
+// seesRider reports whether caller is shown the rider's public profile on the trip: its
+// driver or an admin, while the trip is active.
+func seesRider(t *store.Trip, caller auth.Principal) bool {
+	return ride.TripStatus(t.Status).Active() && (caller.IsAdmin() || caller.Is(auth.RoleDriver, t.DriverID))
 }
 
 // visibleTrip loads a trip the caller may see: 404 when absent or outside the caller's reach
@@ -179,7 +185,7 @@ func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripLi
 	list := gen.TripList{Data: make([]gen.Trip, len(page.Trips))}
 	values := make([]tripValues, len(page.Trips))
 	for i := range page.Trips {
-		list.Data[i] = tripViewIn(&page.Trips[i], fields, &values[i])
+		list.Data[i] = tripViewIn(&page.Trips[i], fields, &values[i], caller)
 	}
 	n := len(page.Trips)
 	list.Pagination = s.pagination(query, n, page.MoreAfter, page.MoreBefore,
@@ -241,8 +247,8 @@ func parseTripFields(fields *[]gen.TripField) (tripFieldSet, error) {
 
 // tripView is the public projection of a stored trip. Internal columns (route, matching score,
 // payout, cost) have no member here, so they cannot leak.
-func tripView(t store.Trip, keep tripFieldSet) gen.Trip {
-	return tripViewIn(&t, keep, new(tripValues))
+func tripView(t store.Trip, keep tripFieldSet, caller auth.Principal) gen.Trip {
+	return tripViewIn(&t, keep, new(tripValues), caller)
 }
 
 // tripValues holds what a view's optional members point to: a view costs one allocation, and
@@ -253,13 +259,17 @@ type tripValues struct {
 	rating                                                     float64
 	eta                                                        int32
 	driver                                                     gen.DriverSummary
+	driverAt                                                   gen.DriverPosition
+	rider                                                      gen.RiderSummary
 	pickup, dropoff                                            gen.Location
 	fare                                                       gen.Money
 	pickupTime, createdAt, updatedAt, completedAt, cancelledAt time.Time
 }
 
-// tripViewIn is tripView with its members' values kept in v.
-func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues) gen.Trip {
+// tripViewIn is tripView with its members' values kept in v. While the trip is active,
+// driver_location is shown to its rider and admins, rider_summary to its driver and admins;
+// eta_minutes follows ride.LiveETA.
+func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues, caller auth.Principal) gen.Trip {
 	view := gen.Trip{Id: t.ID, Status: gen.TripStatus(t.Status)}
 	want := func(f gen.TripField) bool { return keep == nil || keep[f] }
 	if want(gen.TripFieldRideType) {
@@ -299,9 +309,19 @@ func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues) gen.Trip {
 		v.fare = gen.Money{Total: t.FareTotal, Currency: t.FareCurrency}
 		view.Fare = &v.fare
 	}
-	if want(gen.TripFieldEtaMinutes) && t.ETAMinutes != nil {
-		v.eta = int32(*t.ETAMinutes)
-		view.EtaMinutes = &v.eta
+	if want(gen.TripFieldEtaMinutes) {
+		if eta := liveETA(t); eta != nil {
+			v.eta = int32(*eta)
+			view.EtaMinutes = &v.eta
+		}
+	}
+	if want(gen.TripFieldRiderSummary) && seesRider(t, caller) && t.Rider.Name != "" {
+		v.rider = gen.RiderSummary{Id: t.RiderID, Name: t.Rider.Name, Rating: t.Rider.Rating}
+		view.RiderSummary = &v.rider
+	}
+	if want(gen.TripFieldDriverLocation) && seesDriverLocation(t, caller) {
+		v.driverAt = positionView(*t.Driver.Position)
+		view.DriverLocation = &v.driverAt
 	}
 	if want(gen.TripFieldCreatedAt) {
 		v.createdAt = t.CreatedAt.UTC()
@@ -320,4 +340,26 @@ func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues) gen.Trip {
 		view.CancelledAt = &v.cancelledAt
 	}
 	return view
+}
+
+// liveETA is the trip's eta_minutes now (ride.LiveETA): from the driver's position when they
+// reported one since booking.
+func liveETA(t *store.Trip) *int {
+	var driverAt *ride.Point
+	if p := t.Driver.Position; p != nil && !p.RecordedAt.Before(t.CreatedAt) {
+		driverAt = &ride.Point{Lat: p.Lat, Lng: p.Lng}
+	}
+	return ride.LiveETA(ride.TripStatus(t.Status), t.ETAMinutes, ride.Point{Lat: t.PickupLat, Lng: t.PickupLng}, driverAt)
+}
+
+// seesDriverLocation reports whether caller may see where the trip's driver is: its rider or
+// an admin, while the trip is active and the driver has reported a position.
+func seesDriverLocation(t *store.Trip, caller auth.Principal) bool {
+	return t.Driver.Position != nil && ride.TripStatus(t.Status).Active() &&
+		(caller.IsAdmin() || caller.Is(auth.RoleRider, t.RiderID))
+}
+
+// positionView is the public view of a driver's position.
+func positionView(p store.DriverPosition) gen.DriverPosition {
+	return gen.DriverPosition{Lat: p.Lat, Lng: p.Lng, Heading: p.Heading, Speed: p.Speed, RecordedAt: p.RecordedAt.UTC()}
 }

@@ -152,7 +152,7 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				near := createDriver(ctx, st, driverOpts{City: city, Lat: 37.80, Lng: -122.41})
 				createDriver(ctx, st, driverOpts{Lat: pickupLat, Lng: pickupLng}) // another city
 
-				params := store.ClaimNearestDriverParams{City: city, Lat: pickupLat, Lng: pickupLng, At: time.Now()}
+				params := store.ClaimNearestDriverParams{City: city, RideType: "economy", Lat: pickupLat, Lng: pickupLng, FreshSince: time.Now().Add(-time.Minute), At: time.Now()}
 				got, err := st.ClaimNearestDriver(ctx, params)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got.ID).To(Equal(near.ID))
@@ -186,7 +186,7 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 					wg.Go(func() {
 						defer GinkgoRecover()
 						err := st.WithTx(ctx, func(tx *store.Store) error {
-							d, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, Lat: 37.78, Lng: -122.41, At: time.Now()})
+							d, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, RideType: "economy", Lat: 37.78, Lng: -122.41, FreshSince: time.Now().Add(-time.Minute), At: time.Now()})
 							if err != nil {
 								return err
 							}

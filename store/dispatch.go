@@ -10,20 +10,24 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// ClaimNearestDriverParams asks for the free driver of a city nearest to a pickup point.
+// ClaimNearestDriverParams asks for the free, online driver of a city and ride type nearest
+// to a pickup point, by positions recorded at or after FreshSince.
 type ClaimNearestDriverParams struct {
-	City     string
-	Lat, Lng float64
-	At       time.Time
+	City       string
+	RideType   string
+	Lat, Lng   float64
+	FreshSince time.Time
+	At         time.Time
 }
 
 // claimAttempts bounds how often ClaimNearestDriver retries when the driver it picked was
 // taken between its select and its update (possible only outside a PostgreSQL row lock).
 const claimAttempts = 3
 
-// ClaimNearestDriver picks the available driver of the city nearest to (Lat, Lng) and marks
-// them unavailable, so that the trip about to be created owns them. Call it inside the booking
-// transaction: a rollback frees the driver again. ErrNotFound when no driver is free.
+// ClaimNearestDriver picks the available, online driver of the city and ride type nearest to
+// (Lat, Lng) by a position recorded since FreshSince, and marks them unavailable, so that the
+// trip about to be created owns them. Call it inside the booking transaction: a rollback
+// frees the driver again. ErrNotFound when no driver is free.
 //
 // Two concurrent claims never get the same driver. On PostgreSQL the candidate is selected
 // FOR UPDATE SKIP LOCKED: a driver another booking is claiming is skipped, not waited for, so
@@ -45,7 +49,8 @@ func (s *Store) ClaimNearestDriver(ctx context.Context, p ClaimNearestDriverPara
 	at := utcMicro(p.At)
 	for range claimAttempts {
 		q := s.conn(ctx).
-			Where("drivers.city = ? AND drivers.available", p.City).
+			Where("drivers.city = ? AND drivers.available AND drivers.online AND drivers.position_at >= ?", p.City, utcMicro(p.FreshSince)).
+			Where("(',' || drivers.ride_types || ',') LIKE ?", "%,"+p.RideType+",%").
 			Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN ?)", ActiveTripStatuses).
 			Order(nearest)
 		if s.engine == EnginePostgres {

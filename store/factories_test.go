@@ -58,10 +58,11 @@ func createDriver(ctx context.Context, st *store.Store, o driverOpts) store.Driv
 		o.Lat, o.Lng = 37.78, -122.41
 	}
 	id := newID("drv_")
+	now := time.Now()
 	d, err := st.CreateDriver(ctx, store.Driver{
 		ID: id, Name: "Test Driver", Rating: 4.87, Photo: "https://cdn.example.com/drivers/" + id + ".jpg",
 		VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "Blue", VehiclePlate: "7ABC123",
-		City: o.City, Lat: o.Lat, Lng: o.Lng, Available: !o.Unavailable,
+		City: o.City, Lat: o.Lat, Lng: o.Lng, Available: !o.Unavailable, Online: true, PositionAt: &now,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return d

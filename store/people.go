@@ -7,8 +7,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// Driver is a driver with their vehicle. Lat and Lng are the current position: internal
-// dispatch data that no public view may show.
+// Driver is a driver with their vehicle. Lat, Lng, Heading, Speed and PositionAt are the
+// latest position the driver reported (PositionAt nil until they report one); only the rider
+// and admins of the driver's active trip may see it. Online drivers take new trips; RideTypes
+// lists, comma-separated, the ride types their vehicle serves.
 type Driver struct {
 	ID           string `gorm:"column:id;primaryKey"`
 	Name         string
@@ -21,7 +23,12 @@ type Driver struct {
 	City         string
 	Lat          float64 `json:"-"` // internal
 	Lng          float64 `json:"-"` // internal
+	Heading      *float64   `json:"-"` // internal
+	Speed        *float64   `json:"-"` // internal
+	PositionAt   *time.Time `json:"-"` // internal
 	Available    bool
+	Online       bool
+	RideTypes    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
@@ -44,11 +51,26 @@ func (d *Driver) AfterFind(*gorm.DB) error {
 func (d *Driver) normalize() {
 	normalizeTime(&d.CreatedAt)
 	normalizeTime(&d.UpdatedAt)
+	normalizeTimePtr(&d.PositionAt)
+	if d.RideTypes == "" {
+		d.RideTypes = AllRideTypes
+	}
 }
+
+// AllRideTypes is RideTypes of a driver who serves every ride type.
+const AllRideTypes = "economy,comfort,xl"
 
 // Summary is what a trip shows of d.
 func (d Driver) Summary() TripDriver {
-	return TripDriver{ID: d.ID, Name: d.Name, Rating: d.Rating, Photo: d.Photo}
+	return TripDriver{ID: d.ID, Name: d.Name, Rating: d.Rating, Photo: d.Photo, Position: d.Position()}
+}
+
+// Position is the driver's latest reported position, or nil before the first report.
+func (d Driver) Position() *DriverPosition {
+	if d.PositionAt == nil {
+		return nil
+	}
+	return &DriverPosition{Lat: d.Lat, Lng: d.Lng, Heading: d.Heading, Speed: d.Speed, RecordedAt: *d.PositionAt}
 }
 
 // Rider is a passenger of one account (tenant). DefaultPaymentToken is the payment provider's

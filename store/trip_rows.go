@@ -36,9 +36,9 @@ const (
 	RideTypeXL = "xl"
 )
 
-// Trip is one ride from booking to its final status. Driver is the trip's driver as trips
-// show it, read with the trip by the store's trip queries (the driver's other columns are
-// DriverByID's); CreateTrip ignores it. RoutePolyline, MatchingScore, DriverPayout and
+// Trip is one ride from booking to its final status. Driver and Rider are the trip's driver
+// and rider as trips show them, read with the trip by the store's trip queries (their other
+// columns are DriverByID's and RiderByID's); CreateTrip ignores them. RoutePolyline, MatchingScore, DriverPayout and
 // PlatformCost are internal route, dispatch and cost-basis data that no public view may show:
 // CreateTrip stores them, and the trip reads that serve the API (TripByID, ListTrips and the
 // like) leave them zero.
@@ -51,6 +51,7 @@ type Trip struct {
 	RiderID        string
 	DriverID       string
 	Driver         TripDriver `gorm:"-"`
+	Rider          TripRider  `gorm:"-"`
 	PickupLat      float64
 	PickupLng      float64
 	PickupAddress  *string
@@ -103,6 +104,17 @@ type TripDriver struct {
 	Name   string
 	Rating float64
 	Photo  string
+	// Position is the driver's latest reported position; nil until they report one. Only the
+	// trip's rider and admins may see it, and only while the trip is active.
+	Position *DriverPosition
+}
+
+// TripRider is what a trip shows of its rider: the public profile, which its driver sees while
+// the trip is active.
+type TripRider struct {
+	ID     string
+	Name   string
+	Rating float64
 }
 
 // The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
@@ -119,8 +131,10 @@ const (
 	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
 	trips.dropoff_address, trips.pickup_time, trips.fare_total, trips.fare_currency, trips.eta_minutes,
 	trips.created_at, trips.updated_at, trips.completed_at, trips.cancelled_at,
-	drivers.name, drivers.rating, drivers.photo`
-	joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id`
+	drivers.name, drivers.rating, drivers.photo,
+	drivers.lat, drivers.lng, drivers.heading, drivers.speed, drivers.position_at,
+	riders.name, riders.rating`
+	joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id JOIN riders ON riders.id = trips.rider_id`
 
 	tripByIDSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers + ` WHERE trips.id = ? LIMIT 1`
 )
@@ -201,7 +215,7 @@ func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
 }
 
 // tripColumnCount is how many columns tripWithDriverColumns selects.
-const tripColumnCount = 24
+const tripColumnCount = 31
 
 // scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
 // extra (the same value on every row: the last row's stays). Each row is scanned straight into
@@ -212,6 +226,11 @@ func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
 	trips := make([]Trip, 0, expected)
 	dest := make([]any, tripColumnCount, tripColumnCount+len(extra))
 	dest = append(dest, extra...)
+	var (
+		lat, lng       float64
+		heading, speed *float64
+		positionAt     *time.Time
+	)
 	for rows.Next() {
 		trips = append(trips, Trip{})
 		t := &trips[len(trips)-1]
@@ -220,11 +239,16 @@ func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
 			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
 			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
 			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt,
-			&d.Name, &d.Rating, &d.Photo})
+			&d.Name, &d.Rating, &d.Photo, &lat, &lng, &heading, &speed, &positionAt,
+			&t.Rider.Name, &t.Rider.Rating})
 		if err := rows.Scan(dest...); err != nil {
 			return nil, interpretError(err)
 		}
-		d.ID = t.DriverID
+		d.ID, t.Rider.ID = t.DriverID, t.RiderID
+		if positionAt != nil {
+			d.Position = &DriverPosition{Lat: lat, Lng: lng, Heading: heading, Speed: speed, RecordedAt: positionAt.UTC()}
+			heading, speed, positionAt = nil, nil, nil
+		}
 		_ = t.AfterFind(nil) // UTC times
 	}
 	if err := rows.Err(); err != nil {

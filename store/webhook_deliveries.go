@@ -379,7 +379,7 @@ func (s *Store) ListenEvents(ctx context.Context, notify func()) error {
 	for ctx.Err() == nil {
 		// A failure to listen is not worth a log line: the worker polls anyway, and this
 		// loop reconnects after retryWait.
-		_ = s.listenOnce(ctx, notify)
+		_ = s.listenOnce(ctx, eventsChannel, func(string) { notify() })
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -393,7 +393,9 @@ func (s *Store) ListenEvents(ctx context.Context, notify func()) error {
 	return nil
 }
 
-func (s *Store) listenOnce(ctx context.Context, notify func()) error {
+// listenOnce holds one connection of the pool listening on channel, calling notify with each
+// notification's payload, until ctx ends or the connection fails.
+func (s *Store) listenOnce(ctx context.Context, channel string, notify func(payload string)) error {
 	conn, err := s.sqlDB.Conn(ctx)
 	if err != nil {
 		return err
@@ -407,14 +409,15 @@ func (s *Store) listenOnce(ctx context.Context, notify func()) error {
 		pg := c.Conn()
 		waitWithoutBound(pg.PgConn().Conn()) // it waits for notifications on purpose
 		err := func() error {
-			if _, err := pg.Exec(ctx, "LISTEN "+eventsChannel); err != nil {
+			if _, err := pg.Exec(ctx, "LISTEN "+channel); err != nil {
 				return err
 			}
 			for {
-				if _, err := pg.WaitForNotification(ctx); err != nil {
+				n, err := pg.WaitForNotification(ctx)
+				if err != nil {
 					return err
 				}
-				notify()
+				notify(n.Payload)
 			}
 		}()
 		// The connection listens (or was interrupted mid-wait): database/sql discards a

@@ -57,6 +57,8 @@ type DriverOpts struct {
 	City string
 	// Unavailable marks a driver who is on a trip (or off duty).
 	Unavailable bool
+	// Offline marks a driver who takes no trips; a new driver is online, with a fresh position.
+	Offline bool
 	// North and East place the driver this many meters from the city's center.
 	North, East float64
 }
@@ -73,7 +75,8 @@ func (h *Harness) NewDriver(o DriverOpts) store.Driver {
 		ID: ride.NewID(ride.PrefixDriver), Name: "Test Driver", Rating: 4.8,
 		Photo: "https://cdn.ride.example.com/drivers/test.jpg", VehicleMake: "Toyota", VehicleModel: "Prius",
 		VehicleColor: "blue", VehiclePlate: "TEST123", City: o.City, Lat: at.Lat, Lng: at.Lng,
-		Available: !o.Unavailable, CreatedAt: time.Now(), UpdatedAt: time.Now(),
+		Available: !o.Unavailable, Online: !o.Offline, PositionAt: ptrTo(time.Now()),
+		CreatedAt: time.Now(), UpdatedAt: time.Now(),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return d
@@ -149,3 +152,6 @@ func (h *Harness) NewTrip(o TripOpts) store.Trip {
 	Expect(err).NotTo(HaveOccurred())
 	return created
 }
+
+// ptrTo points at a copy of v.
+func ptrTo[T any](v T) *T { return &v }

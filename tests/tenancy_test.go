@@ -183,6 +183,38 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				Expect(ids(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", a.admin))).To(ContainElements(aTrips))
 				Expect(ids(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", a.driverKey))).To(ContainElements(aTrips))
 			}},
+			{"getDriverAvailability", func() {
+				// Drivers are the fleet's: every account's admins see them, riders never.
+				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
+				Expect(h.GET("/v1/drivers/"+driverID+"/availability", adminB).Status).To(Equal(http.StatusOK))
+				ExpectProblem(h.GET("/v1/drivers/"+driverID+"/availability", riderBKey), http.StatusForbidden, "forbidden")
+			}},
+			{"setDriverAvailability", func() {
+				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
+				res := h.Do(Request{Method: http.MethodPut, Path: "/v1/drivers/" + driverID + "/availability", Key: riderBKey,
+					Body: map[string]any{"status": "offline"}})
+				ExpectProblem(res, http.StatusForbidden, "forbidden")
+				Expect(h.GET("/v1/drivers/"+driverID+"/availability", a.driverKey).JSON()["status"]).To(Equal("online"))
+			}},
+			{"reportDriverPositions", func() {
+				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
+				for _, key := range bKeys {
+					res := h.Do(Request{Method: http.MethodPost, Path: "/v1/drivers/" + driverID + "/positions", Key: key,
+						Body: map[string]any{"positions": []map[string]any{{"lat": 1, "lng": 1, "recorded_at": time.Now().UTC()}}}})
+					ExpectProblem(res, http.StatusForbidden, "forbidden")
+				}
+			}},
+			{"streamTripUpdates", func() {
+				for _, key := range bKeys {
+					for _, id := range aTrips {
+						notFound(h.GET("/v1/trips/"+id+"/updates", key))
+					}
+				}
+			}},
+			{"listCities", func() {
+				// The served cities are the service's, the same for every account.
+				Expect(h.GET("/v1/cities", adminB).JSON()["data"]).To(Equal(h.GET("/v1/cities", a.admin).JSON()["data"]))
+			}},
 			{"getRider", func() {
 				notFound(h.GET("/v1/riders/"+a.riderID, adminB))
 				Expect(h.GET("/v1/riders/"+a.riderID, a.admin).Status).To(Equal(http.StatusOK))

@@ -176,6 +176,8 @@ func generate(now time.Time) demoSet {
 				Lat:          lat,
 				Lng:          lng,
 				Available:    true,
+				Online:       true,
+				PositionAt:   &now,
 				CreatedAt:    joined,
 				UpdatedAt:    now,
 			})
@@ -407,4 +409,25 @@ func argmax(counts []int) int {
 		}
 	}
 	return best
+}
+
+// FleetReportEvery is how often KeepFleetReporting reports the demo fleet's positions: well
+// inside the two minutes after which matching ignores a position.
+const FleetReportEvery = 30 * time.Second
+
+// KeepFleetReporting stands in for the demo drivers' apps: every FleetReportEvery each online
+// driver reports, again, the position they were last at, so that the demo's drivers stay
+// bookable however long the server runs. A driver moved through the API keeps their
+// position. It returns when ctx ends.
+func KeepFleetReporting(ctx context.Context, st *store.Store) {
+	ticker := time.NewTicker(FleetReportEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		_, _ = st.ReportPositionsInPlace(ctx, time.Now())
+	}
 }

@@ -37,6 +37,8 @@ type Host interface {
 	TripAccess(ctx context.Context, t store.Trip) (exists, readable bool)
 	// RequestID names the request in answers and logs.
 	RequestID(ctx context.Context) string
+	// ETAMinutes is the trip's minutes until pickup as REST tells them, or nil.
+	ETAMinutes(t *store.Trip) *int
 }
 
 // Config wires a Handler.

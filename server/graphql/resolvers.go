@@ -47,7 +47,7 @@ func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tr
 		// GraphQL's Int is 32 bits; no ride costs 21 million in minor units, so this is a fault.
 		return nil, q.h.internal(ctx, fmt.Errorf("trip %s: fare %d does not fit an Int", t.ID, t.FareTotal))
 	}
-	return &tripNode{t: t}, nil
+	return &tripNode{t: t, host: q.h.host}, nil
 }
 
 // Driver resolves `driver(id: ID!): Driver`, a public profile any caller may read, as
@@ -70,7 +70,8 @@ func (q *graphQLQuery) Driver(ctx context.Context, args struct{ ID idInput }) (*
 // tripNode resolves Trip: the public projection of store.Trip, field for field the members of
 // tripView. Internal columns have no resolver, so the schema cannot reach them.
 type tripNode struct {
-	t store.Trip
+	t    store.Trip
+	host Host
 }
 
 func (n *tripNode) ID() graphql.ID       { return graphql.ID(n.t.ID) }
@@ -97,10 +98,11 @@ func (n *tripNode) Fare() *fareNode {
 }
 
 func (n *tripNode) EtaMinutes() *int32 {
-	if n.t.ETAMinutes == nil {
+	minutes := n.host.ETAMinutes(&n.t)
+	if minutes == nil {
 		return nil
 	}
-	eta := int32(*n.t.ETAMinutes)
+	eta := int32(*minutes)
 	return &eta
 }
 

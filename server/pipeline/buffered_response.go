@@ -16,6 +16,9 @@ type bufferedResponse struct {
 	header              http.Header
 	status              int
 	body                *bytes.Buffer
+	// streaming is set by the first Flush: the answer is a stream (Server-Sent Events), sent
+	// as it is written, without an ETag.
+	streaming bool
 }
 
 func (b *bufferedResponse) Header() http.Header {
@@ -35,8 +38,33 @@ func (b *bufferedResponse) Write(p []byte) (int, error) {
 	if b.status == 0 {
 		b.status = http.StatusOK
 	}
+	if b.streaming {
+		return b.ResponseWriter.Write(p)
+	}
 	return b.body.Write(p)
 }
+
+// FlushError turns a held answer into a stream: what is held is sent now, and every later
+// write goes straight through. Only an answer held on its way out (Respond's) can stream; the
+// Idempotency layer's, held until its transaction commits, cannot.
+func (b *bufferedResponse) FlushError() error {
+	if b.ResponseWriter == nil {
+		return http.ErrNotSupported
+	}
+	if !b.streaming {
+		b.streaming = true
+		b.ResponseWriter.WriteHeader(b.statusCode())
+		if _, err := b.ResponseWriter.Write(b.body.Bytes()); err != nil {
+			return err
+		}
+		b.body.Reset()
+	}
+	return http.NewResponseController(b.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (a stream clears its write
+// deadline).
+func (b *bufferedResponse) Unwrap() http.ResponseWriter { return b.ResponseWriter }
 
 // statusCode is the status written, 200 when the handler wrote none.
 func (b *bufferedResponse) statusCode() int {

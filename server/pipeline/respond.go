@@ -82,6 +82,9 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 			pl.render(err, c)
 		}
 		res.Writer = original
+		if held.streaming {
+			return nil // sent as it was written
+		}
 
 		header := res.Header()
 		stampRequestID(header, requestID)

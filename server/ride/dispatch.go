@@ -83,3 +83,22 @@ func writePolylineValue(b *strings.Builder, v int64) {
 	}
 	b.WriteByte(byte(u) + 63)
 }
+
+// PositionFreshness is how old a driver's latest position may be for matching: an app that
+// stopped reporting for longer has most likely lost its driver or its signal.
+const PositionFreshness = 2 * time.Minute
+
+// LiveETA is a trip's minutes until pickup, or nil when there is none to tell. Only while the
+// driver is on the way (accepted, arriving): from driverAt, the driver's position reported
+// since booking, with PickupETA's road model; without one, booked, the estimate made at
+// booking. After pickup and on final trips there is no ETA.
+func LiveETA(status TripStatus, booked *int, pickup Point, driverAt *Point) *int {
+	if status != StatusAccepted && status != StatusArriving {
+		return nil
+	}
+	if driverAt == nil {
+		return booked
+	}
+	minutes := int(PickupETA(*driverAt, pickup) / time.Minute)
+	return &minutes
+}

@@ -87,3 +87,28 @@ var _ = Describe("Fare estimates", func() {
 })
 
 func origin() ride.Point { return ride.Point{} }
+
+var _ = Describe("LiveETA", func() {
+	pickup := ride.Point{Lat: 37.7749, Lng: -122.4194}
+	booked := 11
+
+	It("is counted from the driver's reported position while the driver is on the way", func() {
+		near := ride.Point{Lat: 37.7840, Lng: -122.4194} // about a kilometre north
+		for _, status := range []ride.TripStatus{ride.StatusAccepted, ride.StatusArriving} {
+			eta := ride.LiveETA(status, &booked, pickup, &near)
+			Expect(eta).NotTo(BeNil())
+			Expect(*eta).To(Equal(int(ride.PickupETA(near, pickup) / time.Minute)))
+			Expect(*eta).To(BeNumerically("<", booked))
+		}
+	})
+
+	It("falls back to the booking's estimate before the driver reports a position", func() {
+		Expect(ride.LiveETA(ride.StatusAccepted, &booked, pickup, nil)).To(HaveValue(Equal(11)))
+	})
+
+	It("is absent after pickup and on final trips, whatever was stored", func() {
+		for _, status := range []ride.TripStatus{ride.StatusInProgress, ride.StatusCompleted, ride.StatusCancelled} {
+			Expect(ride.LiveETA(status, &booked, pickup, &pickup)).To(BeNil(), string(status))
+		}
+	})
+})

@@ -200,3 +200,10 @@ func ServiceAreaFor(p Point, areas []ServiceArea) (ServiceArea, bool) {
 	}
 	return best, found
 }
+
+// Price is amount at the ride type's multiplier, rounded half up: what the type's rates are
+// when shown on their own. A quote rounds once, over the whole sum, so it may differ from a
+// sum of shown rates by a minor unit.
+func (rt RideType) Price(amount int64) int64 {
+	return mulDivHalfUp(max(amount, 0), rt.Multiplier(), basisPoints)
+}

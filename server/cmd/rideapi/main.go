@@ -187,6 +187,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 			if err := seedDemo(ctx, st, stdout); err != nil {
 				return err
 			}
+			go demo.KeepFleetReporting(ctx, st)
 		}
 		base := "http://" + cfg.Addr
 		if strings.HasPrefix(cfg.Addr, ":") {
