@@ -21,8 +21,8 @@ type Driver struct {
 	VehicleColor string
 	VehiclePlate string
 	City         string
-	Lat          float64 `json:"-"` // internal
-	Lng          float64 `json:"-"` // internal
+	Lat          float64    `json:"-"` // internal
+	Lng          float64    `json:"-"` // internal
 	Heading      *float64   `json:"-"` // internal
 	Speed        *float64   `json:"-"` // internal
 	PositionAt   *time.Time `json:"-"` // internal
