@@ -153,6 +153,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// The revocation watch runs from the start, ready or not: a replica that serves requests
 	// must refuse revoked keys, and its reads fail harmlessly while migrations run.
 	s.background.Go(func() { s.auth.Watch(s.backgroundCtx) })
+	// Trip updates are followed from the start too: streams are answered as soon as requests
+	// are, and the follower's reads fail harmlessly while migrations run.
+	s.live = newLiveHub(deps.Logger)
+	s.background.Go(func() { s.live.run(s.backgroundCtx, deps.Store) })
 	s.SetReady(!deps.Starting)
 
 	e := echo.New()

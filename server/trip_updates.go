@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rideapi/ride/gen"
@@ -22,7 +23,7 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 	}
 	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: auth.PrincipalFrom(ctx)}
 	if req.Params.LastEventID != nil {
-		stream.lastSent = *req.Params.LastEventID
+		stream.sent, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
 	}
 	return stream, nil
 }
@@ -30,11 +31,11 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 // tripStream writes one trip's live updates until the trip is final, the client leaves or
 // the server stops.
 type tripStream struct {
-	s        *Server
-	ctx      context.Context
-	tripID   string
-	caller   auth.Principal
-	lastSent string // the id of the last message the client has
+	s      *Server
+	ctx    context.Context
+	tripID string
+	caller auth.Principal
+	sent   liveVersion // the version of the last state the client has
 }
 
 func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
@@ -101,12 +102,14 @@ func (t *tripStream) current() (liveUpdate, error) {
 	return liveUpdateOf(&trip), nil
 }
 
-// send writes u as one message unless the client has it already.
+// send writes u as one message unless the client has it, or a newer state, already: an
+// update published before the stream began may arrive after the state read at its start.
 func (t *tripStream) send(w http.ResponseWriter, u liveUpdate) error {
-	id := liveUpdateID(u.TripLiveUpdate)
-	if id == t.lastSent {
+	version := versionOf(u.TripLiveUpdate)
+	if !version.newerThan(t.sent) {
 		return nil
 	}
+	id := version.String()
 	update := u.TripLiveUpdate
 	if !t.caller.IsAdmin() && !t.caller.Is(auth.RoleRider, u.RiderID) {
 		update.DriverLocation = nil
@@ -124,18 +127,43 @@ func (t *tripStream) send(w http.ResponseWriter, u liveUpdate) error {
 	if _, err := w.Write(msg); err != nil {
 		return err
 	}
-	t.lastSent = id
+	t.sent = version
 	return nil
 }
 
-// liveUpdateID names a live state: the trip's update time and its driver's position time, in
-// microseconds. Equal ids are equal states, so a reconnecting client is sent nothing twice.
-func liveUpdateID(u gen.TripLiveUpdate) string {
-	id := strconv.FormatInt(u.UpdatedAt.UnixMicro(), 10)
+// liveVersion orders a trip's live states: by the trip's update time, then by its driver's
+// position time, in microseconds. It is the messages' id, so a reconnecting client is sent
+// nothing it has.
+type liveVersion struct{ updated, position int64 }
+
+func versionOf(u gen.TripLiveUpdate) liveVersion {
+	v := liveVersion{updated: u.UpdatedAt.UnixMicro()}
 	if u.DriverLocation != nil {
-		id += "-" + strconv.FormatInt(u.DriverLocation.RecordedAt.UnixMicro(), 10)
+		v.position = u.DriverLocation.RecordedAt.UnixMicro()
 	}
-	return id
+	return v
+}
+
+func (v liveVersion) newerThan(o liveVersion) bool {
+	return v.updated > o.updated || (v.updated == o.updated && v.position > o.position)
+}
+
+func (v liveVersion) String() string {
+	return strconv.FormatInt(v.updated, 10) + "-" + strconv.FormatInt(v.position, 10)
+}
+
+// parseLiveUpdateID reads a message id back; false for anything else.
+func parseLiveUpdateID(id string) (liveVersion, bool) {
+	updated, position, ok := strings.Cut(id, "-")
+	if !ok {
+		return liveVersion{}, false
+	}
+	u, err1 := strconv.ParseInt(updated, 10, 64)
+	p, err2 := strconv.ParseInt(position, 10, 64)
+	if err1 != nil || err2 != nil {
+		return liveVersion{}, false
+	}
+	return liveVersion{updated: u, position: p}, true
 }
 
 var _ gen.StreamTripUpdatesResponseObject = (*tripStream)(nil)

@@ -105,6 +105,12 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 		text, err := io.ReadAll(body)
 		return string(text), err
 	})
+	// A trip stream is text; its messages are checked one by one against TripLiveUpdate
+	// (FollowTrip).
+	openapi3filter.RegisterBodyDecoder("text/event-stream", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		text, err := io.ReadAll(body)
+		return string(text), err
+	})
 
 	for name, h := range harnesses {
 		var url string

@@ -158,3 +158,11 @@ func withSeveralActiveTrips(ctx context.Context, st *store.Store, column string)
 		Group(column).Having("COUNT(*) > 1").Pluck(column, &owners).Error
 	return owners, err
 }
+
+// AgeDriverPosition moves the driver's latest position back in time by age, as if their app
+// had stopped reporting that long ago.
+func AgeDriverPosition(ctx context.Context, st *store.Store, driverID string, age time.Duration) error {
+	at := time.Now().Add(-age).UTC().Truncate(time.Microsecond)
+	return handle.DB(st).WithContext(ctx).Table("drivers").Where("id = ?", driverID).
+		UpdateColumn("position_at", at).Error
+}

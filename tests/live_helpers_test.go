@@ -1,0 +1,136 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/store"
+)
+
+// liveMessage is one Server-Sent Event of a trip stream.
+type liveMessage struct {
+	ID     string
+	Update map[string]any
+}
+
+// tripStream reads GET /v1/trips/{tripId}/updates as a browser's EventSource would.
+type tripStream struct {
+	Status   int
+	Messages chan liveMessage // closed when the stream ends
+	// Heartbeats counts the comment lines received.
+	Heartbeats atomic.Int32
+	cancel     context.CancelFunc
+}
+
+// FollowTrip opens a trip stream as key, with lastEventID when it is not empty. Every message
+// is checked against the document's TripLiveUpdate, and the whole answer, once it ends,
+// against the operation. The stream is closed after the spec.
+func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/v1/trips/"+tripID+"/updates", nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	s := &tripStream{Status: res.StatusCode, Messages: make(chan liveMessage, 100), cancel: cancel}
+	DeferCleanup(cancel)
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		out := &Response{Status: res.StatusCode, Header: res.Header, Body: body}
+		Expect(validateResponse(req, out)).To(Succeed())
+		close(s.Messages)
+		return s
+	}
+	Expect(res.Header.Get("Content-Type")).To(Equal("text/event-stream"))
+	schema := validator.doc.Components.Schemas["TripLiveUpdate"].Value
+	go func() {
+		defer GinkgoRecover()
+		defer close(s.Messages)
+		defer res.Body.Close()
+		var raw bytes.Buffer
+		lines := bufio.NewScanner(io.TeeReader(res.Body, &raw))
+		var msg liveMessage
+		for lines.Scan() {
+			line := lines.Text()
+			switch {
+			case strings.HasPrefix(line, ":"):
+				s.Heartbeats.Add(1)
+			case strings.HasPrefix(line, "id: "):
+				msg.ID = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				data := []byte(strings.TrimPrefix(line, "data: "))
+				var v any
+				Expect(json.Unmarshal(data, &v)).To(Succeed())
+				Expect(schema.VisitJSON(v)).To(Succeed(), "a message breaks TripLiveUpdate: %s", data)
+				Expect(json.Unmarshal(data, &msg.Update)).To(Succeed())
+			case line == "" && msg.Update != nil:
+				s.Messages <- msg
+				msg = liveMessage{}
+			}
+		}
+		if ctx.Err() != nil {
+			return // closed by the spec, not by the server
+		}
+		out := &Response{Status: res.StatusCode, Header: res.Header, Body: raw.Bytes()}
+		Expect(validateResponse(req, out)).To(Succeed())
+	}()
+	return s
+}
+
+// Next is the stream's next message, within a few seconds.
+func (s *tripStream) Next() liveMessage {
+	GinkgoHelper()
+	select {
+	case m, ok := <-s.Messages:
+		Expect(ok).To(BeTrue(), "the stream ended")
+		return m
+	case <-time.After(5 * time.Second):
+		Fail("no message within 5 s")
+	}
+	return liveMessage{}
+}
+
+// Ended waits for the server to end the stream.
+func (s *tripStream) Ended() {
+	GinkgoHelper()
+	Eventually(s.Messages).Within(5 * time.Second).Should(BeClosed())
+}
+
+// Close ends the stream from the client's side.
+func (s *tripStream) Close() { s.cancel() }
+
+// goOnline takes the driver online through the API and reports where they are.
+func (h *Harness) goOnline(driverKey string, d store.Driver, at map[string]any) {
+	GinkgoHelper()
+	res := h.Do(Request{Method: http.MethodPut, Path: "/v1/drivers/" + d.ID + "/availability", Key: driverKey,
+		Body: map[string]any{"status": "online"}})
+	Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+	Expect(res.JSON()["status"]).To(Equal("online"))
+	h.reportPosition(driverKey, d.ID, at, time.Now())
+}
+
+// reportPosition posts one position of the driver, recorded at at.
+func (h *Harness) reportPosition(driverKey, driverID string, p map[string]any, at time.Time) *Response {
+	GinkgoHelper()
+	report := map[string]any{"lat": p["lat"], "lng": p["lng"], "heading": 180, "speed": 8.3, "recorded_at": at.UTC().Format(time.RFC3339Nano)}
+	res := h.Do(Request{Method: http.MethodPost, Path: "/v1/drivers/" + driverID + "/positions", Key: driverKey,
+		Body: map[string]any{"positions": []any{report}}})
+	Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+	return res
+}
