@@ -329,6 +329,12 @@ type ClientInterface interface {
 	// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
 	// as `POST`.
 	//
+	// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
+	// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
+	// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
+	// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
+	// answered 400 `BAD_REQUEST`.
+	//
 	// Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 	QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1261,6 +1267,12 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
 // (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
 // as `POST`.
+//
+// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
+// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
+// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
+// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
+// answered 400 `BAD_REQUEST`.
 //
 // Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4846,6 +4858,12 @@ type ClientWithResponsesInterface interface {
 	// `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
 	// (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
 	// as `POST`.
+	//
+	// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
+	// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
+	// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
+	// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
+	// answered 400 `BAD_REQUEST`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13240,6 +13258,12 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // `If-None-Match` gives 304. Same keys, permissions, envelope, limits and media types
 // (`application/json`, or `application/graphql-response+json` when `Accept` prefers it)
 // as `POST`.
+//
+// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
+// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
+// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
+// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
+// answered 400 `BAD_REQUEST`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

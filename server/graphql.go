@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
@@ -73,3 +75,66 @@ func (h graphQLHost) TripAccess(ctx context.Context, t store.Trip) (exists, read
 }
 
 func (h graphQLHost) RequestID(ctx context.Context) string { return pipeline.RequestID(ctx) }
+
+func (h graphQLHost) DriverLocation(ctx context.Context, t *store.Trip) *store.DriverPosition {
+	if !seesDriverLocation(t, auth.PrincipalFrom(ctx)) {
+		return nil
+	}
+	return t.Driver.Position
+}
+
+func (h graphQLHost) FollowTrip(ctx context.Context, t store.Trip) <-chan graphqlapi.LiveTrip {
+	out := make(chan graphqlapi.LiveTrip)
+	go func() {
+		defer close(out)
+		_ = h.s.watchTrip(ctx, t.ID, auth.PrincipalFrom(ctx), liveVersion{}, nil, nil, func(u *gen.TripLiveUpdate, _ string) error {
+			if u == nil {
+				return nil
+			}
+			live := graphqlapi.LiveTrip{TripID: u.TripId, Status: string(u.Status), UpdatedAt: u.UpdatedAt}
+			if u.EtaMinutes != nil {
+				eta := int(*u.EtaMinutes)
+				live.ETAMinutes = &eta
+			}
+			if p := u.DriverLocation; p != nil {
+				live.DriverLocation = &store.DriverPosition{Lat: p.Lat, Lng: p.Lng, Heading: p.Heading, Speed: p.Speed, RecordedAt: p.RecordedAt}
+			}
+			select {
+			case out <- live:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return out
+}
+
+// graphQLSockets serves GraphQL subscriptions: a WebSocket upgrade of GET /v1/graphql
+// (graphql-transport-ws) is answered here, before the pipeline's gate, because its API key
+// arrives in the socket's first message rather than in a header. Everything else goes on.
+func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/graphql" || !graphqlapi.IsWebSocket(r) {
+			return next(c)
+		}
+		w := c.Response().Writer
+		// A socket lives longer than any answer: the server's read and write timeouts do not
+		// apply to it.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+		ctx, cancel := context.WithCancel(pipeline.WithRequestID(r.Context(), pipeline.NewRequestID()))
+		defer cancel()
+		defer context.AfterFunc(s.backgroundCtx, cancel)()
+		s.graphql.ServeWebSocket(ctx, w, r, func(ctx context.Context, authorization string) (context.Context, error) {
+			p, err := s.auth.Authenticate(ctx, authorization, r.RemoteAddr)
+			if err != nil {
+				return nil, err
+			}
+			return auth.WithPrincipal(ctx, p), nil
+		})
+		return nil
+	}
+}

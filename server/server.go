@@ -166,9 +166,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
 	s.registerOutsideDocument(e)
 	s.echo = e
-	// Pre-routing layers see unmatched paths too, and Respond routes HEAD as GET.
+	// Pre-routing layers see unmatched paths too, and Respond routes HEAD as GET. GraphQL's
+	// sockets are served before Respond, which holds answers back and would hold the upgrade.
 	p := s.pipeline
-	s.handler = pipeline.Compose(e, []echo.MiddlewareFunc{p.Observe, p.Respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
+	s.handler = pipeline.Compose(e, []echo.MiddlewareFunc{p.Observe, s.graphQLSockets, p.Respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
 		pipeline.RecoverPanics,
 		p.FailFastInOutage,
 		pipeline.LimitBody,

@@ -23,7 +23,7 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 	}
 	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: auth.PrincipalFrom(ctx)}
 	if req.Params.LastEventID != nil {
-		stream.sent, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
+		stream.since, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
 	}
 	return stream, nil
 }
@@ -35,100 +35,133 @@ type tripStream struct {
 	ctx    context.Context
 	tripID string
 	caller auth.Principal
-	sent   liveVersion // the version of the last state the client has
+	since  liveVersion // the version of the last state the client has (Last-Event-ID)
 }
 
 func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
-	follower, stop := t.s.live.follow(t.tripID)
-	defer stop()
-	// The current state is read after following: an update committed in between arrives as
-	// well, and is sent only if it is newer.
-	current, err := t.current()
-	if err != nil {
-		return err
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx would hold the stream back otherwise
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // the server's write timeout is for answers, not streams
-
-	if err := t.send(w, current); err != nil {
-		return nil // the client is gone
-	}
-	if err := rc.Flush(); err != nil || ride.TripStatus(current.Status).Final() {
-		return nil
+	started := false
+	start := func() {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no") // nginx would hold the stream back otherwise
+		w.WriteHeader(http.StatusOK)
+		_ = rc.SetWriteDeadline(time.Time{}) // the server's write timeout is for answers, not streams
+		started = true
 	}
 	heartbeat := time.NewTicker(t.s.liveHeartbeat)
 	defer heartbeat.Stop()
+	ready := func() {
+		if !started {
+			start()
+			_ = rc.Flush() // the client knows it is following, even with nothing new to send
+		}
+	}
+	err := t.s.watchTrip(t.ctx, t.tripID, t.caller, t.since, heartbeat.C, ready, func(u *gen.TripLiveUpdate, id string) error {
+		if !started {
+			start()
+		}
+		if u == nil {
+			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
+				return err
+			}
+			return rc.Flush()
+		}
+		data, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		msg := make([]byte, 0, len(data)+64)
+		msg = append(msg, "event: trip\nid: "...)
+		msg = append(msg, id...)
+		msg = append(msg, "\ndata: "...)
+		msg = append(msg, data...)
+		msg = append(msg, "\n\n"...)
+		if _, err := w.Write(msg); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if !started {
+		if err != nil {
+			return err // nothing sent yet: the error boundary answers
+		}
+		start()
+		_ = rc.Flush()
+	}
+	return nil // once streaming, an end is only an end: the client reconnects with Last-Event-ID
+}
+
+// watchTrip follows a trip's live state for caller: emit gets the current state (unless the
+// caller has it, at version since), then ready is called, then emit gets each newer state
+// with its message id, and nil at every heartbeat, until the trip is final, ctx's client
+// leaves, the server stops or emit fails. Members the caller may not see are left out.
+func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Principal, since liveVersion,
+	heartbeat <-chan time.Time, ready func(), emit func(u *gen.TripLiveUpdate, id string) error) error {
+	follower, stop := s.live.follow(tripID)
+	defer stop()
+	sent := since
+	send := func(u liveUpdate) (final bool, err error) {
+		final = ride.TripStatus(u.Status).Final()
+		version := versionOf(u.TripLiveUpdate)
+		if !version.newerThan(sent) {
+			return final, nil // the caller has it, or a newer state, already
+		}
+		update := u.TripLiveUpdate
+		if !caller.IsAdmin() && !caller.Is(auth.RoleRider, u.RiderID) {
+			update.DriverLocation = nil
+		}
+		if err := emit(&update, version.String()); err != nil {
+			return final, err
+		}
+		sent = version
+		return final, nil
+	}
+	// The current state is read after following: an update committed in between arrives as
+	// well, and is sent only if it is newer.
+	current, err := s.currentLiveState(ctx, tripID)
+	if err != nil {
+		return err
+	}
+	if final, err := send(current); err != nil || final {
+		return err
+	}
+	if ready != nil {
+		ready()
+	}
 	for {
 		select {
-		case <-pipeline.ClientGone(t.ctx):
+		case <-pipeline.ClientGone(ctx):
 			return nil
-		case <-t.s.backgroundCtx.Done():
+		case <-ctx.Done():
 			return nil
-		case <-heartbeat.C:
-			if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil {
-				return nil
+		case <-s.backgroundCtx.Done():
+			return nil
+		case <-heartbeat:
+			if err := emit(nil, ""); err != nil {
+				return err
 			}
 		case u := <-follower.updates:
 			if follower.takeLagged() || u.TripId == "" {
-				if u, err = t.current(); err != nil {
-					return nil // the stream ends; the client reconnects with Last-Event-ID
+				if u, err = s.currentLiveState(ctx, tripID); err != nil {
+					return err
 				}
 			}
-			if err := t.send(w, u); err != nil {
-				return nil
+			if final, err := send(u); err != nil || final {
+				return err
 			}
-			if ride.TripStatus(u.Status).Final() {
-				_ = rc.Flush()
-				return nil
-			}
-		}
-		if err := rc.Flush(); err != nil {
-			return nil
 		}
 	}
 }
 
-// current reads the trip's live state from the store.
-func (t *tripStream) current() (liveUpdate, error) {
-	trip, err := t.s.store.TripByID(t.ctx, t.tripID)
+// currentLiveState reads a trip's live state from the store.
+func (s *Server) currentLiveState(ctx context.Context, tripID string) (liveUpdate, error) {
+	trip, err := s.store.TripByID(ctx, tripID)
 	if err != nil {
 		return liveUpdate{}, err
 	}
 	return liveUpdateOf(&trip), nil
-}
-
-// send writes u as one message unless the client has it, or a newer state, already: an
-// update published before the stream began may arrive after the state read at its start.
-func (t *tripStream) send(w http.ResponseWriter, u liveUpdate) error {
-	version := versionOf(u.TripLiveUpdate)
-	if !version.newerThan(t.sent) {
-		return nil
-	}
-	id := version.String()
-	update := u.TripLiveUpdate
-	if !t.caller.IsAdmin() && !t.caller.Is(auth.RoleRider, u.RiderID) {
-		update.DriverLocation = nil
-	}
-	data, err := json.Marshal(update)
-	if err != nil {
-		return err
-	}
-	msg := make([]byte, 0, len(data)+64)
-	msg = append(msg, "event: trip\nid: "...)
-	msg = append(msg, id...)
-	msg = append(msg, "\ndata: "...)
-	msg = append(msg, data...)
-	msg = append(msg, "\n\n"...)
-	if _, err := w.Write(msg); err != nil {
-		return err
-	}
-	t.sent = version
-	return nil
 }
 
 // liveVersion orders a trip's live states: by the trip's update time, then by its driver's

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -133,4 +134,85 @@ func (h *Harness) reportPosition(driverKey, driverID string, p map[string]any, a
 		Body: map[string]any{"positions": []any{report}}})
 	Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
 	return res
+}
+
+// gqlSubscription is Subscription.tripUpdated over a WebSocket (graphql-transport-ws).
+type gqlSubscription struct {
+	Updates chan map[string]any // closed at complete
+}
+
+// SubscribeTrip subscribes to a trip's updates as key, the way Apollo Client's and urql's
+// graphql-ws client does: connection_init with the key, then one subscribe.
+func (h *Harness) SubscribeTrip(key, tripID string) *gqlSubscription {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.URL, "http")+"/v1/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(conn.Subprotocol()).To(Equal("graphql-transport-ws"))
+	send := func(v any) {
+		data, err := json.Marshal(v)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conn.Write(ctx, websocket.MessageText, data)).To(Succeed())
+	}
+	read := func() map[string]any {
+		_, data, err := conn.Read(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		var msg map[string]any
+		Expect(json.Unmarshal(data, &msg)).To(Succeed())
+		return msg
+	}
+	send(map[string]any{"type": "connection_init", "payload": map[string]any{"Authorization": "Bearer " + key}})
+	Expect(read()["type"]).To(Equal("connection_ack"))
+	send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
+		"query":     `subscription($id: ID!) { tripUpdated(id: $id) { tripId status etaMinutes driverLocation { lat lng recordedAt } updatedAt } }`,
+		"variables": map[string]any{"id": tripID},
+	}})
+	sub := &gqlSubscription{Updates: make(chan map[string]any, 100)}
+	go func() {
+		defer GinkgoRecover()
+		defer close(sub.Updates)
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			Expect(string(data)).NotTo(ContainSubstring(`"type":"error"`))
+			var msg struct {
+				ID      string `json:"id"`
+				Type    string `json:"type"`
+				Payload struct {
+					Data   map[string]map[string]any `json:"data"`
+					Errors []any                     `json:"errors"`
+				} `json:"payload"`
+			}
+			Expect(json.Unmarshal(data, &msg)).To(Succeed())
+			switch msg.Type {
+			case "next":
+				Expect(msg.ID).To(Equal("1"))
+				Expect(msg.Payload.Errors).To(BeEmpty())
+				sub.Updates <- msg.Payload.Data["tripUpdated"]
+			case "complete":
+				_ = conn.Close(websocket.StatusNormalClosure, "")
+				return
+			default:
+				Fail("unexpected message " + string(data))
+			}
+		}
+	}()
+	return sub
+}
+
+// Next is the subscription's next update, within a few seconds.
+func (s *gqlSubscription) Next() map[string]any {
+	GinkgoHelper()
+	select {
+	case u, ok := <-s.Updates:
+		Expect(ok).To(BeTrue(), "the subscription completed")
+		return u
+	case <-time.After(5 * time.Second):
+		Fail("no update within 5 s")
+	}
+	return nil
 }

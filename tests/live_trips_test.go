@@ -30,10 +30,13 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		Expect(trip.DriverSummary.Id).To(Equal(near.ID), "the nearer online driver gets the trip")
 		Expect(trip.EtaMinutes).NotTo(BeNil())
 
-		// The rider follows on this replica, an admin on another one.
+		// The rider follows on this replica; an admin's stream and the rider's GraphQL
+		// subscription run on another one.
 		replica, _ := h.Replica(server.Config{}, nil)
 		riderStream := h.FollowTrip(riderKey, trip.Id, "")
 		adminStream := replica.FollowTrip(h.Admin, trip.Id, "")
+		subscription := replica.SubscribeTrip(riderKey, trip.Id)
+		Expect(subscription.Next()).To(And(HaveKeyWithValue("status", "ACCEPTED"), HaveKeyWithValue("driverLocation", Not(BeNil()))))
 		Expect(riderStream.Status).To(Equal(http.StatusOK))
 		Expect(adminStream.Status).To(Equal(http.StatusOK))
 		for _, s := range []*tripStream{riderStream, adminStream} {
@@ -46,6 +49,7 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		for _, s := range []*tripStream{riderStream, adminStream} {
 			Expect(s.Next().Update["status"]).To(Equal("arriving"))
 		}
+		Expect(subscription.Next()["status"]).To(Equal("ARRIVING"))
 
 		// The driver comes closer: every position reaches both streams, with a falling ETA.
 		var etas []float64
@@ -56,6 +60,7 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 			Expect(m.Update["driver_location"]).To(HaveKeyWithValue("lat", BeNumerically("~", loc(city, 2_000+meters, 1_000)["lat"], 1e-9)))
 			etas = append(etas, m.Update["eta_minutes"].(float64))
 			Expect(adminStream.Next().Update["eta_minutes"]).To(Equal(m.Update["eta_minutes"]), "the other replica tells the same")
+			Expect(subscription.Next()["etaMinutes"]).To(Equal(m.Update["eta_minutes"]), "and so does GraphQL")
 		}
 		Expect(etas).To(Equal([]float64{4, 3, 2, 1}), "ceil(1.3 × distance at 30 km/h), at least a minute")
 
@@ -65,6 +70,7 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 			Expect(m.Update["status"]).To(Equal("in_progress"))
 			Expect(m.Update).NotTo(HaveKey("eta_minutes"), "no ETA after pickup")
 		}
+		Expect(subscription.Next()).To(And(HaveKeyWithValue("status", "IN_PROGRESS"), HaveKeyWithValue("etaMinutes", BeNil())))
 		Expect(h.PutStatus(nearKey, trip.Id, "completed", nil).Status).To(Equal(http.StatusOK))
 		for _, s := range []*tripStream{riderStream, adminStream} {
 			m := s.Next()
@@ -73,6 +79,9 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 			Expect(m.Update).NotTo(HaveKey("driver_location"), "nobody sees where the driver is after the trip")
 			s.Ended()
 		}
+		Expect(subscription.Next()).To(And(HaveKeyWithValue("status", "COMPLETED"), HaveKeyWithValue("etaMinutes", BeNil()),
+			HaveKeyWithValue("driverLocation", BeNil())))
+		Eventually(subscription.Updates).Within(5*time.Second).Should(BeClosed(), "the subscription completes with the trip")
 
 		// The final trip carries no ETA and no position anywhere.
 		for _, key := range []string{riderKey, nearKey, h.Admin} {

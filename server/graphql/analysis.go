@@ -42,6 +42,7 @@ const (
 // servers use. A refused or failed field carries the catalogue's own code, in capitals.
 var (
 	gqlCodeForbidden = strings.ToUpper(problem.Forbidden)
+	gqlCodeNotFound  = strings.ToUpper(problem.NotFound)
 	gqlCodeInternal  = strings.ToUpper(problem.Internal)
 )
 
@@ -153,9 +154,9 @@ func analyzeDocument(query, operationName string) (documentAnalysis, *requestErr
 	switch {
 	case w.err != nil:
 		return a, w.err
-	case op.Operation != ast.Query:
+	case op.Operation == ast.Mutation:
 		return a, newRequestError(gqlCodeBadRequest,
-			"This API offers queries only; %s operations are not supported.", op.Operation).at(op.Position)
+			"This API offers queries and subscriptions; %s operations are not supported.", op.Operation).at(op.Position)
 	case m.depth > graphQLMaxDepth:
 		return a, newRequestError(gqlCodeTooDeep,
 			"The query nests fields %d deep; the limit is %d.", m.depth, graphQLMaxDepth).at(op.Position)

@@ -19,6 +19,7 @@ import (
 	graphql "github.com/graph-gophers/graphql-go"
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 	gqllog "github.com/graph-gophers/graphql-go/log"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/schema"
@@ -39,6 +40,20 @@ type Host interface {
 	RequestID(ctx context.Context) string
 	// ETAMinutes is the trip's minutes until pickup as REST tells them, or nil.
 	ETAMinutes(t *store.Trip) *int
+	// DriverLocation is where the trip's driver is, when the caller may see it; else nil.
+	DriverLocation(ctx context.Context, t *store.Trip) *store.DriverPosition
+	// FollowTrip sends the trip's live state as the caller may see it: at once, then at every
+	// change, until the trip is final (then it closes the channel) or ctx ends.
+	FollowTrip(ctx context.Context, t store.Trip) <-chan LiveTrip
+}
+
+// LiveTrip is a trip's live state, as Subscription.tripUpdated sends it.
+type LiveTrip struct {
+	TripID         string
+	Status         string
+	ETAMinutes     *int
+	DriverLocation *store.DriverPosition
+	UpdatedAt      time.Time
 }
 
 // Config wires a Handler.
@@ -157,6 +172,11 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 	if reqErr != nil {
 		return graphQLFailure(reqErr, analysis.cost)
 	}
+	if analysis.operation.Operation == ast.Subscription {
+		return graphQLFailure(newRequestError(gqlCodeBadRequest,
+			"Subscriptions run over a WebSocket to /v1/graphql speaking graphql-transport-ws, not over HTTP requests.").
+			at(analysis.operation.Position), analysis.cost)
+	}
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), analysis, r.variables))
 	run, patch := rewriteIntrospection(analysis.doc, query, h.schemaDescription)
@@ -263,10 +283,15 @@ func graphQLFailure(e *requestError, cost int) (Answer, error) {
 		status = http.StatusOK
 	}
 	env := graphQLEnvelope{
-		Errors:     []graphQLError{{Message: e.message, Locations: e.locations, Extensions: map[string]any{"code": e.code}}},
+		Errors:     []graphQLError{e.graphQLError()},
 		Extensions: graphQLExtensions{Cost: graphQLCost{Requested: cost, Limit: graphQLMaxCost}},
 	}
 	return env.answer(status)
+}
+
+// graphQLError is e as an answer's error.
+func (e *requestError) graphQLError() graphQLError {
+	return graphQLError{Message: e.message, Locations: e.locations, Extensions: map[string]any{"code": e.code}}
 }
 
 // answer encodes the envelope.

@@ -106,6 +106,10 @@ func (n *tripNode) EtaMinutes() *int32 {
 	return &eta
 }
 
+func (n *tripNode) DriverLocation(ctx context.Context) *positionNode {
+	return positionOf(n.host.DriverLocation(ctx, &n.t))
+}
+
 func (n *tripNode) CompletedAt() *dateTime { return optionalDateTime(n.t.CompletedAt) }
 func (n *tripNode) CancelledAt() *dateTime { return optionalDateTime(n.t.CancelledAt) }
 
@@ -251,3 +255,19 @@ func nonEmpty(s string) *string {
 	}
 	return &s
 }
+
+// positionNode resolves DriverPosition.
+type positionNode struct{ p store.DriverPosition }
+
+func positionOf(p *store.DriverPosition) *positionNode {
+	if p == nil {
+		return nil
+	}
+	return &positionNode{p: *p}
+}
+
+func (n *positionNode) Lat() float64         { return n.p.Lat }
+func (n *positionNode) Lng() float64         { return n.p.Lng }
+func (n *positionNode) Heading() *float64    { return n.p.Heading }
+func (n *positionNode) Speed() *float64      { return n.p.Speed }
+func (n *positionNode) RecordedAt() dateTime { return dateTime{n.p.RecordedAt} }

@@ -21,8 +21,8 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// newRequestID is random rather than sequential so ids from several replicas never collide.
-func newRequestID() string {
+// NewRequestID is random rather than sequential so ids from several replicas never collide.
+func NewRequestID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "req_" + hex.EncodeToString(b[:])

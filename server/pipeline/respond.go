@@ -50,7 +50,7 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 			// handed, so change that one, before any copy is made.
 			req.Method = http.MethodGet
 		}
-		requestID := newRequestID()
+		requestID := NewRequestID()
 		// A request the server has begun runs to its end even if the client goes away: a
 		// write commits or rolls back whole, and its Idempotency-Key then replays the answer
 		// to the retry. So the handlers get a context the client's disconnect does not

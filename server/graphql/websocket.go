@@ -1,0 +1,256 @@
+package graphql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	graphql "github.com/graph-gophers/graphql-go"
+)
+
+// GraphQL over a WebSocket, in the graphql-transport-ws protocol
+// (github.com/enisdenjo/graphql-ws, PROTOCOL.md), which current Apollo Client and urql speak:
+// the client sends connection_init (with its API key in the payload), the server answers
+// connection_ack; then each subscribe message runs one operation, answered with next messages
+// and a complete; complete from the client stops one; ping is answered pong. Protocol
+// violations close the socket with the protocol's 44xx codes.
+
+// Subprotocol is the WebSocket subprotocol GraphQL subscriptions speak.
+const Subprotocol = "graphql-transport-ws"
+
+// wsInitTimeout is how long a socket may stay open without connection_init.
+const wsInitTimeout = 10 * time.Second
+
+// Close codes of graphql-transport-ws.
+const (
+	wsBadRequest       websocket.StatusCode = 4400
+	wsForbidden        websocket.StatusCode = 4403
+	wsInitTimeoutCode  websocket.StatusCode = 4408
+	wsSubscriberExists websocket.StatusCode = 4409
+	wsTooManyInits     websocket.StatusCode = 4429
+	wsUnauthorized     websocket.StatusCode = 4401
+)
+
+// wsMessage is every message of the protocol.
+type wsMessage struct {
+	ID      string          `json:"id,omitempty"`
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Authenticate turns the API key of a socket (the Authorization value, "Bearer <key>") into the
+// context its operations run in; an error refuses the socket.
+type Authenticate func(ctx context.Context, authorization string) (context.Context, error)
+
+// IsWebSocket tells whether r asks to upgrade to a WebSocket.
+func IsWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// ServeWebSocket runs GraphQL operations, subscriptions included, over the WebSocket r asks
+// for, until either side closes it or ctx ends.
+func (h *Handler) ServeWebSocket(ctx context.Context, w http.ResponseWriter, r *http.Request, authenticate Authenticate) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols: []string{Subprotocol},
+		// Keys, not cookies, authenticate a socket: a page of any origin may open one, as it
+		// may call the REST API.
+		InsecureSkipVerify: true,
+	})
+	if err != nil {
+		return // Accept has answered
+	}
+	if conn.Subprotocol() != Subprotocol {
+		_ = conn.Close(websocket.StatusProtocolError, "Subprotocol not acceptable: use "+Subprotocol)
+		return
+	}
+	s := &wsSession{h: h, conn: conn, running: map[string]context.CancelFunc{}}
+	s.serve(ctx, r.Header.Get("Authorization"), authenticate)
+}
+
+// wsSession is one socket.
+type wsSession struct {
+	h    *Handler
+	conn *websocket.Conn
+
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // operations by id
+	ops     sync.WaitGroup
+}
+
+func (s *wsSession) serve(ctx context.Context, header string, authenticate Authenticate) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		s.ops.Wait()
+	}()
+	initCtx, initCancel := context.WithTimeout(ctx, wsInitTimeout)
+	first, err := s.read(initCtx)
+	initCancel()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		_ = s.conn.Close(wsInitTimeoutCode, "Connection initialisation timeout")
+		return
+	case err != nil:
+		_ = s.conn.Close(wsBadRequest, "Invalid message")
+		return
+	case first.Type != "connection_init":
+		_ = s.conn.Close(wsUnauthorized, "Unauthorized")
+		return
+	}
+	var init struct {
+		Authorization string `json:"Authorization"`
+	}
+	if len(first.Payload) > 0 && string(first.Payload) != "null" {
+		_ = json.Unmarshal(first.Payload, &init)
+	}
+	if init.Authorization != "" {
+		header = init.Authorization
+	}
+	opCtx, err := authenticate(ctx, header)
+	if err != nil {
+		_ = s.conn.Close(wsForbidden, "Forbidden: send a valid API key as {\"Authorization\": \"Bearer <key>\"}")
+		return
+	}
+	if s.write(ctx, wsMessage{Type: "connection_ack"}) != nil {
+		return
+	}
+	for {
+		msg, err := s.read(ctx)
+		if err != nil {
+			if websocket.CloseStatus(err) == -1 && ctx.Err() == nil {
+				_ = s.conn.Close(wsBadRequest, "Invalid message")
+			}
+			return
+		}
+		switch msg.Type {
+		case "ping":
+			_ = s.write(ctx, wsMessage{Type: "pong", Payload: msg.Payload})
+		case "pong":
+		case "connection_init":
+			_ = s.conn.Close(wsTooManyInits, "Too many initialisation requests")
+			return
+		case "subscribe":
+			if !s.subscribe(opCtx, msg) {
+				return
+			}
+		case "complete":
+			s.mu.Lock()
+			if stop := s.running[msg.ID]; stop != nil {
+				stop()
+			}
+			s.mu.Unlock()
+		default:
+			_ = s.conn.Close(wsBadRequest, "Unknown message type "+msg.Type)
+			return
+		}
+	}
+}
+
+// subscribe starts the operation of msg; false when the socket had to be closed.
+func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
+	var req struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+	}
+	if msg.ID == "" || json.Unmarshal(msg.Payload, &req) != nil {
+		_ = s.conn.Close(wsBadRequest, "A subscribe message needs an id and a payload with a query")
+		return false
+	}
+	s.mu.Lock()
+	if _, taken := s.running[msg.ID]; taken {
+		s.mu.Unlock()
+		_ = s.conn.Close(wsSubscriberExists, "Subscriber for "+msg.ID+" already exists")
+		return false
+	}
+	opCtx, stop := context.WithCancel(ctx)
+	s.running[msg.ID] = stop
+	s.mu.Unlock()
+
+	s.ops.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, msg.ID)
+			s.mu.Unlock()
+			stop()
+		}()
+		s.run(opCtx, msg.ID, req.Query, req.OperationName, req.Variables)
+	})
+	return true
+}
+
+// run answers one operation: error for a document that does not run, else next per result
+// and complete.
+func (s *wsSession) run(ctx context.Context, id, query, operationName string, variables map[string]any) {
+	analysis, reqErr := s.h.documents.analyze(query, operationName)
+	if reqErr != nil {
+		payload, _ := json.Marshal([]graphQLError{reqErr.graphQLError()})
+		_ = s.write(ctx, wsMessage{ID: id, Type: "error", Payload: payload})
+		return
+	}
+	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.h.host.Store(ctx), analysis, variables))
+	results, err := s.h.schema.Subscribe(ctx, query, operationName, variables)
+	if err != nil {
+		s.h.log.ErrorContext(ctx, "graphql subscribe failed", "error", err.Error())
+		return
+	}
+	first := true
+	for res := range results {
+		r, _ := res.(*graphql.Response)
+		if r == nil {
+			continue
+		}
+		if first && len(r.Data) == 0 && len(r.Errors) > 0 {
+			errs := make([]graphQLError, 0, len(r.Errors))
+			for _, e := range r.Errors {
+				errs = append(errs, s.h.errorFrom(e, false, false))
+			}
+			payload, _ := json.Marshal(errs)
+			_ = s.write(ctx, wsMessage{ID: id, Type: "error", Payload: payload})
+			return
+		}
+		first = false
+		env := struct {
+			Data   json.RawMessage `json:"data,omitempty"`
+			Errors []graphQLError  `json:"errors,omitempty"`
+		}{Data: r.Data}
+		for _, e := range r.Errors {
+			env.Errors = append(env.Errors, s.h.errorFrom(e, true, len(r.Data) > 0))
+		}
+		payload, _ := json.Marshal(env)
+		if s.write(ctx, wsMessage{ID: id, Type: "next", Payload: payload}) != nil {
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		_ = s.write(context.WithoutCancel(ctx), wsMessage{ID: id, Type: "complete"})
+	}
+}
+
+func (s *wsSession) read(ctx context.Context) (wsMessage, error) {
+	var msg wsMessage
+	_, data, err := s.conn.Read(ctx)
+	if err != nil {
+		return msg, err
+	}
+	if err := json.Unmarshal(data, &msg); err != nil || msg.Type == "" {
+		return msg, errors.New("graphql-transport-ws: not a message")
+	}
+	return msg, nil
+}
+
+func (s *wsSession) write(ctx context.Context, msg wsMessage) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.conn.Write(ctx, websocket.MessageText, data)
+}
