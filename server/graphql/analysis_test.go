@@ -46,7 +46,7 @@ var _ = Describe("GraphQL document analysis", func() {
 		Entry("10,001 characters", "{ __typename }#"+strings.Repeat("x", 10_001-15), gqlCodeTooLong, "10001 characters"),
 		Entry("a syntax error", `{ trip(id: "x" { id } }`, gqlCodeParseFailed, "Syntax error"),
 		Entry("a fragment cycle", `{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }`, gqlCodeValidationFailed, "within itself"),
-		Entry("a mutation", `mutation { cancel }`, gqlCodeBadRequest, "queries only"),
+		Entry("a mutation", `mutation { cancel }`, gqlCodeBadRequest, "mutation operations are not supported"),
 		Entry("no operation", `fragment F on Query { __typename }`, gqlCodeOperationResolutionFailure, "no operation"),
 		Entry("two anonymous operations", `{ a } { b }`, gqlCodeOperationResolutionFailure, "operationName"),
 	)

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type ingestResult struct {
+	positions, requests, failures int64
+	elapsed                       time.Duration
+	idle, loaded                  []time.Duration // booking latencies
+}
+
+// measureIngest books trips alone, then while every worker reports batches of positions as
+// fast as the replicas answer.
+func (b *bench) measureIngest(ctx context.Context) (ingestResult, error) {
+	var res ingestResult
+	idle, err := b.bookFor(ctx, 3*time.Second)
+	if err != nil {
+		return res, err
+	}
+	res.idle = idle
+
+	var positions, requests, failures atomic.Int64
+	loadCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range b.o.workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for loadCtx.Err() == nil {
+				d := b.drivers[r.IntN(len(b.drivers))]
+				if err := b.report(loadCtx, w%2, d, b.o.batch, time.Now()); err != nil {
+					if loadCtx.Err() == nil {
+						failures.Add(1)
+					}
+					continue
+				}
+				requests.Add(1)
+				positions.Add(int64(b.o.batch))
+			}
+		})
+	}
+	loaded, err := b.bookFor(ctx, b.o.duration)
+	stop()
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	res.positions, res.requests, res.failures = positions.Load(), requests.Load(), failures.Load()
+	res.loaded = loaded
+	return res, err
+}
+
+// bookFor books and finishes trips one after another on alternating replicas for d, and
+// returns the bookings' latencies.
+func (b *bench) bookFor(ctx context.Context, d time.Duration) ([]time.Duration, error) {
+	var latencies []time.Duration
+	deadline := time.Now().Add(d)
+	for i := 0; time.Now().Before(deadline); i++ {
+		t, took, err := b.book(ctx, i%2, b.riders[len(b.riders)-1])
+		if err != nil {
+			return latencies, fmt.Errorf("booking: %w", err)
+		}
+		latencies = append(latencies, took)
+		if err := b.finish(ctx, i%2, t); err != nil {
+			return latencies, err
+		}
+	}
+	return latencies, nil
+}
+
+func (r ingestResult) print(w io.Writer) {
+	rate := float64(r.positions) / r.elapsed.Seconds()
+	fmt.Fprintf(w, "Position ingest: %d positions in %d reports (%d failed) in %.1f s: %.0f positions/s, %.0f reports/s\n",
+		r.positions, r.requests, r.failures, r.elapsed.Seconds(), rate, float64(r.requests)/r.elapsed.Seconds())
+	idle, loaded := sortedCopy(r.idle), sortedCopy(r.loaded)
+	fmt.Fprintf(w, "Booking (POST /v1/rides), alone:            %4d bookings, p50 %s, p99 %s\n", len(idle), ms(percentile(idle, 50)), ms(percentile(idle, 99)))
+	fmt.Fprintf(w, "Booking (POST /v1/rides), during ingest:    %4d bookings, p50 %s, p99 %s (p50 ratio %.2f)\n\n",
+		len(loaded), ms(percentile(loaded, 50)), ms(percentile(loaded, 99)),
+		float64(percentile(loaded, 50))/float64(max(percentile(idle, 50), 1)))
+}
