@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,37 +37,27 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 		}
 	}
 	p := req.Body.Positions[latest]
-	var driver store.Driver
-	err := s.inRequestTx(ctx, func(tx *store.Store) error {
-		d, err := tx.DriverByID(ctx, req.DriverId)
-		if err != nil {
-			return notFoundAs(err, "driver", req.DriverId)
-		}
-		tripID, err := tx.ActiveTripOfDriver(ctx, d.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if !d.Online && tripID == "" {
-			return problem.New(problem.DriverOffline,
-				"The driver is offline and drives no trip. Go online first: PUT /v1/drivers/{driverId}/availability.")
-		}
-		var taken bool
-		driver, taken, err = tx.RecordDriverPosition(ctx, d.ID, store.DriverPosition{
-			Lat: p.Lat, Lng: p.Lng, Heading: p.Heading, Speed: p.Speed, RecordedAt: p.RecordedAt,
-		})
-		if err != nil || !taken || tripID == "" {
-			return err
-		}
-		trip, err := tx.TripByID(ctx, tripID)
-		if err != nil {
-			return err
-		}
-		return publishTripUpdate(ctx, tx, &trip, now)
+	st := s.storeFor(ctx)
+	report, err := st.RecordDriverPosition(ctx, req.DriverId, store.DriverPosition{
+		Lat: p.Lat, Lng: p.Lng, Heading: p.Heading, Speed: p.Speed, RecordedAt: p.RecordedAt,
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case err != nil:
+		return nil, notFoundAs(err, "driver", req.DriverId)
+	case !report.Online && report.ActiveTripID == "":
+		return nil, problem.New(problem.DriverOffline,
+			"The driver is offline and drives no trip. Go online first: PUT /v1/drivers/{driverId}/availability.")
+	}
+	if report.Taken && report.ActiveTripID != "" {
+		// The trip's followers get the position; a report that stored it but failed to tell
+		// them is still a success for the driver, whose next report tells them.
+		if trip, err := st.TripByID(ctx, report.ActiveTripID); err == nil {
+			if err := publishTripUpdate(ctx, st, &trip, now); err != nil {
+				s.log.WarnContext(ctx, "publish trip update", "trip_id", trip.ID, "error", err.Error())
+			}
+		}
 	}
 	return gen.ReportDriverPositions200JSONResponse{Body: gen.DriverPositionBatchResult{
-		Received: int32(len(req.Body.Positions)), Position: positionView(*driver.Position()),
+		Received: int32(len(req.Body.Positions)), Position: positionView(report.Position),
 	}}, nil
 }

@@ -2,7 +2,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // SetDriverOnline records whether the driver takes new trips and returns the driver as
@@ -24,22 +31,136 @@ type DriverPosition struct {
 	RecordedAt time.Time
 }
 
-// RecordDriverPosition makes p the driver's position unless the driver already has one
-// recorded at or after p.RecordedAt: reports that arrive late, out of order or twice change
-// nothing. It returns the driver as stored afterwards and whether p was taken. ErrNotFound
-// for an unknown driver.
-func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p DriverPosition) (Driver, bool, error) {
-	at := utcMicro(p.RecordedAt)
-	res := s.conn(ctx).Table("drivers").
-		Where("id = ? AND (position_at IS NULL OR position_at < ?)", driverID, at).
-		UpdateColumns(map[string]any{
-			"lat": p.Lat, "lng": p.Lng, "heading": p.Heading, "speed": p.Speed, "position_at": at,
-		})
-	if res.Error != nil {
-		return Driver{}, false, interpretError(res.Error)
+// recordPositionSQL is RecordDriverPosition on PostgreSQL. The main query sees the driver as
+// they were before the CTE's update, so the position it reads is the previous one; when the
+// update took the report, the report is the position.
+var recordPositionSQL = placeholders(`
+WITH active AS (
+    SELECT id FROM trips WHERE driver_id = ? AND status IN ('` + strings.Join(ActiveTripStatuses, "', '") + `') LIMIT 1
+), taken AS (
+    UPDATE drivers SET lat = ?, lng = ?, heading = ?, speed = ?, position_at = ?
+    WHERE id = ? AND (position_at IS NULL OR position_at < ?)
+      AND (online OR EXISTS (SELECT 1 FROM active))
+    RETURNING 1
+)
+SELECT d.online, COALESCE((SELECT id FROM active), ''), EXISTS (SELECT 1 FROM taken),
+       d.lat, d.lng, d.heading, d.speed, d.position_at
+FROM drivers d WHERE d.id = ?`)
+
+// positionsPoolSize bounds the connections that write positions: each write is one short
+// statement, so a few connections carry thousands a second.
+const positionsPoolSize = 4
+
+// openPositionsPool opens the pool of RecordDriverPosition: connections with
+// synchronous_commit off. A position is worth keeping only until the next one, a few seconds
+// later, so its commit does not wait for the WAL to reach the disk; a crash can lose the
+// last fraction of a second of positions, never anything else (every other write goes through
+// the main pool, durable), and the drivers' next reports replace them.
+func openPositionsPool(cfg *pgx.ConnConfig) *sql.DB {
+	c := cfg.Copy()
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
 	}
-	d, err := s.DriverByID(ctx, driverID)
-	return d, res.RowsAffected == 1, err
+	c.RuntimeParams["synchronous_commit"] = "off"
+	db := stdlib.OpenDB(*c)
+	db.SetMaxOpenConns(positionsPoolSize)
+	db.SetMaxIdleConns(positionsPoolSize)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db
+}
+
+// sqlText is one statement in both placeholder syntaxes: ? for GORM, $1… for pgx.
+type sqlText struct{ marked, numbered string }
+
+func placeholders(q string) sqlText {
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return sqlText{marked: q, numbered: b.String()}
+}
+
+// PositionReport is what recording a driver's position found and did.
+type PositionReport struct {
+	// Online and ActiveTripID are the driver's state when the position arrived.
+	Online       bool
+	ActiveTripID string // empty when they drive no trip
+	// Taken tells whether the position became the driver's; Position is the driver's
+	// position afterwards.
+	Taken    bool
+	Position DriverPosition
+}
+
+// RecordDriverPosition makes p the driver's position if they are online or drive a trip, and
+// unless they already have a position recorded at or after p.RecordedAt: reports that arrive
+// late, out of order or twice change nothing. ErrNotFound for an unknown driver.
+//
+// On PostgreSQL it is one statement, one round trip: positions are the most frequent write
+// there is.
+func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p DriverPosition) (PositionReport, error) {
+	at := utcMicro(p.RecordedAt)
+	if s.engine != EnginePostgres {
+		var r PositionReport
+		err := s.WithTx(ctx, func(tx *Store) error {
+			d, err := tx.DriverByID(ctx, driverID)
+			if err != nil {
+				return err
+			}
+			r.Online = d.Online
+			if r.ActiveTripID, err = tx.ActiveTripOfDriver(ctx, driverID); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if current := d.Position(); current != nil {
+				r.Position = *current
+			}
+			if !r.Online && r.ActiveTripID == "" {
+				return nil
+			}
+			res := tx.conn(ctx).Table("drivers").
+				Where("id = ? AND (position_at IS NULL OR position_at < ?)", driverID, at).
+				UpdateColumns(map[string]any{"lat": p.Lat, "lng": p.Lng, "heading": p.Heading, "speed": p.Speed, "position_at": at})
+			if res.Error != nil {
+				return interpretError(res.Error)
+			}
+			r.Taken = res.RowsAffected == 1
+			return nil
+		})
+		if r.Taken {
+			p.RecordedAt = at
+			r.Position = p
+		}
+		return r, err
+	}
+	args := []any{driverID, p.Lat, p.Lng, p.Heading, p.Speed, at, driverID, at, driverID}
+	var row *sql.Row
+	if s.positions != nil {
+		row = s.positions.QueryRowContext(ctx, recordPositionSQL.numbered, args...)
+	} else {
+		row = s.conn(ctx).Raw(recordPositionSQL.marked, args...).Row() // inside a request's transaction
+	}
+	var (
+		r          PositionReport
+		current    DriverPosition
+		positionAt *time.Time
+	)
+	if err := row.Scan(&r.Online, &r.ActiveTripID, &r.Taken, &current.Lat, &current.Lng, &current.Heading, &current.Speed, &positionAt); err != nil {
+		return PositionReport{}, interpretError(err)
+	}
+	switch {
+	case r.Taken:
+		p.RecordedAt = at
+		r.Position = p
+	case positionAt != nil:
+		current.RecordedAt = positionAt.UTC()
+		r.Position = current
+	}
+	return r, nil
 }
 
 // ActiveTripOfDriver is the id of the trip the driver is driving (accepted, arriving or in

@@ -70,6 +70,10 @@ type Store struct {
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
 	reads *tripReads
+	// positions is the small PostgreSQL pool that writes drivers' positions without waiting
+	// for the WAL flush (RecordDriverPosition); nil on SQLite and for a transaction-scoped
+	// Store.
+	positions *sql.DB
 }
 
 // The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
@@ -88,7 +92,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	engine, dialector, err := dialectorFor(url, o)
+	engine, dialector, pgConfig, err := dialectorFor(url, o)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +133,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
+	if pgConfig != nil {
+		s.positions = openPositionsPool(pgConfig)
+	}
 	s.reads = &tripReads{s: s}
 	if err := s.Ping(ctx); err != nil {
 		_ = sqlDB.Close()
@@ -137,21 +144,22 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// dialectorFor picks the engine and GORM dialector for a database URL.
-func dialectorFor(raw string, o options) (Engine, gorm.Dialector, error) {
+// dialectorFor picks the engine and GORM dialector for a database URL, and for PostgreSQL
+// the connection settings.
+func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfig, error) {
 	switch {
 	case raw == "":
-		return EngineSQLite, sqlite.Open(sqliteDSN(DefaultSQLitePath)), nil
+		return EngineSQLite, sqlite.Open(sqliteDSN(DefaultSQLitePath)), nil, nil
 	case strings.HasPrefix(raw, "sqlite://"):
 		path := strings.TrimPrefix(raw, "sqlite://")
 		if path == "" {
-			return "", nil, errors.New("store: sqlite:// URL without a file path")
+			return "", nil, nil, errors.New("store: sqlite:// URL without a file path")
 		}
-		return EngineSQLite, sqlite.Open(sqliteDSN(path)), nil
+		return EngineSQLite, sqlite.Open(sqliteDSN(path)), nil, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
 		if _, err := url.Parse(raw); err != nil {
 			// url.Error quotes the URL, password included: report only the kind of problem.
-			return "", nil, errors.New("store: malformed PostgreSQL URL")
+			return "", nil, nil, errors.New("store: malformed PostgreSQL URL")
 		}
 		if !strings.Contains(raw, "connect_timeout=") {
 			// A server that does not answer must not hold a request for the TCP timeout.
@@ -163,13 +171,13 @@ func dialectorFor(raw string, o options) (Engine, gorm.Dialector, error) {
 		}
 		cfg, err := pgx.ParseConfig(raw)
 		if err != nil {
-			return "", nil, errors.New("store: malformed PostgreSQL URL") // its text may quote the password
+			return "", nil, nil, errors.New("store: malformed PostgreSQL URL") // its text may quote the password
 		}
 		boundReads(cfg, o.readTimeout)
-		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), nil
+		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), cfg, nil
 	default:
 		scheme, _, _ := strings.Cut(raw, "://")
-		return "", nil, fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)
+		return "", nil, nil, fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)
 	}
 }
 
@@ -273,6 +281,9 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	if s.sqlDB == nil {
 		return nil
+	}
+	if s.positions != nil {
+		_ = s.positions.Close()
 	}
 	return s.sqlDB.Close()
 }

@@ -27,6 +27,11 @@ type fanOutResult struct {
 // replica A, and measures when each stream receives each position.
 func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 	res := fanOutResult{streams: b.o.streams, trips: b.o.trips, reports: b.o.reports}
+	// Fresh replicas that collect often: the heap in use then follows the live heap, and the
+	// memory of a stream can be read from it.
+	if err := b.startReplicas(ctx, "GOGC=10"); err != nil {
+		return res, err
+	}
 	type followed struct {
 		id, riderKey string
 		driver       benchDriver

@@ -8,9 +8,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 type ingestResult struct {
+	target, batch                 int
 	positions, requests, failures int64
 	elapsed                       time.Duration
 	idle, loaded                  []time.Duration // booking latencies
@@ -19,7 +22,7 @@ type ingestResult struct {
 // measureIngest books trips alone, then while every worker reports batches of positions as
 // fast as the replicas answer.
 func (b *bench) measureIngest(ctx context.Context) (ingestResult, error) {
-	var res ingestResult
+	res := ingestResult{target: b.o.rate, batch: b.o.batch}
 	idle, err := b.bookFor(ctx, 3*time.Second)
 	if err != nil {
 		return res, err
@@ -28,12 +31,22 @@ func (b *bench) measureIngest(ctx context.Context) (ingestResult, error) {
 
 	var positions, requests, failures atomic.Int64
 	loadCtx, stop := context.WithCancel(ctx)
+	// Reports are paced to the target rate (an open load, as a fleet's apps report on their
+	// own clock); 0 reports as fast as the replicas answer.
+	pace := rate.NewLimiter(rate.Inf, 1)
+	if b.o.rate > 0 {
+		perSecond := float64(b.o.rate) / float64(b.o.batch)
+		pace = rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond/100)))
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w := range b.o.workers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 7))
 			for loadCtx.Err() == nil {
+				if pace.Wait(loadCtx) != nil {
+					return
+				}
 				d := b.drivers[r.IntN(len(b.drivers))]
 				if err := b.report(loadCtx, w%2, d, b.o.batch, time.Now()); err != nil {
 					if loadCtx.Err() == nil {
@@ -74,9 +87,13 @@ func (b *bench) bookFor(ctx context.Context, d time.Duration) ([]time.Duration, 
 }
 
 func (r ingestResult) print(w io.Writer) {
-	rate := float64(r.positions) / r.elapsed.Seconds()
-	fmt.Fprintf(w, "Position ingest: %d positions in %d reports (%d failed) in %.1f s: %.0f positions/s, %.0f reports/s\n",
-		r.positions, r.requests, r.failures, r.elapsed.Seconds(), rate, float64(r.requests)/r.elapsed.Seconds())
+	perSecond := float64(r.positions) / r.elapsed.Seconds()
+	target := "as fast as the replicas answer"
+	if r.target > 0 {
+		target = fmt.Sprintf("target %d/s", r.target)
+	}
+	fmt.Fprintf(w, "Position ingest (%s, %d per report): %d positions in %d reports (%d failed) in %.1f s: %.0f positions/s, %.0f reports/s\n",
+		target, r.batch, r.positions, r.requests, r.failures, r.elapsed.Seconds(), perSecond, float64(r.requests)/r.elapsed.Seconds())
 	idle, loaded := sortedCopy(r.idle), sortedCopy(r.loaded)
 	fmt.Fprintf(w, "Booking (POST /v1/rides), alone:            %4d bookings, p50 %s, p99 %s\n", len(idle), ms(percentile(idle, 50)), ms(percentile(idle, 99)))
 	fmt.Fprintf(w, "Booking (POST /v1/rides), during ingest:    %4d bookings, p50 %s, p99 %s (p50 ratio %.2f)\n\n",

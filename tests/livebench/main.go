@@ -26,6 +26,7 @@ type options struct {
 	drivers  int
 	workers  int
 	batch    int
+	rate     int
 	duration time.Duration
 	trips    int
 	streams  int
@@ -41,6 +42,7 @@ func main() {
 	flag.IntVar(&o.drivers, "drivers", 500, "online drivers reporting positions")
 	flag.IntVar(&o.workers, "c", 32, "concurrent reporting clients")
 	flag.IntVar(&o.batch, "batch", 10, "positions per report")
+	flag.IntVar(&o.rate, "rate", 5000, "positions per second to report in the ingest phase; 0: as fast as the replicas answer")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "measured time of the ingest phase")
 	flag.IntVar(&o.trips, "trips", 10, "trips the streams follow")
 	flag.IntVar(&o.streams, "streams", 1000, "open streams, split over both replicas and all trips")

@@ -21,7 +21,9 @@ import (
 // bench is a running setup: two replicas on a database of their own, and its data.
 type bench struct {
 	o        options
+	dbURL    string
 	replicas [2]string // base URLs
+	servers  [2]func() // stop each replica
 	stop     []func()
 	st       *store.Store
 	city     store.City
@@ -47,16 +49,11 @@ func setUp(ctx context.Context, o options) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, stop: []func(){drop}, byID: map[string]benchDriver{},
+	b := &bench{o: o, dbURL: url, stop: []func(){drop}, byID: map[string]benchDriver{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
-	for i, addr := range o.addrs {
-		stop, err := startReplica(ctx, o.rideapi, addr, url)
-		if err != nil {
-			b.tearDown()
-			return nil, err
-		}
-		b.stop = append(b.stop, stop)
-		b.replicas[i] = "http://" + addr
+	if err := b.startReplicas(ctx); err != nil {
+		b.tearDown()
+		return nil, err
 	}
 	if b.st, err = store.Open(ctx, url); err != nil {
 		b.tearDown()
@@ -69,8 +66,25 @@ func setUp(ctx context.Context, o options) (*bench, error) {
 	return b, nil
 }
 
+// startReplicas (re)starts both replicas with env added to their environment.
+func (b *bench) startReplicas(ctx context.Context, env ...string) error {
+	for i, addr := range b.o.addrs {
+		if b.servers[i] != nil {
+			b.servers[i]()
+			b.servers[i] = nil
+		}
+		stop, err := startReplica(ctx, b.o.rideapi, addr, b.dbURL, env...)
+		if err != nil {
+			return err
+		}
+		b.servers[i] = stop
+		b.replicas[i] = "http://" + addr
+	}
+	return nil
+}
+
 // startReplica runs the server binary on addr and waits until it is ready (migrated).
-func startReplica(ctx context.Context, binary, addr, dbURL string) (func(), error) {
+func startReplica(ctx context.Context, binary, addr, dbURL string, env ...string) (func(), error) {
 	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("%s is already taken: stop what listens there or pass -addr-a/-addr-b", addr)
@@ -78,7 +92,8 @@ func startReplica(ctx context.Context, binary, addr, dbURL string) (func(), erro
 	cmd := exec.CommandContext(ctx, binary)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+addr, "RIDE_DEMO_DATA=false",
 		"RIDE_RATE_LIMIT_READ=0", "RIDE_RATE_LIMIT_WRITE=0", "RIDE_CURSOR_SECRET=livebench-cursor-secret-0123456789")
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the request log of thousands of requests
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w (build it with go build -o %s ./server/cmd/rideapi)", binary, err, binary)
 	}
@@ -152,6 +167,11 @@ func (b *bench) load(ctx context.Context) error {
 func (b *bench) tearDown() {
 	if b.st != nil {
 		_ = b.st.Close()
+	}
+	for _, stop := range b.servers {
+		if stop != nil {
+			stop()
+		}
 	}
 	for i := len(b.stop) - 1; i >= 0; i-- {
 		b.stop[i]()
