@@ -3,8 +3,10 @@ package tests
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/coder/websocket"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -221,6 +223,44 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		otherKey := h.Key(auth.RoleRider, other.ID)
 		ExpectProblem(h.Book(otherKey, map[string]any{"estimate_id": h.NewEstimate(otherKey, city).EstimateId}), http.StatusConflict, "no_driver_available")
 		Expect(h.GET("/v1/drivers/"+driver.ID+"/availability", driverKey).JSON()).NotTo(HaveKey("active_trip_id"))
+	})
+
+	It("close a socket whose key is refused, and end a subscription to someone else's trip with FORBIDDEN", func(ctx SpecContext) {
+		dial := func() *websocket.Conn {
+			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.URL, "http")+"/v1/graphql",
+				&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+			Expect(err).NotTo(HaveOccurred())
+			return conn
+		}
+		conn := dial()
+		Expect(conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":{"Authorization":"Bearer rk_nope"}}`))).To(Succeed())
+		_, _, err := conn.Read(ctx)
+		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusCode(4403)))
+
+		city := h.NewCity(CityOpts{})
+		h.NewDriver(DriverOpts{City: city.ID})
+		rider := h.NewRider()
+		riderKey := h.Key(auth.RoleRider, rider.ID)
+		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		stranger := h.Key(auth.RoleRider, h.NewRider().ID)
+		conn = dial()
+		defer conn.CloseNow()
+		Expect(conn.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+stranger+`"}}`))).To(Succeed())
+		_, ack, err := conn.Read(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(ack)).To(ContainSubstring("connection_ack"))
+		Expect(conn.Write(ctx, websocket.MessageText, []byte(`{"id":"s1","type":"subscribe","payload":{"query":"subscription { tripUpdated(id: \"`+trip.Id+`\") { status } }"}}`))).To(Succeed())
+		_, msg, err := conn.Read(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(msg)).To(And(ContainSubstring(`"id":"s1"`), ContainSubstring("FORBIDDEN")))
+	})
+
+	It("answer a GraphQL subscription sent over HTTP with 400, pointing at the WebSocket", func() {
+		res := h.GQL(h.Admin, map[string]any{"query": `subscription { tripUpdated(id: "trp_x") { status } }`})
+		Expect(res.Status).To(Equal(http.StatusBadRequest))
+		errs := res.JSON()["errors"].([]any)
+		Expect(errs[0]).To(HaveKeyWithValue("message", ContainSubstring("WebSocket")))
+		Expect(errs[0]).To(HaveKeyWithValue("extensions", HaveKeyWithValue("code", "BAD_REQUEST")))
 	})
 
 	It("list the served cities with each ride type's prices", func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	graphql "github.com/graph-gophers/graphql-go"
+	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 
 	"github.com/rideapi/ride/store"
 )
@@ -21,11 +22,16 @@ func (q *graphQLQuery) TripUpdated(ctx context.Context, args struct{ ID idInput 
 	if found {
 		exists, readable = q.h.host.TripAccess(ctx, t)
 	}
+	// graphql-go passes a *QueryError of a subscription resolver on as it is (any other error
+	// loses its extensions), so the refusals are written as such.
+	refuse := func(code, message string) error {
+		return &gqlerrors.QueryError{Message: message, Path: []any{"tripUpdated"}, Extensions: map[string]any{"code": code}}
+	}
 	switch {
 	case !found || !exists:
-		return nil, &graphQLFieldError{code: gqlCodeNotFound, message: "No trip has this id."}
+		return nil, refuse(gqlCodeNotFound, "No trip has this id.")
 	case !readable:
-		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "This trip belongs to another rider or driver."}
+		return nil, refuse(gqlCodeForbidden, "This trip belongs to another rider or driver.")
 	}
 	updates := make(chan *tripUpdateNode)
 	live := q.h.host.FollowTrip(ctx, t)
