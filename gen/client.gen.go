@@ -655,9 +655,11 @@ type ClientInterface interface {
 
 	// StreamTripUpdates Follow a trip live (Server-Sent Events)
 	//
-	// A `text/event-stream` of the trip's live state, for the callers who may read the trip,
-	// with the same refusals as `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's
-	// reach, 403 for another rider's or driver's trip of the account). Each message is
+	// The trip's live state, for the callers who may read the trip, with the same refusals as
+	// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
+	// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+	// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
+	// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 	// `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
 	// status, `eta_minutes` while the driver is on the way and, for its rider and admins,
 	// `driver_location`. A message is sent at once on connecting, then on every status
@@ -1774,9 +1776,11 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 
 // StreamTripUpdates Follow a trip live (Server-Sent Events)
 //
-// A `text/event-stream` of the trip's live state, for the callers who may read the trip,
-// with the same refusals as `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's
-// reach, 403 for another rider's or driver's trip of the account). Each message is
+// The trip's live state, for the callers who may read the trip, with the same refusals as
+// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
+// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
+// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 // `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
 // status, `eta_minutes` while the driver is on the way and, for its rider and admins,
 // `driver_location`. A message is sent at once on connecting, then on every status
@@ -5201,9 +5205,11 @@ type ClientWithResponsesInterface interface {
 
 	// StreamTripUpdatesWithResponse Follow a trip live (Server-Sent Events)
 	//
-	// A `text/event-stream` of the trip's live state, for the callers who may read the trip,
-	// with the same refusals as `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's
-	// reach, 403 for another rider's or driver's trip of the account). Each message is
+	// The trip's live state, for the callers who may read the trip, with the same refusals as
+	// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
+	// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+	// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
+	// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 	// `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
 	// status, `eta_minutes` while the driver is on the way and, for its rider and admins,
 	// `driver_location`. A message is sent at once on connecting, then on every status
@@ -10862,6 +10868,8 @@ type StreamTripUpdatesResponse503Headers struct {
 type StreamTripUpdatesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TripLiveUpdate
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -10896,6 +10904,11 @@ type StreamTripUpdatesResponse struct {
 	Headers500 *StreamTripUpdatesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StreamTripUpdatesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StreamTripUpdatesResponse) GetJSON200() *TripLiveUpdate {
+	return r.JSON200
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -13709,9 +13722,11 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 
 // StreamTripUpdatesWithResponse Follow a trip live (Server-Sent Events)
 //
-// A `text/event-stream` of the trip's live state, for the callers who may read the trip,
-// with the same refusals as `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's
-// reach, 403 for another rider's or driver's trip of the account). Each message is
+// The trip's live state, for the callers who may read the trip, with the same refusals as
+// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
+// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
+// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 // `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
 // status, `eta_minutes` while the driver is on the way and, for its rider and admins,
 // `driver_location`. A message is sent at once on connecting, then on every status
@@ -23859,6 +23874,13 @@ func ParseStreamTripUpdatesResponse(rsp *http.Response) (*StreamTripUpdatesRespo
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TripLiveUpdate
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23914,6 +23936,9 @@ func ParseStreamTripUpdatesResponse(rsp *http.Response) (*StreamTripUpdatesRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
 
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
@@ -40,6 +41,15 @@ func liveUpdateOf(t *store.Trip) liveUpdate {
 		u.DriverLocation = &at
 	}
 	return u
+}
+
+// viewedBy is u as caller may see it: driver_location for the trip's rider and admins only.
+func (u liveUpdate) viewedBy(caller auth.Principal) gen.TripLiveUpdate {
+	update := u.TripLiveUpdate
+	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, u.RiderID) {
+		update.DriverLocation = nil
+	}
+	return update
 }
 
 // publishTripUpdate sends trip's live state to its followers when tx commits.

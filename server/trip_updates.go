@@ -21,7 +21,16 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 	if err != nil {
 		return nil, err
 	}
-	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: auth.PrincipalFrom(ctx)}
+	caller := auth.PrincipalFrom(ctx)
+	if pipeline.MediaType(ctx) != "text/event-stream" {
+		// The current state once, for clients that poll.
+		current, err := s.currentLiveState(ctx, trip.ID)
+		if err != nil {
+			return nil, err
+		}
+		return gen.StreamTripUpdates200JSONResponse{Body: current.viewedBy(caller)}, nil
+	}
+	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: caller}
 	if req.Params.LastEventID != nil {
 		stream.since, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
 	}
@@ -108,10 +117,7 @@ func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Princ
 		if !version.newerThan(sent) {
 			return final, nil // the caller has it, or a newer state, already
 		}
-		update := u.TripLiveUpdate
-		if !caller.IsAdmin() && !caller.Is(auth.RoleRider, u.RiderID) {
-			update.DriverLocation = nil
-		}
+		update := u.viewedBy(caller)
 		if err := emit(&update, version.String()); err != nil {
 			return final, err
 		}

@@ -120,6 +120,11 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		Expect(h.FollowTrip(stranger, trip.Id, "").Status).To(Equal(http.StatusForbidden))
 		ExpectProblem(h.GET("/v1/trips/trp_nosuchtrip0000000000000000/updates", riderKey), http.StatusNotFound, "not_found")
 
+		// Without Accept: text/event-stream, the current state once, as each caller may see it.
+		Expect(h.GET("/v1/trips/"+trip.Id+"/updates", riderKey).JSON()).To(And(
+			HaveKeyWithValue("status", "accepted"), HaveKey("eta_minutes"), HaveKey("driver_location")))
+		Expect(h.GET("/v1/trips/"+trip.Id+"/updates", driverKey).JSON()).NotTo(HaveKey("driver_location"))
+
 		// The driver's own stream never shows the position either.
 		s := h.FollowTrip(driverKey, trip.Id, "")
 		Expect(s.Next().Update).NotTo(HaveKey("driver_location"))

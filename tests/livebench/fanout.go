@@ -69,6 +69,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 			}()
 			req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, b.replicas[replica]+"/v1/trips/"+t.id+"/updates", nil)
 			req.Header.Set("Authorization", "Bearer "+t.riderKey)
+			req.Header.Set("Accept", "text/event-stream")
 			resp, err := streamClient.Do(req)
 			if err != nil {
 				return
