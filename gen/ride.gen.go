@@ -1604,8 +1604,8 @@ type WebhookEndpoint struct {
 	// Id Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
 	Id string `json:"id"`
 
-	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
-	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
+	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
 	//
 	//
 	// Example: enabled
@@ -1652,11 +1652,36 @@ type WebhookEndpointSecret struct {
 	Secret string `json:"secret"`
 }
 
-// WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
-// receive nothing. Delete a disabled endpoint and register it again to resume.
+// WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
+// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
 //
 // Example: enabled
 type WebhookEndpointStatus string
+
+// WebhookEndpointUpdate The members of an endpoint to change; those left out stay as they are.
+type WebhookEndpointUpdate struct {
+	// Description A note for humans; an empty string removes it.
+	//
+	// Example: Accounting sync
+	Description *string `json:"description,omitempty"`
+
+	// Events The event kinds to send from now on, each at most once.
+	Events *[]EventType `json:"events,omitempty"`
+
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
+	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
+	//
+	//
+	// Example: enabled
+	Status *WebhookEndpointStatus `json:"status,omitempty"`
+
+	// Url The absolute `https` URL to call, under the rules of registration (422
+	// `invalid_webhook_url`).
+	//
+	//
+	// Example: https://partner.example.com/ride/webhooks/v2
+	Url *string `json:"url,omitempty"`
+}
 
 // WebhookEndpointWithSecret A newly registered webhook endpoint, with the secret that signs its deliveries.
 type WebhookEndpointWithSecret struct {
@@ -1676,8 +1701,8 @@ type WebhookEndpointWithSecret struct {
 	// Example: whsec_Zm9vYmFyYmF6cXV4cXV1eGZvb2JhcmJhenF1eHF1dXg=
 	Secret string `json:"secret"`
 
-	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`)
-	// receive nothing. Delete a disabled endpoint and register it again to resume.
+	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
+	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
 	//
 	//
 	// Example: enabled
@@ -2283,6 +2308,9 @@ type CreateTripCancellationJSONRequestBody = CancellationRequest
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
+
+// UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
+type UpdateWebhookEndpointJSONRequestBody = WebhookEndpointUpdate
 
 // RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
 type RotateWebhookEndpointSecretJSONRequestBody = SecretRotationCreate
@@ -2963,6 +2991,9 @@ type ServerInterface interface {
 	// GetWebhookEndpoint Get a webhook endpoint
 	// (GET /v1/webhook-endpoints/{endpointId})
 	GetWebhookEndpoint(ctx echo.Context, endpointId EndpointId, params GetWebhookEndpointParams) error
+	// UpdateWebhookEndpoint Change a webhook endpoint
+	// (PATCH /v1/webhook-endpoints/{endpointId})
+	UpdateWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error
 	// ListWebhookDeliveries List an endpoint's delivery attempts
 	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
 	ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error
@@ -4189,6 +4220,22 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 	return err
 }
 
+// UpdateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhookEndpoint(ctx, endpointId)
+	return err
+}
+
 // ListWebhookDeliveries converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 	var err error
@@ -4459,6 +4506,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
 	router.DELETE(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.DeleteWebhookEndpoint, options.OperationMiddlewares["deleteWebhookEndpoint"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
+	router.PATCH(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.GET(options.BaseURL+"/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
@@ -12955,6 +13003,292 @@ func (response GetWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitGet
 	return err
 }
 
+type UpdateWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Body       *UpdateWebhookEndpointJSONRequestBody
+}
+
+type UpdateWebhookEndpointResponseObject interface {
+	VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhookEndpoint200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type UpdateWebhookEndpoint200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers UpdateWebhookEndpoint200ResponseHeaders
+}
+
+func (response UpdateWebhookEndpoint200JSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint406ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveriesRequestObject struct {
 	EndpointId EndpointId `json:"endpointId"`
 	Params     ListWebhookDeliveriesParams
@@ -14558,6 +14892,9 @@ type StrictServerInterface interface {
 	// GetWebhookEndpoint Get a webhook endpoint
 	// (GET /v1/webhook-endpoints/{endpointId})
 	GetWebhookEndpoint(ctx context.Context, request GetWebhookEndpointRequestObject) (GetWebhookEndpointResponseObject, error)
+	// UpdateWebhookEndpoint Change a webhook endpoint
+	// (PATCH /v1/webhook-endpoints/{endpointId})
+	UpdateWebhookEndpoint(ctx context.Context, request UpdateWebhookEndpointRequestObject) (UpdateWebhookEndpointResponseObject, error)
 	// ListWebhookDeliveries List an endpoint's delivery attempts
 	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
 	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
@@ -15684,6 +16021,54 @@ func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, endpointId Endpoin
 	return nil
 }
 
+// UpdateWebhookEndpoint operation middleware
+func (sh *strictHandler) UpdateWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error {
+	var request UpdateWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+
+	var body UpdateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhookEndpoint(ctx.Request().Context(), request.(UpdateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitUpdateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookDeliveries operation middleware
 func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error {
 	var request ListWebhookDeliveriesRequestObject
@@ -15891,477 +16276,485 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37dhu5lS/8KjhMzmopU6R5k2RRK+tbalvu1rRvkeTuTpo+LLAKFBEVgTKAksR2tNb89T3A9/1x3mBe",
-	"5LxJnuQs7A3UhSxeJLfdzowmk9iWqlC4bOz7/u2PjUjOUimYMLox+NiIaJKMaXQF/zi5ZsLYv3z8o2If",
-	"MqZNayzj+R+eZCq5sz9PpYbfx0xHiqeGS9EYNM54zMjx21NiB9PETBlR7JJrwxSLybuzl0SKiJGUKcLs",
-	"F4icEEp0NraDjFlMrriIA0INSRjVBp4eDIUdR9MZcy/N6JxQpfg1IzOpGDFTKuDRgFAR40O6/JTM4EtS",
-	"xUy1hmIofmSKT+ZkzCbwvsq04eIS5muXOSCK2c3JDCPfvzp+1jz//ri7t0/kNVMkHGbtdi8y8Adr4b8U",
-	"vYE38YchuWJzFpMbbqY4eybiVHJhiGaRYobs2B/eTGXCSHgz1Swa/fM//jMk2iguLndhGXYCVDHCTUC4",
-	"IJEU2lBhiOEzFgyFHZswGk1JeN0J7fLCn5t2/5vn/FJQkykWHhHF/s4ifEcbOkt1acf2yIyLzDBNJkrO",
-	"yFxmaiiiREZXLXIxZeQ7SVIaXdFLRsJLbqbZuBXJ2RPFY0ZTDn8+uWHjqZRXOiSxZPbAuSY7IW5vuAvn",
-	"gRtwbqiIqYrJT+4NMmU0ZkqThBlCxbzmiYSPFVVzco2nZaSEiYmhiFmcpQmPqGFECjg3JI2QxyHZoYmW",
-	"ds/8jgA1N0/jEDY2dJNu8jgMSE5bUgwFu2ZqThQzao6HQIW+sWfevb0NLVlaKjsiqZIR05rQiWHqhqpY",
-	"t4aiETRkyhS1V+E0bgwaikWMXzO8SkEjpYrOmGFKNwa/LF6ci3wF7gZoEpp5ykK7DE+WrUbQ4PZp3LpG",
-	"0BB0xhqDRnmZjaBhbyxXLG4MjMpY0NDRlM2ova1/VGzSGDT+8KS4+k/wt/oJvH0xT1nj7i5YPT/uZmc3",
-	"ujS3o/JGEtxHagybpaZFnlePi5utVtI8jdcuht3SWZrYt9i1GR2Me1cfurd7s77YT5+qru6b/eunN915",
-	"vxE07FY2Bg28XnXrC82f8SJngt/aSypFrPEyB9cd97tE3jAVUc3IlN1WGcOEDBub+YJ7hoUBkYLhxU2Z",
-	"GgoaGcuncuZwI0mcKc+SLhWNGLnhIpY3jmPig0oaILfdgGh+KVhM6EQxPR2KpTMA+ly35TnX2HLPzZ87",
-	"B/u9g+5+v922W7TX3TugT/cP2QGL2JjFtNelkwnd70ZxRHsTuteJaHzADg5om+3tTyZ7vf24HbGnrNN+",
-	"Gj8dx9uckqXCTnNMNYuJyGZjpux2ANNx6yRGkpgl3DLqgisYiQ95LryJ/J7jCPPmMY663ZZ0gsaMCz7L",
-	"ZvB3txouDLtkqm45yxxvxrS2/JbHR6Xp83jlhAtW9sWuyvKsLe0BrVrJZJnCu9Il2jj1XDZtucsF1TUm",
-	"Us2owU3eL03+XnuuPeHrgb2RAV5cS2T7/VWXvNj2ym1fWtI2vGAoCmUB2Sl8uhmzSMYsJilVBsk8ZxAg",
-	"d7zi4JiJ1amQjQwFPhYQzazQMSwm4znRKY2YXsMI/Oz1PTnBdSf4YU/+bfLr68O9vx2++zHrnOjJX2aT",
-	"H1//ZSqu/tZN/34oD18/f/3k+yfpaf/PNTT2Hj/EtPlWxnNQRqUwTgOlKYoOLsWTv2t7iB/vI9Ead3d3",
-	"i+uAH+hUCs1A2+3+/POyLnscXQl5k7D4klVvoyZCWkVOGEIvKRdkJxMJqAPC6wtck0SC/gov3tA5sar1",
-	"bqtxFzT6nfby176zZziRilxKGR+RXJHWRqYaNRJ7xaxOEnNNxwlD9bpgaXbkunWcgQrI4nx0ssNuI5Ya",
-	"0m8/hQH73cOA3Ex5NCVW4bQf4yzeHayahdXoLDe122Hp6S5o7NV9+QXlid07N6Aj245VOwPUPgPSa+Of",
-	"XTK1P5sGpNP2/0v++R//STJheEK6fTLF950+Dd8mxyQ8s5NqHttfhYTqK7tLdqWJFJd4ElMpZKZY3CIX",
-	"fMZkZjTZ6bSJ3kXtNJJCsMhOmUwoTywjKG8DoQm/YrDMu6ChWZQpbuaNwS/vg4bOZjOq5rDJoOtZEkAq",
+	"7L37ciM3lif8Klh2b1jqSbJ4k1SiouMLuUpla1y3llS2u81aJpgJirCSQBaAlERXK6L/+h7g+/7YN5gX",
+	"2TfpJ9nAOUBeyORFKlfZ3aOdnbEtZiJxOTj38zsfG5GcpVIwYXRj8LER0SQZ0+gK/uPkmglj/+XjHxX7",
+	"kDFtWmMZz//wJFPJnf17KjX8HjMdKZ4aLkVj0DjjMSPHb0+JHUwTM2VEsUuuDVMsJu/OXhIpIkZSpgiz",
+	"XyByQijR2dgOMmYxueIiDgg1JGFUG3h6MBR2HE1nzL00o3NCleLXjMykYsRMqYBHA0JFjA/p8lMygy9J",
+	"FTPVGoqh+J4pPpmTMZvA+yrThotLmK9d5oAoZjcnM4x8++r4WfP82+Pu3j6R10yRcJi1273IwD9YC/9L",
+	"0Rt4E/8Ykis2ZzG54WaKs2ciTiUXhmgWKWbIjv3jzVQmjIQ3U82i0T//8V8h0UZxcbkLy7AToIoRbgLC",
+	"BYmk0IYKQwyfsWAo7NiE0WhKwutOaJcX/ti0+98855eCmkyx8Igo9jOL8B1t6CzVpR3bIzMuMsM0mSg5",
+	"I3OZqaGIEhldtcjFlJFvJElpdEUvGQkvuZlm41YkZ08UjxlNOfzzyQ0bT6W80iGJJbMHzjXZCXF7w104",
+	"D9yAc0NFTFVMfnBvkCmjMVOaJMwQKuY1TyR8rKiak2s8LSMlTEwMRcziLE14RA0jUsC5IWmEPA7JDk20",
+	"tHvmdwSouXkah7CxoZt0k8dhQHLakmIo2DVTc6KYUXM8BCr0jT3z7u1taMnSUtkRSZWMmNaETgxTN1TF",
+	"ujUUjaAhU6aovQqncWPQUCxi/JrhVQoaKVV0xgxTujH4afHiXOQrcDdAk9DMUxbaZXiybDWCBrdP49Y1",
+	"goagM9YYNMrLbAQNe2O5YnFjYFTGgoaOpmxG7W39o2KTxqDxhyfF1X+Cv+on8PbFPGWNu7tg9fy4m53d",
+	"6NLcjsobSXAfqTFslpoWeV49Lm62WknzNF67GHZLZ2li32LXZnQw7l196N7uzfpiP32qurpv9q+f3nTn",
+	"/UbQsFvZGDTwetWtLzR/xoucCX5rL6kUscbLHFx33G+JvGEqopqRKbutMoYJGTY28wX3DAsDIgXDi5sy",
+	"NRQ0MpZP5czhRpI4U54lXSoaMXLDRSxvHMfEB5U0QG67AdH8UrCY0IliejoUS2cA9Lluy3OuseWemz93",
+	"DvZ7B939frttt2ivu3dAn+4fsgMWsTGLaa9LJxO6343iiPYmdK8T0fiAHRzQNtvbn0z2evtxO2JPWaf9",
+	"NH46jrc5JUuFneaYahYTkc3GTNntAKbj1kmMJDFLuGXUBVcwEh/yXHgT+T3HEebNYxx1uy3pBI0ZF3yW",
+	"zeDf3Wq4MOySqbrlLHO8GdPa8lseH5Wmz+OVEy5Y2Re7KsuztrQHtGolk2UK70qXaOPUc9m05S4XVNeY",
+	"SDWjBjd5vzT5e+259oSvB/ZGBnhxLZHt91dd8mLbK7d9aUnb8IKhKJQFZKfw6WbMIhmzmKRUGSTznEGA",
+	"3PGKg2MmVqdCNjIU+FhANLNCx7CYjOdEpzRieg0j8LPX9+QE153guz35t8kvrw/3/nb47vusc6Inf5lN",
+	"vn/9l6m4+ls3/flQHr5+/vrJt0/S0/6fa2jsPX6IafO1jOegjEphnAZKUxQdXIonP2t7iB/vI9Ead3d3",
+	"i+uAP+hUCs1A2+3++OOyLnscXQl5k7D4klVvoyZCWkVOGEIvKRdkJxMJqAPC6wtck0SC/gov3tA5sar1",
+	"bqtxFzT6nfby176xZziRilxKGR+RXJHWRqYaNRJ7xaxOEnNNxwlD9bpgaXbkunWcgQrI4nx0ssNuI5Ya",
+	"0m8/hQH73cOA3Ex5NCVW4bQf4yzeHayahdXoLDe122Hp6S5o7NV9+QXlid07N6Aj245VOwPUPgPSa+M/",
+	"u2Rq/zYNSKft/y/55z/+i2TC8IR0+2SK7zt9Gr5Njkl4ZifVPLY/hYTqK7tLdqWJFJd4ElMpZKZY3CIX",
+	"fMZkZjTZ6bSJ3kXtNJJCsMhOmUwoTywjKG8DoQm/YrDMu6ChWZQpbuaNwU/vg4bOZjOq5rDJoOtZEkAq",
 	"2Vkwhax2bQ2gXUv+9NLqgA3Pghrv74BInUZsN/IZjabsmRRGyWR5Y8NU8WtqWEBm9LZJL9mf2wGZZdo0",
 	"FbumCY+pYSHsglE81QGxurrScNgJ10YfkeUh9tv4SqxAeqZKTnjCgH9vwwW2mFKddGk8Z6lieL1rFmq/",
-	"Fw5QeuuUJYk9XscMc23bHnLshrH0Fr7k4ioklq1pwo0mOousvi7VhsUIK7p/adifN97XTfbkgl4uz/Lc",
-	"KCkuiVumVH6C7JZGhig7M8stcK72b9vu6bDRm3TpYdQZH8R9tjfZbw8btZt4GrNZKi3HPGNpQud22Pq9",
-	"JDdTJpzKlPMqaieZ0Hm+s4LZK68c07A/yr8QzZs/MDBF7rNxL+WqI/5pysAgZSRSDGTVjlSETibAtHaJ",
-	"YlpmKmIkooKM7bWk8bb79+S68wRuwBOj0tG0d9Wd9cVeuv/hQD3Vh6Z73bvp3+7N92v39Iwa9pLPuIH/",
-	"qTl1/ivzG2bvOFPfaGLkFRNknEVXzLi94xpsOvuoE3Jkxy5CE6nIjeKG6d0WOQdviCA0M1MmDNhK3vzU",
-	"ljknjFhRThI7G+RQUiwcg1941ypHy7pQsaQzNqPc6mzLy7qwK7BW+cTk9h0sZ8W3OoeHm76lWd32oXro",
-	"+HvxGUuPkyxJULYGRMnMmvskS1dNoP7zViyAVFj9aSPJDeXGu4G8eGttre7XfPfcsxrLg2p2d8pISq2i",
-	"J0mmGeFCG0adSY1qov01qoZWciZ/HjZy9tW8ZkpzKYaNcGsWAmPai+DVO68x6I0fqb0WP4LAW1KWkhs6",
-	"1yQ8zsxUKv4rXPYwIFoSPaWWkURWomkCLhYy47fuzmwtXyoj187sp59+Oi7dnvrNL90v4Mb2S8yfxk74",
-	"LaOKqXB321nh87XT+fkMb/tpDS8+je0cJty7zOxe2NtmlYREXuoj8iGThhFukF9bddgq9+KS6CxNpdpa",
-	"hCj2YbQ36Y6fRp34kPVof7wf1Uz3ruqf+th4BkrO4rzfiGSOOgXyBjt1buZkh+KfOsnsDK0iqUmoqWhO",
-	"FBUR15EMd1vkWJBMWK1a4OOX/JqB2myN7DmoJrm5+CFjal4YJ/b5+vvfqHymETRm9PYlE5dm2hjs98Em",
-	"9//s1J3TMxQ7K3hFacVePtl3I5PMnT4Lu8Cdc3bn7MUz0uv1DndXLgRHGcHLlRXl1qzVlcCGbKyZ77fA",
-	"tO43Ye/vftiM8e0HTTlTWtZs7rEgMqUfMkbGUl7NqLoakDCll1zA7WwJdmtGEbwcWmlZ/l2q2HXxuwmh",
-	"xP6Ey0wPRUovc9EMLklYkTUXrFEOsQh8M7CjWm2Ha505bUeaKVNkwhN7FSwHs+a3GgrkVwHJNScWk367",
-	"TUIuQPPzkylZ2IsbidtQ3sASre51upuJ9Tko53UsxTI3VN2/0YR7/qLIThira4guFAdsRUwxrdiPuR1H",
-	"scPR7rgX9eM9tj85uOxOe7z/972r/eRg1m2sm/UL2NS1NAuTEWQ8RyrFuVU4h7NP7sE78I0R+Mhqt34b",
-	"NnHixOaqvXfiNTfIF0/hZsrWngIrxt/uHOyAV/3ZvuimTz/01J4+MN3r/s3+7dN599daT17jRBs+o4at",
-	"WsPEapXMPbS4AKbN+gUUg2/pitRmND64l04OHp0tGLYLAX4lHLs867Vse9W0fy++DRNfRSww2SUiud5A",
-	"JG7Ez+WsbuRRrLW8xm20Dx5Y+2zVLsInHhRDa3ynaDr9y8uTW8OE1aj18mzeKmlkJBPC8oes6kTJv5+/",
-	"eU3kGKK3O+/OXjaZQHcw/MKwW7MbFJrWx2EjtVq7Niz+i53/sDH4OGzkmvygEwwbekq7e/vfUz0dNgbD",
-	"xj//4z+Hjbu7cNXCixlVlr+85W6Zb7w75jW8v2zn82ha8tk48RzLKJu5GI3KRID6LjdkSjXR1ligiQtH",
-	"42cwCP/9xcVbolMW8YlX5Sf8tlCnZyx5RjUDH9CqBcrKhOsp8ELxtJbO3Gxgs+vvh5+vX2GLvKL2KqNp",
-	"LTOn2ofFPnuXFS0nTeTn6pSYFYvx/6xbxEeQrTs8HpBhY70nZNjYJR+JNtRkGsXBR2KkoYlVmBQT0Zzc",
-	"2f+s25MfqeLgoK7fl2uaZEwvnv83mlz794Ktr8Cq3ciHWrUjwwaP4RZs2o679f62aP4DqzOHyRWbo2co",
-	"4Za6L5mwxMY0xGkSeckjmpRuww4l796dPifXfatfQvbJjImYxbsB6di70d3bG4pUcWHsukg0pYpGTkON",
-	"ZMpiDHKWXFE0imRmyQ4kO1fa5P4nCDVRmKPKhB4KKmJwlBYuQef+2+n2yVRmSluNLGYTmiVm9wgo1Kh5",
-	"EbMCLduOZ0fyPxiKsYzn5JIZey+p8cM7z854bjDkYf8S4Fhh4clselfmgIDnEheC49ov4SIEquvwoR1Q",
-	"5vOfKZnZcaXC/Jb8xzy2arxTI6UiNJ5Z03uCkQW3bbt2E/rdLgl5cdajKzYfKZZpFodHzilnlnYXdo8n",
-	"id1bwcVlMBT99uHyQFyMMs1Ct/ByHMNaKnu3t6XjgIgTHAn4VExlJ2bIV1zAYk2Eb8GJu+Jy7E3a0T7r",
-	"sObTuMOa/fEBbR5GnUmzF3dZn+6Pn0btuGpmd/f2FhXolBrDlJ3E//plOLztdprD4e3Byft/++MWF+os",
-	"1w2Wg1n4GzJligVkzCKaaUYoKRJMbmSWxCSWRDGaNG+kSmIypWo2gI22fJcb2MB8d+35tOsOGr8Fx3Hv",
-	"+zwUGy80qbvPZAfI9IZrZs3Locjty4X5hburrv5Q5Hf/eO1FhVuDrn+MJrpb73YG09fWXMmjyv0L8MbZ",
-	"K4UzcVfILmHVHaL5rcErwwWZJPxyCrdo460ZioddG/KJt2Yb3fV3uUWTV9RE03q5G55c0MvQy92FqNRc",
-	"ZiShwMRoTHbC704uSBE9+Wj/OI3vQn+FhiKccJbE2hKhVCT8k2PP0ZSKS2a3fkZjRqRVtjl+0Y7hTtnq",
-	"dtwckRKldyyZpAo889xOaTSB6HHYIi68hvmQXEsxIJTcMHpFdsKfnoS7xNBL71e2y1+b5HA6aeIebRtx",
-	"e9opOzvaT8EtXjq1Tru7hffgdPJaCrbidI4FsWfjxRRhVCXWnEI6PspVYtw8t8agysNIr93PGRxdny54",
-	"Omna2dRsxPLEf2DzVQbg8dtTe5EWTUB7ScEEDNyhQAQWMlJWGIVX8I3trpUdfdYTe+nBh67q633z9Lp7",
-	"07/dnz/9tTfeq70VK+J3b+klI5r/yhxD7rTbLXIs5s4BCGrqamcfhOFW2k7w28rOOt2pMegu5C31ukhP",
-	"Lm+s3d6URdZ4y6OrLL3gM7bZZ53y6AqCZ6AcxRmEOsZs9xNdIilMYWT4jD3cLXJmFbFVxAVa2iJpqVit",
-	"9S4oN+KWoZFYjURX9tL+hz21rw9MN+td92/2bvfnB7/WOzKtOfgCGN/yrJ/J2Yw2i5QrI9Nmwq5ZQuxb",
-	"ZMZmYyverZ3LTKZA59cpVXqRGe+2MLsWslNCtMVCCPhSjLLh+yyuuEVxfLAgF6kW2SG7TRMZs8ZgQhPN",
-	"6s8VmXrlMLlhM73J75HvS+MOyPcUXyrolypF5/aX2sxh8y2NNNyOrqIBS8KLJGDttXUkgJJq2xzW+2cF",
+	"Fw5QeuuUJYk9XscMc23bHnLshrH0Fr7k4ioklq1pwo0mOousvi7VhsUIK7p/ati/N97XTfbkgl4uz/Lc",
+	"KCkuiVumVH6C7JZGhig7M8stcK7237bd02GjN+nSw6gzPoj7bG+y3x42ajfxNGazVFqOecbShM7tsPV7",
+	"SW6mTDiVKedV1E4yofN8ZwWzV145pmH/lH8hmje/Y2CK3GfjXspVR/zDlIFBykikGMiqHakInUyAae0S",
+	"xbTMVMRIRAUZ22tJ423378l15wncgCdGpaNp76o764u9dP/DgXqqD033unfTv92b79fu6Rk17CWfcQP/",
+	"p+bU+S/Mb5i940x9pYmRV0yQcRZdMeP2jmuw6eyjTsiRHbsITaQiN4obpndb5By8IYLQzEyZMGArefNT",
+	"W+acMGJFOUnsbJBDSbFwDH7hXascLetCxZLO2Ixyq7MtL+vCrsBa5ROT23ewnBXf6hwebvqWZnXbh+qh",
+	"4+/FZyw9TrIkQdkaECUza+6TLF01gfrPW7EAUmH1p40kN5Qb7wby4q21tbpf891zz2osD6rZ3SkjKbWK",
+	"niSZZoQLbRh1JjWqifZnVA2t5Ez+PGzk7Kt5zZTmUgwb4dYsBMa0F8Grd15j0Bs/UnstvgeBt6QsJTd0",
+	"rkl4nJmpVPwXuOxhQLQkekotI4msRNMEXCxkxm/dndlavlRGrp3ZDz/8cFy6PfWbX7pfwI3tl5g/jZ3w",
+	"a0YVU+HutrPC52un8+MZ3vbTGl58Gts5TLh3mdm9sLfNKgmJvNRH5EMmDSPcIL+26rBV7sUl0VmaSrW1",
+	"CFHsw2hv0h0/jTrxIevR/ng/qpnuXdU/9bHxDJScxXm/EckcdQrkDXbq3MzJDsV/6iSzM7SKpCahpqI5",
+	"UVREXEcy3G2RY0EyYbVqgY9f8msGarM1suegmuTm4oeMqXlhnNjn6+9/o/KZRtCY0duXTFyaaWOw3web",
+	"3P9np+6cnqHYWcErSiv28sm+G5lk7vRZ2AXunLM7Zy+ekV6vd7i7ciE4ygherqwot2atrgQ2ZGPNfL8G",
+	"pnW/CXt/98NmjG8/aMqZ0rJmc48FkSn9kDEylvJqRtXVgIQpveQCbmdLsFsziuDl0ErL8m+pYtfFbxNC",
+	"if0Ll5keipRe5qIZXJKwImsuWKMcYhH4ZmBHtdoO1zpz2o40U6bIhCf2KlgOZs1vNRTIrwKSa04sJv12",
+	"m4RcgObnJ1OysBc3ErehvIElWt3rdDcT63NQzutYimVuqLp/pQn3/EWRnTBW1xBdKA7YiphiWrEfczuO",
+	"Yoej3XEv6sd7bH9ycNmd9nj/572r/eRg1m2sm/UL2NS1NAuTEWQ8RyrFuVU4h7NP7sE78I0R+Mhqt34b",
+	"NnHixOaqvXfiNTfIF0/hZsrWngIrxt/uHOyAV/3ZvuimTz/01J4+MN3r/s3+7dN595daT17jRBs+o4at",
+	"WsPEapXMPbS4AKbN+gUUg2/pitRmND64l04OHp0tGLYLAf5OOHZ51mvZ9qpp/1Z8Gya+ilhgsktEcr2B",
+	"SNyIn8tZ3cijWGt5jdtoHzyw9tmqXYRPPCiG1vhG0XT6l5cnt4YJq1Hr5dm8VdLISCaE5Q9Z1YmS/zx/",
+	"85rIMURvd96dvWwyge5g+MGwW7MbFJrWx2EjtVq7Niz+i53/sDH4OGzkmvygEwwbekq7e/vfUj0dNgbD",
+	"xj//8V/Dxt1duGrhxYwqy1/ecrfMN94d8xreX7bzeTQt+WyceI5llM1cjEZlIkB9lxsypZpoayzQxIWj",
+	"8TMYhP/24uIt0SmL+MSr8hN+W6jTM5Y8o5qBD2jVAmVlwvUUeKF4Wktnbjaw2fX3w8/Xr7BFXlF7ldG0",
+	"lplT7cNin73LipaTJvJzdUrMisX4/6xbxEeQrTs8HpBhY70nZNjYJR+JNtRkGsXBR2KkoYlVmBQT0Zzc",
+	"2f9ZtyffU8XBQV2/L9c0yZhePP+vNLn27wVbX4FVu5EPtWpHhg0ewy3YtB136/1t0fw7VmcOkys2R89Q",
+	"wi11XzJhiY1piNMk8pJHNCndhh1K3r07fU6u+1a/hOyTGRMxi3cD0rF3o7u3NxSp4sLYdZFoShWNnIYa",
+	"yZTFGOQsuaJoFMnMkh1Idq60yf1PEGqiMEeVCT0UVMTgKC1cgs79t9Ptk6nMlLYaWcwmNEvM7hFQqFHz",
+	"ImYFWrYdz47k/zAUYxnPySUz9l5S44d3np3x3GDIw/5LgGOFhSez6V2ZAwKeS1wIjmu/hIsQqK7Dh3ZA",
+	"mc//pmRmx5UK81vyP/PYqvFOjZSK0HhmTe8JRhbctu3aTeh3uyTkxVmPrth8pFimWRweOaecWdpd2D2e",
+	"JHZvBReXwVD024fLA3ExyjQL3cLLcQxrqezd3paOAyJOcCTgUzGVnZghX3EBizURvgUn7orLsTdpR/us",
+	"w5pP4w5r9scHtHkYdSbNXtxlfbo/fhq146qZ3d3bW1SgU2oMU3YS/+un4fC222kOh7cHJ+//449bXKiz",
+	"XDdYDmbhL2TKFAvImEU004xQUiSY3MgsiUksiWI0ad5IlcRkStVsABtt+S43sIH57trzadcdNH4LjuPe",
+	"93koNl5oUnefyQ6Q6Q3XzJqXQ5HblwvzC3dXXf2hyO/+8dqLCrcGXf8YTXS33u0Mpq+tuZJHlfsX4I2z",
+	"Vwpn4q6QXcKqO0TzW4NXhgsySfjlFG7RxlszFA+7NuQTb802uutvcosmr6iJpvVyNzy5oJehl7sLUam5",
+	"zEhCgYnRmOyE35xckCJ68tH+4zS+C/0VGopwwlkSa0uEUpHwT449R1MqLpnd+hmNGZFW2eb4RTuGO2Wr",
+	"23FzREqU3rFkkirwzHM7pdEEosdhi7jwGuZDci3FgFByw+gV2Ql/eBLuEkMvvV/ZLn9tksPppIl7tG3E",
+	"7Wmn7OxoPwW3eOnUOu3uFt6D08lrKdiK0zkWxJ6NF1OEUZVYcwrp+ChXiXHz3BqDKg8jvXY/Z3B0fbrg",
+	"6aRpZ1OzEcsT/47NVxmAx29P7UVaNAHtJQUTMHCHAhFYyEhZYRRewTe2u1Z29FlP7KUHH7qqr/fN0+vu",
+	"Tf92f/70l954r/ZWrIjfvaWXjGj+C3MMudNut8ixmDsHIKipq519EIZbaTvBr5WddbpTY9BdyFvqdZGe",
+	"XN5Yu70pi6zxlkdXWXrBZ2yzzzrl0RUEz0A5ijMIdYzZ7ie6RFKYwsjwGXu4W+TMKmKriAu0tEXSUrFa",
+	"611QbsQtQyOxGomu7KX9D3tqXx+Ybta77t/s3e7PD36pd2Rac/AFML7lWT+TsxltFilXRqbNhF2zhNi3",
+	"yIzNxla8WzuXmUyBzq9TqvQiM95tYXYtZKeEaIuFEPClGGXD91lccYvi+GBBLlItskN2myYyZo3BhCaa",
+	"1Z8rMvXKYXLDZnqT3yPfl8YdkO8pvlTQL1WKzu2P2sxh8y2NNNyOrqIBS8KLJGDttXUkgJJq2xzW+2cF",
 	"4HzXmP0g5m6mEo41Yjw1cOYJ16Z2+ovuJsXTEX/wArq6ly+gf/9YmF3duVRmM3VDWOSKzXVgmQsooIqx",
-	"ACsSqCEzqX22PCUJozEXlyRshmTGqLU47ehM2J+i4gDbxuPA5xygSYXiJeYKE7QCMlaMXmliONMt8hx5",
-	"6lCEzdxHa8IWOcH9GZDyz4MJVSzc/irYBT7sItgNtHriHWy/uwq9B9yLc7j6WwRNfCwWecUq0sLfbu3L",
-	"LGZQpFBihiZH145LX/OBEXRwb5nAmZPwctYlWC4Q6Z6LyB7WNVYo/QJ3o2VnmjDDYiipmINnDXIXWMzi",
-	"xvugkanE6jzGpHrw5ElKlRFMtdwH8wqWvHIFNn+rDaldL+7NMht4d/bS3goI7HufSFHgASxBMwGmG68J",
-	"5t8tpqh+S+PvqGE3dN3upkqOEzb7t/ulyb7Ft+pWYuVLqo1idEY0U9c8Yli65HaepEpeW6G7S1BdB+MP",
-	"DHBremG6VjRl8VDshO6dkX9nxJSSKtxtkdfSTO2J31Bt1fwZN5j8BKPAbwqPFDiPNFjwQ7Fgmg1WWbvO",
-	"uzSm0ZWcTJAJlLItf266XI0miqK63XKPPymldcCGfUtj95N7HEyJ/CNgRI2KXtmw52AoT7wqCZmUdjvH",
-	"zNwwJkgHdseqrPaG2H3EqqIkz7PD29/y47nKgsag4Qon/IieV3fa7UYpEdvKoJXZI46TDCAJ33ADnOsU",
-	"V0D8Fx2HexLLSPsN0H+ornPru7eGRkFbLFxvM5pYHspiayXmOS2WLp2GZI1PSMoGq9LOMiCosdqHlLVf",
-	"LbX6ibqhQ++gxM3+5b21b0K0AuxnXYkhvE52FsyE3QDJFRMA7ON5HoJU9uOMX4rSWy6TAF9Dd3d5ZXZ6",
-	"+T9GlqZCu1g9F4beEphgQKiY49XxCr7zvIO9Tivq4iW/ZmIozI293lxAQgT63dG6p6Lkl8WbBmueca3h",
-	"2kIKp2dgsHmrXGm7djzLGtb6wMr7v+T1apELdgslg/jdHasABhgdCcDw3c2J+93Fi+bT3Cx+/e7lUJQ9",
-	"51Dhh2+60kt8E7XyneJqBO12uyAmvTsoXBclB50nFburvnaLizQzSwwnT45s5sbpOp6zkIpazq5sVlI5",
-	"txqkeGNhIJenueUg9um74JN45zMpJgmPzJcUaWV2Ebnv60Ji+HTjb7SLeBnQqhjZmUhFHN8unblRVGju",
-	"sh1DIUcu2YReU55YsrY/BqWeJorReD5KKY+d24wbvSTDivBB4QvdWeUFDWqCB7tL1FbjwN10UjUJ5T6p",
-	"trldVm2AFTI4vxXTv1dG76cQ2gupxjyOmfjSlHaFB4qScZxh7brlf7H0xdITPzc0Cj/LuT2ym1J8eiuN",
-	"7dI++yFpeiX8nmThPnXm3gYC3mAHlbQ4VskYcRriX96dnP11dPHmzejZm1dvX578bLfD63v4XiSTbCbg",
-	"AiVc2JtkNbpC9bMU6aQdS5jle51uu0/Q64M1bqhucm31wXYLNMLF2eC+oQI3sI/lSqOlTzsi7PZvs1Gf",
-	"5VbmSScRFfYyqky0yLEm4eIROXwAn8rBxDVLZMqQqwlJwpgaCvVJbCjyUQEKwY7r9Ijwu7Pjt9//5eXo",
-	"7fHZ+cnoxfHpy5PnqArlj/oaqbJ9g9np1GpDfoQfj1+ePj++OH3zOh8mcLqdy3iwnMUOOOEQ6NwJvz1+",
-	"Pnp3fnI2On399t0FuOVlEakcChdPIGElHyYkO+Gbtydn+K2zk/M3L9/ln313dgLgDgW1jJW8sjrkTliQ",
-	"6cs3r7+z0q/4yfOTk7fVnzhS9qvIk12aSKZTqqewR0M4J5hqNW1oJ3x7cnZ+en5x8nyEw35/fP796NXp",
-	"+avji2ffO0FrSkIfc2yELB0Y6ril3CSIAABIhlcPcR/PTv7y7uT8AnLZ9VCEqygVSQKzlHLbxGiWTCqK",
-	"PFnS4wNINV7WKCegtEO81mnuLo5XWDFuFd4fjNPOddbdRx20XiicCsOUoMmJZb9f1LdCwHtJJJZ9aB6j",
-	"4YjTCXePcmwNElGlOBAt8b/XLXJW+Dq8Y+O3c2u8luY4ilgKptmX1ppC/HToMGIgQ8fA8mcs5hTJHdSn",
-	"4s6mSsZZxKxGJaQZ0XzyS2rVI+H7E34hMxF/ycN9LTFnNS/qxMOa2Hk8ntPKc3olYz7hbFWodKHAuJwl",
-	"ADwkrAT8Q0g2OLK3yWcJlDbdVzivmyE882hW+AN6S+eJpPGFlC+puvzizBIkBNcksR93WkuHvOLfkp3Q",
-	"/m5kpBzBL5du2CetupSrg0APX1xK+FwepGhL0A70oUz8JVZTl160e4QpT9yBefyGO3SOAZN3IvcFfckd",
-	"CrPiu04d1Uxd++xeqgwXl94LRawdM6YaUgcyAUEb8Mk6by1mEwD0h9U3XIzWaaffaBIzGluLsxrKiaVg",
-	"R/Xe4zwLzfvth2KiGMPsiEwzr904pJsKyIcHFlpSaO/hnVqs+SY76K1CcAS2aj92qx6rDYk6n0I8F1K+",
-	"omLufqp/B7/VNzo/nnEWX2Jlvk7R6FLUMAxu+Du06bT+y8r2BbJb+3IBSvCJ5PFOUFcPz76wAhfkFqZU",
-	"RLFrecVinwpIdizXKSNYLImcn376qblYpb9u4YtF/Z+8bw670d7mE2FclfvvEXzgmtywJGk6V8A4Mz67",
-	"hRKVQWUBNUQwFuucJQ0gYXrCFBMRPjAUuQuJ3XINvgyX+DyXGQa5CJ3JTBgcMH8chCT8mt2mkFPvKzgD",
-	"QociZpHl6LEP9cOTRcqnzrAwB4IiKQcPifdaXLH5yP0+DEreDPtzfDjMA4uL0Q/MDF8u7qiPKkIW+W6L",
-	"hJGMWUg0nWsEsvp8MZBPoz6H3sDiV9aQhUrB30ldtCSw7O+EG5xPcgTm9giASH873TH3DcM4xymvL6HK",
-	"qc0rC3lRw2meUAwLgSRjPbUsCQUQJH1xRMdJlUyZMi5lyQ2xAhoEf0l2DBNUmF34qP3+mFm90uoOkG2R",
-	"Z9/RKDIjn9i7lE4XFIXDZtus2IUDK6f6PZuy6AqSu9M0cN4OB4UissSpl5gpuDQoXnDtJrKEvyTylSLO",
-	"241UV1xYEzGzliSjwu2yXX7tMjbOgMeflsYdNBKqzcje99pV2PNLqLF8tYqgVCl5c8sMoB5HxSyuZCoS",
-	"6gCREZPVacuKwRVxmwEKIlKcnQuymYdtSarYhN+uKMSH7MdSUVAF/zFANTmSl4JD8RMQKULwWg56zWiS",
-	"Z05lIOqqhKuuRj+Pe1d/OZy9rdtqJ9U3k4tV8t3D+f7wBGFrpLrSD6cXJRO2idEh5zizT1qWggJnTTY5",
-	"KcDt/AJoZDSZSOVmP8mrAa/YXC/sWaxGT2fdKyhDXyLazWuqgFD+0sAUXzv3YupBzp9y6qgyhApLqVzr",
-	"hftROcMCkA2Teuxu4d65FEbLGGM0i2nytsQwXXpsbW2rdDAFPmF3qe50ifkusLbFUYV05aDTbEaFDghr",
-	"XbY8LGWakqlMnCZ0hfhzW/HGMsBKCRXt03kjHYPFWOaO5JVLO/I5zJnJ1MLV67a7B832frPXvmi3B/D/",
-	"f1t1S77IrfhGlworggJP2ZfB5pcGHsyxZAiPl2/RUHgSh4MM4QMOdB0HCV3OuNs9eApuHP7Cp2dvfekW",
-	"8tvX3znYvk23Ia6lTXaTzHNcDq+XgEwpqpsCp4Rg0VsFZHGtJvIvr1B8LSrBp8rhBwrILybhgMrqrzLk",
-	"GUGAOcBLVYHLGxDEqSOIBogDOfjpFjkvqHbKFBtgprUV4kLeLN3IYmd+fdm/fv305qxr/rqffd/5+w97",
-	"8uSAnrfjF73LZ4fjH7vi1YfO326fvr2p28MSZ/qvIGTz41nNX17yupYpx8SjlTm2omskJzXbl6A4g+pu",
-	"ucakQE/baEMWTy7uKcylMtbqFZ/JpBYJhhqntM7onMRysFpSWNniMWi58l6HoCI07O8RuwEbqngFBCnX",
-	"QdPCB+xJw+CWCuwAjfcV2nbPLNHqMyoiliQrEGzRqWMNCsShc2VrUeml5SN1v2XxaDzfdBrP/LPfzh8q",
-	"BRaZbUTF6EP3psf6as/szw+yLu/JfrpH9/VB3K3neXQxZ63xNrHKD9Z8x3Uv+Wq2T626W7rU5TI5mFdQ",
-	"3dHKLtURaPlIS9mA99CDf5rOi7p2np83i5cPu9i7BYB0CHmwW+NKkPfa7Qqyi5AG+fLNlBuGCP5VdXLx",
-	"BBbV3VVwAsPh+caNdrNes3tAkfX3wV7ECjiyvZzVPfptriY3KxjrhY94xSTiUDD4aXz1HMYCXNQl3lrH",
-	"I2v3zYEoLc/2Zd5b5vT8Del3OwcF4lIk44VjzzSWvxXoELT56/uPvbs/1u0Rwi/WiZ5cs0+zccIjD/pe",
-	"w66co3w16upGlnNf3Ehft1gBAY4peUvVVd3T6VQaWX3cFwFGsWhZCqpUAeLa9ZP182r9Pb0s22eZ4rXc",
-	"kRoXgcq/3m89PSgbdjIbgyKS1/rvlSr9C8sUy7PsmNdsyqPNSuKP7rFaPikQ2sxNrxgzwBOto1GklmOM",
-	"HfOkFgf4pykDzzz1DhWuLaPiggVOUjtnnGLoSSapxCoJsuNMvxz3e+4eGgop2G5eLAlsFX5NFSKbQrya",
-	"TwgVc5TtixaV4dds9JuInKCEGfqJROwXvukYcdvf+qfviiq7bd4rH5cv2g0aWRrfU1NYZGRl5FRfPlwa",
-	"dTv6Oc8XsoGKDL0CiPAbrGsuCwmkrkbQkJMJ/G2pzUDQuG3ap5vXVEGOr30NJ/PGv+z+6Yeone07WN49",
-	"lQGIH5QGKdZE9RVoqMs89VPPd+Gs3HCrj+RtiRLrejDkU76hmlBDQu8lh6r6pelPsai/cj8O22s5Xm+/",
-	"vYHnJbRqEfYOWgcHh721ox6WB20e1g67MM9mp9tt9TuH3bUDd55WRoZ/Lg1d2qTt1XGdMlblLE9be7Vz",
-	"Wb1ZC8efoIEKF6E8p8308K1HJboHvft3HZ6J5d8A3UDF3LXZXKIXzwj11hpXdZpn8JUqqoKHy1mFq7Cw",
-	"R8UUttyVM6YBtGeFCTuGegQ5yaVbroqvXv795YDrI1njmPxe3pCZ3fLi+9hAzE5rypK4ojV2aoCHarKW",
-	"qiaA+3RJjm3eOndS96OoN4IVSgItNNOYAeqAJ+m1fKg64nN2qRjTBFqaAsoYAGwJqcy0sjGPXGtF2GNh",
-	"7wGzzUdMe22f2kWoPYIiRKnWRYpXs8LqHF4xoxy6In6mcmKruGU9jNZn4J3nvvNXbYMXNKZcd7Ac6dbr",
-	"A65Vp5HOV7RM0o+m0yeZTisNobrzzDtdL+SLyhnDADpkTU1pmjLBsFGPazCKZ7iI+190WcO2izmUIuLY",
-	"hIOhCD/yOHDIEyWAIsjwugsDh6eAtYUkZimzl0wK1xHYoYNBYir/kLlsBcSWKaPvFn143XzzZrADEi81",
-	"5CWvHD6Zg8WkccziPNv3uuPB/BSbyWuf+BBzu2UzLqjB2qkZTVN3mB6bZ+Jyw1c5muEpTCAvOiUvwvqs",
-	"f/vcP+cHgFsFvb9hMqvxjY7dM5UXcyfVujdzD1j11RycaN2r/qHqqz76uOZFfKTyGmRyr3/tHB9x3TBz",
-	"XjN/XQK4vwsaUrA3Eygj3oQKVZnHXbD5heo2b/PGwpy3mFN1U7d6pXqEm16pJ7Yt3yoT+N17z3Y2RYSQ",
-	"ZXyi3zI/998xHFT0RaiPXrr+eL575gAhM/ydCMnOWMorwE4OK3fbg2v4axCSHZfqI4ZiLKkqXsmvZv5O",
-	"fs/tT5Z4TvmHHoq2ElGq3NpFnrNwO4Nl7LIFVlPH9YJFJlpxiS+PuChZX1DFfMuXWjJTPGKxx0m3W4w1",
-	"HyJiVnJx34pEKuet48blCuvVHuJ1Tvg52dFJdrnr8RERQBtnkfv8rAzD3zs1AwdwMGn3cEA/MFvCbHkp",
-	"8paWdyAIjT3KUdFArboP/hjsblNo4QvPk51LO8lmxFWUsOLH/+d/k06rt1tZ8F67061peV2jB+XWXNCI",
-	"MyyPHTldfd3MnI8V2ngTQOsnmRpTYVX9q9mTqs203+7cezI+v3zJq3rfTkDrs7YupiyHsgWLD3PIAIHP",
-	"zQCaiRb1YmNsQIbW5XaEgnnsq7f1YlrppJTwCYN95cKbTQGBMDWLcZJhCcLyiITFAkHVK/+WpEmGjU4q",
-	"J9Jr1yILrylRChpS8Ut+L0qH2zoCmLPNieg8YmfwpBUaPGYj40TAutfOeMwunE6ynYu0zOcK53cpELAC",
-	"pRXPHLcfO1q7QY6Iq6h1LVo8Bq89CCg5qHKiTwxol69Fyc1ebFjgux+646qyqeqZLPOiGiawRL4LaS4b",
-	"Yufl/X5Y7BxDxJlhwO1dUIpECdXgUIQF1SaQ3pc5n4o0M/en9Py1B1DtwumuOLNi4E07vCp6EkJRTehE",
-	"c5lhQAxO+B/Flp0A1TrJjlS/Y5Utzw65JpEUOgNwQcg4GM8J9X2zJ1kCb3FxuVvVgWAKOfXYv9kPVfUU",
-	"/8wSC3WoOs/kquh9qTdQJLXBIlYHXyknDrYIgPEdmhGsb6Lo5Qzae0E3u9uUipjFwVB4dutKP3OARJUJ",
-	"hwWIXYih1jEFWxdou0XCHN8IeEA7rxMtYcgsop7GdTHKxBc7Fk7Zdi3bXmbVJYilyuvreH57CwevHzVw",
-	"k6sjR3dSz53ZUX/RMSGvLjVKA8zJhNClnlgB0VOaspgk/Iq5VNoEsZ5bq7P9liaWY7csu5Rz6Cb7yDJL",
-	"qWJbbb+wVzSacsGa9qBBaUa81hq1GMC7lnVvjZiXJWxzI8nYqrNTIsWAhC/enH17+vz5yWtriJy+vjg5",
-	"e3380v69jEMUDMUivlNA6uGmSj9fBpGy46xFe6qANq0CdhqKGmSngCwhNL1+czF68ebd6+d1v6zCN7WG",
-	"orQTmB+YbwZccHtnz07OLyBLRpMSnB4+nQPqLGay5sNuFNBwhnX3ooS+Vh9SdYUARZM7qxVaSiSovG1l",
-	"wJeJvKyKLdrzOc5bpYGd1WtQ28mr2KqtsIoM/1atb5ia6aqcR8Rsw4bmzssNTBl9pmi0HuWdD+xp4a8R",
-	"gmsHP6J3c48p4SJmt/ZXjl/pqgmERrc9Cr9xmzKx/J5UUOzeb+Ak+SbX2cw+RLVwtAvafKeOEyA4XzlO",
-	"dG+FHWH9Pq4P6m2AJahEPjAvws1tzcY8TM87zvmvr8Nz4MubmjnGbMIF087oX8eztwIXhG+X+nBahfDz",
-	"taussBnXQXJjPcCH37KTZKvaDbS2sWQ+WmW6CBtnJ73zRx4PyOnz/7FLSg0k/8jjh3aIDEptGbc7ON9J",
-	"8kdoGQnEu4E+Tx4oz+v6sFYxSooISQkdMFzcZ7sf/FJIhb6ExVNfSAmovLzRnK48feZRADbsioPVrHfM",
-	"GSpiquLSJXUc3QNdtnwUimtfslVApCxpvkMBV8JycyzWY7cUegzlgkETqq9cdZi/OYqKIw+rHoIY0OTG",
-	"yo8b+JyS0EER+oq4vpVOdyrTO9T/txZ+pB00u4+DuVqsGr3cO9S3oElQgu8K0P2P9xfidcL7AUwNz6rM",
-	"1RYdC1uJvJqBfqurs6r4zWPIbrFMsA6XFTK91lBZ4Bv3Nlm2aVE7nufNhUsgvtA1YYM/6G4Lw+Z7RpM6",
-	"veuYpEqO2TerCwsLl1nB1OXVRh13TfbgenWIC4CwtBs1o2ngkTuITHG/sZy3MJRoHCumawII7hfVmXfI",
-	"K6qumCHnJiDnVJAXJY9/uXdibW1vbV5O//Bz5eX0PzUvZ2VayrpjQV/VffWyxYPDJhCQwucl3td/loe9",
-	"/c9ylr3DvS96lK+kWAGB4pB7uCAzLiAOx40mO5FllbvoU0lWV47UcN5SAcrakjP/nBVVVrurGh1P99r3",
-	"jP4s7AeOGRTzqduWt5UAdX3KMpiNKbZyNNAJy/5xQ5OrOrGzEvul8CqCNLfjoOZTiQht42ALGlOqRzOp",
-	"6pQulTGv99ivTGSSyBuMPcAanFFpp190PSuZ5WMpE0bB+hfs1rhGMXW9LbVVtUjoOsn4Ekpi34JPOcQL",
-	"6nwSIm5tWSt9ff+P4mL/juAI4HvNV5z3e8OMJRUzVZ0ZRNBb9678Le9Oddql8wkcRdTTHkTe62ReNKUK",
-	"8zPyWk9rB2EfOxexb86YmcqYGHllT9ujFKVUGSSyGp45qyfPV/UXP/RXpxqMesDVXIyUV8Aq9pudTrPd",
-	"u+g8HXT3Bv1ea6/T6bb722NWPITjLMaHUzofXXVnPdFP9z7sqwPdNb2sf713s397MKe1WaVbBQ59Sk9d",
-	"zPAeTRbvVa/qjrm0MaWY34bAm5vvA2FbfM+2CbTJZyTPHcEsVBLi1JzfNCcvbInEPmQ0yZM0HMkPsOza",
-	"9USHPjnOdsNMEQjKQMNZd2li33NpxjWC+UNz9Algvu1gr3Ccxcg/Ee4SRQuL241TWwA2W83fS5NeIUy3",
-	"ukWl/GL8v4036wHU7/vkIQupzw+rYTIujL3cm69FTk2pgV6OhOWfG2dmKHx2J3aWDUgiLy+xPRlY/Vz4",
-	"ZLShGArAkct4YppcEM1nWQIJJP6D2CLQ4Zjskishb8DrpxmBokCcth7Yof7h/kX+QWRmIjlj5B9D8Y9m",
-	"swn/tQ+E6WwUURWPrrmmkJbl/j2j2ljVR8Xln9IZuw3JP4jLo9ID0m13SHUkD25on/N/H5B+t5vnfBWP",
-	"BCScUJ5kio0QZTBcHKIyNBc6m0x4ZK/EaJKJWD/sI7XjVL7kw7sPGt69DCO5gWne+9p+4p//8Z+ho6yH",
-	"TR8xH6vEDF8aihOXluwQJl1aMvICD8ymCfU9JT2hWtbBoBPAisy8QmCUKGZtF9x+pYo6nY1+oc1f283D",
-	"UW2L/Q1JJVWGCokMdA7sdqHx7+dr4FvRsdfKnAUus0bcQPKmj/3W1kHlx/Gn0DU51bQOx2QbFee3Vm0e",
-	"wIDLpFy35vkyaeI/HWbZAoOonnjld/UBNzyYOiXoQ1f1dN/sZfvXBzfd2968/+se3R8fRN31SlBNjQp+",
-	"5RvfNDggYZH6atl+6K9WNemylJz6RdA+SruxpRa1hpLLWdg1YnWRqyAtBwXOV5XJ1RiYD8k43cL1vHQR",
-	"cx25JukQ7h+PyU7Irk0dz7E/Phj3rj50b/dmgLSkurpv9q+f3nTr9Fn/g6UNw270i7uGfWsqpSFwqWH2",
-	"C+S0kN9cZcb4u+HQ/faPW2raLmOujOG0Eo+jagAsp1iVrkQe93Dm3w3G85XMLqdH+W0pHsuVoVzMuQRm",
-	"lzpVvkl16d1rb1p9LcI6ki6tBCjkkXirxFvsz0Pot5qzX0PC+QOfhYpXRAbvFfc4FoRmRs6o4VHRh813",
-	"P7NbcpzKJJGWsCHes4v5eIX7ccpuyfn3x83u3r4LnRTpcd+4YCCgHbXIT9AVFMYOAwgCuri0rkRcjghN",
-	"pGDwBEawpWBDUQpioz+pzhrUU9rd2/+e6uk6sJ3lObuewXaecOw4yeqxT+J2/7B9SA8P4273sBuzvajf",
-	"3u+wTkT39g/aB73OYa8djaPOAY0Y64+7405vf28Sx70ea7f3aj0W13bLV8GL+T0n7qkjhIXqIOa7Xizz",
-	"rnG+LhNNkZ294pNQ+gv9rBHX0kiMh1uuFixa0VW1jXyL6aKOWWoSzuhtGKC7IEsnSoJ9yqPao3uIzjaj",
-	"VQjHbqf79N7K4oxX83M6+/t7n+bnnnEHQrvR1+1Q2+uCAGcvnpHD/t4BcYDwLtlQuybd90461IJesRHQ",
-	"/4r8wyq55y266itmsFF9Wed7LZ0FtFb3q003K8LqC2UqNJoSZ1RiU20EunR9M7kUxCln2yfWuT1/wVkS",
-	"rwzMbzAGgJEt2cMDcuPQ4RadMYU6sLNgJmCnhCWjP1iw1YOVtvVui7zCnjZUSwGVvEPhS3kXLeTlL9WD",
-	"/kEkcEmpV+zDaG/SHT+NOvEh69H+eD9ab4EUtd3t/lb5zoabhC2SlSEr6XCFmC+3y3Atl90t+kbncgbo",
-	"JyDhk1hG2rdd0H9AtFR78B4rtbKFC0+vuSWLhjkKd1xh2ftrSayy6Ws4RYlqaxOfK3dlmUUkK4P6GFnL",
-	"e9cTrqHoHQVhC/fECmO3J1Amaaa1v8D+D8u/AvsSms/hr/6upWjZUWr3GT+M2ek1B1+b9urieTMHyF10",
-	"8m9vPJ18Z4qh647hjEWMpzVK96nWmXezYt5RqYzCK4wktJd+BGwqJDpNOIa7XLx3jMwj4gbaMFHD9FDs",
-	"QEOqCVUsyCsFA6jW27XSGMFPSzLZ9QOgqOnSOCZZWqRkydzVHpIdZenWyutLybQX9AlkYObuYmghB5Bu",
-	"M8pFDACVlpr844yqhDM1BKyt3fUO+i/v01niYFE6Srsfeqqv98x+dnDdvend9ud7v+7Tg3E9hCqc62eJ",
-	"kRW0UBn7l2LLuk8PgsYVF3Fj0LBkMLJkAMXn/olOu9vPH/HkUXlir3eYPwAzuXu/paB0tP6SC3Zq2Myp",
-	"SqtAl9a7sO4Xx/sCAbmKh6nOr1Q6nTIVrGEK+UbVcmY7HkaPFT7+ybFgTFOFsb7RleyPAuPoAcXDSCv3",
-	"Io0f7CuLGw7j5Hu7xb794D5c62xe2r7cyJhINSjzzRK/dCY9VldDtYMI0EKFqlxDr5iolrYVt6woqQSh",
-	"jTgyJXCe0i8XyTdf13qcB7eQT0V68CLp98V6OOMxe2i1gKsyxOOFYK0vUawpA6hWk68uvwbLRsorshNa",
-	"tarOqbSp/vw+URis7VQrp4VFN2Xk6IlULXJW7pxBBfahObJUDs/P6JwkjAIOAqT8SwUuETCpZ9BZfoeK",
-	"uRSMsESzAem3e7t17TREV/bS/oc9ta8PTDfrXfdv9m735we/dj8t2lQ+jlVkUY8A8mO5/PcI3QKa6Igm",
-	"zLvey45TFkkhZwDxLWcTqSy3vk2qd7J4ZvlKunmA/2Mlk7Gbjm3GI6kxr4wCW6lzfJRYjue9AxLmDCQc",
-	"CgmqWpgyNbqahVBcesUTOWNGIQMog0K4B7EXFT7s+lLJSQGECwH7oUiY1q4WwTFz/GaLHJfqe0G/w/rY",
-	"AGtuCrh8nc0CoqWlK4Dj55OJHRjSCaj9rVtiDtgBpcHFFtRpegXzrPhkanW9WjdMvpDKAAft7QbAfa4q",
-	"mp3tX8Xdrmabbvf2p5eLl6v+yyLILakywYWdWnXrapG/fe+f1Yjfv0GXgY38Zgvcuu8UjRh5CX607bDj",
-	"NgAvPhA7rgSivSFLC/Z8G4BAt/eVTELnXc09rtCc2cHyQm+1suBAyOvN+IH/Jc+hbuvPoQfLmTRrW3UU",
-	"9eiui6RyL9Sgtip2zWWmR/jkaKtuYYqlCY1Y7IfHzmGaXwroNA2PuC9+owkctFVC89DhJWx1yhSXMeAN",
-	"7N4DTnNNkyDBbvJZ4HNLzX+qetHNVLNo9LfZ4fVfZy/mf5292I9+/rEf/fxjh333t+tx99+n0ezfp0y8",
-	"6LDvX3Tiny//vLnOBOcXrNvZzSf7oAzI7+UNlG3aMRhgjTnIxm98B6/l84ejGOFRVMF+sEnX4Ol+3wql",
-	"5S8lErAjl6nhirGCGgKSQaLQAYnpXB+RsB26jooAbEGxM2UV52e/HujH36v9dv/ppsTEu9odzvtb1CU9",
-	"czPP8V15xFxprJ1mXXcbJta0w67DFSr7dBb7XGyUMxuhwJbZ2WL9SQ1Li3mmVwJ6veXRVZYi2GesZNqU",
-	"k4lGf2PCUW/1LeByu9OrirA5lTPt7m0NA+L1g+1LD6sa76aK+TKnLTlB3Iku7ktlQnX3Fsqfa+jJiTsn",
-	"Ca85u3G4ppB87AGXrAXo/JcOkenI+VQxURGhBQjXQ+ERm0BTn2RJYi8e/gzDQwAyUC2YxprUsOiJbddN",
-	"QKUNmaFOz4IYTJ7bBwhcmCGdNxyCH6Upo8q360FOPrc/TeZ2ONdJwTuXEaOnAAPO4a5d3wwPMxBA4m45",
-	"/FrWE4YCsqmtpahXqgdkJ6RRxFIHfViGTuRilCp5qZjW4a5HeDXSDptbkrBW/A0Ac0+4oInPGEdL1wEd",
-	"h6vmiosbip1itrurtZm6gHBpp7fXRh/Qs6Z8yvf40EMyZ6r0cH9UeDeALvTMze97pRRel6mcTO7Doks3",
-	"otYzaX/h0KhS4I6lMy63iXElTvNVhLkLWE2zNDMFOBtbeUOKAAUY0TMZswTQoahiGpStocjt4BmNIRjk",
-	"/Ux5Exo/QWxlAHkmuy1yjCXvEpvtO0qdUj0UDtgTLocUpUux2MK0f+/yMW/1rjsWLBiskYT3b3SDR3Uv",
-	"CEB4YwSUvUYJBrcV12RHQkeRXSAKFpMsPSJl7LHiDGB7YWf19grvg3AFyx66TzGTKvxvmwmUr+B2NUoO",
-	"Dfm36uhTxhhcJa+rcM11WYVVEF4P2rvyojtxgITz5TIPi637+vIOqzt4n5zDRaDhUr6h/dVwmP/yc+Qa",
-	"1gBnrySQAmD5S+ecfvUnX2zNvY++ihm9ePb5bz/b4XsVaX1FyALm9tqykIdpXfeSk5+jNKEIITsfbWUd",
-	"G/dv0+VZ2LtBISKZgAop4xguGp+lMgWoRv6id61KFF/hdcs38/7XrYSwXnPd/G8/23Ur91pYTSweKN+R",
-	"igtg3VBdArZ+ZL2Vvbo/JeRY/zV0gL/7XFQAyX61bhSZNhN2zRLvCpETAG/D5FidUqXZgiOk0lZxI+R0",
-	"rikvWZyL2m9uShTGZdVWyPlk2ZBctoQX9qWk8S5w2KDqF3hfQw52KzYlX+StJj8h8wK8XL9v2gUu9ZoV",
-	"7StXuNwSfs2wVh/zOn1/ItiHJx/tH6fx3RPcdx0SDe2HuBmQik8MjXvM6L+fdV/u8l44xHK0kO09W7VI",
-	"bp/qV1nwcmyH1VlryD/EvvuNutd+splY6Dbbtn2FdUhlfqhFMiJaKgMt//2NOyKUJNi6j4TNkMwYFZrY",
-	"1xikopa5VIUhNCv/qjKYZi2/aS6Ex9c1jHXy9tiO/YqLTJd/gE7/Cxwcflv5yQv8HPwC/v7e70u5m9FK",
-	"IZ73sCnpe7kXRQoC/WweBXkuyP1+3VuQF115lgW5+93nEuSrKk1f8gmL5lE5GaBFXslrpgfEs1Hyz//3",
-	"/yOej5J/kJL3nvyjaK1/NBT5Q/aNVY9VfmEfzIVrqxTugFjHUIQlWx5xnAVNqgmTfpqNoFHyTpQ+Upbf",
-	"ZeFdTd1a29FogSbrrU9LDQ7HAvbRgxJoa34u3x8ZQZjrng18fy/evplPl9ezigwf3OPaBbOhpKmctoJf",
-	"f2iP6/I+bY9L+WPRH7+md4QPF7jmIrV43Fg7UxzGOMlqT3tGrxZh1eVcmtqMdQhAVB9+q3hWW16VJnQh",
-	"z6xxcPzts063t/HgYUr+a4FbjB+xbrd+wj6Vz10vyPrUdI/EYqRvGglIUcjgfZ2Hy5qoyVrHt+sPpNMc",
-	"U83iEtIeBEDdB1H545oUfSzL33kw3HngJ3XP+83qC6t+clV9+bQdxD0g1nlA47zWeytIPVjwckesewtM",
-	"HGebQEjRjG+NTHcr/EajXL+Z0jq5bn8864p7REwsfYpoPprVxhCThPumwhD406gLlnG48zJkbE2tcihc",
-	"CDQB0jRWbFan+rR/7/IHwBB0+7A+4QtQFUsoRnHm8RUzTNCtdJBKcVHhyhjXRprxON2jdQgvpQ1CgH14",
-	"doFWL+k1I8Le8R37cZlBIwMhEHnSb2WQY7Q5YNfq3nZrc1dWrOLeBtIC41ohJ7AN0XVeyFO6DjkPqLg6",
-	"FrawQpn+/i9wj2WS2ILRbnI/LDbn/VRXxCKf/329EvWHtyJqIPI7ZI1BFAqQ/+reHlQwinbKXMDxABaT",
-	"7u3tbjAU+S0jO9zzacQedL1PCsmTJPJGE2pIuHC84W4ZCMkONBSlkeDauNcHhJKUqRm1+0f6t7dBRVaC",
-	"Jzbm2t6HOLCjdvtkSlKqNYsXemrVAMMEDbeae0DEuJ0/cTOoL43OcTQWu1i3yKnRC8miBYwpJvnQiYGM",
-	"CTuIWpE/+8AenMU0Ky3MI8BrhRnNRbS1dNX365XrRePitVmU0TdTNrrqz/ZFN336oaf2rPi77t/s3z6d",
-	"d3/tP9xqWDi5UvBfJfVN2lOqjGCq0qNd8Zg9cceqt7Nm7fj5llXPYXuM0oXZPxCrdJEeIXHXkWttY8Ay",
-	"xSwOJqRhwEwAvlw7lLabaQF+jN9wpVgVDWeZ5ko1Unu1SOUFza1ylVxxq+EYCfpNQKC3hS9Rh2SjHYo9",
-	"kV0beXPDI2jS12+3ASUC8R+cRgTdXcCNBiX1rs+84yr3J/u1lb2OBGv0xbGWSWYYCYEoQ/Lu7KVdYUST",
-	"pEWOScINUzQhqeLX4HpOpEzHNLqyzDDh4qqZyIgmXsEYihIwLAQ2AXjSr9yRxyhTy3297nMpKqjz/acV",
-	"h9Avx82/0eav792f7ebhv7Wa7/80ePLkl/81HOon/88f3v8b/O39nzZ7iypXa4trs0lrWLwfv5HWkEuL",
-	"r0JryDngmpqGBREFPonFzfHlNHC1vObLNWQD1rgstv5aQEKskAiL7pFUs/2+nUavSxQVsZyR8dwwvVRp",
-	"MRgKAOQFbCt50yJnWJfADdJ7+PbNOQZm3HKa+Vk/+ej/ehrfPcG5NH1FiV66EJ+vimObs1sFrccEKENh",
-	"QcJemfP6Hmf6iIReawqJFExbzris84X9Tpt8JwULd4fCj2L1PC4uW+Q5S5hhhOYKWMHx7bF5sQL1FpeU",
-	"C5Q1OpuxqmLmZoz14PjXatFp/vtNythP3EwLoqZJ8mYCaA/3u6H30yLwc3fvl2WtYDfJfJ0yGBQ5tu6a",
-	"QX8/exl0WUHnTLeAVDSLMsXN/NzOxVWEMqqYOs5qm9oIcvz2FKJDkG9LNQntk1LxX4GmB+RbeJ0gXMwV",
-	"m3ugGIL6BXip8NpYFk9Tbkdz7esZaTaVhHYlMy7A7IZNAo8fjFscmRUejTu7Bi4mEt2EwtAIDgqrSKC+",
-	"DyZsGJ05takQO7GMdMtOoix4ltTachkgWOd2PI/kwGPWnFKeIKeBcpsBBs0C3xM/wMiQDqpV8joYCpfb",
-	"rAMPNmMfdgADQPCu5MCLQUD0/sMfyDMprHiyLGQomgQxmqG1Y0SVAqCXKSPhk+tOSFLFJvy2RY5Bp7sG",
-	"UExxCfh8ydwXv1x3BkXvRxEPBSn66QE6FfHgVL70QLGZvEbUcRwwbtmpfCtj+3m70H8/f/Oa7IQ0TRPX",
-	"KvDJ37UU4W6LABYSPrUKMM1Oofqye+DfcJCFBmMlnLQQEF/RqAsLgKYwr+mhSWJHp1afA7u1ClXm+pv9",
-	"8j5X1kDpw3aYO2EJ4igMnB6HjaNbibVDYRtOc6w2XKVM6YeMEddF088ditbxfBzstB0xVtfwp4qV/fOf",
-	"//Gfu850ZTEZz+3UCyDHhBnjDo3E/JIb3SKvff8KDZH4GcwI0usgHi+I8+ts6FjjJrmuZ40d+ILPmDZ0",
-	"lhbn2ev1DvO1ckHeXTzD0WY8UhK9hnbdEdfWErWjvBNXwspcxLBMqaJYtQRjKmYlVq5dtttQBA+dCXTK",
-	"EkMmPLFSwVm8PGHCJLBRCJKvsRAJZYz9Wvj9yfFz7JTn5VLeeS787uQixI7nZWaKTRShXx4gZWlC3aM3",
-	"0FPvkhlHVPCSzNBgAfJwoP7IVcYsBqWi0iohZlFC7TRSODkzHbgfWfLjMDJ+Bmtz3VQVo5ZqySUTUOAX",
-	"u/YOYBsRIaGK1KpxvpWD6/4AIkEwBrkidmzMG4ELg6t3/tt8+Q74v7jpwIYs47d0jhd0KNZKAsfoc2lw",
-	"DMeHdZV4+AFx6HmWqWBlZQySpnROQ9Fvd5z4+Omnn5qlKTD/wfCIUAQbhLf9caRMwRelIP12r0V+sFIH",
-	"O+1Co92hAMmzg5VSeBMtA4eUGBBHuwGgLID+5HxarjQ/78sLTvhd570iFC3S1lAcY3rMjAprFZgp48r/",
-	"9huNAhAXZbVImvKm/REsxG+EVPn24J5Y9QmNrvHco5cx5SpjLNf0zL1D8MrZPXcU4Ew3pARX5Ypuq6Fw",
-	"p4GTKl+RfveQhJbORsD9wM+Gkz5jRs2bxxPDVLjrGwdZXgJj2CucQGrjUGRpTjy4ej0Ux/lGweeIYYJi",
-	"ZuQ401zYeUrsxyOYIvZHGGU4fnsK/jmoV0iomUg1c0XaNIXqnrN6wYsC2p6g1HmpZ3EaKK53Ax+ARylY",
-	"ktFOcU2tuEY7MVi28rydwVVJ5woIj9ksleC+drsjYq9S6aEo6NGjv1l1ydORk/Rw74HTKG48wJLvDw2k",
-	"igqaofYEheYxGwJrd+MMCs9qsWimZabQdVGceLtvNTw+sQp3zLFnPuDYkh3Xv3EwFKHIksReDmwIilwY",
-	"dDFo8WUvDTZ0IojIZVlWaVXlvjJc+KkFqIcsW4jepnAKDOC63IjSSlzzE4L5YjrvPF6QyFDoKXDbScIY",
-	"EloJzEjM85k5xQea23jxY3+Pd90uzKXToT7MNObCWc1I5zNDYruZUsMcmktx9z1jzpnHAtwEbA128BuK",
-	"/JrTEtOLQZ+BVqlwrV7aM/BtO6DjGp6mdv4zbBZLwo8oFwrr/i4EpEOr1tjPdv75H/9/p90mO658nnTb",
-	"u0d28UNHOtB40zm6Cm8PDtAi0GAsLEZvlbp8hQScSeX2Y0YOhaUYLjIGd7r8aqklmH2SXEoYANiZpysy",
-	"lpm9bxhwdEjYKMSHAtUDHWBmm91x3LNd5H+pknEWAer7kWMv3rL39wQHXPLquUm1yE80uUJKs9eYGQyg",
-	"D4iSN3ADGVQgSmAF0HUkzkC0U+wf564MzTQbCn3F09QLwRQcuNiWLScWxlL0LiHgUe4dnXAFXkkGVdKe",
-	"Ik4LjuPpAhwWIZlKITNQHklYeqr5A5uHTs0hO96XQG5cG784Q52c5SrJUEypmgVEZ9EUjjX3h3iWaZX+",
-	"H7ws0JG063NnhUfxTc6cYJH+NDFnFdfllJJvtNNGAq+kWR2rdKqDokmdvZboN0B9BlJi5hrR5FyPJReR",
-	"Hs+d4xn+gmIt3xPTPIM37ZEalTGXx5Z/o0wr1qqL525yYB7BrIB4wC9abPTois1HilnOFx6VUmcr6yUq",
-	"s8Kn3z60hLfwMhejTLOQLInhAemEXlz4FbJE3pC9drvUYAo7+g0FrMRyBMDhM4oKTTGs7JrAF5vPJhMW",
-	"GauZ7N3eQiCfkkhRPd0lkZxByx/nzkEODkhoOIjdqoliDL02Rs1b5Lx8CP4GpQZibkCbO5EUE36ZKTDz",
-	"HAJH11pZx0WagcO6YAp6u4/ZZSZg2zwqDxMxiAUryeYyU+W4eaxkCr4qF1QfCinwISs3dwc405Il4A/d",
-	"ciJmYHzX4LfmFkmBKnUwFOHbdxcOjuD5ycuTixPgs74DubfsaTQFLexkEY4WNXNv31vDV1lNITy5oJdh",
-	"ARSG0P3gxwQPjf3wj1TNB6SinLuJ2M+x5jMpjJLJwHv8wxY5Z85LaodHfs0tl5g0X0vBmq+g3dtQuD0I",
-	"e+0+eS0NeSVja/XGYa51UzSBwDuX8Ii5DufOP/NWyVRxZrAooeqdWXTMPDFMzXQJbzr37jRKkPyNTqvd",
-	"atunZMoETXlj0Oi12q0eppBOwcP1ZAo9m38F2Jg6B3K33S7dx1RJewpAUta8toaTkCRSDMx8mjhlT2bR",
-	"FNApSMxSJmKP7Jm7Uk7jxqDxHTOuZXSR2gCz6rbb3ovlko8XfSfg8wan4Sa/vvsCuMdqexTAgqyulzhY",
-	"KmfW2oF/bjpQyObpSlBR9/iTn92jpzF+rI+LqHslX+yTb2nsYSfvgsbeNq+cCsOUoEkO/r7X7m1+6xxd",
-	"cu8EvaYcw89lp2dj8Mv7oJHXhDde8msG9gZ07m4EDUMvIdX8FTO08d6++sTqY/NNlOP77nuOmvM3qx3y",
-	"S+9Ym9JrZqnqiOy1e5gIe8M1c+6NRNKYjGlirRCF8kQDzseNh39aIqwzyNLHBN7fgbbs5+cYLFWPVOWp",
-	"Kj+UdWRVMvtX0tZFxUy1jwZEsBsrAkFlCApngQC0pyjJYhaTHbQJrb20a1l7pJhBWeuRKSF2fURCdEaG",
-	"xLAk8da7NbyRf1fJzVoaxym3ah3wVu+yWxkeKR558hIQ4lfFRUoPPsNOwFs8eTqxkgkEE4ROPhv545oh",
-	"6ltzBYq4r929hStQEbeb7gA87J+9CxpWEm96B565Cxpn1DDY4ybu9IbX8sf9uZQGOAMMeQcZuNUgxRsL",
-	"A2lm7jGIffouaPy4Bq7Dv/Wjg+n4FBbTa/c33/zX0ngVp/EwttRvdza/8k5Qp6z572zBlV5INeZxzAS+",
-	"sb/Vao6hEgRZWNDodw83v3Uh5Ssq5m5N+nfitSWZrU3uQCvx1vxH7++CRirrcjQwIGmVaV/tVmePlrkn",
-	"BuWmYNUbnWcyiIgN0B1FrS2sp4WJBbK8FI6NqBASGl24zLxLykWLHDuALuy34RzPaL9G6M9HD17o3M9h",
-	"YPXTaOo6Pt9ynZeSu4R9rgsnExhpzlXllgmuL9/H2fszrEnpP1CoI+D38T5wmJO1soT0rnDALw4LUEhs",
-	"Q22lSt4lf5KZTDH4HKl8Dd6ah/iJqn87dwom/IoVjnBrn7E6eYSnidz53gKpZLjZ11GAAIF/K+P5FrIj",
-	"zy1YIrIpi67AEkrTwPmaXJ6ekohlBMC/lqYxMwPRjZ7OuldQTfChq/p63zy97t70b/fnT3+F9MR7iCqX",
-	"13dXzQwxKmN3S2Ky8xuLSVeSucoQEeymcKCUbtSOrmbg7B6R8GVefsxzd8KCfH25oZTY8/4yRNZ/IVH5",
-	"hTXsLybKthBKz6SYJBzTmvqdLT7xls6tfXUh5UuqLlH6dfa2WY/O0lQqw+JXLObUp2L2u91tXnaWt5Vj",
-	"J8JYY+FfVOy6ZB6a5wPVi94F0+bJxys2P43vkE0mrA794Mxh6nqPYUn+HuXdFiA0gxLBB1p2i/AYhj9R",
-	"fmCM22UOdJZjohfuMxgtc1m8RRthJ3WsWDvCD/qQPCag+Wyaks+zEkLrtvvESGll5GLI7YrNQTQL7Jup",
-	"Sb/drxNsuCG5YFvg2P1VOxgvMMdHRvfVM7rtLJAX0LnuX5RvIG1u5BtBvQfkjaiJ14OboqylB7n3uVAp",
-	"at1lD1UWv6yrYZXytKz/PPoXHv0LXyuv+m/jkPiOmS3Y2/04zg9Wa2rcvXfqVMTzpgd1XBLVoHVtAEoI",
-	"hD6ZE/NhU6aKhkqBi35BkycqSuDMXJMK7PMAIhaQd0UiKsC3gXkJXBM5mZQagBOqQYXC3lnFmFZDWpHa",
-	"Ajoa5LIgarlL4nBeCMgUuVzloX6GW/XVsvhn3Kz0JV/4uHZM8MQDMp4THj9y/Ueu/5tw/f9WPmKzeJtK",
-	"rNlxidxedaUbTz7iX5zFWstsV3EtZ6HSNel9LUj3YJDZYtnhfttZpbpWW8WExq+Xlbn5rWBkq/bgkZc9",
-	"8rLfgpc96qPr9NFV16/EA12+9AO00+eOSRYK6jL/fOKmxxPX6mVlhoOLU+W9Uqs9VkvdbqqZ6r01PPO4",
-	"/O3PzgErX9vEDcvb8sgL/2V44aNl/i/KCW+mDN3wFSTkhIvfnBUGjTS7P4sjmpkChKxF3ohkTkKcYehL",
-	"iiF3y1elGKjzKxcTj9HuX+y+BF3OsGtSnvpNEqoN6bquxbpFvpMATyInE/iii5xALRtUDwOss6FXzGeC",
-	"g+YKc4Hwh3Gdiz3KAjy/kIs9FDt+Uq4iwPAkwc7uRY8hsXu00KZGSJOvGqMv+cNzcimHwu9Ti7x9dwHZ",
-	"1XkG/8BurPGlY+j0MHlZZ10op86jcL5SojwwV8DDDDUcDW4d2l+ehgMK3SrM/9WIPIdMBWcC2/8YtHoU",
-	"N3Xi5veJ6f8LyjjpxBkBaO3JSsm2WlPPeTN0Vf4E8VebdFcn/0qt/Oy0Z1IxUkiIHedYdqtBz7Erz4DK",
-	"dUyNG9PoKpGXvrp0bAUFkRNXM9Rpt3db5G0+6IzOEaAb5WQArUalFcVYRzsUgOSFxWQ5ZElJrIaKRfZh",
-	"bCnqUpIKKytvCor1Z7C+oZBJ7Ev+uXEcr0C/OV4YFPYBHu7lniFCLY9wQdChwLKnbzSJEhld5UVm/vMj",
-	"LkaYexdC7oTfQt+m3BfpVMU710PRbx/mjR+8MnCU10MWBbBF3bFXYBbNsqEYCtBi6nSSPE9ykOsQGHWA",
-	"1hcnF8e5IuFL7Wc0BeyCofApF7CpkGcpJPHdJMiU24GhljebZfDdFvlpscvllOpi9UNhoB8LRD38DBWj",
-	"UNVTapIKc3NNN+oTNuxxV/tV6E/REko38pePIB5BjB22AQq1MegdtA4ODntBI7E/bna63Va/c9i1X8zJ",
-	"CWpTuvvNTqfZ7V90ng7a7UG7/bdG0NAps5rC09Ye2O/3kft+dd+id/H3UD0qUziDhvGrNBBkCTdUo6qJ",
-	"6qWrjlx1gZ2Cws2jYvKomNQpJo/ZiV9llpHdhKJk3ZuQ99SEALphrbMSwR3gDWHtbpkL10qP1TpLv0XO",
-	"6YxVsI6saayyhOnlbk8h2fHimMdYOTxLE47oLyCwqJnuroqC42IvYDlfQa1W0UTiBUAzbDU6kuPm51wT",
-	"oMm24+Lz30JywjYvFH2Etv6Gb7i07bPQQ05/VVVveXu2tTVvFRGad2t79Gk/xvce/eBfWToEXbionykS",
-	"WCBsr5ShruOTYx/gkO61SUwXy5srOb6u5xrAspAJTRIEqJ4MhQeM8q0IWgT4NJi/maGXLEDQHeOTyqB9",
-	"CfYGgY8h8DeMhxg1QwGTsrJ9LjOPnsBiQD9x2IOIwJIDrjsoNExTE3HCMBvOvj7j9t2joYhZAaUjBQmt",
-	"XKeI3VdCaSWhmacsJIIqQBMyEiZyxUWMBozhM+ZmAd70oWC3UZLpvOvisjpw4nHjf3dNIIcz314RgFfu",
-	"K+XLL20v6r+YdIXpbRavDtrsUaQ+itTHovLPLiHz7hpeLjq2mVuM+MCTj/DnuhzBN3ljthoht1C64nEf",
-	"qXbQ904WYD3XUoILNir9anMCcXor/HGwJY/c7JGbPRoIX2UJC3O8ZYn/3ZfdnCCDLKyCCVWsmQPyuhBH",
-	"DeN862pPMC4FinqIYOuABBrGdgzhYQGEi0e54hWMEy4FqIZip5z8U45V7WKpCVTOuICAyxinilGPaeuT",
-	"SHAiCAQtBXOpMmhIUGUtiYgJsA2mTMAIGnD6Epr61JZi+gjkUYLMAJxB+1JrKE44RN0Q/1ZmRttFonSA",
-	"cJ/70chV+ozsayEE3i58AQ+J5Izpwta5tLpwM+IqSqAhs6EiQlvCbreSNCYTGrn+zJ1WD6Nidme+0UMB",
-	"oGb2EKFiqHnFEzljRjEweOxPMJ+IYL3RTpyh0CLYOi5TY4xpXs2eTHeDPLw3FPbgvtFkliWGpwlniuyw",
-	"SAo5m5P/8787gV3ERCpj/9Hq7QXkNoG/Huzt5nFCnCJx/SJxkkOh7CVm1hhLfEQYcM1z3HtIW2qREDZr",
-	"pKi4ZCHRKRWaHLbJ/4QQcmeP/E+U4NQMBTx5lEMHR1OqLpmujNCa0VvX/S5LJ0oKg4exm59NXlGFwM95",
-	"lhQYkkC0MRRUjRl8CKC9IgdMzz3qynzkgsPhUOz02m0ynhMH27vbIs8AZhtznFwZBOJGK/huFl8yB+Gy",
-	"hF7JtcOIBYDKFYgrL6hiJ24Zvzfuiim1PXIY542BZaXkR5owEXFKzk1AzqkgLxQVEdeRbJSCqHuHh9Ug",
-	"av/pXdDAi14ds0NeUXXFzPrxDnv75fF6h3t3AeC9uO6vDUfd2+d9lXc7l5lfFtmlcuCrVDtf1VfV7moQ",
-	"dTcpIcUr+Rt3wSPSy3/NkO1jBPa/SgQWNDfQJDJTTkB7UWnFUNjSVY3wyUf/1/Wld/lIQd6B1kvOckrS",
-	"TqlsZOAUvbzPM2Jd+rxwboYCKpghJTkXuwMSAmhZGHikM+wyq6vAZ1OqfadYAHIDaG+yg2McDUVo9VgI",
-	"4Ao6KyUV1QZuv2Pm02TrlzLyP0EgPJr7j+b+o7n/VVQIVprkrOPY97b+c1ZeOAAuFU2nH5KVrP0sE9YO",
-	"dU1m8rZgWheVK+/OXga+PYF/DmDwsYV+yiI+cfwsb72lh8J1cLOM/JoqbrdDOzR8dmuY0NCYE8pS3p29",
-	"bDIRyZi5UBu4bc2NtJ+F9naG3VoT67uTi6GAIhc7Nne9adCZUOQXRnmxNyBaYi+X704uBpAL7IH9hYP0",
-	"dw1wFiD3ySW0vum1+y59CFGgi95WOsibvAQEurE41HGrjIBjBPZgqSsfdl0p/9gdUdMTEjbeQ2dGiESP",
-	"3QWZ0oSb3aHwrT/Q9fCnP51n4/xM9Z/+RHbC8k9aVvBh0Uoc7hKVCTw+Sn5i43MZWeNKpkxgczYANE2p",
-	"mZbcLKGfIjSssEpX80aHRGfjVEkjI5kEefr2cSqTRJJnrv+ViEmmPiSWTOjVEQZ5fWPLSwkYKfiJolPE",
-	"iAtuV4yKIWRofRw2Kl0Vho0BGTbqG2AOG3fWPB8reaPtjjkgWM1M3lFOivLid1vk2K4l37C84yYVSOO+",
-	"/wWHvkO5G6tNwm+Pn4/OTv7y7gQPY0m1+Iu9Au7S3FuvcO/BGNtEUd3zP/rbdo933vhZv6Yzdo/3TvKb",
-	"/JnDvLWXZHvNyU33zL0NfHmTl8P1ira3B/6NqAtFT43jmJK3VF3Zc51KI0stNaJYLPU7zfMeY3U9ot1x",
-	"L+rHe2x/cnDZnfZ4/+97V/vJwazb+nt62Qga9jSs4tNvPT24CxrM0FdYOdgYiCxJgoaVIrBfDlaoMWhk",
-	"GhrtSkOTxqDzdK9daq/fOH09env25ruzk/NzWH3Bg3HX0SucoM7WabfbuYOIxfYHoKk8dLPr69RklM3s",
-	"TVNUeBUfOoKGDtIDUkuhHahroDehPAGkZ9//6MWbs29Pnz8/eR3uOvDllCkN0JJNFGUeJNo329sJ356c",
-	"nZ+eX5w8H/3l3cnZX0ev31yMXrx59/p5uPuoMz/qzI54H2F/7pMFnoklHXLnu5OL3ZJ264XgapT4BVU0",
-	"Zw/eoR4if8F+RU4ehINybclUWlbhA/ugazj2QfUVi8lEqgChgvLwTN6QK1joPOVB5HykpVD7qOtrdnZy",
-	"flHq3ryohbputiKmKs4XVeoLiLwucB8v2PFdGEDJlWVm2Il5QLrtNnbqNwt8E/tioq6oJeSnwXqRU0K3",
-	"Lagjz/H2h8LyVlSIANkDm0r6zmoEZkVuoGFnSU9vQa9neL7guVDp5hgrlnQtDOhK3mDM3SPQmIqWPX4V",
-	"Tj9TmVjoo5YX84G3SWpooFydkzaoAgMPsho5tYKhrKHl8HuW+S8taEA67aDdbkNQiUZWSbFKOwqGizdv",
-	"Ri/fvP7OypaYpWZqHyYAhsrFJREgGv2Gl196fnLyNjwi3MoCax5h095MxEyRcDRCMnam0GiEWYdwKlbH",
-	"7LYdJYY4srWfoGH2i9I/DVMTGjEdYh/MMJVa83HCLqzZEfqpUUNmElAHYsbSXSyR7MB6/bWAhE12m1Lo",
-	"SUsmil761quw0BKaoMC+zogxUF7uszev3r48+TnEYNtxZuSMGh4Vojg31iBA5wwEbznsDqC2dCjKh5O/",
-	"Crov+TP56PqODUgnIHpKu3v731M9vfMd+dDUxH532LOf0KHIaQw+7FWBaMoi9DQuqgLfH59/P3p1ev7q",
-	"+OLZ9yEGTJFa4V2aSMGOAEzRqxOlZsH4iOs/tUbLIDvddtsexgRD1jxCroMdg4ei6BFd5YAtcgZL8z2t",
-	"AM8B26vmDUs9Irc9aGjvdwCZT0NRVP+7wlBVGssnS9kVwBm+KmzYvP9sYfLvDhbq+eqN3KH4FCv3KO/q",
-	"nQecUZUdgp+g6DYLzJoLMpZmSnbslcd0hHzzQHMsmExQMFMOLBRzEbCbJIKUuJb6ErpEBDXLg062UOO4",
-	"Q/FZqhSFziZOZ9a7zqtQswWhXZZv3u97b+xUuru6UZBH9Dt7QxFmRbxjBD4GZBy7UI9raQYm7i3VlGE/",
-	"zBZ5m99CVSEfcLEcDAVkxi2RB7b+GIq3KIHypPGqOWyg1GpHSIRYxxaEuOEORQQ3UsHfwbPgNnUogJw6",
-	"5BX/dhc2IufacKGd5CMxM5QnuuzIwcLoXO7WWd0ntyzKDCvs7geFujFdpsKJwODM1Z4LT36o8YyxSfL5",
-	"98fN7t4+3KYACc3zJGbtM+jni58pW2A1H8rZXGPQmMTt/mH7kB4ext3uYTdme1G/vd9hnYju7R+0D3qd",
-	"w147GkedAxox1h93x53e/t4kjns91m7v0XLrxo7V3nKfnP0Ut7tmVDqa9q66s77YS/c/HKin+tB0r3s3",
-	"/du9+T6q3ZrV7sQxqhm5sHVZP5Z6wU4trVpWPA2DxoU1r4PGBxwU/yT2hzt/5PGAnD7/H7vkIwy/Y//9",
-	"Rx7bfzs8mcIs9p/8CAEfguYzAbuc3KHL9SMB07gA4r2z/2k8bCvubwzfI4Xg63GEwIQmuXu/eugOo8AD",
-	"Bhg8yfykqw4UqxXeBQ3UesH7teiBiC055NqltU48xgA+H8kkm4nGoBc0AGxj0Ll7HzRmTGt6CZRk+QvQ",
-	"YSnHh5YnCY2hgU5arkuptUxgfu/tWA/widwFuYOo2JmTwgIhiwbI6h16dDHd/Td0Mj0my2yfLPO7+2Ye",
-	"wZE+wSH09s35Co+Qi1W6RtItL4NWFDJyTd6kDKJIhYWEcUJrnotrpjxcPnDgvx6/enkEUDaL3aRrCz1g",
-	"7JT/u4bWcb9jJgiNY0BGoclbZWeJrQisxhA0XFYjatOreN/iLv1e7u1/idyIh/CDr6f1MdyKxduwsgGy",
-	"v2hzOkvuedFKVVNWdBjKhRWWVD/wmv3VTuELXjO/5OKaVVdtVwHZBkckpUqDk8D5RuewRNJpdfFXoES6",
-	"i6iNAim63UUM6rfx8X7+97mflpRW3s+Uzme+mn9FR11XBFECSwMb11o8xL1OZsxMZYz9ZnK/O5ZPWO02",
-	"slc1IFzrjGlCh0KxiPHUVApjIOODggvbYeSWPrmMSWd16pTOSV75EwxFqToopXPs3bdsOWK6aDmk4DHy",
-	"sPQGEjqFNKOJzEQctrCsAx6Bip4x5JBYS8hAKigglwO4Xv5m8evdAF9yHYJTymMyZ2Yodoo3aKIYjecj",
-	"+8vQOc9DOpOZcH650NtFoWsO/CGjCbg/MMMLr7gd084f3xzNuAb8Pe8tJzGLrDUb+4OBfrwIJgcpKD6U",
-	"4w41IAxSjUL37xb+GrOYFhJUAKAQHxv5z4RFmEsxqqWAoIodJFNsBEGRI7SDCv8uAge6RoyusmWhhMX3",
-	"Dgay0hqckpQoZtR8Ia52hdjICZ1rwo09RjV3uMDIZ/NetTuQPKQzmlhG6UimStsudQe+iRszFPnOOBK3",
-	"a7Yjedd81zWnLBrdDgr0pycf7R8AzomjYHyptmLHe3EGzs5X4FZH16hbCiw2g6ChiJ3/MqHGXppKHVu+",
-	"M/YxcKJeMuNDiHbz3ewDMp4bBOa0f8FIUXl6RbnHgFhNMbQ3Ubkf5V7VK8ZSHD10E4ZUaefjxSocmgxF",
-	"RJPkiIRl+VBOqLYHJQWDQ9i7vS1RDMQX/cRjEskZEK0DkgyGwvfq9uu2fGPMgGD4uhqot3gqn1j+dOb9",
-	"bw8ug0KPBlVx1fHzls5dDaVnyPkRg1vdvoG3y/PfsjsIWQT6VYJlr4u/ykj6jUEjnY3sgKNrrmkD/VCj",
-	"evdlV/dy92W/cQ8vi9vv36eztT/sFVpVVZL51NGcT7ormAs1K+ZiV73wWC31WC31WC31L1Yt1d2KPr6j",
-	"ht3Q+W9YYEXnLqSc648+1OG197deX881eMd11uNx+YcADlugMruIxBUi34KiJzsCg0QNl5nArQJUlDpZ",
-	"7c9zZwwoF+15XcV9RXEHrciq7YjSnbjmbbNK959gKLiIkiz21fhuCI9MvVDZj5qOlvDzxaiL1R1A/4dB",
-	"hgIkYSyxFQRht1wb0BxL6QWCAaxnpXRMyxnz03PWA76sW+SFVFYFxnUFddYEFYTNUoPrdcn9IQQlCrVe",
-	"SxWSHCAU9LahgOdXAH2d+fO+r2JyAerm1inenwEZ7ItVr7k92g7c0hOq29fHzNzHzNxHKK4vAVa5cPHW",
-	"SzkOFPAR/lxXQHzh+wr8Rt3mzuxYX2+dLk5vhdkC+/DIzx752WN17tdYnasca/FcD+7yQ6pxz5ApFqW4",
-	"duQ1Lv1vpbyyOjNkgFaLhCv+S+95Q2vBealJSGH/WRx6nHqHjTUs1uu1cKdi+dG/0YDlVDEQQvv9vNtO",
-	"8eTw/7J3tbtt41j7Vgj/qQ0oTpqmH6+C90d32g4KZGY6TYvBYrWIGIu2icqkRpTjeDsF5tdewF7EXNhc",
-	"yYLnHFKULOer7STb6P3xztaRKIqkzvd5HnUl2KVDloqKnxDZ3SZrD8Be1WBYBP5bAOB7F3ZVxByu1LKg",
-	"SDxefFLJBfUleEjgKmVFvsRqHgqyo+45hRWu5kKW0A7ge63Bv3OaKfZeCoWcU7jbsQFYlcSeq0RhwgPH",
-	"5Grd3CzMLkACxas+qcKhhrVvFrOD/f1E+T+eOCeu0WGBo8QY1sdL63QIxGC7sdZgCaCxAuv357wohDKO",
-	"vilI8MSNzYZSea3MciGyqEUQOMm5XIgsUcNqpe1VjufPcSOS3zYTVdBlA7cTDJnzxmjXXJE3IXeM6eeU",
-	"0DylASitSqhDaN5Va0YpCxdTZtI6f/ibiRuNKf6F9Ibr6JJL7pJgRcF3dLX99hbcI3+lAyeJ4I/uMyTs",
-	"MMgi+UtdJglASg6Z0mxaino5lXWEazA8uFfpEyKh8F+vPQx0klZz7Z8IxEquy6cuvJ5iBN+Nh+dlzs0J",
-	"MjCd2BuulNvYlsPxmQqsHecAaQfcXtB68fj8HD/UtV76Y4AxDfLsMecjlamIZ4sT9Ra8zPYUgJWrdyP+",
-	"DxKgXRPLQrkQICM2Kr/dyYBovTDVyenTrcXGiGNW4rVlVp6off2oOPj1cfnEPK32l4/ODlaPz5+sn/5r",
-	"HxQaPq1Vnr0pAAMAipvN6xpZBLtlt4ShBuXlWyxx1KCtovU+NdCnBvrUwD0EUrP2NwnrlvkfRDwuJqo6",
-	"kqaqa3JM0HYLAXYjROx1uDdDo5o3izBUDBItZ6U+E1EdzWbQz/UC8UaJP9Nq+2a+YCewg7fSVN0LgirH",
-	"kXKNkXtKq1uktOpZrPq42BfT5Pcqat/mlULx3lRavrJtO8onepFnEqAEHHI36S9onQLNFQXGchSG8Ued",
-	"oXrq77x+VvSOCrKLnIleevXSq4/q38WofqtgxwnIm1VrIOn+sgvCyDr8k2ZdvsM/jjerZ5rYyV7CtiO4",
-	"h4nCTCubcDUROZUvv/np+F1X5TJelGPnNESG81yvRMYW+kyYOFE+V8D+/Pd/kJxfqhn7jUl1UpR6Vgpj",
-	"2G/0MCwuT/1V9pat1yUqDf9mr62L7g8bBfpYauNvBQwICFqO2XPlUB7sjCkmCkMjOgaErKE1DiOYb96/",
-	"A55eH3dBSBlXsORi04QZQHFHwzhTekcX9VLvO7wgCEQv1WTO1YyqvQDlAoLREUuRkh5TDf4yCMGXguc4",
-	"a6B+MKArKYatcNx2W0WMFVxjt8J2teEHU/GSehnsp2FfJ1zdNCLwGJ4bnSgjoCsgzIqQBueTaslziM+O",
-	"3NhhpwTe6X+xb3UIqFSJSj9ScVlEJCThVZ9SxN7GAeuddAO6X9ATZc9dTJr2YcE/iDAtxOo8FeLd2K09",
-	"FvaYvJ46VNYakhSwW63f0KRv9p8B5aWmyzxnpShKYYSq4JuIsPBeLyuPsTSyawXb5nMTWuVrJqdMaYhy",
-	"u7MgK2akmoAjbyqeC2YnAmf04T5kxyCGDafzhHozGshgDn/WpfHs7V1uOgK23sh6ej0NbaEbR7fpPG5i",
-	"ngR5plO7ioC6xAnGCE9gGFX2+AB+RCuh/UnaHJ+SHNyKSV0UImN6Ou0csR7kGtHodx4O9/PROL6s/Rjg",
-	"8MBhHAJnDh09x7MEQquNInBPrcVvNar811hz1w9DXyEi/CYQgK9A/vXICdcwV3+w3z3lc3mu1QwsiFxO",
-	"xWQ9ycVVnfymEQhFJzc2dLsbUGH8Zup5zl3nFxgubBgUpQDoubNwRjHrDCewsHh7zF5vVCjU6vlUIM9a",
-	"aEISNXRod0RocwUaq2lkYDHChgnTrjqoSc+CZYXsuuvVtPYNTKxlooUmrxXfrlwneNiF9m3dpeiraGCy",
-	"n8EjZvf2u+A9bpVLDJtQB/HgTc6VcWbW1Wm6whe5pRRzYy0v0u7S1L5Sn2buDYJvwCDo89Jf3SJA8bI9",
-	"htWt/6kN9sKKfN8567vqoQoLy2KoJHI71MOwdt0jUtwBqoNj/zrYO2CrucxFo+pvqQByYejBD3hViUVR",
-	"ISYq2BBzvVJsLkoxAgQJj18BQzR7xrZwetkFunG/+F+VUrikx5lW30Ea9PmFPr/Q5xfuaH6h/k67m6Zu",
-	"nGzolvAYhL64w5imlcszhM8WtVzHvK6BWmJEwuSZF7BtMgRAqebW3TOJ2h5wtcIeg1Tko62195vs06Cv",
-	"jE/mkVUOeCXqDEpwPDB1r7Br7KVmBT4BPPrRmP0CXh4enBigunbBXdsxVSn4ImWe+ulBolJgRD/Wy3Ii",
-	"UobQ6rIatQDMOcN7DzHtsJLGsX638wcCaaGBgouzFCtbzgSGE4EZHWEI7bshoDuhihY6z8GjRUwX+zSi",
-	"KyAAW+jeTuFNYnhzrEBPZRZjssS6wmnGKx6nzCpNYLvAbuqNeRAAXJhycnH3qNWaUSvn2kkmR3vF1wge",
-	"5Sg/223jUaJSKlN3UL2pdYTrVyIqLWT9tuM6mi/fw64V4eJ4eHdwAQPAnEKjM4ybZoycWYuBZkskEdTn",
-	"MdELsGNgfYZpzOaCl9Wp4FU6otEePqYyc0MwOEWpz6VjbJ/k2mDvB5NZLuyi2a0as+d1ZJZejvBFIKnh",
-	"ckvDwN2PQid/VHPcl4nyCP9u9LeC1sUhE3FT7cDR3Xn9IjzRrHmgwQ6SFTtdA0uGyKejGE0l1xbh8haQ",
-	"tMCjSC8QBTNgKw64VSQblDiv3Ea0vgmI7ZhaPDQ+jjF7Q3sF7SWnoloJZOS380lU6bGJtEMSI7z5hTUA",
-	"S0RsZgtewH7iaSaZ0WQ4eGBo5sYxtLvuAXvmS72cze1cqlkpjn8+SlR69Pr43csf0930x5/evX71d/hU",
-	"i1JnS4grRf4mDl+qyBgoJXs6j38+kpXosjGPYQZ1OqGjonJTJKcB0hJg8LvzBB23Z9Bro1kpzHIhfG9F",
-	"Jg0dEGsCSjsWGh6DyEFFN47MIAyfLPj5kVCzag6gy5uQhV+/9M8JJlCdGxK7EREaBBIwUTKL2cOnTw72",
-	"gv/bcWHERIE0ZB8TB32UDOLkEuz2ZBAllD+Cq/1g9vdAMCaD+NEn2PNtSJHH8DHvHNvTD+tuDlGgN4Q0",
-	"aJfmKjgtcWX4SCclkB1nc/gN8T80gsgxYO543Dg2pFFN8JdyI/qAyz2zd1/pPNcrZ+KBZTnc/BRGX7LY",
-	"huzflTida/1hR6is0FJdAq5DBuMDw+g+5u9rY+xgPMOqpNGYHYtJKVwgApoYc4B6H3cW0v+CY7/0U7oD",
-	"NfV/Weyi9fKXl3j7HegDGX0go4dz+fqF4RuiLxDL9PWaBiOj9dNP+eQDfJZgim2bir9yFyT+YPO7f0us",
-	"R9ZEef/2CM1asHEZ+XBIYg3Bgdr5QHFLKdgP0rpKDQmNwL92QIf7y0+NzpeVYCmQo6RBB762nrdEF5Sz",
-	"opRnEATJtS7s5CFunUv1Ycf6rznjWQaFi0PiiIMANMwsl5Uo6ysE8kJSDhnN9Bc/HlsXB+YCPoV3bTNh",
-	"9WS5Hm2tBLMLAgV+BtRPyobpam7E5OTP3/9IR7H17sCbhqg4OE92Zsj9VekSXDOlVzi+22233ATiAIrZ",
-	"Ndw7Sjhw6wNisDHzuoxodOoyQlCoznchfkxEF7Bmr3tJO09HA585MAoMbOBWw8LbsVcxOxOlnK4BYlZm",
-	"YudYzhSvlqVIEzWk83DsODTdgXU03iOkpAOABb6CZvSIZSJboj4TLoyBJ8n6XRHSJdL6p/vn5ymbclON",
-	"2XOWHth/YQajmnPFDvaeIf3a/v/ZNaZ2PkSoNd6khsETNUwPHu6x77USKdRjWo8NKKVwBrSkAG9NMAyA",
-	"rRe0zQ8f7jEzou75mgzd4xxArQGg49Jxe8gA4e4x/ufRHv53n83tb/OIPdxz/5/9+fsfbKkqmSdq/4DN",
-	"gzIzXJth+lZU5XoHghyNKgIMJsiKcUPt7PZIiHK0vbygZRV8heqCbsnoLpFiwzLBicHtX7MQoPXUX2Q1",
-	"R2tyKxSU54XzRyToR0dRwIatj3502FET4m5vGVZ9NcA36Zz2afo7SHnkeWc3rK5uo2ubV7v70f1PatbL",
-	"RC4qsenlvoDfm98/VtMV1P1AKlmStQKFdvVPuZ41LKtDoJ0G5bTQZR29rzST1Zi9FYVAVkWX0GG54M66",
-	"gDQRZkigU8JpPKRBbTa0HABfjETYJJk1rAuf2Z/zMwGgRqhIawkJiRJcE4QNCqQo9nbU8dP6bbv0FS7g",
-	"pr5qKYiDbUufHbL2gtEDRUar1nO9feNxv/9BSYWH98pyKuqOsf2kRCs32xVqawiYKMCjduZNZ8/wZ5uQ",
-	"txQB22bnbbHO+rBXH/bq8xl3on7nqqLwenLopTfkLshiNOy93dpiuTC70TLj9BTQCp2FFArdGApHhKrK",
-	"NbDCU6VlMwdCLZEgl/WymugFlQdQBKmEfDuUOEx0Rn/LOTjpAb+YrNlzV/P1OFEvFUZLeCnYB1EA8xnE",
-	"lLiHocMAxKM9lvG12QpYRJvwol6de5hoobdfX55oceW0vcLpFU6vcO4izn4trR+YOnTuvttbUz9olO+U",
-	"urpp52Djodu6Bxs4GcFCuDQIhT4DQkCtRBSmPwBNwYcVEtVM4r9Yli5QMSv5RFjNJ3XGhin88wT/eUKF",
-	"gGnEMkLVe/bkYG+P/T/bP2DzkSN+8dvjMjYcJgqJCoiJQ9kPzhlSMk5rQr8XMytZTeaMVywX0ixLccjS",
-	"vTRRpTjTDgJB55l7aSqWBGZD/MVUMs8dKye+z0qqTK+c3udlLqGIlrYNkwV29Cy24y20qVi10jQgrjPi",
-	"bK8hAdGldt/awdrREYpn32bHYNcODuJHT/b2rtw0iG/xllarJrf7msmB5jO3eYr2qOMm9VH+PhR1TQ3a",
-	"pwXuYFoApGhL3zfV3FXSAyfdRW9FKSa8ck3O0UaU2v2d8Vxy00DL2TAEoN+AYvRYhe7uBxEEeE1HUn1I",
-	"Xf79ahVx9ST62rgr1cZh9e4F+zT6kl5dsMeX3Rpeek1/0J6by649RhpnXcLFvRPZO5H3vViPDWsJz0wh",
-	"8lyq2eiyEr4baQWPJdilFiByF3a0eVSUmhA+UY423M80rhPDXk1E9W/EZxQhWU+obBx1OdRqJYq0DpWh",
-	"GScm6vI6HGnM3hvB0u6XuHK50meoq/tduNRRt2TV2AUHq63Hbq6KbqReeq+pr43qnaDbro26jo7b5hJd",
-	"WDF1A2X44uXRy3cv2eXh0i/gMnXWIDWU0JWrkUjiXn32tyyAe2HaV0Pd4Wqo61nfXyUk86WFzWZp1eeY",
-	"u3e0yOqy+MnFMrAPpvTBlD4j35eAXVf+f05m3k5GTJaltfDtzaeCl6J8vqzmg/gf/7SyFYFjtkGK4F8J",
-	"Z2h5mkszh7SyNCzTk+UCW7ysMNSFULyQYyuA04g1flvzRZ6ODhl0QubrREE3Zby7Cz/MtaniZ3vP9lLq",
-	"HktnmpVLxca7+PjdySIDimteSAq3LMt8EA8+YmDoEwC4lxK64uym4c+oNCH5PogHnU8ctKX9sVUMImL2",
-	"CtB71sVyxciZKHJNaHmfANyE9mtj5YCiz9Px2a0H6CoCFkL2PQf8K8sag3lcg64gtMGnqD32+5AN29PA",
-	"6iWxQ9tHsmpdCOB3DgmXV3PuSciRrjV42quQE7zrse+QRtg3leLBp+ibMEyqGthLljS74AHfwb0dA/8N",
-	"aZ1pZgiVxJsc5Y6NAvtLPTA0lXDU3Kr0KORV3HzSG3t+J24TilJPZS6M34caHMzYidCe04tGbKbtLLUC",
-	"bBTsDbFnw/7oUKTC90WGwK5pAHm7f3xr3p131G2z8B22Op2xxRmKJKkPF2m4wwPWrOkMnukFTfeO1+X3",
-	"1JNrogatNlWCeIgj173bKJmpn+YG2fI0mn6IYETFm65itMj5mk1do6+eesnq6miChyFaSNc54Gu7axB1",
-	"dpBayHNWnwVYYwAN9QCm0phlY788/l732/y6hI5lq1emfCJcsSxpgAooSjj7vuTF/OejWpoSQ7w455OK",
-	"gKyQSSRRK64qkY0ZCCkesxTNWBCN45kd6Nc8ZUNpjUZTUJMvYK5R8StNnJ657RMxc5H5+WB7l7f1eW5P",
-	"7mljHX4QFbe65r8BAAD//w==",
+	"ACsSqCEzqX22PCUJozEXlyRshmTGqLU47ehM2L+i4gDbxuPA5xygSYXiJeYKE7QCMlaMXmliONMt8hx5",
+	"6lCEzdxHa8IWOcH9GZDy34MJVSzc/irYBT7sItgNtHriHWy/uwq9B9yLc7j6WwRNfCwWecUq0sJft/Zl",
+	"FjMoUigxQ5Oja8elr/nACDq4t0zgzEl4OesSLBeIdM9FZA/rGiuUfoK70bIzTZhhMZRUzMGzBrkLLGZx",
+	"433QyFRidR5jUj148iSlygimWu6DeQVLXrkCm7/VhtSuF/dmmQ28O3tpbwUE9r1PpCjwAJagmQDTjdcE",
+	"8+8WU1S/pvE31LAbum53UyXHCZv9x/3SZN/iW3UrsfIl1UYxOiOaqWseMSxdcjtPUiWvrdDdJaiug/EH",
+	"Brg1vTBdK5qyeCh2QvfOyL8zYkpJFe62yGtppvbEb6i2av6MG0x+glHgl8IjBc4jDRb8UCyYZoNV1q7z",
+	"Lo1pdCUnE2QCpWzLH5suV6OJoqhut9zjT0ppHbBhX9PY/eUeB1Mi/wgYUaOiVzbsORjKE69KQial3c4x",
+	"MzeMCdKB3bEqq70hdh+xqijJ8+zw9rf8eK6yoDFouMIJP6Ln1Z12u1FKxLYyaGX2iOMkA0jCN9wA5zrF",
+	"FRD/RcfhnsQy0n4D9B+q69z67q2hUdAWC9fbjCaWh7LYWol5ToulS6chWeMTkrLBqrSzDAhqrPYhZe1X",
+	"S61+om7o0DsocbN/em/tmxCtAPtZV2IIr5OdBTNhN0ByxQQA+3iehyCV/Tjjl6L0lsskwNfQ3V1emZ1e",
+	"/h8jS1OhXayeC0NvCUwwIFTM8ep4Bd953sFepxV18ZJfMzEU5sZeby4gIQL97mjdU1Hyy+JNgzXPuNZw",
+	"bSGF0zMw2LxVrrRdO55lDWt9YOX9X/J6tcgFu4WSQfzujlUAA4yOBGD47ubE/e7iRfNpbha/fvdyKMqe",
+	"c6jwwzdd6SW+iVr5TnE1gna7XRCT3h0UrouSg86Tit1VX7vFRZqZJYaTJ0c2c+N0Hc9ZSEUtZ1c2K6mc",
+	"Ww1SvLEwkMvT3HIQ+/Rd8Em885kUk4RH5kuKtDK7iNz3dSExfLrxV9pFvAxoVYzsTKQijm+XztwoKjR3",
+	"2Y6hkCOXbEKvKU8sWds/g1JPE8VoPB+llMfObcaNXpJhRfig8IXurPKCBjXBg90laqtx4G46qZqEcp9U",
+	"29wuqzbAChmc34rp3yuj91MI7YVUYx7HTHxpSrvCA0XJOM6wdt3yv1j6YumJnxsahZ/l3B7ZTSk+vZXG",
+	"dmmf/ZA0vRJ+T7JwnzpzbwMBb7CDSlocq2SMOA3xL+9Ozv46unjzZvTszau3L09+tNvh9T18L5JJNhNw",
+	"gRIu7E2yGl2h+lmKdNKOJczyvU633Sfo9cEaN1Q3ubb6YLsFGuHibHDfUIEb2MdypdHSpx0RdvvX2ajP",
+	"civzpJOICnsZVSZa5FiTcPGIHD6AT+Vg4polMmXI1YQkYUwNhfokNhT5qACFYMd1ekT4zdnx22//8nL0",
+	"9vjs/GT04vj05clzVIXyR32NVNm+wex0arUhP8L3xy9Pnx9fnL55nQ8TON3OZTxYzmIHnHAIdO6EXx8/",
+	"H707Pzkbnb5+++4C3PKyiFQOhYsnkLCSDxOSnfDN25Mz/NbZyfmbl+/yz747OwFwh4JaxkpeWR1yJyzI",
+	"9OWb199Y6Vf85fnJydvqXxwp+1XkyS5NJNMp1VPYoyGcE0y1mja0E749OTs/Pb84eT7CYb89Pv929Or0",
+	"/NXxxbNvnaA1JaGPOTZClg4MddxSbhJEAAAkw6uHuI9nJ395d3J+AbnseijCVZSKJIFZSrltYjRLJhVF",
+	"nizp8QGkGi9rlBNQ2iFe6zR3F8crrBi3Cu8PxmnnOuvuow5aLxROhWFK0OTEst8v6lsh4L0kEss+NI/R",
+	"cMTphLtHObYGiahSHIiW+N91i5wVvg7v2Pj13BqvpTmOIpaCafaltaYQPx06jBjI0DGw/BmLOUVyB/Wp",
+	"uLOpknEWMatRCWlGNJ/8klr1SPj+hF/ITMRf8nBfS8xZzYs68bAmdh6P57TynF7JmE84WxUqXSgwLmcJ",
+	"AA8JKwH/EJINjuxt8lkCpU33Fc7rZgjPPJoV/oDe0nkiaXwh5UuqLr84swQJwTVJ7Med1tIhr/jXZCe0",
+	"v42MlCP4cemGfdKqS7k6CPTwxaWEz+VBirYE7UAfysRfYjV16UW7R5jyxB2Yx6+4Q+cYMHkncl/Ql9yh",
+	"MCu+69RRzdS1z+6lynBx6b1QxNoxY6ohdSATELQBn6zz1mI2AUB/WH3DxWiddvqVJjGjsbU4q6GcWAp2",
+	"VO89zrPQvN9+KCaKMcyOyDTz2o1DuqmAfHhgoSWF9h7eqcWab7KD3ioER2Cr9mO36rHakKjzKcRzIeUr",
+	"Kubur/o38Ft9pfPjGWfxJVbm6xSNLkUNw+CGv0ObTuvfVrYvkN3alwtQgk8kj3eCunp49oUVuCC3MKUi",
+	"il3LKxb7VECyY7lOGcFiSeT88MMPzcUq/XULXyzq/+R9c9iN9jafCOOq3H+L4APX5IYlSdO5AsaZ8dkt",
+	"lKgMKguoIYKxWOcsaQAJ0xOmmIjwgaHIXUjslmvwZbjE57nMMMhF6ExmwuCA+eMgJOFndptCTr2v4AwI",
+	"HYqYRZajxz7UD08WKZ86w8IcCIqkHDwk3mtxxeYj93sYlLwZ9u/4cJgHFhejH5gZvlzcUR9VhCzy3RYJ",
+	"IxmzkGg61whk9fliIJ9GfQ69gcWvrCELlYK/kbpoSWDZ3wk3OJ/kCMztEQCR/nq6Y+4bhnGOU15fQpVT",
+	"m1cW8qKG0zyhGBYCScZ6alkSCiBI+uKIjpMqmTJlXMqSG2IFNAj+SHYME1SYXfio/f6YWb3S6g6QbZFn",
+	"39EoMiOf2LuUThcUhcNm26zYhQMrp/o9m7LoCpK70zRw3g4HhSKyxKmXmCm4NChecO0msoS/JPKVIs7b",
+	"jVRXXFgTMbOWJKPC7bJdfu0yNs6Ax5+Wxh00EqrNyN732lXY80uosXy1iqBUKXlzywygHkfFLK5kKhLq",
+	"AJERk9Vpy4rBFXGbAQoiUpydC7KZh21JqtiE364oxIfsx1JRUAX/MUA1OZKXgkPxExApQvBaDnrNaJJn",
+	"TmUg6qqEq65GP457V385nL2t22on1TeTi1Xy3cP5/vAEYWukutIPpxclE7aJ0SHnOLNPWpaCAmdNNjkp",
+	"wO38AmhkNJlI5WY/yasBr9hcL+xZrEZPZ90rKENfItrNa6qAUP7UwBRfO/di6kHOn3LqqDKECkupXOuF",
+	"+1E5wwKQDZN67G7h3rkURssYYzSLafK2xDBdemxtbat0MAU+YXep7nSJ+S6wtsVRhXTloNNsRoUOCGtd",
+	"tjwsZZqSqUycJnSF+HNb8cYywEoJFe3TeSMdg8VY5o7klUs78jnMmcnUwtXrtrsHzfZ+s9e+aLcH8P//",
+	"tuqWfJFb8ZUuFVYEBZ6yL4PNLw08mGPJEB4v36Kh8CQOBxnCBxzoOg4Supxxt3vwFNw4/MGnZ2996Rby",
+	"29ffOdi+TbchrqVNdpPMc1wOr5eATCmqmwKnhGDRWwVkca0m8i+vUPxeVIJPlcMPFJBfTMIBldVfZcgz",
+	"ggBzgJeqApc3IIhTRxANEAdy8NMtcl5Q7ZQpNsBMayvEhbxZupHFzvzysn/9+unNWdf8dT/7tvPzd3vy",
+	"5ICet+MXvctnh+Pvu+LVh87fbp++vanbwxJn+ncQsvnxrOYvL3ldy5Rj4tHKHFvRNZKTmu1LUJxBdbdc",
+	"Y1Kgp220IYsnF/cU5lIZa/WKz2RSiwRDjVNaZ3ROYjlYLSmsbPEYtFx5r0NQERr2d8RuwIYqXgFBynXQ",
+	"tPABe9IwuKUCO0DjfYW23TNLtPqMioglyQoEW3TqWIMCcehc2VpUemn5SN2vLB6N55tO45l/9uv5Q6XA",
+	"IrONqBh96N70WF/tmf35QdblPdlP9+i+Poi79TyPLuasNd4mVvnBmu+47iVfzfapVXdLl7pcJgfzCqo7",
+	"WtmlOgItH2kpG/AeevAP03lR187z82bx8mEXe7cAkA4hD3ZrXAnyXrtdQXYR0iBfvplywxDBv6pOLp7A",
+	"orq7Ck5gODzfuNFu1mt2Dyiy/j7Yi1gBR7aXs7pHv87V5GYFY73wEa+YRBwKBj+Nr57DWICLusRb63hk",
+	"7b45EKXl2b7Me8ucnr8h/W7noEBcimS8cOyZxvK3Ah2CNn95/7F398e6PUL4xTrRk2v2aTZOeORB32vY",
+	"lXOUr0Zd3chy7osb6esWKyDAMSVvqbqqezqdSiOrj/siwCgWLUtBlSpAXLt+sn5erZ/Ty7J9lileyx2p",
+	"cRGo/Ov91tODsmEnszEoInmt/16p0r+wTLE8y455zaY82qwkfu8eq+WTAqHN3PSKMQM80ToaRWo5xtgx",
+	"T2pxgH+YMvDMU+9Q4doyKi5Y4CS1c8Yphp5kkkqskiA7zvTLcb/n7qGhkILt5sWSwFbhZ6oQ2RTi1XxC",
+	"qJijbF+0qAy/ZqNfReQEJczQTyRiv/BNx4jb/tY/fVdU2W3zXvm4fNFu0MjS+J6awiIjKyOn+vLh0qjb",
+	"0c95vpANVGToFUCE32Bdc1lIIHU1goacTODfltoMBI3bpn26eU0V5Pja13Ayb/zL7j/9ELWzfQfLu6cy",
+	"APGD0iDFmqi+Ag11mad+6vkunJUbbvWRvC1RYl0PhnzKN1QTakjoveRQVb80/SkW9Vfux2F7Lcfr7bc3",
+	"8LyEVi3C3kHr4OCwt3bUw/KgzcPaYRfm2ex0u61+57C7duDO08rI8J9LQ5c2aXt1XKeMVTnL09Ze7VxW",
+	"b9bC8SdooMJFKM9pMz187VGJ7kHv/l2HZ2L5N0A3UDF3bTaX6MUzQr21xlWd5hl8pYqq4OFyVuEqLOxR",
+	"MYUtd+WMaQDtWWHCjqEeQU5y6Zar4quXf3854PpI1jgmv5U3ZGa3vPg+NhCz05qyJK5ojZ0a4KGarKWq",
+	"CeA+XZJjm7fOndT9KOqNYIWSQAvNNGaAOuBJei0fqo74nF0qxjSBlqaAMgYAW0IqM61szCPXWhH2WNh7",
+	"wGzzEdNe26d2EWqPoAhRqnWR4tWssDqHV8woh66In6mc2CpuWQ+j9Rl457nv/FXb4AWNKdcdLEe69fqA",
+	"a9VppPMVLZP0o+n0SabTSkOo7jzzTtcL+aJyxjCADllTU5qmTDBs1OMajOIZLuL+F13WsO1iDqWIODbh",
+	"YCjCjzwOHPJECaAIMrzuwsDhKWBtIYlZyuwlk8J1BHboYJCYyj9kLlsBsWXK6LtFH14337wZ7IDESw15",
+	"ySuHT+ZgMWkcszjP9r3ueDA/xWby2ic+xNxu2YwLarB2akbT1B2mx+aZuNzwVY5meAoTyItOyYuwPuvf",
+	"PvfP+QHgVkHvb5jManyjY/dM5cXcSbXuzdwDVn01Byda96p/qPqqjz6ueREfqbwGmdzrXzvHR1w3zJzX",
+	"zF+XAO7vgoYU7M0Eyog3oUJV5nEXbH6hus3bvLEw5y3mVN3UrV6pHuGmV+qJbcu3ygR+996znU0RIWQZ",
+	"n+i3zM/9NwwHFX0R6qOXrj+e7545QMgMfydCsjOW8gqwk8PK3fbgGv4ahGTHpfqIoRhLqopX8quZv5Pf",
+	"c/uXJZ5T/qOHoq1ElCq3dpHnLNzOYBm7bIHV1HG9YJGJVlziyyMuStYXVDHf8qWWzBSPWOxx0u0WY82H",
+	"iJiVXNy3IpHKeeu4cbnCerWHeJ0Tfk52dJJd7np8RATQxlnkPj8rw/B3p2bgAA4m7R4O6AdmS5gtL0Xe",
+	"0vIOBKGxRzkqGqhV98Efg91tCi184Xmyc2kn2Yy4ihJW/Pn//G/SafV2Kwvea3e6NS2va/Sg3JoLGnGG",
+	"5bEjp6uvm5nzsUIbbwJo/SRTYyqsqn81e1K1mfbbnXtPxueXL3lV79sJaH3W1sWU5VC2YPFhDhkg8LkZ",
+	"QDPRol5sjA3I0LrcjlAwj331tl5MK52UEj5hsK9ceLMpIBCmZjFOMixBWB6RsFggqHrlX0maZNjopHIi",
+	"vXYtsvCaEqWgIRW/5PeidLitI4A525yIziN2Bk9aocFjNjJOBKx77YzH7MLpJNu5SMt8rnB+lwIBK1Ba",
+	"8cxx+7GjtRvkiLiKWteixWPw2oOAkoMqJ/rEgHb5WpTc7MWGBb77oTuuKpuqnskyL6phAkvku5DmsiF2",
+	"Xt7vh8XOMUScGQbc3gWlSJRQDQ5FWFBtAul9mfOpSDNzf0rPX3sA1S6c7oozKwbetMOroichFNWETjSX",
+	"GQbE4IT/U2zZCVCtk+xI9TtW2fLskGsSSaEzABeEjIPxnFDfN3uSJfAWF5e7VR0IppBTj/03+6GqnuKf",
+	"WWKhDlXnmVwVvS/1BoqkNljE6uAr5cTBFgEwvkMzgvVNFL2cQXsv6GZ3m1IRszgYCs9uXelnDpCoMuGw",
+	"ALELMdQ6pmDrAm23SJjjGwEPaOd1oiUMmUXU07guRpn4YsfCKduuZdvLrLoEsVR5fR3Pb2/h4PWjBm5y",
+	"deToTuq5MzvqLzom5NWlRmmAOZkQutQTKyB6SlMWk4RfMZdKmyDWc2t1tt/SxHLslmWXcg7dZB9ZZilV",
+	"bKvtF/aKRlMuWNMeNCjNiNdaoxYDeNey7q0R87KEbW4kGVt1dkqkGJDwxZuzr0+fPz95bQ2R09cXJ2ev",
+	"j1/afy/jEAVDsYjvFJB6uKnS35dBpOw4a9GeKqBNq4CdhqIG2SkgSwhNr99cjF68eff6ed2PVfim1lCU",
+	"dgLzA/PNgAtu7+zZyfkFZMloUoLTw6dzQJ3FTNZ82I0CGs6w7l6U0NfqQ6quEKBocme1QkuJBJW3rQz4",
+	"MpGXVbFFez7Heas0sLN6DWo7eRVbtRVWkeHfqvUNUzNdlfOImG3Y0Nx5uYEpo88UjdajvPOBPS38GSG4",
+	"dvAjejf3mBIuYnZrf3L8SldNIDS67VH4jduUieX3pIJi934DJ8k3uc5m9iGqhaNd0OY7dZwAwfnKcaJ7",
+	"K+wI6/dxfVBvAyxBJfKBeRFubms25mF63nHOf30dngNf3tTMMWYTLph2Rv86nr0VuCB8u9SH0yqEn69d",
+	"ZYXNuA6SG+sBPvyanSRb1W6gtY0l89Eq00XYODvpnT/yeEBOn/+PXVJqIPlHHj+0Q2RQasu43cH5TpLf",
+	"Q8tIIN4N9HnyQHle14e1ilFSREhK6IDh4j7b/eCXQir0JSye+kJKQOXljeZ05ekzjwKwYVccrGa9Y85Q",
+	"EVMVly6p4+ge6LLlo1Bc+5KtAiJlSfMdCrgSlptjsR67pdBjKBcMmlB95arD/M1RVBx5WPUQxIAmN1Z+",
+	"3MDnlIQOitBXxPWtdLpTmd6h/r+18CftoNl9HMzVYtXo5d6hvgVNghJ8V4Duf7y/EK8T3g9ganhWZa62",
+	"6FjYSuTVDPRrXZ1VxW8eQ3aLZYJ1uKyQ6bWGygLfuLfJsk2L2vE8by5cAvGFrgkb/EF3Wxg23zKa1Old",
+	"xyRVcsy+Wl1YWLjMCqYurzbquGuyB9erQ1wAhKXdqBlNA4/cQWSK+43lvIWhRONYMV0TQHA/VGfeIa+o",
+	"umKGnJuAnFNBXpQ8/uXeibW1vbV5Of3Dz5WX0//UvJyVaSnrjgV9VffVyxYPDptAQAqfl3i//7M87O1/",
+	"lrPsHe590aN8JcUKCBSH3MMFmXEBcThuNNmJLKvcRZ9KsrpypIbzlgpQ1pac+eesqLLaXdXoeLrXvmf0",
+	"Z2E/cMygmE/dtrytBKjrU5bBbEyxlaOBTlj2Hzc0uaoTOyuxXwqvIkhzOw5qPpWI0DYOtqAxpXo0k6pO",
+	"6VIZ83qP/cpEJom8wdgDrMEZlXb6Rdezklk+ljJhFKx/wW6NaxRT19tSW1WLhK6TjC+hJPYt+JRDvKDO",
+	"JyHi1pa10tf3/ygu9mcERwDfa77ivN8bZiypmKnqzCCC3rp35W95d6rTLp1P4CiinvYg8l4n86IpVZif",
+	"kdd6WjsI+9i5iH1zxsxUxsTIK3vaHqUopcogkdXwzFk9eb6qv/ihvzrVYNQDruZipLwCVrHf7HSa7d5F",
+	"5+mguzfo91p7nU633d8es+IhHGcxPpzS+eiqO+uJfrr3YV8d6K7pZf3rvZv924M5rc0q3Spw6FN66mKG",
+	"92iyeK96VXfMpY0pxfw2BN7cfB8I2+J7tk2gTT4jee4IZqGSEKfm/KY5eWFLJPYho0mepOFIfoBl164n",
+	"OvTJcbYbZopAUAYazrpLE/ueSzOuEcwfmqNPAPNtB3uF4yxG/olwlyhaWNxunNoCsNlq/l6a9AphutUt",
+	"KuUX4//beLMeQP2+Tx6ykPr8sBom48LYy735WuTUlBro5UhY/rlxZobCZ3diZ9mAJPLyEtuTgdXPhU9G",
+	"G4qhABy5jCemyQXRfJYlkEDiP4gtAh2OyS65EvIGvH6aESgKxGnrgR3q7+6/yN+JzEwkZ4z8fSj+3mw2",
+	"4X/tA2E6G0VUxaNrrimkZbn/nlFtrOqj4vJf6YzdhuTvxOVR6QHptjukOpIHN7TP+X8fkH63m+d8FY8E",
+	"JJxQnmSKjRBlMFwcojI0FzqbTHhkr8RokolYP+wjteNUvuTDuw8a3r0MI7mBad772n7in//4r9BR1sOm",
+	"j5iPVWKGLw3FiUtLdgiTLi0ZeYEHZtOE+p6SnlAt62DQCWBFZl4hMEoUs7YLbr9SRZ3ORj/R5i/t5uGo",
+	"tsX+hqSSKkOFRAY6B3a70Pj38zXwrejYa2XOApdZI24gedPHfmvroPLj+FPompxqWodjso2K82urNg9g",
+	"wGVSrlvzfJk08T8dZtkCg6ieeOW3+oAbHkydEvShq3q6b/ay/euDm+5tb97/ZY/ujw+i7nolqKZGBb/y",
+	"lW8aHJCwSH21bD/0V6uadFlKTv0iaB+l3dhSi1pDyeUs7BqxushVkJaDAueryuRqDMyHZJxu4Xpeuoi5",
+	"jlyTdAj3j8dkJ2TXpo7n2D8fjHtXH7q3ezNAWlJd3Tf7109vunX6rP/D0oZhN/rFXcO+NZXSELjUMPsF",
+	"clrIb64yY/xtOHS//nFLTdtlzJUxnFbicVQNgOUUq9KVyOMezvy7wXi+ktnl9Ci/LcVjuTKUizmXwOxS",
+	"p8o3qS69e+1Nq69FWEfSpZUAhTwSb5V4i/15CP1Wc/ZrSDh/4LNQ8YrI4L3iHseC0MzIGTU8Kvqw+e5n",
+	"dkuOU5kk0hI2xHt2MR+vcD9O2S05//a42d3bd6GTIj3uKxcMBLSjFvkBuoLC2GEAQUAXl9aViMsRoYkU",
+	"DJ7ACLYUbChKQWz0J9VZg3pKu3v731I9XQe2szxn1zPYzhOOHSdZPfZJ3O4ftg/p4WHc7R52Y7YX9dv7",
+	"HdaJ6N7+Qfug1znstaNx1DmgEWP9cXfc6e3vTeK412Pt9l6tx+LabvkqeDG/58Q9dYSwUB3EfNeLZd41",
+	"ztdloimys1d8Ekp/oZ814loaifFwy9WCRSu6qraRrzFd1DFLTcIZvQ0DdBdk6URJsE95VHt0D9HZZrQK",
+	"4djtdJ/eW1mc8Wp+Tmd/f+/T/Nwz7kBoN/q6HWp7XRDg7MUzctjfOyAOEN4lG2rXpPveSYda0Cs2Avpf",
+	"kX9YJfe8RVd9xQw2qi/rfK+ls4DW6n616WZFWH2hTIVGU+KMSmyqjUCXrm8ml4I45Wz7xDq35y84S+KV",
+	"gfkNxgAwsiV7eEBuHDrcojOmUAd2FswE7JSwZPQHC7Z6sNK23m2RV9jThmopoJJ3KHwp76KFvPyletA/",
+	"iAQuKfWKfRjtTbrjp1EnPmQ92h/vR+stkKK2u93fKt/ZcJOwRbIyZCUdrhDz5XYZruWyu0Vf6VzOAP0E",
+	"JHwSy0j7tgv6D4iWag/eY6VWtnDh6TW3ZNEwR+GOKyx7fy2JVTZ9DacoUW1t4nPlriyziGRlUB8ja3nv",
+	"esI1FL2jIGzhnlhh7PYEyiTNtPYH7P+w/BPYl9B8Dn/6WUvRsqPU7jN+GLPTaw6+Nu3VxfNmDpC76OTf",
+	"3ng6+c4UQ9cdwxmLGE9rlO5TrTPvZsW8o1IZhVcYSWgv/QjYVEh0mnAMd7l47xiZR8QNtGGihumh2IGG",
+	"VBOqWJBXCgZQrbdrpTGCn5ZksusHQFHTpXFMsrRIyZK5qz0kO8rSrZXXl5JpL+gTyMDM3cXQQg4g3WaU",
+	"ixgAKi01+ccZVQlnaghYW7vrHfRf3qezxMGidJR2P/RUX++Z/ezgunvTu+3P937ZpwfjeghVONfPEiMr",
+	"aKEy9k/FlnWfHgSNKy7ixqBhyWBkyQCKz/0TnXa3nz/iyaPyxF7vMH8AZnL3fktB6Wj9JRfs1LCZU5VW",
+	"gS6td2HdL473BQJyFQ9TnV+pdDplKljDFPKNquXMdjyMHit8/JNjwZimCmN9pSvZHwXG0QOKh5FW7kUa",
+	"39lXFjccxsn3dot9+859uNbZvLR9uZExkWpQ5pslfulMeqyuhmoHEaCFClW5hl4xUS1tK25ZUVIJQhtx",
+	"ZErgPKUfF8k3X9d6nAe3kE9FevAi6bfFejjjMXtotYCrMsTjhWCtL1GsKQOoVpOvLr8Gy0bKK7ITWrWq",
+	"zqm0qf78PlEYrO1UK6eFRTdl5OiJVC1yVu6cQQX2oTmyVA7Pz+icJIwCDgKk/EsFLhEwqWfQWX6HirkU",
+	"jLBEswHpt3u7de00RFf20v6HPbWvD0w36133b/Zu9+cHv3Q/LdpUPo5VZFGPAPJ9ufz3CN0CmuiIJsy7",
+	"3suOUxZJIWcA8S1nE6kst75NqneyeGb5Srp5gP9jJZOxm45txiOpMa+MAlupc3yUWI7nvQMS5gwkHAoJ",
+	"qlqYMjW6moVQXHrFEzljRiEDKINCuAexFxU+7PpSyUkBhAsB+6FImNauFsExc/xmixyX6ntBv8P62ABr",
+	"bgq4fJ3NAqKlpSuA4+eTiR0Y0gmo/dUtMQfsgNLgYgvqNL2CeVZ8MrW6Xq0bJl9IZYCD9nYD4D5XFc3O",
+	"9q/iblezTbd7+9PLxctV/2UR5JZUmeDCTq26dbXI3773z2rE71+hy8BGfrMFbt03ikaMvAQ/2nbYcRuA",
+	"Fx+IHVcC0d6QpQV7vg1AoNv7Siah867mHldozuxgeaG3WllwIOT1ZvzAf8tzqNv6c+jBcibN2lYdRT26",
+	"6yKp3As1qK2KXXOZ6RE+OdqqW5hiaUIjFvvhsXOY5pcCOk3DI+6LX2kCB22V0Dx0eAlbnTLFZQx4A7v3",
+	"gNNc0yRIsJt8FvjcUvOfql50M9UsGv1tdnj919mL+V9nL/ajH7/vRz9+32Hf/O163P3PaTT7zykTLzrs",
+	"2xed+MfLP2+uM8H5Bet2dvPJPigD8lt5A2WbdgwGWGMOsvEr38Fr+fzhKEZ4FFWwH2zSNXi637dCaflL",
+	"iQTsyGVquGKsoIaAZJAodEBiOtdHJGyHrqMiAFtQ7ExZxfnZrwf68fdqv91/uikx8a52h/P+FnVJz9zM",
+	"c3xXHjFXGmunWdfdhok17bDrcIXKPp3FPhcb5cxGKLBldrZYf1LD0mKe6ZWAXm95dJWlCPYZK5k25WSi",
+	"0d+YcNRbfQu43O70qiJsTuVMu3tbw4B4/WD70sOqxrupYr7MaUtOEHeii/tSmVDdvYXy5xp6cuLOScJr",
+	"zm4crikkH3vAJWsBOv+lQ2Q6cj5VTFREaAHC9VB4xCbQ1CdZktiLh3/D8BCADFQLprEmNSx6Ytt1E1Bp",
+	"Q2ao07MgBpPn9gECF2ZI5w2H4E9pyqjy7XqQk8/tX5O5Hc51UvDOZcToKcCAc7hr1zfDwwwEkLhbDr+W",
+	"9YShgGxqaynqleoB2QlpFLHUQR+WoRO5GKVKXiqmdbjrEV6NtMPmliSsFX8BYO4JFzTxGeNo6Tqg43DV",
+	"XHFxQ7FTzHZ3tTZTFxAu7fT22ugDetaUT/keH3pI5kyVHu6PCu8G0IWeufl9r5TC6zKVk8l9WHTpRtR6",
+	"Ju0PDo0qBe5YOuNymxhX4jRfRZi7gNU0SzNTgLOxlTekCFCAET2TMUsAHYoqpkHZGorcDp7RGIJB3s+U",
+	"N6HxE8RWBpBnstsix1jyLrHZvqPUKdVD4YA94XJIUboUiy1M+/cuH/NW77pjwYLBGkl4/0Y3eFT3ggCE",
+	"N0ZA2WuUYHBbcU12JHQU2QWiYDHJ0iNSxh4rzgC2F3ZWb6/wPghXsOyh+xQzqcL/tplA+QpuV6Pk0JB/",
+	"rY4+ZYzBVfK6Ctdcl1VYBeH1oL0rL7oTB0g4Xy7zsNi631/eYXUH75NzuAg0XMo3tD8Nh/mPnyPXsAY4",
+	"eyWBFADLXzrn9Hd/8sXW3Pvoq5jRi2ef//rZDt+rSOsrQhYwt9eWhTxM67qXnPwcpQlFCNn5aCvr2Lh/",
+	"my7Pwt4NChHJBFRIGcdw0fgslSlANfIXvWtVovgdXrd8M+9/3UoI6zXXzf/62a5budfCamLxQPmOVFwA",
+	"64bqErD1I+ut7NX9KSHH+q+hA/ztc1EBJPvVulFk2kzYNUu8K0ROALwNk2N1SpVmC46QSlvFjZDTuaa8",
+	"ZHEuar+5KVEYl1VbIeeTZUNy2RJe2JeSxrvAYYOqX+B9DTnYrdiUfJG3mvyEzAvwcv22aRe41GtWtK9c",
+	"4XJL+DXDWn3M6/T9iWAfnny0/ziN757gvuuQaGg/xM2AVHxiaNxjRv/9rPtyl/fCIZajhWzv2apFcvtU",
+	"v8qCl2M7rM5aQ/4h9t2v1L32k83EQrfZtu0rrEMq810tkhHRUhlo+e9v3BGhJMHWfSRshmTGqNDEvsYg",
+	"FbXMpSoMoVn5ryqDadbym+ZCeHxdw1gnb4/t2K+4yHT5D+j0v8DB4dfKX17g5+AH+Pf3fl/K3YxWCvG8",
+	"h01J38u9KFIQ6GfzKMhzQe73696CvOjKsyzI3W+fS5CvqjR9yScsmkflZIAWeSWvmR4Qz0bJP//f/494",
+	"Pkr+Tkree/L3orX+0VDkD9k3Vj1W+cE+mAvXVincAbGOoQhLtjziOAuaVBMm/TQbQaPknSh9pCy/y8K7",
+	"mrq1tqPRAk3WW5+WGhyOBeyjByXQ1vxcvj8ygjDXPRv4/la8fTOfLq9nFRk+uMe1C2ZDSVM5bQW//tAe",
+	"1+V92h6X8vuiP35N7wgfLnDNRWrxuLF2pjiMcZLVnvaMXi3Cqsu5NLUZ6xCAqD78VvGstrwqTehCnlnj",
+	"4PjrZ51ub+PBw5T81wK3GD9i3W79gH0qn7tekPWp6R6JxUjfNBKQopDB+zoPlzVRk7WOb9cfSKc5pprF",
+	"JaQ9CIC6D6LyxzUp+liWv/NguPPAT+qe95vVF1b94Kr68mk7iHtArPOAxnmt91aQerDg5Y5Y9xaYOM42",
+	"gZCiGd8ame5W+JVGuX4zpXVy3f551hX3iJhY+hTRfDSrjSEmCfdNhSHwp1EXLONw52XI2Jpa5VC4EGgC",
+	"pGms2KxO9Wn/3uUPgCHo9mF9whegKpZQjOLM4ytmmKBb6SCV4qLClTGujTTjcbpH6xBeShuEAPvw7AKt",
+	"XtJrRoS94zv24zKDRgZCIPKk38ogx2hzwK7Vve3W5q6sWMW9DaQFxrVCTmAbouu8kKd0HXIeUHF1LGxh",
+	"hTL9/V/gHssksQWj3eR+WGzO+6muiEU+/9t6JeoPb0XUQOR3yBqDKBQg/9W9PahgFO2UuYDjASwm3dvb",
+	"3WAo8ltGdrjn04g96HqfFJInSeSNJtSQcOF4w90yEJIdaChKI8G1ca8PCCUpUzNq94/0b2+DiqwET2zM",
+	"tb0PcWBH7fbJlKRUaxYv9NSqAYYJGm4194CIcTt/4mZQXxqd42gsdrFukVOjF5JFCxhTTPKhEwMZE3YQ",
+	"tSJ/9oE9OItpVlqYR4DXCjOai2hr6arv1yvXi8bFa7Moo2+mbHTVn+2Lbvr0Q0/tWfF33b/Zv3067/7S",
+	"f7jVsHBypeC/SuqbtKdUGcFUpUe74jF74o5Vb2fN2vHzLauew/YYpQuzfyBW6SI9QuKuI9faxoBlilkc",
+	"TEjDgJkAfLl2KG030wL8GL/hSrEqGs4yzZVqpPZqkcoLmlvlKrniVsMxEvSbgEBvC1+iDslGOxR7Irs2",
+	"8uaGR9Ckr99uA0oE4j84jQi6u4AbDUrqXZ95x1XuT/ZrK3sdCdboi2Mtk8wwEgJRhuTd2Uu7wogmSYsc",
+	"k4QbpmhCUsWvwfWcSJmOaXRlmWHCxVUzkRFNvIIxFCVgWAhsAvCkX7kjj1Gmlvt63edSVFDn+08rDqGf",
+	"jpt/o81f3rt/tpuH/9Fqvv/T4MmTn/7XcKif/D9/eP8f8G/v/7TZW1S5Wltcm01aw+L9+JW0hlxa/C60",
+	"hpwDrqlpWBBR4JNY3BxfTgNXy2u+XEM2YI3LYuuvBSTEComw6B5JNdvv22n0ukRREcsZGc8N00uVFoOh",
+	"AEBewLaSNy1yhnUJ3CC9h2/fnGNgxi2nmZ/1k4/+X0/juyc4l6avKNFLF+LzVXFsc3aroPWYAGUoLEjY",
+	"K3Ne3+NMH5HQa00hkYJpyxmXdb6w32mTb6RgYTAUpfLZXOUi3Ozmw1sFkIvLFgnfQo9BjzNvMuDJODGo",
+	"vrikfKEq3M0aa8LxX6uFp/nvmxSyB7vgfDs91y+/JCCjKRWX7IgY6J6e57prQ+eu79qcuNSQGRflj3U+",
+	"TaJiQucsNXOC6yWKzeR13r/tS4pTdBwIeUOkqBGtrV9fJv46Wt39RGpAMuHLyFWWYLOisiru0dTrJObu",
+	"g0Xmk+vu55aamxjKD9xMC4FAk+TNBJBS7ifd7ndW+Lm798t6qmA3yXydIRUU+elOREFvTCtIdNm45Uy3",
+	"YP2aRZniZn5u5+KqqRlVTB1ntQ2hBDl+ewqRVchVp5qE9kmp+C9ACAPyNbxOEGrpis09yBJB3Rw8vChy",
+	"7FnTlNvRNEE9nzSbSkKrnxkX4LKCTQJvOYxbHKKlosadXQMXE4kudmFoBAeFFVhQGwsTNozOnMlR0F8s",
+	"I92ykyhT4JJJWC6hBc+WHc+joPCYNaeUJyiloVRtgAHnwMUEdIBRVR1UESZ0MBSuLkAHHqjJPuzAOUDG",
+	"u3Idfx8ADf8PfyDPpLDsworfoWgSxDeHtqgRVQpAkqaMhE+uOyFJFZvw2xY5BrZ/zRzb1q50CAvHrjuD",
+	"om+qiIeCFL0oAdmNeGA3X7aDHBcQ+3HAuGWn8rWM7eftQv/z/M1rshPSNE1cm80nP2spwt0WARwxfGoV",
+	"2KCdQvVl98B/4CALzflKGIMhoCWjQyQswM3CvB6OJokdnVpbCHw+VZg/1xvwp/e5oQNcHVvJ7oQleLAw",
+	"cDYQNl1vJdQAs2uS0xznEFcpU/ohY05aaT93AHzA83GQ7XbEWF3DP1Ws7D//+Y//2nVuHxaT8dxOvQBB",
+	"TZgx7tBIzC+50S3y2vd+0ZDFMoMZQWoq5LII4nyiG7o9uUmu6/dkB77gM6YNnaXFefZ6vcN8rVyQdxfP",
+	"cLQZj5REj7tdd8Q1lwJGeSeuhNVXEf81pYpixR+MqZhlzrll1m4DgAR09dApSwyZ8MQw5b1FPGHCJLBR",
+	"2GBCYxEfqmH2a+G3J8fPscuk1+nyro3hNycXIVEys1ZjwUxRX4Nek4Aypwl1j95AP8pLZhxRwUtWEQIF",
+	"3ZKHa4iBXGXMYlDIK21GYhYl1E4jhZMz04H7kyU/DiPjZ7Cu3U1VMWqpllwyAcWxsWuNAn4FIiRUYFsT",
+	"yLdBcZ1TQCQIxiDPyo6NOVdwYXD1LvaRL981zShuOrAhy/gtneMFHYq1ksAx+lwaHMPxYU0yHn5AHPKk",
+	"ZSpYlRyDpCmd01D02x0nPn744YdmaQrMfzA8IhSBOuFtfxwpU/BFKUi/3WuR76zUwS7V0KR6KEDy7GCV",
+	"Id5Ey8AhnQzE0W4ACCWgKjh/sIO1yHtaQwBr13l+CUX1szUUx5haNqPCWtRmyrjyv36lUQDioqwFRlPe",
+	"tH+ChfiNkCrfHtyTofAOi/HcI/8x5arKLNf0zL1D8MrZPXcU4NweSAmuQhxdvkPhTgMnVb4i/e4hCS2d",
+	"jYD7gY8aJ33GjJo3jyeGqXDXN92yvATGsFc4gbTgocjSnHhw9XoojvONgs8RwwTFrOJxprmw85TYy0ow",
+	"ReyfMEJ3/PYUfNtQ65NQM5Fq5gAOaAqVcWf1ghcFtD1Ba7j40HB+GiiudwOfvIJSsCSj7c6jkA5cqkew",
+	"7CHxNjpXJZ0rIDxms1RC6Mftjoi9SqWHoqBHj5xo1SVPR07Sw70HTqO48eBkvrc6WqKgoBlqT1BoHrMh",
+	"sHY3zqCIShSLZlpmCt1+xYm3+1bD4xNrnsYcuu4iBjTZcb1PB0MRiixJ7OXAZrrIhUEXg/Z49tJgMzSC",
+	"aHaWZZVWVe7JxIWfWoB6yLJ3xdvVToEBTKQbUVqJaxxEMNdS5137CxIZCj0FbjtJGENCKwGBiXk+M6f4",
+	"QGMoL37s73jX7cJcKirqw0xjHqm3RR3YBhDbzZQa5pCQirvvGXPOPBagWmBrsPvlUOTXnJaYXgz6DLQZ",
+	"hmv10p6Bb3kD3QrxNLXzPWOjZRJ+RLlQeMbuQkAJtWqN/Wznn//4/zvtNtlx0BOk2961dvd86EgHmtY6",
+	"J3HhKcUBWgSa84XF6K1Sh7yQgCO23LrPyKGwFMNFxuBOl18ttdOzT5JLCQMAO/N0RcYys/cNg/UORR6F",
+	"+FCgeqADzAq1O457tov8L1UyziLw2hw59uK9Yv6e4IBLHnE3qRb5gSZXSGn2GjODyScDouQN3EAG1bsS",
+	"WAF07IkzEO0Uey+6K0MzzYZCX/E09UIwheAHtjTMiYWxFD2zCBaWRxYmXIHbgQHCgKeI04LjeLoAZ19I",
+	"plLIDJRHEpaean7H5qFTc8iO98ORG9cCM85QJ2e5SjIUU6pmAdFZNIVjzX2JnmVapf87Lwt0JO363Fnh",
+	"UXyVMydYpD9NzPfGdTml5CvttJHAK2lWxyqd6qBo8Givpf3B6zOQTjbXiMTo+pO5bI7x3LmY4F9QrOV7",
+	"Yppn8KY9UqMy5nJA82+UacVadfHcTQ7MI5gVEA/EFIqNHl2x+Ugxy/nCo1LaeWW9RGVW+PTbh5bwFl7m",
+	"YpRpFpIlMTwgndCLC79Clsgbstdul5qzYTfMoYCVWI4AGJZGUaEppmSgI6+0+WwyYZGxmsne7S0kwVAS",
+	"KaqnuySSM2iX5TyeyMEBRRAHsVs1UYxhdM2oeYuclw/B36DUQLwaaHMnkmLCLzMFZp5Dr+laK+u4SNFx",
+	"ODFMkSm1Ot1lJmDbPKIVEzGIBSvJ5jJT5ZyTWMkU/LwuIWUopMCHrNzcHeBMS5aAP3TLiZiB8V1z7Jpb",
+	"JAWq1MFQhG/fXTgoj+cnL08uToDP+u793rKn0RS0sJNFKGfUzL19bw1fZTWF8OSCXoYFyB62vYAYAHho",
+	"7Ie/p2o+IBXl3E3Efo41n0lhlEwGPloWtsg5cxEGOzzya265xKT5WgrWfAWtEofC7UHYa/fJa2nIKxlb",
+	"qzcOc62bogkEHsCER0xoVvLPvFUyVZwZLOipemcWHTNPDFMzXcJqz707jVI7i0an1W617VMyZYKmvDFo",
+	"9FrtVg/Tr6fg4XoyhX7nvwDkUl3wpdtul+5jqqQ9BSApa15bw0lIEikGZj5NnLIns2gKyC4kZikTsUfF",
+	"zV0pp3Fj0PiGGdduvUgLgll1223vxXKJ+4u+E4gXgdNwk/vXfQHcY7X9PWBBVtdLHKSbM2vtwD82HaBq",
+	"83QlIK97/MmP7tHTGD/Wx0XUvZIv9snXNPaQrXdBY2+bV06FYUrQJG+csNfubX7rHF1y7wS9phxTN8pO",
+	"z8bgp/dBI8dTaLzk1wzsDeh63wgahl5CmcYrZmjjvX31idXH5psoxyXq5Rw1529WO+SX3rE2pdfMUtUR",
+	"2Wv3MIn8hmvm3BuJpDEZ08RaIQrliQaMnBsPnbZEWGdQ4YLJ778BbdnPzzEyoh6pylNVfijryKpk9q+k",
+	"rYuKmWofDYhgN1YEgsoQFM4CAUhpUZLFLCY7aBNae2nXsvZIMYOy1qO6Qt7HEQnRGRkSw5LEW+/W8Eb+",
+	"XSU3a2kcp9yqdcBbvctuZXikeOTJS+iusCouUnrwGXbR3uLJ04mVTCCYIHTy2cgf1wwZEzVXoMiZsLu3",
+	"cAUq4nbTHYCH/bN3QcNK4k3vwDN3QeOMGgZ73MSd3vBa/rg/l9IAZ9B/wcFtbjVI8cbCQJqZewxin74L",
+	"Gt+vgbrxb33vIG4+hcX02v3NN/+1NF7FaTyMLfXbnc2vvBPUKWv+O1twpRdSjXkcM4Fv7G+1mmOookIW",
+	"FjT63cPNb11I+YqKuVuT/o14bUlma5M70Eq8Nf/T+7ugkcq6/CYMSFpl2leK1tmjZe6JQbkpWPVG51lA",
+	"ImIDdEdRawvraWFigSwvhWMjKoSEJjEuqxWSPsixA7fDXjXO8Yz2a4T+fPTghc79HAZWP42mrlv6Ldc5",
+	"DIMrduG6cDKBkeZcVW6Z4PpajNpbk9J/oFBHwO/jfeAwJ2tlCeld4YD9HRaAqtjC3UoV5gxMMslMphh8",
+	"jlS+Bm/NQ/xE1b+dOwUTfsUKR7i1z1idPMLTRO58b4FUMtzs6yhAgMC/lvF8C9mRZzcsEdmURVdgCaVp",
+	"4HxNLsdVScQBA9BsS9OYhIDIYE9n3SuoxPnQVX29b55ed2/6t/vzp79AEsg9RJXLib2rZlUZlbG7JTHZ",
+	"+ZXFpCtnXmWICHZTOFBKN2pHV7PXdo9I+DIv3ee5O2FBvr7cUIbveX8ZXu7fSFR+YQ37i4myLYTSMykm",
+	"CccMnn5ni0+8pXNrX11I+ZKqS5R+nb1t1qOzNJXKsPgVizn1KVv9bnebl53lbeXYiTDWWPgXFbsumYfm",
+	"+UD1onfBtHny8YrNT+M7ZJMJq0MOOXN41N5jWJK/R0Wq5YzOnUTwgZbdIjyG4U+UHxjjdpkDneWY6IX7",
+	"DEbLXAZ80YLbSR0r1o7wgz4kD5I7z6Yp+TwrIbRuu0+MlFZGLobcrtgcRLPAnrOa9Nv9OsGGG5ILtgWO",
+	"3V+1g/ECc3xkdL97RredBfICuj7+i/INpM2NfCOo94C8ETXxenBTlLX0IPc+FypFrbvsocril3U1rFKe",
+	"lvWfR//Co3/h98qr/ts4JL5hZgv2dj+O853Vmhp37506FfG8YUgdl0Q1aF0LjRJ6p0/mxHzYlKmiGVng",
+	"ol/QII2KErA516QCmT6AiAXkXZGICvBtYF4C10ROJqXm+YRqUKGw71wxptWQVqS2gI4GuSyI+O+SOJwX",
+	"AjJFLld5qJ/hVv1uWfwzblb6ki98XDsmeOIBGc8Jjx+5/iPX/1W4/n8rH7FZvE0l1uy4RG6vutKNJx/x",
+	"X5zFWstsV3EtZ6HSNel9LUj3YJDZYtnhfttZpbpWW8WExt8vK3PzW8HIVu3BIy975GW/Bi971EfX6aOr",
+	"rl+JB7p86Qdop88dkywU1GX++cRNjyeuTdLKDAcXp8r7DFf7E5c6RVUz1XtreOZx+dufnQNWvraJG5a3",
+	"5ZEX/svwwkfL/F+UE95MGbrhKyjiCRe/OisMGml2fxZHNDMFgF+LvBHJnIQ4w9CXFEPulq9KMVDnVy4m",
+	"HqPdv9i5DAAZsONYnvpNEqoN6bqO37pFvpEA7SMnE/iii5xALRtUDwMkuqFXzGeCg+YKc4Hwh3Fdvz1C",
+	"CTy/kIs9FDt+Uq4iwPAkgVFF0Z9L7B4ttHgS0uSrxuhL/vCcXMqh8PvUIm/fXUB2dZ7BP7Aba3zpGDo9",
+	"TF7WWRfKqfMonK+UKA/MFfBgDg1Hg1uH9pen4RA+tgrz/25EnkN1gzOB7X8MWj2Kmzpx89vE9P8FZZx0",
+	"4owALP1kpWRbrannvBk6kn+C+KtNuquTf6U2mHbaM6kYKSTEjnMsu9Wg59iVZ0DlOqbGjWl0lchLX106",
+	"toKCyImrGeq027st8jYfdEbnCG6PcjIA6CJpRTHW0Q4FoOBhMVkOWVISq6FikX0Y2/G6lKTCysob6mL9",
+	"GaxvKGQS+5J/bhzHKwCijhcGhX2Ah3u5Z4hQyyNcEHQosOzpK02iREZXeZGZ//yIixHm3oWQO+G30Lf4",
+	"90U6VfHO9VD024d50xSvDBzl9ZBFAWxRd+wVmEWzbCiGArSYOp0kz5Mc5DoERh2gbczJxXGuSPhS+xlN",
+	"AbtgKHzKBWwq5FkKSXwnFjLldmCo5c1mGXy3RX5Y7BA7pbpY/VAY6GUEUQ8/Q8UoVPWUGgzD3FzDmvqE",
+	"DXvc1V4v+lO0hNKN/OkjiEcQY4dtgBFuDHoHrYODw17QSOyfm51ut9XvHHbtF3NygtqU7n6z02l2+xed",
+	"p4N2e9Bu/60RNHTKrKbwtLUH9vt95L5f3dfoXfwtVI/KFM6YzpKVsRRkCTdUo6qJ6qWrjlx1gZ2CgsBi",
+	"j4rJo2KyqJg8Zif+LrOM7CYUJevehLynJgTQDWudlQjuAG8Ia3fLXLhW+hPXWfotck5nrIJ1ZE1jhNdb",
+	"6pQWkh0vjnmMlcOzNOGI/gICi5rp7qooOC72ApbzO6jVKhqwvABohq1GR3Lc/JxroDXZdlx8/mtITtjm",
+	"haIH19bf8M3Ktn0W+i/q31XVW97acG3NW0WE5p0OH33aj/G9Rz/47ywdgi5c1M8UCSzgdFfKUNctzbEP",
+	"cEj32iSmi+XNlRxf168QYFnIhCYJgrtPhsIDRvk2Hi0CfBrM38zQSxYg6I7xSWWA4It9deBjiPIL4yFG",
+	"zVDApKxsn8vMoyewGNBPHPYgIrDkzQocFBqmqYk4YZgNZ1+fcfvu0VDErIDSkYKEVq5TxO4robSS0MxT",
+	"FhJBFaAJGQkTueIiRgPG8BlzswBv+lCw2yjJdN6xdFkdOPE9F35zTSCHPd5eEYBX7ivlyy9tL+q/mHSF",
+	"6W0Wrw7a7FGkPorUx6Lyzy4h8840Xi46tplbjPjAk4/wz3U5gm/ypoY1Qm6hdMXjPlLt2kY4WYD1XEsJ",
+	"Ltjk93ebE4jTW+GPgy155GaP3OzRQPhdlrAwx1uW+N992c0JMsjCKphQxZo5IK8LcdQwzreu9gTjUqCo",
+	"hwi2DkigYWzHEB4WQLh4lCtewTjhUoBqKHbKyT/lWNUulppA5YwLCLiMcaoY9Zi2PokEJ4JA0FIwlyqD",
+	"hgRV1pKImADbYMoEjKABpy+hqU9tKaaPQB4lyAzAGbQvtYbihEPUDfFvZWa0XSRKBwj3uT+NXKXPyL4W",
+	"QuDtwhfwkEjOmC5snUurCzcjrqIEmpkbKiK0Jex2K0ljMqGR623eafUwKmZ35is9FABqZg8RKoaaVzyR",
+	"M2YUA4PH/gXziQjWG+3EmesSgm0XMzXGmObV7Ml0N8jDe0NhD+4rTWZZYniacKbIDoukkLM5+T//uxPY",
+	"RUykMvY/Wr29gNwm8K8He7t5nBCnSFyvVZzkUCh7iZk1xhIfEQZc8xz3Hru1kBA2a6SouGQh0SkVmhy2",
+	"yf+EEHJnj/xPlODUDAU8eZRDB0dTqi6ZrozQmtFb1zkySydKCoOHsZufTV5RhcDPeZYUGJJAtDEUVI0Z",
+	"fAigvSIHTM896sp85ILD4VDs9NptMp4TB9u72yLPAGYbc5xcGQTiRiv4bhZfMgfhsoReybXDiAWAyhWI",
+	"Ky+oYiduGb817ooptQxzGOeNgWWl5HuaMBFxSs5NQM6pIC8UFRHXkWyUgqh7h4fVIGr/6V3QwIteHbND",
+	"XlF1xcz68Q57++Xxeod7dwHgvbjOyQ1H3dvnfZV3O5eZXxbZpXLgq1Q7X9VX1e5qEHU3KSHFK/kbd8Ej",
+	"0su/Z8j2MQL77xKBBc0NNInMlBPQXlRaMRS2dFUjfPLR/+v60rt8pCDv3uwlZzklaadUNjJwil7eIx2x",
+	"Ln1eODdDARXMkJKci90BCQG0LAw80hl2aNZV4LMp1b7LMgC5AbQ32cExjoYitHosBHAFnZWSimoDt98w",
+	"82my9UsZ+Z8gEB7N/Udz/9Hc/11UCFaa5Kzj2Pe2/nNWXjgALhVNpx+Slaz9LBPWDnVNZvK2YFoXlSvv",
+	"zl4Gvj2Bfw5g8KFJn05ZxCeOn+Wtt/RQuA5ulpFfU8XtdmiHhs9uDRMamtpCWcq7s5dNJiIZMxdqA7et",
+	"uZH2s9DezrBba2J9c3IxFFDkYsfmrjcNOhOK/MIoL/YGREvs5fLNycUAcoE9sL9wkP6uAc4C5D65hNY3",
+	"vXbfpQ8hCnTR20oHeZOXgEA3Foc6bpURcIzAHix15cOuK+U/uyNqekLCxnvozAiR6LG7IFOacLM7FL71",
+	"B7oe/vSn82ycn6n+05/ITlj+S8sKPixaicNdojKBx0fJD2x8LiNrXMmUCWzOBoCmKTXTkpsl9FOEhhVW",
+	"6Wre6JDobJwqaWQkkyBP3z5OZZJI8sz1vxIxydSHxJIJvTrCIK9vbHkpASMFP1F0ihhxwe2KUTGEDK2P",
+	"w0alq8KwMSDDRn0DzGHjzprnYyVvtN0xBwSrmck7yklRXvxuixzbteQblnfcpAJp3Pe/4NB3KHdjtUn4",
+	"9fHz0dnJX96d4GEsqRZ/sVfAXZp76xXuPRhjmyiqe/57f9vu8c4bP+vXdMbu8d5JfpM/c5i39pJsrzm5",
+	"6Z65t4Evb/JyuD7r9vbAfyPqQtFT4zim5C1VV/Zcp9LIUkuNKBZL/U7zvMdYXY9od9yL+vEe258cXHan",
+	"Pd7/ee9qPzmYdVs/p5eNoGFPwyo+/dbTg7ugwQx9hZWDjYHIkiRoWCkC++VghRqDRqahQbU0NGkMOk/3",
+	"2qUmxo3T16O3Z2++OTs5P4fVFzwYdx29wgnqbJ12u507iFhs/wCaykM3u75OTUbZzN40RYVX8aEjaOgg",
+	"PSC1FNqBugZ6E8oTQHr2/Y9evDn7+vT585PX4a4DX06Z0gAt2URR5kGifbO9nfDtydn56fnFyfPRX96d",
+	"nP119PrNxejFm3evn4e7jzrzo87siPcR9uc+WeCZWNIhd745udgtabdeCK5GiV9QRXP24B3qIfIX7Ffk",
+	"5EE4KNeWTKVlFT6wD7qGYx9UX7GYTKQKECooD8/kDbmChc5THkTOR1oKtY+6vmZnJ+cXpe7Ni1qo62Yr",
+	"YqrifFGlvoDI6wL38YId34UBlFxZZoadmAek225DPAKDWSW+iX0xUVfUEvLTYL3IKaHbFtSR53j7Q2F5",
+	"KypEgOyBTSV9ZzUCsyI30LCzpKe3oNczPF/wXKh0c4wVS7oWBnQlbzDm7hFoTEXLHr8Kp5+pTCz0UcuL",
+	"+cDbJDU0UK7OSRtUgYEHWY2cWsFQ1tBy+D3L/JcWNCCddtButyGoRCOrpFilHQXDxZs3o5dvXn9jZUvM",
+	"UjO1DxMAQ+XikggQjX7Dyy89Pzl5Gx4RbmWBNY+waS829g9HIyRjZwqNRph1CKdidcxu21FiiCNb+wka",
+	"Zr8o/adhakIjpkPsgxmmUms+TtiFNTtCPzVqyEwC6kDMWLqLJZIdWK+/FpCwyW5TCj1pyUTRS996FRZa",
+	"QhMU2NcZMQbKy3325tXblyc/hhhsO86MnFHDo0IU58YaBOicgeAth90B1JYORflw8ldB9yV/Jh9d37EB",
+	"6QRET2l3b/9bqqd3viMfmprY7w579hM6FDmNwYe9KhBNWYSexkVV4Nvj829Hr07PXx1fPPs2xIApUiu8",
+	"SxMp2BGAKXp1otQsGB9x/afWaBlkp9tu28OYYMiaR8h1sGPwUBQ9oqscsEXOYGm+pxXgOWB71bxhqUfk",
+	"tgcN7f0OIPNpKIrqf1cYqkpj+WQpuwI4w1eFDZv3ny1M/t3BQj1fvZE7FJ9i5R7lXb3zgDOqskPwExTd",
+	"ZoFZc0HG0kzJjr3ymI6Qbx5ojgWTCQpmyoGFYi4CdpNEkBLXUl9Cl4igZnnQyRZqHHcoPkuVotDZxOnM",
+	"etd5FWq2ILTL8s37fe+NnUp3VzcK8oh+Z28owqyId4zAx4CMYxfqcS3NwMS9pZoy7IfZIm/zW6gq5AMu",
+	"loOhgMy4JfLA1h9D8RYlUJ40XjWHDZRa7QiJEOvYghA33KGI4EYq+HfwLLhNHQogpw55xb/ehY3IuTZc",
+	"aCf5SMwM5YkuO3KwMDqXu3VW98ktizLDCrv7QaFuTJepcCIwOHO158KTH2o8Y2ySfP7tcbO7tw+3KUBC",
+	"8zyJWfsM+vniZ8oWWM2HcjbXGDQmcbt/2D6kh4dxt3vYjdle1G/vd1gnonv7B+2DXuew147GUeeARoz1",
+	"x91xp7e/N4njXo+123u03LqxY7W33CdnP8XtrhmVjqa9q+6sL/bS/Q8H6qk+NN3r3k3/dm++j2q3ZrU7",
+	"cYxqRi5sXdaPpV6wU0urlhVPw6BxYc3roPEBB8V/EvvHnT/yeEBOn/+PXfIRht+x//1HHtv/dngyhVns",
+	"P/kRAj4EzWcCdjm5Q5frRwKmcQHEe2f/p/Gwrbi/MXyPFILfjyMEJjTJ3fvVQ3cYBR4wwOBJ5idddaBY",
+	"rfAuaKDWC96vRQ9EbMkh1y6tdeIxBvD5SCbZTDQGvaABYBuDzt37oDFjWtNLoCTLX4AOSzk+tDxJaAwN",
+	"dNJyXUqtZQLze2/HeoBP5C7IHUTFzpwUFghZNEBW79Cji+nuv6GT6TFZZvtkmd/cN/MIjvQJDqG3b85X",
+	"eIRcrNI1km55GbSikJFr8iZlEEUqLCSME1rzXFwz5eHygQP/9fjVyyOAslnsJl1b6AFjp/w/NbSO+w0z",
+	"QWgcAzIKTd4qO0tsRWA1hqDhshpRm17F+xZ36bdyb/9L5EY8hB/8flofw61YvA0rGyD7izans+SeF61U",
+	"NWVFh6FcWGFJ9QOv2V/tFL7gNfNLLq5ZddV2FZBtcERSqjQ4CZxvdA5LJJ1WF38CJdJdRG0USNHtLmJQ",
+	"v42P9/O/z/20pLTyfqZ0PvPV/Cs66roiiBJYGti41uIh7nUyY2YqY+w3k/vdsXzCareRvaoB4VpnTBM6",
+	"FIpFjKemUhgDGR8UXNgOI7f0yWVMOqtTp3RO8sqfYChK1UEpnWPvvmXLEdNFyyEFj5GHpTeQ0CmkGU1k",
+	"JuKwhWUd8AhU9Iwhh8RaQgZSQQG5HMD18jeLn3cDfMl1CE4pj8mcmaHYKd6giWI0no/sj6Fznod0JjPh",
+	"/HKht4tC1xz4Q0YTcH9ghhdecTumnT++OZpxDfh73ltOYhZZazb2BwP9eBFMDlJQfCjHHWpAGKQahe6/",
+	"W/gzZjEtJKgAQCE+NvKfCYswl2JUSwFBFTtIptgIgiJHaAcV/l0EDnSNGF1ly0IJi+8dDGSlNTglKVHM",
+	"qPlCXO0KsZETOteEG3uMau5wgZHP5r1qdyB5SGc0sYzSkUyVtl3qDnwTN2Yo8p1xJG7XbEfyrvmua05Z",
+	"NLodFOhPTz7afwA4J46C8aXaih3vxRk4O1+BWx1do24psNgMgoYidv7LhBp7aSp1bPnO2MfAiXrJjA8h",
+	"2s13sw/IeG4QmNP+C0aKytMryj0GxGqKob2Jyv0p96peMZbi6KGbMKRKOx8vVuHQZCgimiRHJCzLh3JC",
+	"tT0oKRgcwt7tbYliIL7oJx6TSM6AaB2QZDAUvle3X7flG2MGBMPX1UC9xVP5xPKnM+9/e3AZFHo0qIqr",
+	"jp+3dO5qKD1Dzo8Y3Or2Dbxdnv+W3UHIItCvEix7XfxVRtJvDBrpbGQHHF1zTRvohxrVuy+7upe7L/uN",
+	"e3hZ3H7/Np2t/WGv0KqqksynjuZ80l3BXKhZMRe76oXHaqnHaqnHaql/sWqp7lb08Q017IbOf8UCKzp3",
+	"IeVcf/ShDq+9v/X6eq7BO66zHo/LPwRw2AKV2UUkrhD5FhQ92REYJGq4zARuFaCi1Mlqf547Y0C5aM/r",
+	"Ku4rijtoRVZtR5TuxDVvm1W6/wRDwUWUZLGvxndDeGTqhcp+1HS0hL8vRl2s7gD6PwwyFCAJY4mtIAi7",
+	"5dqA5lhKLxAMYD0rpWNazpifnrMe8GXdIi+ksiowriuosyaoIGyWGlyvS+4PIShRqPVaqpDkAKGgtw0F",
+	"PL8C6OvMn/d9FZMLUDe3TvH+DMhgX6x6ze3R/2Xv6pbbxrH0q6B8E6mKlh3Hne6Vay8yk/RUqjzdaTup",
+	"rq3VlgmLkIQKBbAJyrI2k6q52gfYh5gH6yfZwvkBQYryX5KOt8O92EzLJAgC4Pn9znfuRm7JB5XWtUfm",
+	"9sjcnorrjyCrbH14N2s5DSfgA/x7UwHxW+4r8Jm6zZ35sR5vnS5Ob4fbAuvQy7NenvXVuY+xOrck0cJS",
+	"D77lh1TjnqFQrEtx/cg3hPT/Yu17bzMDArRZJNyIX3LkDb0FilKLVML6qyxlnnrixprU78tWOJlYPPoT",
+	"B1xODQch9c8P3XbqKyfmTrRLJyJVlbygZnfbXXuA9qomwyLy3wII37u4qxLBvFKrgiLxePFFpZdUlxAo",
+	"gatUFPkK0TwUZEfdcwkrXC2ULqEcINRag3/HmmkcvBQKOadwN3cD8CpJvDATgwkPHFOaTXOzMLsACZSg",
+	"+rSJhxrUvtlYHB8dTUz44wU7cY0KCxxljGF9vLROh0AMtptrDZYACisQv7+QRaGM4/ZNUYJn3NhsgMpb",
+	"41ZLlSWtBoHTXOqlyiZmUK2tv4r7/HFvRPLb5qqKqmzgdqIhY2+Mdo1B3sTcMaKfU2Lz1A6otCplTqB4",
+	"12wEpSw4piy0d/7wNzduFKaEF7JbriMnl/iSaEXBd2Rsv78F9yhcyeQkCfyRP0PiDoMsUriUM0lAUnIi",
+	"jBWzUtXLabwjXJPhwb3GXlATivD1+sNAJ2m9sOGJ0FiJq3xq4PUMI/g8Hp6XhXQX2IHpwt9wp9zGrhxO",
+	"yFQgdlwCpR309oLSi++ur/FD3dhVOAYY0yDPHnM+2riK+mxJar0FL7M7BeDl6uOI/4MEaGNiRSwXImbE",
+	"BvKbTwZE65WrLi6/3wk2Rh6zEq8ts/LCHNlnxfFv35XP3ffV0erZ1fH6u+vnm+//+wgUGj6tBc/eFoAR",
+	"AcXD5nWPLILfsq/EoQbw8h2WOGrQFmi9Tw30qYE+NfANEql5+5uEdcv8jyIeNzeqOtWuqjE5Liq7hQC7",
+	"U2ocdHgwQ5O6bxZxqDhstJyV9koldTRbQD3XS+Qbpf6ZXts38wX7kR28s03VN9Gginuk3GPkvqXVV2xp",
+	"1Xex6uNin02Tf1NR+3ZfKRTvTaUVkG27WT7Ri7zSQCXAzN2kv6B0CjRXEhnLSRzGH3aG6qm+8/5Z0Ucq",
+	"yG5yJnrp1UuvPqr/GKP6LcAOC8iHoTWw6f6qi8LIO/zTJi6f+Y/H2+iZJndykLDtCO7JxGCmVUylmaqc",
+	"4Mtvfj5/24VcxotyrJyGyHCe27XKxNJeKTeemJArEL//z/9ic35t5uIfQpuLorTzUjkn/kEPQ3B5Gq7y",
+	"t+y8bmLS+G/+2hp0f9IA6CPUJtwKHBAQtByJF4ZZHvyMKSYKQyM7BoSsoTQOI5hv3r2FPr0h7oKUMgxY",
+	"4tg0cQZQ3NEJKYzdt0W91EfMFwSB6JWZLqSZE9oLWC4gGJ2IFFvSY6ohXAYh+FLJHGcNrR8c6EqKYRsc",
+	"t11WMUYE14hX2K82/OAqWVItg/80/OvEq5smRB4jc2cnximoCoizIqTB5bRayRzis0MeO66UwDvDL/6t",
+	"ToCVamLSDwQuS6gJSXzVxxS5t3HAeid5QP4FPVHxgmPStA9L+V7FaSFR56mQ78Zv7bnyx+T1jFlZa0pS",
+	"4G71fkOzfXP4DCgvNVvluShVUSqnTAXfRILAe7uqAsfS0K8VbFvITViTb4SeCWMhys1nQVfCaTMFR95V",
+	"MlfCTwTO6NMjyI5BDBtO5wXVZjSYwZh/ltN4/vYuNx0JWx9kPb2exbbQg6PbdB63OU+iPNOlX0VgXZJE",
+	"Y4QnMI4qB36AMKKX0OEkbY9PSQ7pxaQtCpUJO5t1jlgPco9o9NtAh/vpbByf136MeHjgMA6gZw4dPe6z",
+	"BEKrzSLwjVqLf9ao8h9jzd0/DH2HiPCbSAD+CPKvZ064h7n6d//dUz5X5tbMwYLI9UxNN9Nc3dXJbxqB",
+	"ADp5sKHbXYAK4zdTzwvJlV9guIhBBEoB0nO2cIZj0RlOEDF4eyRebyEUavV8qbDPWmxCUmvo2O5I0OaK",
+	"NFbTyEAwwpYJ00Yd1E3PomWF7DrXanr7BibWMtFik9eLb4brRA+70b6tqxQDigYm+wl9xPze/jV6j6/a",
+	"SwyLUPfGe29yaRybWXdv0xW/yFdKMTfW8ibtrl3tK/Vp5t4g+BMYBH1e+otbBChedsewuvU/lcHeiMgP",
+	"lbOhqh5QWAiLIUjkbqqHQe26J6S4I1YH7v51fHgs1gudqwbqb2WAcmEQyA9kVallUSEnKtgQC7s2YqFK",
+	"NQQGicBfAUM0a8Z29PTyC/TgevE/KqVwS40zrT5TGvT5hT6/0OcXHml+of5Ou4umHpxs6JbwGIS+ucKY",
+	"ppXrK6TPVrVcx7yuAywxMmHKLAjYdjMEYKmW3t1zE7M74OqFPQapyEfb2OA3+adBXZmcLhKvHPBK1BmU",
+	"4Hji6lphLuylYgU5BT764Uj8Cl4eHpwxUHUdgLu276pSyWUqQuunJxOTQkf0c7sqpyoVSK2uq2GLwFwK",
+	"vPcE0w5r7bjrdzt/oLAtNLTgkiJFZMuVwnAidEZHGkL/bkjoTqyihc1z8GiR08U/jdoVEIEtVG+n8CZj",
+	"eHNEoKc6G2OyxLvCaSYrOU6FV5rQ7QKrqbfmQQRwccqJ4+5JqzSjVs61k0yO9lpukDyKW362y8aTiUkJ",
+	"ps5Uval3hOtXolZa2PXbj8ttvkINuzXEixPo3cEFjAhzCovOMG6ac3ruLQaaLTWJoDqPqV2CHQPrM0jH",
+	"YqFkWV0qWaVDGu3pdwQzd0SDU5T2WnPH9mluHdZ+CJ3lyi+a36qReFFHZunliF8EkhqcWxpE7n4SO/nD",
+	"usd9OTGB4Z9HP1O0LsxMJF21D0d3//XL+ESL5oEGO0hX4nIDXTJUPhuO0VTisgjOW0DSAo8ivUASzUCs",
+	"JfBWkWww6rrijWh9ExDbcbV4aHwcI/GG9grKSy5VtVbYkd/PZ2LKwE1kmUmM+OaX3gAskbFZLGUB+4mn",
+	"mWRGs8PBE0czd9yhnasH/Jkv7Wq+8HOp5qU6/+V0YtLT1+dvX/2UHqQ//fz29Y//AZ9qUdpsBXGlJNwk",
+	"4UtVmQCl5E/n+S+nulJdNuY5zKBOJ3QgKrdFchoxLQEHP58nqLi9globK0rlVksVaisy7eiAeBNQ+7HQ",
+	"8NhLmCq6cWT24vDJUl6fKjOvFkC6vE1Z+OWhfyyYQHVuSexGRGgvkoATo7OxePr98+PD6P/2OYw4MSAN",
+	"xYcJUx9N9saTW7jbJ3vJhPJHcHUYzP8eCcbJ3vjZR9jzXUyR5/Ax75/70w/r7k5QoDeENGiX5iqwlrgz",
+	"fSRLCeyOsz38lvgfOEXNMWDueNwkFqQRJvhzuRF9wOUbs3d/tHlu12zigWU52P4Uhp8TbEP271pdLqx9",
+	"v69MVlhtbiHXIYPxiRN0nwj3tTl2MJ7hVdJwJM7VtFQciIAixhyo3kedQPpfcexXYUqPAFP/h8UuWi9/",
+	"O8Q77EAfyOgDGT2dy5cHhm+Jvkgs09frGh0ZvZ9+Kafv4bMEU2zXVMKVByDx97a/+zPqeuRNlHdnp2jW",
+	"go0ryIfDJtYQHKidDxS3lIJ9r72r1JDQSPzrB2TeX3npbL6qlEihOUoaVeBb73lrdEGlKEp9BUGQ3NrC",
+	"Tx7i1rk27/e9/5oLmWUAXBxQjzgIQMPMcl2psr5CYV9IyiGjmf7yp3Pv4sBcwKcIrm2mvJ4sN8OdSDC/",
+	"IADwc6B+UjFI1wunphe///Nf6XDsvTvwpiEqDs6Tnxn2/qpsCa6ZsWscn3ebl5tIHEAxc8E9t4QDtz5q",
+	"DDYSQZdRG50aRggKlX0X6o+J7ALe7OWX9PPkNvAZk1FgYAO3Ghbej70eiytV6tkGKGZ1pvbP9dzIalWq",
+	"dGIGdB7OuYcmH1hu4z3ElnRAsCDXUIyeiExlK9RnisMYeJK835Vgu0Ra//To+joVM+mqkXgh0mP/X5jB",
+	"qBbSiOPDH7D92tG/+TWmcj5kqHXBpIbBJ2aQHj89FH+zRqWAx/QeG7SUwhnQkgK9NdEwALdeVDY/eHoo",
+	"3JCq5+tm6IHnALAGwI5Lx+2pAIa77/CfZ4f475FY+N8WiXh6yP9f/P7Pf4mVqXQ+MUfHYhHBzHBtBumZ",
+	"qsrNPgQ5GigCDCboSkhH5ez+SKhyuBte0LIKvgC6oFsy8iVabVkmODG4/UsCAVpP/VVXC7Qmd1JBhb5w",
+	"4YhE9egoCsSg9dEPTzowIXx7y7Dq0QB/Sue0T9M/wpZHoe/sltXVbXTt8moPPvD/pGK9TOWqUtte7kv4",
+	"vfn9I5quoOoHUsmarBUA2tU/5XbesKxOoO00KKelLevofWWFrkbiTBUKuypyQkfkSrJ1AWkizJBApQRr",
+	"PGyD2ixoOYZ+MRppk3TWsC5CZn8hrxSQGqEirSUkJEpwTZA2KJKiWNtRx0/rt+3SV7iA2/qqpSCOdy19",
+	"diLaC0YPVBmtWt/r7U8e9/t/KKnw8N5ZTiXdMbafjWrlZrtCbQ0Bk0R81GzedNYMf7IJ+ZUiYLvsvB3W",
+	"WR/26sNefT7jUeB37ioK7yeHXgVDDispQCB19fIy3MtrqZaXqkTDKyHYB2TKrVNBls4aJt8TF8AxY5Gu",
+	"yhzKcDHakyYijR5GXaK4ItnbKGReAdkhG1i2FMrAr97xB5NqQJnoiYkCHZW1FNHi8BW5rK6SG4d/YTSH",
+	"F7HKcSzJqOuKMZ9jsOaCnUoFEtlKibmtr1+Ld2enoY2SoQQNtNJCY4svw4jhrLRLb86uhTUnhHGJX9Gb",
+	"amxYGtswlGHYTBHoJaHSD4vwh4XMJobNazIyOUSiHS0b26EDgiZw3Ggj4CO2hlYtU0WpphiNSyNf4CKo",
+	"z1TIXEtXW8XIpKhd3f9+TI9+r4qqBnch9Ghi6Kxwc6pcSafgSOF7QQcnHsn5XVKyFNaItNM1SXcXqnZZ",
+	"0Q8sCQnVnbSae8neqsyj1teFLCujykbn61JniifsDq6O7l5B0pr516kMvachEUXw8APrHY0eYPB4GlZ/",
+	"YwUapOI+Z9znoNZIN6IcWuEcO2toudj5GgOAVBmvhgqvylH7NrEQRI0A/pldVVO7JJggZZJKwN0B1HFq",
+	"M/pbLiFYH/UZ1XUX/fViM5qYV6YKyhUUlXSQSPD/Eh0tJiKeHYpMbtxO4kJax5f16nyDgAt6+83tgAsu",
+	"q+kdz97x7B3Px9hvx8R+XEih83f7BdzQu6kfdOT2S1s9lEGg7ft2sgg0+LKihWj5k1FjYGtUEsMgwL0K",
+	"6YWJaYL5Xq5KTljMSzlVXvNpm4lBCv95gf95QQUBaSIyYtf94fnx4aH4d3F0LBZDbgAXtoeRGxImCoAF",
+	"cL0A/otzBmgGa02o+xZuravpQshK5Eq7ValORHqYTkyprixTIdk845emognocMxutc5z7s6N77PWJvNO",
+	"Lup9WeYaimlo2xA04EfPxn68pXWVqNaWBsR1xn4bGwAidKndMz9Y27+jvPbXZA7o2sG98bPnh4d3dv3w",
+	"Lc5oteomt18SJNB85i5Hzx913KQ+2997ivfUoD084BHCA0CKtvR9U83dxV286Aa/cxwRA1XJVraa/07h",
+	"xJg1bzvIl9S5eqxG4/tBBEEA+VSb9ynj8O6GjK8n0WPk74SRxyqeG/Zp+Dm9umiPb7s1vvSe/qA/N7dd",
+	"e76a+k/elnBx70T2TuS3DtoXg1rCC1eoPNdmPrwNyv8grRA4hbvUQkgxcWV7YEebS22wefjE2FLPsSaa",
+	"ZjquAWJBTST1b9TXMMGmfbGyGQs/b1Q5cmJI61Cuz7GYqGH2ONJIvHPqPgmsTtjyJ6irbxvA3IFf9mrs",
+	"hoPV1mMPV0UPUi+919RjpHsn6GtjpO+j43a5RDcipx+gDF++On319pW4PVz6GVymTixyQwndGZVMEvfu",
+	"s//KArgXpj0q+hGjou9nfX+RkMznFjbbEOtPMXcfKdj6tvjJzTKwD6b0wZQ+I99Dwe8r/z8lM+8no6ar",
+	"0lv4/uZLJUtVvlhVi73xf/6Xl61IILeLWgz/SnyDq8tcuwWklbUTmZ2ulljq7YWhLZSRhR55AZwmovHb",
+	"Ri7zdHgigBEh30wMsCqMDw7gh4V11fiHwx8OU8KgpnMrypURowN8/MF0mQEaVxaawi2I3v2AgaGP0Mil",
+	"1FAd7zcNf0alCcl3QvpuPXGvLe3PvWJQifBXgN7zLhbD4zNV5JZYcz8CyRnt19bKQave0JbXbz1QWBLB",
+	"IHbh5QYAuqx7MYxq8jWkOPqYtMd+V8xKaypRlHqqQjt4u6qQ39A/UlSbQp1AYoi6r0PfgQUQVkRt26On",
+	"/ShLFa7ueiwA73UVyCXw4FP0TTmhTU3wqUuaXfSAv8K9HQP/xdr3SDkJUwfKRAmtocJ8uCsV8kyEBhEE",
+	"4ah7rNOjsL/y9pPe+PM75U0oSjvTuXJhH2qSUOcnQntOL5qIufWztAY40rBG1J8N/yOzScbvi52Cu6Zx",
+	"BhvAj2/Nu/OOmj4DvsMW4wlSnQBIksoYFrIolIkPWBPTGT0zCJruHa/L8IibwyXM9kFrAEiQQHXILB4N",
+	"yEz9NB5kx9No+jGTIYE3GTFa5HIjZkz4YWdBsjKOJnoYsoZ1nQO58bsGUWem1sR+p/VZgDUG8vBAZK6d",
+	"WzX2K/Dwdr/NbytgLvF6ZSanisGypAEqaFUmxd9KWSx+Oa2lqZFL4PK4ltOKCC2xo9jErKWpVDYSIKTk",
+	"WKRoxoJoHM39QL/lqRhobzS6gsg+gHuVwK80cXrmrk/ELVQW5oNl3sHWl7k/uZeNdfi7qqTXNf8XAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

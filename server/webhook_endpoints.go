@@ -59,16 +59,9 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	if _, err := webhooks.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
 		return gen.WebhookEndpointWithSecret{}, err
 	}
-	types := make([]string, len(body.Events))
-	for i, t := range body.Events {
-		if slices.Contains(body.Events[:i], t) {
-			// The document leaves uniqueItems out (generators turn it into sets that do not
-			// compile) and says "each at most once" in words; the check is here.
-			return gen.WebhookEndpointWithSecret{}, &problem.Error{Code: problem.InvalidRequest,
-				Detail: "Name each event kind at most once; see errors[].",
-				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
-		}
-		types[i] = string(t)
+	types, err := eventKinds(body.Events)
+	if err != nil {
+		return gen.WebhookEndpointWithSecret{}, err
 	}
 	now := s.now()
 	endpoint, err := s.storeFor(ctx).CreateWebhookEndpoint(ctx, store.WebhookEndpoint{
@@ -119,6 +112,56 @@ func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor 
 		return webhookEndpointView(w), nil
 	})
 	return gen.WebhookEndpointList{Data: data, Pagination: pagination}, err
+}
+
+// eventKinds are the event kinds of a request, each at most once.
+func eventKinds(events []gen.EventType) ([]string, error) {
+	types := make([]string, len(events))
+	for i, t := range events {
+		if slices.Contains(events[:i], t) {
+			// The document leaves uniqueItems out (generators turn it into sets that do not
+			// compile) and says "each at most once" in words; the check is here.
+			return nil, &problem.Error{Code: problem.InvalidRequest,
+				Detail: "Name each event kind at most once; see errors[].",
+				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
+		}
+		types[i] = string(t)
+	}
+	return types, nil
+}
+
+// UpdateWebhookEndpoint changes the members sent of one of the account's endpoints; its
+// secret stays, and the change applies to the next attempt.
+func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhookEndpointRequestObject) (gen.UpdateWebhookEndpointResponseObject, error) {
+	if err := requireAdmin(ctx, "change webhook endpoints"); err != nil {
+		return nil, err
+	}
+	if _, err := s.webhookEndpoint(ctx, req.EndpointId); err != nil {
+		return nil, err
+	}
+	b := req.Body
+	change := store.WebhookEndpointChange{URL: b.Url, Description: b.Description, Now: s.now()}
+	if b.Url != nil {
+		if _, err := webhooks.CheckURL(*b.Url, s.cfg.WebhookInsecure); err != nil {
+			return nil, err
+		}
+	}
+	if b.Events != nil {
+		types, err := eventKinds(*b.Events)
+		if err != nil {
+			return nil, err
+		}
+		change.EventTypes = types
+	}
+	if b.Status != nil {
+		status := string(*b.Status)
+		change.Status = &status
+	}
+	w, err := s.storeFor(ctx).UpdateWebhookEndpoint(ctx, auth.PrincipalFrom(ctx).Account, req.EndpointId, change)
+	if err != nil {
+		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
+	}
+	return gen.UpdateWebhookEndpoint200JSONResponse{Body: webhookEndpointView(w)}, nil
 }
 
 // GetWebhookEndpoint returns one of the account's endpoints, without its secret.

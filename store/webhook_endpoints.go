@@ -89,6 +89,46 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, account, id string) e
 	return changedRows(s.conn(ctx).Where("id = ? AND account = ?", id, account).Delete(&WebhookEndpoint{}), ErrNotFound)
 }
 
+// WebhookEndpointChange is what UpdateWebhookEndpoint changes: nil members stay as they are.
+type WebhookEndpointChange struct {
+	URL         *string
+	EventTypes  []string
+	Description *string // "" removes it
+	Status      *string
+	Now         time.Time
+}
+
+// UpdateWebhookEndpoint changes an endpoint of the account and returns it as stored; the
+// secrets stay. ErrNotFound when the account has no such endpoint.
+func (s *Store) UpdateWebhookEndpoint(ctx context.Context, account, id string, c WebhookEndpointChange) (WebhookEndpoint, error) {
+	var w WebhookEndpoint
+	err := s.WithTx(ctx, func(tx *Store) error {
+		var err error
+		if w, err = tx.WebhookEndpointByID(ctx, account, id); err != nil {
+			return err
+		}
+		if c.URL != nil {
+			w.URL = *c.URL
+		}
+		if c.EventTypes != nil {
+			w.EventTypes = c.EventTypes
+		}
+		if c.Description != nil {
+			w.Description = c.Description
+			if *c.Description == "" {
+				w.Description = nil
+			}
+		}
+		if c.Status != nil {
+			w.Status = *c.Status
+		}
+		w.UpdatedAt = c.Now
+		return interpretError(tx.conn(ctx).Select("url", "event_types", "description", "status", "updated_at").
+			Where("account = ?", account).Updates(&w).Error)
+	})
+	return w, err
+}
+
 // RotateWebhookSecretParams replaces an endpoint's signing secret.
 type RotateWebhookSecretParams struct {
 	Account   string

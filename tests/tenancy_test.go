@@ -234,6 +234,10 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				Expect(ids(h.GET("/v1/webhook-endpoints?limit=100", adminB))).To(Equal([]string{endpointB}))
 			}},
 			{"getWebhookEndpoint", func() { notFound(h.GET(endpointPath, adminB)) }},
+			{"updateWebhookEndpoint", func() {
+				notFound(h.Do(Request{Method: http.MethodPatch, Path: endpointPath, Key: adminB, Body: map[string]any{"status": "disabled"}}))
+				Expect(h.GET(endpointPath, a.admin).JSON()["status"]).To(Equal("enabled"))
+			}},
 			{"rotateWebhookEndpointSecret", func() {
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/secret-rotations", Key: adminB}))
 			}},
