@@ -256,8 +256,8 @@ type ClientInterface interface {
 	// The events of the last 30 days, newest first (admin only): the replay fallback of
 	// webhook delivery. After an outage, walk the list from the newest event back to the
 	// last one you processed (or filter with `created_after`) and handle what you missed;
-	// deduplicate on `id` as for deliveries. `type` narrows to one kind; the time filters are
-	// exclusive.
+	// deduplicate on `id` as for deliveries. `type` narrows to one kind, `trip_id` to one
+	// trip's events; the time filters are exclusive.
 	//
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1179,8 +1179,8 @@ func (c *Client) ListDriverTrips(ctx context.Context, driverId DriverId, params 
 // The events of the last 30 days, newest first (admin only): the replay fallback of
 // webhook delivery. After an outage, walk the list from the newest event back to the
 // last one you processed (or filter with `created_after`) and handle what you missed;
-// deduplicate on `id` as for deliveries. `type` narrows to one kind; the time filters are
-// exclusive.
+// deduplicate on `id` as for deliveries. `type` narrows to one kind, `trip_id` to one
+// trip's events; the time filters are exclusive.
 //
 // Corresponds with GET /v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2891,6 +2891,18 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		if params.Type != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TripId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trip_id", *params.TripId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4915,8 +4927,8 @@ type ClientWithResponsesInterface interface {
 	// The events of the last 30 days, newest first (admin only): the replay fallback of
 	// webhook delivery. After an outage, walk the list from the newest event back to the
 	// last one you processed (or filter with `created_after`) and handle what you missed;
-	// deduplicate on `id` as for deliveries. `type` narrows to one kind; the time filters are
-	// exclusive.
+	// deduplicate on `id` as for deliveries. `type` narrows to one kind, `trip_id` to one
+	// trip's events; the time filters are exclusive.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13551,8 +13563,8 @@ func (c *ClientWithResponses) ListDriverTripsWithResponse(ctx context.Context, d
 // The events of the last 30 days, newest first (admin only): the replay fallback of
 // webhook delivery. After an outage, walk the list from the newest event back to the
 // last one you processed (or filter with `created_after`) and handle what you missed;
-// deduplicate on `id` as for deliveries. `type` narrows to one kind; the time filters are
-// exclusive.
+// deduplicate on `id` as for deliveries. `type` narrows to one kind, `trip_id` to one
+// trip's events; the time filters are exclusive.
 //
 // Returns a wrapper object for the known response body format(s).
 //

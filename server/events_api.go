@@ -21,7 +21,10 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if p.Type != nil {
 		filter.Type = string(*p.Type)
 	}
-	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore))
+	if p.TripId != nil {
+		filter.TripID = *p.TripId
+	}
+	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore), filter.TripID)
 	params, err := s.pageRequest(p.Limit, p.Cursor, query)
 	if err != nil {
 		return nil, err

@@ -19,8 +19,10 @@ func (s *Store) EventByID(ctx context.Context, account, id string) (Event, error
 // EventFilter narrows an event list to one account's events; empty and nil filter nothing
 // else, time bounds are exclusive.
 type EventFilter struct {
-	Account       string
-	Type          string
+	Account string
+	Type    string
+	// TripID keeps the events whose subject is the trip: its trip.* and payment.* events.
+	TripID        string
 	CreatedAfter  *time.Time
 	CreatedBefore *time.Time
 }
@@ -31,6 +33,9 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Pa
 		q := s.model(ctx, &Event{}).Where("events.account = ?", f.Account)
 		if f.Type != "" {
 			q = q.Where("events.type = ?", f.Type)
+		}
+		if f.TripID != "" {
+			q = q.Where("events.subject_id = ?", f.TripID)
 		}
 		if f.CreatedAfter != nil {
 			q = q.Where("events.created_at > ?", floorMicro(*f.CreatedAfter))

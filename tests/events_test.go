@@ -103,6 +103,39 @@ var _ = ForEachEngine("Events", func(h *Harness) {
 		Expect(res.Problem().Code).To(Equal("invalid_cursor"))
 	})
 
+	It("narrows to one trip's events, trip and payment kinds, with cursors bound to the trip", func() {
+		city := h.NewCity(CityOpts{})
+		h.NewDriver(DriverOpts{City: city.ID})
+		h.NewDriver(DriverOpts{City: city.ID})
+		var trips []string
+		for range 2 {
+			rider := h.NewRider()
+			key := h.Key(auth.RoleRider, rider.ID)
+			trips = append(trips, h.BookTrip(key, h.NewEstimate(key, city).EstimateId).Id)
+		}
+		driverKey := h.Key(auth.RoleDriver, h.GET("/v1/trips/"+trips[0], h.Admin).JSON()["driver_summary"].(map[string]any)["id"].(string))
+		Expect(h.PutStatus(driverKey, trips[0], "arriving", nil).Status).To(Equal(http.StatusOK))
+
+		kinds := func(path string) []string {
+			var out []string
+			for _, item := range h.GET(path, h.Admin).JSON()["data"].([]any) {
+				e := item.(map[string]any)
+				Expect(e["data"]).To(HaveKeyWithValue("trip_id", trips[0]))
+				out = append(out, e["type"].(string))
+			}
+			return out
+		}
+		Expect(kinds("/v1/events?trip_id=" + trips[0])).To(Equal([]string{"trip.arriving", "trip.created"}))
+		Expect(kinds("/v1/events?type=trip.created&trip_id=" + trips[0])).To(Equal([]string{"trip.created"}))
+
+		page := h.GET("/v1/events?limit=1&trip_id="+trips[0], h.Admin).JSON()
+		cursor := page["pagination"].(map[string]any)["next_cursor"].(string)
+		Expect(ids(h.GET("/v1/events?limit=1&trip_id="+trips[0]+"&cursor="+url.QueryEscape(cursor), h.Admin))).To(HaveLen(1))
+		ExpectProblem(h.GET("/v1/events?limit=1&trip_id="+trips[1]+"&cursor="+url.QueryEscape(cursor), h.Admin),
+			http.StatusBadRequest, "invalid_cursor")
+		Expect(ids(h.GET("/v1/events?trip_id=trp_nosuchtrip0000000000000000", h.Admin))).To(BeEmpty())
+	})
+
 	It("reads one event, and answers 404 for unknown ids", func() {
 		e := h.AppendEventAt("trip.started", base)
 		res := h.GET("/v1/events/"+e.ID, h.Admin)
