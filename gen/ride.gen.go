@@ -356,6 +356,21 @@ func (e WebhookEndpointStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookRedeliveryStatus.
+const (
+	WebhookRedeliveryStatusPending WebhookRedeliveryStatus = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRedeliveryStatus enum.
+func (e WebhookRedeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookRedeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
 // ApiKey An API key of the account. Its secret is never shown after creation.
 type ApiKey struct {
 	// Account The account (tenant) the key belongs to.
@@ -1712,6 +1727,29 @@ type WebhookEndpointWithSecret struct {
 	Url string `json:"url"`
 }
 
+// WebhookRedelivery A delivery asked for again, due at once.
+type WebhookRedelivery struct {
+	DueAt time.Time `json:"due_at"`
+
+	// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+	EndpointId string `json:"endpoint_id"`
+
+	// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	EventId string `json:"event_id"`
+
+	// Status Always `pending` when asked; the endpoint's log tells what followed.
+	Status WebhookRedeliveryStatus `json:"status"`
+}
+
+// WebhookRedeliveryStatus Always `pending` when asked; the endpoint's log tells what followed.
+type WebhookRedeliveryStatus string
+
+// WebhookRedeliveryRequest The event to send again.
+type WebhookRedeliveryRequest struct {
+	// EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	EventId string `json:"event_id"`
+}
+
 // City Example: san-francisco
 type City = string
 
@@ -2212,6 +2250,19 @@ type ListWebhookDeliveriesParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// CreateWebhookRedeliveryParams defines parameters for CreateWebhookRedelivery.
+type CreateWebhookRedeliveryParams struct {
+	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
+	// printable characters, scoped to the caller's account. The first request with a key runs
+	// and its answer is stored (24 hours by default); a retry with the same key and the same
+	// body gets that answer again, byte for byte, with `Idempotent-Replayed: true`. The same
+	// key with another body (or on another route, or from another rider, driver or admin of
+	// the account) is 422 `idempotency_key_reused`; while the first request is still running,
+	// 409 `idempotency_key_in_use` with `Retry-After`. A 5xx answer is not stored, so the same
+	// key may be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
 	// IdempotencyKey A key the client generates per logical operation (a UUID v4 is recommended), 1 to 255
@@ -2318,6 +2369,9 @@ type CreateWebhookEndpointJSONRequestBody = WebhookEndpointCreate
 
 // UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
 type UpdateWebhookEndpointJSONRequestBody = WebhookEndpointUpdate
+
+// CreateWebhookRedeliveryJSONRequestBody defines body for CreateWebhookRedelivery for application/json ContentType.
+type CreateWebhookRedeliveryJSONRequestBody = WebhookRedeliveryRequest
 
 // RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
 type RotateWebhookEndpointSecretJSONRequestBody = SecretRotationCreate
@@ -3004,6 +3058,9 @@ type ServerInterface interface {
 	// ListWebhookDeliveries List an endpoint's delivery attempts
 	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
 	ListWebhookDeliveries(ctx echo.Context, endpointId EndpointId, params ListWebhookDeliveriesParams) error
+	// CreateWebhookRedelivery Send an event to the endpoint again
+	// (POST /v1/webhook-endpoints/{endpointId}/redeliveries)
+	CreateWebhookRedelivery(ctx echo.Context, endpointId EndpointId, params CreateWebhookRedeliveryParams) error
 	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
 	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
 	RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error
@@ -4299,6 +4356,42 @@ func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 	return err
 }
 
+// CreateWebhookRedelivery converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookRedelivery(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookRedeliveryParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookRedelivery(ctx, endpointId, params)
+	return err
+}
+
 // RotateWebhookEndpointSecret converts echo context to params.
 func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) error {
 	var err error
@@ -4522,6 +4615,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
 	router.PATCH(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/redeliveries", wrapper.CreateWebhookRedelivery, options.OperationMiddlewares["createWebhookRedelivery"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.GET(options.BaseURL+"/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
 	router.POST(options.BaseURL+"/v1/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
@@ -13559,6 +13653,320 @@ func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookRedeliveryRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+	Params     CreateWebhookRedeliveryParams
+	Body       *CreateWebhookRedeliveryJSONRequestBody
+}
+
+type CreateWebhookRedeliveryResponseObject interface {
+	VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookRedelivery202ResponseHeaders struct {
+	IdempotentReplayed *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type CreateWebhookRedelivery202JSONResponse struct {
+	Body    WebhookRedelivery
+	Headers CreateWebhookRedelivery202ResponseHeaders
+}
+
+func (response CreateWebhookRedelivery202JSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery400ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery401ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery403ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery404ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery406ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery409ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery413ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery415ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery422ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery429ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery500ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRedelivery503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery503ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookEndpointSecretRequestObject struct {
 	EndpointId EndpointId `json:"endpointId"`
 	Params     RotateWebhookEndpointSecretParams
@@ -14912,6 +15320,9 @@ type StrictServerInterface interface {
 	// ListWebhookDeliveries List an endpoint's delivery attempts
 	// (GET /v1/webhook-endpoints/{endpointId}/deliveries)
 	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// CreateWebhookRedelivery Send an event to the endpoint again
+	// (POST /v1/webhook-endpoints/{endpointId}/redeliveries)
+	CreateWebhookRedelivery(ctx context.Context, request CreateWebhookRedeliveryRequestObject) (CreateWebhookRedeliveryResponseObject, error)
 	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
 	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
 	RotateWebhookEndpointSecret(ctx context.Context, request RotateWebhookEndpointSecretRequestObject) (RotateWebhookEndpointSecretResponseObject, error)
@@ -16109,6 +16520,55 @@ func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, endpointId Endp
 	return nil
 }
 
+// CreateWebhookRedelivery operation middleware
+func (sh *strictHandler) CreateWebhookRedelivery(ctx echo.Context, endpointId EndpointId, params CreateWebhookRedeliveryParams) error {
+	var request CreateWebhookRedeliveryRequestObject
+
+	request.EndpointId = endpointId
+	request.Params = params
+
+	var body CreateWebhookRedeliveryJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookRedelivery(ctx.Request().Context(), request.(CreateWebhookRedeliveryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookRedelivery")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookRedeliveryResponseObject); ok {
+		return validResponse.VisitCreateWebhookRedeliveryResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // RotateWebhookEndpointSecret operation middleware
 func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error {
 	var request RotateWebhookEndpointSecretRequestObject
@@ -16290,486 +16750,493 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37ciM3lif8Klh2b1jqSbJ4k1SiouMLuUpla1wXtaSy3W3WMsFMUEQrCWQBSEl0tSLmr+8Bvu+PfYN5",
-	"kX2TfpINnAPkhUxepLLL7hnt7IxtMROJy8G5n9/51IjkLJWCCaMbg0+NiCbJmEbX8B8nN0wY+y+f/qjY",
-	"x4xp0xrLeP6HZ5lK7u3fU6nh95jpSPHUcCkag8Y5jxk5PjsldjBNzJQRxa64NkyxmLw/f02kiBhJmSLM",
-	"foHICaFEZ2M7yJjF5JqLOCDUkIRRbeDpwVDYcTSdMffSjM4JVYrfMDKTihEzpQIeDQgVMT6ky0/JDL4k",
-	"VcxUayiG4num+GROxmwC76tMGy6uYL52mQOimN2czDDy7ZvjF82Lb4+7e/tE3jBFwmHWbvciA/9gLfwv",
-	"RW/hTfxjSK7ZnMXklpspzp6JOJVcGKJZpJghO/aPt1OZMBLeTjWLRv/8j/8MiTaKi6tdWIadAFWMcBMQ",
-	"LkgkhTZUGGL4jAVDYccmjEZTEt50Qru88Mem3f/mBb8S1GSKhUdEsb+zCN/Rhs5SXdqxPTLjIjNMk4mS",
-	"MzKXmRqKKJHRdYtcThn5RpKURtf0ipHwiptpNm5FcvZM8ZjRlMM/n92y8VTKax2SWDJ74FyTnRC3N9yF",
-	"88ANuDBUxFTF5Af3BpkyGjOlScIMoWJe80TCx4qqObnB0zJSwsTEUMQsztKER9QwIgWcG5JGyOOQ7NBE",
-	"S7tnfkeAmpuncQgbG7pJN3kcBiSnLSmGgt0wNSeKGTXHQ6BC39oz797dhZYsLZUdkVTJiGlN6MQwdUtV",
-	"rFtD0QgaMmWK2qtwGjcGDcUixm8YXqWgkVJFZ8wwpRuDnxYvzmW+AncDNAnNPGWhXYYny1YjaHD7NG5d",
-	"I2gIOmONQaO8zEbQsDeWKxY3BkZlLGjoaMpm1N7WPyo2aQwaf3hWXP1n+Kt+Bm9fzlPWuL8PVs+Pu9nZ",
-	"jS7N7ai8kQT3kRrDZqlpkZfV4+Jmq5U0T+O1i2F3dJYm9i12Y0YH4971x+7d3qwv9tPnqqv7Zv/m+W13",
-	"3m8EDbuVjUEDr1fd+kLzZ7zImeB39pJKEWu8zMFNx/2WyFumIqoZmbK7KmOYkGFjM19wz7AwIFIwvLgp",
-	"U0NBI2P5VM4cbiWJM+VZ0pWiESO3XMTy1nFMfFBJA+S2GxDNrwSLCZ0opqdDsXQGQJ/rtjznGlvuuflz",
-	"52C/d9Dd77fbdov2unsH9Pn+ITtgERuzmPa6dDKh+90ojmhvQvc6EY0P2MEBbbO9/clkr7cftyP2nHXa",
-	"z+Pn43ibU7JU2GmOqWYxEdlszJTdDmA6bp3ESBKzhFtGXXAFI/Ehz4U3kd9LHGHePMZRt9uSTtCYccFn",
-	"2Qz+3a2GC8OumKpbzjLHmzGtLb/l8VFp+jxeOeGClX2xq7I8a0t7QKtWMlmm8L50iTZOPZdNW+5yQXWN",
-	"iVQzanCT90uTf9Cea0/4emBvZIAX1xLZfn/VJS+2vXLbl5a0DS8YikJZQHYKn27GLJIxi0lKlUEyzxkE",
-	"yB2vODhmYnUqZCNDgY8FRDMrdAyLyXhOdEojptcwAj97/UBOcNMJvtuTf5v8/PZw72+H77/POid68pfZ",
-	"5Pu3f5mK6791078fysO3L98++/ZZetr/cw2NfcAPMW2+lvEclFEpjNNAaYqig0vx7O/aHuKnh0i0xv39",
-	"/eI64A86lUIz0Ha7P/64rMseR9dC3iYsvmLV26iJkFaRE4bQK8oF2clEAuqA8PoC1ySRoL/Ci7d0Tqxq",
-	"vdtq3AeNfqe9/LVv7BlOpCJXUsZHJFektZGpRo3EXjGrk8Rc03HCUL0uWJoduW4d56ACsjgfneywu4il",
-	"hvTbz2HAfvcwILdTHk2JVTjtxziLdwerZmE1OstN7XZYeroPGnt1X35FeWL3zg3oyLZj1c4Atc+A9Nr4",
-	"zy6Z2r9NA9Jp+/9L/vkf/0kyYXhCun0yxfedPg3fJsckPLeTah7bn0JC9bXdJbvSRIorPImpFDJTLG6R",
-	"Sz5jMjOa7HTaRO+idhpJIVhkp0wmlCeWEZS3gdCEXzNY5n3Q0CzKFDfzxuCnD0FDZ7MZVXPYZND1LAkg",
-	"lewsmEJWu7YG0K4lf3pldcCGZ0GND/dApE4jthv5gkZT9kIKo2SyvLFhqvgNNSwgM3rXpFfsz+2AzDJt",
-	"mord0ITH1LAQdsEonuqAWF1daTjshGujj8jyEPttfCVWID1TJSc8YcC/t+ECW0ypTro0XrJUMbzeNQu1",
-	"3wsHKL11ypLEHq9jhrm2bQ85dsNYegtfc3EdEsvWNOFGE51FVl+XasNihBXdPzXs3xsf6iZ7ckmvlmd5",
-	"YZQUV8QtUyo/QXZHI0OUnZnlFjhX+2/b7umw0Zt06WHUGR/EfbY32W8PG7WbeBqzWSotxzxnaULndtj6",
-	"vSS3UyacypTzKmonmdB5vrOC2SuvHNOwf8q/EM2b3zEwRR6yca/lqiP+YcrAIGUkUgxk1Y5UhE4mwLR2",
-	"iWJaZipiJKKCjO21pPG2+/fspvMMbsAzo9LRtHfdnfXFXrr/8UA914eme9O77d/tzfdr9/ScGvaaz7iB",
-	"/1Nz6vxn5jfM3nGmvtLEyGsmyDiLrplxe8c12HT2USfkyI5dhCZSkVvFDdO7LXIB3hBBaGamTBiwlbz5",
-	"qS1zThixopwkdjbIoaRYOAa/8K5VjpZ1oWJJ52xGudXZlpd1aVdgrfKJye07WM6Kb3UODzd9S7O67UP1",
-	"0PH34jOWHidZkqBsDYiSmTX3SZaumkD9561YAKmw+tNGklvKjXcDefHW2lrdr/nuhWc1lgfV7O6UkZRa",
-	"RU+STDPChTaMOpMa1UT7M6qGVnImfx42cvbVvGFKcymGjXBrFgJj2ovg1TuvMeiNH6m9Ft+DwFtSlpJb",
-	"OtckPM7MVCr+M1z2MCBaEj2llpFEVqJpAi4WMuN37s5sLV8qI9fO7Icffjgu3Z76zS/dL+DG9kvMn8ZO",
-	"+DWjiqlwd9tZ4fO10/nxHG/7aQ0vPo3tHCbcu8zsXtjbZpWERF7pI/Ixk4YRbpBfW3XYKvfiiugsTaXa",
-	"WoQo9nG0N+mOn0ed+JD1aH+8H9VM977qn/rUeAFKzuK834lkjjoF8gY7dW7mZIfiP3WS2RlaRVKTUFPR",
-	"nCgqIq4jGe62yLEgmbBatcDHr/gNA7XZGtlzUE1yc/FjxtS8ME7s8/X3v1H5TCNozOjdayauzLQx2O+D",
-	"Te7/s1N3Ti9Q7KzgFaUVe/lk341MMnf6LOwCd87ZnfNXL0iv1zvcXbkQHGUEL1dWlFuzVlcCG7KxZr5f",
-	"A9N62IS9v/txM8a3HzXlTGlZs7nHgsiUfswYGUt5PaPqekDClF5xAbezJdidGUXwcmilZfm3VLGb4rcJ",
-	"ocT+hctMD0VKr3LRDC5JWJE1F6xRDrEIfDOwo1pth2udOW1HmilTZMITexUsB7PmtxoK5FcByTUnFpN+",
-	"u01CLkDz85MpWdiLG4nbUN7AEq3udbqbifUlKOd1LMUyN1Tdv9KEe/6iyE4YqxuILhQHbEVMMa3Yj7kd",
-	"R7HD0e64F/XjPbY/ObjqTnu8//e96/3kYNZtrJv1K9jUtTQLkxFkPEcqxblVOIezTx7AO/CNEfjIard+",
-	"GzZx4sTmqr134jU3yBdP4XbK1p4CK8bf7hzsgNf92b7ops8/9tSePjDdm/7t/t3zeffnWk9e40QbPqOG",
-	"rVrDxGqVzD20uACmzfoFFINv6YrUZjQ+eJBODh6dLRi2CwH+Tjh2edZr2faqaf9WfBsmvopYYLJLRHKz",
-	"gUjciL+WsxqnfKl4up7X+PnrPIBg2c8AvAWh/dfWn0L/BBUxvBCmdD6z1nvxk5zYN6zAgV/0at5vx1zk",
-	"QKVgyibzdIFZrVr3PGVr172wZmuXrqIe+MSjYoeNbxRNp395fXJnmLCWhF6ezZmSRkYyISx/yKqMlPz7",
-	"xbu3RI4har3z/vx1kwl0g8MPht2Z3aDQMD8NG6m1VrRh8V/s/IeNwadhI7dgBp1g2NBT2t3b/5bq6bAx",
-	"GDb++R//OWzc34erFl7MqLL85S13y3zn3VBv4f1l/waPpiVflVNLYhllMxebUpkIUM/nhkypJtoaSTRx",
-	"YXj8DCYffHt5eUZ0yiI+8SbMhN8VZsSMJS+oZuD7WrVAWZlwPUHaG1R7v9xsYLPr+YKfr19hi7yhloWh",
-	"S0FmzqQJi332rjpaThbJz9UpbysW4/+zbhGf4FLv8HhAhhuu2LCxSz4RbajJNIrBT8RIQxOrKComojm5",
-	"t/+zbk++p4qDY75+X25okjG9eP5faXLj3wu2vgKrdiMfatWODBs8hluwaTvu1/sZo/l3rM4NQK4Zctco",
-	"4Za6r5iwxMY0xKcSecUjmpRuww4l79+fviQ3fatXQ9bNjImYxbsB6di70d3bG4pUcWHsukg0pYpGTjOP",
-	"ZMpiDO6WXHA0imRmyQ40Gq60yf1uEGKjMEeVCT0UlrWDNy13hTq35063T6YyU9pqojGb0Cwxu0dAoUbN",
-	"i1gdWBd2PC8k7B+GYizjOblixt5LavzwzqM1nhsM9dh/CXCssPDgNr0Ld0DAY4sLwXHtl3ARAs0U+NAO",
-	"GDH535TM7LhSYV5P/mceW/PFqc9SERrPuOVHGFFx27ZrN6Hf7ZKQF2c9umbzkWKZZnF45JyRZml3Yfd4",
-	"kti9FVxcBUPRbx8uD8TFKNMsdAsvx2+shbZ3d1c6Doi0wZGAL8lUdmKGfMUFatZENhec1ysux96kHe2z",
-	"Dms+jzus2R8f0OZh1Jk0e3GX9en++HnUjquiuLu3t2g4pNQYpuwk/tdPw+Fdt9McDu8OTj782x+3uFDn",
-	"uU60HMTDX8iUKRaQMYtophmhpEisuZVZEpNYEsVo0ryVKonJlKrZADba8l1uYAPz3bXn0647aPwWHMeD",
-	"7/NQbLzQpO4+kx0g01uumTWrhyK3qxfmF+6uuvpDkd/947UXFW4NhjwwiupuvdsZTNtbcyWPKvcvwBtn",
-	"rxTOxF0hu4RVd4jmtwavDBdkkvCrKdyijbdmKB53bchn3pptdPbf5BZN3lATTevlbnhySa9CL3cXonFz",
-	"mZGEAhOjMdkJvzm5JEXU6JP9x2l8H/orNBThhLMk1pYIpSLhnxx7jqZUXDG79TMaMyKtss3xi3YMd8pW",
-	"t+PmiJQovWPJJFUQkeB2SqMJRM3DFnFhRcwD5VqKAaHkltFrshP+8CzcJYZeeX+6Xf7a5I7TSRP3aNtI",
-	"4/NO2cnTfg7hgNKpddrdLbwmp5O3UrAVp3MsiD0bL6YIoyqxZiTS8VGuEuPmuTUGVR5Geu1+zuDo+jTJ",
-	"00nTzqZmI5Yn/h2brzJ8j89O7UVaNH3tJQXTN3CHApFnyMRZYQxfwze2u1Z29FlP7KUHH7uqr/fN85vu",
-	"bf9uf/785954r/ZWrIhbntErRjT/mTmG3Gm3W+RYzJ3jE9TU1U5OCD+utJ3g18rOOt2pMegu5Gv1ukhP",
-	"Ll+u3d6UPdc449F1ll7yGdvsq095dA1BQ1CO4gxCPGO2+5muoBSmMDJ8xh7vDjq3itgq4gItbZG0VKzW",
-	"elWUG3HLkFCsRqIre2n/457a1wemm/Vu+rd7d/vzg5/rHbjoULGMb3nWL+RsRptFqpmRaTNhNywh9i0y",
-	"Y7OxFe/WzmUmU6Dz65QqvciMd1uYVQxZOSHaYiEEuilGF/F9FlfcwTg+WJCLVIvskN2liYxZYzChiWb1",
-	"54pMvXKY3LCZ3uT3yPelcQ/ke4ovFfRLlaJz+6M2c9h8SyMNt6OraMCS8CIJWHttHQmgpNo2d/fh2RA4",
-	"3zVmP4i526mEY40YTw2cecK1qZ3+Sv/YoxbQ1b18Af2HxwDt6i6kMpupG8JB12yuA8tcQAFVjAVYiUEN",
-	"mUntqwQoSRiNubgiYTMkM0atxWlHZ8L+FRUH2DYeBz7XAk0qFC8xV5iYFpCxYvRaE8OZbpGXyFOHImzm",
-	"vmkTtsgJ7s+AlP8eTKhi4fZXwS7wcRfBbqDVE+9h+91V6D3iXlzA1d8iWORj0MgrVpEW/rq1L7OYQZE6",
-	"ipmpHF07Lm3PB4TQsb9l4mpOwsvZpmC5QIR/LiJ7WDdYmfUT3I2WnWnCDIuhlAQd0ZCzwWIWNz4EjUwl",
-	"VucxJtWDZ89SqoxgquU+mFfu5BU7sPlbbUjtenFvltnA+/PX9lZAQoP3iRSFLcASNBNguvGaJIb7xdTc",
-	"r2n8DTXslq7b3VTJccJm//aw9OAzfKtuJVa+pNooRmdEM3XDI4YlW27nSarkjRW6uwTVdTD+wAC3phem",
-	"qUVTFg/Fjg8bjPw7I6aUVOFui7yVZmpP/JZqq+bPuMGkLxgFfik8UuA80mDBD8WCaTZYZe0679KYRtdy",
-	"MkEmUMoy/bHpclSaKIrqdss9/qyUzgIb9jWN3V8ecDAl8o+AETUqemXDnoOhPPGqJGSQ2u0cM3PLmCAd",
-	"2B2rstobYvcRq6mSPL8Qb3/Lj+cqKhqDhisY8SN6Xt1ptxulBHQrg1ZmzThOMoDiA8MNcK5TXAHxX3Qc",
-	"7lksI+03QP+hus6t794aGgVtsXC9zWhieSiLrZWY5/JYunQakjU+IRkdrEo7y4CgxmofUtZ+tdTqJ+qG",
-	"Dr2DEjf7pw/WvgnRCrCfdaWV8DrZWTATdgMkV0x8sI/n+RdS2Y8zfiVKb7kMCnwN3d3lldnp5f8xsjQV",
-	"2sXquTD0jsAEA0LFHK+OV/Cd5x3sdVpRF6/4DRNDYW7t9eYCEkHQ747WPRUlvyzeNFjzjGsN1xZSVz0D",
-	"g81b5UrbteNZ1rDWB1be/yWvV4tcsjsolcTv7lgFMMDoSACG725O3O8vXzWf52bx2/evh6LsOYfKRnzT",
-	"lZzim6iV7xRXI2i32wUx6d1B4booOeg8qdhd9TVrXKSZWWI4eVJoMzdO1/GchRTcclZps5LCutUgxRsL",
-	"A7n81C0HsU/fB5/FO19IMUl4ZL6kSCuzi8h9XxcSw6dZf6VdxMuAVsXIzkQq4vh26cyNokJzl+UZCjly",
-	"STb0hvLEkrX9Myj1NFGMxvNRSnns3GYQM1+4WUX4oPCF7qzyggY1wYPdJWqrceBuOqmaRHqfTNzcLps4",
-	"wMognN+K6T8ok/lzCO2VVGMex0x8aUq7xgNFyTjOsGbf8r9Y+iLxiZ8bGoW/yrk9sZtSfHorje3KPvsx",
-	"aXol/IFk4T517t4GAt5gB5W0OFbJGHEa4l/en5z/dXT57t3oxbs3Z69PfrTb4fU9fC+SSTYTcIESLuxN",
-	"shpdofpZinTSjiXM8r1Ot90n6PXB2j5UN7m2+mC7BRrh4mxw31CBG9jHcqXR0qcdEXb7l9moX+VW5kkn",
-	"ERX2MqpMtMixJuHiETlcBJ/KwcQNS2TKkKsJScKYGgp1WWwo8lEBAsKO6/SI8Jvz47Nv//J6dHZ8fnEy",
-	"enV8+vrkJapC+aO+Nqxs32BWPrXakB/h++PXpy+PL0/fvc2HCZxu5zIeLGexA044BDp3wq+PX47eX5yc",
-	"j07fnr2/BLe8LCKVQ+HiCSSs5MOEZCd8d3Zyjt86P7l49/p9/tn35ycAalFQy1jJa6tD7oQFmb5+9/Yb",
-	"K/2Kv7w8OTmr/sWRsl9FnuzSRDKdUj2FPRrCOcFUq2lDO+HZyfnF6cXlycsRDvvt8cW3ozenF2+OL198",
-	"6wStKQl9zLERsnRgqOOWcpMgAgDgIF49xH08P/nL+5OLS8jh10MRrqJUJAnMUsptE6NZMqko8mRJjw8g",
-	"xXpZo5yA0g7xWqe5uzheYcW4VXh/ME4711l3n3TQeqFwKgxTgiYnlv1+Ud8KAe8lkVjuonmMhiNOJ9w9",
-	"yjFFSESV4kC0xP+uW+S88HV4x8Yv59Z4K81xFLEUTLMvrTWF+OnQYeNAho6B5c9YzCmSO6hPxZ1NlYyz",
-	"iFmNSkgzovnkl9SqJ8L3J/xKZiL+kof7VmLOal7Mioc1sfN4OqeV5/RGxnzC2apQ6UJhdTlLABO2KwH/",
-	"EJINjuxt8lkCpU33ld3rZgjPPJkV/oDO6DyRNL6U8jVVV1+cWYKE4Jok9uNOa+mQN/xrshPa30ZGyhH8",
-	"uHTDPmvVpVwdBLj44lLC5/IgRVuCdmAXZeIvsZq69KLdI0x54g7E5BfcoQsMmLwXuS/oS+5QmBXfdeqo",
-	"ZurGZ/dSZbi48l4oYu2YMdWQOpAJCNqAT9Z5azGbACBPrL7hYrROO/1Kk5jR2Fqc1VBOLAU7qvce51lo",
-	"3m8/FBPFGGZHZJp57cYh/FTATTyg0pJC+wDv1GKtO9lBbxWCQrBV+7Fb9VhtSNT5HOK5lPINFXP3V/0b",
-	"+K2+0vnxjLP4ChEJdIpGl6KGYXDD36FNp/VfVrYvkN3alwswhs8kj/eCOhwA9oUVuCC3MKUiit3Iaxb7",
-	"VECyY7lOGbljSeT88MMPzUV0gnULXwQz+Ox9c5iV9jafCOOq+3+L4APX5JYlSdO5AsaZ8dktlKgMKguo",
-	"IYKxWOcsaQAJ0xOmmIjwgaHIXUjsjmvwZbjE57nMMMhF6ExmwuCA+eMgJOFndpdCTr2vXA0IHYqYRZaj",
-	"xz7UD08WKZ86w8IcCIqkHDwk3mtxzeYj93sYlLwZ9u/4cJgHFhejH5gZvlzcUR9VhCzy3RYJIxmzkGg6",
-	"1wjg9evFQD6P+hxqBYvfWEMWKgV/I3XRksCyvxNucD7JEZjbIwBg/eV0x9w3DOMcp7y+hCqnNq8s5EUN",
-	"p3lCMSwEkoz11LIkFECQ9MURFShVMmXKuJQlN8QKSBT8kewYJqgwu/BR+/0xs3ql1R0g2yLPvqNRZEY+",
-	"sXcpnS4oCqbNtlmxCwdWTvV7MWXRNSR3p2ngvB0OAkZkiVMvMVNwaVC84NpNZAl3SuQrRXy7W6muubAm",
-	"YmYtSUaF22W7/NplbJwBjz8vjTtoJFSbkb3vtauw55dQY/lqFTmqUvLmlhlAPY6KWVzJVCTUAUEjFq3T",
-	"lhWDK+I2AxREpDg7F2Qzj9uSVLEJv1sBQADZj6WioAruZYBqciSvBIfiJyBShB62HPSG0STPnMpA1FUJ",
-	"V12Pfhz3rv9yODur22on1TeTi1Xy3cP5/vAE4XqkutaPpxclE7aJ0SHnOLdPWpaCAmdNNjkpQP38Amhk",
-	"NJlI5WY/yasBr9lcL+xZrEbPZ91rKL9fItrNa6qAb/7UwBRfO/di6kHOn3LqqDKECkupXOuF+1E5wwKI",
-	"DpN67G7h3rkURssYYzSLaXJWYpguPba2tlU6eAafsLtUd7rEfBdY2+KoQrpy0Gk2o0IHhLWuWh6OM03J",
-	"VCZOE7pG3L2teGMZWKaEBvf5vJGOwWIsc0fyxqUd+RzmzGRq4ep1292DZnu/2WtfttsD+P9/W3VLvsit",
-	"+EqXCiuCAkfal8HmlwYezDF0CI+Xb9FQeBKHgwzhAw5sHgcJXc642z14Cm4c/uDTs7e+dBvxIMp3DrZv",
-	"022Ia2mT3SbzHI/E6yUgU4rqpsApIVj0VgGXXKuJ/MsrFL8XleBz5fAjBeQXk3BAZfVXGfKMIMAc4KWq",
-	"wAQOCOLzEURBxIEc7HaLXBRUO2WKDTDT2gpxIW+XbmSxMz+/7t+8fX573jV/3c++7fz9uz15ckAv2vGr",
-	"3tWLw/H3XfHmY+dvd8/Pbuv2sMSZ/isI2fx4VvOX17yuVcwx8Shtjq3oGslJzfYlKM6gul+uMSlQ4zba",
-	"kMWTi3sKc6mMtXrF5zKpRYKhximtMzonsRyslhRWtnjsXa681yGoCA37O2I3YCMZr4Ag5TpIXviAPWkY",
-	"3FKBHaDxoULb7pklWn1BRcSSZAVyLzp1rEGB+HuubC0qvbR8pO5XFo/G802n8cI/+/X8sVJgkdlGVIw+",
-	"dm97rK/2zP78IOvynuyne3RfH8Tdep5HF3PWGmeJVX6w5juue8lXs31u1d3SpS6XycG8guqOVnapjkDL",
-	"R1rKBnyAHvzDdF7UtfP8vFm8fNjF3i0Aw0PIg90ZV4K8125XkF2ENMiXb6fcMOxcUFUnF09gUd1dBScw",
-	"HF5s3Gg36zW7BxRZfx/sRayAQtvLWd2jX+ZqcrOCsV76iFdMIg4Fg5/HVy9gLMCDXeKtdTyydt8ciNLy",
-	"bF/nPXVOL96RfrdzUCAuRTJeOPZMY/lbgQ5Bmz9/+NS7/2PdHiHsZJ3oyTX7NBsnPPJg9zXsyjnKV6PN",
-	"bmQ5D8XL9HWLFfDjmJIzqq7rnk6n0sjq474IMIpFy1JQpQoQ166frZ9X6+/pVdk+yxSv5Y7UuAhU/vV+",
-	"6/lB2bCT2RgUkbzWf69U6V9YplieZce8YVMebVYSv3eP1fJJgdBmbnrFmAGeaB2NIrUcY+yYJ7X4xz9M",
-	"GXjmqXeocG0ZFRcscJLaOeMUQ08ySSVWSZAdZ/rleOdz99BQSMF282JJYKvwM1WI6Arxaj4hVMxRti9a",
-	"VIbfsNEvInKCElbqZxKxX/imY8RtP/NP3xdVdtu8Vz4uX7QbNLI0fqCmsMjIyoixvny4NOp29HORL2QD",
-	"FRl6DdDot1jXXBYSSF2NoCEnE/i3pfYKQeOuaZ9u3lAFOb72NZzMO/+y+08/RO1s38PyHqgMQPygNEix",
-	"JqqvQUNd5qmfe74LZ+WGW30kZyVKrOs9kU/5lmpCDQm9lxyq6pemP8Wi/sr9OGyv5Xi9/fYGnpfQqkXY",
-	"O2gdHBz21o56WB60eVg77MI8m51ut9XvHHbXDtx5XhkZ/nNp6NImba+O65SxKmd53tqrncvqzVo4/gQN",
-	"VLgI5TltpoevPSrRA+jdv+vwTCz/BugGKuauvegSvXhGqLfWuKrTPIevVFEVPFzOKlyFhT0qprDlrpwz",
-	"DaA9K0zYMdQjyEku3XJVfPXyHy4HXP/MGsfkt/KWzOyWF9/Hxml2WlOWxBWtsVMDPFSTtVQ1AdynS3Js",
-	"89a5k3oYRb0TrFASaKGZxgxQBzxJr+VD1RFfsivFmCbQyhVQxgBgS0hlppWNeeJaK8IeC3sPmG0+Ytpr",
-	"+9QuQu0RFCFKtS5SvJoVVufwhhnl0BXxM5UTW8Ut62G0fgXeeeE7ntU2tkFjynVFy5FuvT7gWpQa6XxF",
-	"yyT9ZDp9lum00hCqO8+8w/dCvqicMQygQ9bUlKYpEwwbFLnGqniGi/0Oiu5y2G4yh1JEHJtwMBThJx4H",
-	"DnmiBFAEGV73YeDwFLC2kMQsZfaSSeE6ITt0MEhM5R8zl62A2DJl9N2i/7Cbb94Ed0DipUbE5I3DJ3Ow",
-	"mDSOWZxn+950PJifYjN54xMfYm63bMYFNVg7NaNp6g7TY/NMXG74KkczPIUJ5EWH6EVYn/VvX/jn/ABw",
-	"q6DnOUxmNb7RsXum8mLupFr3Zu4Bq76agxOte9U/VH3VRx/XvIiPVF6DTO71r13gI64LaM5r5m9LAPf3",
-	"QUMK9m4CZcSbUKEq87gPNr9Q3eZt3liY8xZzqm7qVq9Uj3DTK/XEtuVbZQK//+DZzqaIELKMz/Rb5uf+",
-	"G4aDir4I9dFL1xfQdw0duN4T7k6EZGcs5TVgJ4eVu+3BNfw1CMmOS/URQzGWVBWv5Fczfye/5/YvSzyn",
-	"/EcPRVuJKFVu7SLPWbidwTJ22QKrqeN6wSITrbjEl0dclKyvqGK+1U0tmSkesdjjpNstxpoPETErubhv",
-	"wSKV89Zx43KF9WoP8Ton/Jzs6CS72vX4iAigjbPIfX5WhuHvTs3AARxM2gMc0I/MljBbXoq8lec9CEJj",
-	"j3JUNI6r7oM/BrvbFFoXw/Nk58pOshlxFSWs+PP/+d+k0+rtVha81+50a1p91+hBuTUXNOIMy2NHTldf",
-	"NzPnY4X25QTQ+kmmxlRYVf969qxqM+23Ow+ejM8vX/KqPrQD0vqsrcspy6FsweLDHDJA4HMzgCaqRb3Y",
-	"GBuvoXW5HaFgHvvqbb2cVjpIJXzCYF+58GZTQCBMzWKcZFiCsDwiYbFAUPXKv5I0ybDRSeVEeu1aZOE1",
-	"JUpBQyp+xR9E6XBbRwBztjkRnUfsHJ60QoPHbGScCFj32jmP2aXTSbZzkZb5XOH8LgUCVqC04pnj9mMn",
-	"bzfIEXEVta5Fi8fgtQcBJQdVTvSZAe3ytSi52YsNC3zXR3dcVTZVPZNlXlTDBJbIdyHNZUPsvLzfj4ud",
-	"Y4g4Mwy4vQtKkSihGhyKsKDaBNKHMudTkWbm4ZSev/YIql043RVnVgy8aYdXRU9CKKoJnWguMwyIwQn/",
-	"p9iyE6BaJ9mR6nessuXZIdckkkJnAC4IGQfjOaG+X/gkS+AtLq52qzoQTCGnHvtv9kNVPcU/s8RCHarO",
-	"C7kqel/qDRRJbbCI1cFXyomDLQJgfIdmBOubKHo1w4Zlill9hYqYxcFQeHbrSj9zgESVCYcFiN2XodYx",
-	"BVsXaLtFwhzfCHhAO68TLWHILKKexnUxysQXOxZO2XYt215m1SWIpcrr63h+ewsHrx81cJOrI0d3Ui+d",
-	"2VF/0TEhry41SgPMyYTQpZ5YAdFTmrKYJPyauVTaBLGeW6uz/ZYmlmO3LLuUc+gm+8gyS6liW22/sDc0",
-	"mnLBmvagQWlGvNYatRjAu5Z1b42YlyVscyPJ2KqzUyLFgISv3p1/ffry5clba4icvr08OX97/Nr+exmH",
-	"KBiKRXyngNTDTZX+vgwiZcdZi/ZUAW1aBew0FDXITgFZQmh6++5y9Ord+7cv636swje1hqK0E5gfmG8G",
-	"XHB7Z89PLi4hS0aTEpwePp0D6ixmsubDbhTQcIZ196KEvlYfUnWFAEWTO6sVWkokqLxtZcCXibysii3a",
-	"8znOW6WBne/pWKpiq7bCKjL8W7W+YWqmq3IeEbMNG7k7LzcwZfSZotF6lHc+sKeFPyME1w5+RO/mHlPC",
-	"Rczu7E+OX+mqCYRGtz0Kv3GbMrH8nlRQ7D5s4CT5JtfZzD5EtXC0C9p8p44TIDhfOU70YIUdYf0+rQ/q",
-	"bYAlqEQ+MC/CzW3NxjxOzzvO+a+vw3Pgy5uaOcZswgXTzuhfx7O3AheEb5f6cFqF8NdrV1lhM66D5MZ6",
-	"gI+/ZCfJVrUbaG1jyXy0ynQRNs5OeuePPB6Q05f/Y5eUGkj+kceP7RAZlNoybndwvpPk99AyEoh3A32e",
-	"PFKe1/VhrWKUFBGSEjpguLjPdj/4lZAKfQmLp76QElB5eaM5XXn63KMAbNgVB6tZ75gzVMRUxaVL6ji6",
-	"B7ps+SgU175kq4BIWdJ8hwKuhOXmWKzH7ij0GMoFgyZUX7vqMH9zFBVHHlY9BDGgya2VH7fwOSWhgyL0",
-	"FXF9K53uVKZ3qP9vLfxJO2h2HwdztVg1erl3qG9Bk6AE3xeg+58eLsTrhPcjmBqeVZmrLToWthJ5NQP9",
-	"UldnVfGbx5DdYplgHS4rZHqtobLANx5ssmzTonY8z5sLl0B8oWvCBn/Q/RaGzbeMJnV61zFJlRyzr1YX",
-	"FhYus4Kpy+uNOu6a7MH16hAXAGFpN2pG08AjdxCZ4n5jOW9hKNE4VkzXBBDcD9WZd8gbqq6ZIRcmIBdU",
-	"kFclj3+5d2JtbW9tXk7/8NfKy+l/bl7OyrSUdceCvqqH6mWLB4dNICCFz0u83/9ZHvb2f5Wz7B3ufdGj",
-	"fCPFCggUh9zDBZlxAXE4bjTZiSyr3EWfSrK6cqSG85YKUNaWnPnnrKiy2l3V6Hi+135g9GdhP3DMoJhP",
-	"3bacVQLU9SnLYDam2MrRQCcs+49bmlzXiZ2V2C+FVxGkuR0HNZ9KRGgbB1vQmFI9mklVp3SpjHm9x35l",
-	"IpNE3mLsAdbgjEo7/aLrWcksH0uZMArWv2B3xjWKqettqa2qRULXScaXUBL7FnzKIV5Q55MQcWvLWumb",
-	"h38UF/t3BEcA32u+4rzfG2YsqZip6swggt56cOVveXeq0y6dT+Aoop72IPJeJ/OiKVWYn5HXelo7CPvY",
-	"uYh9c8bMVMbEyGt72h6lKKXKIJHV8MxZPXm+qb/4ob861WDUI67mYqS8Alax3+x0mu3eZef5oLs36Pda",
-	"e51Ot93fHrPiMRxnMT6c0vnoujvriX6693FfHeiu6WX9m73b/buDOa3NKt0qcOhTeupihg9osvigelV3",
-	"zKWNKcX8NgTe3HwfCdvie7ZNoE0+I3nuCGahkhCn5vymOXlhSyT2MaNJnqThSH6AZdeuJzr0yXG2G2aK",
-	"QFAGGs66SxP7nkszrhHMH5qjTwDzbQd7heMsRv6JcJcoWljcbpzaArDZav5emvQKYbrVLSrlF+P/23iz",
-	"HkH9vk8espD6/LAaJuPC2Mu9+Vrk1JQa6OVIWP65cWaGwmd3YmfZgCTy6grbk4HVz4VPRhuKoQAcuYwn",
-	"pskF0XyWJZBA4j+ILQIdjskuuRbyFrx+mhEoCsRp64Ed6h/uv8g/iMxMJGeM/GMo/tFsNuF/7QNhOhtF",
-	"VMWjG64ppGW5/55Rbazqo+LyX+mM3YXkH8TlUekB6bY7pDqSBze0z/l/H5B+t5vnfBWPBCScUJ5kio0Q",
-	"ZTBcHKIyNBc6m0x4ZK/EaJKJWD/uI7XjVL7kw7uPGt69DCO5gWne+9p+4p//8Z+ho6zHTR8xH6vEDF8a",
-	"ihOXluwQJl1aMvICD8ymCfU9JT2hWtbBoBPAisy8QmCUKGZtF9x+pYo6nY1+os2f283DUW2L/Q1JJVWG",
-	"CokMdA7sdqHx76/XwLeiY6+VOQtcZo24geRNH/utrYPKj+NPoWtyqmkdjsk2Ks4vrdo8ggGXSbluzfNl",
-	"0sT/dJhlCwyieuKV3+oDbngwdUrQx67q6b7Zy/ZvDm67d715/+c9uj8+iLrrlaCaGhX8yle+aXBAwiL1",
-	"1bL90F+tatJlKTn1i6B9lHZjSy1qDSWXs7BrxOoiV0FaDgqcryqTqzEwH5NxuoXreeki5jpyTdIh3D8e",
-	"k52Q3Zg6nmP/fDDuXX/s3u3NAGlJdXXf7N88v+3W6bP+D0sbht3oF3cN+9ZUSkPgUsPsF8hpIb+5yozx",
-	"t+HQ/frHLTVtlzFXxnBaicdRNQCWU6xKVyKPezjz7xbj+UpmV9Oj/LYUj+XKUC7mXAKzS50q36S69O61",
-	"N62+FmEdSZdWAhTyRLxV4i325zH0W83ZryHh/IFfhYpXRAYfFPc4FoRmRs6o4VHRh813P7NbcpzKJJGW",
-	"sCHes4v5eIX7ccruyMW3x83u3r4LnRTpcV+5YCCgHbXID9AVFMYOAwgCuri0rkRcjghNpGDwBEawpWBD",
-	"UQpioz+pzhrUU9rd2/+W6uk6sJ3lObuewXaecOw4yeqxT+J2/7B9SA8P4273sBuzvajf3u+wTkT39g/a",
-	"B73OYa8djaPOAY0Y64+7405vf28Sx70ea7f3aj0WN3bLV8GL+T0n7qkjhIXqIOa7XizzrnG+LhNNkZ29",
-	"4pNQ+gv9rBHX0kiMh1uuFixa0VW1jXyN6aKOWWoSzuhdGKC7IEsnSoJ9yqPao3uMzjajVQjHbqf7/MHK",
-	"4oxX83M6+/t7n+fnnnEHQrvR1+1Q2+uCAOevXpDD/t4BcYDwLtlQuybdD0461IJesxHQ/4r8wyq55y26",
-	"6itmsFF9Wed7K50FtFb3q003K8LqC2UqNJoSZ1RiU20EunR9M7kUxCln2yfWuT1/xVkSrwzMbzAGgJEt",
-	"2cMDcuvQ4RadMYU6sLNgJmCnhCWjP1iw1YOVtvVui7zBnjZUSwGVvEPhS3kXLeTlL9WD/kEkcEmpV+zj",
-	"aG/SHT+POvEh69H+eD9ab4EUtd3t/lb5zoabhC2SlSEr6XCFmC+3y3Atl90t+krncgboJyDhs1hG2rdd",
-	"0H9AtFR78B4rtbKFC0+vuSWLhjkKd1xh2ftrSayy6Ws4RYlqaxOfK3dlmUUkK4P6GFnLe9cTrqHoHQVh",
-	"C/fECmO3J1Amaaa1P2D/h+WfwL6E5nP409+1FC07Su0+44cxO73m4GvTXl08b+YAuYtO/u2Np5PvTDF0",
-	"3TGcs4jxtEbpPtU6825WzDsqlVF4hZGE9tKPgE2FRKcJx3CXi/eOkXlE3EAbJmqYHoodaEg1oYoFeaVg",
-	"ANV6u1YaI/hpSSa7fgAUNV0axyRLi5QsmbvaQ7KjLN1aeX0lmfaCPoEMzNxdDC3kANJtRrmIAaDSUpN/",
-	"nFGVcKaGgLW1u95B/+V9OkscLEpHafdjT/X1ntnPDm66t727/nzv5316MK6HUIVz/VViZAUtVMb+qdiy",
-	"7vODoHHNRdwYNCwZjCwZQPG5f6LT7vbzRzx5VJ7Y6x3mD8BM7j9sKSgdrb/mgp0aNnOq0irQpfUurIfF",
-	"8b5AQK7iYarzK5VOp0wFa5hCvlG1nNmOh9FjhY9/diwY01RhrK90JfujwDh6RPEw0sqDSOM7+8rihsM4",
-	"+d5usW/fuQ/XOpuXti83MiZSDcp8s8QvnUmP1dVQ7SACtFChKtfQayaqpW3FLStKKkFoI45MCZyn9OMi",
-	"+ebrWo/z4BbyuUgPXiT9tlgP5zxmj60WcFWGeLwQrPUlijVlANVq8tXl12DZSHlNdkKrVtU5lTbVnz8k",
-	"CoO1nWrltLDopowcPZGqRc7LnTOowD40R5bK4fkZnZOEUcBBgJR/qcAlAib1DDrL71Axl4IRlmg2IP12",
-	"b7eunYboyl7a/7in9vWB6Wa9m/7t3t3+/ODn7udFm8rHsYos6hFAvi+X/x6hW0ATHdGEedd72XHKIink",
-	"DCC+5WwileXWd0n1ThbPLF9JNw/wf6xkMnbTsc14JDXmlVFgK3WOjxLL8bx3QMKcgYRDIUFVC1OmRtez",
-	"EIpLr3kiZ8woZABlUAj3IPaiwoddXyo5KYBwIWA/FAnT2tUiOGaO32yR41J9L+h3WB8bYM1NAZevs1lA",
-	"tLR0BXD8fDKxA0M6AbW/uiXmgB1QGlxsQZ2mVzDPik+mVterdcPkC6kMcNDebgDc56qi2dn+Vdztarbp",
-	"dm9/frl4ueq/LILckioTXNipVbeuFvnb9/5Zjfj9C3QZ2MhvtsCt+0bRiJHX4EfbDjtuA/DiI7HjSiDa",
-	"G7K0YM+3AQh0e1/JJHTe1dzjCs2ZHSwv9FYrCw6EvN6MH/hf8hzqtv4CerCcS7O2VUdRj+66SCr3Qg1q",
-	"q2I3XGZ6hE+OtuoWplia0IjFfnjsHKb5lYBO0/CI++JXmsBBWyU0Dx1ewVanTHEZA97A7gPgNNc0CRLs",
-	"Np8FPrfU/KeqF91ONYtGf5sd3vx19mr+19mr/ejH7/vRj9932Dd/uxl3/30azf59ysSrDvv2VSf+8erP",
-	"m+tMcH7Bup3dfLKPyoD8Vt5C2aYdgwHWmINs/Mp38Fo+fziKER5FFewHm3QNnu/3rVBa/lIiATtymRqu",
-	"GSuoISAZJAodkJjO9REJ26HrqAjAFhQ7U1ZxfvbrgX78vdpv959vSky8r93hvL9FXdIzN/Mc35VHzJXG",
-	"2mnWdbdhYk077DpcobJPZ7HPxUY5sxEKbJmdLdaf1LC0mGd6JaDXGY+usxTBPmMl06acTDT6GxOOeqtv",
-	"AZfbnV5VhM2pnGl3b2sYEK8fbF96WNV4N1XMlzltyQniTnRxXyoTqru3UP5cQ09O3DlJeMPZrcM1heRj",
-	"D7hkLUDnv3SITEfOp4qJiggtQLgeCo/YBJr6JEsSe/HwbxgeApCBasE01qSGRU9su24CKm3IDHV6FsRg",
-	"8tw+QODCDOm84RD8KU0ZVb5dD3Lyuf1rMrfDuU4K3rmMGD0FGHAOd+36ZniYgQASd8vh17KeMBSQTW0t",
-	"Rb1SPSA7IY0iljrowzJ0IhejVMkrxbQOdz3Cq5F22NyShLXiLwDMPeGCJj5jHC1dB3QcrporLm4odorZ",
-	"7q7WZuoCwqWd3l4bfUTPmvIpP+BDj8mcqdLDw1Hh3QC60DM3v++VUnhdpnIyeQiLLt2IWs+k/cGhUaXA",
-	"HUtnXG4T40qc5qsIcxewmmZpZgpwNrbyhhQBCjCiZzJmCaBDUcU0KFtDkdvBMxpDMMj7mfImNH6C2MoA",
-	"8kx2W+QYS94lNtt3lDqleigcsCdcDilKl2KxhWn/weVj3upddyxYMFgjCR/e6AaP6kEQgPDGCCh7jRIM",
-	"biuuyY6EjiK7QBQsJll6RMrYY8UZwPbCzurtFd5H4QqWPXSfYyZV+N82Eyhfwe1qlBwa8i/V0aeMMbhK",
-	"XlfhmuuyCqsgvB60d+VFd+IACefLZR4WW/f7yzus7uBDcg4XgYZL+Yb2p+Ew//HXyDWsAc5eSSAFwPKX",
-	"zjn93Z98sTUPPvoqZvTi2ee//mqH71Wk9RUhC5jba8tCHqd1PUhO/hqlCUUI2floK+vYuH+bLs/C3g0K",
-	"EckEVEgZx3DR+CyVKUA18he9a1Wi+B1et3wzH37dSgjrNdfN//qrXbdyr4XVxOKB8h2puADWLdUlYOsn",
-	"1lvZq4dTQo71X0MH+NuvRQWQ7FfrRpFpM2E3LPGuEDkB8DZMjtUpVZotOEIqbRU3Qk7nmvKSxbmo/eam",
-	"RGFcVm2FnE+WDcllS3hhX0oa7wKHDap+gQ815GC3YlPyRd5q8jMyL8DL9dumXeBSb1jRvnKFyy3hNwxr",
-	"9TGv0/cngn149sn+4zS+f4b7rkOiof0QNwNS8YmhcY8Z/Q+z7std3guHWI4Wsr1nqxbJ7XP9Kgteju2w",
-	"OmsN+cfYd79Q99rPNhML3Wbbtq+wDqnMd7VIRkRLZaDlv79xR4SSBFv3kbAZkhmjQhP7GoNU1DKXqjCE",
-	"ZuW/qgymWctvmgvh8XUNY528PbZjv+Ei0+U/oNP/EgeHXyt/eYWfgx/g3z/4fSl3M1opxPMeNiV9L/ei",
-	"SEGgn82TIM8Fud+vBwvyoivPsiB3v/1agnxVpelrPmHRPConA7TIG3nD9IB4Nkr++f/+f8TzUfIPUvLe",
-	"k38UrfWPhiJ/yL6x6rHKD/bBXLi2SuEOiHUMRViy5RHHWdCkmjDpp9kIGiXvROkjZfldFt7V1K21HY0W",
-	"aLLe+rTU4HAsYB89KIG25ufy/ZERhLke2MD3t+Ltm/l0eT2ryPDRPa5dMBtKmsppK/j1x/a4Lu/T9riU",
-	"3xf98Wt6R/hwgWsuUovHjbUzxWGMk6z2tGf0ehFWXc6lqc1YhwBE9eEzxbPa8qo0oQt5Zo2D469fdLq9",
-	"jQcPU/JfC9xi/Ih1u/UD9ql86XpB1qemeyQWI33TSECKQgbv6zxc1kRN1jq+XX8gneaYahaXkPYgAOo+",
-	"iMof16ToY1n+zqPhzgM/qQfeb1ZfWPWDq+rLp+0g7gGxzgMa57XeW0HqwYKXO2I9WGDiONsEQopmfGtk",
-	"ulvhVxrl+u2U1sl1++dZVzwgYmLpU0Tz0aw2hpgk3DcVhsCfRl2wjMOdlyFja2qVQ+FCoAmQprFiszrV",
-	"5/0Hlz8AhqDbh/UJX4CqWEIxijOPr5hhgm6lg1SKiwpXxrg20ozH6R6tQ3gpbRAC7MOzC7R6RW8YEfaO",
-	"79iPywwaGQiByJN+K4Mco80Bu1b3tlubu7JiFQ82kBYY1wo5gW2IbvJCntJ1yHlAxdWxsIUVyvT3f4F7",
-	"LJPEFox2k/thsTnv57oiFvn8b+uVqD+8FVEDkd8hawyiUID8V/f2oIJRtFPmAo4HsJh07+52g6HIbxnZ",
-	"4Z5PI/ag631SSJ4kkbeaUEPCheMNd8tASHagoSiNBNfGvT4glKRMzajdP9K/uwsqshI8sTHX9j7EgR21",
-	"2ydTklKtWbzQU6sGGCZouNU8ACLG7fyJm0F9aXSOo7HYxbpFTo1eSBYtYEwxyYdODGRM2EHUivzZR/bg",
-	"LKZZaWEeAV4rzGguoq2lq35Yr1wvGhevzaKMvp2y0XV/ti+66fOPPbVnxd9N/3b/7vm8+3P/8VbDwsmV",
-	"gv8qqW/SnlJlBFOVHu2Kx+yZO1a9nTVrx8+3rHoO22OULsz+kVili/QIibuOXGsbA5YpZnEwIQ0DZgLw",
-	"5dqhtN1OC/Bj/IYrxapoOMs0V6qR2qtFKi9obpWr5JpbDcdI0G8CAr0tfIk6JBvtUOyJ7NrIm1seQZO+",
-	"frsNKBGI/+A0IujuAm40KKl3feYdV3k42a+t7HUkWKMvjrVMMsNICEQZkvfnr+0KI5okLXJMEm6YoglJ",
-	"Fb8B13MiZTqm0bVlhgkX181ERjTxCsZQlIBhIbAJwJN+5Y48Rpla7uv1kEtRQZ3vP684hH46bv6NNn/+",
-	"4P7Zbh7+W6v54U+DZ89++l/DoX72//zhw7/Bv33402ZvUeVqbXFtNmkNi/fjF9Iacmnxu9Aacg64pqZh",
-	"QUSBT2Jxc3w5DVwtr/lyDdmANS6Lrb8WkBArJMKieyTVbL9vp9HrEkVFLGdkPDdML1VaDIYCAHkB20re",
-	"tsg51iVwg/Qenr27wMCMW04zP+tnn/y/nsb3z3AuTV9RopcuxK9XxbHN2a2C1mMClKGwIGGvzHl9jzN9",
-	"REKvNYVECqYtZ1zW+cJ+p02+kYKFwVCUymdzlYtws5sPbxVALq5aJDyDHoMeZ95kwJNxYlB9cUX5QlW4",
-	"mzXWhOO/VgtP8983KWSPdsH5dnquX35JQEZTKq7YETHQPT3PddeGzl3ftTlxqSEzLsof63yeRMWEzllq",
-	"5gTXSxSbyZu8f9uXFKfoOBDylkhRI1pbv7xM/GW0uoeJ1IBkwpeRqyzBZkVlVdyjqddJzN1Hi8xnN91f",
-	"W2puYig/cDMtBAJNkncTQEp5mHR72Fnh5+4/LOupgt0m83WGVFDkpzsRBb0xrSDRZeOWM92C9WsWZYqb",
-	"+YWdi6umZlQxdZzVNoQS5PjsFCKrkKtONQntk1Lxn4EQBuRreJ0g1NI1m3uQJYK6OXh4UeTYs6Ypt6Np",
-	"gno+aTaVhFY/My7AZQWbBN5yGLc4REtFjXu7Bi4mEl3swtAIDgorsKA2FiZsGJ05k6Ogv1hGumUnUabA",
-	"JZOwXEILni07nkdB4TFrTilPUEpDqdoAA86BiwnoAKOqOqgiTOhgKFxdgA48UJN92IFzgIx35Tr+PgAa",
-	"/h/+QF5IYdmFFb9D0SSIbw5tUSOqFIAkTRkJn910QpIqNuF3LXIMbP+GObatXekQFo7ddAZF31QRDwUp",
-	"elECshvxwG6+bAc5LiD244Bxy07laxnbz9uF/vvFu7dkJ6Rpmrg2m8/+rqUId1sEcMTwqVVgg3YK1Zfd",
-	"A/+Ggyw05ythDIaAlowOkbAANwvzejiaJHZ0am0h8PlUYf5cb8CfPuSGDnB1bCW7E5bgwcLA2UDYdL2V",
-	"UAPMrklOc5xDXKVM6ceMOWml/dwB8AHPx0G22xFjdQP/VLGy//znf/znrnP7sJiM53bqBQhqwoxxh0Zi",
-	"fsWNbpG3vveLhiyWGcwIUlMhl0UQ5xPd0O3JTXJdvyc78CWfMW3oLC3Os9frHeZr5YK8v3yBo814pCR6",
-	"3O26I665FDDKe3EtrL6K+K8pVRQr/mBMxSxzzi2zdhsAJKCrh05ZYsiEJ4Yp7y3iCRMmgY3CBhMai/hQ",
-	"DbNfC789OX6JXSa9Tpd3bQy/ObkMiZKZtRoLZor6GvSaBJQ5Tah79Bb6UV4x44gKXrKKECjoljxcQwzk",
-	"KmMWg0JeaTMSsyihdhopnJyZDtyfLPlxGBk/g3XtbqqKUUu15IoJKI6NXWsU8CsQIaEC25pAvg2K65wC",
-	"IkEwBnlWdmzMuYILg6t3sY98+a5pRnHTgQ1Zxm/pHC/oUKyVBI7R59LgGI4Pa5Lx8APikCctU8Gq5Bgk",
-	"TemchqLf7jjx8cMPPzRLU2D+g+ERoQjUCW/740iZgi9KQfrtXot8Z6UOdqmGJtVDAZJnB6sM8SZaBg7p",
-	"ZCCOdgNAKAFVwfmDHaxF3tMaAli7zvNLKKqfraE4xtSyGRXWojZTxpX/9SuNAhAXZS0wmvKm/RMsxG+E",
-	"VPn24J4MhXdYjOce+Y8pV1VmuaZn7h2CV87uuaMA5/ZASnAV4ujyHQp3Gjip8hXpdw9JaOlsBNwPfNQ4",
-	"6XNm1Lx5PDFMhbu+6ZblJTCGvcIJpAUPRZbmxIOr10NxnG8UfI4YJihmFY8zzYWdp8ReVoIpYv+EEbrj",
-	"s1PwbUOtT0LNRKqZAzigKVTGndcLXhTQ9gSt4eJDw/lpoLjeDXzyCkrBkoy2O49COnCpHsGyh8Tb6FyV",
-	"dK6A8JjNUgmhH7c7IvYqlR6Kgh49cqJVlzwdOUkP9x44jeLGg5P53upoiYKCZqg9QaF5zIbA2t04gyIq",
-	"USyaaZkpdPsVJ97uWw2PT6x5GnPouosY0GTH9T4dDEUosiSxlwOb6SIXBl0M2uPZS4PN0Aii2VmWVVpV",
-	"uScTF35qAeohy94Vb1c7BQYwkW5FaSWucRDBXEudd+0vSGQo9BS47SRhDAmtBAQm5vnMnOIDjaG8+LG/",
-	"4123C3OpqKgPM415pN4WdWAbQGy3U2qYQ0Iq7r5nzDnzWIBqga3B7pdDkV9zWmJ6Megz0GYYrtVrewa+",
-	"5Q10K8TT1M73jI2WSfgJ5ULhGbsPASXUqjX2s51//sf/32m3yY6DniDd9q61u+dDRzrQtNY5iQtPKQ7Q",
-	"ItCcLyxGb5U65IUEHLHl1n1GDoWlGC4yBne6/GqpnZ59klxJGADYmacrMpaZvW8YrHco8ijEhwLVAx1g",
-	"VqjdcdyzXeR/qZJxFoHX5sixF+8V8/cEB1zyiLtJtcgPNLlGSrPXmBlMPhkQJW/hBjKo3pXACqBjT5yB",
-	"aKfYe9FdGZppNhT6mqepF4IpBD+wpWFOLIyl6JlFsLA8sjDhCtwODBAGPEWcFhzH0wU4+0IylUJmoDyS",
-	"sPRU8zs2D52aQ3a8H47cuhaYcYY6OctVkqGYUjULiM6iKRxr7kv0LNMq/d95WaAjadfnzgqP4qucOcEi",
-	"/WlivjeuyyklX2mnjQReSbM6VulUB0WDR3st7Q9en4F0srlGJEbXn8xlc4znzsUE/4JiLd8T0zyHN+2R",
-	"GpUxlwOaf6NMK9aqi+ducmAewayAeCCmUGz06JrNR4pZzhceldLOK+slKrPCp98+tIS38DIXo0yzkCyJ",
-	"4QHphF5c+BWyRN6SvXa71JwNu2EOBazEcgTAsDSKCk0xJQMdeaXNZ5MJi4zVTPbu7iAJhpJIUT3dJZGc",
-	"Qbss5/FEDg4ogjiI3aqJYgyja0bNW+SifAj+BqUG4tVAmzuRFBN+lSkw8xx6TddaWcdFio7DiWGKTKnV",
-	"6a4yAdvmEa2YiEEsWEk2l5kq55zESqbg53UJKUMhBT5k5ebuAGdasgT8oVtOxAyM75pj19wiKVClDoYi",
-	"PHt/6aA8Xp68Prk8AT7ru/d7y55GU9DCThahnFEz9/a9NXyV1RTCk0t6FRYge9j2AmIA4KGxH/6eqvmA",
-	"VJRzNxH7OdZ8IYVRMhn4aFnYIhfMRRjs8MivueUSk+ZbKVjzDbRKHAq3B2Gv3SdvpSFvZGyt3jjMtW6K",
-	"JhB4ABMeMaFZyT9zpmSqODNY0FP1ziw6Zp4Zpma6hNWee3capXYWjU6r3Wrbp2TKBE15Y9DotdqtHqZf",
-	"T8HD9WwK/c5/BsiluuBLt90u3cdUSXsKQFLWvLaGk5AkUgzMfJo4ZU9m0RSQXUjMUiZij4qbu1JO48ag",
-	"8Q0zrt16kRYEs+q2296L5RL3F30nEC8Cp+Em96/7ArjHavt7wIKsrpc4SDdn1tqBf2w6QNXm6UpAXvf4",
-	"sx/do6cxfqyPi6h7JV/ss69p7CFb74PG3javnArDlKBJ3jhhr93b/NYFuuTeC3pDOaZulJ2ejcFPH4JG",
-	"jqfQeM1vGNgb0PW+ETQMvYIyjTfM0MYH++ozq4/NN1GOS9TLOWrO36x2yK+8Y21Kb5ilqiOy1+5hEvkt",
-	"18y5NxJJYzKmibVCFMoTDRg5tx46bYmwzqHCBZPffwPasp+fY2REPVGVp6r8UNaRVcnsX0lblxUz1T4a",
-	"EMFurQgElSEonAUCkNKiJItZTHbQJrT20q5l7ZFiBmWtR3WFvI8jEqIzMiSGJYm33q3hjfy7Sm7W0jhO",
-	"uVXrgLd6l93K8EjxyLPX0F1hVVyk9OAL7KK9xZOnEyuZQDBB6ORXI39cM2RM1FyBImfC7t7CFaiI2013",
-	"AB72z94HDSuJN70Dz9wHjXNqGOxxE3d6w2v54/5cSgOcQ/8FB7e51SDFGwsDaWYeMIh9+j5ofL8G6sa/",
-	"9b2DuPkcFtNr9zff/LfSeBWn8Ti21G93Nr/yXlCnrPnvbMGVXkk15nHMBL6xv9VqjqGKCllY0Oh3Dze/",
-	"dSnlGyrmbk36N+K1JZmtTe5AK/HW/E8f7oNGKuvymzAgaZVpXylaZ4+WuScG5aZg1RudZwGJiA3QHUWt",
-	"LaynhYkFsrwUjo2oEBKaxLisVkj6IMcO3A571TjHM9qvEfrz0YMXOvdzGFj9NJq6bul3XOcwDK7YhevC",
-	"yQRGmnNVuWWC62sxam9NSv+BQh0Bv4/3gcOcrJUlpHeFA/Z3WACqYgt3K1WYMzDJJDOZYvA5UvkavDUP",
-	"8RNV/3buFEz4NSsc4dY+Y3XyCE8TufODBVLJcLOvowABAv9axvMtZEee3bBEZFMWXYMllKaB8zW5HFcl",
-	"EQcMQLMtTWMSAiKDPZ91r6ES52NX9fW+eX7Tve3f7c+f/wxJIA8QVS4n9r6aVWVUxu6XxGTnFxaTrpx5",
-	"lSEi2G3hQCndqB1dzV7bPSLh67x0n+fuhAX5+npDGb7n/WV4uf9CovILa9hfTJRtIZReSDFJOGbw9Dtb",
-	"fOKMzq19dSnla6quUPp19rZZj87SVCrD4jcs5tSnbPW73W1edpa3lWMnwlhj4V9U7LpkHprnA9WL3gXT",
-	"5tmnazY/je+RTSasDjnk3OFRe49hSf4eFamWMzp3EsEHWnaL8BiGP1F+YIzbZQ50lmOil+4zGC1zGfBF",
-	"C24ndaxYO8IP+pA8SO48m6bk86yE0LrtPjFSWhm5GHK7ZnMQzQJ7zmrSb/frBBtuSC7YFjh2f9UOxgvM",
-	"8YnR/e4Z3XYWyCvo+vgvyjeQNjfyjaDeA/JO1MTrwU1R1tKD3PtcqBS17rLHKotf1tWwSnla1n+e/AtP",
-	"/oXfK6/6b+OQ+IaZLdjbwzjOd1Zratx/cOpUxPOGIXVcEtWgdS00SuidPpkT82FTpopmZIGLfkGDNCpK",
-	"wOZckwpk+gAiFpB3RSIqwLeBeQlcEzmZlJrnE6pBhcK+c8WYVkNakdoCOhrksiDiv0vicF4IyBS5WuWh",
-	"foFb9btl8S+4WelLvvRx7ZjgiQdkPCc8fuL6T1z/F+H6/618xGbxNpVYs+MSub3qSjeefcJ/cRZrLbNd",
-	"xbWchUrXpPe1IN2DQWaLZYf7bWeV6lptFRMaf7+szM1vBSNbtQdPvOyJl/0SvOxJH12nj666fiUe6PKl",
-	"H6GdvnRMslBQl/nnMzc9nrg2SSszHFycKu8zXO1PXOoUVc1U763hmcflb//qHLDytU3csLwtT7zwX4YX",
-	"Plnm/6Kc8HbK0A1fQRFPuPjFWWHQSLOHsziimSkA/FrknUjmJMQZhr6kGHK3fFWKgTq/cjHxGO3+xc5l",
-	"AMiAHcfy1G+SUG1I13X81i3yjQRoHzmZwBdd5ARq2aB6GCDRDb1mPhMcNFeYC4Q/jOv67RFK4PmFXOyh",
-	"2PGTchUBhicJjCqK/lxi92ihxZOQJl81Rl/yh+fkSg6F36cWOXt/CdnVeQb/wG6s8aVj6PQweVlnXSin",
-	"zqNwsVKiPDJXwIM5NBwNbh3aX56GQ/jYKsz/uxF5DtUNzgS2/ylo9SRu6sTNbxPT/xeUcdKJMwKw9JOV",
-	"km21pp7zZuhI/hnirzbprk7+ldpg2mnPpGKkkBA7zrHsVoOeY1eeAZXrmBo3ptF1Iq98denYCgoiJ65m",
-	"qNNu77bIWT7ojM4R3B7lZADQRdKKYqyjHQpAwcNishyypCRWQ8Ui+zC243UpSYWVlTfUxfozWN9QyCT2",
-	"Jf/cOI5XAEQdLwwK+wAP93LPEKGWR7gg6FBg2dNXmkSJjK7zIjP/+REXI8y9CyF3wm+hb/Hvi3Sq4p3r",
-	"oei3D/OmKV4ZOMrrIYsC2KLu2Cswi2bZUAwFaDF1OkmeJznIdQiMOkDbmJPL41yR8KX2M5oCdsFQ+JQL",
-	"2FTIsxSS+E4sZMrtwFDLm80y+G6L/LDYIXZKdbH6oTDQywiiHn6GilGo6ik1GIa5uYY19Qkb9rirvV70",
-	"52gJpRv50ycQjyDGDtsAI9wY9A5aBweHvaCR2D83O91uq9857Nov5uQEtSnd/Wan0+z2LzvPB+32oN3+",
-	"WyNo6JRZTeF5aw/s94fIfb+6r9G7+FuoHpUpnDOdJStjKcgSbqlGVRPVS1cdueoCOwUFgcWeFJMnxWRR",
-	"MXnKTvxdZhnZTShK1r0J+UBNCKAb1jorEdwB3hDW7pa5cK30J66z9Fvkgs5YBevImsYIr7fUKS0kO14c",
-	"8xgrh2dpwhH9BQQWNdPdVVFwXOwlLOd3UKtVNGB5BdAMW42O5Lj5OddAa7LtuPj815CcsM0LRQ+urb/h",
-	"m5Vt+yz0X9S/q6q3vLXh2pq3igjNOx0++bSf4ntPfvDfWToEXbiov1IksIDTXSlDXbc0xz7AId1rk5gu",
-	"ljdXcnxdv0KAZSETmiQI7j4ZCg8Y5dt4tAjwaTB/M0OvWICgO8YnlQGCL/bVgY8hyi+Mhxg1QwGTsrJ9",
-	"LjOPnsBiQD9x2IOIwJI3K3BQaJimJuKEYTacfX3G7btHQxGzAkpHChJauU4Ru6+E0kpCM09ZSARVgCZk",
-	"JEzkmos4wI5zoBDgn9GCzUGw0MIxfMbcNNHdzu6iJNN5R9NldeHE92T4zTWFHBZ5e0UBXwEp+qBXHqo4",
-	"lF/aXnv4YgIbprdZYju0tCcp/SSln+rUf3Whmze78aLWcdrcCMUHnn2Cf65LO3yX90mskZsL1TAeSpJq",
-	"14nCiRcsEVvKmcG+wb/bNEOc3goXH2zJEzd74mZPNsfvsiqGOd6yxP8eym5OkEEWhsaEKtbMMX5d1KSG",
-	"cZ65chYMdYHuHyJ+OyjRYWzHEB5pQLgQl6uHwdDjUsxrKHbK+UTl8NcuVq9AMY6LMbgkdKoY9TC5Pi8F",
-	"J4LY0qDO51FHwaiyxknEBJgbUyZgBA3QfwlNfbZMMX3EBimhcAB0oX2pNRQnHAJ5CKkrM6PtIlE6QATR",
-	"/WnkiodG9rUQYnmXviaIRHLGdGE+XVlduBlxFSXQH91QEaH1YbdbSRqTCY1cu/ROq4eBNrszX+mhAJw0",
-	"e4hQhNS85omcMaMY2FD2L5iiRLCEaSfOXOMR7OSYqTGGSa9nz6a7QR4xHAp7cF9pMssSw9OEM0V2WCSF",
-	"nM3J//nfncAuYiKVsf/R6u0F5C6Bfz3Y281DjzhF4tq34iSHQtlLzKx9l/ggM0Cl51D62ACGhLBZI0XF",
-	"FQuJTqnQ5LBN/idEpTt75H+iBKdmKODJoxyNOJpSdcV0ZYTWjN65ZpRZOlFSGDyM3fxs8iItxJLOE6/A",
-	"NgWijaFGa8zgQ4AWFjmse+6BXOYjF28Oh2Kn126T8Zw4JODdFnkByN2YNuUqKxCKWsF3s/iKOVSYJUBM",
-	"rh3sLGBergBxeUUVO3HL+K2hXEypC5mDTW8MLCsl39OEiYhTcmECckEFeaWoiLiOZKMUl907PKzGZfvP",
-	"74MGXvTqmB3yhqprZtaPd9jbL4/XO9y7DwBCxjVjbjjq3j6VrLzbucz8smAxlQNfpdr5QsGqdlcD0rtJ",
-	"CSleyd+4D57AY/5rRoGfgrr/VYK6oLmBJpGZck7bq0p3h8KWrmqEzz75f11fzZePFOQNob3kLGc57ZQq",
-	"UQZO0cvbriN8pk8152YooCgaspxzsTsgIeCghYEHT8Omz7qKpTal2jduBmw4QAsnOzjG0VAULmBBZ6U8",
-	"pdpY8DfMfJ5s/VJG/mcIhCdz/8ncfzL3fxdFh5W+O+s49oOt/5yVFw6AK0XT6cdkJWs/z4S1Q13fmrzT",
-	"mNZFMcz789eB73jgnwNkfej7p1MW8YnjZ3k3Lz0UrimcZeQ3VHG7HdoB7LM7w4SGPrkQent//rrJRCRj",
-	"Fh8VbltzK+1noWOeYXfWxPrm5HIooG7Gjs1duxt0JhQpi1FePw4gmdge5puTywGkF/teAcJ1CXA9dRZQ",
-	"/MkVdNPptfsuIwmBpYt2WTrI+8YEBBq8OCBzq4yAYwT2YKnRHzZyKf/ZHVHTExL28kNnRohEjw0LmdKE",
-	"m92h8N1E0PXwpz9dZOP8TPWf/kR2wvJfWlbwYR1MHO4SlQk8Pkp+YOMLGVnjSqZMYL83wEhNqZmW3Cyh",
-	"nyL0wLBKV/NWh0Rn41RJIyOZBHlG+HEqk0SSF66llohJpj4mlkzo9RHGjX2vzCsJsCv4iaL5xIgLbleM",
-	"iiEkfX0aNiqNGoaNARk26ntqDhv31jwfK3mr7Y45bFnNTN6kTory4ndb5NiuJd+wvIknFUjjvqUGh1ZG",
-	"uRurTcKvj1+Ozk/+8v4ED2NJtfiLvQLu0jxYr3DvwRjbRFHd89/72/aAd975Wb+lM/aA907ym/wrh3lr",
-	"L8n2mpOb7rl7G/jyJi+Ha91ubw/8NwI5FG06jmNKzqi6tuc6lUaWunREsVhqoZqnUsbqZkS7417Uj/fY",
-	"/uTgqjvt8f7f9673k4NZt/X39KoRNOxpWMWn33p+cB80mKFvsBixMRBZkgQNK0VgvxxSUWPQyDT0vJaG",
-	"Jo1B5/leu9QXuXH6dnR2/u6b85OLC1h9wYNx19ErnKDO1mm327mDiMX2D6CpPHaz60vfZJTN7E1TVHgV",
-	"H5qMhg4lBLJVocOo68k3oTwB8GjfUunVu/OvT1++PHkb7jo855QpDWiVTRRlHnfa9+/bCc9Ozi9OLy5P",
-	"Xo7+8v7k/K+jt+8uR6/evX/7Mtx90pmfdGZHvE9IQg9JLM/Ekg65883J5W5Ju/VCcDXw/IIqmrMH71AP",
-	"kb9gCyQnD8JBuVxlKi2r8IF90DUc+6D6msVkIlWA6EN5eCbv8RUsNLPyuHQ+0lKofdS1Sjs/ubgsNYRe",
-	"1EJdg1wRUxXniyq1GkReF7iPF+z4PgygissyM2zuPCDddhviERjMKvFNbLWJuqKWkNEG60VOCQ28oDQ9",
-	"h/AfCstbUSECsBDsU+mbtRGYFbmFHqAlPb0F7aPh+YLnQvGcY6yYY7cwoKuigzF3j0BjKroA+VU4/Uxl",
-	"YqE1W14fCN4mqaEnc3VO2qAKDDzIauTUCoayhpYj+lnmv7SgAem0g3a7DUElGlklxSrtKBgu370bvX73",
-	"9hsrW2KWmql9mAC+KhdXRIBo9BtefunlyclZeES4lQXWPMI+wJmImSLhaIRk7Eyh0QgTGeFUrI7ZbTtK",
-	"DHFkaz9BD+5Xpf80TE1oxHSIrTXDVGrNxwm7tGZH6KdGDZlJADKIGUt3seqyA+v11wJyQNldSqHNLZko",
-	"euW7ucJCSwCFAltFI2xBebkv3r05e33yY4jBtuPMyBk1PCpEcW6sQYDOGQjectgdQLnqUJQPJ38VdF/y",
-	"Z/LJtTIbkE5A9JR29/a/pXp675v8oamJLfSu7JuK0KHIaQw+7FWBaMoi9DQuqgLfHl98O3pzevHm+PLF",
-	"tyEGTJFa4V2aSMGOAJ/RqxOl/sP4iGtptUbLIDvddtsexgRD1jxCroNNiIeiaDtd5YAtcg5L822yACIC",
-	"O7bmPVA9yLc9aOgYeACZT0NRAAq4WlNVGssnS9kVwBm+KWzYvKVtYfLvDhZKBOuN3KH4HCv3KG8Ungec",
-	"UZUdgp+gaGALzJoLMpZmSnbslcd0hHzzQHMsmExQMFMOLBRzEbBBJeKeuC79EhpPBDXLg+a4UDa5Q/FZ",
-	"qhSFZilOZ9a7zqtQswWhXRZnvos7tvPYqTSMdaMgj+h39oYizIp4xwh8DMg4dqHE19IMTNxbqinDFpst",
-	"cpbfQlUhH3CxHAwFZMYtkQd2ExmKM5RAeR561Rw2UL21IySitmNXQ9xwB0yCG6ng38Gz4DZ1KICcOuQN",
-	"/3oXNiLn2nChneQjMTOUJ7rsyMFa61zu1lndJ3csygwr7O5HhboxXabCicDgzNWeS09+qPGMse/yxbfH",
-	"ze7ePtymAAnN8yRm7TNoEYyfKVtgNR/K2Vxj0JjE7f5h+5AeHsbd7mE3ZntRv73fYZ2I7u0ftA96ncNe",
-	"OxpHnQMaMdYfd8ed3v7eJI57PdZu79FyN8iO1d5yn5z9FLe7ZlQ6mvauu7O+2Ev3Px6o5/rQdG96t/27",
-	"vfk+qt2a1e7EMaoZubB1WT+WesFOLa1aVjwNg8alNa+DxkccFP9J7B93/sjjATl9+T92yScYfsf+9x95",
-	"bP/bQdQUZrH/5CcI+BA0nwnY5eQeXa6fCJjGBbbvvf2fxuO24uHG8ANSCH4/jhCY0CR371cP3cEeeAwC",
-	"gyeZn3TVgWK1wvuggVoveL8WPRCxJYdcu7TWiYctwOcjmWQz0Rj0ggbgdww69x+CxoxpTa+Akix/ATos",
-	"5fjQ8iSh1zTQScs1PrWWCczvgx3rET6R+yB3EBU7c1JYIGTRAFm9Q08upvv/hk6mp2SZ7ZNlfnPfzBPe",
-	"0mc4hM7eXazwCLlYpetN3fIyaEVtJNfkXcogilRYSBgntOa5uGHKI/ADB/7r8ZvXR4COs9igurbQA8ZO",
-	"+b9r6Eb3G2aC0DgGsBWanCk7S+xuYDWGoOGyGlGbXsX7Fnfpt3Jv/0vkRjyGH/x+uinDrVi8DSt7KvuL",
-	"Nqez5IEXrVQ1ZUWHoVxYYUn1I6/ZX+0UvuA180surll11XYVkG1wRFKqNDgJnG90DksknVYXfwIl0l1E",
-	"bRRI0e0uYlC/jU/387/P/bSktPJ+pnQ+8wABK5r0uiKIEv4a2LjW4iHudTJjZipjbGGT+92xfMJqt5G9",
-	"qgHhWmdMEzoUikWMp6ZSGAMZHxRc2A52t/TJZZg7q1OndE7yyp9gKErVQSmdYzvAZcsR00XLIQUPu4el",
-	"N5DQKaQZTWQm4rCFZR3wCFT0jCGHxFpCBlJBAQwd8PryN4ufdwN8yTUdTimPyZyZodgp3qCJYjSej+yP",
-	"oXOeh3QmM+H8cqG3i0LXb/hjRhNwf2CGF15xO6adP745mnENkH7eW05iFllrNvYHAy1+EZ8OUlB8KMcd",
-	"akAYpBqF7r9b+DNmMS0kqADmIT428p8JizCXYlRLAUEVO0im2AiCIkdoBxX+XcQidL0dXWXLQgmLb0cM",
-	"ZKU1OCUpUcyo+UJc7RrhlhM614Qbe4xq7qCGkc/m7W93IHlIZzSxjNKRTJW2XeoOfBM3ZijynXEkbtds",
-	"R/Ku+a7rd1n0zh0UgFLPPtl/AN4njoLxpdqKHe/FGTg7X4FbHV2jbimw2AyChiJ2/suEGntpKnVs+c7Y",
-	"x8CJesWMDyHazXezD8h4bhDr0/4LRorK0yvKPQbEaoqhvYnK/Sn3ql4zluLooZswpEo7Hy9W4dBkKCKa",
-	"JEckLMuHckK1PSgpGBzC3t1diWIgvugnHpNIzoBoHTZlMBS+/bdft+UbYwYEw9fVQJ3hqXxm+dO59789",
-	"ugwKPRpUxVXHzxmduxpKz5DzIwa3un0Db5fnv2V3ELII9KsEy14Xf5WR9BuDRjob2QFHN1zTBvqhRvXu",
-	"y67u5e7LfuMBXha3379Ns2x/2Cu0qqok86mjOZ90VzAXalbMxa564ala6qla6qla6l+sWqq7FX18Qw27",
-	"pfNfsMCKzl1IOdcffajDa+9nXl/PNXjHddZDfPmHAGFboDK7CO4VIt+Coic7AoNEDZeZwK0CVJQ6We3P",
-	"c2cMKBcdf13FfUVxB63Iqu0I/J24fnCzSkOhYCi4iJIs9tX4bggPdr1Q2Y+ajpbw98Woi9UdQP+HQYYC",
-	"JGEssbsEYXdcG9AcS+kFggFSaKV0TMsZ89Nz1gO+rFvklfy/7F3vbtu4ln8VIl9qA4qTpmln1sF+6L3t",
-	"XBTInekkLQaL1SJiLNomIpMaUYrj7S1wP+0D7EPcB5snWfCcQ4qS5cRJkyY70X7Y3nEkiiKp8/d3fqew",
-	"JjC+V9TlTXDFxCIv8X0J3J9AUqI2640uEuY5R8FuixVcv4Eb7MTt920Nk09gbm4N8X4AMrHvVr1Ga7Qd",
-	"X6Y7qLSuPTK3R+b2VFzfg/+y9eFdr+UknIAv8O91BcSfXKuCe2pgd2LHerp1uji9DW4LrEMvz3p51lfn",
-	"PsXq3IJEi5N68C3fpRr3BIViXYprR74mpP8XrS+szQwI0GaRcCN+6SJv6C1QlJolHNZfpImjvidurLh+",
-	"X2eFk4nlRn9hgMup4SAk9vm+gU99Zay2ol06Yoko+Rn1z1tvBAS0VzUZFvEJ58Ah38VdFTHHK1XlFInH",
-	"i89KuaC6BM8yXCYszypE81CQHXXPOaxwOReygHIAX2sN/p3TTGPvpVDIOYG7XYMBq5LYWxUrTHjgmFyt",
-	"mpuF2QVIoHjVJ1U41KD2zcbs8OAgVv6PZ86Ja1RY4ChjDOvjpXU6BGKw3VxrsARQWIH4/TnPc6GM6wgV",
-	"JHjGjc0GqLxWplqINGr1HJxkXC5EGqtBudT2Ktc60LVbJL9tJsqgygZuJxoy543RrjmQNzF3jOjnhNg8",
-	"pQEqrVKoIyjeVStGKQsXU2bSOn/4mxk3ClP8C+k119Ell9wlwYqC7+iw/fYW3CN/pSMnieCP7jMk7jDI",
-	"IvlLXSYJSEqOmNJsWoh6OZV1hGsyPLhX6TPqa+G/XnsY6CQt59o/EXo1uSqfGng9xQi+Gw/Py5ybM2zq",
-	"dGZv2Cq3sSmH4zMViB3nQGkH7cKg9OL11RV+qCtd+WOAMQ3y7DHnI5UpqXUXp25e8DKbUwBWrj6N+D9I",
-	"gDYmloVyIWBGbCC/3cmAaL0w5dn5DxvBxshjVuC1RVqcqQP9Kj/8/XXxxvxQHlSvLg+Xr6/erH747wNQ",
-	"aPi0Fjx7XQAGBBR3m9ctsgh2yx6JQw3g5RsscdSgLdB6nxroUwN9auAZEqlZ+5uEdcv8DyIe1/e+Opam",
-	"rDE5Jii7hQC7EWLsdbg3Q6O6FRdxqBjs3ZwW+lJEdTSbQT3XO+QbpZacVts38wW7gR28sfPVs+h55dqu",
-	"3GLkvkvWI3bJ6htj9XGxe9Pkzypq325VheK9qbQ8sm0zyyd6kZcSqAQcczfpLyidAs0VBcZyFIbxh52h",
-	"eqrvvH1W9IkKsuuciV569dKrj+o/xah+C7DjBOTd0BrYx7/qojCyDv+kict3/MfjdfRMkzvZS9h2BPco",
-	"VphpZROuJiIj+PLHX04/dSGX8aIMK6chMpxleilSttCXwoxj5XMF7I//+V/s9y/VjP2DSXWWF3pWCGPY",
-	"P+hhCC5P/FX2lo3XxSoJ/2avrUH3Rw2APkJt/K3AAQFByxF7qxzLg50xxURhaGTHgJA1lMZhBPPj50/Q",
-	"+tfHXZBSxgGWXGyaOAMo7mgYZ0rv6rxe6gPHFwSB6EpN5lzNCO0FLBcQjI5Ygl3uMdXgL4MQfCF4hrOG",
-	"1g8GdCXFsBWO2y6rGCOCa+RWOKEGhiNT8oJqGeynYV8nXN0kIvIYnhkdKyOgKiDMipAG55Oy4hnEZ4du",
-	"7LBSAu/0v9i3OgJWqlglXwhcFlETkvCqrwlyb+OA9U66Ad0v6Imyty4mTfuw4BciTAuxOk+FfDd2a0+F",
-	"PSYfpo6VtaYkBe5W6zc0O0L7z4DyUtMqy1gh8kIYoUr4JiIE3uuq9BxLQ7tWsG0+N6FVtmJyypSGKLc7",
-	"C7JkRqoJOPKm5JlgdiJwRl8eQHYMYthwOs+oNqPBDOb4Z10az97e5aYjYeudrKcP09AWunN0m87jOudJ",
-	"kGc6t6sIrEucaIzwBIZRZc8P4Ee0EtqfpPXxKcnBrZjUeS5SpqfTzhHrQW4Rjf7k6XC/nY3jfu3HgIcH",
-	"DuMAeubQ0XN9lkBotVkEnqm1+GeNKn8fa+72YegtIsIfAwH4E8i/njnhFubq3+13T/lcnmk1Awsik1Mx",
-	"WU0ysa2T3zQCAXRyZ0O3uwAVxm+mnufcVX6B4cIGASgFSM+dhTMcs85wAgvB2yP2YQ2hUKvnc4F91kIT",
-	"krpNh3ZHhDZXoLGaRgaCEdZMmDbqoG56FiwrZNddraa1b2BiLRMtNHmt+HZwneBh19q3dZWiR9HAZL+h",
-	"j5jd278G7/GovcSwCHVnvPMx48o4M2v7Nl3hizxSirmxltdpd2lqX6lPM/cGwZ/AIOjz0g9uEaB42RzD",
-	"6tb/VAZ7LSLfV876qnpAYSEshiCRm6keBrXrHpHiDlgdXPevw/1DtpzLTDRQf5UCyoWBJz/gZSkWeYmc",
-	"qGBDzPVSsbkoxBAYJDx/BQzRrBnb0NPLLtCd68W/V0rhhhpnWn1HadDnF/r8Qp9feKL5hfo77S6aunOy",
-	"oVvCYxD6+gpjmlYmL5E+W9RyHfO6BrDEyITJUy9g280QgKWaW3fPxGpzwNUKewxSkY+20t5vsk+DujI+",
-	"mUdWOeCVqDMowfHC1LXCrrCXihX4BPjohyP2G3h5eHDGQNW1B+7arikLwRcJ862fXsQqgY7op7oqJiJh",
-	"SK0uy2GLwJwzvPcI0w5LaVzX73b+QGBbaGjBxVmCyJZLgeFE6IyONIT23ZDQnVhFc51l4NEip4t9GrUr",
-	"IAJbqN5O4E3G8OaIQE9kOsZkiXWFk5SXfJwwqzSh2wVWU6/NgwjgwpSTi7tHrdKMWjnXTjI52ku+QvIo",
-	"1/KzXTYexSohmLqj6k2sI1y/ErXSwq7fdlzX5svXsGtFvDie3h1cwIAwJ9foDOOmGSNn1mKg2VKTCKrz",
-	"mOgF2DGwPoNkzOaCF+W54GUypNFeviaYuSEanLzQV9J1bJ9k2mDtB5NpJuyi2a0asbd1ZJZejvhFIKnh",
-	"ckuDwN2PQid/WPe4L2LlGf7d6CeC1sUxE3FT7sLR3f3wLjzRrHmgwQ6SJTtfQZcMkU2HYzSVXFmEy1tA",
-	"0gKPIr1AFMyALTnwVpFsUOKqdBvR+iYgtmNq8dD4OEbsI+0VlJeci3IpsCO/nU+sCs9NpB2TGPHNL6wB",
-	"WCBjM1vwHPYTTzPJjGaHgxeGZm5ch3ZXPWDPfKGr2dzOpZwV4vTX41glxx9OP73/OdlLfv7l04ef/gM+",
-	"1bzQaQVxpcjfxOFLFSkDpWRP5+mvx7IUXTbmKcygTid0ICrXRXISMC0BB787T1Bxewm1NpoVwlQL4Wsr",
-	"UmnogFgTUNqx0PDYiRxVdOPI7IThkwW/OhZqVs6BdHmdsvDhoX9OMIHqXJPYjYjQTiABYyXTMXv5w5vD",
-	"/eD/dl0YMVYgDdmX2FEfxTvj+Abu9ngniil/BFf7wezvgWCMd8avvsKeb2KKPIWPeffUnn5Yd3OEAr0h",
-	"pEG7NFfBaYmt6SOdlMDuOOvDr4n/gRHUHAPmjseNY0EaYYLvy43oAy7PzN79SWeZXjoTDyzLwfqnMLxP",
-	"sA3Zv0txPtf6YleoNNdS3UCuQwbjC8PoPubva3PsYDzDqqThiJ2KSSFcIAKKGDOgeh91Aul/w7Hf+yk9",
-	"AUz9d4tdtF7+Zoi334E+kNEHMno6l4cHhq+JvkAs09drGh0ZrZ9+zicX8FmCKbZpKv7KPZD4O+vf/Ql1",
-	"PbImyueTYzRrwcZl5MNhE2sIDtTOB4pbSsFeSOsqNSQ0Ev/aAR3vLz83OqtKwRJojpIEFfjaet4SXVDO",
-	"8kJeQhAk0zq3k4e4dSbVxa71XzPG0xSAiwPqEQcBaJhZJktR1FcI7AtJOWQ009/9fGpdHJgL+BTetU2F",
-	"1ZPFargRCWYXBAB+BtRPwgbJcm7E5OyPf/4rGY6tdwfeNETFwXmyM8PeX6UuwDVTeonju912y00kDqCY",
-	"XcG9awkHbn3QGGzEvC6jNjo1jBAUqvNdqD8msgtYs9e9pJ2nawOfOjIKDGzgVsPC27GXY3YpCjldAcWs",
-	"TMXuqZwpXlaFSGI1oPNw6npougPr2ngPsSUdECzwJRSjRywVaYX6TLgwBp4k63dF2C6R1j85uLpK2JSb",
-	"csTesuTQ/hdmMMo5V+xw/0dsv3bwb3aNqZwPGWqNN6lh8FgNksOX++xvWokE8JjWY4OWUjgDWlKgtyYa",
-	"BuDWC8rmBy/3mRlS9XzdDN3zHADWANhx6bi9ZMBw9xr/ebWP/x6wuf1tHrGX++7/sz/++S9WqVJmsTo4",
-	"ZPMAZoZrM0hORFmsdiHI0UARYDBBlowbKme3R0IUw83wgpZV8ADogm7J6C6RYs0ywYnB7Q8JBGg99TdZ",
-	"ztGa3EgF5fvC+SMS1KOjKGCD1kc/POrAhLjbW4ZVjwb4UzqnfZr+CbY88n1n16yubqNrk1e798X9TyrW",
-	"S0UmSrHu5b6D35vfP6Lpcqp+IJUsyVoBoF39U6ZnDcvqCNpOg3Ja6KKO3peayXLETkQusKuiS+iwTHBn",
-	"XUCaCDMkUCnhNB62QW0WtBxCvxiJtEkybVgXPrM/55cCSI1QkdYSEhIluCZIGxRIUaztqOOn9dt26Stc",
-	"wHV91VIQh5uWPj1i7QWjB4qUVq3v9fYnj/v9P5RUeHi3llNRd4ztFyVaudmuUFtDwEQBH7Uzbzprhr/Z",
-	"hHykCNgmO2+DddaHvfqwV5/PeBL4nW1F4e3k0HtvyGElBQikrl5eyvXyWojFuSjQ8IoI9gGZcm2El6XT",
-	"hsn3wnhwzJglVZFBGS5Ge5KIJcHDqEuUq0i2NgqZV0B26AwsXTCh4Ffr+INJNaBMdKyCQEepNUW0XPiK",
-	"XFZT8pXBvzg0hxWxwrhYkhJXpcN8jsGa83YqFUiklWAzXV+/ZJ9Pjn0bJUUJGmilhcaWuwwjhtNCL6w5",
-	"u2RaHRHGJXxFa6o5w1LphqEMw6aCQC8RlX5ohD/MeRorZ16TkelCJNLQsjk7dEDQBBc3WjH4iLWiVUtF",
-	"XogJRuOSwBc48+ozYTyT3NRWMTIpSlP3vx/Toy9EXtbgLoQexYrOimtOlQluBBwpfC/o4ORGMnaXBC+Y",
-	"VizpdE2SzYWqXVb0HUtCfHUnreZOtFMVWdD6OudFqUTR6HxdyFS4CZu9y4PtK0haM3+cytBbGhJBBA8/",
-	"sN7R6AEGT6dh9TMr0CAVd59xn71aI12LcmiFc/S0oeVC52sMAFKhrBrKrSpH7dvEQhA1AvhnuionekEw",
-	"QcokFYC7A6jjRKf0t4xDsD7oMyrrLvrL+WoUq/eq9MoVFBU3kEiw/xIdLSYiXu2zlK/MRuJCWsd39eo8",
-	"Q8AFvf3qZsCFK6vpHc/e8ewdz6fYb0eFfpxPobvv9gHc0O3UDzpyu4Uu78og0PZ9O1kEGnxZwUK0/Mmg",
-	"MbBWIgphEOBe+fRCrJpgvndV4RIWs4JPhNV8UqdskMB/nuF/nlFBQBKxlNh1f3xzuL/P/p0dHLL50DWA",
-	"89vjkBscJgqABXC9AP6LcwZohtOaUPfNzFKWkznjJcuENFUhjliyn8SqEJfaUSHpLHUvTUUT0OHYudUy",
-	"y1x3bnyfpVSpdXJR7/Mik1BMQ9uGoAE7ejq24y20KVm51DQgrjP221gBEKFL7Z7Ywdr+HeW1H5M5oGsH",
-	"d8av3uzvb+364Vuc0GrVTW4fEiTQfOYmR88eddykPtvfe4q31KA9POAJwgNAirb0fVPNbeMunnWD310c",
-	"EQNV0Vq22v2dwokha956kC+qc/VYjebuBxEEAeRjqS4Sh8PbDhlfT6LHyG+Fkccqnmv2aXifXl2wxzfd",
-	"Gl56S3/Qnpubrj2tJvaT1wVc3DuRvRP53EH7bFBLeGZykWVSzYY3QfnvpBU8p3CXWvApJlfZ7tnRZlwq",
-	"bB4eK13IGdZE00zHNUDMq4mo/o36GkbYtC9UNmNm540qh8eKtA7l+owTEzXMHkcasc9G3CaB1Qlb/gZ1",
-	"9bwBzB34ZavGrjlYbT12d1V0J/XSe009Rrp3gh4bI30bHbfJJboWOX0HZfju/fH7T+/ZzeHSe3CZOrHI",
-	"DSW0NSqZJO72s39kAdwL0x4V/YRR0bezvh8kJHPfwmYdYv0t5u4TBVvfFD+5Xgb2wZQ+mNJn5Hso+G3l",
-	"/7dk5u1kxKQqrIVvbz4XvBDF26qc74z/87+sbEUCuU3UYvhX4huszjNp5pBWloalelItsNTbCkOdC8Vz",
-	"ObICOIlY47cVX2TJ8IgBI0K2ihWwKoz39uCHuTbl+Mf9H/cTwqAmM82KSrHRHj5+b7JIAY3Lc0nhFkTv",
-	"fsHA0Fdo5FJIqI63m4Y/o9KE5DshfdeeuNOW9qdWMYiI2StA71kXy8HjU5FnmlhzvwLJGe3X2spBq17f",
-	"ltduPVBYEsEgduF1DQBkUfdiGNXka0hx9DVqj/05nxZalSwv5ET4dvC6KpHf0D6SlatcHEFiiLqvQ9+B",
-	"ORBWBG3bg6f9xAvhr+56LADvZenJJfDgU/RNGCZVTfApC5pd8IC/wr0dA/9F6wuknISpA2Uih9ZQfj6u",
-	"KxXyTPgGEQThqHus06Owv/L6kz7a8ztxm5AXeiozYfw+1CShxk6E9pxeNGIzbWepFXCkYY2oPRv2R8cm",
-	"Gb4vdgrumsYJbIB7fGvenXfU9BnwHbYYT5DqBECSVMYw53kuVHjAmpjO4Jle0HTveF2GR9wcJnJsH7QG",
-	"gATxVIeOxaMBmamf5gbZ8DSafshkSOBNhxjNM75iU0f4oadesjocTfAwZA3rOgd8ZXcNos6OWhP7ndZn",
-	"AdYYyMM9kbk0pmrsl+fh7X6b3ytgLrF6ZconwoFlSQOU0KqMs78VPJ//elxLU8UXwOVxxSclEVpiR7FY",
-	"LbkqRTpiIKT4mCVoxoJoHM3sQL9nCRtIazSanMg+gHuVwK80cXrmpk/EzEXq54Nl3t7W55k9ueeNdfi7",
-	"KLnVNf8XAAD//w==",
+	"7L37ciM3lif8Klh2b1jqSbJIipJKVHR8IVepbI3ropZUtrvNWiaYCZJoJYEsACmJrlbE/PU9wPf9sW8w",
+	"L7Jv0k+ygXOAvJDJi1R22T2jnZ2xLWYicTk49/M7nxqRnKVSMGF0o/+pEdEkGdHoGv7j9IYJY//l0x8V",
+	"+5gxbVojGc//8CxTyb39eyo1/B4zHSmeGi5Fo9+44DEjJ+dnxA6miZkyotiEa8MUi8n7i9dEioiRlCnC",
+	"7BeIHBNKdDayg4xYTK65iANCDUkY1Qae7g+EHUfTGXMvzeicUKX4DSMzqRgxUyrg0YBQEeNDuvyUzOBL",
+	"UsVMtQZiIL5nio/nZMTG8L7KtOFiAvO1y+wTxezmZIaRb9+cvGhefnvS3T8g8oYpEg6ydnsvMvAP1sL/",
+	"UvQW3sQ/huSazVlMbrmZ4uyZiFPJhSGaRYoZsmP/eDuVCSPh7VSzaPjP//jPkGijuJjswjLsBKhihJuA",
+	"cEEiKbShwhDDZywYCDs2YTSakvCmE9rlhT827f43L/lEUJMpFh4Txf7OInxHGzpLdWnH9smMi8wwTcZK",
+	"zshcZmogokRG1y1yNWXkG0lSGl3TCSPhhJtpNmpFcvZM8ZjRlMM/n92y0VTKax2SWDJ74FyTnRC3N9yF",
+	"88ANuDRUxFTF5Af3BpkyGjOlScIMoWJe80TCR4qqObnB0zJSwsTEQMQsztKER9QwIgWcG5JGyOOQ7NBE",
+	"S7tnfkeAmptncQgbG7pJN3kcBiSnLSkGgt0wNSeKGTXHQ6BC39oz797dhZYsLZUdk1TJiGlN6NgwdUtV",
+	"rFsD0QgaMmWK2qtwFjf6DcUixm8YXqWgkVJFZ8wwpRv9nxYvzlW+AncDNAnNPGWhXYYny1YjaHD7NG5d",
+	"I2gIOmONfqO8zEbQsDeWKxY3+kZlLGjoaMpm1N7WPyo2bvQbf3hWXP1n+Kt+Bm9fzVPWuL8PVs+Pu9nZ",
+	"jS7N7bi8kQT3kRrDZqlpkZfV4+Jmq5U0z+K1i2F3dJYm9i12Y4aHo73rj927/VlPHKTPVVf3zMHN89vu",
+	"vNcIGnYrG/0GXq+69YXmz3iRM8Hv7CWVItZ4mYObjvstkbdMRVQzMmV3VcYwJoPGZr7gnmFhQKRgeHFT",
+	"pgaCRsbyqZw53EoSZ8qzpImiESO3XMTy1nFMfFBJA+S2GxDNJ4LFhI4V09OBWDoDoM91W55zjS333Py5",
+	"c3iwd9g96LXbdov2u/uH9PnBETtkERuxmO516XhMD7pRHNG9Md3vRDQ+ZIeHtM32D8bj/b2DuB2x56zT",
+	"fh4/H8XbnJKlwk5zRDWLichmI6bsdgDTceskRpKYJdwy6oIrGIkPeS68ifxe4gjz5gmOut2WdILGjAs+",
+	"y2bw7241XBg2YapuOcscb8a0tvyWx8el6fN45YQLVvbFrsryrC3tAa1ayWSZwvvSJdo49Vw2bbnLBdU1",
+	"xlLNqMFNPihN/kF7rj3h6769kQFeXEtkB71Vl7zY9sptX1rSNrxgIAplAdkpfLoZs0jGLCYpVQbJPGcQ",
+	"IHe84uCYidWpkI0MBD4WEM2s0DEsJqM50SmNmF7DCPzs9QM5wU0n+G5f/m3889uj/b8dvf8+65zq8V9m",
+	"4+/f/mUqrv/WTf9+JI/evnz77Ntn6VnvzzU09gE/xLT5WsZzUEalME4DpSmKDi7Fs79re4ifHiLRGvf3",
+	"94vrgD/oVArNQNvt/vjjsi57El0LeZuweMKqt1ETIa0iJwyhE8oF2clEAuqA8PoC1ySRoL/Ci7d0Tqxq",
+	"vdtq3AeNXqe9/LVv7BmOpSITKeNjkivS2shUo0Zir5jVSWKu6ShhqF4XLM2OXLeOC1ABWZyPTnbYXcRS",
+	"Q3rt5zBgr3sUkNspj6bEKpz2Y5zFu/1Vs7AaneWmdjssPd0Hjf26L7+iPLF75wZ0ZNuxameA2mdA9tr4",
+	"zy6Z2r9NA9Jp+/9L/vkf/0kyYXhCuj0yxfedPg3fJickvLCTap7Yn0JC9bXdJbvSRIoJnsRUCpkpFrfI",
+	"FZ8xmRlNdjptondRO42kECyyUyZjyhPLCMrbQGjCrxks8z5oaBZlipt5o//Th6Chs9mMqjlsMuh6lgSQ",
+	"SnYWTCGrXVsDaNeSP51YHbDhWVDjwz0QqdOI7Ua+oNGUvZDCKJksb2yYKn5DDQvIjN416YT9uR2QWaZN",
+	"U7EbmvCYGhbCLhjFUx0Qq6srDYedcG30MVke4qCNr8QKpGeq5JgnDPj3NlxgiynVSZfGS5Yqhte7ZqH2",
+	"e2EfpbdOWZLY43XMMNe27SHHbhhLb+FrLq5DYtmaJtxoorPI6utSbViMsKL7p4b9e+ND3WRPr+hkeZaX",
+	"RkkxIW6ZUvkJsjsaGaLszCy3wLnaf9t2TweNvXGXHkWd0WHcY/vjg/agUbuJZzGbpdJyzAuWJnRuh63f",
+	"S3I7ZcKpTDmvonaSCZ3nOyuYvfLKMQ37p/wL0bz5HQNT5CEb91quOuIfpgwMUkYixUBW7UhF6HgMTGuX",
+	"KKZlpiJGIirIyF5LGm+7f89uOs/gBjwzKh1O9667s57YTw8+Hqrn+sh0b/Zue3f784PaPb2ghr3mM27g",
+	"/9ScOv+Z+Q2zd5yprzQx8poJMsqia2bc3nENNp191Ak5smMXoYlU5FZxw/Rui1yCN0QQmpkpEwZsJW9+",
+	"asucE0asKCeJnQ1yKCkWjsEvvGuVo2VdqFjSBZtRbnW25WVd2RVYq3xscvsOlrPiW52jo03f0qxu+1A9",
+	"dPy9+Iylx3GWJChbA6JkZs19kqWrJlD/eSsWQCqs/rSR5JZy491AXry1tlb3a7576VmN5UE1uztlJKVW",
+	"0ZMk04xwoQ2jzqRGNdH+jKqhlZzJnweNnH01b5jSXIpBI9yahcCY9iJ49c5rDHrjR2qvxfcg8JaUpeSW",
+	"zjUJTzIzlYr/DJc9DIiWRE+pZSSRlWiagIuFzPiduzNby5fKyLUz++GHH05Kt6d+80v3C7ix/RLzp7ET",
+	"fs2oYirc3XZW+HztdH68wNt+VsOLz2I7hzH3LjO7F/a2WSUhkRN9TD5m0jDCDfJrqw5b5V5MiM7SVKqt",
+	"RYhiH4f74+7oedSJj9ge7Y0Ooprp3lf9U58aL0DJWZz3O5HMUadA3mCnzs2c7FD8p04yO0OrSGoSaiqa",
+	"Y0VFxHUkw90WOREkE1arFvj4hN8wUJutkT0H1SQ3Fz9mTM0L48Q+X3//G5XPNILGjN69ZmJipo3+QQ9s",
+	"cv+fnbpzeoFiZwWvKK3Yyyf7bmSSudNnYRe4c87uXLx6Qfb29o52Vy4ERxnCy5UV5das1ZXAhmysme/X",
+	"wLQeNmHv737cjPHtR005U1rWbO6JIDKlHzNGRlJez6i67pMwpRMu4Ha2BLszwwheDq20LP+WKnZT/DYm",
+	"lNi/cJnpgUjpJBfN4JKEFVlzwRrlEIvANwM7qtV2uNaZ03akmTJFxjyxV8FyMGt+q4FAfhWQXHNiMem1",
+	"2yTkAjQ/P5mShb24kbgN5Q0s0ep+p7uZWF+Ccl7HUixzQ9X9K0245y+K7ISxuoHoQnHAVsQU04r9mNtx",
+	"FDsc7Y72ol68zw7Gh5PudI/3/r5/fZAczrqNdbN+BZu6lmZhMoKM5kilOLcK53D2yQN4B74xBB9Z7dZv",
+	"wyZOndhctfdOvOYG+eIp3E7Z2lNgxfjbnYMd8Lo3OxDd9PnHPbWvD033pnd7cPd83v251pPXONWGz6hh",
+	"q9Ywtlolcw8tLoBps34BxeBbuiK1GY4OH6STg0dnC4btQoC/E45dnvVatr1q2r8V34aJryIWmOwSkdxs",
+	"IBI34q/lrMYpXymeruc1fv46DyBY9tMHb0Fo/7X1p9A/QUUML4Qpnc+s9V78JMf2DStw4Be9mvfbMRc5",
+	"UCmYssk8XWBWq9Y9T9nadS+s2dqlq6gHPvGo2GHjG0XT6V9en94ZJqwloZdnc66kkZFMCMsfsiojJf9+",
+	"+e4tkSOIWu+8v3jdZALd4PCDYXdmNyg0zE+DRmqtFW1Y/Bc7/0Gj/2nQyC2YficYNPSUdvcPvqV6Omj0",
+	"B41//sd/Dhr39+GqhRczqix/ecvdMt95N9RbeH/Zv8GjaclX5dSSWEbZzMWmVCYC1PO5IVOqibZGEk1c",
+	"GB4/g8kH315dnROdsoiPvQkz5neFGTFjyQuqGfi+Vi1QViZcT5D2BtXeLzcb2Ox6vuDn61fYIm+oZWHo",
+	"UpCZM2nCYp+9q46Wk0Xyc3XK24rF+P+sW8QnuNQ7PO6TwYYrNmjskk9EG2oyjWLwEzHS0MQqioqJaE7u",
+	"7f+s25PvqeLgmK/flxuaZEwvnv9Xmtz494Ktr8Cq3ciHWrUjgwaP4RZs2o779X7GaP4dq3MDkGuG3DVK",
+	"uKXuCROW2JiG+FQiJzyiSek27FDy/v3ZS3LTs3o1ZN3MmIhZvBuQjr0b3f39gUgVF8aui0RTqmjkNPNI",
+	"pizG4G7JBUejSGaW7ECj4Uqb3O8GITYKc1SZ0ANhWTt403JXqHN77nR7ZCozpa0mGrMxzRKzewwUatS8",
+	"iNWBdWHH80LC/mEgRjKekwkz9l5S44d3Hq3R3GCox/5LgGOFhQe36V24fQIeW1wIjmu/hIsQaKbAh3bA",
+	"iMn/pmRmx5UK83ryP/PYmi9OfZaK0HjGLT/CiIrbtl27Cb1ul4S8OOvhNZsPFcs0i8Nj54w0S7sLu8eT",
+	"xO6t4GISDESvfbQ8EBfDTLPQLbwcv7EW2v7dXek4INIGRwK+JFPZiRnyFReoWRPZXHBer7gc++N2dMA6",
+	"rPk87rBmb3RIm0dRZ9zci7usRw9Gz6N2XBXF3f39RcMhpcYwZSfxv34aDO66neZgcHd4+uHf/rjFhbrI",
+	"daLlIB7+QqZMsYCMWEQzzQglRWLNrcySmMSSKEaT5q1USUymVM36sNGW73IDG5jvrj2fdt1B47fgOB58",
+	"nwdi44UmdfeZ7ACZ3nLNrFk9ELldvTC/cHfV1R+I/O6frL2ocGsw5IFRVHfr3c5g2t6aK3lcuX8B3jh7",
+	"pXAm7grZJay6QzS/NXhluCDjhE+mcIs23pqBeNy1IZ95a7bR2X+TWzR+Q000rZe74ekVnYRe7i5E4+Yy",
+	"IwkFJkZjshN+c3pFiqjRJ/uPs/g+9FdoIMIxZ0msLRFKRcI/OfYcTamYMLv1MxozIq2yzfGLdgx3yla3",
+	"4+aYlCi9Y8kkVRCR4HZKwzFEzcMWcWFFzAPlWoo+oeSW0WuyE/7wLNwlhk68P90uf21yx9m4iXu0baTx",
+	"eafs5Gk/h3BA6dQ67e4WXpOz8Vsp2IrTORHEno0XU4RRlVgzEun4OFeJcfPcGoMqDyN77V7O4Oj6NMmz",
+	"cdPOpmYjlif+HZuvMnxPzs/sRVo0fe0lBdM3cIcCkWfIxFlhDF/DN7a7Vnb02Z7YTw8/dlVPH5jnN93b",
+	"3t3B/PnPe6P92luxIm55TieMaP4zcwy50263yImYO8cnqKmrnZwQflxpO8GvlZ11ulOj313I19rrIj25",
+	"fLl2e1P2XOOcR9dZesVnbLOvPuXRNQQNQTmKMwjxjNjuZ7qCUpjC0PAZe7w76MIqYquIC7S0RdJSsVrr",
+	"VVFuxC1DQrEaiq7cS3sf99WBPjTdbO+md7t/dzA//LnegYsOFcv4lmf9Qs5mtFmkmhmZNhN2wxJi3yIz",
+	"NhtZ8W7tXGYyBTq/TqnSi8x4t4VZxZCVE6ItFkKgm2J0Ed9nccUdjOODBblItcgO2V2ayJg1+mOaaFZ/",
+	"rsjUK4fJDZvpTX6PfF8a90C+Z/hSQb9UKTq3P2ozh823NNJwO7qKBiwJL5KAtdfWkQBKqm1zdx+eDYHz",
+	"XWP2g5i7nUo41ojx1MCZJ1yb2umv9I89agFdvZcvoPfwGKBd3aVUZjN1Qzjoms11YJkLKKCKsQArMagh",
+	"M6l9lQAlCaMxFxMSNkMyY9RanHZ0JuxfUXGAbeNx4HMt0KRC8RJzhYlpARkpRq81MZzpFnmJPHUgwmbu",
+	"mzZhi5zi/vRJ+e/BmCoWbn8V7AIfdxHsBlo98R62312FvUfci0u4+lsEi3wMGnnFKtLCX7f2ZRYzKFJH",
+	"MTOVo2vHpe35gBA69rdMXM1JeDnbFCwXiPDPRWQP6wYrs36Cu9GyM02YYTGUkqAjGnI2WMzixoegkanE",
+	"6jzGpLr/7FlKlRFMtdwH88qdvGIHNn+rDaldL+7NMht4f/Ha3gpIaPA+kaKwBViCZgJMN16TxHC/mJr7",
+	"NY2/oYbd0nW7myo5Stjs3x6WHnyOb9WtxMqXVBvF6Ixopm54xLBky+08SZW8sUJ3l6C6DsYfGODW9MI0",
+	"tWjK4oHY8WGDoX9nyJSSKtxtkbfSTO2J31Jt1fwZN5j0BaPAL4VHCpxHGiz4gVgwzfqrrF3nXRrR6FqO",
+	"x8gESlmmPzZdjkoTRVHdbrnHn5XSWWDDvqax+8sDDqZE/hEwokZFr2zYczCUJ16VhAxSu50jZm4ZE6QD",
+	"u2NVVntD7D5iNVWS5xfi7W/58VxFRaPfcAUjfkTPqzvtdqOUgG5l0MqsGcdJ+lB8YLgBznWGKyD+i47D",
+	"PYtlpP0G6D9U17n13VtDo6AtFq63GU0sD2WxtRLzXB5Ll05DssYnJKODVWlnGRDUWO1Dytqvllr9RN3Q",
+	"oXdQ4mb/9MHaNyFaAfazrrQSXic7C2bCboDkiokP9vE8/0Iq+3HGJ6L0lsugwNfQ3V1emZ1e/h9DS1Oh",
+	"XayeC0PvCEwwIFTM8ep4Bd953sFepxV1ccJvmBgIc2uvNxeQCIJ+d7TuqSj5ZfGmwZpnXGu4tpC66hkY",
+	"bN4qV9quHc+yhrU+sPL+L3m9WuSK3UGpJH53xyqAAUZHAjB8d3Pifn/1qvk8N4vfvn89EGXPOVQ24puu",
+	"5BTfRK18p7gaQbvdLohJ7/YL10XJQedJxe6qr1njIs3MEsPJk0KbuXG6jucspOCWs0qblRTWrQYp3lgY",
+	"yOWnbjmIffo++Cze+UKKccIj8yVFWpldRO77upAYPs36K+0iXga0KkZ2xlIRx7dLZ24UFZq7LM9QyKFL",
+	"sqE3lCeWrO2fQamniWI0ng9TymPnNoOY+cLNKsIHhS90Z5UXNKgJHuwuUVuNA3fTSdUk0vtk4uZ22cQB",
+	"Vgbh/FZM/0GZzJ9DaK+kGvE4ZuJLU9o1HihKxlGGNfuW/8XSF4mP/dzQKPxVzu2J3ZTi01tpbBP77Mek",
+	"6ZXwB5KF+9SFexsIeIMdVNLiWCVjxGmIf3l/evHX4dW7d8MX796cvz790W6H1/fwvUgm2UzABUq4sDfJ",
+	"anSF6mcp0kk7ljDL9zrddo+g1wdr+1Dd5Nrqg+0WaISLs8F9QwWubx/LlUZLn3ZE2O1fZqN+lVuZJ51E",
+	"VNjLqDLRIieahItH5HARfCoHEzcskSlDriYkCWNqKNRlsYHIRwUICDuu0yPCby5Ozr/9y+vh+cnF5enw",
+	"1cnZ69OXqArlj/rasLJ9g1n51GpDfoTvT16fvTy5Onv3Nh8mcLqdy3iwnMUOOOYQ6NwJvz55OXx/eXox",
+	"PHt7/v4K3PKyiFQOhIsnkLCSDxOSnfDd+ekFfuvi9PLd6/f5Z99fnAKoRUEtIyWvrQ65ExZk+vrd22+s",
+	"9Cv+8vL09Lz6F0fKfhV5sksTyXRK9RT2aADnBFOtpg3thOenF5dnl1enL4c47Lcnl98O35xdvjm5evGt",
+	"E7SmJPQxx0bI0oGhjlvKTYIIAICDePUQ9/Hi9C/vTy+vIIdfD0S4ilKRJDBLKbdNjGbJuKLIkyU9PoAU",
+	"62WNcgxKO8Rrnebu4niFFeNW4f3BOO1cZ9190kHrhcKZMEwJmpxa9vtFfSsEvJdEYrmL5jEajjidcPc4",
+	"xxQhEVWKA9ES/7tukYvC1+EdG7+cW+OtNCdRxFIwzb601hTip0OHjQMZOgaWP2Mxp0juoD4VdzZVMs4i",
+	"ZjUqIc2Q5pNfUqueCN+f8CuZifhLHu5biTmreTErHtbYzuPpnFae0xsZ8zFnq0KlC4XV5SwBTNiuBPxD",
+	"SDY4trfJZwmUNt1Xdq+bITzzZFb4Azqn80TS+ErK11RNvjizBAnBNUnsx53W0iFv+NdkJ7S/DY2UQ/hx",
+	"6YZ91qpLuToIcPHFpYTP5UGKtgTtwC7KxF9iNXXpRbvHmPLEHYjJL7hDlxgweS9yX9CX3KEwK77r1FHN",
+	"1I3P7qXKcDHxXihi7ZgR1ZA6kAkI2oBP1nlrMZsAIE+svuFitE47/UqTmNHYWpzVUE4sBTuu9x7nWWje",
+	"bz8QY8UYZkdkmnntxiH8VMBNPKDSkkL7AO/UYq072UFvFYJCsFX7sVv1WG1I1Pkc4rmS8g0Vc/dX/Rv4",
+	"rb7S+fGMsniCiAQ6RaNLUcMwuOHv0KbT+i8r2xfIbu3LBRjDZ5LHe0EdDgD7wgpckFuYUhHFbuQ1i30q",
+	"INmxXKeM3LEkcn744YfmIjrBuoUvghl89r45zEp7m0+FcdX9v0XwgWtyy5Kk6VwBo8z47BZKVAaVBdQQ",
+	"wVisc5bUh4TpMVNMRPjAQOQuJHbHNfgyXOLzXGYY5CJ0JjNhcMD8cRCS8DO7SyGn3leuBoQORMwiy9Fj",
+	"H+qHJ4uUT51hYQ4ERVIOHhLvtbhm86H7PQxK3gz7d3w4zAOLi9EPzAxfLu6ojypCFvlui4SRjFlINJ1r",
+	"BPD69WIgn0d9DrWCxW+sIQuVgr+RumhJYNnfCTc4n+QQzO0hALD+crpj7huGcU5SXl9ClVObVxbyooaz",
+	"PKEYFgJJxnpqWRIKIEj64ogKlCqZMmVcypIbYgUkCv5IdgwTVJhd+Kj9/ohZvdLqDpBtkWff0SgyQ5/Y",
+	"u5ROFxQF02bbrNiFAyun+r2YsugakrvTNHDeDgcBI7LEqZeYKbg0KF5w7SayhDsl8pUivt2tVNdcWBMx",
+	"s5Yko8Ltsl1+7TI2zoDHn5fGHTQSqs3Q3vfaVdjzS6ixfLWKHFUpeXPLDKAeR8UsrmQqEuqAoBGL1mnL",
+	"isEVcZsBCiJSnJ0LspnHbUmq2JjfrQAggOzHUlFQBfcyQDU5khPBofgJiBShhy0HvWE0yTOnMhB1VcJV",
+	"18MfR3vXfzmanddttZPqm8nFKvnu4Xx/eIJwPVJd68fTi5IJ28TokHNc2CctS0GBsyabnBSgfn4BNDKa",
+	"jKVysx/n1YDXbK4X9ixWw+ez7jWU3y8R7eY1VcA3f2pgiq+dezH1IOdPOXVUGUKFpVSu9cL9qJxhAUSH",
+	"ST12t3DvXAqjZYwxmsU0OS8xTJceW1vbKh08g0/YXao7XWK+C6xtcVQhXTnoNJtRoQPCWpOWh+NMUzKV",
+	"idOErhF3byveWAaWKaHBfT5vpCOwGMvckbxxaUc+hzkzmVq4et1297DZPmjuta/a7T78/7+tuiVf5FZ8",
+	"pUuFFUGBI+3LYPNLAw/mGDqEx8u3aCA8icNBhvABBzaPg4QuZ9ztHjwFNw5/8OnZW1+6jXgQ5TsH27fp",
+	"NsS1tMluk3mOR+L1EpApRXVT4JQQLHqrgEuu1UT+5RWK34tK8Lly+JEC8otJOKCy+qsMeUYQYA7wUlVg",
+	"AvsE8fkIoiDiQA52u0UuC6qdMsX6mGlthbiQt0s3stiZn1/3bt4+v73omr8eZN92/v7dvjw9pJft+NXe",
+	"5MXR6PuuePOx87e75+e3dXtY4kz/FYRsfjyr+ctrXtcq5oR4lDbHVnSN5KRm+xIUZ1DdL9eYFKhxG23I",
+	"4snFPYW5VMZaveILmdQiwVDjlNYZnZNY9ldLCitbPPYuV97rEFSEhv0dsRuwkYxXQJByHSQvfMCeNAxu",
+	"qcAO0PhQoW33zBKtvqAiYkmyArkXnTrWoED8PVe2FpVeWj5S9yuLh6P5ptN44Z/9ev5YKbDIbCMqhh+7",
+	"t3usp/bNwfww6/I92Uv36YE+jLv1PI8u5qw1zhOr/GDNd1z3kq9m+9yqu6VLXS6Tg3kF1R2t7FIdgZaP",
+	"tJQN+AA9+IfpvKhr5/l5s3j5sIu9WwCGh5AHuzOuBHm/3a4guwhpkC/fTrlh2Lmgqk4unsCiursKTmAw",
+	"uNy40W7Wa3YPKLL+PtiLWAGFtpezuke/zNXkZgVjvfIRr5hEHAoGP4+vXsJYgAe7xFvreGTtvjkQpeXZ",
+	"vs576pxdviO9buewQFyKZLxw7JnG8rcCHYI2f/7wae/+j3V7hLCTdaIn1+zTbJTwyIPd17Ar5yhfjTa7",
+	"keU8FC/T1y1WwI9jSs6puq57Op1KI6uP+yLAKBYtS0GVKkBcu362fl6tv6eTsn2WKV7LHalxEaj8673W",
+	"88OyYSezESgiea3/fqnSv7BMsTzLjnnDpjzarCR+7x6r5ZMCoc3c9IoxAzzROhpFajnB2DFPavGPf5gy",
+	"8MxT71Dh2jIqLljgJLVzximGnmSSSqySIDvO9MvxzufuoYGQgu3mxZLAVuFnqhDRFeLVfEyomKNsX7So",
+	"DL9hw19E5AQlrNTPJGK/8E3HiNt+7p++L6rstnmvfFy+aDdoZGn8QE1hkZGVEWN9+XBp1O3o5zJfyAYq",
+	"MvQaoNFvsa65LCSQuhpBQ47H8G9L7RWCxl3TPt28oQpyfO1rOJl3/mX3n36I2tm+h+U9UBmA+EFpkGJN",
+	"VF+DhrrMUz/3fBfOyg23+kjOS5RY13sin/It1YQaEnovOVTVL01/ikX9lftx1F7L8fYO2ht4XkKrFuHe",
+	"Yevw8Ghv7ahH5UGbR7XDLsyz2el2W73OUXftwJ3nlZHhP5eGLm3S9uq4Thmrcpbnrf3auazerIXjT9BA",
+	"hYtQntNmevjaoxI9gN79uw7PxPJvgG6gYu7aiy7Ri2eEemuNqzrNC/hKFVXBw+WswlVY2KNiClvuygXT",
+	"ANqzwoQdQT2CHOfSLVfFVy//4XLA9c+scUx+K2/JzG558X1snGanNWVJXNEaOzXAQzVZS1UTwH26JMc2",
+	"b507qYdR1DvBCiWBFpppzAB1wJP0Wj5UHfElmyjGNIFWroAyBgBbQiozrWzME9daEfZY2HvAbPMR0722",
+	"T+0i1B5BEaJU6yLFq1lhdQ5vmFEOXRE/UzmxVdyyHkbrV+Cdl77jWW1jGzSmXFe0HOnW6wOuRamRzle0",
+	"TNJPptNnmU4rDaG688w7fC/ki8oZwwA6ZE1NaZoywbBBkWusime42O+g6C6H7SZzKEXEsQn7AxF+4nHg",
+	"kCdKAEWQ4XUfBg5PAWsLScxSZi+ZFK4TskMHg8RU/jFz2QqILVNG3y36D7v55k1w+yReakRM3jh8MgeL",
+	"SeOYxXm2703Hg/kpNpM3PvEh5nbLZlxQg7VTM5qm7jA9Ns/Y5YavcjTDU5hAXnSIXoT1Wf/2pX/ODwC3",
+	"Cnqew2RW4xuduGcqL+ZOqnVv5h6w6qs5ONG6V/1D1Vd99HHNi/hI5TXI5F7/2iU+4rqA5rxm/rYEcH8f",
+	"NKRg78ZQRrwJFaoyj/tg8wvVbd7mjYU5bzGn6qZu9Ur1CDe9Uk9sW75VJvD7D57tbIoIIcv4TL9lfu6/",
+	"YTio6ItQH710fQF919C+6z3h7kRIdkZSXgN2cli52x5cw1+DkOy4VB8xECNJVfFKfjXzd/J7bv+yxHPK",
+	"f/RQtJWIUuXWLvKchdsZLGOXLbCaOq4XLDLRikt8ecRFyfqKKuZb3dSSmeIRiz1Out1irPkQEbOSi/sW",
+	"LFI5bx03LldYr/YQr3PCz8mOTrLJrsdHRABtnEXu87MyDH93agYO4GDSHuCAfmS2hNnyUuStPO9BEBp7",
+	"lMOicVx1H/wx2N2m0LoYnic7EzvJZsRVlLDiz//nf5NOa2+3suD9dqdb0+q7Rg/KrbmgEWdYHjt0uvq6",
+	"mTkfK7QvJ4DWTzI1osKq+tezZ1Wb6aDdefBkfH75klf1oR2Q1mdtXU1ZDmULFh/mkAECn5sBNFEt6sVG",
+	"2HgNrcvtCAXz2Fdv69W00kEq4WMG+8qFN5sCAmFqFuMkwxKE5TEJiwWCqlf+laRJho1OKiey165FFl5T",
+	"ohQ0pOIT/iBKh9s6BJizzYnoPGIX8KQVGjxmQ+NEwLrXLnjMrpxOsp2LtMznCud3KRCwAqUVzxy3Hzt5",
+	"u0GOiauodS1aPAavPQgoOahyos8MaJevRcnNXmxY4Ls+uuOqsqnqmSzzohomsES+C2kuG2Ln5f1+XOwc",
+	"Q8SZYcDtXVCKRAnV4FCEBdUmkD6UOZ+JNDMPp/T8tUdQ7cLprjizYuBNO7wqehJCUU3oRHOZYUAMTvg/",
+	"xZadANU6yY5Uv2OVLc8OuSaRFDoDcEHIOBjNCfX9wsdZAm9xMdmt6kAwhZx67L/ZD1X1FP/MEgt1qDov",
+	"5Krofak3UCS1wSJWB18pxw62CIDxHZoRrG+s6GSGDcsUs/oKFTGLg4Hw7NaVfuYAiSoTDgsQuy9DrWMK",
+	"ti7QdouEOb4R8IB2XidawpBZRD2N62KUiS92LJyy7Vq2vcyqSxBLldfX8fz2Fg5eP2rgJldHju6kXjqz",
+	"o/6iY0JeXWqUBpiTMaFLPbECoqc0ZTFJ+DVzqbQJYj23Vmf7LU0sx25Zdinn0E32kWWWUsW22n5hb2g0",
+	"5YI17UGD0ox4rTVqMYB3LeveGjEvS9jmRpKRVWenRIo+CV+9u/j67OXL07fWEDl7e3V68fbktf33Mg5R",
+	"MBCL+E4BqYebKv19GUTKjrMW7akC2rQK2GkgapCdArKE0PT23dXw1bv3b1/W/ViFb2oNRGknMD8w3wy4",
+	"4PbOXpxeXkGWjCYlOD18OgfUWcxkzYfdKKDhDOvuRQl9rT6k6goBiiZ3Viu0lEhQedvKgC8TeVkVW7Tn",
+	"c5y3SgM739OxVMVWbYVVZPi3an3D1ExX5TwiZhs2cndebmDK6DNFo/U473xgTwt/RgiuHfyI3s09poSL",
+	"mN3Znxy/0lUTCI1uexR+4zZlYvk9qaDYfdjASfJNrrOZfYhq4WgXtPlOHSdAcL5ynOjBCjvC+n1aH9Tb",
+	"AEtQiXxgXoSb25qNeZyed5LzX1+H58CXNzVzjNmYC6ad0b+OZ28FLgjfLvXhtArhr9eussJmXAfJjfUA",
+	"H3/JTpKtajfQ2saS+WiV6SJsnJ30zh953CdnL//HLik1kPwjjx/bITIotWXc7uB8J8nvoWUkEO8G+jx9",
+	"pDyv68NaxSgpIiQldMBwcZ/tfvCJkAp9CYunvpASUHl5ozldefrCowBs2BUHq1nvmDNUxFTFpUvqOLoH",
+	"umz5KBTXvmSrgEhZ0nwHAq6E5eZYrMfuKPQYygWDJlRfu+owf3MUFcceVj0EMaDJrZUft/A5JaGDIvQV",
+	"cX0rne5Upneo/28t/Ek7aHYfB3O1WDV6uXeob0GToATfF6D7nx4uxOuE9yOYGp5VmastOha2Enk1A/1S",
+	"V2dV8ZvHkN1imWAdLitkeq2hssA3HmyybNOidjTPmwuXQHyha8IGf9D9FobNt4wmdXrXCUmVHLGvVhcW",
+	"Fi6zgqnL64067prswfXqEBcAYWk3akbTwCN3EJnifmM5b2Eo0ThWTNcEENwP1Zl3yBuqrpkhlyYgl1SQ",
+	"VyWPf7l3Ym1tb21eTu/o18rL6X1uXs7KtJR1x4K+qofqZYsHh00gIIXPS7zf/1ke7R38Kme5d7T/RY/y",
+	"jRQrIFAccg8XZMYFxOG40WQnsqxyF30qyerKkRrOWypAWVty5p+zospqd1Wj4/l++4HRn4X9wDGDYj51",
+	"23JeCVDXpyyD2ZhiK0cDnbDsP25pcl0ndlZivxReRZDmdhzUfCoRoW0cbEFjSvVwJlWd0qUy5vUe+5Wx",
+	"TBJ5i7EHWIMzKu30i65nJbN8JGXCKFj/gt0Z1yimrreltqoWCV0nGV9CSexb8CmHeEGdT0LErS1rpW8e",
+	"/lFc7N8RHAF8r/mK835vmLGkYqaqM4MIeuvBlb/l3alOu3Q+gaOIetqDyHudzIumVGF+Rl7rae0g7GPn",
+	"IvbNGTNTGRMjr+1pe5SilCqDRFbDM2f15Pmm/uKH/upUg1GPuJqLkfIKWMVBs9NptveuOs/73f1+b6+1",
+	"3+l0273tMSsew3EW48MpnQ+vu7M90Uv3Px6oQ901e1nvZv/24O5wTmuzSrcKHPqUnrqY4QOaLD6oXtUd",
+	"c2ljSjG/DYE3N99Hwrb4nm1jaJPPSJ47glmoJMSpOb9pTl7YEol9zGiSJ2k4ku9j2bXriQ59cpzthpki",
+	"EJSBhrPu0sS+59KMawTzh+boY8B828Fe4TiLoX8i3CWKFha3G6e2AGy2mr+XJr1CmG51i0r5xfj/Nt6s",
+	"R1C/75OHLKQ+P6yGybgw9nJvvhY5M6UGejkSln9ulJmB8Nmd2Fk2IImcTLA9GVj9XPhktIEYCMCRy3hi",
+	"mlwQzWdZAgkk/oPYItDhmOySayFvweunGYGiQJy27tuh/uH+i/yDyMxEcsbIPwbiH81mE/7XPhCms2FE",
+	"VTy84ZpCWpb77xnVxqo+Ki7/lc7YXUj+QVwele6TbrtDqiN5cEP7nP/3Pul1u3nOV/FIQMIx5Umm2BBR",
+	"BsPFISpDc6Gz8ZhH9koMx5mI9eM+UjtO5Us+vPuo4d3LMJIbmOa9r+0n/vkf/xk6ynrc9BHzsUrM8KWB",
+	"OHVpyQ5h0qUlIy/wwGyaUN9T0hOqZR0MOgGsyMwrBEaJYtZ2we1VqqjT2fAn2vy53Twa1rbY35BUUmWo",
+	"kMhA58BuFxr//noNfCs69lqZs8Bl1ogbSN70sd/aOqj8OP4UuianmtbhmGyj4vzSqs0jGHCZlOvWPF8m",
+	"TfxPh1m2wCCqJ175rT7ghgdTpwR97Ko93TP72cHN4W33bm/e+3mfHowOo+56JaimRgW/8pVvGhyQsEh9",
+	"tWw/9FermnRZSk79Imgfpd3YUotaQ8nlLOwasbrIVZCWgwLnq8rkagzMx2ScbuF6XrqIuY5ck3QI94/H",
+	"ZCdkN6aO59g/H472rj927/ZngLSkurpnDm6e33br9Fn/h6UNw270i7uGfWsqpSFwqWH2C+S0kN9cZcb4",
+	"22Dgfv3jlpq2y5grYzitxOOoGgDLKValK5HHPZz5d4vxfCWzyfQ4vy3FY7kylIs5l8DsUqfKN6kuvXvt",
+	"TauvRVhH0qWVAIU8EW+VeIv9eQz9VnP2a0g4f+BXoeIVkcEHxT1OBKGZkTNqeFT0YfPdz+yWnKQySaQl",
+	"bIj37GI+XuF+nLI7cvntSbO7f+BCJ0V63FcuGAhoRy3yA3QFhbHDAIKALi6tKxGXY0ITKRg8gRFsKdhA",
+	"lILY6E+qswb1lHb3D76leroObGd5zq5nsJ0nHDtOsnrs47jdO2of0aOjuNs96sZsP+q1DzqsE9H9g8P2",
+	"4V7naK8djaLOIY0Y6426o87ewf44jvf2WLu9X+uxuLFbvgpezO85cU8dIyxUBzHf9WKZd43zdZloiuzs",
+	"FZ+E0l/oZ424lkZiPNxytWDRiq6qbeRrTBd1zFKTcEbvwgDdBVk6VhLsUx7VHt1jdLYZrUI4djvd5w9W",
+	"Fme8mp/TOTjY/zw/94w7ENqNvm6H2l4XBLh49YIc9fYPiQOEd8mG2jXpfnDSoRb0mg2B/lfkH1bJPW/R",
+	"VV8xg43qyzrfW+ksoLW6X226WRFWXyhTodGUOKMSm2oj0KXrm8mlIE452z6xzu35K86SeGVgfoMxAIxs",
+	"yR7uk1uHDrfojCnUgZ0FMwE7JSwZ/cGCrR6stK13W+QN9rShWgqo5B0IX8q7aCEvf6ke9A8igUtKvWIf",
+	"h/vj7uh51ImP2B7tjQ6i9RZIUdvd7m2V72y4SdgiWRmykg5XiPlyuwzXctndoq90LmeAfgISPotlpH3b",
+	"Bf0HREu1B++xUitbuPD0mluyaJijcMcVlr2/lsQqm76GU5SotjbxuXJXlllEsjKoj5G1vHc94RqK3lEQ",
+	"tnBPrDB2ewJlkmZa+wP2f1j+CexLaD6HP/1dS9Gyo9TuM34Ys9NrDr427dXF82YOkLvo5N/eeDr5zhRD",
+	"1x3DBYsYT2uU7jOtM+9mxbyjUhmFVxhJaC/9ENhUSHSacAx3uXjvCJlHxA20YaKG6YHYgYZUY6pYkFcK",
+	"BlCtt2ulMYKflmSy6wdAUdOlcUyytEjJkrmrPSQ7ytKtldcTybQX9AlkYObuYmghB5BuM8pFDACVlpr8",
+	"44yqhDM1AKyt3fUO+i/v01niYFE6TLsf91RP75uD7PCme7t315vv/3xAD0f1EKpwrr9KjKyghcrYPxVb",
+	"1n1+GDSuuYgb/YYlg6ElAyg+90902t1e/ognj8oT+3tH+QMwk/sPWwpKR+uvuWBnhs2cqrQKdGm9C+th",
+	"cbwvEJCreJjq/Eql0ylTwRqmkG9ULWe242H0WOHjnx0LxjRVGOsrXcn+KDCOHlE8jLTyINL4zr6yuOEw",
+	"Tr63W+zbd+7Dtc7mpe3LjYyxVP0y3yzxS2fSY3U1VDuIAC1UqMo19JqJamlbccuKkkoQ2ogjUwLnKf24",
+	"SL75utbjPLiFfC7SgxdJvy3WwwWP2WOrBVyVIR4vBGt9iWJNGUC1mnx1+TVYNlJek53QqlV1TqVN9ecP",
+	"icJgbadaOS0suikjR4+lapGLcucMKrAPzbGlcnh+RuckYRRwECDlXypwiYBJPYPO8jtUzKVghCWa9Umv",
+	"vbdb105DdOVe2vu4rw70oelmeze92/27g/nhz93PizaVj2MVWdQjgHxfLv89RreAJjqiCfOu97LjlEVS",
+	"yBlAfMvZWCrLre+S6p0snlm+km4e4P9YyWTspmOb8UhqzCujwFbqHB8lluN5b5+EOQMJB0KCqhamTA2v",
+	"ZyEUl17zRM6YUcgAyqAQ7kHsRYUPu75UclwA4ULAfiASprWrRXDMHL/ZIiel+l7Q77A+NsCamwIuX2ez",
+	"gGhp6Qrg+Pl4bAeGdAJqf3VLzAE7oDS42II6Ta9gnhWfTK2uV+uGyRdSGeCwvd0AuM9VRbOz/au429Vs",
+	"0+3e/vxy8XLVf1kEuSVVJriwU6tuXS3yt+/9sxrx+xfoMrCR32yBW/eNohEjr8GPth123AbgxUdix5VA",
+	"tDdkacGebwMQ6Pa+kknovKu5xxWaMztYXuitVhYcCHm9GT/wv+Q51G39JfRguZBmbauOoh7ddZFU7oUa",
+	"1FbFbrjM9BCfHG7VLUyxNKERi/3w2DlM84mATtPwiPviV5rAQVslNA8dTmCrU6a4jAFvYPcBcJprmgQJ",
+	"dpvPAp9bav5T1Ytup5pFw7/Njm7+Ons1/+vs1UH04/e96MfvO+ybv92Muv8+jWb/PmXiVYd9+6oT/zj5",
+	"8+Y6E5xfsG5nN5/sozIgv5W3ULZpx2CANeYgG7/yHbyWzx+OYohHUQX7wSZd/ecHPSuUlr+USMCOXKaG",
+	"a8YKaghIBolChySmc31MwnboOioCsAXFzpRVnJ+DeqAff68O2r3nmxIT72t3OO9vUZf0zM08x3flEXOl",
+	"sXaadd1tmFjTDrsOV6js01nsc7FRzmyEAltmZ4v1JzUsLeaZXgnodc6j6yxFsM9YybQpx2ON/saEo97q",
+	"W8DldqdXFWFzKmfa3d8aBsTrB9uXHlY13k0V82VOW3KCuBNd3JfKhOruLZQ/19CTE3dOEt5wdutwTSH5",
+	"2AMuWQvQ+S8dItOx86lioiJCCxCuB8IjNoGmPs6SxF48/BuGhwBkoFowjTWpYdET266bgEobMkOdngUx",
+	"mDy3DxC4MEM6bzgEf0pTRpVv14OcfG7/msztcK6TgncuI0ZPAQacw127vhkeZiCAxN1y+LWsJwwEZFNb",
+	"S1GvVA/ITkijiKUO+rAMncjFMFVyopjW4a5HeDXSDptbkrBW/AWAucdc0MRnjKOl64COw1VzxcUNxE4x",
+	"293V2kxdQLi009tro4/oWVM+5Qd86DGZM1V6eDgqvBtAF3rm5ve9Ugqvy1SOxw9h0aUbUeuZtD84NKoU",
+	"uGPpjMttYlyJ03wVYe4CVtMszUwBzsZW3pAiQAFG9EzGLAF0KKqYBmVrIHI7eEZjCAZ5P1PehMZPEFsZ",
+	"QJ7JboucYMm7xGb7jlKnVA+EA/aEyyFF6VIstjDtPbh8zFu9644FCwZrJOHDG93gUT0IAhDeGAJlr1GC",
+	"wW3FNdmR0FFkF4iCxSRLj0kZe6w4A9he2Fm9vcL7KFzBsofuc8ykCv/bZgLlK7hdjZJDQ/6lOvqUMQZX",
+	"yesqXHNdVmEVhNeD9q686E4cIOF8uczDYut+f3mH1R18SM7hItBwKd/Q/jQY5D/+GrmGNcDZKwmkAFj+",
+	"0jmnv/uTL7bmwUdfxYxePPv811/t8L2KtL4iZAFze21ZyOO0rgfJyV+jNKEIITsfbWUdG/dv0+VZ2Lt+",
+	"ISKZgAop4xguGp+lMgWoRv6id61KFL/D65Zv5sOvWwlhvea6+V9/tetW7rWwmlg8UL4jFRfAuqW6BGz9",
+	"xHore/VwSsix/mvoAH/7tagAkv1q3SgybSbshiXeFSLHAN6GybE6pUqzBUdIpa3iRsjpXFNesjgXtd/c",
+	"lCiMy6qtkPPJsiG5bAkv7EtJ413gsEHVL/ChhhzsVmxKvshbTX5G5gV4uX7btAtc6g0r2leucLkl/IZh",
+	"rT7mdfr+RLAPzz7Zf5zF989w33VINLQf4qZPKj4xNO4xo/9h1n25y3vhEMvRQrb3bNUiuX2uX2XBy7Ed",
+	"VmetIf8Y++4X6l772WZiodts2/YV1iGV+a4WyYhoqQy0/Pc37phQkmDrPhI2QzJjVGhiX2OQilrmUhWG",
+	"0Kz8V5XBNGv5TXMhPL6uYayTtyd27DdcZLr8B3T6X+Hg8GvlL6/wc/AD/PsHvy/lbkYrhXjew6ak7+Ve",
+	"FCkI9LN5EuS5IPf79WBBXnTlWRbk7rdfS5CvqjR9zccsmkflZIAWeSNvmO4Tz0bJP//f/494Pkr+QUre",
+	"e/KPorX+8UDkD9k3Vj1W+cE+mAvXVincAbGOgQhLtjziOAuaVBMm/TQbQaPknSh9pCy/y8K7mrq1tqPR",
+	"Ak3WW5+WGhyOBeyjByXQ1vxcvj8ygjDXAxv4/la8fTOfLq9nFRk+use1C2ZDSVM5bQW//tge1+V92h6X",
+	"8vuiP35N7wgfLnDNRWrxuLF2pjiMUZLVnvaMXi/Cqsu5NLUZ6xCAqD58rnhWW16VJnQhz6xxePL1i053",
+	"b+PBw5T81wK3GD9i3W79gH0qX7pekPWp6R6JxUjfNBKQopDB+zoPlzVRk7WOb9cfSKc5oprFJaQ9CIC6",
+	"D6LyxzUp+liWv/NouPPAT+qB95vVF1b94Kr68mk7iHtArPOAxnmt91aQerDg5Y5YDxaYOM42gZCiGd8a",
+	"me5W+JVGuX47pXVy3f551hUPiJhY+hTRfDirjSEmCfdNhSHwp1EXLONw52XI2Jpa5VC4EGgCpGms2KxO",
+	"9XnvweUPgCHo9mF9whegKpZQjOLM4ytmmKBb6SCV4qLClTGujTTjcbqH6xBeShuEAPvw7AKtTugNI8Le",
+	"8R37cZlBIwMhEHnSb2WQY7Q5YNfq3nZrc1dWrOLBBtIC41ohJ7AN0U1eyFO6DjkPqLg6FrawQpn+/i9w",
+	"j2WS2ILRbnI/LDbn/VxXxCKf/229EvWHtyJqIPI7ZI1BFAqQ/+re7lcwinbKXMDxABaT7t3dbjAQ+S0j",
+	"O9zzacQedL1PCsmTJPJWE2pIuHC84W4ZCMkONBClkeDauNf7hJKUqRm1+0d6d3dBRVaCJzbm2t6HOLCj",
+	"dntkSlKqNYsXemrVAMMEDbeaB0DEuJ0/dTOoL43OcTQWu1i3yJnRC8miBYwpJvnQsYGMCTuIWpE/+8ge",
+	"nMU0Ky3MI8BrhRnNRbS1dNUP65XrRePitVmU0bdTNrzuzQ5EN33+cU/tW/F307s9uHs+7/7ce7zVsHBy",
+	"peC/SuqbtKdUGcFUpUe74jF75o5Vb2fN2vHzLauew/YYpQuzfyRW6SI9QuKuI9faxoBlilkcTEjDgJkA",
+	"fLl2KG230wL8GL/hSrEqGs4yzZVqpPZrkcoLmlvlKrnmVsMxEvSbgEBvC1+iDslGOxR7Irs28uaWR9Ck",
+	"r9duA0oE4j84jQi6u4AbDUrqXZ95x1UeTvZrK3sdCdboiyMtk8wwEgJRhuT9xWu7wogmSYuckIQbpmhC",
+	"UsVvwPWcSJmOaHRtmWHCxXUzkRFNvIIxECVgWAhsAvCkX7kjj2Gmlvt6PeRSVFDne88rDqGfTpp/o82f",
+	"P7h/tptH/9ZqfvhT/9mzn/7XYKCf/T9/+PBv8G8f/rTZW1S5Wltcm01aw+L9+IW0hlxa/C60hpwDrqlp",
+	"WBBR4JNY3BxfTgNXy2u+XEM2YI3LYuuvBSTEComw6B5JNTvo2WnsdYmiIpYzMpobppcqLfoDAYC8gG0l",
+	"b1vkAusSuEF6D8/fXWJgxi2nmZ/1s0/+X8/i+2c4l6avKNFLF+LXq+LY5uxWQesxAcpQWJCwV+a8vseZ",
+	"Piah15pCIgXTljMu63xhr9Mm30jBwmAgSuWzucpFuNnNh7cKIBeTFgnPocegx5k3GfBknBhUX0woX6gK",
+	"d7PGmnD812rhaf77JoXs0S44307P9csvCchoSsWEHRMD3dPzXHdt6Nz1XZsTlxoy46L8sc7nSVRM6Jyl",
+	"Zk5wvUSxmbzJ+7d9SXGKjgMhb4kUNaK19cvLxF9Gq3uYSA1IJnwZucoSbFZUVsU9mnqdxNx9tMh8dtP9",
+	"taXmJobyAzfTQiDQJHk3BqSUh0m3h50Vfu7+w7KeKthtMl9nSAVFfroTUdAb0woSXTZuOdOt0movWLzS",
+	"UXtS8hnk3dSAVwUkzli5aGzhUmfsYU5Qt4bh51s+v5SXc5XDK4fz9FY/iHnYnuOKkv+VJomcEMOSxLUq",
+	"QAsevbWezZfM7Q2oByWPU2m3SuaS2/Q1orI468c3U8899MACUXAtI2Y87hA+BxTCf3F5+Virmilu5pf2",
+	"2jngAEYVUydZbe8zQU7OzyCJAMoyqCahfVIq/jPwvD75Gl4niCp2zeYeT4ygGQrBDNSuLFujKbejaYIm",
+	"LWk2lYSuVjMuwDsL/AACQzBuQZCWYTbu7Rq4GEuMJglDIzg6LDaEMnCYsGF05qzrgtXGMtItO4kys13y",
+	"fpSrxcGJa8fzgD88Zs0p5QkqpFCV2cfcisCFv3SACQQ6qIKp6GAgXAmMDjwmmX3Y4dCAOusq0zzrh8YP",
+	"f/gDeSGFPVSraQ5EkyCUP3QAjqhSgAc2ZSR8dtMJSarYmN+1yAkQ8w1zGop2VXJYI3nT6RctgkU8EKRo",
+	"uwoghsRjGPoKNVQuoDkFDhi37FS+lrH9vF3ov1++e0t2Qpqmieso++zvWopwt0UAMg+fWoWraadQfdk9",
+	"8G84yEIfyhKcZgjA4Oj7CwscvzAv/aRJYken1uwH92YV0dK1wfzpQ27TgwKDXZN3whISXhg4c18qPuGi",
+	"lVADcr1JznJIT1ylTOnHjDnFTPu5A7YJno/rTmBHjNUN/FPFyv7zn//xn7s5fySjuZ16gfebMGPcoZGY",
+	"T7jRLfLWtznSkLA1gxlBFjakbQni3P8bGpu5Sa5rbWYHvuIzpg2dpcV57u3tHeVr5YK8v3qBo814pCQG",
+	"l+y6I665FDDKe3EtrGmGUMcpVRSLW2FMxSy7yp0Q7TZgpUADG52yxJAxTwxT3jHKEyZMAhuFvVQ01qui",
+	"xWG/Fn57evISG6p68yVvUBp+c3oVEiUzw8p6A5om0FYVABU1oe7RW2i9OmHGERW8ZHV+sEUtebjeL8hV",
+	"RiwG27PSUSdmUULtNFI4OTPtuz9Z8uMwMn4GIRzcVBWjlmrJhAmoA49dFyBwoREhAWzAWvu+449rEgTa",
+	"j2AMUgrt2JheCBcGV+/CfPnyXX+Y4qYDG7KM39I5XtCBWCsJHKPPpcEJHB+W3+PhB8SBrFqmggX4MUia",
+	"0jkNRK/dceLjhx9+aJamwPwHw2NCEZMW3vbHkTIFX5SC9Np7LfKdlTrYkB36sQ8ESJ4dLKjFm2gZOGRO",
+	"gjjaDQCMB4SnC304BJe8fTvEanddkINQtLRaA3GCWZQzKugEbiVX/tevNApAXNSzm84zmvKm/RMsxG+E",
+	"VPn24J4MhPfNjeYe5JIpV0BpuaZn7h2CV87uuaMA5+FDSnBgCKhuDYQ7DZxU+Yr0ukcktHQ2BO4H4Ric",
+	"9AUzat48GRumwl3fX87yEhjDXuEEMuAHIktz4sHV64E4yTcKPkcMExQT6EeZ5sLOU2LbNsEUsX/CYPTJ",
+	"+RmEcaCsLaHGKtQOy4OmUAR6US94UUDbE7Q2us+CyE8DxfVu4PO0UAqWZLTdeRTSgctqCpadgd4dxVXJ",
+	"vAgIj9kslRDldLsjYq9S6YEo6NGDhFp1ydORk/Rw74HTKG48Dh8kKVojBJwuoKAZq45zoXnMBsDa3Tj9",
+	"IgBXLJppmSn0cBcn3u5ZDY+PCTck5tBgGuHOyY5r89sfiFBkSWIvB/aNRi4Muhh0grSXBvv+EQRutCyr",
+	"tKpy+zEu/NQC1EOWHYneheQUGID/uhWllbgeWQTTipH8qiQyEHoK3HacMIaEVsK8E/N8Zk7xgR5oXvzY",
+	"3/Gu24W5rGvUh5nGlGnvdnG4MkBs1sxhDvSruPueMefMYwGVCLYGG70ORH7NaYnpxaDPQEdtuFav7Rn4",
+	"7k7QmBNPUzsLDHuKk/ATyoXCCXwfAiCuVWvsZzv//I//v9Nukx2HskK67d1ju/iBIx3oz+ziIUVQAAdo",
+	"EehDGRajt0rNIEMCMYdyl0ojB8JSDBcZgztdfrXUOdI+SSYSBgB25umKjGRm7xvmpbiGCSjEBwLVAx1g",
+	"ArTdcdyzXeR/qZJxFoGD8tixF+8A9vcEB1wK/rhJtcgPNLlGSrPXmBnMs+oTJW/hBjIoVJfACqA5VZyB",
+	"aKfYZtRdGZppNhD6mqepF4IpxPmwe2dOLIylGIRAXLw8iDbmCjxsDMA0PEWcFRzH0wX4tUMylUJmoDyS",
+	"sPRU8zs2D52aQ3a8KWmteej2Gmeok7NcJRmIKVWzgOgsmsKx5m5zzzKt0v+dlwU6knZ97qzwKL7KmRMs",
+	"0p8mljbgupxS8pV22kjglTSrY5VOtV/0MrXX0v7g9RnInJxrBB11rfhc4tJo7ryp8C8o1vI9Mc0LeNMe",
+	"qVEZc+nO+TfKtGKtunjuJgfmEcwKiAfCZ8VGD6/ZfKiY5XzhcanCorJeojIrfHrtI0t4Cy9zMcw0C8mS",
+	"GO6TTujFhV8hS+Qt2W+3S30IsfHrQMBKLEcAuFajqNAUs4/QZ13afDYes8hYzWT/7g7yvSiJFNXTXRLJ",
+	"GXSGc8595OAAmImD2K0aK8YwkGzUvEUuy4fgb1BqIDUDaHMnkmLMJ5kCM88BNXWtlXVSZKM5SCSmyJRa",
+	"nW6SCdg2D97GRAxiwUqyucxUOb0qVjKFkIbLvRoIKfAhKzd3+zjTkiXgD91yImZgfNcHvuYWSYEqdTAQ",
+	"4fn7K4da8/L09enVKfBZPhF2B3LLnkZT0MJOF1HLUTP39r01fJXVFMLTKzoJCzxJ7PAC4S7w0NgPf0/V",
+	"vE8qyrmbiP0ca76QwiiZ9H1gOGyRS+aCaXZ45Nfccolx860UrPkGuoIOhNuDcK/dI2+lIW9kbK3eOMy1",
+	"boomEDi7Ex4xoVnJP3OuZKo4M1i7VvXOLDpmnhmmZrrUliD37jRKnVsanVa71bZPyZQJmvJGv7HXarf2",
+	"sNJgCh6uZ1No7f8zoIvVxRm77XbpPqZK2lMAkrLmtTWchCSRYmDm08QpezKLpgBiRGKWMhF7AOjclXIW",
+	"N/qNb5j5Fj5fyoCDWXXbbe/FcjUqi74TCI2Cf3xTpMN9Adxjta1sYEFW10sceqEza+3APzadE7R5thJ7",
+	"2j3+7Ef36FmMH+vhIupeyRf77GsaezfrfdDY3+aVM2GYEjTJe4Tst/c2v3WJLrn3gt5QjllKZadno//T",
+	"h6CRQ4c0XvMbBvZGqiQC0NMJVCS9YYY2PthXn1l9bL6JclxOas5Rc/5mtUM+8Y61Kb1hlqqOyX57D+sl",
+	"brlmzr2RSBqTEU2sFaJQnmiAg7r1KIFLhHUBxVxY5/Eb0Jb9/Bw94OqJqjxV5YeyjqxKZv9K2rqqmKn2",
+	"0YAIdmtFIKgMQeEsEAAKGCVZzGKygzahtZd2LWuPFDMoaz2AMaQ4HZMQnZGhC82gfWoNb+TfVXKzlsZJ",
+	"yq1aB7zVu+xWRgKLR569hkYiq0KApQdfYMP4LZ48G1vJBIIJooS/GvnjmiE5qOYKFOlBdvcWrkBF3G66",
+	"A/Cwf/Y+aFhJvOkdeOY+aFxQw2CPm7jTG17LH/fnUhrgAlqNOGTZrQYp3lgYSDPzgEHs0/dB4/s1qE7+",
+	"re8dmtPnsJi9dm/zzX8rjVdxGo9jS712Z/Mr7wV1ypr/zhZc6ZVUIx7HTOAbB1ut5gQKBpGFBY1e92jz",
+	"W1dSvqHCx0n1b8RrSzJbm9yBVuKt+Z8+3AeNVNal8mFA0irTvii6zh4tc08Myk3Bqjc6T3gTEeujO4pa",
+	"W1hPCxMLZHkp8yCiQkjoh+QSuCFMTE4cjiO2ZXKOZ7RfI/TnowcvdO7nMLD6aTRFtFNwyfULL+AY67hy",
+	"JxMYac5V5ZYJrq/FBBVrUvoPFOoI+H28DxzmZK0sIb0rHGDuwwI7OIRJWanCnIFJxpnJFIPPkcrX4K15",
+	"iJ+o+rdzp2DCr1nhCLf2GauTR3iayJ0fLJBKhpt9HQUIEPjXMp5vITvyWP4SkU1ZdA2WUJoGztfk0rmV",
+	"RMg7wIe3NI1heQTBez7rXkMmwMeu6ukD8/yme9u7O5g//xlyMB4gqlz69301McCojN0vicnOLywmXeX+",
+	"KkNEsNvCgVK6UTu6mqi5e0zC1zlKBc/dCQvy9fUGxAnP+8tIiv+FROUX1rC/mCjbQii9kGKccEzp6XW2",
+	"+MQ5nVv76krK11RNUPp19rdZj87SVCrD4jcs5tRnJ/a63W1edpa3lWOnwlhj4V9U7LpkHprnA9WL3gXT",
+	"5tmnazY/i++RTSasDiTnwkGve49hSf4eF1nFMzp3EsEHWnaL8BiGP1F+YIzbZQ50lmOiV+4zGC1zxR5F",
+	"t3kndaxYO8YP+pA8SO48m6bk86yE0LrtHjFSWhm5GHK7ZnMQzQLbK2vSa/fqBBtuSC7YFjh2b9UOxgvM",
+	"8YnR/e4Z3XYWyCtocPovyjeQNjfyjaDeA/JO1MTrwU1R1tKD3PtcqBS17rLHKotf1tWwSnla1n+e/AtP",
+	"/oXfK6/6b+OQ+IaZLdjbwzjOd1Zratx/cOpUxPPeOHVcEtWgdd1iSkC1PpkT82FTpoq+e4GLfkEvQCpK",
+	"GP5ck0p3gD5ELCDvikRUgG8D8xK4JnI8BlXI5YVRDSoUtlgsxrQa0orUFtDRIJcFm1u4JA7nhYBMkckq",
+	"D/UL3KrfLYt/wc1KX/KVj2vHBE88IKM54fET13/i+r8I1/9v5SM2i7epxJodl8jtVVe68ewT/ouzWGuZ",
+	"7Squ5SxUuia9rwXpHgwyWyw7PGg7q1TXaquY0Pj7ZWVufisY2ao9eOJlT7zsl+BlT/roOn101fUr8UCX",
+	"L/0I7fSlY5KFgrrMP5+56fHEdQRbmeHg4lR5S+1qK+5SU7RqpvreGp55Uv72r84BK1/bxA3L2/LEC/9l",
+	"eOGTZf4vyglvpwzd8BXA/ISLX5wVBo00eziLI5qZAquyRd6JZE5CnGHoS4ohd8tXpRio8ysXE4/Q7l9s",
+	"0gfYI9hcL0/9JgnVhnRdc3vdIt9IQLGS4zF80UVOoJYNqocB/d/Qa+YzwUFzhblA+MO4BvcejAeeX8jF",
+	"HogdPylXEWB4ksCoomhFJ3aPF7qZCWnyVWP0JX94TiZyIPw+tcj5+yvIrs4z+Pt2Y40vHUOnh8nLOutC",
+	"OXUehcuVEuWRuQIeS6HhaHDr0P7yNByYzVZh/t+NyHMAhnAmsP1PQasncVMnbn6bmP6/oIyTTpwR6MAw",
+	"XinZVmvqOW+G5vufIf5qk+7q5F+p46ud9kwqRgoJseMcy2416Dl25RlQuY6pcSMaXSdy4qtLR1ZQEDl2",
+	"NUOddnu3Rc7zQWd0jn0cUE4GgNIlrSjGOtqBAMBHLCbLIUtKYjVULLIPY+dpl5JUWFl572isP4P1DYRM",
+	"Yl/yz43jeAUW2snCoLAP8PBe7hki1PIIFwQdCCx7+kqTKJHRdV5k5j8/5GKIuXch5E74LXQHkBfpVMU7",
+	"1wPRax/l/YG8MnCc10MWBbBF3bFXYBbNsoEYCNBi6nSSPE+yn+sQGHWADkmnVye5IuFL7Wc0BeyCgfAp",
+	"F7CpkGcpJPFNh8iU24GhljebZfDdFvlhsRnylOpi9QNhoG0XRD38DBWjUNVT6qUNc3O9meoTNuxxV9sa",
+	"6c/REko38qdPIB5BjB21ATG70d87bB0eHu0FjcT+udnpdlu9zlHXfjEnJ6hN6R40O51mt3fVed5vt/vt",
+	"9t8aQUOnzGoKz1v7YL8/RO771X2N3sXfQvWoTOGC6SxZGUtBlnBLNaqaqF666shVF9gpKIih96SYPCkm",
+	"i4rJU3bi7zLLyG5CUbLuTcgHakIA3bDWWYngDvCGsHa3zIVrpRV3naXfIpd0xipYR9Y0RiTJpaaAIdnx",
+	"4pjHWDk8SxOO6C8gsKiZ7q6KguNir2A5v4NaraLX0CuAZthqdCTHzc+5XnHjbcfF57+G5IRtXijazW39",
+	"Dd+Xb9tnodWo/l1VveVdPNfWvFVEaN7U88mn/RTfe/KD/87SIejCRf2VIoEFcvRKGeoaAzr2AQ7pvTaJ",
+	"6WJ5cyXH17XmBFgWMqZJgn0MxgPhAaM8oGuLAJ8G8zczdMICBN0xPqkMwKqxhRR8DHFcYTzEqBkImJSV",
+	"7XOZefQEFgP6icMeRASWvC+Hg0LDNDURJwyz4ezrM27fPR6ImBVQOlKQ0Mp1ith9JUBiEpp5ykIiqAI0",
+	"ISNhItdcxAE2VwSFAP+MFmwOgoUWjuEz5qaJ7nZ2FyWZzpv3LqsLp779yG+uKeQI4NsrCvgKSNEHvfJQ",
+	"xaH80vbawxcT2DC9zRLboaU9SeknKf1Up/6rC928r5MXtY7T5kYoPvDsE/xzXdrhu7wlaI3cXKiG8VCS",
+	"VLumK068YInYUs4Mtsj+3aYZ4vRWuPhgS5642RM3e7I5fpdVMczxliX+91B2c4oMsjA0xlSxZo7x66Im",
+	"NYzz3JWzYKgLdP8Q8dtBiQ5jO4bwSAPChbhcPQyGHpdiXgOxU84nKoe/drF6BYpxXIzBJaFTxaiHyfV5",
+	"KTgRxJYGdT6POgpGlTVOIibA3IDWGopRDdB/CU19tkwxfcQGKaFwAHShfak1EKccAnkIqSszo+0iUTpA",
+	"BNH9aeiKh4b2tRBieVe+JohEcsZ0YT5NrC7cjLiKEkZirg0VEVofdruVpDEZ08hAXJp0WnsYaLM785Ue",
+	"CMBJs4cIRUjNa57IGTOKgQ1l/4IpSgRLmHbizPXYwaalmRphmPR69my6G+QRw4GwB/eVJrMsMTxNOFNk",
+	"h0VSyNmc/J//3QnsIsZSGfsfrb39gNwl8K+H+7t56BGnSFynYpzkQCh7iZm17xIfZAao9BxKHzvAkBA2",
+	"a6iomLCQ6JQKTY7a5H9CVLqzT/4nSnBqBgKePM7RiKMpVROmKyO0ZvTO9V3N0rGSwuBh7OZnkxdpIZZ0",
+	"nngFtikQbQw1WiMGHwK0sMhh3XMP5DIfunhzOBA7e+02Gc2JQwLebZEXgNyNaVOusgKhqBV8N4snzKHC",
+	"LAFicu1gZwHzcgWIyyuq2Klbxm8N5WJKDfccbHqjb1kp+Z4mTESckksTkEsqyCtFRcR1JBuluOz+0VE1",
+	"Ltt7fh808KJXx+yQN1RdM7N+vKO9g/J4e0f79wFAyLi+4w1H3dunkpV3O5eZXxYspnLgq1Q7XyhY1e5q",
+	"QHo3KSHFK/kb98ETeMx/zSjwU1D3v0pQFzQ30CQyU85pe1Xp7lDY0lWN8Nkn/6/rq/nykYK897mXnOUs",
+	"p51SJUrfKXo+azvvbIap5twMBBRFQ5ZzLnb7JAQctDDw4GnY31xXsdSmVPse5YANB2jhZAfHOB6IwgUs",
+	"6KyUp1QbC/6Gmc+TrV/KyP8MgfBk7j+Z+0/m/u+i6LDSd2cdx36w9Z+z8sIBMFE0nX5MVrL2i0xYO9T1",
+	"rck7jWldFMO8v3gd+I4H/jlA1oe+fzplER87fpZ389ID4ZrCWUZ+QxW326EdwD67M0xoaAkNobf3F6+b",
+	"TEQy9j0xwW1rbqX9LHTMM+zOmljfnF4NBNTN2LG5a3eDzoQiZTHK68cBJBPbw3xzetWH9GLfK0C4LgGu",
+	"p84Cij+ZQDedvXbPZSQhsHTRLksHed+YgECDFwdkbpURcIzAHiw1+sNGLuU/uyNqekLCXn7ozAiR6LFh",
+	"IVOacLM7EL6bCLoe/vSny2yUn6n+05/ITlj+S8sKPqyDicNdojKBx0fJD2x0KSNrXMmUCez3BhipKTXT",
+	"kpsl9FOEHhhW6Wre6pDobJQqaWQkkyDPCD9JZZJI8sK11BIxydTHxJIJvT7GuLHvlTmRALuCnyiaTwy5",
+	"4HbFqBhC0tenQaPSqGHQ6JNBo76n5qBxb83zkZK32u6Yw5bVzORN6qQoL363RU7sWvINy5t4UoE07ltq",
+	"cGhllLux2iT8+uTl8OL0L+9P8TCWVIu/2CvgLs2D9Qr3HoyxTRTVPf+9v20PeOedn/VbOmMPeO80v8m/",
+	"cpi39pJsrzm56V64t4Evb/JyUAPD2tsD/41ADkWbjpOYknOqru25TqWRpS4dUSyWWqjmqZSxuhnS7mgv",
+	"6sX77GB8OOlO93jv7/vXB8nhrNv6ezppBA17Glbx6bWeH94HDWboGyxGbPRFliRBw0oR2C+HVNToNzIN",
+	"7d2loUmj33m+3y61JW6cvR2eX7z75uL08hJWX/Bg3HX0Cieos3Xa7XbuIGKx/QNoKo/d7PrSNxllM3vT",
+	"FBVexYcmo6FDCYFsVegw6nryjSlPADzat1R69e7i67OXL0/fhrsOzzllSgNaZRNFmced9v37dsLz04vL",
+	"s8ur05fDv7w/vfjr8O27q+Grd+/fvgx3n3TmJ53ZEe8TktBDEsszsaRD7nxzerVb0m69EFwNPL+giubs",
+	"wTvUQ+Qv2ALJyYOwXy5XmUrLKnxgH3QNxz7ydvQBog/l4Zm8x1ew0MzK49L5SEuh9lHXKu3i9PKq1BB6",
+	"UQt1DXJFTFWcL6rUahB5XeA+XrDj+zCAKi7LzLC5c590222IR2Awq8Q3sdUm6opaQkYbrBc5JTTwgtL0",
+	"HMJ/ICxvRYUIwEKwT6Vv1kZgVuQWeoCW9PQWtI+G5wueC8VzjrFijt3CgK6KDsbcPQaNqegC5Ffh9DOV",
+	"iYXWbHl9IHibpIaezNU5aYMqMPAgq5FTKxjKGlqO6GeZ/9KC+qTTDtrtNgSVaGSVFKu0o2C4evdu+Prd",
+	"22+sbIlZaqb2YQL4qlxMiADR6De8/NLL09Pz8JhwKwuseYR9gDMRM0XC4RDJ2JlCwyEmMsKpWB2z23aU",
+	"GOLI1n6CHtyvSv9pmBrTiOkQW2uGqdSajxJ2Zc2O0E+NGjKTAGQQM5buYtVlB9brrwXkgLK7lEKbWzJW",
+	"dOK7ucJCSwCFAltFI2xBebkv3r05f336Y4jBtpPMyBk1PCpEcW6sQYDOGQjectjtQ7nqQJQPJ38VdF/y",
+	"Z/LJtTLrk05A9JR29w++pXp675v8oamJLfQm9k1F6EDkNAYf9qpANGURehoXVYFvTy6/Hb45u3xzcvXi",
+	"2xADpkit8C5NpGDHgM/o1YlS/2F8xLW0WqNlkJ1uu20PY4whax4h18EmxANRtJ2ucsAWuYCl+TZZABGB",
+	"HVvzHqge5NseNHQMPITMp4EoAAVcrakqjeWTpewK4AzfFDZs3tK2MPl3+wslgvVG7kB8jpV7nDcKzwPO",
+	"qMoOwE9QNLAFZs0FGUkzJTv2ymM6Qr55oDkWTCYomCkHFoq5CNigEnFPXJd+CY0ngprlQXNcKJvcofgs",
+	"VYpCsxSnM+td51Wo2YLQLosz38Ud23nsVBrGulGQR/Q6+wMRZkW8Ywg+BmQcu1Dia2kGJu4t1ZRhi80W",
+	"Oc9voaqQD7hYDgcCMuOWyAO7iQzEOUqgPA+9ag4bqN7aERJR27GrIW64AybBjVTw7+BZcJs6EEBOHfKG",
+	"f70LG5FzbbjQTvKRmBnKE1125GCtdS5366zu0zsWZYYVdvejQt2YLlPhRGBw5mrPlSc/1HhG2Hf58tuT",
+	"Znf/AG5TgITmeRKz9hm0CMbPlC2wmg/lbK7Rb4zjdu+ofUSPjuJu96gbs/2o1z7osE5E9w8O24d7naO9",
+	"djSKOoc0Yqw36o46ewf74zje22Pt9j4td4PsWO0t98nZT3G7a0alw+nedXfWE/vpwcdD9Vwfme7N3m3v",
+	"bn9+gGq3ZrU7cYJqRi5sXdaPpV6wU0urlhVPQ79xZc3roPERB8V/EvvHnT/yuE/OXv6PXfIJht+x//1H",
+	"Htv/dhA1hVnsP/kJAj4EzWcCdjm5R5frJwKmcYHte2//p/G4rXi4MfyAFILfjyMEJjTO3fvVQ3ewBx6D",
+	"wOBJ5idddaBYrfA+aKDWC96vRQ9EbMkh1y6tdeJhC/D5SCbZTDT6e0ED8Dv6nfsPQWPGtKYToCTLX4AO",
+	"Szk+tDxJ6DUNdNJyjU+tZQLz+2DHeoRP5D7IHUTFzpwWFghZNEBW79CTi+n+v6GT6SlZZvtkmd/cN/OE",
+	"t/QZDqHzd5crPEIuVul6U7e8DFpRG8k1eZcyiCIVFhLGCa15Lm6Y8gj8wIH/evLm9TGg4yw2qK4t9ICx",
+	"U/7vGrrR/YaZIDSOAWyFJufKzhK7G1iNIWi4rEbUplfxvsVd+q3c2/8SuRGP4Qe/n27KcCsWb8PKnsr+",
+	"os3pLHngRStVTVnRYSgXVlhS/chr9lc7hS94zfySi2tWXbVdBWQbHJOUKg1OAucbncMSSafVxZ9AiXQX",
+	"URsFUnS7ixjUb+PT/fzvcz8tKa28nymdzzxAwIomva4IooS/BjautXiIe53MmJnKGFvY5H53LJ+w2m1k",
+	"r2pAuNYZ04QOhGIR46mpFMZAxgcFF7aD3S19chnmzurUKZ2TvPInGIhSdVBK59gOcNlyxHTRckjBw+5h",
+	"6Q0kdApphmOZiThsYVkHPAIVPSPIIbGWkIFUUABDB7y+/M3i590AX3JNh1PKYzJnZiB2ijdoohiN50P7",
+	"Y+ic5yGdyUw4v1zo7aLQ9Rv+mNEE3B+Y4YVX3I5p549vDmdcA6Sf95aTmEXWmo39wUCLX8SngxQUH8px",
+	"hxoQBqlGofvvFv6MWUwLCSqAeYiPDf1nwiLMpRjVUkBQxQ6SKTaEoMgx2kGFfxexCF1vR1fZslDC4tsR",
+	"A1lpDU5JShQzar4QV7tGuOWEzjXhxh6jmjuoYeSzefvbHUge0hlNLKN0JFOlbZe6A9/EjRmIfGccids1",
+	"25G8a77r+l0WvXP7BaDUs0/2H4D3iaNgfKm2Ysd7cfrOzlfgVkfXqFsKLDaDoKGInf8yocZemkodW74z",
+	"9jFwok6Y8SFEu/lu9gEZzQ1ifdp/wUhReXpFuUefWE0xtDdRuT/lXtVrxlIcPXQThlRp5+PFKhyaDERE",
+	"k+SYhGX5UE6otgclBYND2L+7K1EMxBf9xGMSyRkQrcOmDAbCt//267Z8Y8SAYPi6GqhzPJXPLH+68P63",
+	"R5dBoUeDqrjq+Dmnc1dD6RlyfsTgVrdv4O3y/LfsDkIWgX6VYNnr4q8ykn6j30hnQzvg8IZr2kA/1LDe",
+	"fdnVe7n7std4gJfF7fdv0yzbH/YKraoqyXzqaM4n3RXMhZoVc7GrXniqlnqqlnqqlvoXq5bqbkUf31DD",
+	"bun8FyywonMXUs71Rx/q8Nr7udfXcw3ecZ31EF/+IUDYFqjMLoJ7hci3oOjJjsAgUcNlJnCrABWlTlb7",
+	"89wZA8pFx19XcV9R3EErsmr7/2XvenfbxrX8qxD5UhtQnDRNO10H+6H3tr0okDvTSVoMFqtFxFi0TUQm",
+	"NaIUx9tb4H7aB9iHuA82T7LgOYcUJcupkyZNdqL9sL3jSBRFUuf/+f0Q+DsjPrhFg1AoipVUk6xKXTc+",
+	"DeHArlud/WjpGA2/t7Mu1nYA+x8GiRVowlQjuwQTV9KUYDkG5QVKAFJoo3XM6IVw0yPvAW82I/ZeF9YE",
+	"xveKurwJrphY5CW+LxX3J5CUqM16o4uEecxRsNtiBddvwAY7cft9U8PkE5ibW5d43wOY2A/rXqM12g4v",
+	"0x1UWte+MrevzO2huH4E/mXrw7tey0k4AV/g3+saiD85qoI7IrA7sWM93j5dnN4GtwXWoZdnvTzru3Mf",
+	"Y3duQaLFST34lm/TjXuCQrFuxbUjXxPS/4vWF9ZmhgrQZpNwI37pIm/oLVCUmiUc1l+kiYO+J2ysuH5f",
+	"Z4WTieVGf2YAy6nhICT2+Z7Ap74yVlvBLh2xRJT8jPjz1omAAPaqBsMiPOEcMOS7sKsi5nClqpwi8Xjx",
+	"WSkX1JfgUYbLhOVZhdU8FGRH3XMOK1zOhSygHcD3WoN/5zTT2HspFHJO4G5HMGBVEnujYoUJDxyTq1Vz",
+	"szC7AAkUr/qkCoca1L7ZmB0eHMTK//HMOXGNDgscZYxhfby0TodADLYbaw2WABorsH5/zvNcKOMYoYIE",
+	"z7ix2VAqr5WpFiKNWpyDk4zLhUhjNSiX2l7lqAMd3SL5bTNRBl02cDvBkDlvjHbNFXkTcseIfk4IzVMa",
+	"gNIqhTqC5l21YpSycDFlJq3zh7+ZcaMxxb+QXnMdXXLJXRKsKPiOrrbf3oJ75K904CQR/NF9hoQdBlkk",
+	"f6nLJAFIyRFTmk0LUS+nso5wDYYH9yp9RrwW/uu1h4FO0nKu/ROBq8l1+dSF11OM4Lvx8LzMuTlDUqcz",
+	"e8NWuY1NORyfqcDacQ6QdkAXBq0XL6+u8ENd6cofA4xpkGePOR+pTEnUXZzYvOBlNqcArFx9HPF/kADt",
+	"mlgWyoUAGbFR+e1OBkTrhSnPzn/aWGyMOGYFXlukxZk60C/yw99fFq/MT+VB9eLycPny6tXqp/8+AIWG",
+	"T2uVZ68LwACA4nbzukEWwW7ZA2GoQXn5BkscNWiraL1PDfSpgT418ASB1Kz9TcK6Zf4HEY/rua+OpSnr",
+	"mhwTtN1CgN0IMfY63JuhUU3FRRgqBrmb00JfiqiOZjPo53qLeKNEyWm1fTNfsBvYwRuZr54E55WjXbnB",
+	"yD1L1gOyZPXEWH1c7M40+ZOK2repqlC8N5WWr2zbjPKJXuSlBCgBh9xN+gtap0BzRYGxHIVh/GFnqJ76",
+	"O2+eFX2kguw6Z6KXXr306qP6jzGq3yrYcQLydtUayONfdUEYWYd/0qzLd/jH4/XqmSZ2spew7QjuUaww",
+	"08omXE1ERuXLH385/dRVuYwXZdg5DZHhLNNLkbKFvhRmHCufK2B//M//It+/VDP2DybVWV7oWSGMYf+g",
+	"h2FxeeKvsrdsvC5WSfg3e21ddH/UKNDHUht/K2BAQNByxN4oh/JgZ0wxURga0TEgZA2tcRjB/Pj5E1D/",
+	"+rgLQsq4giUXmybMAIo7GsaZ0rs6r5f6wOEFQSC6UpM5VzOq9gKUCwhGRyxBlntMNfjLIARfCJ7hrIH6",
+	"wYCupBi2wnHbbRVjrOAauRVOiMBwZEpeUC+D/TTs64Srm0QEHsMzo2NlBHQFhFkR0uB8UlY8g/js0I0d",
+	"dkrgnf4X+1ZHgEoVq+QLFZdFREISXvU1QextHLDeSTeg+wU9UfbGxaRpHxb8QoRpIVbnqRDvxm7tqbDH",
+	"5MPUobLWkKSA3Wr9hiYjtP8MKC81rbKMFSIvhBGqhG8iwsJ7XZUeY2lo1wq2zecmtMpWTE6Z0hDldmdB",
+	"lsxINQFH3pQ8E8xOBM7o8wPIjkEMG07nGfVmNJDBHP6sS+PZ27vcdARsvZX19GEa2kK3jm7TeVzHPAny",
+	"TOd2FQF1iROMEZ7AMKrs8QH8iFZC+5O0Pj4lObgVkzrPRcr0dNo5Yj3IDaLRnzwc7vejcdyt/Rjg8MBh",
+	"HABnDh09x7MEQquNIvBErcU/a1T5x1hzNw9DbxER/hgIwPcg/3rkhBuYq3+33z3lc3mm1QwsiExOxWQ1",
+	"ycS2Tn7TCISik1sbut0NqDB+M/U8567zCwwXNgiKUgD03Fk4wzHrDCewsHh7xD6sVSjU6vlcIM9aaEIS",
+	"23Rod0RocwUaq2lkYDHCmgnTrjqoSc+CZYXsuuvVtPYNTKxlooUmrxXfrlwneNi19m3dpeiraGCy38Ej",
+	"Zvf2r8F7PCiXGDah7ox3PmZcGWdmbU/TFb7IA6WYG2t5nXaXpvaV+jRzbxD8CQyCPi997xYBipfNMaxu",
+	"/U9tsNdW5PvOWd9VD1VYWBZDJZGboR4GtesekeIOUB0c+9fh/iFbzmUmGlV/lQLIhYEHP+BlKRZ5iZio",
+	"YEPM9VKxuSjEEBAkPH4FDNHsGdvA6WUX6Nb94j8qpfCNHmdafQdp0OcX+vxCn194pPmF+jvtbpq6dbKh",
+	"W8JjEPr6DmOaViYvET5b1HId87oGaokRCZOnXsC2yRAApZpbd8/EanPA1Qp7DFKRj7bS3m+yT4O+Mj6Z",
+	"R1Y54JWoMyjB8czUvcKusZeaFfgE8OiHI/YbeHl4cMYA1bUH7tquKQvBFwnz1E/PYpUAI/qproqJSBhC",
+	"q8ty2AIw5wzvPcK0w1Iax/rdzh8IpIUGCi7OEqxsuRQYTgRmdIQhtO+GgO6EKprrLAOPFjFd7NOIroAA",
+	"bKF7O4E3GcObYwV6ItMxJkusK5ykvOTjhFmlCWwX2E29Ng8CgAtTTi7uHrVaM2rlXDvJ5Ggv+QrBoxzl",
+	"Z7ttPIpVQmXqDqo3sY5w/UpEpYWs33ZcR/Ple9i1IlwcD+8OLmAAmJNrdIZx04yRM2sx0GyJJIL6PCZ6",
+	"AXYMrM8gGbO54EV5LniZDGm05y+pzNwQDE5e6CvpGNsnmTbY+8Fkmgm7aHarRuxNHZmllyN8EUhquNzS",
+	"IHD3o9DJH9Yc90WsPMK/G/1E0Lo4ZCJuyl04ursf3oYnmjUPNNhBsmTnK2DJENl0OEZTybVFuLwFJC3w",
+	"KNILRMEM2JIDbhXJBiWuSrcRrW8CYjumFg+Nj2PEPtJeQXvJuSiXAhn57XxiVXhsIu2QxAhvfmENwAIR",
+	"m9mC57CfeJpJZjQZDp4ZmrlxDO2ue8Ce+UJXs7mdSzkrxOmvx7FKjj+cfnr3c7KX/PzLpw/v/wM+1bzQ",
+	"aQVxpcjfxOFLFSkDpWRP5+mvx7IUXTbmKcygTid0VFSui+QkQFoCDH53nqDj9hJ6bTQrhKkWwvdWpNLQ",
+	"AbEmoLRjoeGxEzmo6MaR2QnDJwt+dSzUrJwD6PI6ZOH9l/45wQSqc01iNyJCO4EEjJVMx+z5T68O94P/",
+	"23VhxFiBNGRfYgd9FO+M429gt8c7UUz5I7jaD2Z/DwRjvDN+8RX2fBNS5Cl8zLun9vTDupsjFOgNIQ3a",
+	"pbkKTktsDR/ppASy46wPvyb+B0YQOQbMHY8bx4Y0qgm+KzeiD7g8MXv3vc4yvXQmHliWg/VPYXiXxTZk",
+	"/y7F+Vzri12h0lxL9Q1wHTIYnxlG9zF/XxtjB+MZViUNR+xUTArhAhHQxJgB1Puos5D+Nxz7nZ/SI6ip",
+	"/2Gxi9bLf7vE2+9AH8joAxk9nMv9F4avib5ALNPXaxqMjNZPP+eTC/gswRTbNBV/5R5I/J317/6EWI+s",
+	"ifL55BjNWrBxGflwSGINwYHa+UBxSynYC2ldpYaERuBfO6DD/eXnRmdVKVgC5ChJ0IGvrect0QXlLC/k",
+	"JQRBMq1zO3mIW2dSXexa/zVjPE2hcHFAHHEQgIaZZbIURX2FQF5IyiGjmf7251Pr4sBcwKfwrm0qrJ4s",
+	"VsONlWB2QaDAz4D6SdggWc6NmJz98c9/JcOx9e7Am4aoODhPdmbI/VXqAlwzpZc4vtttt9wE4gCK2TXc",
+	"O0o4cOsDYrAR87qMaHTqMkJQqM53IX5MRBewZq97STtPRwOfOjAKDGzgVsPC27GXY3YpCjldAcSsTMXu",
+	"qZwpXlaFSGI1oPNw6jg03YF1NN5DpKQDgAW+hGb0iKUirVCfCRfGwJNk/a4I6RJp/ZODq6uETbkpR+wN",
+	"Sw7tf2EGo5xzxQ73XyP92sG/2TWmdj5EqDXepIbBYzVIDp/vs79pJRKox7QeG1BK4QxoSQHemmAYAFsv",
+	"aJsfPN9nZkjd8zUZusc5gFoDQMel4/acAcLdS/znxT7+e8Dm9rd5xJ7vu//P/vjnv1ilSpnF6uCQzYMy",
+	"M1ybQXIiymK1C0GORhUBBhNkybihdnZ7JEQx3Fxe0LIK7qG6oFsyukukWLNMcGJw+30WArSe+pss52hN",
+	"boSC8rxw/ogE/egoCtig9dEPjzpqQtztLcOqrwb4UzqnfZr+EVIeed7ZNaur2+ja5NXufXH/k5r1UpGJ",
+	"Uqx7uW/h9+b3j9V0OXU/kEqWZK1AoV39U6ZnDcvqCGinQTktdFFH70vNZDliJyIXyKroEjosE9xZF5Am",
+	"wgwJdEo4jYc0qM2GlkPgi5EImyTThnXhM/tzfikA1AgVaS0hIVGCa4KwQYEUxd6OOn5av22XvsIFXNdX",
+	"LQVxuGnp0yPWXjB6oEhp1Xqutz953O//oaTCw7u1nIq6Y2y/KNHKzXaF2hoCJgrwqJ1509kz/N0m5ANF",
+	"wDbZeRussz7s1Ye9+nzGo6jf2VYU3kwOvfOGHHZSgEDq4vJSjstrIRbnokDDK6KyD8iUayO8LJ02TL5n",
+	"xhfHjFlSFRm04WK0J4lYEjyMWKJcR7K1Uci8ArBDZ2DpggkFv1rHH0yqAWWiYxUEOkqtKaLlwlfkspqS",
+	"rwz+xVVzWBErjIslKXFVuprPMVhz3k6lBom0Emym6+uX7PPJsadRUpSgASotNLbcZRgxnBZ6Yc3ZJdPq",
+	"iGpcwle0ppozLJVuGMowbCqo6CWi1g+N5Q9znsbKmddkZLoQiTS0bM4OHVBpgosbrRh8xFrRqqUiL8QE",
+	"o3FJ4AucefWZMJ5JbmqrGJEUpan578f06AuRl3VxF5YexYrOiiOnygQ3Ao4UvhcwOLmRjN0lwQumFUs6",
+	"XZNkc6NqlxV9y5YQ391Jq7kT7VRFFlBf57wolSgazNeFTIWbsNm7PNi+g6Q184fpDL2hIRFE8PAD6x2N",
+	"vsDg8RBWP7EGDVJxdxn32as10rVVDq1wjp42tFzofI2hgFQoq4Zyq8pR+zZrIQgaAfwzXZUTvaAyQcok",
+	"FVB3B6WOE53S3zIOwfqAZ1TWLPrL+WoUq3eq9MoVFBU3kEiw/xIcLSYiXuyzlK/MRuBCWse39eo8wYIL",
+	"evvVtwsuXFtN73j2jmfveD5Gvh0V+nE+he6+23twQ7dTP4VoKqDv83s7EQTeuIyy7ookkpM3CCulnXKw",
+	"7t658MkJ8Ifc5ImlOAosZKe7rJc0lVciJb3ovTBa9JoVFx7+zGDNAFAZEzk21hvwMkDfV2mGsECFmOiZ",
+	"kgYq8o/IK6ONhA5H7IGwblemZzOkdwZ0gtAbBpYI12CztY0AXRdEFO23bkUABVg0QMUQwKcMdcFplYmg",
+	"+6OGPNjgtALkAJU7YGFk5wawQZCPAa5jAonE0grrng/rxpAs89mjEXsTq65sDzIYtH3jM3dpkyQDX4O4",
+	"Guz/DjnDvwM0gT6/E7+4D4qagG+GKP2X5dlP5y8ufj+4erk4VK/y18WBOSxfXb5eHqwOb+wG1y94IzSF",
+	"g7u2cYKF3uALN+qNKsGUXh6B4Vr3EmM4gw5zIGczPbsv/IXe8+49775I47HaXAAnyJ2WoKhxHVSzlsP3",
+	"OO0Y/t4tdHlb3KWtLKcGymgg1lpReGpQJJb+KCweBZHoizJi1WyBeFsVrsxjVvCJYLkopE7ZIIH/PMP/",
+	"PKM2yiRiKXESvH51uL/P/p0dHLL50NHmejnt6l05TBTKPMH+g6YpnDMYW87SArQcZpaynMyt+ZQJaapC",
+	"HLFkP7H22KV2AJI6S91Lk5ll7SGfjJBZ5pQAvs9SqlQvXbSEF5mEFmTaNiy1tKOnYzveQpuSlUtNA+I6",
+	"I0vZCso3u6yGEztYOypO1YAPaTl07eDO+MWr/f2tLQV8ixNaLTSPrNS/z9LK5jM3mQT2qOMm9TWSvZa/",
+	"oZbv9fUjLKoEKdqKkjTV3Db6+qy7ZdBlX9GpidZq/NzfKQkbYg2vp0ajusIRe/jd/SCCIO1+LNVF4roX",
+	"tusnrCfRdxZu1VmIvc/X7NPwLmPhwR5/69bw0htG0e25+da1p9XEfvK6gIv70Hsfen/qrY5sUEt4ZnKR",
+	"ZVLNht9qgLyVVvBMDF1qwRfmODwgjylr3U1TYgxYF3KGSDI003FdVu/VRFT/RmzQEVIdh8pmzOy8UeXw",
+	"WJHWIV/XODFRNyfiSCP22YiblP10Nnt9h7p62m1fHV1fVo1dc7Daeuz2quhW6qX3mvrOst4JeujOspvo",
+	"uE0u0bX9ZrdQhm/fHb/79G6L/OUduEydHVwNJbR1LxdJ3O1n/8ACuBemfS/ZI+4lu5n1fS8hmbsWNuuN",
+	"ad9j7j7SFrVvxU+ul4F9MKUPpvR1jH0D3U3l//fUM9rJiElVWAvf3nwueCGKN1U53xn/539Z2Yqwu5sA",
+	"WfGvhNJcnWfSzCGtLA1L9aRaIECOFYY6F4rncmQFcBKxxm8rvsiS4REDHKlsFSvAohrv7cEPc23K8ev9",
+	"1/sJ1SUmM82KSrHRHj5+b7JIoYeJ55LCLdjz9AUDQ1+B/q6QgClkNw1/RqUJyXfqj1p74k5b2p9axSAi",
+	"Zq8AvWddLFeAmYo808Q18BWgYWm/1laukLlhnCChS7v1APxNsMxpoS+F650TsqgZrEY1ZC0CQ36N2mN/",
+	"zqeFViXLCzkRhhDFC12VWD1pH8nKVS6g8E+YUi4AVdWwJZRm0pzO7ekKnvaeF8Jf3fVYaFeUpYfkwoNP",
+	"0TdhmFQ1LLosaHbBA/4K93YM/BetLxCoG6YOQNMcCDX9fByXJ6JzeVotKuHARQ0edSLTzid9tOd34jYh",
+	"L/RUZsL4faih1Y2dCO05vWjEZtrOUitAlkVkDXs27I8Ogzt837cwWNc0TmAD3ONb8+68owYdg++whROH",
+	"AHHQWkJ1wXOe50KFB6zZCRM80wua7h2vS44J0cxEDiON1gAqQTxAtMM+a5TM1E9zg2x4Gk2/o6rZ9dnk",
+	"GV+xqYNJ01MvWV0dTfAwxFrtOgd8ZXcNos4OkBxZ4uuzAGsMZZKe/kUaUzX2y7MXdL/N7xXUX1q9MuUT",
+	"4VqMSAOUQPDK2d8Kns9/Pa6lqeILQEC74pOSYMCRhzVWS65KkY4YCCk+ZgmasSAaRzM70O9ZwgbSGo0m",
+	"J4g0QKynliGaOD1z0ydi5iL180FwHG/r88ye3PPGOvxdlNzqmv8LAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

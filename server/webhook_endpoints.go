@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -162,6 +163,37 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
 	}
 	return gen.UpdateWebhookEndpoint200JSONResponse{Body: webhookEndpointView(w)}, nil
+}
+
+// CreateWebhookRedelivery sends one of the account's events to the endpoint again.
+func (s *Server) CreateWebhookRedelivery(ctx context.Context, req gen.CreateWebhookRedeliveryRequestObject) (gen.CreateWebhookRedeliveryResponseObject, error) {
+	if err := requireAdmin(ctx, "redeliver events"); err != nil {
+		return nil, err
+	}
+	if _, err := s.webhookEndpoint(ctx, req.EndpointId); err != nil {
+		return nil, err
+	}
+	eventID := req.Body.EventId
+	noEvent := &problem.Error{Code: problem.EventNotFound,
+		Detail: "No event of this account has the id " + problem.TruncateID(eventID) + " (events are kept 30 days).",
+		Fields: []gen.ProblemFieldError{{Location: "body.event_id", Message: "no such event of yours"}}}
+	if !ride.ValidID(ride.PrefixEvent, eventID) {
+		return nil, noEvent
+	}
+	now := s.now()
+	err := s.storeFor(ctx).Redeliver(ctx, auth.PrincipalFrom(ctx).Account, req.EndpointId, eventID, now)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, noEvent // the endpoint was read above: the event is missing
+	case errors.Is(err, store.ErrConflict):
+		return nil, problem.New(problem.WebhookEndpointDisabled,
+			"The endpoint is disabled. Enable it with PATCH /v1/webhook-endpoints/{endpointId} first.")
+	case err != nil:
+		return nil, err
+	}
+	return gen.CreateWebhookRedelivery202JSONResponse{Body: gen.WebhookRedelivery{
+		EventId: eventID, EndpointId: req.EndpointId, Status: gen.WebhookRedeliveryStatusPending, DueAt: now,
+	}}, nil
 }
 
 // GetWebhookEndpoint returns one of the account's endpoints, without its secret.

@@ -425,3 +425,34 @@ func (s *Store) listenOnce(ctx context.Context, channel string, notify func(payl
 		return fmt.Errorf("store: listen: %w (%w)", err, driver.ErrBadConn)
 	})
 }
+
+// Redeliver makes the delivery of an event to an endpoint due at now again, or creates it when
+// the event never went there: the next attempt follows the ones logged so far. The event and
+// the endpoint must be the account's (ErrNotFound otherwise); a disabled endpoint is
+// ErrConflict. On PostgreSQL the delivery workers are woken at commit.
+func (s *Store) Redeliver(ctx context.Context, account, endpointID, eventID string, now time.Time) error {
+	now = utcMicro(now)
+	return s.WithTx(ctx, func(tx *Store) error {
+		endpoint, err := tx.WebhookEndpointByID(ctx, account, endpointID)
+		if err != nil {
+			return err
+		}
+		if endpoint.Status != WebhookEnabled {
+			return ErrConflict
+		}
+		if _, err := tx.EventByID(ctx, account, eventID); err != nil {
+			return err
+		}
+		err = tx.conn(ctx).Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, status, attempts, due_at, created_at, updated_at)
+VALUES (?, ?, ?, 0, ?, ?, ?)
+ON CONFLICT (event_id, endpoint_id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at, updated_at = excluded.updated_at`,
+			eventID, endpointID, deliveryPending, now, now, now).Error
+		if err != nil {
+			return interpretError(err)
+		}
+		if tx.engine == EnginePostgres {
+			return interpretError(tx.conn(ctx).Exec("SELECT pg_notify(?, '')", eventsChannel).Error)
+		}
+		return nil
+	})
+}

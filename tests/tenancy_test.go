@@ -242,6 +242,15 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/secret-rotations", Key: adminB}))
 			}},
 			{"listWebhookDeliveries", func() { notFound(h.GET(endpointPath+"/deliveries", adminB)) }},
+			{"createWebhookRedelivery", func() {
+				// Neither A's endpoint nor A's events exist for B.
+				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/redeliveries", Key: adminB,
+					Body: map[string]any{"event_id": "evt_nosuchevent00000000000000"}}))
+				for _, eventID := range h.eventIDsOf(a.admin, a.completed) {
+					ExpectProblem(h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints/" + endpointB + "/redeliveries",
+						Key: adminB, Body: map[string]any{"event_id": eventID}}), http.StatusUnprocessableEntity, "event_not_found")
+				}
+			}},
 			{"deleteWebhookEndpoint", func() {
 				notFound(h.Do(Request{Method: http.MethodDelete, Path: endpointPath, Key: adminB}))
 				Expect(h.GET(endpointPath, a.admin).Status).To(Equal(http.StatusOK))
