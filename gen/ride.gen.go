@@ -155,6 +155,21 @@ func (e PaymentStatus) Valid() bool {
 	}
 }
 
+// Defines values for PingEventType.
+const (
+	PingEventTypePing PingEventType = "ping"
+)
+
+// Valid indicates whether the value is a known member of the PingEventType enum.
+func (e PingEventType) Valid() bool {
+	switch e {
+	case PingEventTypePing:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReceiptLineItemKind.
 const (
 	BaseFare ReceiptLineItemKind = "base_fare"
@@ -365,6 +380,21 @@ const (
 func (e WebhookRedeliveryStatus) Valid() bool {
 	switch e {
 	case WebhookRedeliveryStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReceivePingParamsXRideEvent.
+const (
+	ReceivePingParamsXRideEventPing ReceivePingParamsXRideEvent = "ping"
+)
+
+// Valid indicates whether the value is a known member of the ReceivePingParamsXRideEvent enum.
+func (e ReceivePingParamsXRideEvent) Valid() bool {
+	switch e {
+	case ReceivePingParamsXRideEventPing:
 		return true
 	default:
 		return false
@@ -1063,6 +1093,22 @@ type PersistedQueryReference struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// PingEvent The test event of `POST /v1/webhook-endpoints/{endpointId}/tests`.
+type PingEvent struct {
+	CreatedAt time.Time `json:"created_at"`
+	Data      struct {
+		// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
+		EndpointId string `json:"endpoint_id"`
+	} `json:"data"`
+
+	// Id Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	Id   string        `json:"id"`
+	Type PingEventType `json:"type"`
+}
+
+// PingEventType defines model for PingEvent.Type.
+type PingEventType string
+
 // PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
 // the upfront price.
 type PriceRange struct {
@@ -1750,6 +1796,30 @@ type WebhookRedeliveryRequest struct {
 	EventId string `json:"event_id"`
 }
 
+// WebhookTestResult What happened to a test event.
+type WebhookTestResult struct {
+	// Delivered The receiver answered 2xx.
+	Delivered bool `json:"delivered"`
+
+	// Error What failed, in the words of the deliveries log; null when delivered.
+	Error *string `json:"error"`
+
+	// EventId The ping's id, as the receiver got it.
+	//
+	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+	EventId string `json:"event_id"`
+
+	// LatencyMs From sending the request to the answer or the failure.
+	//
+	// Example: 42
+	LatencyMs int64 `json:"latency_ms"`
+
+	// ResponseStatus The receiver's HTTP status; null when it gave none.
+	//
+	// Example: 200
+	ResponseStatus *int32 `json:"response_status"`
+}
+
 // City Example: san-francisco
 type City = string
 
@@ -1828,6 +1898,15 @@ type PickupTimeAfter = time.Time
 // RiderId Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
 type RiderId = string
 
+// StandardWebhookIdHeader Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+type StandardWebhookIdHeader = string
+
+// StandardWebhookSignatureHeader Example: v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+type StandardWebhookSignatureHeader = string
+
+// StandardWebhookTimestampHeader Example: 1763726400
+type StandardWebhookTimestampHeader = int64
+
 // TripFields defines model for TripFields.
 type TripFields = []TripField
 
@@ -1846,6 +1925,15 @@ type TripSort = []TripSortKey
 //
 // Example: completed
 type TripStatusFilter = TripStatus
+
+// WebhookAttemptHeader Example: 1
+type WebhookAttemptHeader = int
+
+// WebhookEventIdHeader Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
+type WebhookEventIdHeader = string
+
+// WebhookSignatureHeader Example: t=1763726400,v1=5257a869e7ecebeda32affa62cdca3fa51cad7e77a0e56ff536d0ce8e108d8bd
+type WebhookSignatureHeader = string
 
 // BadGateway An RFC 9457 problem details object.
 type BadGateway = Problem
@@ -2315,27 +2403,58 @@ type ReceiveEventParams struct {
 	XRideEvent EventType `json:"X-Ride-Event"`
 
 	// XRideEventId The event id, as `id` in the body; the same on every attempt. Deduplicate on it.
-	XRideEventId string `json:"X-Ride-Event-Id"`
+	XRideEventId WebhookEventIdHeader `json:"X-Ride-Event-Id"`
 
 	// XRideSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">`, one `v1` per
 	// active secret (two during the grace window of a secret rotation), signed afresh
 	// on every attempt.
-	XRideSignature string `json:"X-Ride-Signature"`
+	XRideSignature WebhookSignatureHeader `json:"X-Ride-Signature"`
 
 	// XRideDeliveryAttempt The 1-based number of this attempt to deliver the event to this endpoint.
-	XRideDeliveryAttempt int `json:"X-Ride-Delivery-Attempt"`
+	XRideDeliveryAttempt WebhookAttemptHeader `json:"X-Ride-Delivery-Attempt"`
 
 	// WebhookId Standard Webhooks message id; the event id.
-	WebhookId string `json:"webhook-id"`
+	WebhookId StandardWebhookIdHeader `json:"webhook-id"`
 
 	// WebhookTimestamp Standard Webhooks signing time, in Unix seconds.
-	WebhookTimestamp int64 `json:"webhook-timestamp"`
+	WebhookTimestamp StandardWebhookTimestampHeader `json:"webhook-timestamp"`
 
 	// WebhookSignature Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`
 	// keyed with the base64-decoded part of the secret after `whsec_`, one per active
 	// secret, separated by spaces.
-	WebhookSignature string `json:"webhook-signature"`
+	WebhookSignature StandardWebhookSignatureHeader `json:"webhook-signature"`
 }
+
+// ReceivePingParams defines parameters for ReceivePing.
+type ReceivePingParams struct {
+	// XRideEvent Always `ping`.
+	XRideEvent ReceivePingParamsXRideEvent `json:"X-Ride-Event"`
+
+	// XRideEventId The event id, as `id` in the body; the same on every attempt. Deduplicate on it.
+	XRideEventId WebhookEventIdHeader `json:"X-Ride-Event-Id"`
+
+	// XRideSignature `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">`, one `v1` per
+	// active secret (two during the grace window of a secret rotation), signed afresh
+	// on every attempt.
+	XRideSignature WebhookSignatureHeader `json:"X-Ride-Signature"`
+
+	// XRideDeliveryAttempt The 1-based number of this attempt to deliver the event to this endpoint.
+	XRideDeliveryAttempt WebhookAttemptHeader `json:"X-Ride-Delivery-Attempt"`
+
+	// WebhookId Standard Webhooks message id; the event id.
+	WebhookId StandardWebhookIdHeader `json:"webhook-id"`
+
+	// WebhookTimestamp Standard Webhooks signing time, in Unix seconds.
+	WebhookTimestamp StandardWebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`
+	// keyed with the base64-decoded part of the secret after `whsec_`, one per active
+	// secret, separated by spaces.
+	WebhookSignature StandardWebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// ReceivePingParamsXRideEvent defines parameters for ReceivePing.
+type ReceivePingParamsXRideEvent string
 
 // CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
 type CreateApiKeyJSONRequestBody = ApiKeyCreate
@@ -2383,6 +2502,9 @@ type CreateWebhookEndpointDeprecatedJSONRequestBody = WebhookEndpointCreate
 
 // ReceiveEventJSONRequestBody defines body for ReceiveEvent for application/json ContentType.
 type ReceiveEventJSONRequestBody = Event
+
+// ReceivePingJSONRequestBody defines body for ReceivePing for application/json ContentType.
+type ReceivePingJSONRequestBody = PingEvent
 
 // Getter for additional properties for GraphQLError_Extensions. Returns the specified
 // element and whether it was found
@@ -3064,6 +3186,9 @@ type ServerInterface interface {
 	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
 	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
 	RotateWebhookEndpointSecret(ctx echo.Context, endpointId EndpointId, params RotateWebhookEndpointSecretParams) error
+	// TestWebhookEndpoint Send a test event to the endpoint
+	// (POST /v1/webhook-endpoints/{endpointId}/tests)
+	TestWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error
 	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
 	// (GET /v1/webhook_endpoints)
 	//
@@ -4428,6 +4553,22 @@ func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) e
 	return err
 }
 
+// TestWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "endpointId" -------------
+	var endpointId EndpointId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "endpointId", ctx.Param("endpointId"), &endpointId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter endpointId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhookEndpoint(ctx, endpointId)
+	return err
+}
+
 // ListWebhookEndpointsDeprecated converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpointsDeprecated(ctx echo.Context) error {
 	var err error
@@ -4615,6 +4756,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
 	router.PATCH(options.BaseURL+"/v1/webhook-endpoints/:endpointId", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/secret-rotations", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
+	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/tests", wrapper.TestWebhookEndpoint, options.OperationMiddlewares["testWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints/:endpointId/redeliveries", wrapper.CreateWebhookRedelivery, options.OperationMiddlewares["createWebhookRedelivery"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints/:endpointId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.GET(options.BaseURL+"/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
@@ -4652,6 +4794,9 @@ type CallbackReceiverInterface interface {
 	// Receive an event (Ride API calls your URL)
 	// HandleReceiveEventCallback handles the POST callback for event.
 	HandleReceiveEventCallback(ctx echo.Context, params ReceiveEventParams) error
+	// Receive a test event (Ride API calls your URL)
+	// HandleReceivePingCallback handles the POST callback for ping.
+	HandleReceivePingCallback(ctx echo.Context, params ReceivePingParams) error
 }
 
 // ReceiveEventCallbackHandler returns the echo.HandlerFunc for the event callback.
@@ -4687,7 +4832,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "X-Ride-Event-Id" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event-Id")]; found {
-			var XRideEventId string
+			var XRideEventId WebhookEventIdHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event-Id, got %d", n))
@@ -4705,7 +4850,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "X-Ride-Signature" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Signature")]; found {
-			var XRideSignature string
+			var XRideSignature WebhookSignatureHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Signature, got %d", n))
@@ -4723,7 +4868,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "X-Ride-Delivery-Attempt" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Delivery-Attempt")]; found {
-			var XRideDeliveryAttempt int
+			var XRideDeliveryAttempt WebhookAttemptHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Delivery-Attempt, got %d", n))
@@ -4741,7 +4886,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "webhook-id" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
-			var WebhookId string
+			var WebhookId StandardWebhookIdHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
@@ -4759,7 +4904,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "webhook-timestamp" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
-			var WebhookTimestamp int64
+			var WebhookTimestamp StandardWebhookTimestampHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
@@ -4777,7 +4922,7 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 
 		// ------------- Required header parameter "webhook-signature" -------------
 		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
-			var WebhookSignature string
+			var WebhookSignature StandardWebhookSignatureHeader
 			n := len(valueList)
 			if n != 1 {
 				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
@@ -4794,6 +4939,153 @@ func ReceiveEventCallbackHandler(si CallbackReceiverInterface, middlewares ...ec
 		}
 
 		return si.HandleReceiveEventCallback(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// ReceivePingCallbackHandler returns the echo.HandlerFunc for the ping callback.
+// Mount this at the URL path advertised to callback senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func ReceivePingCallbackHandler(si CallbackReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params ReceivePingParams
+
+		// ------------- Required header parameter "X-Ride-Event" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event")]; found {
+			var XRideEvent ReceivePingParamsXRideEvent
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event", valueList[0], &XRideEvent, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event: %s", err))
+			}
+			params.XRideEvent = XRideEvent
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Event-Id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Event-Id")]; found {
+			var XRideEventId WebhookEventIdHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Event-Id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Event-Id", valueList[0], &XRideEventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Event-Id: %s", err))
+			}
+			params.XRideEventId = XRideEventId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Event-Id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Signature")]; found {
+			var XRideSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Signature", valueList[0], &XRideSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Signature: %s", err))
+			}
+			params.XRideSignature = XRideSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Signature is required, but not found"))
+		}
+
+		// ------------- Required header parameter "X-Ride-Delivery-Attempt" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("X-Ride-Delivery-Attempt")]; found {
+			var XRideDeliveryAttempt WebhookAttemptHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for X-Ride-Delivery-Attempt, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "X-Ride-Delivery-Attempt", valueList[0], &XRideDeliveryAttempt, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter X-Ride-Delivery-Attempt: %s", err))
+			}
+			params.XRideDeliveryAttempt = XRideDeliveryAttempt
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter X-Ride-Delivery-Attempt is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId StandardWebhookIdHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp StandardWebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: "int64"})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature StandardWebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleReceivePingCallback(ctx, params)
 	})
 	for _, mw := range middlewares {
 		h = mw(h)
@@ -14253,6 +14545,237 @@ func (response RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse)
 	return err
 }
 
+type TestWebhookEndpointRequestObject struct {
+	EndpointId EndpointId `json:"endpointId"`
+}
+
+type TestWebhookEndpointResponseObject interface {
+	VisitTestWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type TestWebhookEndpoint200ResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+type TestWebhookEndpoint200JSONResponse struct {
+	Body    WebhookTestResult
+	Headers TestWebhookEndpoint200ResponseHeaders
+}
+
+func (response TestWebhookEndpoint200JSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint403ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint406ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response TestWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitTestWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsDeprecatedRequestObject struct {
 	Params ListWebhookEndpointsDeprecatedParams
 }
@@ -15326,6 +15849,9 @@ type StrictServerInterface interface {
 	// RotateWebhookEndpointSecret Rotate an endpoint's signing secret
 	// (POST /v1/webhook-endpoints/{endpointId}/secret-rotations)
 	RotateWebhookEndpointSecret(ctx context.Context, request RotateWebhookEndpointSecretRequestObject) (RotateWebhookEndpointSecretResponseObject, error)
+	// TestWebhookEndpoint Send a test event to the endpoint
+	// (POST /v1/webhook-endpoints/{endpointId}/tests)
+	TestWebhookEndpoint(ctx context.Context, request TestWebhookEndpointRequestObject) (TestWebhookEndpointResponseObject, error)
 	// ListWebhookEndpointsDeprecated List webhook endpoints (deprecated spelling)
 	// (GET /v1/webhook_endpoints)
 	//
@@ -16621,6 +17147,31 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, endpointI
 	return nil
 }
 
+// TestWebhookEndpoint operation middleware
+func (sh *strictHandler) TestWebhookEndpoint(ctx echo.Context, endpointId EndpointId) error {
+	var request TestWebhookEndpointRequestObject
+
+	request.EndpointId = endpointId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhookEndpoint(ctx.Request().Context(), request.(TestWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookEndpointResponseObject); ok {
+		return validResponse.VisitTestWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpointsDeprecated operation middleware
 func (sh *strictHandler) ListWebhookEndpointsDeprecated(ctx echo.Context, params ListWebhookEndpointsDeprecatedParams) error {
 	var request ListWebhookEndpointsDeprecatedRequestObject
@@ -16750,493 +17301,503 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37ciM3lif8Klh2b1jqSbJIipJKVHR8IVepbI3ropZUtrvNWiaYCZJoJYEsACmJrlbE/PU9wPf9sW8w",
-	"L7Jv0k+ygXOAvJDJi1R22T2jnZ2xLWYicTk49/M7nxqRnKVSMGF0o/+pEdEkGdHoGv7j9IYJY//l0x8V",
-	"+5gxbVojGc//8CxTyb39eyo1/B4zHSmeGi5Fo9+44DEjJ+dnxA6miZkyotiEa8MUi8n7i9dEioiRlCnC",
-	"7BeIHBNKdDayg4xYTK65iANCDUkY1Qae7g+EHUfTGXMvzeicUKX4DSMzqRgxUyrg0YBQEeNDuvyUzOBL",
-	"UsVMtQZiIL5nio/nZMTG8L7KtOFiAvO1y+wTxezmZIaRb9+cvGhefnvS3T8g8oYpEg6ydnsvMvAP1sL/",
-	"UvQW3sQ/huSazVlMbrmZ4uyZiFPJhSGaRYoZsmP/eDuVCSPh7VSzaPjP//jPkGijuJjswjLsBKhihJuA",
-	"cEEiKbShwhDDZywYCDs2YTSakvCmE9rlhT827f43L/lEUJMpFh4Txf7OInxHGzpLdWnH9smMi8wwTcZK",
-	"zshcZmogokRG1y1yNWXkG0lSGl3TCSPhhJtpNmpFcvZM8ZjRlMM/n92y0VTKax2SWDJ74FyTnRC3N9yF",
-	"88ANuDRUxFTF5Af3BpkyGjOlScIMoWJe80TCR4qqObnB0zJSwsTEQMQsztKER9QwIgWcG5JGyOOQ7NBE",
-	"S7tnfkeAmptncQgbG7pJN3kcBiSnLSkGgt0wNSeKGTXHQ6BC39oz797dhZYsLZUdk1TJiGlN6NgwdUtV",
-	"rFsD0QgaMmWK2qtwFjf6DcUixm8YXqWgkVJFZ8wwpRv9nxYvzlW+AncDNAnNPGWhXYYny1YjaHD7NG5d",
-	"I2gIOmONfqO8zEbQsDeWKxY3+kZlLGjoaMpm1N7WPyo2bvQbf3hWXP1n+Kt+Bm9fzVPWuL8PVs+Pu9nZ",
-	"jS7N7bi8kQT3kRrDZqlpkZfV4+Jmq5U0z+K1i2F3dJYm9i12Y4aHo73rj927/VlPHKTPVVf3zMHN89vu",
-	"vNcIGnYrG/0GXq+69YXmz3iRM8Hv7CWVItZ4mYObjvstkbdMRVQzMmV3VcYwJoPGZr7gnmFhQKRgeHFT",
-	"pgaCRsbyqZw53EoSZ8qzpImiESO3XMTy1nFMfFBJA+S2GxDNJ4LFhI4V09OBWDoDoM91W55zjS333Py5",
-	"c3iwd9g96LXbdov2u/uH9PnBETtkERuxmO516XhMD7pRHNG9Md3vRDQ+ZIeHtM32D8bj/b2DuB2x56zT",
-	"fh4/H8XbnJKlwk5zRDWLichmI6bsdgDTceskRpKYJdwy6oIrGIkPeS68ifxe4gjz5gmOut2WdILGjAs+",
-	"y2bw7241XBg2YapuOcscb8a0tvyWx8el6fN45YQLVvbFrsryrC3tAa1ayWSZwvvSJdo49Vw2bbnLBdU1",
-	"xlLNqMFNPihN/kF7rj3h6769kQFeXEtkB71Vl7zY9sptX1rSNrxgIAplAdkpfLoZs0jGLCYpVQbJPGcQ",
-	"IHe84uCYidWpkI0MBD4WEM2s0DEsJqM50SmNmF7DCPzs9QM5wU0n+G5f/m3889uj/b8dvf8+65zq8V9m",
-	"4+/f/mUqrv/WTf9+JI/evnz77Ntn6VnvzzU09gE/xLT5WsZzUEalME4DpSmKDi7Fs79re4ifHiLRGvf3",
-	"94vrgD/oVArNQNvt/vjjsi57El0LeZuweMKqt1ETIa0iJwyhE8oF2clEAuqA8PoC1ySRoL/Ci7d0Tqxq",
-	"vdtq3AeNXqe9/LVv7BmOpSITKeNjkivS2shUo0Zir5jVSWKu6ShhqF4XLM2OXLeOC1ABWZyPTnbYXcRS",
-	"Q3rt5zBgr3sUkNspj6bEKpz2Y5zFu/1Vs7AaneWmdjssPd0Hjf26L7+iPLF75wZ0ZNuxameA2mdA9tr4",
-	"zy6Z2r9NA9Jp+/9L/vkf/0kyYXhCuj0yxfedPg3fJickvLCTap7Yn0JC9bXdJbvSRIoJnsRUCpkpFrfI",
-	"FZ8xmRlNdjptondRO42kECyyUyZjyhPLCMrbQGjCrxks8z5oaBZlipt5o//Th6Chs9mMqjlsMuh6lgSQ",
-	"SnYWTCGrXVsDaNeSP51YHbDhWVDjwz0QqdOI7Ua+oNGUvZDCKJksb2yYKn5DDQvIjN416YT9uR2QWaZN",
-	"U7EbmvCYGhbCLhjFUx0Qq6srDYedcG30MVke4qCNr8QKpGeq5JgnDPj3NlxgiynVSZfGS5Yqhte7ZqH2",
-	"e2EfpbdOWZLY43XMMNe27SHHbhhLb+FrLq5DYtmaJtxoorPI6utSbViMsKL7p4b9e+ND3WRPr+hkeZaX",
-	"RkkxIW6ZUvkJsjsaGaLszCy3wLnaf9t2TweNvXGXHkWd0WHcY/vjg/agUbuJZzGbpdJyzAuWJnRuh63f",
-	"S3I7ZcKpTDmvonaSCZ3nOyuYvfLKMQ37p/wL0bz5HQNT5CEb91quOuIfpgwMUkYixUBW7UhF6HgMTGuX",
-	"KKZlpiJGIirIyF5LGm+7f89uOs/gBjwzKh1O9667s57YTw8+Hqrn+sh0b/Zue3f784PaPb2ghr3mM27g",
-	"/9ScOv+Z+Q2zd5yprzQx8poJMsqia2bc3nENNp191Ak5smMXoYlU5FZxw/Rui1yCN0QQmpkpEwZsJW9+",
-	"asucE0asKCeJnQ1yKCkWjsEvvGuVo2VdqFjSBZtRbnW25WVd2RVYq3xscvsOlrPiW52jo03f0qxu+1A9",
-	"dPy9+Iylx3GWJChbA6JkZs19kqWrJlD/eSsWQCqs/rSR5JZy491AXry1tlb3a7576VmN5UE1uztlJKVW",
-	"0ZMk04xwoQ2jzqRGNdH+jKqhlZzJnweNnH01b5jSXIpBI9yahcCY9iJ49c5rDHrjR2qvxfcg8JaUpeSW",
-	"zjUJTzIzlYr/DJc9DIiWRE+pZSSRlWiagIuFzPiduzNby5fKyLUz++GHH05Kt6d+80v3C7ix/RLzp7ET",
-	"fs2oYirc3XZW+HztdH68wNt+VsOLz2I7hzH3LjO7F/a2WSUhkRN9TD5m0jDCDfJrqw5b5V5MiM7SVKqt",
-	"RYhiH4f74+7oedSJj9ge7Y0Ooprp3lf9U58aL0DJWZz3O5HMUadA3mCnzs2c7FD8p04yO0OrSGoSaiqa",
-	"Y0VFxHUkw90WOREkE1arFvj4hN8wUJutkT0H1SQ3Fz9mTM0L48Q+X3//G5XPNILGjN69ZmJipo3+QQ9s",
-	"cv+fnbpzeoFiZwWvKK3Yyyf7bmSSudNnYRe4c87uXLx6Qfb29o52Vy4ERxnCy5UV5das1ZXAhmysme/X",
-	"wLQeNmHv737cjPHtR005U1rWbO6JIDKlHzNGRlJez6i67pMwpRMu4Ha2BLszwwheDq20LP+WKnZT/DYm",
-	"lNi/cJnpgUjpJBfN4JKEFVlzwRrlEIvANwM7qtV2uNaZ03akmTJFxjyxV8FyMGt+q4FAfhWQXHNiMem1",
-	"2yTkAjQ/P5mShb24kbgN5Q0s0ep+p7uZWF+Ccl7HUixzQ9X9K0245y+K7ISxuoHoQnHAVsQU04r9mNtx",
-	"FDsc7Y72ol68zw7Gh5PudI/3/r5/fZAczrqNdbN+BZu6lmZhMoKM5kilOLcK53D2yQN4B74xBB9Z7dZv",
-	"wyZOndhctfdOvOYG+eIp3E7Z2lNgxfjbnYMd8Lo3OxDd9PnHPbWvD033pnd7cPd83v251pPXONWGz6hh",
-	"q9Ywtlolcw8tLoBps34BxeBbuiK1GY4OH6STg0dnC4btQoC/E45dnvVatr1q2r8V34aJryIWmOwSkdxs",
-	"IBI34q/lrMYpXymeruc1fv46DyBY9tMHb0Fo/7X1p9A/QUUML4Qpnc+s9V78JMf2DStw4Be9mvfbMRc5",
-	"UCmYssk8XWBWq9Y9T9nadS+s2dqlq6gHPvGo2GHjG0XT6V9en94ZJqwloZdnc66kkZFMCMsfsiojJf9+",
-	"+e4tkSOIWu+8v3jdZALd4PCDYXdmNyg0zE+DRmqtFW1Y/Bc7/0Gj/2nQyC2YficYNPSUdvcPvqV6Omj0",
-	"B41//sd/Dhr39+GqhRczqix/ecvdMt95N9RbeH/Zv8GjaclX5dSSWEbZzMWmVCYC1PO5IVOqibZGEk1c",
-	"GB4/g8kH315dnROdsoiPvQkz5neFGTFjyQuqGfi+Vi1QViZcT5D2BtXeLzcb2Ox6vuDn61fYIm+oZWHo",
-	"UpCZM2nCYp+9q46Wk0Xyc3XK24rF+P+sW8QnuNQ7PO6TwYYrNmjskk9EG2oyjWLwEzHS0MQqioqJaE7u",
-	"7f+s25PvqeLgmK/flxuaZEwvnv9Xmtz494Ktr8Cq3ciHWrUjgwaP4RZs2o779X7GaP4dq3MDkGuG3DVK",
-	"uKXuCROW2JiG+FQiJzyiSek27FDy/v3ZS3LTs3o1ZN3MmIhZvBuQjr0b3f39gUgVF8aui0RTqmjkNPNI",
-	"pizG4G7JBUejSGaW7ECj4Uqb3O8GITYKc1SZ0ANhWTt403JXqHN77nR7ZCozpa0mGrMxzRKzewwUatS8",
-	"iNWBdWHH80LC/mEgRjKekwkz9l5S44d3Hq3R3GCox/5LgGOFhQe36V24fQIeW1wIjmu/hIsQaKbAh3bA",
-	"iMn/pmRmx5UK83ryP/PYmi9OfZaK0HjGLT/CiIrbtl27Cb1ul4S8OOvhNZsPFcs0i8Nj54w0S7sLu8eT",
-	"xO6t4GISDESvfbQ8EBfDTLPQLbwcv7EW2v7dXek4INIGRwK+JFPZiRnyFReoWRPZXHBer7gc++N2dMA6",
-	"rPk87rBmb3RIm0dRZ9zci7usRw9Gz6N2XBXF3f39RcMhpcYwZSfxv34aDO66neZgcHd4+uHf/rjFhbrI",
-	"daLlIB7+QqZMsYCMWEQzzQglRWLNrcySmMSSKEaT5q1USUymVM36sNGW73IDG5jvrj2fdt1B47fgOB58",
-	"nwdi44UmdfeZ7ACZ3nLNrFk9ELldvTC/cHfV1R+I/O6frL2ocGsw5IFRVHfr3c5g2t6aK3lcuX8B3jh7",
-	"pXAm7grZJay6QzS/NXhluCDjhE+mcIs23pqBeNy1IZ95a7bR2X+TWzR+Q000rZe74ekVnYRe7i5E4+Yy",
-	"IwkFJkZjshN+c3pFiqjRJ/uPs/g+9FdoIMIxZ0msLRFKRcI/OfYcTamYMLv1MxozIq2yzfGLdgx3yla3",
-	"4+aYlCi9Y8kkVRCR4HZKwzFEzcMWcWFFzAPlWoo+oeSW0WuyE/7wLNwlhk68P90uf21yx9m4iXu0baTx",
-	"eafs5Gk/h3BA6dQ67e4WXpOz8Vsp2IrTORHEno0XU4RRlVgzEun4OFeJcfPcGoMqDyN77V7O4Oj6NMmz",
-	"cdPOpmYjlif+HZuvMnxPzs/sRVo0fe0lBdM3cIcCkWfIxFlhDF/DN7a7Vnb02Z7YTw8/dlVPH5jnN93b",
-	"3t3B/PnPe6P92luxIm55TieMaP4zcwy50263yImYO8cnqKmrnZwQflxpO8GvlZ11ulOj313I19rrIj25",
-	"fLl2e1P2XOOcR9dZesVnbLOvPuXRNQQNQTmKMwjxjNjuZ7qCUpjC0PAZe7w76MIqYquIC7S0RdJSsVrr",
-	"VVFuxC1DQrEaiq7cS3sf99WBPjTdbO+md7t/dzA//LnegYsOFcv4lmf9Qs5mtFmkmhmZNhN2wxJi3yIz",
-	"NhtZ8W7tXGYyBTq/TqnSi8x4t4VZxZCVE6ItFkKgm2J0Ed9nccUdjOODBblItcgO2V2ayJg1+mOaaFZ/",
-	"rsjUK4fJDZvpTX6PfF8a90C+Z/hSQb9UKTq3P2ozh823NNJwO7qKBiwJL5KAtdfWkQBKqm1zdx+eDYHz",
-	"XWP2g5i7nUo41ojx1MCZJ1yb2umv9I89agFdvZcvoPfwGKBd3aVUZjN1Qzjoms11YJkLKKCKsQArMagh",
-	"M6l9lQAlCaMxFxMSNkMyY9RanHZ0JuxfUXGAbeNx4HMt0KRC8RJzhYlpARkpRq81MZzpFnmJPHUgwmbu",
-	"mzZhi5zi/vRJ+e/BmCoWbn8V7AIfdxHsBlo98R62312FvUfci0u4+lsEi3wMGnnFKtLCX7f2ZRYzKFJH",
-	"MTOVo2vHpe35gBA69rdMXM1JeDnbFCwXiPDPRWQP6wYrs36Cu9GyM02YYTGUkqAjGnI2WMzixoegkanE",
-	"6jzGpLr/7FlKlRFMtdwH88qdvGIHNn+rDaldL+7NMht4f/Ha3gpIaPA+kaKwBViCZgJMN16TxHC/mJr7",
-	"NY2/oYbd0nW7myo5Stjs3x6WHnyOb9WtxMqXVBvF6Ixopm54xLBky+08SZW8sUJ3l6C6DsYfGODW9MI0",
-	"tWjK4oHY8WGDoX9nyJSSKtxtkbfSTO2J31Jt1fwZN5j0BaPAL4VHCpxHGiz4gVgwzfqrrF3nXRrR6FqO",
-	"x8gESlmmPzZdjkoTRVHdbrnHn5XSWWDDvqax+8sDDqZE/hEwokZFr2zYczCUJ16VhAxSu50jZm4ZE6QD",
-	"u2NVVntD7D5iNVWS5xfi7W/58VxFRaPfcAUjfkTPqzvtdqOUgG5l0MqsGcdJ+lB8YLgBznWGKyD+i47D",
-	"PYtlpP0G6D9U17n13VtDo6AtFq63GU0sD2WxtRLzXB5Ll05DssYnJKODVWlnGRDUWO1Dytqvllr9RN3Q",
-	"oXdQ4mb/9MHaNyFaAfazrrQSXic7C2bCboDkiokP9vE8/0Iq+3HGJ6L0lsugwNfQ3V1emZ1e/h9DS1Oh",
-	"XayeC0PvCEwwIFTM8ep4Bd953sFepxV1ccJvmBgIc2uvNxeQCIJ+d7TuqSj5ZfGmwZpnXGu4tpC66hkY",
-	"bN4qV9quHc+yhrU+sPL+L3m9WuSK3UGpJH53xyqAAUZHAjB8d3Pifn/1qvk8N4vfvn89EGXPOVQ24puu",
-	"5BTfRK18p7gaQbvdLohJ7/YL10XJQedJxe6qr1njIs3MEsPJk0KbuXG6jucspOCWs0qblRTWrQYp3lgY",
-	"yOWnbjmIffo++Cze+UKKccIj8yVFWpldRO77upAYPs36K+0iXga0KkZ2xlIRx7dLZ24UFZq7LM9QyKFL",
-	"sqE3lCeWrO2fQamniWI0ng9TymPnNoOY+cLNKsIHhS90Z5UXNKgJHuwuUVuNA3fTSdUk0vtk4uZ22cQB",
-	"Vgbh/FZM/0GZzJ9DaK+kGvE4ZuJLU9o1HihKxlGGNfuW/8XSF4mP/dzQKPxVzu2J3ZTi01tpbBP77Mek",
-	"6ZXwB5KF+9SFexsIeIMdVNLiWCVjxGmIf3l/evHX4dW7d8MX796cvz790W6H1/fwvUgm2UzABUq4sDfJ",
-	"anSF6mcp0kk7ljDL9zrddo+g1wdr+1Dd5Nrqg+0WaISLs8F9QwWubx/LlUZLn3ZE2O1fZqN+lVuZJ51E",
-	"VNjLqDLRIieahItH5HARfCoHEzcskSlDriYkCWNqKNRlsYHIRwUICDuu0yPCby5Ozr/9y+vh+cnF5enw",
-	"1cnZ69OXqArlj/rasLJ9g1n51GpDfoTvT16fvTy5Onv3Nh8mcLqdy3iwnMUOOOYQ6NwJvz55OXx/eXox",
-	"PHt7/v4K3PKyiFQOhIsnkLCSDxOSnfDd+ekFfuvi9PLd6/f5Z99fnAKoRUEtIyWvrQ65ExZk+vrd22+s",
-	"9Cv+8vL09Lz6F0fKfhV5sksTyXRK9RT2aADnBFOtpg3thOenF5dnl1enL4c47Lcnl98O35xdvjm5evGt",
-	"E7SmJPQxx0bI0oGhjlvKTYIIAICDePUQ9/Hi9C/vTy+vIIdfD0S4ilKRJDBLKbdNjGbJuKLIkyU9PoAU",
-	"62WNcgxKO8Rrnebu4niFFeNW4f3BOO1cZ9190kHrhcKZMEwJmpxa9vtFfSsEvJdEYrmL5jEajjidcPc4",
-	"xxQhEVWKA9ES/7tukYvC1+EdG7+cW+OtNCdRxFIwzb601hTip0OHjQMZOgaWP2Mxp0juoD4VdzZVMs4i",
-	"ZjUqIc2Q5pNfUqueCN+f8CuZifhLHu5biTmreTErHtbYzuPpnFae0xsZ8zFnq0KlC4XV5SwBTNiuBPxD",
-	"SDY4trfJZwmUNt1Xdq+bITzzZFb4Azqn80TS+ErK11RNvjizBAnBNUnsx53W0iFv+NdkJ7S/DY2UQ/hx",
-	"6YZ91qpLuToIcPHFpYTP5UGKtgTtwC7KxF9iNXXpRbvHmPLEHYjJL7hDlxgweS9yX9CX3KEwK77r1FHN",
-	"1I3P7qXKcDHxXihi7ZgR1ZA6kAkI2oBP1nlrMZsAIE+svuFitE47/UqTmNHYWpzVUE4sBTuu9x7nWWje",
-	"bz8QY8UYZkdkmnntxiH8VMBNPKDSkkL7AO/UYq072UFvFYJCsFX7sVv1WG1I1Pkc4rmS8g0Vc/dX/Rv4",
-	"rb7S+fGMsniCiAQ6RaNLUcMwuOHv0KbT+i8r2xfIbu3LBRjDZ5LHe0EdDgD7wgpckFuYUhHFbuQ1i30q",
-	"INmxXKeM3LEkcn744YfmIjrBuoUvghl89r45zEp7m0+FcdX9v0XwgWtyy5Kk6VwBo8z47BZKVAaVBdQQ",
-	"wVisc5bUh4TpMVNMRPjAQOQuJHbHNfgyXOLzXGYY5CJ0JjNhcMD8cRCS8DO7SyGn3leuBoQORMwiy9Fj",
-	"H+qHJ4uUT51hYQ4ERVIOHhLvtbhm86H7PQxK3gz7d3w4zAOLi9EPzAxfLu6ojypCFvlui4SRjFlINJ1r",
-	"BPD69WIgn0d9DrWCxW+sIQuVgr+RumhJYNnfCTc4n+QQzO0hALD+crpj7huGcU5SXl9ClVObVxbyooaz",
-	"PKEYFgJJxnpqWRIKIEj64ogKlCqZMmVcypIbYgUkCv5IdgwTVJhd+Kj9/ohZvdLqDpBtkWff0SgyQ5/Y",
-	"u5ROFxQF02bbrNiFAyun+r2YsugakrvTNHDeDgcBI7LEqZeYKbg0KF5w7SayhDsl8pUivt2tVNdcWBMx",
-	"s5Yko8Ltsl1+7TI2zoDHn5fGHTQSqs3Q3vfaVdjzS6ixfLWKHFUpeXPLDKAeR8UsrmQqEuqAoBGL1mnL",
-	"isEVcZsBCiJSnJ0LspnHbUmq2JjfrQAggOzHUlFQBfcyQDU5khPBofgJiBShhy0HvWE0yTOnMhB1VcJV",
-	"18MfR3vXfzmanddttZPqm8nFKvnu4Xx/eIJwPVJd68fTi5IJ28TokHNc2CctS0GBsyabnBSgfn4BNDKa",
-	"jKVysx/n1YDXbK4X9ixWw+ez7jWU3y8R7eY1VcA3f2pgiq+dezH1IOdPOXVUGUKFpVSu9cL9qJxhAUSH",
-	"ST12t3DvXAqjZYwxmsU0OS8xTJceW1vbKh08g0/YXao7XWK+C6xtcVQhXTnoNJtRoQPCWpOWh+NMUzKV",
-	"idOErhF3byveWAaWKaHBfT5vpCOwGMvckbxxaUc+hzkzmVq4et1297DZPmjuta/a7T78/7+tuiVf5FZ8",
-	"pUuFFUGBI+3LYPNLAw/mGDqEx8u3aCA8icNBhvABBzaPg4QuZ9ztHjwFNw5/8OnZW1+6jXgQ5TsH27fp",
-	"NsS1tMluk3mOR+L1EpApRXVT4JQQLHqrgEuu1UT+5RWK34tK8Lly+JEC8otJOKCy+qsMeUYQYA7wUlVg",
-	"AvsE8fkIoiDiQA52u0UuC6qdMsX6mGlthbiQt0s3stiZn1/3bt4+v73omr8eZN92/v7dvjw9pJft+NXe",
-	"5MXR6PuuePOx87e75+e3dXtY4kz/FYRsfjyr+ctrXtcq5oR4lDbHVnSN5KRm+xIUZ1DdL9eYFKhxG23I",
-	"4snFPYW5VMZaveILmdQiwVDjlNYZnZNY9ldLCitbPPYuV97rEFSEhv0dsRuwkYxXQJByHSQvfMCeNAxu",
-	"qcAO0PhQoW33zBKtvqAiYkmyArkXnTrWoED8PVe2FpVeWj5S9yuLh6P5ptN44Z/9ev5YKbDIbCMqhh+7",
-	"t3usp/bNwfww6/I92Uv36YE+jLv1PI8u5qw1zhOr/GDNd1z3kq9m+9yqu6VLXS6Tg3kF1R2t7FIdgZaP",
-	"tJQN+AA9+IfpvKhr5/l5s3j5sIu9WwCGh5AHuzOuBHm/3a4guwhpkC/fTrlh2Lmgqk4unsCiursKTmAw",
-	"uNy40W7Wa3YPKLL+PtiLWAGFtpezuke/zNXkZgVjvfIRr5hEHAoGP4+vXsJYgAe7xFvreGTtvjkQpeXZ",
-	"vs576pxdviO9buewQFyKZLxw7JnG8rcCHYI2f/7wae/+j3V7hLCTdaIn1+zTbJTwyIPd17Ar5yhfjTa7",
-	"keU8FC/T1y1WwI9jSs6puq57Op1KI6uP+yLAKBYtS0GVKkBcu362fl6tv6eTsn2WKV7LHalxEaj8673W",
-	"88OyYSezESgiea3/fqnSv7BMsTzLjnnDpjzarCR+7x6r5ZMCoc3c9IoxAzzROhpFajnB2DFPavGPf5gy",
-	"8MxT71Dh2jIqLljgJLVzximGnmSSSqySIDvO9MvxzufuoYGQgu3mxZLAVuFnqhDRFeLVfEyomKNsX7So",
-	"DL9hw19E5AQlrNTPJGK/8E3HiNt+7p++L6rstnmvfFy+aDdoZGn8QE1hkZGVEWN9+XBp1O3o5zJfyAYq",
-	"MvQaoNFvsa65LCSQuhpBQ47H8G9L7RWCxl3TPt28oQpyfO1rOJl3/mX3n36I2tm+h+U9UBmA+EFpkGJN",
-	"VF+DhrrMUz/3fBfOyg23+kjOS5RY13sin/It1YQaEnovOVTVL01/ikX9lftx1F7L8fYO2ht4XkKrFuHe",
-	"Yevw8Ghv7ahH5UGbR7XDLsyz2el2W73OUXftwJ3nlZHhP5eGLm3S9uq4Thmrcpbnrf3auazerIXjT9BA",
-	"hYtQntNmevjaoxI9gN79uw7PxPJvgG6gYu7aiy7Ri2eEemuNqzrNC/hKFVXBw+WswlVY2KNiClvuygXT",
-	"ANqzwoQdQT2CHOfSLVfFVy//4XLA9c+scUx+K2/JzG558X1snGanNWVJXNEaOzXAQzVZS1UTwH26JMc2",
-	"b507qYdR1DvBCiWBFpppzAB1wJP0Wj5UHfElmyjGNIFWroAyBgBbQiozrWzME9daEfZY2HvAbPMR0722",
-	"T+0i1B5BEaJU6yLFq1lhdQ5vmFEOXRE/UzmxVdyyHkbrV+Cdl77jWW1jGzSmXFe0HOnW6wOuRamRzle0",
-	"TNJPptNnmU4rDaG688w7fC/ki8oZwwA6ZE1NaZoywbBBkWusime42O+g6C6H7SZzKEXEsQn7AxF+4nHg",
-	"kCdKAEWQ4XUfBg5PAWsLScxSZi+ZFK4TskMHg8RU/jFz2QqILVNG3y36D7v55k1w+yReakRM3jh8MgeL",
-	"SeOYxXm2703Hg/kpNpM3PvEh5nbLZlxQg7VTM5qm7jA9Ns/Y5YavcjTDU5hAXnSIXoT1Wf/2pX/ODwC3",
-	"Cnqew2RW4xuduGcqL+ZOqnVv5h6w6qs5ONG6V/1D1Vd99HHNi/hI5TXI5F7/2iU+4rqA5rxm/rYEcH8f",
-	"NKRg78ZQRrwJFaoyj/tg8wvVbd7mjYU5bzGn6qZu9Ur1CDe9Uk9sW75VJvD7D57tbIoIIcv4TL9lfu6/",
-	"YTio6ItQH710fQF919C+6z3h7kRIdkZSXgN2cli52x5cw1+DkOy4VB8xECNJVfFKfjXzd/J7bv+yxHPK",
-	"f/RQtJWIUuXWLvKchdsZLGOXLbCaOq4XLDLRikt8ecRFyfqKKuZb3dSSmeIRiz1Out1irPkQEbOSi/sW",
-	"LFI5bx03LldYr/YQr3PCz8mOTrLJrsdHRABtnEXu87MyDH93agYO4GDSHuCAfmS2hNnyUuStPO9BEBp7",
-	"lMOicVx1H/wx2N2m0LoYnic7EzvJZsRVlLDiz//nf5NOa2+3suD9dqdb0+q7Rg/KrbmgEWdYHjt0uvq6",
-	"mTkfK7QvJ4DWTzI1osKq+tezZ1Wb6aDdefBkfH75klf1oR2Q1mdtXU1ZDmULFh/mkAECn5sBNFEt6sVG",
-	"2HgNrcvtCAXz2Fdv69W00kEq4WMG+8qFN5sCAmFqFuMkwxKE5TEJiwWCqlf+laRJho1OKiey165FFl5T",
-	"ohQ0pOIT/iBKh9s6BJizzYnoPGIX8KQVGjxmQ+NEwLrXLnjMrpxOsp2LtMznCud3KRCwAqUVzxy3Hzt5",
-	"u0GOiauodS1aPAavPQgoOahyos8MaJevRcnNXmxY4Ls+uuOqsqnqmSzzohomsES+C2kuG2Ln5f1+XOwc",
-	"Q8SZYcDtXVCKRAnV4FCEBdUmkD6UOZ+JNDMPp/T8tUdQ7cLprjizYuBNO7wqehJCUU3oRHOZYUAMTvg/",
-	"xZadANU6yY5Uv2OVLc8OuSaRFDoDcEHIOBjNCfX9wsdZAm9xMdmt6kAwhZx67L/ZD1X1FP/MEgt1qDov",
-	"5Krofak3UCS1wSJWB18pxw62CIDxHZoRrG+s6GSGDcsUs/oKFTGLg4Hw7NaVfuYAiSoTDgsQuy9DrWMK",
-	"ti7QdouEOb4R8IB2XidawpBZRD2N62KUiS92LJyy7Vq2vcyqSxBLldfX8fz2Fg5eP2rgJldHju6kXjqz",
-	"o/6iY0JeXWqUBpiTMaFLPbECoqc0ZTFJ+DVzqbQJYj23Vmf7LU0sx25Zdinn0E32kWWWUsW22n5hb2g0",
-	"5YI17UGD0ox4rTVqMYB3LeveGjEvS9jmRpKRVWenRIo+CV+9u/j67OXL07fWEDl7e3V68fbktf33Mg5R",
-	"MBCL+E4BqYebKv19GUTKjrMW7akC2rQK2GkgapCdArKE0PT23dXw1bv3b1/W/ViFb2oNRGknMD8w3wy4",
-	"4PbOXpxeXkGWjCYlOD18OgfUWcxkzYfdKKDhDOvuRQl9rT6k6goBiiZ3Viu0lEhQedvKgC8TeVkVW7Tn",
-	"c5y3SgM739OxVMVWbYVVZPi3an3D1ExX5TwiZhs2cndebmDK6DNFo/U473xgTwt/RgiuHfyI3s09poSL",
-	"mN3Znxy/0lUTCI1uexR+4zZlYvk9qaDYfdjASfJNrrOZfYhq4WgXtPlOHSdAcL5ynOjBCjvC+n1aH9Tb",
-	"AEtQiXxgXoSb25qNeZyed5LzX1+H58CXNzVzjNmYC6ad0b+OZ28FLgjfLvXhtArhr9eussJmXAfJjfUA",
-	"H3/JTpKtajfQ2saS+WiV6SJsnJ30zh953CdnL//HLik1kPwjjx/bITIotWXc7uB8J8nvoWUkEO8G+jx9",
-	"pDyv68NaxSgpIiQldMBwcZ/tfvCJkAp9CYunvpASUHl5ozldefrCowBs2BUHq1nvmDNUxFTFpUvqOLoH",
-	"umz5KBTXvmSrgEhZ0nwHAq6E5eZYrMfuKPQYygWDJlRfu+owf3MUFcceVj0EMaDJrZUft/A5JaGDIvQV",
-	"cX0rne5Upneo/28t/Ek7aHYfB3O1WDV6uXeob0GToATfF6D7nx4uxOuE9yOYGp5VmastOha2Enk1A/1S",
-	"V2dV8ZvHkN1imWAdLitkeq2hssA3HmyybNOidjTPmwuXQHyha8IGf9D9FobNt4wmdXrXCUmVHLGvVhcW",
-	"Fi6zgqnL64067prswfXqEBcAYWk3akbTwCN3EJnifmM5b2Eo0ThWTNcEENwP1Zl3yBuqrpkhlyYgl1SQ",
-	"VyWPf7l3Ym1tb21eTu/o18rL6X1uXs7KtJR1x4K+qofqZYsHh00gIIXPS7zf/1ke7R38Kme5d7T/RY/y",
-	"jRQrIFAccg8XZMYFxOG40WQnsqxyF30qyerKkRrOWypAWVty5p+zospqd1Wj4/l++4HRn4X9wDGDYj51",
-	"23JeCVDXpyyD2ZhiK0cDnbDsP25pcl0ndlZivxReRZDmdhzUfCoRoW0cbEFjSvVwJlWd0qUy5vUe+5Wx",
-	"TBJ5i7EHWIMzKu30i65nJbN8JGXCKFj/gt0Z1yimrreltqoWCV0nGV9CSexb8CmHeEGdT0LErS1rpW8e",
-	"/lFc7N8RHAF8r/mK835vmLGkYqaqM4MIeuvBlb/l3alOu3Q+gaOIetqDyHudzIumVGF+Rl7rae0g7GPn",
-	"IvbNGTNTGRMjr+1pe5SilCqDRFbDM2f15Pmm/uKH/upUg1GPuJqLkfIKWMVBs9NptveuOs/73f1+b6+1",
-	"3+l0273tMSsew3EW48MpnQ+vu7M90Uv3Px6oQ901e1nvZv/24O5wTmuzSrcKHPqUnrqY4QOaLD6oXtUd",
-	"c2ljSjG/DYE3N99Hwrb4nm1jaJPPSJ47glmoJMSpOb9pTl7YEol9zGiSJ2k4ku9j2bXriQ59cpzthpki",
-	"EJSBhrPu0sS+59KMawTzh+boY8B828Fe4TiLoX8i3CWKFha3G6e2AGy2mr+XJr1CmG51i0r5xfj/Nt6s",
-	"R1C/75OHLKQ+P6yGybgw9nJvvhY5M6UGejkSln9ulJmB8Nmd2Fk2IImcTLA9GVj9XPhktIEYCMCRy3hi",
-	"mlwQzWdZAgkk/oPYItDhmOySayFvweunGYGiQJy27tuh/uH+i/yDyMxEcsbIPwbiH81mE/7XPhCms2FE",
-	"VTy84ZpCWpb77xnVxqo+Ki7/lc7YXUj+QVwele6TbrtDqiN5cEP7nP/3Pul1u3nOV/FIQMIx5Umm2BBR",
-	"BsPFISpDc6Gz8ZhH9koMx5mI9eM+UjtO5Us+vPuo4d3LMJIbmOa9r+0n/vkf/xk6ynrc9BHzsUrM8KWB",
-	"OHVpyQ5h0qUlIy/wwGyaUN9T0hOqZR0MOgGsyMwrBEaJYtZ2we1VqqjT2fAn2vy53Twa1rbY35BUUmWo",
-	"kMhA58BuFxr//noNfCs69lqZs8Bl1ogbSN70sd/aOqj8OP4UuianmtbhmGyj4vzSqs0jGHCZlOvWPF8m",
-	"TfxPh1m2wCCqJ175rT7ghgdTpwR97Ko93TP72cHN4W33bm/e+3mfHowOo+56JaimRgW/8pVvGhyQsEh9",
-	"tWw/9FermnRZSk79Imgfpd3YUotaQ8nlLOwasbrIVZCWgwLnq8rkagzMx2ScbuF6XrqIuY5ck3QI94/H",
-	"ZCdkN6aO59g/H472rj927/ZngLSkurpnDm6e33br9Fn/h6UNw270i7uGfWsqpSFwqWH2C+S0kN9cZcb4",
-	"22Dgfv3jlpq2y5grYzitxOOoGgDLKValK5HHPZz5d4vxfCWzyfQ4vy3FY7kylIs5l8DsUqfKN6kuvXvt",
-	"TauvRVhH0qWVAIU8EW+VeIv9eQz9VnP2a0g4f+BXoeIVkcEHxT1OBKGZkTNqeFT0YfPdz+yWnKQySaQl",
-	"bIj37GI+XuF+nLI7cvntSbO7f+BCJ0V63FcuGAhoRy3yA3QFhbHDAIKALi6tKxGXY0ITKRg8gRFsKdhA",
-	"lILY6E+qswb1lHb3D76leroObGd5zq5nsJ0nHDtOsnrs47jdO2of0aOjuNs96sZsP+q1DzqsE9H9g8P2",
-	"4V7naK8djaLOIY0Y6426o87ewf44jvf2WLu9X+uxuLFbvgpezO85cU8dIyxUBzHf9WKZd43zdZloiuzs",
-	"FZ+E0l/oZ424lkZiPNxytWDRiq6qbeRrTBd1zFKTcEbvwgDdBVk6VhLsUx7VHt1jdLYZrUI4djvd5w9W",
-	"Fme8mp/TOTjY/zw/94w7ENqNvm6H2l4XBLh49YIc9fYPiQOEd8mG2jXpfnDSoRb0mg2B/lfkH1bJPW/R",
-	"VV8xg43qyzrfW+ksoLW6X226WRFWXyhTodGUOKMSm2oj0KXrm8mlIE452z6xzu35K86SeGVgfoMxAIxs",
-	"yR7uk1uHDrfojCnUgZ0FMwE7JSwZ/cGCrR6stK13W+QN9rShWgqo5B0IX8q7aCEvf6ke9A8igUtKvWIf",
-	"h/vj7uh51ImP2B7tjQ6i9RZIUdvd7m2V72y4SdgiWRmykg5XiPlyuwzXctndoq90LmeAfgISPotlpH3b",
-	"Bf0HREu1B++xUitbuPD0mluyaJijcMcVlr2/lsQqm76GU5SotjbxuXJXlllEsjKoj5G1vHc94RqK3lEQ",
-	"tnBPrDB2ewJlkmZa+wP2f1j+CexLaD6HP/1dS9Gyo9TuM34Ys9NrDr427dXF82YOkLvo5N/eeDr5zhRD",
-	"1x3DBYsYT2uU7jOtM+9mxbyjUhmFVxhJaC/9ENhUSHSacAx3uXjvCJlHxA20YaKG6YHYgYZUY6pYkFcK",
-	"BlCtt2ulMYKflmSy6wdAUdOlcUyytEjJkrmrPSQ7ytKtldcTybQX9AlkYObuYmghB5BuM8pFDACVlpr8",
-	"44yqhDM1AKyt3fUO+i/v01niYFE6TLsf91RP75uD7PCme7t315vv/3xAD0f1EKpwrr9KjKyghcrYPxVb",
-	"1n1+GDSuuYgb/YYlg6ElAyg+90902t1e/ognj8oT+3tH+QMwk/sPWwpKR+uvuWBnhs2cqrQKdGm9C+th",
-	"cbwvEJCreJjq/Eql0ylTwRqmkG9ULWe242H0WOHjnx0LxjRVGOsrXcn+KDCOHlE8jLTyINL4zr6yuOEw",
-	"Tr63W+zbd+7Dtc7mpe3LjYyxVP0y3yzxS2fSY3U1VDuIAC1UqMo19JqJamlbccuKkkoQ2ogjUwLnKf24",
-	"SL75utbjPLiFfC7SgxdJvy3WwwWP2WOrBVyVIR4vBGt9iWJNGUC1mnx1+TVYNlJek53QqlV1TqVN9ecP",
-	"icJgbadaOS0suikjR4+lapGLcucMKrAPzbGlcnh+RuckYRRwECDlXypwiYBJPYPO8jtUzKVghCWa9Umv",
-	"vbdb105DdOVe2vu4rw70oelmeze92/27g/nhz93PizaVj2MVWdQjgHxfLv89RreAJjqiCfOu97LjlEVS",
-	"yBlAfMvZWCrLre+S6p0snlm+km4e4P9YyWTspmOb8UhqzCujwFbqHB8lluN5b5+EOQMJB0KCqhamTA2v",
-	"ZyEUl17zRM6YUcgAyqAQ7kHsRYUPu75UclwA4ULAfiASprWrRXDMHL/ZIiel+l7Q77A+NsCamwIuX2ez",
-	"gGhp6Qrg+Pl4bAeGdAJqf3VLzAE7oDS42II6Ta9gnhWfTK2uV+uGyRdSGeCwvd0AuM9VRbOz/au429Vs",
-	"0+3e/vxy8XLVf1kEuSVVJriwU6tuXS3yt+/9sxrx+xfoMrCR32yBW/eNohEjr8GPth123AbgxUdix5VA",
-	"tDdkacGebwMQ6Pa+kknovKu5xxWaMztYXuitVhYcCHm9GT/wv+Q51G39JfRguZBmbauOoh7ddZFU7oUa",
-	"1FbFbrjM9BCfHG7VLUyxNKERi/3w2DlM84mATtPwiPviV5rAQVslNA8dTmCrU6a4jAFvYPcBcJprmgQJ",
-	"dpvPAp9bav5T1Ytup5pFw7/Njm7+Ons1/+vs1UH04/e96MfvO+ybv92Muv8+jWb/PmXiVYd9+6oT/zj5",
-	"8+Y6E5xfsG5nN5/sozIgv5W3ULZpx2CANeYgG7/yHbyWzx+OYohHUQX7wSZd/ecHPSuUlr+USMCOXKaG",
-	"a8YKaghIBolChySmc31MwnboOioCsAXFzpRVnJ+DeqAff68O2r3nmxIT72t3OO9vUZf0zM08x3flEXOl",
-	"sXaadd1tmFjTDrsOV6js01nsc7FRzmyEAltmZ4v1JzUsLeaZXgnodc6j6yxFsM9YybQpx2ON/saEo97q",
-	"W8DldqdXFWFzKmfa3d8aBsTrB9uXHlY13k0V82VOW3KCuBNd3JfKhOruLZQ/19CTE3dOEt5wdutwTSH5",
-	"2AMuWQvQ+S8dItOx86lioiJCCxCuB8IjNoGmPs6SxF48/BuGhwBkoFowjTWpYdET266bgEobMkOdngUx",
-	"mDy3DxC4MEM6bzgEf0pTRpVv14OcfG7/msztcK6TgncuI0ZPAQacw127vhkeZiCAxN1y+LWsJwwEZFNb",
-	"S1GvVA/ITkijiKUO+rAMncjFMFVyopjW4a5HeDXSDptbkrBW/AWAucdc0MRnjKOl64COw1VzxcUNxE4x",
-	"293V2kxdQLi009tro4/oWVM+5Qd86DGZM1V6eDgqvBtAF3rm5ve9Ugqvy1SOxw9h0aUbUeuZtD84NKoU",
-	"uGPpjMttYlyJ03wVYe4CVtMszUwBzsZW3pAiQAFG9EzGLAF0KKqYBmVrIHI7eEZjCAZ5P1PehMZPEFsZ",
-	"QJ7JboucYMm7xGb7jlKnVA+EA/aEyyFF6VIstjDtPbh8zFu9644FCwZrJOHDG93gUT0IAhDeGAJlr1GC",
-	"wW3FNdmR0FFkF4iCxSRLj0kZe6w4A9he2Fm9vcL7KFzBsofuc8ykCv/bZgLlK7hdjZJDQ/6lOvqUMQZX",
-	"yesqXHNdVmEVhNeD9q686E4cIOF8uczDYut+f3mH1R18SM7hItBwKd/Q/jQY5D/+GrmGNcDZKwmkAFj+",
-	"0jmnv/uTL7bmwUdfxYxePPv811/t8L2KtL4iZAFze21ZyOO0rgfJyV+jNKEIITsfbWUdG/dv0+VZ2Lt+",
-	"ISKZgAop4xguGp+lMgWoRv6id61KFL/D65Zv5sOvWwlhvea6+V9/tetW7rWwmlg8UL4jFRfAuqW6BGz9",
-	"xHore/VwSsix/mvoAH/7tagAkv1q3SgybSbshiXeFSLHAN6GybE6pUqzBUdIpa3iRsjpXFNesjgXtd/c",
-	"lCiMy6qtkPPJsiG5bAkv7EtJ413gsEHVL/ChhhzsVmxKvshbTX5G5gV4uX7btAtc6g0r2leucLkl/IZh",
-	"rT7mdfr+RLAPzz7Zf5zF989w33VINLQf4qZPKj4xNO4xo/9h1n25y3vhEMvRQrb3bNUiuX2uX2XBy7Ed",
-	"VmetIf8Y++4X6l772WZiodts2/YV1iGV+a4WyYhoqQy0/Pc37phQkmDrPhI2QzJjVGhiX2OQilrmUhWG",
-	"0Kz8V5XBNGv5TXMhPL6uYayTtyd27DdcZLr8B3T6X+Hg8GvlL6/wc/AD/PsHvy/lbkYrhXjew6ak7+Ve",
-	"FCkI9LN5EuS5IPf79WBBXnTlWRbk7rdfS5CvqjR9zccsmkflZIAWeSNvmO4Tz0bJP//f/494Pkr+QUre",
-	"e/KPorX+8UDkD9k3Vj1W+cE+mAvXVincAbGOgQhLtjziOAuaVBMm/TQbQaPknSh9pCy/y8K7mrq1tqPR",
-	"Ak3WW5+WGhyOBeyjByXQ1vxcvj8ygjDXAxv4/la8fTOfLq9nFRk+use1C2ZDSVM5bQW//tge1+V92h6X",
-	"8vuiP35N7wgfLnDNRWrxuLF2pjiMUZLVnvaMXi/Cqsu5NLUZ6xCAqD58rnhWW16VJnQhz6xxePL1i053",
-	"b+PBw5T81wK3GD9i3W79gH0qX7pekPWp6R6JxUjfNBKQopDB+zoPlzVRk7WOb9cfSKc5oprFJaQ9CIC6",
-	"D6LyxzUp+liWv/NouPPAT+qB95vVF1b94Kr68mk7iHtArPOAxnmt91aQerDg5Y5YDxaYOM42gZCiGd8a",
-	"me5W+JVGuX47pXVy3f551hUPiJhY+hTRfDirjSEmCfdNhSHwp1EXLONw52XI2Jpa5VC4EGgCpGms2KxO",
-	"9XnvweUPgCHo9mF9whegKpZQjOLM4ytmmKBb6SCV4qLClTGujTTjcbqH6xBeShuEAPvw7AKtTugNI8Le",
-	"8R37cZlBIwMhEHnSb2WQY7Q5YNfq3nZrc1dWrOLBBtIC41ohJ7AN0U1eyFO6DjkPqLg6FrawQpn+/i9w",
-	"j2WS2ILRbnI/LDbn/VxXxCKf/229EvWHtyJqIPI7ZI1BFAqQ/+re7lcwinbKXMDxABaT7t3dbjAQ+S0j",
-	"O9zzacQedL1PCsmTJPJWE2pIuHC84W4ZCMkONBClkeDauNf7hJKUqRm1+0d6d3dBRVaCJzbm2t6HOLCj",
-	"dntkSlKqNYsXemrVAMMEDbeaB0DEuJ0/dTOoL43OcTQWu1i3yJnRC8miBYwpJvnQsYGMCTuIWpE/+8ge",
-	"nMU0Ky3MI8BrhRnNRbS1dNUP65XrRePitVmU0bdTNrzuzQ5EN33+cU/tW/F307s9uHs+7/7ce7zVsHBy",
-	"peC/SuqbtKdUGcFUpUe74jF75o5Vb2fN2vHzLauew/YYpQuzfyRW6SI9QuKuI9faxoBlilkcTEjDgJkA",
-	"fLl2KG230wL8GL/hSrEqGs4yzZVqpPZrkcoLmlvlKrnmVsMxEvSbgEBvC1+iDslGOxR7Irs28uaWR9Ck",
-	"r9duA0oE4j84jQi6u4AbDUrqXZ95x1UeTvZrK3sdCdboiyMtk8wwEgJRhuT9xWu7wogmSYuckIQbpmhC",
-	"UsVvwPWcSJmOaHRtmWHCxXUzkRFNvIIxECVgWAhsAvCkX7kjj2Gmlvt6PeRSVFDne88rDqGfTpp/o82f",
-	"P7h/tptH/9ZqfvhT/9mzn/7XYKCf/T9/+PBv8G8f/rTZW1S5Wltcm01aw+L9+IW0hlxa/C60hpwDrqlp",
-	"WBBR4JNY3BxfTgNXy2u+XEM2YI3LYuuvBSTEComw6B5JNTvo2WnsdYmiIpYzMpobppcqLfoDAYC8gG0l",
-	"b1vkAusSuEF6D8/fXWJgxi2nmZ/1s0/+X8/i+2c4l6avKNFLF+LXq+LY5uxWQesxAcpQWJCwV+a8vseZ",
-	"Piah15pCIgXTljMu63xhr9Mm30jBwmAgSuWzucpFuNnNh7cKIBeTFgnPocegx5k3GfBknBhUX0woX6gK",
-	"d7PGmnD812rhaf77JoXs0S44307P9csvCchoSsWEHRMD3dPzXHdt6Nz1XZsTlxoy46L8sc7nSVRM6Jyl",
-	"Zk5wvUSxmbzJ+7d9SXGKjgMhb4kUNaK19cvLxF9Gq3uYSA1IJnwZucoSbFZUVsU9mnqdxNx9tMh8dtP9",
-	"taXmJobyAzfTQiDQJHk3BqSUh0m3h50Vfu7+w7KeKthtMl9nSAVFfroTUdAb0woSXTZuOdOt0movWLzS",
-	"UXtS8hnk3dSAVwUkzli5aGzhUmfsYU5Qt4bh51s+v5SXc5XDK4fz9FY/iHnYnuOKkv+VJomcEMOSxLUq",
-	"QAsevbWezZfM7Q2oByWPU2m3SuaS2/Q1orI468c3U8899MACUXAtI2Y87hA+BxTCf3F5+Virmilu5pf2",
-	"2jngAEYVUydZbe8zQU7OzyCJAMoyqCahfVIq/jPwvD75Gl4niCp2zeYeT4ygGQrBDNSuLFujKbejaYIm",
-	"LWk2lYSuVjMuwDsL/AACQzBuQZCWYTbu7Rq4GEuMJglDIzg6LDaEMnCYsGF05qzrgtXGMtItO4kys13y",
-	"fpSrxcGJa8fzgD88Zs0p5QkqpFCV2cfcisCFv3SACQQ6qIKp6GAgXAmMDjwmmX3Y4dCAOusq0zzrh8YP",
-	"f/gDeSGFPVSraQ5EkyCUP3QAjqhSgAc2ZSR8dtMJSarYmN+1yAkQ8w1zGop2VXJYI3nT6RctgkU8EKRo",
-	"uwoghsRjGPoKNVQuoDkFDhi37FS+lrH9vF3ov1++e0t2Qpqmieso++zvWopwt0UAMg+fWoWraadQfdk9",
-	"8G84yEIfyhKcZgjA4Oj7CwscvzAv/aRJYken1uwH92YV0dK1wfzpQ27TgwKDXZN3whISXhg4c18qPuGi",
-	"lVADcr1JznJIT1ylTOnHjDnFTPu5A7YJno/rTmBHjNUN/FPFyv7zn//xn7s5fySjuZ16gfebMGPcoZGY",
-	"T7jRLfLWtznSkLA1gxlBFjakbQni3P8bGpu5Sa5rbWYHvuIzpg2dpcV57u3tHeVr5YK8v3qBo814pCQG",
-	"l+y6I665FDDKe3EtrGmGUMcpVRSLW2FMxSy7yp0Q7TZgpUADG52yxJAxTwxT3jHKEyZMAhuFvVQ01qui",
-	"xWG/Fn57evISG6p68yVvUBp+c3oVEiUzw8p6A5om0FYVABU1oe7RW2i9OmHGERW8ZHV+sEUtebjeL8hV",
-	"RiwG27PSUSdmUULtNFI4OTPtuz9Z8uMwMn4GIRzcVBWjlmrJhAmoA49dFyBwoREhAWzAWvu+449rEgTa",
-	"j2AMUgrt2JheCBcGV+/CfPnyXX+Y4qYDG7KM39I5XtCBWCsJHKPPpcEJHB+W3+PhB8SBrFqmggX4MUia",
-	"0jkNRK/dceLjhx9+aJamwPwHw2NCEZMW3vbHkTIFX5SC9Np7LfKdlTrYkB36sQ8ESJ4dLKjFm2gZOGRO",
-	"gjjaDQCMB4SnC304BJe8fTvEanddkINQtLRaA3GCWZQzKugEbiVX/tevNApAXNSzm84zmvKm/RMsxG+E",
-	"VPn24J4MhPfNjeYe5JIpV0BpuaZn7h2CV87uuaMA5+FDSnBgCKhuDYQ7DZxU+Yr0ukcktHQ2BO4H4Ric",
-	"9AUzat48GRumwl3fX87yEhjDXuEEMuAHIktz4sHV64E4yTcKPkcMExQT6EeZ5sLOU2LbNsEUsX/CYPTJ",
-	"+RmEcaCsLaHGKtQOy4OmUAR6US94UUDbE7Q2us+CyE8DxfVu4PO0UAqWZLTdeRTSgctqCpadgd4dxVXJ",
-	"vAgIj9kslRDldLsjYq9S6YEo6NGDhFp1ydORk/Rw74HTKG48Dh8kKVojBJwuoKAZq45zoXnMBsDa3Tj9",
-	"IgBXLJppmSn0cBcn3u5ZDY+PCTck5tBgGuHOyY5r89sfiFBkSWIvB/aNRi4Muhh0grSXBvv+EQRutCyr",
-	"tKpy+zEu/NQC1EOWHYneheQUGID/uhWllbgeWQTTipH8qiQyEHoK3HacMIaEVsK8E/N8Zk7xgR5oXvzY",
-	"3/Gu24W5rGvUh5nGlGnvdnG4MkBs1sxhDvSruPueMefMYwGVCLYGG70ORH7NaYnpxaDPQEdtuFav7Rn4",
-	"7k7QmBNPUzsLDHuKk/ATyoXCCXwfAiCuVWvsZzv//I//v9Nukx2HskK67d1ju/iBIx3oz+ziIUVQAAdo",
-	"EehDGRajt0rNIEMCMYdyl0ojB8JSDBcZgztdfrXUOdI+SSYSBgB25umKjGRm7xvmpbiGCSjEBwLVAx1g",
-	"ArTdcdyzXeR/qZJxFoGD8tixF+8A9vcEB1wK/rhJtcgPNLlGSrPXmBnMs+oTJW/hBjIoVJfACqA5VZyB",
-	"aKfYZtRdGZppNhD6mqepF4IpxPmwe2dOLIylGIRAXLw8iDbmCjxsDMA0PEWcFRzH0wX4tUMylUJmoDyS",
-	"sPRU8zs2D52aQ3a8KWmteej2Gmeok7NcJRmIKVWzgOgsmsKx5m5zzzKt0v+dlwU6knZ97qzwKL7KmRMs",
-	"0p8mljbgupxS8pV22kjglTSrY5VOtV/0MrXX0v7g9RnInJxrBB11rfhc4tJo7ryp8C8o1vI9Mc0LeNMe",
-	"qVEZc+nO+TfKtGKtunjuJgfmEcwKiAfCZ8VGD6/ZfKiY5XzhcanCorJeojIrfHrtI0t4Cy9zMcw0C8mS",
-	"GO6TTujFhV8hS+Qt2W+3S30IsfHrQMBKLEcAuFajqNAUs4/QZ13afDYes8hYzWT/7g7yvSiJFNXTXRLJ",
-	"GXSGc8595OAAmImD2K0aK8YwkGzUvEUuy4fgb1BqIDUDaHMnkmLMJ5kCM88BNXWtlXVSZKM5SCSmyJRa",
-	"nW6SCdg2D97GRAxiwUqyucxUOb0qVjKFkIbLvRoIKfAhKzd3+zjTkiXgD91yImZgfNcHvuYWSYEqdTAQ",
-	"4fn7K4da8/L09enVKfBZPhF2B3LLnkZT0MJOF1HLUTP39r01fJXVFMLTKzoJCzxJ7PAC4S7w0NgPf0/V",
-	"vE8qyrmbiP0ca76QwiiZ9H1gOGyRS+aCaXZ45Nfccolx860UrPkGuoIOhNuDcK/dI2+lIW9kbK3eOMy1",
-	"boomEDi7Ex4xoVnJP3OuZKo4M1i7VvXOLDpmnhmmZrrUliD37jRKnVsanVa71bZPyZQJmvJGv7HXarf2",
-	"sNJgCh6uZ1No7f8zoIvVxRm77XbpPqZK2lMAkrLmtTWchCSRYmDm08QpezKLpgBiRGKWMhF7AOjclXIW",
-	"N/qNb5j5Fj5fyoCDWXXbbe/FcjUqi74TCI2Cf3xTpMN9Adxjta1sYEFW10sceqEza+3APzadE7R5thJ7",
-	"2j3+7Ef36FmMH+vhIupeyRf77GsaezfrfdDY3+aVM2GYEjTJe4Tst/c2v3WJLrn3gt5QjllKZadno//T",
-	"h6CRQ4c0XvMbBvZGqiQC0NMJVCS9YYY2PthXn1l9bL6JclxOas5Rc/5mtUM+8Y61Kb1hlqqOyX57D+sl",
-	"brlmzr2RSBqTEU2sFaJQnmiAg7r1KIFLhHUBxVxY5/Eb0Jb9/Bw94OqJqjxV5YeyjqxKZv9K2rqqmKn2",
-	"0YAIdmtFIKgMQeEsEAAKGCVZzGKygzahtZd2LWuPFDMoaz2AMaQ4HZMQnZGhC82gfWoNb+TfVXKzlsZJ",
-	"yq1aB7zVu+xWRgKLR569hkYiq0KApQdfYMP4LZ48G1vJBIIJooS/GvnjmiE5qOYKFOlBdvcWrkBF3G66",
-	"A/Cwf/Y+aFhJvOkdeOY+aFxQw2CPm7jTG17LH/fnUhrgAlqNOGTZrQYp3lgYSDPzgEHs0/dB4/s1qE7+",
-	"re8dmtPnsJi9dm/zzX8rjVdxGo9jS712Z/Mr7wV1ypr/zhZc6ZVUIx7HTOAbB1ut5gQKBpGFBY1e92jz",
-	"W1dSvqHCx0n1b8RrSzJbm9yBVuKt+Z8+3AeNVNal8mFA0irTvii6zh4tc08Myk3Bqjc6T3gTEeujO4pa",
-	"W1hPCxMLZHkp8yCiQkjoh+QSuCFMTE4cjiO2ZXKOZ7RfI/TnowcvdO7nMLD6aTRFtFNwyfULL+AY67hy",
-	"JxMYac5V5ZYJrq/FBBVrUvoPFOoI+H28DxzmZK0sIb0rHGDuwwI7OIRJWanCnIFJxpnJFIPPkcrX4K15",
-	"iJ+o+rdzp2DCr1nhCLf2GauTR3iayJ0fLJBKhpt9HQUIEPjXMp5vITvyWP4SkU1ZdA2WUJoGztfk0rmV",
-	"RMg7wIe3NI1heQTBez7rXkMmwMeu6ukD8/yme9u7O5g//xlyMB4gqlz69301McCojN0vicnOLywmXeX+",
-	"KkNEsNvCgVK6UTu6mqi5e0zC1zlKBc/dCQvy9fUGxAnP+8tIiv+FROUX1rC/mCjbQii9kGKccEzp6XW2",
-	"+MQ5nVv76krK11RNUPp19rdZj87SVCrD4jcs5tRnJ/a63W1edpa3lWOnwlhj4V9U7LpkHprnA9WL3gXT",
-	"5tmnazY/i++RTSasDiTnwkGve49hSf4eF1nFMzp3EsEHWnaL8BiGP1F+YIzbZQ50lmOiV+4zGC1zxR5F",
-	"t3kndaxYO8YP+pA8SO48m6bk86yE0LrtHjFSWhm5GHK7ZnMQzQLbK2vSa/fqBBtuSC7YFjh2b9UOxgvM",
-	"8YnR/e4Z3XYWyCtocPovyjeQNjfyjaDeA/JO1MTrwU1R1tKD3PtcqBS17rLHKotf1tWwSnla1n+e/AtP",
-	"/oXfK6/6b+OQ+IaZLdjbwzjOd1Zratx/cOpUxPPeOHVcEtWgdd1iSkC1PpkT82FTpoq+e4GLfkEvQCpK",
-	"GP5ck0p3gD5ELCDvikRUgG8D8xK4JnI8BlXI5YVRDSoUtlgsxrQa0orUFtDRIJcFm1u4JA7nhYBMkckq",
-	"D/UL3KrfLYt/wc1KX/KVj2vHBE88IKM54fET13/i+r8I1/9v5SM2i7epxJodl8jtVVe68ewT/ouzWGuZ",
-	"7Squ5SxUuia9rwXpHgwyWyw7PGg7q1TXaquY0Pj7ZWVufisY2ao9eOJlT7zsl+BlT/roOn101fUr8UCX",
-	"L/0I7fSlY5KFgrrMP5+56fHEdQRbmeHg4lR5S+1qK+5SU7RqpvreGp55Uv72r84BK1/bxA3L2/LEC/9l",
-	"eOGTZf4vyglvpwzd8BXA/ISLX5wVBo00eziLI5qZAquyRd6JZE5CnGHoS4ohd8tXpRio8ysXE4/Q7l9s",
-	"0gfYI9hcL0/9JgnVhnRdc3vdIt9IQLGS4zF80UVOoJYNqocB/d/Qa+YzwUFzhblA+MO4BvcejAeeX8jF",
-	"HogdPylXEWB4ksCoomhFJ3aPF7qZCWnyVWP0JX94TiZyIPw+tcj5+yvIrs4z+Pt2Y40vHUOnh8nLOutC",
-	"OXUehcuVEuWRuQIeS6HhaHDr0P7yNByYzVZh/t+NyHMAhnAmsP1PQasncVMnbn6bmP6/oIyTTpwR6MAw",
-	"XinZVmvqOW+G5vufIf5qk+7q5F+p46ud9kwqRgoJseMcy2416Dl25RlQuY6pcSMaXSdy4qtLR1ZQEDl2",
-	"NUOddnu3Rc7zQWd0jn0cUE4GgNIlrSjGOtqBAMBHLCbLIUtKYjVULLIPY+dpl5JUWFl572isP4P1DYRM",
-	"Yl/yz43jeAUW2snCoLAP8PBe7hki1PIIFwQdCCx7+kqTKJHRdV5k5j8/5GKIuXch5E74LXQHkBfpVMU7",
-	"1wPRax/l/YG8MnCc10MWBbBF3bFXYBbNsoEYCNBi6nSSPE+yn+sQGHWADkmnVye5IuFL7Wc0BeyCgfAp",
-	"F7CpkGcpJPFNh8iU24GhljebZfDdFvlhsRnylOpi9QNhoG0XRD38DBWjUNVT6qUNc3O9meoTNuxxV9sa",
-	"6c/REko38qdPIB5BjB21ATG70d87bB0eHu0FjcT+udnpdlu9zlHXfjEnJ6hN6R40O51mt3fVed5vt/vt",
-	"9t8aQUOnzGoKz1v7YL8/RO771X2N3sXfQvWoTOGC6SxZGUtBlnBLNaqaqF666shVF9gpKIih96SYPCkm",
-	"i4rJU3bi7zLLyG5CUbLuTcgHakIA3bDWWYngDvCGsHa3zIVrpRV3naXfIpd0xipYR9Y0RiTJpaaAIdnx",
-	"4pjHWDk8SxOO6C8gsKiZ7q6KguNir2A5v4NaraLX0CuAZthqdCTHzc+5XnHjbcfF57+G5IRtXijazW39",
-	"Dd+Xb9tnodWo/l1VveVdPNfWvFVEaN7U88mn/RTfe/KD/87SIejCRf2VIoEFcvRKGeoaAzr2AQ7pvTaJ",
-	"6WJ5cyXH17XmBFgWMqZJgn0MxgPhAaM8oGuLAJ8G8zczdMICBN0xPqkMwKqxhRR8DHFcYTzEqBkImJSV",
-	"7XOZefQEFgP6icMeRASWvC+Hg0LDNDURJwyz4ezrM27fPR6ImBVQOlKQ0Mp1ith9JUBiEpp5ykIiqAI0",
-	"ISNhItdcxAE2VwSFAP+MFmwOgoUWjuEz5qaJ7nZ2FyWZzpv3LqsLp779yG+uKeQI4NsrCvgKSNEHvfJQ",
-	"xaH80vbawxcT2DC9zRLboaU9SeknKf1Up/6rC928r5MXtY7T5kYoPvDsE/xzXdrhu7wlaI3cXKiG8VCS",
-	"VLumK068YInYUs4Mtsj+3aYZ4vRWuPhgS5642RM3e7I5fpdVMczxliX+91B2c4oMsjA0xlSxZo7x66Im",
-	"NYzz3JWzYKgLdP8Q8dtBiQ5jO4bwSAPChbhcPQyGHpdiXgOxU84nKoe/drF6BYpxXIzBJaFTxaiHyfV5",
-	"KTgRxJYGdT6POgpGlTVOIibA3IDWGopRDdB/CU19tkwxfcQGKaFwAHShfak1EKccAnkIqSszo+0iUTpA",
-	"BNH9aeiKh4b2tRBieVe+JohEcsZ0YT5NrC7cjLiKEkZirg0VEVofdruVpDEZ08hAXJp0WnsYaLM785Ue",
-	"CMBJs4cIRUjNa57IGTOKgQ1l/4IpSgRLmHbizPXYwaalmRphmPR69my6G+QRw4GwB/eVJrMsMTxNOFNk",
-	"h0VSyNmc/J//3QnsIsZSGfsfrb39gNwl8K+H+7t56BGnSFynYpzkQCh7iZm17xIfZAao9BxKHzvAkBA2",
-	"a6iomLCQ6JQKTY7a5H9CVLqzT/4nSnBqBgKePM7RiKMpVROmKyO0ZvTO9V3N0rGSwuBh7OZnkxdpIZZ0",
-	"nngFtikQbQw1WiMGHwK0sMhh3XMP5DIfunhzOBA7e+02Gc2JQwLebZEXgNyNaVOusgKhqBV8N4snzKHC",
-	"LAFicu1gZwHzcgWIyyuq2Klbxm8N5WJKDfccbHqjb1kp+Z4mTESckksTkEsqyCtFRcR1JBuluOz+0VE1",
-	"Ltt7fh808KJXx+yQN1RdM7N+vKO9g/J4e0f79wFAyLi+4w1H3dunkpV3O5eZXxYspnLgq1Q7XyhY1e5q",
-	"QHo3KSHFK/kb98ETeMx/zSjwU1D3v0pQFzQ30CQyU85pe1Xp7lDY0lWN8Nkn/6/rq/nykYK897mXnOUs",
-	"p51SJUrfKXo+azvvbIap5twMBBRFQ5ZzLnb7JAQctDDw4GnY31xXsdSmVPse5YANB2jhZAfHOB6IwgUs",
-	"6KyUp1QbC/6Gmc+TrV/KyP8MgfBk7j+Z+0/m/u+i6LDSd2cdx36w9Z+z8sIBMFE0nX5MVrL2i0xYO9T1",
-	"rck7jWldFMO8v3gd+I4H/jlA1oe+fzplER87fpZ389ID4ZrCWUZ+QxW326EdwD67M0xoaAkNobf3F6+b",
-	"TEQy9j0xwW1rbqX9LHTMM+zOmljfnF4NBNTN2LG5a3eDzoQiZTHK68cBJBPbw3xzetWH9GLfK0C4LgGu",
-	"p84Cij+ZQDedvXbPZSQhsHTRLksHed+YgECDFwdkbpURcIzAHiw1+sNGLuU/uyNqekLCXn7ozAiR6LFh",
-	"IVOacLM7EL6bCLoe/vSny2yUn6n+05/ITlj+S8sKPqyDicNdojKBx0fJD2x0KSNrXMmUCez3BhipKTXT",
-	"kpsl9FOEHhhW6Wre6pDobJQqaWQkkyDPCD9JZZJI8sK11BIxydTHxJIJvT7GuLHvlTmRALuCnyiaTwy5",
-	"4HbFqBhC0tenQaPSqGHQ6JNBo76n5qBxb83zkZK32u6Yw5bVzORN6qQoL363RU7sWvINy5t4UoE07ltq",
-	"cGhllLux2iT8+uTl8OL0L+9P8TCWVIu/2CvgLs2D9Qr3HoyxTRTVPf+9v20PeOedn/VbOmMPeO80v8m/",
-	"cpi39pJsrzm56V64t4Evb/JyUAPD2tsD/41ADkWbjpOYknOqru25TqWRpS4dUSyWWqjmqZSxuhnS7mgv",
-	"6sX77GB8OOlO93jv7/vXB8nhrNv6ezppBA17Glbx6bWeH94HDWboGyxGbPRFliRBw0oR2C+HVNToNzIN",
-	"7d2loUmj33m+3y61JW6cvR2eX7z75uL08hJWX/Bg3HX0Cieos3Xa7XbuIGKx/QNoKo/d7PrSNxllM3vT",
-	"FBVexYcmo6FDCYFsVegw6nryjSlPADzat1R69e7i67OXL0/fhrsOzzllSgNaZRNFmced9v37dsLz04vL",
-	"s8ur05fDv7w/vfjr8O27q+Grd+/fvgx3n3TmJ53ZEe8TktBDEsszsaRD7nxzerVb0m69EFwNPL+giubs",
-	"wTvUQ+Qv2ALJyYOwXy5XmUrLKnxgH3QNxz7ydvQBog/l4Zm8x1ew0MzK49L5SEuh9lHXKu3i9PKq1BB6",
-	"UQt1DXJFTFWcL6rUahB5XeA+XrDj+zCAKi7LzLC5c590222IR2Awq8Q3sdUm6opaQkYbrBc5JTTwgtL0",
-	"HMJ/ICxvRYUIwEKwT6Vv1kZgVuQWeoCW9PQWtI+G5wueC8VzjrFijt3CgK6KDsbcPQaNqegC5Ffh9DOV",
-	"iYXWbHl9IHibpIaezNU5aYMqMPAgq5FTKxjKGlqO6GeZ/9KC+qTTDtrtNgSVaGSVFKu0o2C4evdu+Prd",
-	"22+sbIlZaqb2YQL4qlxMiADR6De8/NLL09Pz8JhwKwuseYR9gDMRM0XC4RDJ2JlCwyEmMsKpWB2z23aU",
-	"GOLI1n6CHtyvSv9pmBrTiOkQW2uGqdSajxJ2Zc2O0E+NGjKTAGQQM5buYtVlB9brrwXkgLK7lEKbWzJW",
-	"dOK7ucJCSwCFAltFI2xBebkv3r05f336Y4jBtpPMyBk1PCpEcW6sQYDOGQjectjtQ7nqQJQPJ38VdF/y",
-	"Z/LJtTLrk05A9JR29w++pXp675v8oamJLfQm9k1F6EDkNAYf9qpANGURehoXVYFvTy6/Hb45u3xzcvXi",
-	"2xADpkit8C5NpGDHgM/o1YlS/2F8xLW0WqNlkJ1uu20PY4whax4h18EmxANRtJ2ucsAWuYCl+TZZABGB",
-	"HVvzHqge5NseNHQMPITMp4EoAAVcrakqjeWTpewK4AzfFDZs3tK2MPl3+wslgvVG7kB8jpV7nDcKzwPO",
-	"qMoOwE9QNLAFZs0FGUkzJTv2ymM6Qr55oDkWTCYomCkHFoq5CNigEnFPXJd+CY0ngprlQXNcKJvcofgs",
-	"VYpCsxSnM+td51Wo2YLQLosz38Ud23nsVBrGulGQR/Q6+wMRZkW8Ywg+BmQcu1Dia2kGJu4t1ZRhi80W",
-	"Oc9voaqQD7hYDgcCMuOWyAO7iQzEOUqgPA+9ag4bqN7aERJR27GrIW64AybBjVTw7+BZcJs6EEBOHfKG",
-	"f70LG5FzbbjQTvKRmBnKE1125GCtdS5366zu0zsWZYYVdvejQt2YLlPhRGBw5mrPlSc/1HhG2Hf58tuT",
-	"Znf/AG5TgITmeRKz9hm0CMbPlC2wmg/lbK7Rb4zjdu+ofUSPjuJu96gbs/2o1z7osE5E9w8O24d7naO9",
-	"djSKOoc0Yqw36o46ewf74zje22Pt9j4td4PsWO0t98nZT3G7a0alw+nedXfWE/vpwcdD9Vwfme7N3m3v",
-	"bn9+gGq3ZrU7cYJqRi5sXdaPpV6wU0urlhVPQ79xZc3roPERB8V/EvvHnT/yuE/OXv6PXfIJht+x//1H",
-	"Htv/dhA1hVnsP/kJAj4EzWcCdjm5R5frJwKmcYHte2//p/G4rXi4MfyAFILfjyMEJjTO3fvVQ3ewBx6D",
-	"wOBJ5idddaBYrfA+aKDWC96vRQ9EbMkh1y6tdeJhC/D5SCbZTDT6e0ED8Dv6nfsPQWPGtKYToCTLX4AO",
-	"Szk+tDxJ6DUNdNJyjU+tZQLz+2DHeoRP5D7IHUTFzpwWFghZNEBW79CTi+n+v6GT6SlZZvtkmd/cN/OE",
-	"t/QZDqHzd5crPEIuVul6U7e8DFpRG8k1eZcyiCIVFhLGCa15Lm6Y8gj8wIH/evLm9TGg4yw2qK4t9ICx",
-	"U/7vGrrR/YaZIDSOAWyFJufKzhK7G1iNIWi4rEbUplfxvsVd+q3c2/8SuRGP4Qe/n27KcCsWb8PKnsr+",
-	"os3pLHngRStVTVnRYSgXVlhS/chr9lc7hS94zfySi2tWXbVdBWQbHJOUKg1OAucbncMSSafVxZ9AiXQX",
-	"URsFUnS7ixjUb+PT/fzvcz8tKa28nymdzzxAwIomva4IooS/BjautXiIe53MmJnKGFvY5H53LJ+w2m1k",
-	"r2pAuNYZ04QOhGIR46mpFMZAxgcFF7aD3S19chnmzurUKZ2TvPInGIhSdVBK59gOcNlyxHTRckjBw+5h",
-	"6Q0kdApphmOZiThsYVkHPAIVPSPIIbGWkIFUUABDB7y+/M3i590AX3JNh1PKYzJnZiB2ijdoohiN50P7",
-	"Y+ic5yGdyUw4v1zo7aLQ9Rv+mNEE3B+Y4YVX3I5p549vDmdcA6Sf95aTmEXWmo39wUCLX8SngxQUH8px",
-	"hxoQBqlGofvvFv6MWUwLCSqAeYiPDf1nwiLMpRjVUkBQxQ6SKTaEoMgx2kGFfxexCF1vR1fZslDC4tsR",
-	"A1lpDU5JShQzar4QV7tGuOWEzjXhxh6jmjuoYeSzefvbHUge0hlNLKN0JFOlbZe6A9/EjRmIfGccids1",
-	"25G8a77r+l0WvXP7BaDUs0/2H4D3iaNgfKm2Ysd7cfrOzlfgVkfXqFsKLDaDoKGInf8yocZemkodW74z",
-	"9jFwok6Y8SFEu/lu9gEZzQ1ifdp/wUhReXpFuUefWE0xtDdRuT/lXtVrxlIcPXQThlRp5+PFKhyaDERE",
-	"k+SYhGX5UE6otgclBYND2L+7K1EMxBf9xGMSyRkQrcOmDAbCt//267Z8Y8SAYPi6GqhzPJXPLH+68P63",
-	"R5dBoUeDqrjq+Dmnc1dD6RlyfsTgVrdv4O3y/LfsDkIWgX6VYNnr4q8ykn6j30hnQzvg8IZr2kA/1LDe",
-	"fdnVe7n7std4gJfF7fdv0yzbH/YKraoqyXzqaM4n3RXMhZoVc7GrXniqlnqqlnqqlvoXq5bqbkUf31DD",
-	"bun8FyywonMXUs71Rx/q8Nr7udfXcw3ecZ31EF/+IUDYFqjMLoJ7hci3oOjJjsAgUcNlJnCrABWlTlb7",
-	"89wZA8pFx19XcV9R3EErsmr7/2XvenfbxrX8qxD5UhtQnDRNO10H+6H3tr0okDvTSVoMFqtFxFi0TUQm",
-	"NaIUx9tb4H7aB9iHuA82T7LgOYcUJcupkyZNdqL9sL3jSBRFUuf/+f0Q+DsjPrhFg1AoipVUk6xKXTc+",
-	"DeHArlud/WjpGA2/t7Mu1nYA+x8GiRVowlQjuwQTV9KUYDkG5QVKAFJoo3XM6IVw0yPvAW82I/ZeF9YE",
-	"xveKurwJrphY5CW+LxX3J5CUqM16o4uEecxRsNtiBddvwAY7cft9U8PkE5ibW5d43wOY2A/rXqM12g4v",
-	"0x1UWte+MrevzO2huH4E/mXrw7tey0k4AV/g3+saiD85qoI7IrA7sWM93j5dnN4GtwXWoZdnvTzru3Mf",
-	"Y3duQaLFST34lm/TjXuCQrFuxbUjXxPS/4vWF9ZmhgrQZpNwI37pIm/oLVCUmiUc1l+kiYO+J2ysuH5f",
-	"Z4WTieVGf2YAy6nhICT2+Z7Ap74yVlvBLh2xRJT8jPjz1omAAPaqBsMiPOEcMOS7sKsi5nClqpwi8Xjx",
-	"WSkX1JfgUYbLhOVZhdU8FGRH3XMOK1zOhSygHcD3WoN/5zTT2HspFHJO4G5HMGBVEnujYoUJDxyTq1Vz",
-	"szC7AAkUr/qkCoca1L7ZmB0eHMTK//HMOXGNDgscZYxhfby0TodADLYbaw2WABorsH5/zvNcKOMYoYIE",
-	"z7ix2VAqr5WpFiKNWpyDk4zLhUhjNSiX2l7lqAMd3SL5bTNRBl02cDvBkDlvjHbNFXkTcseIfk4IzVMa",
-	"gNIqhTqC5l21YpSycDFlJq3zh7+ZcaMxxb+QXnMdXXLJXRKsKPiOrrbf3oJ75K904CQR/NF9hoQdBlkk",
-	"f6nLJAFIyRFTmk0LUS+nso5wDYYH9yp9RrwW/uu1h4FO0nKu/ROBq8l1+dSF11OM4Lvx8LzMuTlDUqcz",
-	"e8NWuY1NORyfqcDacQ6QdkAXBq0XL6+u8ENd6cofA4xpkGePOR+pTEnUXZzYvOBlNqcArFx9HPF/kADt",
-	"mlgWyoUAGbFR+e1OBkTrhSnPzn/aWGyMOGYFXlukxZk60C/yw99fFq/MT+VB9eLycPny6tXqp/8+AIWG",
-	"T2uVZ68LwACA4nbzukEWwW7ZA2GoQXn5BkscNWiraL1PDfSpgT418ASB1Kz9TcK6Zf4HEY/rua+OpSnr",
-	"mhwTtN1CgN0IMfY63JuhUU3FRRgqBrmb00JfiqiOZjPo53qLeKNEyWm1fTNfsBvYwRuZr54E55WjXbnB",
-	"yD1L1gOyZPXEWH1c7M40+ZOK2repqlC8N5WWr2zbjPKJXuSlBCgBh9xN+gtap0BzRYGxHIVh/GFnqJ76",
-	"O2+eFX2kguw6Z6KXXr306qP6jzGq3yrYcQLydtUayONfdUEYWYd/0qzLd/jH4/XqmSZ2spew7QjuUaww",
-	"08omXE1ERuXLH385/dRVuYwXZdg5DZHhLNNLkbKFvhRmHCufK2B//M//It+/VDP2DybVWV7oWSGMYf+g",
-	"h2FxeeKvsrdsvC5WSfg3e21ddH/UKNDHUht/K2BAQNByxN4oh/JgZ0wxURga0TEgZA2tcRjB/Pj5E1D/",
-	"+rgLQsq4giUXmybMAIo7GsaZ0rs6r5f6wOEFQSC6UpM5VzOq9gKUCwhGRyxBlntMNfjLIARfCJ7hrIH6",
-	"wYCupBi2wnHbbRVjrOAauRVOiMBwZEpeUC+D/TTs64Srm0QEHsMzo2NlBHQFhFkR0uB8UlY8g/js0I0d",
-	"dkrgnf4X+1ZHgEoVq+QLFZdFREISXvU1QextHLDeSTeg+wU9UfbGxaRpHxb8QoRpIVbnqRDvxm7tqbDH",
-	"5MPUobLWkKSA3Wr9hiYjtP8MKC81rbKMFSIvhBGqhG8iwsJ7XZUeY2lo1wq2zecmtMpWTE6Z0hDldmdB",
-	"lsxINQFH3pQ8E8xOBM7o8wPIjkEMG07nGfVmNJDBHP6sS+PZ27vcdARsvZX19GEa2kK3jm7TeVzHPAny",
-	"TOd2FQF1iROMEZ7AMKrs8QH8iFZC+5O0Pj4lObgVkzrPRcr0dNo5Yj3IDaLRnzwc7vejcdyt/Rjg8MBh",
-	"HABnDh09x7MEQquNIvBErcU/a1T5x1hzNw9DbxER/hgIwPcg/3rkhBuYq3+33z3lc3mm1QwsiExOxWQ1",
-	"ycS2Tn7TCISik1sbut0NqDB+M/U8567zCwwXNgiKUgD03Fk4wzHrDCewsHh7xD6sVSjU6vlcIM9aaEIS",
-	"23Rod0RocwUaq2lkYDHCmgnTrjqoSc+CZYXsuuvVtPYNTKxlooUmrxXfrlwneNi19m3dpeiraGCy38Ej",
-	"Zvf2r8F7PCiXGDah7ox3PmZcGWdmbU/TFb7IA6WYG2t5nXaXpvaV+jRzbxD8CQyCPi997xYBipfNMaxu",
-	"/U9tsNdW5PvOWd9VD1VYWBZDJZGboR4GtesekeIOUB0c+9fh/iFbzmUmGlV/lQLIhYEHP+BlKRZ5iZio",
-	"YEPM9VKxuSjEEBAkPH4FDNHsGdvA6WUX6Nb94j8qpfCNHmdafQdp0OcX+vxCn194pPmF+jvtbpq6dbKh",
-	"W8JjEPr6DmOaViYvET5b1HId87oGaokRCZOnXsC2yRAApZpbd8/EanPA1Qp7DFKRj7bS3m+yT4O+Mj6Z",
-	"R1Y54JWoMyjB8czUvcKusZeaFfgE8OiHI/YbeHl4cMYA1bUH7tquKQvBFwnz1E/PYpUAI/qproqJSBhC",
-	"q8ty2AIw5wzvPcK0w1Iax/rdzh8IpIUGCi7OEqxsuRQYTgRmdIQhtO+GgO6EKprrLAOPFjFd7NOIroAA",
-	"bKF7O4E3GcObYwV6ItMxJkusK5ykvOTjhFmlCWwX2E29Ng8CgAtTTi7uHrVaM2rlXDvJ5Ggv+QrBoxzl",
-	"Z7ttPIpVQmXqDqo3sY5w/UpEpYWs33ZcR/Ple9i1IlwcD+8OLmAAmJNrdIZx04yRM2sx0GyJJIL6PCZ6",
-	"AXYMrM8gGbO54EV5LniZDGm05y+pzNwQDE5e6CvpGNsnmTbY+8Fkmgm7aHarRuxNHZmllyN8EUhquNzS",
-	"IHD3o9DJH9Yc90WsPMK/G/1E0Lo4ZCJuyl04ursf3oYnmjUPNNhBsmTnK2DJENl0OEZTybVFuLwFJC3w",
-	"KNILRMEM2JIDbhXJBiWuSrcRrW8CYjumFg+Nj2PEPtJeQXvJuSiXAhn57XxiVXhsIu2QxAhvfmENwAIR",
-	"m9mC57CfeJpJZjQZDp4ZmrlxDO2ue8Ce+UJXs7mdSzkrxOmvx7FKjj+cfnr3c7KX/PzLpw/v/wM+1bzQ",
-	"aQVxpcjfxOFLFSkDpWRP5+mvx7IUXTbmKcygTid0VFSui+QkQFoCDH53nqDj9hJ6bTQrhKkWwvdWpNLQ",
-	"AbEmoLRjoeGxEzmo6MaR2QnDJwt+dSzUrJwD6PI6ZOH9l/45wQSqc01iNyJCO4EEjJVMx+z5T68O94P/",
-	"23VhxFiBNGRfYgd9FO+M429gt8c7UUz5I7jaD2Z/DwRjvDN+8RX2fBNS5Cl8zLun9vTDupsjFOgNIQ3a",
-	"pbkKTktsDR/ppASy46wPvyb+B0YQOQbMHY8bx4Y0qgm+KzeiD7g8MXv3vc4yvXQmHliWg/VPYXiXxTZk",
-	"/y7F+Vzri12h0lxL9Q1wHTIYnxlG9zF/XxtjB+MZViUNR+xUTArhAhHQxJgB1Puos5D+Nxz7nZ/SI6ip",
-	"/2Gxi9bLf7vE2+9AH8joAxk9nMv9F4avib5ALNPXaxqMjNZPP+eTC/gswRTbNBV/5R5I/J317/6EWI+s",
-	"ifL55BjNWrBxGflwSGINwYHa+UBxSynYC2ldpYaERuBfO6DD/eXnRmdVKVgC5ChJ0IGvrect0QXlLC/k",
-	"JQRBMq1zO3mIW2dSXexa/zVjPE2hcHFAHHEQgIaZZbIURX2FQF5IyiGjmf7251Pr4sBcwKfwrm0qrJ4s",
-	"VsONlWB2QaDAz4D6SdggWc6NmJz98c9/JcOx9e7Am4aoODhPdmbI/VXqAlwzpZc4vtttt9wE4gCK2TXc",
-	"O0o4cOsDYrAR87qMaHTqMkJQqM53IX5MRBewZq97STtPRwOfOjAKDGzgVsPC27GXY3YpCjldAcSsTMXu",
-	"qZwpXlaFSGI1oPNw6jg03YF1NN5DpKQDgAW+hGb0iKUirVCfCRfGwJNk/a4I6RJp/ZODq6uETbkpR+wN",
-	"Sw7tf2EGo5xzxQ73XyP92sG/2TWmdj5EqDXepIbBYzVIDp/vs79pJRKox7QeG1BK4QxoSQHemmAYAFsv",
-	"aJsfPN9nZkjd8zUZusc5gFoDQMel4/acAcLdS/znxT7+e8Dm9rd5xJ7vu//P/vjnv1ilSpnF6uCQzYMy",
-	"M1ybQXIiymK1C0GORhUBBhNkybihdnZ7JEQx3Fxe0LIK7qG6oFsyukukWLNMcGJw+30WArSe+pss52hN",
-	"boSC8rxw/ogE/egoCtig9dEPjzpqQtztLcOqrwb4UzqnfZr+EVIeed7ZNaur2+ja5NXufXH/k5r1UpGJ",
-	"Uqx7uW/h9+b3j9V0OXU/kEqWZK1AoV39U6ZnDcvqCGinQTktdFFH70vNZDliJyIXyKroEjosE9xZF5Am",
-	"wgwJdEo4jYc0qM2GlkPgi5EImyTThnXhM/tzfikA1AgVaS0hIVGCa4KwQYEUxd6OOn5av22XvsIFXNdX",
-	"LQVxuGnp0yPWXjB6oEhp1Xqutz953O//oaTCw7u1nIq6Y2y/KNHKzXaF2hoCJgrwqJ1509kz/N0m5ANF",
-	"wDbZeRussz7s1Ye9+nzGo6jf2VYU3kwOvfOGHHZSgEDq4vJSjstrIRbnokDDK6KyD8iUayO8LJ02TL5n",
-	"xhfHjFlSFRm04WK0J4lYEjyMWKJcR7K1Uci8ArBDZ2DpggkFv1rHH0yqAWWiYxUEOkqtKaLlwlfkspqS",
-	"rwz+xVVzWBErjIslKXFVuprPMVhz3k6lBom0Emym6+uX7PPJsadRUpSgASotNLbcZRgxnBZ6Yc3ZJdPq",
-	"iGpcwle0ppozLJVuGMowbCqo6CWi1g+N5Q9znsbKmddkZLoQiTS0bM4OHVBpgosbrRh8xFrRqqUiL8QE",
-	"o3FJ4AucefWZMJ5JbmqrGJEUpan578f06AuRl3VxF5YexYrOiiOnygQ3Ao4UvhcwOLmRjN0lwQumFUs6",
-	"XZNkc6NqlxV9y5YQ391Jq7kT7VRFFlBf57wolSgazNeFTIWbsNm7PNi+g6Q184fpDL2hIRFE8PAD6x2N",
-	"vsDg8RBWP7EGDVJxdxn32as10rVVDq1wjp42tFzofI2hgFQoq4Zyq8pR+zZrIQgaAfwzXZUTvaAyQcok",
-	"FVB3B6WOE53S3zIOwfqAZ1TWLPrL+WoUq3eq9MoVFBU3kEiw/xIcLSYiXuyzlK/MRuBCWse39eo8wYIL",
-	"evvVtwsuXFtN73j2jmfveD5Gvh0V+nE+he6+23twQ7dTP4VoKqDv83s7EQTeuIyy7ookkpM3CCulnXKw",
-	"7t658MkJ8Ifc5ImlOAosZKe7rJc0lVciJb3ovTBa9JoVFx7+zGDNAFAZEzk21hvwMkDfV2mGsECFmOiZ",
-	"kgYq8o/IK6ONhA5H7IGwblemZzOkdwZ0gtAbBpYI12CztY0AXRdEFO23bkUABVg0QMUQwKcMdcFplYmg",
-	"+6OGPNjgtALkAJU7YGFk5wawQZCPAa5jAonE0grrng/rxpAs89mjEXsTq65sDzIYtH3jM3dpkyQDX4O4",
-	"Guz/DjnDvwM0gT6/E7+4D4qagG+GKP2X5dlP5y8ufj+4erk4VK/y18WBOSxfXb5eHqwOb+wG1y94IzSF",
-	"g7u2cYKF3uALN+qNKsGUXh6B4Vr3EmM4gw5zIGczPbsv/IXe8+49775I47HaXAAnyJ2WoKhxHVSzlsP3",
-	"OO0Y/t4tdHlb3KWtLKcGymgg1lpReGpQJJb+KCweBZHoizJi1WyBeFsVrsxjVvCJYLkopE7ZIIH/PMP/",
-	"PKM2yiRiKXESvH51uL/P/p0dHLL50NHmejnt6l05TBTKPMH+g6YpnDMYW87SArQcZpaynMyt+ZQJaapC",
-	"HLFkP7H22KV2AJI6S91Lk5ll7SGfjJBZ5pQAvs9SqlQvXbSEF5mEFmTaNiy1tKOnYzveQpuSlUtNA+I6",
-	"I0vZCso3u6yGEztYOypO1YAPaTl07eDO+MWr/f2tLQV8ixNaLTSPrNS/z9LK5jM3mQT2qOMm9TWSvZa/",
-	"oZbv9fUjLKoEKdqKkjTV3Db6+qy7ZdBlX9GpidZq/NzfKQkbYg2vp0ajusIRe/jd/SCCIO1+LNVF4roX",
-	"tusnrCfRdxZu1VmIvc/X7NPwLmPhwR5/69bw0htG0e25+da1p9XEfvK6gIv70Hsfen/qrY5sUEt4ZnKR",
-	"ZVLNht9qgLyVVvBMDF1qwRfmODwgjylr3U1TYgxYF3KGSDI003FdVu/VRFT/RmzQEVIdh8pmzOy8UeXw",
-	"WJHWIV/XODFRNyfiSCP22YiblP10Nnt9h7p62m1fHV1fVo1dc7Daeuz2quhW6qX3mvrOst4JeujOspvo",
-	"uE0u0bX9ZrdQhm/fHb/79G6L/OUduEydHVwNJbR1LxdJ3O1n/8ACuBemfS/ZI+4lu5n1fS8hmbsWNuuN",
-	"ad9j7j7SFrVvxU+ul4F9MKUPpvR1jH0D3U3l//fUM9rJiElVWAvf3nwueCGKN1U53xn/539Z2Yqwu5sA",
-	"WfGvhNJcnWfSzCGtLA1L9aRaIECOFYY6F4rncmQFcBKxxm8rvsiS4REDHKlsFSvAohrv7cEPc23K8ev9",
-	"1/sJ1SUmM82KSrHRHj5+b7JIoYeJ55LCLdjz9AUDQ1+B/q6QgClkNw1/RqUJyXfqj1p74k5b2p9axSAi",
-	"Zq8AvWddLFeAmYo808Q18BWgYWm/1laukLlhnCChS7v1APxNsMxpoS+F650TsqgZrEY1ZC0CQ36N2mN/",
-	"zqeFViXLCzkRhhDFC12VWD1pH8nKVS6g8E+YUi4AVdWwJZRm0pzO7ekKnvaeF8Jf3fVYaFeUpYfkwoNP",
-	"0TdhmFQ1LLosaHbBA/4K93YM/BetLxCoG6YOQNMcCDX9fByXJ6JzeVotKuHARQ0edSLTzid9tOd34jYh",
-	"L/RUZsL4faih1Y2dCO05vWjEZtrOUitAlkVkDXs27I8Ogzt837cwWNc0TmAD3ONb8+68owYdg++whROH",
-	"AHHQWkJ1wXOe50KFB6zZCRM80wua7h2vS44J0cxEDiON1gAqQTxAtMM+a5TM1E9zg2x4Gk2/o6rZ9dnk",
-	"GV+xqYNJ01MvWV0dTfAwxFrtOgd8ZXcNos4OkBxZ4uuzAGsMZZKe/kUaUzX2y7MXdL/N7xXUX1q9MuUT",
-	"4VqMSAOUQPDK2d8Kns9/Pa6lqeILQEC74pOSYMCRhzVWS65KkY4YCCk+ZgmasSAaRzM70O9ZwgbSGo0m",
-	"J4g0QKynliGaOD1z0ydi5iL180FwHG/r88ye3PPGOvxdlNzqmv8LAAD//w==",
+	"7L37ciM3lif8Klh2b1jqSbJIipJKVHR8IVepbI3r1pLKdrdZywQzQRKtJJAFICXR1YqYv74H+L4/9g3m",
+	"RfZN+kk2cA6QFzJ5kepi94x2dsa2mInE5eDcz+98bERylkrBhNGN/sdGRJNkRKMr+I/TayaM/ZePf1Ts",
+	"Q8a0aY1kPP/Dk0wld/bvqdTwe8x0pHhquBSNfuOcx4ycvD0jdjBNzJQRxSZcG6ZYTN6dvyRSRIykTBFm",
+	"v0DkmFCis5EdZMRicsVFHBBqSMKoNvB0fyDsOJrOmHtpRueEKsWvGZlJxYiZUgGPBoSKGB/S5adkBl+S",
+	"KmaqNRAD8SNTfDwnIzaG91WmDRcTmK9dZp8oZjcnM4x8/+rkWfPi+5Pu/gGR10yRcJC123uRgX+wFv6X",
+	"ojfwJv4xJFdszmJyw80UZ89EnEouDNEsUsyQHfvHm6lMGAlvpppFw3/+x3+GRBvFxWQXlmEnQBUj3ASE",
+	"CxJJoQ0Vhhg+Y8FA2LEJo9GUhNed0C4v/Llp9795wSeCmkyx8Jgo9ncW4Tva0FmqSzu2T2ZcZIZpMlZy",
+	"RuYyUwMRJTK6apHLKSPfSZLS6IpOGAkn3EyzUSuSsyeKx4ymHP755IaNplJe6ZDEktkD55rshLi94S6c",
+	"B27AhaEipiomP7k3yJTRmClNEmYIFfOaJxI+UlTNyTWelpESJiYGImZxliY8ooYRKeDckDRCHodkhyZa",
+	"2j3zOwLU3DyLQ9jY0E26yeMwIDltSTEQ7JqpOVHMqDkeAhX6xp559/Y2tGRpqeyYpEpGTGtCx4apG6pi",
+	"3RqIRtCQKVPUXoWzuNFvKBYxfs3wKgWNlCo6Y4Yp3ej/snhxLvMVuBugSWjmKQvtMjxZthpBg9uncesa",
+	"QUPQGWv0G+VlNoKGvbFcsbjRNypjQUNHUzaj9rb+UbFxo9/4w5Pi6j/BX/UTePtynrLG3V1Q/2ixhCfu",
+	"kOCls/h7nND27+U0eu83T4xhs9Rs/56nK/f+fSa78Oqlv0UPHmFp2e/xtJg238p4DmxYCuN4L02RxrkU",
+	"T/6uLZ18vM9ZNu7u7haJAf6gUyk0Az7f/fnnZS5+El0JeZOweMLi49Ll4poIaVmYMIROKBdkJxMJXATh",
+	"bwrXJJHAueHFGzonVqjsthp3QaPXaS9/7TspGBlLRSZSxsckFyHayFTjXbS82d7GmGs6ShgKFs9SceS6",
+	"dZwD82NxPjrZYbcRSw3ptZ/CgL3uUUBupjyaEstq7cc4i3f7q2ZheRnXuB32yt8Fjf26L7+gPLF75wZE",
+	"RkE6luEGyHcDstfGf3bJ1P5tGpBO2/9f8s//+E+SCcMT0u2RKb7vJAl8m5yQ8NxOqnlifwoJ1Vd2l+xK",
+	"EykmeBJTKWSmWNwilnRlZjTZ6bSJ3kW+HEkhWGSnTMaUJ5liurwNhCb8isEy74KGZlGmuJk3+r+8Dxo6",
+	"m82omsMmA5ezJIBUsrOgBFi5YkX/biNoGDqx3K/hWXzjPdDoWy4mVWUjpWba8id8Fq9ROQrOGb59c3FJ",
+	"nlx3vFRq+gH0k4+lsZ4Ypo0OLR3HmhhZoaZvtJ3rQICA9iqRFefESt9Yww6bKTWwpD7RfCLsVokYxZTd",
+	"N7ttBEUJzCwgcjwQlp2TMOViErbISUmuHNtbNbWnxxLNyJSmKRPrJAps1waBcpLc0Ln23/tkwcFENrMH",
+	"Z4drvA8adjGNfgP1lUeB8S8vMCxJfT6h0dqOYxB7ER/KNe4CR80wpWc0mrJnUhglk+W5hani19SwgMzo",
+	"bZNO2J/bAZll2jQVu6YJj6lhId5sxVMdEKvbKg23OuHa6GOyPMRBG1+JrYmhrE445gnTrfX36JbO0sRe",
+	"nS2m1Ki5Z43nLFUMz7hmofZ7YR/1cJ2yJLFsRY6BxeW8xIqG2A1jpVT4kourkFieoAk3mugssvqtVK2t",
+	"mIL9ey1TaJxe0snyLC+MkmJC3DKl8hNktzQyRNmZWR0D52r/bds9HTT2xl16FHVGh3GP7Y8P2oNG7Sae",
+	"xWyWSnttzlma0Lkdtn4vyc2UCdzPQsOhdpIJnec7K5hVFJRTNeyf8i9E8+YPDFT3+2zcS7nqiH+aMjDg",
+	"GIkUs+dHdqQidDwGVWeXKKZlpiIrvAQZWWFO4233z8pOuAFPjEqH072r7qwn9tODD4fqqT4y3eu9m97t",
+	"/vygdk/PqWEv+Ywb+D81p85/ZX7D7B1n6hsrfa+YIKMsumLG7R3XYAPZRx2nIzt2EZpIRW4UN0zvtsgF",
+	"eA8EoZmZMmHAFPTmmrYqXcKIsuZhYmeDeo0UC8fgF95tt/MVcWHYxHLa8pLO2Yxy4bSUBf3DrsBasWOT",
+	"22qwnBXf6hwdbfqWZnXbxyJp9Q/UCovPWHocZ0mCGnlAlMyseUyydNUE6j9vlUnQJVd/2khyQ7nxbhOv",
+	"FG9JXfXfvfCsxvKgeu3O6oL225lmhAttGHUGMrpe7M/odrH6dvLnQSNnX81rpjSXYtAIt2YhMGatErnx",
+	"I7XX4kcQeqvUs5PMTKXiv8JlDwOiJdFTahlJZCWaJuCSIDN+6+7M1vKlMnLtzH766aeT0u2p3/zS/QJu",
+	"bL/E/GnshN8yqpgKd7edFT5fO52fz/G2n9Xw4rPYzmHMvYvJ7oW9bVZJSOREH5MPmTSMcIP82upENAKf",
+	"ns7SVKqtRYhiH4b74+7oadSJj9ge7Y0Ooprp3lXV74+NZ6DoLM77jUjmqFMgb7BT52ZOdij+UyeZnaE1",
+	"PzUJNRXNsaIi4jqS4a61EkgmrFol8PEJv2ZgbFuFdg6qSa7af8iYmheavX2+/v43Kp9pBI0ZvX3JxMRM",
+	"G/2DXtCYceH/s1N3Ts9Q7KzgFaUVe/lk341MMndWMOwCd87MnfMXz8je3t7R7sqF4ChDeLmyorFUM2oa",
+	"/YbVlZqGz+oVJjffb4Fp3W/C3j/8sBnj2w+acqa0rNncE0FkSj9kjIykvJpRddUnYUonXMDtbAl2a4YR",
+	"vBxaaVn+LVXsuvhtTCixf+Ey0wOR0kkumsEXCitqkRNijRfw3eObgR3Vajtc68xpO9JMmSJjntirYDmY",
+	"MkSqgUB+FZBcc2Ix6bXbJOQCND8/GTR0azcSt6G8gSVa3e90NxPrc1DO61iKZW6oun+jCff8RZGdMFbX",
+	"4I0vDtiKmGJasR9zO45ih6Pd0V7Ui/fZwfhw0p3u8d7f968OksNZt7Fu1i9gU9fSLExGkNEcqRTnVuEc",
+	"zj65B+/AN4Y8XrX127CJ09zhUr/3TryWHS+VU7iZsrWnUDh0tjwHO+BVb3YguunTD3tqXx+a7nXv5uD2",
+	"6bz7a6/2HE614TNq2Ko1jK1WydxDiwtg2qxfQDH4dguwA44O76WTg0m/BcN2IbPfCccuz3ot21417d+K",
+	"bzvn1hon5RKRXG8gEjfilhRybYaHo72rD93b/VlPHKRPVVf3zMH105vuvLd6ypeKp+t5jZ+/RjHBNbCf",
+	"PngLQvuvrT+F/gkqYnghTOl8Zq334ic5tm9YgQO/6NW83465yIGKhW40TxeY1ap1z1O2dt0La7Z26Srq",
+	"gU88KNbW+E7RdPqXl6e3hglrSejl2bxV0shIJoTlD1mVkZJ/v3jzmsgRRHl33p2/bDIRSWv/wQ+G3Zrd",
+	"oNAwPw4aqbVWtGHxX+z8B43+x0Ejt2D6nWDQ0FPa3T/4nurpoNEfNP75H/85aNzdhasWXsyosvzlLXfL",
+	"fOPdUK/h/WX/Bo+mJV+VU0tiGWWWZKzpoTIRoJ7PDZlSTbQ1kmjiwtb4GQzWf395+ZbolEV87E2YMb8t",
+	"zIgZS55RzcD3tWqBsjLheoK0N6j2frnZwGbX8wU/X7/CFnlFLQtDl4LMnEkTFvvsXXW0nFyRn6tT3lYs",
+	"xv9n3SI+wqXe4XGfDDZcsUFjl3wk2lCTaRSDH4mRhiZWUVRMRHNyZ/9n3Z78SBWHcF79vlzTJGN68fy/",
+	"0eTavxdsfQVW7UY+1KodGTR4DLdg03bcrfczRvMfWJ0bACJL4BFLuKXuCROW2JiGHJlETnhEk9Jt2KHk",
+	"3buz5+S6Z/VqyFKZMRGzeDcgHXs3uvv7A5EqLoxdF4mmVNHIaeaRTFnsA165C45Gkcws2YFGw5U2ud8N",
+	"ckwozFFlQg+EZe3gTctdoc7tudPtkanMlLaaaMzGNEvM7jFQqFFzHCi3Lux4XkjYPwzESMZzMmFGY2jN",
+	"De88WqO5wQCx/ZcAxwoLD27Tu3D7BDy2uBAc134JFyHQTIEP7YARk/9NycyOKxXmweR/5rE1X5z6LBWh",
+	"8YwLDOVNmd+2XbsJvW6XhLw46+EVmw8VyzSLw2PnjDRLuwu7x5PE7q3gYhIMRK99tDwQF8NMs9AtvBz1",
+	"tRba/u1t6TggPg9HAr4kU9mJGfIVF94tyd7FsOCC83rF5dgft6MD1mHNp3GHNXujQ9o8ijrj5l7cZT16",
+	"MHoateOqKO7u7y8aDik1hik7if/1y2Bw2+00B4Pbw9P3//bHLS7Uea4TLYf+8RcyZYoFZMQimmlGKCny",
+	"hm5klsQklkQxmjRvpEpiMqVq1oeNtnyXG9jAfHft+bTrDhq/Bcdx7/s8EBsvNKm7z2QHyPSGa2bN6oHI",
+	"7eqF+YW7q67+QOR3/2TtRYVbgyEPzL1wt97tDKa5rbmSx5X7F+CNs1cKZ+KukF3CqjtE81uDV4YLMk74",
+	"ZAq3aOOtGYiHXRvyibdmG539N7lF41fURNN6uRueXtJJ6OXuQjRuLjOSUGBiNCY74XenmHGBUaOP9h9n",
+	"8V3or9BAhGPOklhbIpSKhH9y7DmaUjFhdutnNGZEWmWb4xftGO6UrW7HzTEpUXrHkkmqICLB7ZSGY8i1",
+	"CVvEhRUxb5JrKfqEkhtGr8hO+NOTcJcYOvH+dLt8ptcd5riJe7RtpPFpp+zkaT+FcEDp1Drt7hZek7Px",
+	"aynYitM5EcSejRdThFGVWDMS6fg4V4lx89wagyoPI3vtXs7g6Pq0wrNx086mZiOWJ/4Dm68yfE/entmL",
+	"tGj62ksKpm/gDgUiz5Aeu8IYvoJvbHet7OizPbGfHn7oqp4+ME+vuze924P501/3Rvu1t2JF3PItnTCi",
+	"+a/MMeROu90iJ2LuHJ+gpq52ckL4caXtBL9WdtbpTo1+tx0UbgcuzF4X6YnPspmlpjYQk/uv2tDaWx5d",
+	"Zekln7HNvvqUR1cQNATlKM4gxDNiu5/oCkphCkPDZ+zh7qBzq4itIi7Q0hZJS8VqrVdFuRG3DAnFaii6",
+	"ci/tfdhXB/rQdLO9697N/u3B/PDXegfuqhSimlSIxaTnGdPaUhyvpl7GK29pkc385bxEG7KStliW9q/o",
+	"PgmvOwHGWUdUs4NeNcd+TAYuClusrJJr7/+cJ7WvycR3Q7EQNGCXko/Rc/h0M2ZoK6ZUmTwEgjn6SPEu",
+	"PT8MIO5htTgaGX7NBgIfC4hmKVXggBzNiU5ptFaw+NnnG7LlqV13gh/25d/Gv74+2v/b0bsfs86pHv9l",
+	"Nv7x9V+m4upv3fTvR/Lo9fPXT75/kp71/rzNMS6mp215jFApwWcMyhLeCX5rN0yKWG8k0fzEtswYODzY",
+	"O+we9NoLrPCgRKRlhoduTKtuLC/lmZzNaLM4KiPTZsKuWULsW2TGZiOrVBtrDphMgaWtU6r0ogq028Ii",
+	"A8igDdEDEkJ6CcWYPr7P4koQBscHv82irEBaYbdpImPW6I9polk9N0VVqsJCuWEzvcnbmO9L4w6Exhm+",
+	"VEgNqhSd2x+1mQOx2d1uuB1dxXmt4FhkvEalaxkv6odbUvwDcpBwvmucbaBc3kwlHGvEeGrgzBOuTe30",
+	"V3qlH7SArt7LF9C7f+Tdru5CKrOZuiEIe8XmOrAiHcw+xViA9ULUkJnUvpaFkoTR2N7psBmSGaNCD4Qd",
+	"nQn7V1TXYdt4HPgMJ3RkoFIXc4VJ5AEZKUavNDGc6RZ5jprMQITNPCJkwhY5xf3pk/LfgzFVLNz+KtgF",
+	"Puwi2A201tkdbL+7CnsPuBcXcPW3CNH6zA/kFatIC3/dOoJQzABzeepynWtvQKdpJV9MRAYcyYc2KL5p",
+	"aSVmCbi8Cu0DCIjrUsnF+nzy5zjCvOnms3WC2AaNtjaHfE1FAHeJYpZfl+qojstFXy5R363fkm2ltIyb",
+	"rZLnm18yRret1hWaP6MOlJWEMuo/wXXH/ZbIG6YiqhmZsttVmpfZRqVCjQiqD1OmBgL1oqLC8UaSOFO+",
+	"rnKiaMTIDRexvHFln/igkk6wBnkxxVgxPR2IpcNZrVUtlj5uy6H/XNIxrjt/3u/uH9KnB0fskEVsxGK6",
+	"16XjMT3oRnFE98Z0vxPR+JAdHtI22z8Yj/f3DuJ2xJ6yTvtp/HQU12eKFQn7HIMdno7ddcJQ95b5/Pnk",
+	"lxPwwZcHOW9zEVlGeo21vb+A3GpZLpIww2KoHcHQLGQxspjFjfdBI1OJ3VpjUt1/8sRqxIKplvtgXvuZ",
+	"13wCY9yKWdWuF/dm+eq+O39pGQ6k+PkoQVEaCeJaMwHOTF6T1ne3WK3wLY2/o4bd0HW7myo5Stjs3+5Z",
+	"NYFv1a3E6n6pNorRGdFMXfOIYdGv23mSKnltzdBdgg4scIeCS1pI4xK3oymLB2LHB9KH/p0hU0qqcLdF",
+	"XrvKoRuqSSRnM26Mq0byNUVFjAbCKRp82gOx4Kzsr/L/unjLiEZXcjzGG1iqu/i56bI2m6gm1u2We/xJ",
+	"KcETNuxbGru/3ONgSuQfgZLQqHhaGvYcDOWJd65ATYXdzhEzN4wJ0oHd6bTblnRgH7F8Kskz7lEyt/x4",
+	"ziBv9BtOZPoRvR7VabfLdTlWP1yZR+qkfB9sGsMNcKEzXAHxX3Qs5EksI+03QP+hus6t794aGgX/SRGM",
+	"mtHE6jcs7hNK8uxWS5fOeplS9P7fgJ/VzjIgaJfZhxQVE2ap1U/UDR36kB1u9i/vw92AhOgXs591xfnw",
+	"OtlZcJztBkiumApoH88zEqWyH2d8IkpvuZxCfA0DwOWV2enl/zG0NBXaxeq5MPSWwAQDQsUcr453eblY",
+	"NHiwacWUm/BrJgbC3NjrzQUIRIxEo7+bilKkEm8arHnGtYZrC8UcnoHB5q0KLu3a8SxrWBsVKu//Uhyo",
+	"RS7ZLRTb43d3rHEWYL5AABJ+Nyfud5cvmk9zR/Hrdy8HohxLhtp4fNOBFuCbaDHvFFcjaLfbBTHp3X7h",
+	"zC+FrDyp2F31CgMXaWaWGE5eJtHM3bXreM5CUUq5zqJZKerYapDijYWBXMXGloPYp++CT+Kdz6QYJzwy",
+	"X1OkldlF5L6vC4nhC4++0S4HxIDFw8jOWCri+HbpzI2iQnNX9xAKOXRpp/Sa8sSStf0zGNw0UYzG82FK",
+	"eewCSZBFtnCzioB6ER3cWRUXDGrC6btL1FYT0tx0UjWlZb68prldfU2AFfY4vxXTv1dtz6cQ2gupRjyO",
+	"mfjalHaFB4qScZQh6ovlf7H0MCNjPzd02HyRc3tkN6WMra00tol99kPS9Er4PcnCfercvQ0EvMEOKmlx",
+	"rJJD6TTEv7w7Pf/r8PLNm+GzN6/evjz92W6H1/fwvUgm2UzABUq4sDfJanSF6mcp0kk7ljDL9zrddo+g",
+	"Rxb9Cahucm31wXYLNMLF2eC+oQLXt4/lSqOlTzsi7Pbn2agvcivzNMyICnsZVSZa5ESTcPGIHLKOT25k",
+	"4polMmXI1YQkYUwNhUplNhD5qAAiZMd1ekT43fnJ2+//8nL49uT84nT44uTs5elzVIXyR321dNm+wTo1",
+	"arUhP8KPJy/Pnp9cnr15nQ8TON3O5QBazmIHHHNI/dkJvz15Pnx3cXo+PHv99t0lBKplkbszEC7CTsJK",
+	"hmhIdsI3b0/P8VvnpxdvXr7LP/vu/BRgkQpqGSl5ZXXInbAg05dvXn9npV/xl+enp2+rf3Gk7FeRp382",
+	"kUynVE9hjwZwTjDVaiLtTvj29Pzi7OLy9PkQh/3+5OL74auzi1cnl8++d4LWlIQ+Zp0KWTow1HFL2boQ",
+	"Ewd4Ka8e4j6en/7l3enFJVS16YEIV1EqkgTm7ea2idEsGVcUebKkxwdQdLSsUY5BaYcMJqe5uyhfYcW4",
+	"VfhYDU4711l3H3XQeqFwJgxTgianlv1+Vd8KgcgCkVgAqnmMhiNOJ9w9zj29JKJKcSBa4n/XLXJe+Dq8",
+	"Y+PzuTVeS3MSRSwF0+xra00hfjp06GqQs2pg+TMWc4rkDupTcWdTJeMsYlajEtIMaT75JbXqkfD9Cb+Q",
+	"mYi/5uG+lljFkcM74GGN7Twez2nlOb2SMWAyrUgeWoAaKefNYQlTJQUuhPS7Y3ubfN5cadM91sm6GcIz",
+	"j2aFP6C3dJ5IGl9K+ZKqyVdnliAhuCaJ/bjTWjrkFf+W7IT2t6GRcgg/Lt2wT1p1KXsVgeK+upTw2a1I",
+	"0ZagHWhcmfhLrKYu4Xb3GJOAuQMD/Iw7dIEBk3ci9wV9zR0Ks+K7Th3VTF37eheqDBcT74Ui1o4ZUQ1p",
+	"PZmAoA34ZJ23FjN9ADrQ6hsuCu200280iRmNrcVZDeXEUrDjeu9xnpft/fYDMVaMYeZSppnXblz2WgUk",
+	"0OdpLSm09/BOLaK/kB30ViFMElu1H7tVj9WGQP+nEM+llK+omLu/6t/Ab/WNzo9nlMUTxOjRKRpdihqG",
+	"wQ1/hzad1n9Z2b5AdmtfLuCJPpE83gnqkHHYV1bggtzClIoodi2vWOyT48mO5TplLKslkfPTTz81F/F6",
+	"1i18Ed7nk/fNoR7b23wqjMO7+S2CD1yTG5YkTecKGGXGZ55RojKotaOGCMZinbOkPpQQjZliIsIHBiJ3",
+	"IbFbrsGX4UqB5jLDIBehM5kJgwPmj4OQhJ/ZbQpVZh7LISB0IGIWWY4e+1A/PFkUQegMS1UhKJJy8JB4",
+	"r8UVmw/d72FQ8mbYv+PDYR5YXIx+YK3UcrljfVQR6qp2WySMZMxCoulcIxDul4uBfBr1ORwnFr+yhizU",
+	"zv9G6qIlgWV/J9zgfJJDMLeHAOH9+XTH3DcM45ykvL6oOKc2ryzkZX5neYkNLATKbvTUsiQUQJCQyREn",
+	"L1UyZcq4lCU3xAqQMPyR7BgmqDC78FH7/RGzeqXVHSDbIs+7olFkhr7UZSlnKiggRMy2dSILB1ZO8no2",
+	"ZdEVlDulaeC8HQ4UTWSJUy8xR2xpULzg2k1kCYlR5CtFnOgbqa64sCZiZi1JRoXbZbv82mVsnAGPP62w",
+	"KWgkVJuhve+1q7Dnl1BAYq1iKVaKwN0yA6hQVTGLK1nEhLpWApgI6LRlxeCKuM0ABREpzs4F2czDtiRV",
+	"bMxvV0DyQGZyqUy2UtMRoJocyYngUA4MRIoJoZaDXjOa5JlTGYi6KuGqq+HPo72rvxzN3tZttZPqm8nF",
+	"Kvnu4Xx/eIIAdlJd6YfTi5IJ28TokHOc2yctS0GBs6a+ihQwt34BNDKAhe1mP87r46/YXC/sWayGT2fd",
+	"K0h2XSLazWuq4BH/0sD0ezv3YupBzp9y6qgyhApLqVzrhftROcMCmhWTeuxu4d65FEbLGGM0i2nytsQw",
+	"Xep6LdqDdIBFPiV5CYlhifkusLbFUYV0AAnTbEaFDghrTVoe1j5NyVQmThO6QiTarXhjGWqthI/66byR",
+	"jsBiLHNH8sqlHfn6gsxkauHqddvdw2b7oLnXvmy3+/D//7bqlnyVW/GNLpUaBkUmvQeGyC8NPJijyhEe",
+	"L9+igfAkDgcZwgdcuxIcJHT1HG734Cm4cfiDL53Y+tJtREgq3znYvk23Ia6lTXaTzHOELq+XgEwp6n0D",
+	"p4RgGXgFbnmtJvIvr1D8XlSCT5XDDxSQX03CAZXVX2XIM4IAc4CXqgKc2yeIWEuwEgIHcvUPLXJRUO2U",
+	"KdbHTGsrxIW8WbqRxc78+rJ3/frpzXnX/PUg+77z9x/25ekhvWjHL/Ymz45GP3bFqw+dv90+fXtTt4cl",
+	"zvRfQcjmx7Oav7zkdZ0/TojHLXVsRddITmq2Lw9zBtXdcv1XgaO60YYsnlzcU5hLZazVKz6XSS02GjVO",
+	"aZ3ROYllf7WksLLFo9Fz5b0OQUVo2N8RzQhbkXkFBCnXgdTDB+xJw+CWCuwAjfcV2nbPLNHqMyoiliQr",
+	"sOzRqWMNCqwIciWlUeml5SN1v7J4OJpvOo1n/tlv5w+VAovMNqJi+KF7s8d6at8czA+zLt+TvXSfHujD",
+	"uFvP8+hizlrjbWKVH0RBiete8pWmn1oRu3SpyyWsMK+guqOVXaoj0PKRlrIB76EH/zSdF0gvPD9vFi8f",
+	"drF3Cw2WIOTBbo0D5dhvtytYZ0Ia5Ms3U24YVuVX1cnFE1hUd1cB7AwGFxs32s16ze4BRdbfB3sRK20S",
+	"7OWs7tHnuZrcrGCslz7iFZOIQzHvp/HVCxgLENKXeGsdj6zdNwcruDzbl3lB49nFG9Lrdg4LDMJIxgvH",
+	"nmksfyvwkmjz1/cf9+7+WLdHCMRcJ3pyzT7NRgmPfPuXGnblHOWr8dc3spz7Ikj7qshKO4CYkrdUXdU9",
+	"nU6lkdXHfRFgFIuWpaBKFSCuXT9ZP6/W39NJ2T7LFK/ljtS4CFT+9V7r6WHZsJPZCBSRHP1mv1QpXFim",
+	"WJ5lx7xmUx5tVhJ/dI/V8kmBYJ9uesWYAZ5oHY0itZxg7JgntR0Bfpoy8MxT71Dh2jIqLljgJLVzximG",
+	"nmSSSqySIDvO9Ms7gMzdQwMhBdvNiyWBrcLPVCHGOcSr+ZhQMUfZvmhRGX7Nhp9F5AQl9PBPJGK/8E3H",
+	"iNv+1j99V1TZbfNe+bh8QX3QyNL4nprCIiMrY6j70v7SqNvRz0W+kA1UZOgVNAu5QcyBspBA6moEDTke",
+	"w78tNRwKGrdN+3TzmirI8bWv4WTe+Jfdf/ohamf7DpZ3T2UA4gelQYo1UX0FGuoyT/3U8104Kzfc6iN5",
+	"W6LEum5M+ZRvqCbUkNB7yQHxYmn6UwTcqNyPo/Zajrd30N7A8xJatQj3DluHh0d7a0c9Kg/aPKoddmGe",
+	"zU632+p1jrprB+48rYwM/7k0dGmTtlfHdcpYlbM8be3XzmX1Zi0cf4IGKlyE8pw208O3HqfvHvTu33VY",
+	"Q5Z/A6wKFXPXoHqJXjwj1FtrXNVpnsNXqognHkBuFebJwh4VU9hyV86ZBhi7FSbsCOoR5DiXbrkqvnr5",
+	"95cDrl9mjWPye3lDZnbLi+8jKJid1pQlcUVr7NRA8dVkLVVNAPfpkhzbvHXupO5HUW8EK5QEWmimMQPU",
+	"AU/Sa/lQdcTnbKIY0wSagQPuJkBOCqnMtLIxj1xrRdhjYe8BxdRHTPfaPrWLUHsERYhSrYsUr2aF1Tm8",
+	"YkY5vGH8TOXEVnHLemDJL8A7L3wf0NpWb2hMuV6hOfa71wccPoyRzle0TNKPptMnmU4rDaG688R+scv5",
+	"onLGMIAOWVPYzpghEpODlsIzXOwAVPRbRSjFHFwYcWzC/kCEH3kcOOSJEngYZHjdhYHDU8DaQhKzFDo8",
+	"S+F66TvkPkhM5R8yl62A2DJlPPoCFcrNN0cg6pN4CR6KvHLYgQ4omsYxi/Ns3+uOh7dVbCavfeJDzO2W",
+	"zbigBmunZjRN3WF6bJ6xyw1f5WiGpzCB3DdwXob1Wf/2hX/ODwC3iiq0Gddhj524Zyov5k6qdW/mHrDq",
+	"qzk40bpX/UPVV330cc2L+EjlNcjkXv/aBT7iGiPnvGb+utTy5S5oSMHejKGMeBNiW2Ueq7pBr97mbd5Y",
+	"mPMWc6pu6lavVI9w0yv1xLblW2UCv3vv2c6miBCyjE/0W+bn/huGg4pOQfXRS9cp13ff77tuTO5OhGRn",
+	"JOUVdBMIK3fbg2v4axCSHZfqIwZiJKkqXsmvZv5Ofs/tX5Z4TvmPHpy9ElGq3NpFnrNwO4Nl7LIFVlPH",
+	"9YJFJlpxiS+PuChZX1DFfPO3WjJTPGKx7xxitxhrPkTErOTivimZVM5bx43LFdarPcTrnPBzsqOTbLLr",
+	"sUuxpQTOIvf5WRmGvzs1AwdwMGn3cEA/MFvCbHkp8ubWdyAIjT3KYdFKtboP/hjsbtOY+OfJzsROshlx",
+	"FSWs+PP/+d+k09rbrSx4v93p1iAI1+hBuTUXNOIMy2OHTldfNzPnYwVUZAL9a0imRlRYVf9q9qRqMx20",
+	"O/eejM8vX/Kq3rcn4Pqsrcspy8HdweLDHDJA4HMzgLbiRb3YCFuRonW5HaFgHvvqbb2cVnoqJnzMYF+5",
+	"8GZTQCBMzWKcZFiClz0mYbFAUPXKv5I0ybD1V+VE9tq1WPtrSpSChlR8wu9F6XBbhwBztjkRnUfsHJ60",
+	"QoPHbGicCFj32jmP2aXTSbZzkZb5XOH8LgUCViAo45nj9iMyrBvkmLiKWte0zONj24OAkoMqJ/rEgHb5",
+	"WpTc7MWGBb4PsjuuKpuqnskyL6phAkvku5DmsiF2Xt7vh8XOMUScGQbc3gWlSJRQDQ5FWFBtAul9mfOZ",
+	"SDNzf0rPX3sA1S6c7oozKwbetMOroichFNWETjSXGQbE4IT/U2zZCVCtk+xI9TtW2fLskGsSSaEzABeE",
+	"jIPRnFDiusOPswTe4mKyW9WBYAo59dh/sx+q6in+mSUW6lB1nslV0ftSt7xIaoNFrAXiM8IWQasYh2YE",
+	"6xsrOplhC0/FrL5CRcziYCA8u3WlnzlAosqEwwIE5ynWOqZg6wJtt0iY4xsBD2jndaIlDJlF1NO4LkaZ",
+	"+GLHwinbrmXby6y6BLFUeX0dz29v4eD1owZucnXk6E7quTM76i86JuTVpUZpgDkZE7rUJTIgekpTFpOE",
+	"XzGXSpsgDntrdbbf0sRy7JZll3IO3WQfWWYpVWyr7Rf2ikZTLljTHjQozYjXWqMWA3jXsu6tEfOy1HfA",
+	"SDKy6uyUSNEn4Ys359+ePX9++toaImevL0/PX5+8tP9exiEKBmIR3ykg9XBTpb8vg0jZcdaiPVVAm1YB",
+	"Ow1EDbJTQJYQml6/uRy+ePPu9fO6H6vwTa2BKO0E5gfmmwEX3N7Z89OLS8iS0aQEp4dP54A6i5ms+bAb",
+	"BTScYd29KKGv1YdUXSFA0fbVaoWWEgkqb1sZ8GUiL6tii/Z8jvNWaenquxyXqtiqzSGLDP9WrW+Ymumq",
+	"nEfEbCP2Ee/lBqaMPlM0Wo/zriT2tPBnhODawY/o3dxjSriI2a39yfErXTWB0Oi2R+E3blMmlt+TCord",
+	"+w2cJN/kOpvZh6gWjnZBm+/UcQIE5yvHie6tsCOs38f1Qb0NsASVyAfmRbi5rdmYh+l5Jzn/9XV4Dnx5",
+	"U3vjmI25YNoZ/et49lbggvDtUmdqqxB+uQbOFTbjeipvrAf48Dl7K7eq/bFrWy3no1Wmi7BxdtI7f+Rx",
+	"n5w9/x+7pNRS+Y88fmjP5KDUqHi7g/O9lX+EJspAvBvo8/SB8ryuM3kVo6SIkJTQAcPFfbb7wSdCKvQl",
+	"LJ76QkpA5eWN5nTl6XOPArBhVxysZr1jzjfGKi6p4+ge6LLlo1Bc+5KtAiJlSfMdCLgSlptjsR67pdB1",
+	"LxcMmlB95arD/M1RVBx7WPUQxIAmN1Z+3MDnlISewtDzx3VydrpTmd6h/r+18CftoNnzBhxYi1Wjl3uH",
+	"+hY0CUrwXQG6//H+QrxOeD+AqeFZlbnaomNhK5FXM9Dnujqrit88huwWywTrcFkh02sNlQW+cW+TZZum",
+	"7aN53m6/BOILXRM2+IPutjBsvmc0qdO7Tkiq5Ih9s7qwsHCZFUxdXm3UcddkD65Xh7gACEu7UTOaBh65",
+	"g8gU9xvLeQtDicaxYromgOB+qM68Q15RdcUMuTABuaCCvCh5/MvdhGtre2vzcnpHXyovp/epeTkr01LW",
+	"HQv6qu6rly0eHDaBgBQ+L/F+/2d5tHfwRc5y72j/qx7lKylWQKA45B4uyIwLiMNxo8lOZFnlLvpUktWV",
+	"IzWct1SAsrbkzD9nRZXV7qpGx9P99j2jPwv7gWMGxXzqtuVtJUBdn7IMZmOKzY0NdKmz/7ihyVWd2FmJ",
+	"/VJ4FUGa23FQ86lEhLZxsAWNKdXDmVR1SpfKmNd77FfGMknkDcYeYA3OqLTTLzoSlszykZQJo2D9C3Zr",
+	"XKOYum7PWkPPONdJxpdQEvsWfMohXlDnkxBxa8ta6ev7fxQX+3cERwDfa77ivBcjZiypmKnqzCCC3rp3",
+	"5W95d6rTLp1P4CiinvYg8l4n86IpVZifkdd6WjsIe0y6iH1zxsxUxsTIK3vaHqXI9+etM2vxqtdkQtZf",
+	"/NBfnWow6gFXczFSXgGrOGh2Os323mXnab+73+/ttfY7nW67tz1mxUM4zmJ8OKXz4VV3tid66f6HA3Wo",
+	"u2Yv613v3xzcHs5pbVbpVoFDn9JTFzO8RwPUe9WrumMubUwp5rch8Obm+0DYFt+zzV5LKRjJc0cwC5WE",
+	"ODXnN83JC1sisQ8ZTfIkDUfyfSy7jhKe98lxthtmikBQBlqwu0sT+55LM64RzJ9rotgYMN92et3uQLhZ",
+	"DP0T4S5RtLC43Ti1BWCz1fy9NOkVwnSrW1TKL8b/t/FmPYD6fZ88ZCH1+WE1TMaFsZd787XImSk10MuR",
+	"sPxzo8wMhM/uxK7PAUnkZILtycDq58Inow3EQACOXMYT0+SCaD7LEkgg8R/EFoEOx2SXXAl5A14/zQgU",
+	"BeK0dd8O9Q/3X+QfRGYmkjNG/jEQ/2g2m/C/9oEwnQ0jquLhNdcU0rLcf8+oNlb1UXH5r3TGbkPyD+Ly",
+	"qHSfdNsdUh3Jgxva5/y/90mv281zvopHAhKOKU8yxYaIMhguDlEZmgudjcc8sldiOM5ErB/2kdpxKl/y",
+	"4d0HDe9ehpHcwFC7AzfNfuKf//GfoaOsh00fMR+rxAxfGohTl5bsECZ9117gBR6YTRPqe0p6QrWsg0En",
+	"gBWZeYXAKFHM2g7VvUoVdTob/kKbv7abR8P3//bHDYAGy0ymylAhkYHOgd0uNOX+cs21Kzr2WpmzwGXW",
+	"iBtI3vSx39o6qPw4/hS6Jqea1uGYbKPifG7V5gEMuEzKdWueL5Mm/qfDLFtgENUTr/xWH3DDg6lTgj50",
+	"1Z7umf3s4Prwpnu7N+/9uk8PRodRd70SVFOjgl/5xjf0DkhYpL5ath/6q1VNuiwlp34VtI/SbmypRa2h",
+	"5HIWdo1YXeQqSMtBgfNVZXI1BuZDMk63cD0vXcRcR17dM5zshOza1PGc+/bu9n9Y2rDkhs6XeTH2ramU",
+	"hsClhtkvkNNCfnOVGeNvg4H79Y9batouY66M4bQSj6NqACynWJWuRB73cObfDcbzlcwm0+P8thSP5cpQ",
+	"LuZcArNLnSrfpLr07rU3rb4WYR1Jl1YCFPJIvFXiLfbnIfRbzdmvIeH8gS9CxSsig/eKe5wIQjMjZ9Tw",
+	"qOjD5ruf2S05SWWSSEvYEO/ZxXy8aif+i+9Pmq4LfyU97hsXDAS0oxb5CbqCwthhAEFAF5fWlYjLMaGJ",
+	"FAyewAi2FGwgSkFs9CfVWYN6Srv7B99TPV0HtrM8Z9cz2M4Tjh0nWT32cdzuHbWP6NFR3O0edWO2H/Xa",
+	"Bx3Wiej+wWH7cK9ztNeORlHnkEaM9UbdUWfvYH8cx3t7rN3er/VYXNstXwUv5vecuKeOERaqg5jverHM",
+	"u8b5ukw0eT1WvcFsDTW8jnYX3r65wCpGV+7YzMsdn3z0/3oW3z2xr+nPLBkXsj/c15YUjZspG171Zgei",
+	"mz79sKf29aHpXvduDm6fzru/bnbTlMetu2RLNQsPZkReAkCl5PsvwA6KvPsVxARF3dCpHBFLjcRMByuv",
+	"gkX/SFUhJ99iIrATg5qEM3obBugIytKxkuB54FHtpXyINj6jVXDObqf79N5mwIxXM686Bwf7nxbBmHEH",
+	"L7wxiuHw+OvCO+cvnpGj3v4hcVD/Lo1Uu/br904n1YJesSFwthWZpVVGljdfq6+FsnOpUv1r6WzbtVp9",
+	"bSJhkTCxUIBEoylx7gJsl44Qpq4jKpeCOLV7+5RJt+cvOEvilSkXG8w8EFFLno4+uXG4f4tutkLR21kw",
+	"ALEHxpI7J1jwwgQrvSa7LfIKuxVRLQXUaA+EL9Je9H0sf6kezhFivEtcVLEPw/1xd/Q06sRHbI/2RgfR",
+	"etuyqNpv97bKZDfcJGyRrAxZSYcrFLhyIxTXTNvdom90rkEA/QQkfBLLSPuGGvoPiINrD96j4Fa2cOHp",
+	"Nbdk0eWCfBpXWPbrWxKrbPoaTlGi2tqU9spdWWYRycp0DYyZQkTOvkq4BjgDVHFauCdWzXJ7AgWwZlr7",
+	"A3b2WP4JPAfQVhB/+ruWomVHqd1n/DDWHdQcfG1Cs4vUzhzUuocj6bTbG08n35li6LpjOGcR42mNXnSm",
+	"deYd6JhRViqQ8aYACe2lHwKbColOE46BTBfJHyHziLiBBlvUMD0QO9BqbEwVC/Ia0ADqMHetNEZY25JM",
+	"dp0eKNowNI5JlhbJdjIPooRkR1m6tfJ6Ipn2gj6B3No8EADNAQGsb0a5iAF61FKTf5xRlXCmBoCitrs+",
+	"9PL1vXVLHCxKh2n3w57q6X1zkB1ed2/2bnvz/V8P6OGoHhwXzvWLRD8LWqiM/UuxZd2nh0Hjiou40W9Y",
+	"MhhaMgBYAf9Ep93t5Y948qg8sb93lD8AM7l7v6WgdLT+kgt2ZtjMqUqr4LTWOyfvF6H9CqHWiu+wzmNY",
+	"Op0yFaxhCvlG1XJmOx7mBSh8/JOj/JiADGN9oyt5PQV61QPKwpFW7kUaP9hXFjccxsn3dot9+8F9uDaM",
+	"sLR9uZExlqpf5pslfumcNVg3D3UsIkDfA9RbG3rFRLVosbhlRbEsCG1ECCrBLpV+XCTffF3rETzcQj4V",
+	"w8OLpN8WxeOcx+yhdSCufhSPF8Lwvvi0psCjihOwurAeLBspr8hOaNWqOnfhJmSB+8TXsGpXrZwWllOV",
+	"McHHUrXIebknChXYYejYUjk8P6NzkjAKCBdQzCEVOLvApJ5plozJDhVzKRhhiWZ90mvv7dY1ShFduZf2",
+	"PuyrA31outnede9m//Zgfvhr99PiiOXjWEUW9dguP5YLu4/RLaCJjmjCfFCl7BJnkRRyBuDtcjaWynLr",
+	"26R6J4tnlq+kmwf4P1YyGbvp2EA+khozBimwlTrHR4nleN7bJ2HOQMKBkKCqhSlTw6tZCGXDVzyRM2YU",
+	"MoAy3Id7ELuM4cOu45gcFxDHkIoxEAnT2lWZOGaO32yRk1LlNuh3WPkcYDVV0QhBZ7OAaGnpChot8PHY",
+	"DgyJItT+6paYQ7FA0XexBXWaXsE8Kz6ZWl2v1g2TL6QywGF7uwFwn6uKZmf7V3G3q3nE27396UAAZTyH",
+	"sghyS6pMcGGnVt26Wkx339VpNZb7Z+gfsZHfbIFI+J2iESMvwY+2HSrgBkjNB6ICluDRN+TfwZ5vA/3o",
+	"9r6SI+q8q7nHFdpuO8Bl6JpXFhwIZr4ZGfK/5DnUbf0FdNc5l2ZtE5YCacD1B1XuhRo8XsWuucz0EJ8c",
+	"btUHTrE0oRGL/fDYE07ziYAe4vCI++I3msBBWyU0DwpPYKtTpriMAUli9x5AqWvaPwl2k88Cn1tq61TV",
+	"i26mmkXDv82Orv86ezH/6+zFQfTzj73o5x877Lu/XY+6/z6NZv8+ZeJFh33/ohP/PPnz5goinF+wbmc3",
+	"n+yDclu/lzdQkGvHYIAi54I53/jebMvnD0cxxKOowjhh+7X+04OeFUrLX0okoIIuU8MVYwU1BCSDFLBD",
+	"EtO5PiZhO3S9MgGyhGLP0SqC00E9hJO/Vwft3tNNKad3tTucdy6pS2fnZp4j9/KIuaJnO826vkVMrGl0",
+	"XocYVfbpLHYw2ShnNoK8LbOzxcqiGpYW80yvhGp7y6OrLEUY11jJtCnHY43+xoSj3uqb++V2p1cVYXMq",
+	"Z9rd3xrgxesH2xeVVjXeTVgIZU5bcoK4E13cl8qE6u4tFLbX0JMTd04SXnN24xBrIa3cQ2lZC9D5Lx3W",
+	"1rHzqWIKKoJGEK4HwmNxgaY+zpLEXjz8G4aHAD6iWgqP1cZh0e3crpuAShsyQ52eBTGYPGsTsNUw9z1v",
+	"JQV/SlNGlW/EhJx8bv+azO1wrkeGdy4j+lIB85wDmbuOKB5AIoCU7HL4tawnDATkyVtLUa9UD8hOSKOI",
+	"pQ7UsgyKycUwVXKimNbhrsfuNdIOm1uSsFb8BSDXx1zQxNcCoKXrIKzDVXPFxQ3ETjHb3dXaTF1AuLTT",
+	"22ujD+hGVD7le3zoIWkLVXq4P96/G0AXeubm971SCq/LVI7H92HRpRtR65m0PzicsRS4Y+mMyw2AXPHa",
+	"fBVh7gIK1yzNTAG7x1bekCJAAUb0TMYsAdwvqpgGZWsgcjt4RmMIBnk/U95eyE8Qm1RABtFui5wgmAEA",
+	"huWUOqV6IBxkK1wOKUqXYrE5be/ehYHe6l13LFgKWiMJ79/CCI/qXuCO8MYQKHuNEgxuK67JjoReMbtA",
+	"FCwmWXpMyqhyxRnA9sLO6u0V3gchRpY9dJ9iJlX43zYTKF/B7arPHM715+rVVEaPXCWvq0DcdfmiVXhl",
+	"D8e88qI7cYCE8/VySout+/1llFZ38D7ZpIsQ0qVMUvvTYJD/+CWySGsg0VcSSAGd/bWziX/3J19szb2P",
+	"vooGvnj2+a9f7PC9irS+1mcBTX1twc/DtK57yckvUXRShJCdj7ayjo37t+nyLOxdvxCRTEDtm3EMF43P",
+	"UgEK1Jl/1btWJYrf4XXLN/P+162EnV9z3fyvX+y6lbtorCYW3wLBkYoLYN1QXYIsf2S9lb26PyXkXRxq",
+	"6AB/+1JUAMl+tW4UmTYTds0S7wqRY4Dlw+RYnVKl2YIjpNIwcyOYeK4pL1mci9pvbkoUxmXVVsj5ZNmQ",
+	"XLaEF/alpPEucNig6hd4X0MOdis2JV/kTUQ/IfMCvFy/bdoFLvWaFY1JV7jcEn7NEIUB8zp95ynYhycf",
+	"7T/O4rsnuO86JBoaS3HTJxWfGBr3mNF/P+u+3L+/cIjlODDbe7ZqMfo+1a+y4OXYDoW11pB/iH33mfoS",
+	"f7KZWOg22zb0hXVIZX6oxagiWipDrtg8v3HHhJIEmzKSsBmSGaNCE/sag1TUMpeqMIRm5b+qDKZZy2+a",
+	"C+Hxda2Anbw9sWO/4iLT5T+g0/8SB4dfK395gZ+DH+Df3/t9KfepWinE8+5EJX0v96JIQaBT0aMgzwW5",
+	"3697C/Ki39KyIHe/fSlBvqqG+CUfs2gelZMBWuSVvGa6TzwbJf/8f/8/4vko+Qcpee/JP0guC48HIn/I",
+	"vrHqscoP9sFcuLZK4Q6IdQxEWLLlEaFb0KSaMOmn2QgaJe9E6SNl+V0W3tXUrbW9qhZost76tNTgEEpg",
+	"Hz3chLbm5/L9kRGEue7Zmvm34u2b+XR5PavI8MHdy10we+YqPvO0Ffz6Q7uXl/dpe8RRlze4oiuIDxe4",
+	"tjG1SOtYO1McxijJak97Rq8WAfPlXJrajHUIQFQffqt4VltelSZ0Ic+scXjy7bNOd2/jwcOU/NcCtxg/",
+	"Yt1u/YQluc9dl8/61HSPsWOkbwcKGGDI4H2dh8uaqMlax7frD6TTHFHN4hKGIgRA3QdR+eOaFB1Ky995",
+	"MJB94Cd1z/vN6gurfnJVffm0XfMCwCL0UNV5Ff9WYImw4OGn1w3jONsEQoo2i2tkulvhNxrl+s2U1sl1",
+	"++dZV9wjYmLpU0Tz4aw2hpgk3LeLhsCfRl2wjLCelyFj03GVgxxDoAkwxLFiszrVp717lz8AOqTbh/UJ",
+	"X4CXWcKnijOPnJlhgm6lN1iKiwpXxrg20oxHYB+uw+4pbRC2ToBnF2h1Qq8ZEfaO79iPywxaVAiBmKJ+",
+	"K4Mcfc9B9lb3tlubu7JiFfc2kBYY1wo5gQ2mrvNCntJ1yHlAxdWxsIUVyvT3f4F7LJPEFox2k/thse3y",
+	"p7oiFvn8b+uVqD+8FVEDkd8hawyiUID8V/d2v4I+tVPmAo4HsJh0b293g4HIbxnZ4Z5PI6qk62pTSJ4k",
+	"kTeaUEPCheMNd8sQV3aggSiNBNfGvd4nlKRMzajdP9K7vQ0qshI8sTHX9j7EgR212yNTklKtWbzQLa0G",
+	"8idouNXcA/zH7fypm0F9aXSOkLLYn7xFzoxeSBYtAGoxyYeODWRM2EHUivzZB3ZXLaZZaU4fARIvzGgu",
+	"oq2lq75fF2QvGhevzadCidyT4fmTKwX/VVLffj+lygimKt33FY+Zx2HR21mzdvx8y6rnsD367MLsH4hC",
+	"u0iPkLjryLW25WOZYhYHE9IwYCYATK8d/t7NtIC1xm+4UqyKhrNMc6Uaqf1aDPqC5la5Sq641XCMBP0m",
+	"INC1xJeoQ7LRDsVu1wnCK5kbHkH7xV67DSgRiP/gNCLo2wNuNCipx8+Hjqvcn+zXVvY6EqzRF0daJplh",
+	"JASiDMm785d2hRFNkhY5IQk3TNGEpIpfg+s5kTId0ejKMsOEi6tmIiOaeAVjIEqQvxDYBEhRv3JHHsNM",
+	"LXdsu8+lqPQT6D2tOIR+OWn+jTZ/fe/+2W4e/Vur+f5P/SdPfvlfg4F+8v/84f2/wb+9/9Nmb1Hlam1x",
+	"bTZpDYv34zNpDbm0+F1oDTkHXFPTsCCiwCexuDm+nAaultd8uYZswBqXxdZfC0iIFRJh0ReUanbQs9PY",
+	"6xJFRSxnZDQ3TC9VWvQHAqCWAbVM3rTIOdYlcIP0vjWYFs6l6StK9NKF+HJVHNuc3SrQRCZAGQoLEvbK",
+	"nNf3ONPHJPRaU0ikYNpyxmWdL+x12uQ7KVgYDESpfDZXuQg3u/nwVgHkYtIi4VvoHuk7CJgMeDJODKov",
+	"JpQvVIW7WWNNOP5rtfA0/32TQvZgF5xvlGhJXVQEZDSlYsKOiYG++HmuuzZ07jrqzYlLDZlxUf5Y59Mk",
+	"KiZ0zlIzJ7heothMXued+b6mOEXHgZA3RIoa0dr6/DLx82h19xOpAcmELyNXWYJtqMqquMfJr5OYuw8W",
+	"mU+uu19aam5iKD9xMy0EAk2SN2NASrmfdLvfWeHn7t4v66mC3STzdYZUUOSnOxEFXU+tINFl45Yz3Sqt",
+	"9pzFKx21JyWfQd4nD3hVQOKMlYvGFi51xu7nBP1cIIqfz8u5yuGVA7V6qx/EPGzPcUXJ/0aTRE6IYUni",
+	"mlCgBY/e2hx0sTC3N6AelDxOpd0qmUtu09eIyuKsH94mP/fQAwtEwbWMmPGwQ/gUUAj/xTXLv2TanENN",
+	"7gq/0JSmKRPWDJKEliBH6+xA2EcWr/eIVpxF9X2TVvr/aYHi7tswSRUXXQDz22zJrOxszed276hATf04",
+	"FxPwzAe+U26+tIk0S0L3/tdsnZf+xQbHvPPGV53xlQn1utuBKXx+L/dncFuvZgAF9W3pXl6+FFjAnSlu",
+	"5hdWFjk0DUYVUydZbatHQU7enkFmDdQqUU1C+6RU/FdQBPrkW3idINTeFZt7kD2CvhmI8KHJYWU9Tbkd",
+	"TRP085BmU0lo4jfjAkIWICThusC4xdFZLaJxZ9fAxVhiiFUYGsG9xgpcwEaACRtGZ87lVOgfsYx0y06i",
+	"rIEsuQTLEApw5nY8j4LFY9acUp6glQalyn1MOApcTFgHmFWjgyrCkA4GwtWF6cAD9dmHHTgT2HiuXNPr",
+	"Q9Dn5g9/IM+ksHRgza+BaBLsXAINzyOqgBvYyYVPrjshSRUb89sWOQEOf82c2q5d6SgWDl93+kVHdBEP",
+	"BCm6TAOyJ/HAnr5sEzVu6MWDA8YtO5VvZWw/bxf67xdvXpOdkKZp4hpoP/m7liLcbRHAkcSnVoHN2ilU",
+	"X3YP/BsOstB2t4QxG0IfBHSIhwW4ZZjXQ9MksaNTEWPa6gLMq+v6+8v73NEFWj02id8JS/CQYeB8YFLx",
+	"CRethBpQdpvkLMe5xVXKlH7ImLNWtJ87AP7g+bhmLHbEWF3DP1Ws7D//+R//uZsrDWQ0t1Mv4M0TZow7",
+	"NBLzCTe6RV77rm4ashhnMCMoTYBcRkEcc9nQx9FNcl0nRzvwJZ8xbegsLc5zb2/vKF8rF+Td5TMcbcYj",
+	"JTHiatcdcc2lgFHeiSshb4RDdk+poljxDWMqZtlV7plrtwFACPp16ZQlhox5Ypjy0QKeMGES2ChsHaWx",
+	"iBvNcPu18PvTk+fYP9qL5rwfc/jd6WVIlMwMKyvTaK9DF2lAGdWEukdvoNP0hBlHVPCSNYTBQWPJw7W6",
+	"Qq4yYjE4ZCoNxGIWJdROI4WTM9O++5MlPw4j42cQ18RNVTFqqZZMmABwhNg1PQO/MhESEDhiaqhvcOZ6",
+	"ooFJIBiDPFs7NubcwoXB1TsRmy/ftcMqbjqwIcv4LZ3jBR2ItZLAMfpcGpzA8SEmBR5+QBzysGUqiEoR",
+	"g6QpndNA9NodJz5++umnZmkKzH8wPCYUgZrhbX8cKVPwRSlIr73XIj9YqTNiCJwhCR0IkDw7WGWON9Ey",
+	"cEgnBnG0GwBCFQhPFw90sEZSFRlAPN51kT9C0f3QGogTTC2eUUEncCu58r9+o1EA4qKeXHee0JQ37Z9g",
+	"IX4jpMq3B/dkILzDejT3yK9MuapiyzU9c+8QvHJ2zx0FOLc3UoJDCEEVayDcaeCkylek1z0ioaWzIXA/",
+	"iFHipM+ZUfPmydgwFe76dpqWl8AY9gonUBYyEFmaEw+uXg/ESb5R8DlimKBYVTLKNBd2nhK7VAqmiP0T",
+	"KoInb88Cr/elCTVWt3IANzSFyujzesGLAtqeoNQ5TEZxGiiudwOfvIhSsCSj7c6jkA5cql+w7CH3Plqu",
+	"Slp6QHjMZqkE3cztjoi9SqUHoqBHj5xr1SVPR07Sw70HTqO48eCUkLlrLXPwRIKCZqyNyoXmMRsAa3fj",
+	"9IuodLFopmWmMOxTnHi7ZzU8PrZabcyhnz52dyA7rqt5fyBCq8Pay4Ft8pELgy4GjW/tpcE2pwTRTC3L",
+	"Kq2q3G2RCz+1APWQZe+6V8GdAgOYeDeitBLXEpBgrj2SX5VEBkJPgduOE8aQ0EpAkGKez8wpPtDy0Ysf",
+	"+zvedbswV4qA+jDTWEfgfZEObAmIzdr+zCHhFXffM+aceSxAdcHWYF/rgcivOS0xvRj0Gab8tXppz8A3",
+	"s4M+xHia2rklrlkiU0bCjygXisjIXQgo0VatsZ/t/PM//v9Ou012HPQQ6bZ3j+3iB450oB29CxIWkTIc",
+	"oEWg7W5YjN4q9b4NCQTiyk15jRwISzFcZAzudPnVUqNc+ySZSBgA2JmnKzKSmYi9Tej6w6AQHwhUD3SA",
+	"VQF2x3HPdpH/pUrGWQRe+2PHXnxUxN8THHApIuom1SI/0eQKKc1eY2Yw+bBPlLyBG8gAvUECK4BefHEG",
+	"op1iV2V3ZWim2UDoK56mXgimEPzGZsU5sTCWYmQOwSLzyPKYK3A7M0CY8RRxVnAcTxcQ7AnJVAqZgfJI",
+	"wtJTzR/YPHRqDtnx1qe1bqG5dZyhTs5ylWQgplTNAqKzaArHmseSPMu0Sv8PXhboSKYsPys8im9y5gSL",
+	"9KeJ9T64LqeUfKOdNhJ4Jc3qWKVT7Retm+21tD94fQbSiecakXhd51HnPxjNXYgB/gXFWr4npnkOb9oj",
+	"tWa6qwHIv1GmFWvVxXM3OTCPYFZAPBBTLjZ6eMXmQ8Us5wuPS2VHlfUSlVnh02sfWcJbeJmLYaZZSJbE",
+	"cJ90Qi8u/ApZIm/IfrtdaruKPqWBgJVYjgAYxkZRoSmm5OUOH7/5bDxmkbGayf7tLSRBUhIpqqe7JJIz",
+	"aITpIl7IwQFFFgexWzVWjGF2hVHzFrkoH4K/QamBfCWgzZ1IijGfZArMPIde1rVW1knhCXI4YUyRKbU6",
+	"3SQTsG0e0ZCJGMSClWRzmalyzmGsZApxPpeQOBBS4ENWbu72caYlS8AfuuVEzMD4OP1WzS2SAlXqYCDC",
+	"t+8uHZTT89OXp5enwGf5RNgdyC17Gk1BCztdhPJHzdzb99bwVVZTCE8v6SQsQFaxoRXEgMFDYz/8I1Xz",
+	"Pqko524i9nOs+UwKo2TS99kSYYtcMBdhtsMjv+aWS4ybr6VgzVfQBHkg3B6Ee+0eeS0NeSVja/XGYa51",
+	"UzSBIAKU8IgJzUr+mbdKpoozgwWdVe/MomPmiWFqpku9OnLvTqPUqKrRabVbbfuUTJmgKW/0G3utdmsP",
+	"y2+m4OF6MmU0MdNfAXKvLvjebbdL9zFV0p4CkJQ1r63hJCSJFAMznyZO2ZNZNAVkLxKzlInYo6LnrpSz",
+	"uNFvfMfM9/D5kt8OZtVtt70XyxVuLfpOIF8Agkabwn/uC+Aeq+3cBQuyul7iID2dWWsH/rnpIgPNs5WA",
+	"7O7xJz+7R89i/FgPF1H3Sr7YJ9/S2Mce7oLG/javnAnDlKBJ3jhnv723+a0LdMm9E/SacvSzlp2ejf4v",
+	"74NGjqfTeMmvGdgbqZLYlYFOoEzvFTO08d6++sTqY/NNlOMStXOOmvM3qx3yiXesTek1s1R1TPbbe1hE",
+	"dMM1c+6NRNKYjGhirRCF8kQDRtqNh85cIqxzqHDE4qffgLbs5+cYFlKPVOWpKj+UdWRVMvtX0tZlxUy1",
+	"jwZEsBsrAkFlCApngQCkzCjJYhaTHbQJrb20a1l7pJhBWetRvSHv75iE6IwMXbwS7VNreCP/rpKbtTRO",
+	"Um7VOuCt3mW3MjxePPLkJXTXWRUXLz34DDTsbZ48G1vJBIIJQudfjPxxzZAxV3MFipw5u3sLV6Aibjfd",
+	"AXjYP3sXNKwk3vQOPHMXNM6pYbDHTdzpDa/lj/tzKQ1wDv13HNzyVoMUbywMpJm5xyD26bug8eMaqDP/",
+	"1o8O4uxTWMxeu7f55r+Wxqs4jYexpV67s/mVd4I6Zc1/Zwuu9EKqEY9jJvCNg61WcwJVtMjCgkave7T5",
+	"rUspX1Hhkwf0b8RrSzJbm9yBVuKt+Z/e3wWNVNblt2JA0irTHimgzh4tc08Myk3Bqjc6zwIVEeujO4pa",
+	"W1hPCxMLZHkpHSeiQkhoEuaqGiB3gpw4cFPsVeYcz2i/RujPRw9e6NzPYWD102iKEMDgkusXXsAxFjfm",
+	"TiYw0pyryi0TXF+LWVvWpPQfKNQR8Pt4HzjMyVpZQnpXOPR+CAtA7RAmZaUK80kL48xkisHnSOVr8NY8",
+	"xE9U/du5UzDhV6xwhA8gsF4jj/A0kTvfWyCVDDf7OgoQIPBvZTzfQnbkYf4lIpuy6AosoTQNnK/J1Tgo",
+	"iTiQ0DTB0jSG5REZ8umsewXJEx+6qqcPzNPr7k3v9mD+9FdITLqHqHI1EXfVXAKjMna3JCY7n1lMOjiL",
+	"VYaIYDeFA6V0o3Z0NXt595iEL3PoFp67Exbk68sNMCye95fhRf8LicqvrGF/NVG2hVB6JsU44Zjo1ets",
+	"8Ym3dG7tq0spX1I1QenX2d9mPTpLU6kMi1+xmFOfstvrdrd52VneVo6dCmONhX9RseuSeWieD1QvehdM",
+	"mycfr9j8LL5z2XOsDjnq3PUj8B7Dkvw9LlLtZ3TuJIIPtOwW4TEMf6L8wBi3yxzoLMdEL91nMFrmKqBy",
+	"fhQ6qWPF2jF+0IfkQXLn2TQln2clhNZt94iR0srIxZDbFZuDaBbYTV6TXrtXJ9hwQ3LBtsCxe6t2MF5g",
+	"jo+M7nfP6LazQF5A199/Ub6BtLmRbwT1HpA3oiZeD26KspYe5N7nQqWodZc9VFn8uq6GVcrTsv7z6F94",
+	"9C/8XnnVfxuHxHfMbMHe7sdxfrBaU+PuvVOnIp43jKrjkqgGrWuhVEJv9smcmA+bMlU0owxc9AsaZFJR",
+	"amzBNam0zOhDxALyrkhEBfg2MC+BayLHY1CFXF4Y1aBCYd/RYkyrIa1IbQEdDXJZsOOLS+JwXgjIFJms",
+	"8lA/w6363bL4Z9ys9CVf+rh2TPDEAzKaEx4/cv1Hrv9ZuP5/Kx+xWbxNJdbsuERur7rSjScf8V+cxVrL",
+	"bFdxLWeh0jXpfS1I92CQ2WLZ4UHbWaW6VlvFhMbfLytz81vByFbtwSMve+Rln4OXPeqj6/TRVdevxANd",
+	"vvQDtNPnjkkWCuoy/3zipscT1yZvZYaDi1Plfear/elLnQKrmep7a3jmSfnbX5wDVr62iRuWt+WRF/7L",
+	"8MJHy/xflBPeTBm64StdJBIuPjsrDBppdn8WRzQzBYBri7wRyZyEOMPQlxRD7pavSjFQ51cuJh6h3b/Y",
+	"uRIAebDjZJ76TRKqDekS14KiRb6TAO0mx2P4ooucQC0bVA9DSwxDr5jPBAfNFeYC4Q/MhghyhCp4fiEX",
+	"eyB2/KRcRYDhSQKjiqI/o9g9XmjxJ6TJV43Rl/zhOZnIgfD71CJv311CdnWewd+3G2t86Rg6PUxe1lkX",
+	"yqnzKFyslCgPzBXwWAMNR4Nbh/aXp+EQnrYK8/9uRJ5D9YQzge1/DFo9ips6cfPbxPT/BWWcdOKMQFuS",
+	"8UrJtlpTz3mznc6niL/apLs6+Vdqg2ynPZOKkUJC7DjHslsNeo5deQZUrmNq3IhGV4mc+OrSkRUURI5d",
+	"zVCn3d5tkbf5oDM6x+YmKCcDgK6TVhRjHe1AAAoqFpPlkCUlsRoqFtmHsR27S0kqrKy8oTrWn8H6BkIm",
+	"sS/558ZxvAIg8GRhUNgHeHgv9wwRanmEC4IOBJY9faNJlMjoKi8y858fcjHE3LsQcif8FroDyIt0quKd",
+	"64HotY/yplleGTjO6yGLAtii7tgrMItm2UAMBGgxdTpJnifZz3UIjDpA27DTy5NckfCl9jOaAnbBQPiU",
+	"C9hUyLMUkvhOXGTK7cBQy5vNMvhui/y02CF8SnWx+oEw0MsOoh5+hopRqOopNZiHubmGZfUJG/a4q72+",
+	"9KdoCaUb+ctHEI8gxo7agPPT6O8dtg4Pj/aCRmL/3Ox0u61e56hrv5iTE9SmdA+anU6z27vsPO232/12",
+	"+2+NoKFTZjWFp619sN/vI/f96r5F7+JvoXpUpuCAvVZoIMgSbqhGVfO4jB+16gI7BQUxrh4Vk0fFZFEx",
+	"ecxO/F1mGdlNKErWvQl5T00IoBvWOisR3AHeENbulrlwrfSnr7P0W+SCzlgF68iaxgivutQpMyQ7Xhzz",
+	"GCuHZ2nCEf0FBBY1091VUXBc7CUs53dQq1U04HoB0AxbjY7kuPk510BxvO24+Py3kJywzQtFD8atv+Gb",
+	"VW77LPTf1b+rqre8te3amreKCM073T76tB/je49+8N9ZOgRduKhfKBJYwKmvlKGuW6ZjH+CQ3muTmC6W",
+	"N1dyfF2/WoBlIWOaJNjcYzwQHjDKoxy3CPBpMH8zQycsQNAd45PKAMEd+6rd5Gi/iHmBGDUDAZOysn0u",
+	"M4+ewGJAP3HYg4jAkjercVBomKYm4oRhNpx9fcbtu8cDEbMCSkcKElq5ThG7r4TSTUIzT1lIBFWAJmQk",
+	"TOSKizjAjqOgEOCf0YLNQbDQwjF8xtw00d3ObqMk03lH62V14dT35PnNNYUcFn97RQFfASl6r1fuqziU",
+	"X9pee/hqAhumt1liO7S0Ryn9KKUf69S/uNDNm515Ues4bW6E4gNPPsI/16Udvsn75NbIzYVqGA8lSbXr",
+	"RFQBh1/KmcG+8b/bNEOc3goXX47U/8jNHrnZo83xu6uKYY63LPG/+7KbU2SQhaExpoo1c4xfFzWpYZxv",
+	"XTkLhrpA9w8Rvx2U6DC2YwiPNCBciMvVw2DocSnmNRA75XyicvhrF6tXoBjHxRhcEjpVjHqYXJ+XghNB",
+	"bGlQ5/Ooo2BUWeMkYgLMDeg3oxjVAP2X0NRnyxTTR2yQEgoHQBfal1oDccohkIeQujIz2i4SpQNEEN2f",
+	"hq54aGhfCyGWd+lrgkgkZ0wX5tPE6sLNiKsoYSTm2lARofVht1tJGpMxjQzEpUmntYeBNrsz3+iBAJw0",
+	"e4hQhNS84omcMaMY2FD2L5iiRLCEaSfOXOMp7OSbqRGGSa9mT6a7QR4xHAh7cN9oMssSw9OEM0V2WCSF",
+	"nM3J//nfncAuYiyVsf/R2tsPyG0C/3q4v5uHHnGKxLXvxkkOhLKXmFn7LvFBZoBKz6H0sS0SCWGzhoqK",
+	"CQuJTqnQ5KhN/idEpTv75H+iBKdmIODJ4xyNOJpSNWG6MkJrRm9dM+IsHSspDB7Gbn42eZEWYknniVdg",
+	"mwLRxlCjNWLwIUALixzWPfdALvOhizeHA7Gz126T0Zw4JODdFnkGyN2YNuUqKxCKWsF3s3jCHCrMEiAm",
+	"1w52FjAvV4C4vKCKnbpl/NZQLqbUhdLBpjf6lpWSH2nCRMQpuTABuaCCvFBURFxHslGKy+4fHVXjsr2n",
+	"d0EDL3p1zA55RdUVM+vHO9o7KI+3d7R/FwCEjGvG33DUvX0qWXm3c5n5dcFiKge+SrXzhYJV7a4GpHeT",
+	"ElK8kr9xFzyCx/zXjAI/BnX/qwR1QXMDTSIz5Zy2F5XuDoUtXdUIn3z0/7q+mi8fyTUHKknOcpbTTqkS",
+	"pe8UPZ+1nbf7w1RzbgYCiqIhyzkXu30SAg5aGHjwNGz6r6tYalOqfeN+wIYDtHCyg2McD0ThAhZ0VspT",
+	"qo0Ff8fMp8nWr2Xkf4JAeDT3H839R3P/d1F0WOm7s45j39v6z1l54QCYKJpOPyQrWft5Jqwd6vrW5J3G",
+	"tC6KYd6dv8xbXPrnAFkfez2mLOJjx8/ybl56IFxTOMvIr6nidju0A9hnt4YJDX3SIfT27vxlk4lIxr5R",
+	"LLhtzY20n4WOeYbdWhPru9PLgYC6GTs2d+1u0JlQpCxGef04gGRie5jvTi/7kF7sewUI1yXA9dRZQPEn",
+	"E+ims9fuuYwkBJYu2mXpIO8bExBo8OKAzK0yAo4R2IOlRn/YyKX8Z3dETU9I2MsPnRkhEj02LGRKE252",
+	"B8J3E0HXw5/+dJGN8jPVf/oT2QnLf2lZwYd1MHG4S1Qm8Pgo+YmNLmRkjSuJzV2hHoprSJsquVlCP0Xo",
+	"gWGVruaNDonORqmSRkYyCfKM8JNUJokkz1xLLRGTTH1ILJnQq2OMG/temRMJsCv4iaL5xJALbleMiiEk",
+	"fX0cNCqNGgaNPhk06ntqDhp31jwfKXmj7Y45bFnNTN6kTory4ndb5MSuJd+wvIknFUjjvqUGh1ZGuRur",
+	"TcJvT54Pz0//8u4UD2NJtfiLvQLu0txbr3DvwRjbRFHd8z/623aPd974Wb+mM3aP907zm/yFw7y1l2R7",
+	"zclN99y9DXx5k5eDGhjW3h74bwRyKNp0nMSUvKXqyp7rVBpZ6tIRxWKphWqeShmr6yHtjvaiXrzPDsaH",
+	"k+50j/f+vn91kBzOuq2/p5NG0LCnYRWfXuvp4V3QYIa+wmLERl9kSRI0rBSB/XJIRY1+I9OxFSfS0KTR",
+	"7zzdb5d6dTfOXg/fnr/57vz04gJWX/Bg3HX0Cieos3Xa7XbuIGKx/QNoKg/d7PrSNxllM3vTFBVexYcm",
+	"o6FDCYFsVegw6nry+abPeUulF2/Ovz17/vz0dbjr8JxTpjSgVTZRlHncad+/byd8e3p+cXZxefp8+Jd3",
+	"p+d/Hb5+czl88ebd6+fh7qPO/KgzO+J9RBK6T2J5JpZ0yJ3vTi93S9qtF4KrgecXVNGcPXiHeoj8BVsg",
+	"OXkQ9svlKlNpWYUP7IOu4dgH1VcsJmOpAkQfysMzeY+vYKGZlcel85GWQu2jrlXa+enFZakh9KIW6hrk",
+	"ipiqOF9UqdUg8rrAfbxgx3dhAFVclplhc+c+6bbbEI/AYFaJb2KrTdQVtYSMNlgvckpo4AWl6TmE/0BY",
+	"3ooKEYCFYJ9K36yNwKzIDfQALenpLWgfDc8XPBeK5xxjxRy7hQFdFR2MuXsMGlPRBcivwulnKhMLrdny",
+	"+kDwNkkNPZmrc9IGVWDgQVYjp1YwlDW0HNHPMv+lBfVJpx20220IKtHIKilWaUfBcPnmzfDlm9ffWdkS",
+	"s9RM7cME8FW5mBABotFvePml56enb8Njwq0ssOYR9gHORMwUCYdDJGNnCg2HmMgIp2J1zG7bUWKII1v7",
+	"CXpwvyj9p2FqTCOmQ2ytGaZSaz5K2KU1O0I/NWrITAKQQcxYuotVlx1Yr78WkAPKblMKbW7JWNGJ7+YK",
+	"Cy0BFApsFY2wBeXlPnvz6u3L059DDLadZEbOqOFRIYpzYw0CdM5A8JbDbh/KVQeifDj5q6D7kj+Tj66V",
+	"WZ90AqKntLt/8D3V0zvf5A9NTWyhN7FvKkIHIqcx+LBXBaIpi9DTuKgKfH9y8f3w1dnFq5PLZ9+HGDBF",
+	"aoV3aSIFOwZ8Rq9OlPoP4yOupdUaLYPsdNttexhjDFnzCLkONiEeiKLtdJUDtsg5LM23yQKICOzYmvdA",
+	"9SDf9qChY+AhZD4NRAEo4GpNVWksnyxlVwBn+KqwYfOWtoXJv9tfKBGsN3IH4lOs3OO8UXgecEZVdgB+",
+	"gqKBLTBrLshIminZsVce0xHyzQPNsWAyQcFMObBQzEXABpWIe+K69EtoPBHULA+a40LZ5A7FZ6lSFJql",
+	"OJ1Z7zqvQs0WhHZZnPku7tjOY6fSMNaNgjyi19kfiDAr4h1D8DEg49iFEl9LMzBxb6mmDFtstsjb/Baq",
+	"CvmAi+VwICAzbok8sJvIQLxFCZTnoVfNYQPVWztCImo7djXEDXfAJLiRCv4dPAtuUwcCyKlDXvFvd2Ej",
+	"cq4NF9pJPhIzQ3miy44crLXO5W6d1X16y6LMsMLuflCoG9NlKpwIDM5c7bn05Icazwj7Ll98f9Ls7h/A",
+	"bQqQ0DxPYtY+gxbB+JmyBVbzoZzNNfqNcdzuHbWP6NFR3O0edWO2H/XaBx3Wiej+wWH7cK9ztNeORlHn",
+	"kEaM9UbdUWfvYH8cx3t7rN3ep+VukB2rveU+OfspbnfNqHQ43bvqznpiPz34cKie6iPTvd676d3uzw9Q",
+	"7dasdidOUM3Iha3L+rHUC3ZqadWy4mnoNy6teR00PuCg+E9i/7jzRx73ydnz/7FLPsLwO/a//8hj+98O",
+	"oqYwi/0nP0LAh6D5TMAuJ3focv1IwDQusH3v7P80HrYV9zeG75FC8PtxhMCExrl7v3roDvbAYxAYPMn8",
+	"pKsOFKsV3gUN1HrB+7XogYgtOeTapbVOPGwBPh/JJJuJRn8vaAB+R79z9z5ozJjWdAKUZPkL0GEpx4eW",
+	"Jwm9poFOWq7xqbVMYH7v7VgP8IncBbmDqNiZ08ICIYsGyOodenQx3f03dDI9Jstsnyzzm/tmHvGWPsEh",
+	"9PbNxQqPkItVut7ULS+DVtRGck3epAyiSIWFhHFCa56La6Y8Aj9w4L+evHp5DOg4iw2qaws9YOyU/7uG",
+	"bnS/YSYIjWMAW6HJW2Vnid0NrMYQNFxWI2rTq3jf4i79Vu7tf4nciIfwg99PN2W4FYu3YWVPZX/R5nSW",
+	"3POilaqmrOgwlAsrLKl+4DX7q53CV7xmfsnFNauu2q4Csg2OSUqVBieB843OYYmk0+riT6BEuouojQIp",
+	"ut1FDOq38fF+/ve5n5aUVt7PlM5nHiBgRZNeVwRRwl8DG9daPMS9TmbMTGWMLWxyvzuWT1jtNrJXNSBc",
+	"64xpQgdCsYjx1FQKYyDjg4IL28Hulj65DHNndeqUzkle+RMMRKk6KKVzbAe4bDliumg5pOBh97D0BhI6",
+	"hTTDscxEHLawrAMegYqeEeSQWEvIQCoogKEDXl/+ZvHzboAvuabDKeUxmTMzEDvFGzRRjMbzof0xdM7z",
+	"kM5kJpxfLvR2Uej6DX/IaALuD8zwwitux7TzxzeHM64B0s97y0nMImvNxv5goMUv4tNBCooP5bhDDQiD",
+	"VKPQ/XcLf8YspoUEFcA8xMeG/jNhEeZSjGopIKhiB8kUG0JQ5BjtoMK/i1iErrejq2xZKGHx7YiBrLQG",
+	"pyQlihk1X4irXSHcckLnmnBjj1HNHdQw8tm8/e0OJA/pjCaWUTqSqdK2S92Bb+LGDES+M47E7ZrtSN41",
+	"33X9Loveuf0CUOrJR/sPwPvEUTC+VFux4704/f/L3vUtt22j+1fB+CbSDK04jpPmyHMuspu0k5lsm9rp",
+	"dM4cnTFhEZYwpgCWoCzrdDuzV+cBzkPsg/VJdvD9AUGKcmTHqb0N92LbyiQIAuD3//f7yM8vIayOoVF6",
+	"FXjZJSQNTUbxy1xW/qNp4NjCyvjLIIg6UxWnEP3i0+wTcb6ukOvT/wtmiuLp1XCPsfCWYuq/xJJ+ClHV",
+	"S6UKHD2lCUOpNMV4EYUj84mZyjw/FmmsH+KCar9R1ijYhBfX19GJgfwiTzwTU7uAQ0vclMnEcPtvfm8v",
+	"N84VHBh9EwbqA+7KZ8KfTjj+dmcYFEY0ZJk1Az8f5JowlCyQwxZDWN3fgV8Xy984HIQiAuMqyWbUhT9l",
+	"PPp7471iceYHPLvSTu5hHOqsO3x56J6H8OXR3i2iLLTeD9Msmzd7i1XV1GRcOhrkJH2CQal5NZcReqFH",
+	"S/VoqR4t9W+Gljrc6Xx8Jyu1kut7BFjJNaWUg/3IqQ623j+wvR4seJI6N1N88UXAsG3QmG2Te6UotwD0",
+	"5EdQUKhBlQnaG0A11MlbfyydMaFcd/wlxH3DcAeryJvtSPydUz+4RaOhUDIx2kzzZcZofBqCya5byH60",
+	"dJyF39tZF287gP0Pg0wMaMLMYncJoa61q8ByjMoLjAKm0AZ0zNmF4umR94A3u5H41pbeBMb3Srq8CWmE",
+	"WhQVvi8V96eQlKjNemfLVATOUbDbJgau38INdsL7fVvD5COYmzuXeH8BMrE/DL1Ga7QbXyYfVFrXvjK3",
+	"r8ztqbj+CP7L1od3s5bTcAJ+hX/eBCD+yK0K7qmB3Ykf6/HidHF6W9wWWIdenvXyrEfnPkZ0bkmihaUe",
+	"fMt3QeOeoFCsobh+5BtC+n+x9tLbzFAB2gQJN+KXHHlDb4Gi1CKVsP4qS5n6nrixJvX7shVOJhaP/sQB",
+	"l1PDQUj980MDn/rKidmJdulYpKqSZ9Q/b7MRENBe1WRYxCdcAId8F3dVIphXallQJB4vPqv0gnAJgWW4",
+	"SkWRL7Gah4LsqHvOYYWrudIlwAEC1hr8O9ZM4+ClUMg5hbu5wYBXSeK1mRhMeOCY0qybm4XZBUigBNWn",
+	"TTzUoPbNxuLo8HBiwh/P2IlrICxwlDGG9fHSOh0CMdhurjVYAgBWYP3+XBaFMo47QkUJnnFjs6FU3hq3",
+	"XKgsafUcnOZSL1Q2MYNqZf1V3DqQ2y2S3zZTVYSygduJhoy9Mdo1LvIm5o4R/ZwSm6d2QKVVKXMM4F2z",
+	"FpSy4Jiy0N75w9/cuAFMCS9kN1xHTi7xJdGKgu/Itf3+FtyjcCWTkyTwR/4MiTsMskjhUs4kAUnJsTBW",
+	"XJSqXk7jHeGaDA/uNfaM+lqEr9cfBjpJq7kNT4ReTYzyqQuvLzCCz+PheZlLd4ZNnc78DTvlNrblcEKm",
+	"AmvHJVDaQbswgF68uL7GD3Vtl+EYYEyDPHvM+WjjKmrdJambF7zM9hSAl6uPI/4PEqBdEytiuRAxIzYq",
+	"v/lkQLReuers/JutxcbIY1bitWVWnplD+7w4+uVF+dJ9Ux0un18drV5cv1x/87+HoNDwaa3y7E0BGBFQ",
+	"3G1et8gi+C17IA41KC/fYomjBm0VrfepgT410KcGvkIiNW9/k7Bumf9RxOPm3lfvtavqmhwXwW4hwO6U",
+	"GgcdHszQpG7FRRwqDns3Z6W9UkkdzRaA53qDfKPUktNr+2a+YD+yg7d2vvoqel5x25VbjNx3yXrALll9",
+	"Y6w+LnZvmvyritq3W1WheG8qrVDZtp3lE73IKw1UAszcTfoLoFOguZLIWE7iMP6wM1RP+M7bZ0UfqSC7",
+	"yZnopVcvvfqo/mOM6rcKdlhA3q1aA/v4L7sojLzDP23W5TP/8XizeqbJnRwkbDuCezwxmGkVU2mmKqfy",
+	"5Q8/nH7sqlzGi3JETkNkOM/tSmViYa+UG09MyBWI3//v/7HfvzYz8XehzVlR2lmpnBN/p4dhcXkarvK3",
+	"bL1uYtL4b/7auuj+uFGgj6U24VbggICg5Ui8Nszy4GdMMVEYGtkxIGQN0DiMYH746SO0/g1xF6SU4YIl",
+	"jk0TZwDFHZ2Qwth9W9RLfch8QRCIXprpXJoZVXsBywUEoxORYpd7TDWEyyAEXyqZ46yh9YMDXUkxbIPj",
+	"tmEVY6zgGvEKp9TAcOQqWRKWwX8a/nXi1U0TIo+RubMT4xSgAuKsCGlwOa2WMof47JDHjpESeGf4xb/V",
+	"MbBSTUz6KxWXJdSEJL7qtxS5t3HAeid5QP4FPVHxmmPStA8LeanitJCo81TId+O39lT5Y/LugllZa0pS",
+	"4G71fkOzI3T4DCgvdbHMc1GqolROmQq+iQQL7+2yChxLQ79WsG0hN2FNvhb6QhgLUW4+C7oSTpspOPKu",
+	"krkSfiJwRp8dQnYMYthwOs8Im9FgBmP+WU7j+du73HQkbL2T9fTuIraF7hzdpvO4yXkS5ZnO/SoC65Ik",
+	"GiM8gXFUOfADhBG9hA4naXN8SnJILyZtUahM2IuLzhHrQW4Rjf4Y6HA/n43jfu3HiIcHDuMAeubQ0eM+",
+	"SyC02iwCX6m1+GeNKv8x1tztw9A7RIQ/RALwW5B/PXPCLczVv/nvnvK5MrdmBhZEri/UdD3N1a5OftMI",
+	"hKKTOxu63QBUGL+Zep5LRn6B4SIGUVEKkJ6zhTMci85wgoiLt0fi3UaFQq2ezxX2WYtNSOo2HdsdCdpc",
+	"kcZqGhlYjLBhwrSrDuqmZ9GyQnadsZrevoGJtUy02OT14pvLdaKH3Wjf1ijFUEUDk/2MPmJ+b/8avceD",
+	"9hJDEOreeO9DLo1jM2v3Nl3xizxQirmxljdpd+1qX6lPM/cGwZ/AIOjz0l/cIkDxsj2G1a3/CQZ7Y0V+",
+	"QM4GVD1UYWFZDJVEbqd6GNSue0KKO2J14O5fRwdHYjXXuWpU/S0NUC4MAvmBrCq1KCrkRAUbYm5XRsxV",
+	"qYbAIBH4K2CIJmZsS08vv0B3xov/USmFT2CcafWZ0qDPL/T5hT6/8EjzC/V32g2aunOyoVvCYxD6ZoQx",
+	"TSvXV0ifrWq5jnldB7XEyIQpsyBg280QgKVaenfPTcz2gKsX9hikIh9tbYPf5J8GuDI5nSdeOeCVqDMo",
+	"wfHE1VhhBvYSWEFOgY9+OBI/g5eHB2cMVF1PwV3bd1Wp5CIVofXTk4lJoSP6qV2WU5UKpFbX1bBFYC4F",
+	"3nuMaYeVdtz1u50/UNgWGlpwSZFiZcuVwnAidEZHGkL/bkjoTqyihc1z8GiR08U/jdoVEIEtoLdTeJMx",
+	"vDlWoKc6G2OyxLvCaSYrOU6FV5rQ7QLR1BvzIAK4OOXEcfekBc2olXPtJJOjvZJrJI/ilp9t2HgyMSmV",
+	"qTNVb+od4fqVqJUWdv3243Kbr4Bht4Z4cQK9O7iAEWFOYdEZxk1zTs+8xUCzpSYRhPOY2gXYMbA+g3Qs",
+	"5kqW1bmSVTqk0Z69oDJzRzQ4RWmvNXdsn+bWIfZD6CxXftH8Vo3E6zoySy9H/CKQ1ODc0iBy95PYyR/W",
+	"Pe7LiQkM/zz6iaJ1YWYi6ap9OLr7797EJ1o0DzTYQboS52vokqHyi+EYTSWGRXDeApIWeBTpBZJoBmIl",
+	"gbeKZINR1xVvROubgNiOq8VD4+MYiQ+0VwAvOVfVSmFHfj+fiSkDN5FlJjHim194A7BExmaxkAXsJ55m",
+	"khnNDgdPHM3ccYd2Rg/4M1/a5Wzu51LNSnX64/uJSd+/O/349vv0afr9Dx/ffftf8KkWpc2WEFdKwk0S",
+	"vlSVCVBK/nSe/vheV6rLxjyFGdTphI6Kyk2RnEZMS8DBz+cJELdXgLWxolRuuVABW5FpRwfEm4Daj4WG",
+	"x17CVNGNI7MXh08W8vq9MrNqDqTLm5SFX770jwUTqM4Nid2ICO1FEnBidDYWz755eXQQ/W+fw4gTA9JQ",
+	"/Dph6qPJ3njyCe72yV4yofwRXB0G879HgnGyN37+G+z5NqbIU/iY90/96Yd1d8co0BtCGrRLcxVYS+xM",
+	"H8lSArvjbA6/If4HTlFzDJg7HjeJgDSqCb4vN6IPuHxl9u63Ns/tik08sCwHm5/C8D6Lbcj+XanzubWX",
+	"+8pkhdXmE+Q6ZDA+cYLuE+G+NscOxjO8ShqOxKmalooDEQBizIHqfdRZSP8zjv02TOkR1NT/YbGL1st/",
+	"usQ77EAfyOgDGT2dy5cvDN8QfZFYpq/XNToyej/9XE4v4bMEU2zbVMKVT0Hi721+9yfU9cibKD+dvEez",
+	"FmxcQT4cNrGG4EDtfKC4pRTspfauUkNCI/GvH5B5f+W5s/myUiKF5ihphMC33vPW6IJKUZT6CoIgubWF",
+	"nzzErXNtLve9/5oLmWVQuDigHnEQgIaZ5bpSZX2Fwr6QlENGM/3N96fexYG5gE8RXNtMeT1ZrodbK8H8",
+	"gkCBnwP1k4pBupo7NT37/R//TIdj792BNw1RcXCe/Myw91dlS3DNjF3h+LzbvNxE4gCKmQH33BIO3Pqo",
+	"MdhIBF1GbXTqMkJQqOy7UH9MZBfwZi+/pJ8nt4HPmIwCAxu41bDwfuzVWFypUl+sgWJWZ2r/VM+MrJal",
+	"SidmQOfhlHto8oHlNt5DbEkHBAtyBWD0RGQqW6I+UxzGwJPk/a4E2yXS+qeH19epuJCuGonXIj3y/4UZ",
+	"jGoujTg6eIXt1w7/w68xwfmQodYFkxoGn5hBevTsQHxnjUqhHtN7bNBSCmdASwr01kTDANx6EWx+8OxA",
+	"uCGh5+tm6IHnAGoNgB2XjtszAQx3L/Afzw/wn4di7n+bJ+LZAf+/+P0f/xRLU+l8Yg6PxDwqM8O1GaQn",
+	"qirX+xDkaFQRYDBBV0I6grP7I6HK4fbygpZV8AWqC7olI1+i1YZlghOD279kIUDrqT/rao7W5FYqqNAX",
+	"LhyRCI+OokAMWh/98LijJoRvbxlWfTXAn9I57dP0j7DlUeg7u2F1dRtd27zap7/yvxJYL1O5qtSml/sG",
+	"fm9+/1hNVxD6gVSyJmsFCu3qn3I7a1hWx9B2GpTTwpZ19L6yQlcjcaIKhV0VOaEjciXZuoA0EWZIACnB",
+	"Gg/boDYBLUfQL0YjbZLOGtZFyOzP5ZUCUiNUpLWEhEQJrgnSBkVSFLEddfy0ftsufYULuKmvWgriaNvS",
+	"Z8eivWD0QJXRqvW93v7kcb9/Q0mFh3dnOZV0x9h+MKqVm+0KtTUETBLxUbN504kZ/mwT8oEiYNvsvC3W",
+	"WR/26sNefT7jUdTv7CoKbyeH3gZDDpEUIJC6enkZ7uW1UItzVaLhlVDZB2TKrVNBll40TL4nLhTHjEW6",
+	"LHOA4WK0J01EGj2MukQxItnbKGReAdkhG1i2FMrAr97xB5NqQJnoiYkCHZW1FNHi8BW5rK6Sa4d/4WoO",
+	"L2KV41iSUdcV13yOwZoLdioBJLKlEjNbX78SP528D22UDCVooJUWGlt8GUYML0q78ObsSlhzTDUu8St6",
+	"U40NS2MbhjIMmykqekkI+mGx/GEus4lh85qMTA6RaEfLxnbogEoTOG60FvARW0OrlqmiVFOMxqWRL3AW",
+	"1GcqZK6lq61iZFLUru5/P6ZHX6qiqou7sPRoYuiscHOqXEmn4Ejhe0EHJx7J+V1SshTWiLTTNUm3A1W7",
+	"rOg7QkICupNWcy/ZW5Z51Pq6kGVlVNnofF3qTPGE3dOrw90RJK2ZPwwy9JaGRBTBww+sdzT6AoPH07D6",
+	"KwNokIq7z7jP01oj3Vjl0Arn2IuGloudrzEUkCrj1VDhVTlq32YtBFEjgH9ml9XULqhMkDJJJdTdQanj",
+	"1Gb0t1xCsD7qM6rrLvqr+Xo0MW9NFZQrKCrpIJHg/0l0tJiIeH4gMrl2W4kLaR3f1KvzFRZc0NuvP11w",
+	"wbCa3vHsHc/e8XyM/XZM7MeFFDp/t1/ADd1N/ZSqqYA+z+/tZBB4zRll2xVJJCdvEFdKs3Lw7t65CskJ",
+	"8Id48tSlOIksZNZd3ku60NcqI70YvDBa9LorLjz8icOaAWhlTM2xsd5AVhH7vslypAUq1dTOjHZQkX9M",
+	"XhltJCAcEQPh3a7czmbY3hnYCWJvGLpEMMBmZxsBUBfUKDps3ZoICrBogIohoJ8y1AVny1xF6I+a8mCL",
+	"0wqUA1TugIWRnRsgBlE+BnodE0kkllZ493xYA0PyPGSPRuL1xHRle7CDQds3PuNLm00y8DWoV4P/97hn",
+	"+GeQJtDndxIW90FZE/DNkKX/qjr75vz55S+H1y8WR+Zl8ao8dEfVy6tXq8P10a3d4PoFb8WmcHjfNk60",
+	"0Ft84Ua90VIJY1fHYLjWWGIMZ9BhjuRsbmdfin+h97x7z7sv0nisNhfQCUrWEhQ1roNq3nL4HKcdw9/7",
+	"pa3uyru0k+XUYBmNxForCk8ARerSn8TFoyASQ1HGxDQhEG+WJZd5zEo5VaJQpbaZGKTwn2f4n2cEo0wT",
+	"kVFPglcvjw4OxH+KwyMxH3Lb3CCnud5VwkShzBPsPwBN4ZzB2GJLC9hyhFvpajr35lOutFuW6likB6m3",
+	"x64sE0jaPOOXJjPL20MhGaHznJUAvs9Km8yuOFoiy1wDBJm2DUst/ejZ2I+3sK4S1crSgLjO2KVsDeWb",
+	"XVbDiR+sHRWnasCHtBy6dnBv/PzlwcHOlgK+xQmtFppHXup/ydLK5jO3mQT+qOMm9TWSvZa/pZbv9fUj",
+	"LKoEKdqKkjTV3Ofo6wre8b6UdAM7U9zwRdfQmQ/MhtuGFjNBQG2bBMyMH5kZCo1d1WBf+guPPmx0DfXG",
+	"wMSskKaxKJTxyo0b6jeiJHLqPelcZUR3PDi8vh5iXSkzSMztShA3paisvUyIokly3N+r3wK7MvK8c32p",
+	"CA5DNNqBQyDa20AngKo2gRAGhAogeDLAwAPFNPANqeEhEzGypm9mRkbidVQ7AQwMreKJY4TZb0Yf/HtA",
+	"iYEFZD4gg4BzAbr+YMofXrWTh+qjctUnK0zvPUPgn3qi3DLfmkmm7A4H3vxL9jnk3pP9k8TW0c8TQC3S",
+	"6evtojXOuoHmXLODobBkozKc/06lOzFD/WZBTVLXxSPzC98PhisUa73X5jJlzNtuKPR6Ej0efSc8OirR",
+	"G/ZpeJ8Z1GiPP3VrfOktc6/+3Hzq2tPl1BuKtoSL+4Rtn7D92gHyYlBLeOEKlXvbbvgp2PydtELo39Ol",
+	"FkI5J7PIBSbymdTGVWjG2lLPkH+MZjquwVhBTST1b+QNJNggP1Y2Y+HnjSpHTgxpHdKajsVEDWnHkUbi",
+	"J6duUyzaCRH+DHX1dYOFO7DCXo3dcLDaeuzuquhO6qWPtfV45D509tB45NvouG0u0Y0o5Tsowzdv37/9",
+	"+HaHqpd7cJk6cb8NJbQzApgk7u6zf2AB3AvTHoH8iBHIt7O+v0hI5r6FzSac+XPM3UcKbP5U/ORmGdgH",
+	"U/pgSl/93sOubyv/P6cK3k9GTZelt/D9zedKlqp8vazme+P//h8vW5GsfRuNN/6VuP2X57l2cyhG0k5k",
+	"drpcIK2aF4a2UEYWeuQFcJqIxm9rucjT4bEA9sF8PTHAYDh++hR+mFtXjV8dvDpIqZo9nVlRLo0YPcXH",
+	"P50uMkC+ykJTuAWRsr9iYOg3aJpaamCi85uGP6PShJItQtVuPHFvIyXtFYNKhL8C9J53sTh7mKkit9Sh",
+	"5jcgFKf92li5UhdOSGokUPmth3YRROaflfZKMeJa6bLueziqic6RTvi3pD32T8VFaU0lilJPlaM+FKVd",
+	"Vlhz7x8pqnWhoFxcuUovgIvbYd6a53TuT1f0tG9lqcLVXY8FkLuuApEjHnyKvikntKkz3bqk2UUP+Cvc",
+	"2zHwX6y9xPYOMHVoTyChDXOYD3eARk7H0IyRCv9wUaNHneis80kf/Pmd8iYUpb3QuXJhH+qGHM5PhPac",
+	"XjQRM+tnaQ3wkSMfkz8b/kfu3BC/7xsYrGsaJ7AB/PjWvDvvqKkq4TtssYsirSgAEglNgpUP8QFrVQnU",
+	"zwyCpnvHa6AK8WC6hJk1aQ2gfjC0FWDGzEahZf00HmTL02j6HVgYRmcWuVyLCybXtBdBsnL1ZfQwZOju",
+	"Ogdy7XcNos7cxgJOVHQWYI2huD40DdPOLRv7FXredL/NL0uo2vd65UJOFQNTSQNU0BZciu9KWcx/fF9L",
+	"UyMXwJt5LacVNY/A7t0Ts5KmUtlIgJCSY5GiGQuicTTzA/2Sp2KgvdHoCiLWhD4nBDSlidMzt30ibq6y",
+	"MB+kVAu2vsz9yT1vrMPfVCW9rvlXAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -22,6 +22,7 @@ import (
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
 )
 
 // Deps are the implementations the server runs on; main and the tests wire them.
@@ -64,6 +65,8 @@ type Server struct {
 	payments       PaymentProvider
 	faults         func(ctx context.Context, point, subject string) error
 	idempotencyTTL time.Duration
+	// webhookClient sends test events, with the delivery worker's guards.
+	webhookClient *http.Client
 	// live hands trip updates to the streams that follow them.
 	live *liveHub
 	// liveHeartbeat is how often an idle trip stream sends a comment.
@@ -155,6 +158,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.background.Go(func() { s.auth.Watch(s.backgroundCtx) })
 	// Trip updates are followed from the start too: streams are answered as soon as requests
 	// are, and the follower's reads fail harmlessly while migrations run.
+	s.webhookClient = webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout})
 	s.live = newLiveHub(deps.Logger)
 	s.background.Go(func() { s.live.run(s.backgroundCtx, deps.Store) })
 	s.SetReady(!deps.Starting)

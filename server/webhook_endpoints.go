@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -163,6 +165,44 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
 	}
 	return gen.UpdateWebhookEndpoint200JSONResponse{Body: webhookEndpointView(w)}, nil
+}
+
+// TestWebhookEndpoint sends the endpoint a signed ping now and answers what happened; the ping
+// is neither retried nor logged.
+func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEndpointRequestObject) (gen.TestWebhookEndpointResponseObject, error) {
+	if err := requireAdmin(ctx, "test webhook endpoints"); err != nil {
+		return nil, err
+	}
+	w, err := s.webhookEndpoint(ctx, req.EndpointId)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	data, err := json.Marshal(map[string]string{"endpoint_id": w.ID})
+	if err != nil {
+		return nil, err
+	}
+	event := webhooks.Event{ID: ride.NewID(ride.PrefixEvent), Type: "ping", CreatedAt: now, Data: data}
+	secrets := []string{w.Secret}
+	if w.PreviousSecret != nil && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
+		secrets = append(secrets, *w.PreviousSecret)
+	}
+	res, latency, err := webhooks.Post(ctx, s.webhookClient, w.URL, event, 1, secrets, now)
+	result := gen.WebhookTestResult{EventId: event.ID, LatencyMs: latency.Milliseconds()}
+	switch {
+	case err != nil:
+		reason := webhooks.DescribeSendError(err, s.cfg.WebhookTimeout)
+		result.Error = &reason
+	default:
+		status := int32(res.StatusCode)
+		result.ResponseStatus = &status
+		result.Delivered = res.StatusCode >= 200 && res.StatusCode < 300
+		if !result.Delivered {
+			reason := fmt.Sprintf("the receiver answered %d %s", res.StatusCode, http.StatusText(res.StatusCode))
+			result.Error = &reason
+		}
+	}
+	return gen.TestWebhookEndpoint200JSONResponse{Body: result}, nil
 }
 
 // CreateWebhookRedelivery sends one of the account's events to the endpoint again.

@@ -242,6 +242,17 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/secret-rotations", Key: adminB}))
 			}},
 			{"listWebhookDeliveries", func() { notFound(h.GET(endpointPath+"/deliveries", adminB)) }},
+			{"testWebhookEndpoint", func() {
+				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/tests", Key: adminB}))
+			}},
+			{"receivePing", func() {
+				// B's ping reaches B's receiver only.
+				res := h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints/" + endpointB + "/tests", Key: adminB})
+				Expect(res.JSON()["delivered"]).To(BeTrue())
+				pingID := res.JSON()["event_id"].(string)
+				Expect(receiverB.CallsFor(pingID)).To(HaveLen(1))
+				Expect(a.receiver.CallsFor(pingID)).To(BeEmpty())
+			}},
 			{"createWebhookRedelivery", func() {
 				// Neither A's endpoint nor A's events exist for B.
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/redeliveries", Key: adminB,

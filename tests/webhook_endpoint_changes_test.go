@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -93,5 +94,50 @@ var _ = ForEachEngine("Changing a webhook endpoint", func(h *Harness) {
 		ExpectProblem(patch(h.Admin, "whe_nosuchendpoint0000000000", map[string]any{"status": "disabled"}), http.StatusNotFound, "not_found")
 		Expect(h.GET("/v1/webhook-endpoints/"+id, h.Admin).JSON()).To(And(HaveKeyWithValue("status", "enabled"),
 			HaveKeyWithValue("url", receiver.URL), HaveKeyWithValue("events", []any{"trip.completed"})))
+	})
+})
+
+var _ = ForEachEngine("Testing a webhook endpoint", func(h *Harness) {
+	ping := func(key, id string) *Response {
+		return h.Do(Request{Method: http.MethodPost, Path: "/v1/webhook-endpoints/" + id + "/tests", Key: key})
+	}
+
+	It("sends a signed ping and tells what the receiver answered, without logging it", func() {
+		receiver := NewReceiver(nil)
+		id, secret := h.RegisterEndpoint(receiver.URL, "trip.created")
+		res := ping(h.Admin, id)
+		Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+		result := res.JSON()
+		Expect(result).To(And(HaveKeyWithValue("delivered", true), HaveKeyWithValue("response_status", 200.0),
+			HaveKeyWithValue("error", BeNil()), HaveKeyWithValue("latency_ms", BeNumerically(">=", 0))))
+		calls := receiver.CallsFor(result["event_id"].(string))
+		Expect(calls).To(HaveLen(1))
+		Expect(calls[0].Header.Get("X-Ride-Event")).To(Equal("ping"))
+		Expect(webhooks.Verify(calls[0].Body, calls[0].Header.Get("X-Ride-Signature"), []string{secret}, 0)).To(Succeed())
+		Expect(webhooks.VerifyStandard(calls[0].Body, calls[0].Header, []string{secret}, 0)).To(Succeed())
+		var body map[string]any
+		Expect(json.Unmarshal(calls[0].Body, &body)).To(Succeed())
+		Expect(body).To(And(HaveKeyWithValue("type", "ping"), HaveKeyWithValue("data", map[string]any{"endpoint_id": id})))
+		Expect(h.Deliveries(id)).To(BeEmpty(), "a ping is not a delivery")
+	})
+
+	It("reports a failing or unreachable receiver", func() {
+		failing := NewReceiver(func(Call) Answer { return Answer{Status: http.StatusServiceUnavailable} })
+		id, _ := h.RegisterEndpoint(failing.URL, "trip.created")
+		Expect(ping(h.Admin, id).JSON()).To(And(HaveKeyWithValue("delivered", false),
+			HaveKeyWithValue("response_status", 503.0), HaveKeyWithValue("error", ContainSubstring("503"))))
+		Expect(failing.Calls()).To(HaveLen(1), "sent once, never retried")
+
+		closed := NewReceiver(nil)
+		deadID, _ := h.RegisterEndpoint(closed.URL, "trip.created")
+		closed.Close()
+		Expect(ping(h.Admin, deadID).JSON()).To(And(HaveKeyWithValue("delivered", false),
+			HaveKeyWithValue("response_status", BeNil()), HaveKeyWithValue("error", Not(BeEmpty()))))
+	})
+
+	It("is for the endpoint's account's admins", func() {
+		id, _ := h.RegisterEndpoint(NewReceiver(nil).URL, "trip.created")
+		ExpectProblem(ping(h.Key(auth.RoleRider, h.NewRider().ID), id), http.StatusForbidden, "forbidden")
+		ExpectProblem(ping(h.KeyIn(auth.RoleAdmin, "", newAccount("ping")), id), http.StatusNotFound, "not_found")
 	})
 })

@@ -396,29 +396,43 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 // send makes one POST of the event. It returns the receiver's status (0 without an answer),
 // how long a Retry-After asked to wait (bounded by the horizon), and how long it took.
 func (w *Worker) send(ctx context.Context, d Delivery) (status int, retryAfter, latency time.Duration, err error) {
-	body, err := d.Event.Body()
-	if err != nil {
-		return 0, 0, 0, err
-	}
 	signedAt := w.now()
-	header, err := Headers(d.Event.ID, d.Event.Type, d.Attempt, signedAt, body, d.secrets(signedAt))
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	req.Header = header
-	start := time.Now()
-	res, err := w.cfg.Client.Do(req)
-	latency = time.Since(start)
+	res, latency, err := Post(ctx, w.cfg.Client, d.URL, d.Event, d.Attempt, d.secrets(signedAt), signedAt)
 	if err != nil {
 		return 0, 0, latency, err
 	}
-	drain(res)
 	return res.StatusCode, RetryAfter(res.Header.Get("Retry-After"), signedAt, w.cfg.Policy.horizon()), latency, nil
 }
+
+// Post sends event to url once, as attempt number attempt, signed at signedAt with secrets;
+// the answer's body is read and closed. client is NewClient's. It returns the answer (nil
+// without one) and how long the exchange took.
+func Post(ctx context.Context, client *http.Client, url string, event Event, attempt int, secrets []string, signedAt time.Time) (*http.Response, time.Duration, error) {
+	body, err := event.Body()
+	if err != nil {
+		return nil, 0, err
+	}
+	header, err := Headers(event.ID, event.Type, attempt, signedAt, body, secrets)
+	if err != nil {
+		return nil, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header = header
+	start := time.Now()
+	res, err := client.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		return nil, latency, err
+	}
+	drain(res)
+	return res, latency, nil
+}
+
+// DescribeSendError words a failure of Post as the deliveries log does (see describeSendError).
+func DescribeSendError(err error, timeout time.Duration) string { return describeSendError(err, timeout) }
 
 // describeSendError turns a transport failure into a short line for the deliveries log that
 // partners read: what went wrong in words, never the URL (the log names the endpoint), nor an
