@@ -432,7 +432,9 @@ func Post(ctx context.Context, client *http.Client, url string, event Event, att
 }
 
 // DescribeSendError words a failure of Post as the deliveries log does (see describeSendError).
-func DescribeSendError(err error, timeout time.Duration) string { return describeSendError(err, timeout) }
+func DescribeSendError(err error, timeout time.Duration) string {
+	return describeSendError(err, timeout)
+}
 
 // describeSendError turns a transport failure into a short line for the deliveries log that
 // partners read: what went wrong in words, never the URL (the log names the endpoint), nor an
