@@ -67,6 +67,10 @@ type Config struct {
 	// WebhookHorizon is how long after its event a delivery is retried (RIDE_WEBHOOK_HORIZON).
 	// Zero means webhooks.DefaultHorizon.
 	WebhookHorizon time.Duration
+	// WebhookDrain is how long delivery attempts in flight may finish when the server stops.
+	// Not read from the environment; tests shorten it. Zero means webhooks' default (the
+	// attempt timeout plus 2 s), inside the 20 s shutdown window.
+	WebhookDrain time.Duration
 	// WebhookTimeout bounds one delivery attempt. Not read from the environment (the contract
 	// fixes 10 s); tests shorten it. Zero means webhooks.DefaultTimeout.
 	WebhookTimeout time.Duration

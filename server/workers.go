@@ -13,6 +13,7 @@ func newWebhookWorker(cfg Config, deps Deps, metrics *pipeline.Metrics) (*webhoo
 		Store:  deps.Store,
 		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
 		Policy: webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon},
+		Drain:  cfg.WebhookDrain,
 		Now:    deps.Now,
 		Logger: deps.Logger,
 		NewAttemptID: func() string {

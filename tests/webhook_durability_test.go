@@ -33,8 +33,29 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 			receiver.CallsFor(event.ID)[0].At.Sub(started).Round(time.Millisecond)))
 	})
 
-	It("resumes an attempt interrupted by a shutdown, in the next server, as the next attempt", func(ctx SpecContext) {
+	It("lets the attempts in flight finish on a graceful stop: the next server sends none of them again", func(ctx SpecContext) {
 		a := h.IsolatedHarness(ctx, testConfig(), true)
+		const inFlight = 16 // the worker's slots
+		receiver := NewReceiver(func(Call) Answer { return Answer{Status: http.StatusOK, Delay: 500 * time.Millisecond} })
+		id, _ := a.RegisterEndpointKept(receiver.URL, "trip.completed")
+		for range inFlight {
+			a.AppendEvent("trip.completed")
+		}
+		Eventually(func() []Call { return receiver.Calls() }).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(inFlight))
+		a.StopWorker() // while every one of them waits for its answer
+
+		b := a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
+		Expect(b.Deliveries(id)).To(HaveLen(inFlight))
+		for _, d := range b.Deliveries(id) {
+			Expect(d).To(And(HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "succeeded")))
+		}
+		Consistently(func() []Call { return receiver.Calls() }, time.Second, pollEvery).Should(HaveLen(inFlight), "no attempt sent twice")
+	})
+
+	It("resumes an attempt cut off after the drain of a shutdown, in the next server, as the next attempt", func(ctx SpecContext) {
+		cfg := testConfig()
+		cfg.WebhookDrain = 100 * time.Millisecond // shorter than the hang below
+		a := h.IsolatedHarness(ctx, cfg, true)
 		receiver := NewReceiver(func(c Call) Answer {
 			if c.Nth == 1 {
 				return Answer{Hang: true} // the server stops while this attempt is in flight

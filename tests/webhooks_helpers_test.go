@@ -41,6 +41,8 @@ type Answer struct {
 	Header map[string]string
 	// Hang keeps the request open until the client gives up (a timeout or a shutdown).
 	Hang bool
+	// Delay is how long the receiver takes before answering.
+	Delay time.Duration
 }
 
 // Receiver is a partner's webhook receiver on 127.0.0.1. It records every call as it arrives
@@ -94,6 +96,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		return
 	}
+	time.Sleep(a.Delay)
 	for k, v := range a.Header {
 		w.Header().Set(k, v)
 	}

@@ -138,6 +138,12 @@ type WorkerConfig struct {
 	PurgeInterval time.Duration
 	// FanOutBatch is how many events one fan-out step handles; 200 by default.
 	FanOutBatch int
+	// Drain is how long attempts in flight may go on after Run's context ends: a graceful
+	// stop lets them finish rather than sending them again from the next worker. By default
+	// the client's timeout plus 2 seconds, so that every attempt ends on its own; the server's
+	// shutdown window (20 s) is longer. Attempts still running after it are cut off and
+	// recorded as interrupted, due again at once.
+	Drain time.Duration
 	// OnAttempt, when set, is told of every attempt once it is recorded: the server counts
 	// outcomes with it. It must not block.
 	OnAttempt func(Attempt)
@@ -196,12 +202,15 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	timeout := cfg.Client.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	if cfg.Lease <= 0 {
-		timeout := cfg.Client.Timeout
-		if timeout <= 0 {
-			timeout = DefaultTimeout
-		}
 		cfg.Lease = timeout + 30*time.Second
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = timeout + 2*time.Second
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
@@ -230,9 +239,14 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Run delivers until ctx ends, then waits for the attempts in flight: they are cancelled,
-// recorded as interrupted and due again at once, for this or another worker to resume.
+// Run delivers until ctx ends, then waits for the attempts in flight: they may finish for
+// up to Drain, and are then cut off, recorded as interrupted and due again at once, for this
+// or another worker to resume.
 func (w *Worker) Run(ctx context.Context) error {
+	attempts, cutOff := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutOff()
+	stopDraining := context.AfterFunc(ctx, func() { time.AfterFunc(w.cfg.Drain, cutOff) })
+	defer stopDraining()
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 
@@ -257,7 +271,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.purge(ctx, now)
 			nextPurge = now.Add(w.cfg.PurgeInterval)
 		}
-		fannedOut := w.step(ctx, &inflight)
+		fannedOut := w.step(ctx, attempts, &inflight)
 
 		// An announced event the fan-out could not take yet (on PostgreSQL: an older
 		// transaction elsewhere is still running, see the store) is usually takeable a few
@@ -289,10 +303,10 @@ func (w *Worker) Run(ctx context.Context) error {
 const minRecheck = 5 * time.Millisecond
 
 // step fans out every new event, then claims as many due deliveries as there are free slots
-// and sends each in its own goroutine. A slow receiver holds only its own slot, so it never
-// delays deliveries to others while slots remain.
-// It reports how many events it fanned out.
-func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) (fannedOut int) {
+// and sends each in its own goroutine, under attempts (which outlives ctx by the drain). A
+// slow receiver holds only its own slot, so it never delays deliveries to others while slots
+// remain. It reports how many events it fanned out.
+func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) (fannedOut int) {
 	for ctx.Err() == nil {
 		n, err := w.cfg.Store.FanOutEvents(ctx, FanOutParams{Now: w.now(), Limit: w.cfg.FanOutBatch})
 		if err != nil {
@@ -328,7 +342,7 @@ func (w *Worker) step(ctx context.Context, inflight *sync.WaitGroup) (fannedOut 
 					w.Wake() // more may be due: claim again as soon as a slot frees
 				}
 			}()
-			w.attempt(ctx, d)
+			w.attempt(attempts, d)
 		})
 	}
 	return fannedOut

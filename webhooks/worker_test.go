@@ -82,11 +82,11 @@ var _ = Describe("The worker", func() {
 		return webhooks.Delivery{ID: int64(n), Attempt: 1, URL: url, EndpointID: "whe_1", Secret: "whsec_c2VjcmV0",
 			Event: webhooks.Event{ID: "evt_" + string(rune('a'+n)), Type: "trip.completed", CreatedAt: now, Data: []byte(`{}`)}}
 	}
-	run := func(store *fakeStore) (stop func()) {
+	runDraining := func(store *fakeStore, drain time.Duration) (stop func()) {
 		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
 			Store: store, Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
 			Now: func() time.Time { return now }, NewAttemptID: func() string { return "wha_1" },
-			Concurrency: 2, PollInterval: 10 * time.Millisecond,
+			Concurrency: 2, PollInterval: 10 * time.Millisecond, Drain: drain,
 		})
 		Expect(err).NotTo(HaveOccurred())
 		ctx, cancel := context.WithCancel(context.Background())
@@ -97,6 +97,28 @@ var _ = Describe("The worker", func() {
 		}()
 		return func() { cancel(); <-done }
 	}
+	// run stops its attempts in flight 50 ms after being told to stop.
+	run := func(store *fakeStore) (stop func()) { return runDraining(store, 50*time.Millisecond) }
+
+	It("lets the attempts in flight finish when it stops, within the drain", func() {
+		arrived := make(chan struct{}, 2)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			arrived <- struct{}{}
+			time.Sleep(300 * time.Millisecond) // still answering when the worker is told to stop
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer receiver.Close()
+		store := &fakeStore{due: []webhooks.Delivery{delivery(receiver.URL, 0), delivery(receiver.URL, 1)}}
+		stop := runDraining(store, 0) // the default drain: the client's timeout and 2 s
+		Eventually(arrived).Should(HaveLen(2))
+		stop()
+		_, attempts, _ := store.snapshot()
+		Expect(attempts).To(HaveLen(2))
+		for _, a := range attempts {
+			Expect(a.Outcome).To(Equal(webhooks.Succeeded), "finished, not cut off: the next worker sends nothing twice")
+		}
+	})
 
 	It("looks again soon after an announced event it could not take yet, not at the next poll", func() {
 		store := &fakeStore{takeableAfter: 4}
