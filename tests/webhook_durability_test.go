@@ -105,12 +105,18 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(HaveLen(1))
 		Expect(claimed[0].Attempt).To(Equal(1))
 
-		a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
+		b := a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
 		Eventually(func() []Call { return receiver.CallsFor(event.ID) }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))
 		call := receiver.CallsFor(event.ID)[0]
 		Expect(call.Attempt).To(Equal(2), "attempt 1 may have been sent by the dead worker: never reuse its number")
 		Expect(call.At).To(BeTemporally(">=", now.Add(2*time.Second)), "not before the lease ran out")
+		// The dead worker's attempt is in the log, as lost, before the one that took over.
+		Eventually(func() []map[string]any { return b.Deliveries(claimed[0].EndpointID) }).
+			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveExactElements(
+			And(HaveKeyWithValue("attempt", 2.0), HaveKeyWithValue("status", "succeeded")),
+			And(HaveKeyWithValue("attempt", 1.0), HaveKeyWithValue("status", "pending"),
+				HaveKeyWithValue("error", ContainSubstring("lost")), HaveKeyWithValue("response_status", BeNil()))))
 		AddReportEntry(fmt.Sprintf("lease takeover [%s]", h.Engine), fmt.Sprintf(
 			"claim abandoned with a 2s lease; taken over as attempt 2 after %s", call.At.Sub(now).Round(time.Millisecond)))
 	})

@@ -30,7 +30,8 @@ type Store interface {
 	// ClaimDeliveries takes up to p.Limit pending deliveries due at p.Now for enabled endpoints,
 	// numbers each claim's attempt (one more than the last) and leases it until p.LeaseUntil:
 	// until then no other claim returns it, and afterwards another may, as the next attempt.
-	// Concurrent claims never return the same attempt twice.
+	// Concurrent claims never return the same attempt twice. An earlier attempt that was
+	// claimed but never recorded (its worker died) is logged as lost, named p.NewAttemptID().
 	ClaimDeliveries(ctx context.Context, p ClaimParams) ([]Delivery, error)
 	// RecordAttempt logs an attempt and moves its delivery on (done, failed, or due again at
 	// NextAttemptAt), unless the delivery was claimed again meanwhile; with DisableEndpoint it
@@ -62,6 +63,9 @@ type ClaimParams struct {
 	Now        time.Time
 	LeaseUntil time.Time
 	Limit      int
+	// NewAttemptID names the log entry of an attempt whose worker died before recording it,
+	// which the claim of the next attempt writes (see Store).
+	NewAttemptID func() string
 }
 
 // Delivery is one claimed attempt: which event goes to which URL, signed with which secrets.
@@ -325,7 +329,9 @@ func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) (
 		return fannedOut
 	}
 	now := w.now()
-	claimed, err := w.cfg.Store.ClaimDeliveries(ctx, ClaimParams{Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: free})
+	claimed, err := w.cfg.Store.ClaimDeliveries(ctx, ClaimParams{
+		Now: now, LeaseUntil: now.Add(w.cfg.Lease), Limit: free, NewAttemptID: w.cfg.NewAttemptID,
+	})
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("claiming due deliveries failed; retrying at the next poll", "error", err)
