@@ -46,7 +46,7 @@ func liveUpdateOf(t *store.Trip) liveUpdate {
 // viewedBy is u as caller may see it: driver_location for the trip's rider and admins only.
 func (u liveUpdate) viewedBy(caller auth.Principal) gen.TripLiveUpdate {
 	update := u.TripLiveUpdate
-	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, u.RiderID) {
+	if !locatesDriverOf(caller, u.RiderID) {
 		update.DriverLocation = nil
 	}
 	return update

@@ -62,9 +62,8 @@ type Server struct {
 	// graphql runs /v1/graphql: schema/ride.graphql bound to its resolvers.
 	graphql *graphqlapi.Handler
 
-	payments       PaymentProvider
-	faults         func(ctx context.Context, point, subject string) error
-	idempotencyTTL time.Duration
+	payments PaymentProvider
+	faults   func(ctx context.Context, point, subject string) error
 	// webhookClient sends test events, with the delivery worker's guards.
 	webhookClient *http.Client
 	// live hands trip updates to the streams that follow them.
@@ -110,11 +109,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:     deps.Logger,
 		cursors: ride.NewCursorCodec(cfg.CursorSecret),
 
-		payments:       deps.PaymentProvider,
-		faults:         deps.Faults,
-		idempotencyTTL: cfg.IdempotencyTTL,
-		estimateTTL:    cfg.EstimateTTL,
-		liveHeartbeat:  cfg.LiveHeartbeat,
+		payments:      deps.PaymentProvider,
+		faults:        deps.Faults,
+		estimateTTL:   cfg.EstimateTTL,
+		liveHeartbeat: cfg.LiveHeartbeat,
 	}
 	if s.liveHeartbeat <= 0 {
 		s.liveHeartbeat = DefaultLiveHeartbeat

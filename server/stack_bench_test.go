@@ -84,7 +84,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	p, err := pipeline.New(pipeline.Config{
 		Store: f.st, Now: s.now, Log: s.log, Metrics: pipeline.NewMetrics(nil),
 		Auth: auth.New(f.st, s.now, pipeline.NewMetrics(nil).AuthFailures), Render: s.renderError,
-		IdempotencyTTL: s.idempotencyTTL, OutsideDocument: routesOutsideDocument,
+		IdempotencyTTL: s.cfg.IdempotencyTTL, OutsideDocument: routesOutsideDocument,
 		SkipValidation: !l.validate,
 	})
 	if err != nil {

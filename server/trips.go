@@ -355,8 +355,13 @@ func liveETA(t *store.Trip) *int {
 // seesDriverLocation reports whether caller may see where the trip's driver is: its rider or
 // an admin, while the trip is active and the driver has reported a position.
 func seesDriverLocation(t *store.Trip, caller auth.Principal) bool {
-	return t.Driver.Position != nil && ride.TripStatus(t.Status).Active() &&
-		(caller.IsAdmin() || caller.Is(auth.RoleRider, t.RiderID))
+	return t.Driver.Position != nil && ride.TripStatus(t.Status).Active() && locatesDriverOf(caller, t.RiderID)
+}
+
+// locatesDriverOf reports whether caller may see where the driver of riderID's trip is: that
+// rider, or an admin. REST views, streams and GraphQL all ask here.
+func locatesDriverOf(caller auth.Principal, riderID string) bool {
+	return caller.IsAdmin() || caller.Is(auth.RoleRider, riderID)
 }
 
 // positionView is the public view of a driver's position.

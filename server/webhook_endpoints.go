@@ -191,7 +191,7 @@ func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEnd
 	result := gen.WebhookTestResult{EventId: event.ID, LatencyMs: latency.Milliseconds()}
 	switch {
 	case err != nil:
-		reason := webhooks.DescribeSendError(err, s.cfg.WebhookTimeout)
+		reason := webhooks.DescribeSendError(err, s.webhookClient.Timeout)
 		result.Error = &reason
 	default:
 		status := int32(res.StatusCode)

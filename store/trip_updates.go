@@ -45,17 +45,7 @@ func (s *Store) FollowTripUpdates(ctx context.Context, fn func(payload string)) 
 		return nil // a transaction-scoped Store follows nothing
 	}
 	if s.engine == EnginePostgres {
-		for ctx.Err() == nil {
-			_ = s.listenOnce(ctx, tripUpdatesChannel, fn)
-			if ctx.Err() != nil {
-				return nil
-			}
-			fn("")
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
+		s.listen(ctx, tripUpdatesChannel, fn, func() { fn("") })
 		return nil
 	}
 	return s.pollTripUpdates(ctx, fn)

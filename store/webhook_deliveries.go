@@ -270,22 +270,30 @@ func (s *Store) ListenEvents(ctx context.Context, notify func()) error {
 	if s.engine != EnginePostgres || s.sqlDB == nil {
 		return nil
 	}
-	const retryWait = time.Second
+	// A failure to listen is not worth a log line: the worker polls anyway. A lost
+	// connection may have hidden notifications: wake once, then listen again.
+	s.listen(ctx, eventsChannel, func(string) { notify() }, notify)
+	return nil
+}
+
+// listenRetryWait is how long listen waits before listening again after a lost connection.
+const listenRetryWait = time.Second
+
+// listen listens on channel until ctx ends, calling notify with each notification's payload;
+// after a lost connection it calls lost (notifications may have been missed meanwhile) and
+// listens again after listenRetryWait.
+func (s *Store) listen(ctx context.Context, channel string, notify func(payload string), lost func()) {
 	for ctx.Err() == nil {
-		// A failure to listen is not worth a log line: the worker polls anyway, and this
-		// loop reconnects after retryWait.
-		_ = s.listenOnce(ctx, eventsChannel, func(string) { notify() })
+		_ = s.listenOnce(ctx, channel, notify)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
-		// A lost connection may have hidden notifications: wake once, then listen again.
-		notify()
+		lost()
 		select {
 		case <-ctx.Done():
-		case <-time.After(retryWait):
+		case <-time.After(listenRetryWait):
 		}
 	}
-	return nil
 }
 
 // listenOnce holds one connection of the pool listening on channel, calling notify with each

@@ -383,7 +383,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 		}
 	default:
 		if sendErr != nil {
-			rec.Error = describeSendError(sendErr, w.cfg.Client.Timeout)
+			rec.Error = DescribeSendError(sendErr, w.cfg.Client.Timeout)
 		} else {
 			rec.Error = fmt.Sprintf("the receiver answered %d %s", status, http.StatusText(status))
 		}
@@ -451,15 +451,10 @@ func Post(ctx context.Context, client *http.Client, url string, event Event, att
 	return res, latency, nil
 }
 
-// DescribeSendError words a failure of Post as the deliveries log does (see describeSendError).
-func DescribeSendError(err error, timeout time.Duration) string {
-	return describeSendError(err, timeout)
-}
-
-// describeSendError turns a transport failure into a short line for the deliveries log that
+// DescribeSendError turns a transport failure into a short line for the deliveries log that
 // partners read: what went wrong in words, never the URL (the log names the endpoint), nor an
 // address or resolver of the network the deliveries leave from.
-func describeSendError(err error, timeout time.Duration) string {
+func DescribeSendError(err error, timeout time.Duration) string {
 	var (
 		netErr  net.Error
 		dnsErr  *net.DNSError
