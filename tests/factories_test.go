@@ -71,12 +71,13 @@ func (h *Harness) NewDriver(o DriverOpts) store.Driver {
 	city, err := h.Store.CityByID(context.Background(), o.City)
 	Expect(err).NotTo(HaveOccurred())
 	at := PointIn(city, o.North, o.East)
+	now := time.Now()
 	d, err := h.Store.CreateDriver(context.Background(), store.Driver{
 		ID: ride.NewID(ride.PrefixDriver), Name: "Test Driver", Rating: 4.8,
 		Photo: "https://cdn.ride.example.com/drivers/test.jpg", VehicleMake: "Toyota", VehicleModel: "Prius",
 		VehicleColor: "blue", VehiclePlate: "TEST123", City: o.City, Lat: at.Lat, Lng: at.Lng,
-		Available: !o.Unavailable, Online: !o.Offline, PositionAt: ptrTo(time.Now()),
-		CreatedAt: time.Now(), UpdatedAt: time.Now(),
+		Available: !o.Unavailable, Online: !o.Offline, PositionAt: &now,
+		CreatedAt: now, UpdatedAt: now,
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return d
@@ -152,6 +153,3 @@ func (h *Harness) NewTrip(o TripOpts) store.Trip {
 	Expect(err).NotTo(HaveOccurred())
 	return created
 }
-
-// ptrTo points at a copy of v.
-func ptrTo[T any](v T) *T { return &v }

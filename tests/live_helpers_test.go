@@ -15,6 +15,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -215,4 +217,24 @@ func (s *gqlSubscription) Next() map[string]any {
 		Fail("no update within 5 s")
 	}
 	return nil
+}
+
+// liveTrip is a trip booked in a city of its own, whose one driver is online where the
+// factory put them.
+type liveTrip struct {
+	city                store.City
+	driver              store.Driver
+	rider               store.Rider
+	trip                gen.Trip
+	driverKey, riderKey string
+}
+
+// bookLiveTrip books a trip as a new rider in a new city with one driver.
+func (h *Harness) bookLiveTrip() liveTrip {
+	GinkgoHelper()
+	l := liveTrip{city: h.NewCity(CityOpts{}), rider: h.NewRider()}
+	l.driver = h.NewDriver(DriverOpts{City: l.city.ID})
+	l.driverKey, l.riderKey = h.Key(auth.RoleDriver, l.driver.ID), h.Key(auth.RoleRider, l.rider.ID)
+	l.trip = h.BookTrip(l.riderKey, h.NewEstimate(l.riderKey, l.city).EstimateId)
+	return l
 }

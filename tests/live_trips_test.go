@@ -97,12 +97,8 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 	})
 
 	It("show where the driver is to the trip's rider and admins only, and the rider to the driver", func() {
-		city := h.NewCity(CityOpts{})
-		driver := h.NewDriver(DriverOpts{City: city.ID})
-		driverKey := h.Key(auth.RoleDriver, driver.ID)
-		rider := h.NewRider()
-		riderKey := h.Key(auth.RoleRider, rider.ID)
-		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		l := h.bookLiveTrip()
+		city, driver, driverKey, rider, riderKey, trip := l.city, l.driver, l.driverKey, l.rider, l.riderKey, l.trip
 		h.reportPosition(driverKey, driver.ID, loc(city, 2_500, 1_000), time.Now())
 
 		asRider := h.GET("/v1/trips/"+trip.Id, riderKey).JSON()
@@ -131,12 +127,8 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 	})
 
 	It("resume a stream from Last-Event-ID without sending what the client has", func() {
-		city := h.NewCity(CityOpts{})
-		driver := h.NewDriver(DriverOpts{City: city.ID})
-		driverKey := h.Key(auth.RoleDriver, driver.ID)
-		rider := h.NewRider()
-		riderKey := h.Key(auth.RoleRider, rider.ID)
-		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		l := h.bookLiveTrip()
+		driverKey, riderKey, trip := l.driverKey, l.riderKey, l.trip
 
 		first := h.FollowTrip(riderKey, trip.Id, "").Next()
 		resumed := h.FollowTrip(riderKey, trip.Id, first.ID)
@@ -152,11 +144,8 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 
 	It("send heartbeats to an idle stream", func() {
 		beating, _ := h.Replica(server.Config{LiveHeartbeat: 50 * time.Millisecond}, nil)
-		city := h.NewCity(CityOpts{})
-		h.NewDriver(DriverOpts{City: city.ID})
-		rider := h.NewRider()
-		riderKey := h.Key(auth.RoleRider, rider.ID)
-		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		l := h.bookLiveTrip()
+		riderKey, trip := l.riderKey, l.trip
 		s := beating.FollowTrip(riderKey, trip.Id, "")
 		s.Next()
 		Eventually(s.Heartbeats.Load).Within(2 * time.Second).Should(BeNumerically(">=", 3))
@@ -242,11 +231,7 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		_, _, err := conn.Read(ctx)
 		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusCode(4403)))
 
-		city := h.NewCity(CityOpts{})
-		h.NewDriver(DriverOpts{City: city.ID})
-		rider := h.NewRider()
-		riderKey := h.Key(auth.RoleRider, rider.ID)
-		trip := h.BookTrip(riderKey, h.NewEstimate(riderKey, city).EstimateId)
+		trip := h.bookLiveTrip().trip
 		stranger := h.Key(auth.RoleRider, h.NewRider().ID)
 		conn = dial()
 		defer conn.CloseNow()

@@ -33,8 +33,9 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 		return res, err
 	}
 	type followed struct {
-		id, riderKey string
-		driver       benchDriver
+		bookedTrip
+		riderKey string
+		driver   benchDriver
 	}
 	var trips []followed
 	for i := range b.o.trips {
@@ -42,7 +43,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 		if err != nil {
 			return res, err
 		}
-		trips = append(trips, followed{id: t.ID, riderKey: b.riders[i], driver: b.byID[t.Driver.ID]})
+		trips = append(trips, followed{bookedTrip: t, riderKey: b.riders[i], driver: b.byID[t.Driver.ID]})
 	}
 	before := [2]metrics{}
 	for i := range before {
@@ -67,7 +68,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 					ready.Done()
 				}
 			}()
-			req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, b.replicas[replica]+"/v1/trips/"+t.id+"/updates", nil)
+			req, _ := http.NewRequestWithContext(streamCtx, http.MethodGet, b.replicas[replica]+"/v1/trips/"+t.ID+"/updates", nil)
 			req.Header.Set("Authorization", "Bearer "+t.riderKey)
 			req.Header.Set("Accept", "text/event-stream")
 			resp, err := streamClient.Do(req)
@@ -133,9 +134,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 	res.delays = sortedCopy(res.delays)
 	mu.Unlock()
 	for _, t := range trips {
-		_ = b.finish(ctx, 0, bookedTrip{ID: t.id, Driver: struct {
-			ID string `json:"id"`
-		}{t.driver.id}})
+		_ = b.finish(ctx, 0, t.bookedTrip)
 	}
 	return res, nil
 }
