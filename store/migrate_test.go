@@ -87,6 +87,34 @@ var _ = Describe("Migrations", func() {
 			Expect(key.RevokedAt).To(BeNil())
 		})
 
+		It("give the events a fan-out cursor had not reached yet their deliveries, and nothing twice", func(ctx SpecContext) {
+			st := openStore(ctx, e.newDatabase(ctx))
+			Expect(st.MigrateTo(ctx, 9)).To(Succeed())
+			endpoint := createEndpoint(ctx, st, endpointOpts{CreatedAt: time.Now().Add(-time.Hour)})
+			done := appendEvent(ctx, st, "trip.completed", time.Now().Add(-time.Minute))
+			waiting := appendEvent(ctx, st, "trip.completed", time.Now())
+			db := st.TestDB().WithContext(ctx)
+			// The cursor took the first event: its delivery exists, the second one's does not.
+			Expect(db.Exec(`INSERT INTO webhook_deliveries (event_id, endpoint_id, status, attempts, due_at, created_at, updated_at)
+				VALUES (?, ?, 'succeeded', 1, ?, ?, ?)`, done.ID, endpoint.ID, time.Now(), time.Now(), time.Now()).Error).To(Succeed())
+			if st.Engine() == store.EnginePostgres {
+				Expect(db.Exec(`UPDATE webhook_fanout SET (last_txid, last_seq) = (SELECT txid, seq FROM events WHERE id = ?)`, done.ID).Error).To(Succeed())
+			} else {
+				Expect(db.Exec(`UPDATE webhook_fanout SET last_seq = ?`, done.Seq).Error).To(Succeed())
+			}
+
+			Expect(st.Migrate(ctx)).To(Succeed())
+			claimed := claimAll(ctx, st, time.Now(), time.Minute)
+			Expect(claimed).To(HaveLen(1))
+			Expect(claimed[0].Event.ID).To(Equal(waiting.ID))
+			var deliveries int64
+			Expect(db.Raw("SELECT count(*) FROM webhook_deliveries").Scan(&deliveries).Error).To(Succeed())
+			Expect(deliveries).To(BeEquivalentTo(2), "the first event's delivery is not made again")
+			// Later events fan out as they are written.
+			next := appendEvent(ctx, st, "trip.completed", time.Now())
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(HaveField("Event.ID", next.ID)))
+		})
+
 		It("run concurrently for several stores in one process", func(ctx SpecContext) {
 			// Two databases, plus a second handle on the first: goose state is per call, and
 			// the same database migrated twice at once must not fail either.

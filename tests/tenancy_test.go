@@ -373,7 +373,7 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 			{"getReadiness", func() { Expect(h.GET("/readyz", "").Status).To(Equal(http.StatusOK)) }},
 			{"receiveEvent", func() {
 				// Tenant A's receiver gets A's events, B's receiver none of them, though B
-				// subscribed to every kind: the fan-out matches endpoints of the event's account.
+				// subscribed to every kind: an event goes to the endpoints of its own account.
 				Eventually(func() []Call { return a.receiver.CallsFor(a.completedEvent[len(a.completedEvent)-1]) }).
 					WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 				paid := h.eventIDsOf(a.admin, a.completed)

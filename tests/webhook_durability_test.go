@@ -3,13 +3,17 @@ package tests
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/store/storetest"
 	"github.com/rideapi/ride/webhooks"
 )
 
@@ -90,19 +94,11 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		a.RegisterEndpointKept(receiver.URL, "trip.completed")
 		event := a.AppendEvent("trip.completed")
 
-		// A worker that fans out and claims, then dies without sending or recording anything.
-		// On PostgreSQL the fan-out waits for writing transactions elsewhere in the cluster
-		// (another test package's, say), so it may need more than one pass.
-		var now time.Time
-		var claimed []webhooks.Delivery
-		Eventually(func() []webhooks.Delivery {
-			_, err := a.Store.FanOutEvents(ctx, webhooks.FanOutParams{Now: time.Now(), Limit: 10})
-			Expect(err).NotTo(HaveOccurred())
-			now = time.Now()
-			claimed, err = a.Store.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(2 * time.Second), Limit: 10})
-			Expect(err).NotTo(HaveOccurred())
-			return claimed
-		}).WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(HaveLen(1))
+		// A worker that claims, then dies without sending or recording anything.
+		now := time.Now()
+		claimed, err := a.Store.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(2 * time.Second), Limit: 10})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(claimed).To(HaveLen(1))
 		Expect(claimed[0].Attempt).To(Equal(1))
 
 		b := a.ServerOn(ctx, a.DatabaseURL, testConfig(), true)
@@ -177,6 +173,41 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 		AddReportEntry(fmt.Sprintf("two workers [%s]", h.Engine),
 			fmt.Sprintf("%d events, %d receipts, every (event, attempt) received once", events, len(receiver.Calls())))
 	})
+
+	if h.Engine == "postgres" {
+		It("delivers at once while other transactions stay open, in this database and in another", func(ctx SpecContext) {
+			receiver := NewReceiver(nil)
+			h.RegisterEndpoint(receiver.URL, "trip.created", "trip.arriving")
+			// An operator's forgotten session in a scratch database of the same server, and one
+			// idle in a transaction in this one: each has written, so each holds a transaction id.
+			scratch, drop, err := storetest.NewPostgresDatabase(ctx, os.Getenv("TEST_DATABASE_URL"))
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(drop)
+			for _, url := range []string{scratch, h.DatabaseURL} {
+				conn, err := pgx.Connect(ctx, url)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func(ctx SpecContext) { _ = conn.Close(ctx) })
+				_, err = conn.Exec(ctx, "BEGIN; CREATE TEMPORARY TABLE scratch (n int); INSERT INTO scratch VALUES (1)")
+				Expect(err).NotTo(HaveOccurred())
+			}
+
+			city := h.NewCity(CityOpts{})
+			h.NewDriver(DriverOpts{City: city.ID})
+			key := h.Key(auth.RoleRider, h.NewRider().ID)
+			trip := h.BookTrip(key, h.NewEstimate(key, city).EstimateId)
+			driverKey := h.Key(auth.RoleDriver, trip.DriverSummary.Id)
+			Expect(h.PutStatus(driverKey, trip.Id, "arriving", nil).Status).To(Equal(http.StatusOK))
+
+			kinds := func() (kinds []string) {
+				for _, c := range receiver.Calls() {
+					kinds = append(kinds, c.Header.Get("X-Ride-Event"))
+				}
+				return kinds
+			}
+			Eventually(kinds).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).
+				Should(ConsistOf("trip.created", "trip.arriving"), "the open transactions still run")
+		})
+	}
 
 	It("measures first-attempt latency from commit to receiver", Label("latency"), func(ctx SpecContext) {
 		a := h.IsolatedHarness(ctx, testConfig(), true)

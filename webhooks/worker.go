@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -20,13 +19,11 @@ import (
 // Store is what the Worker needs from the database; the server's store implements it. Every
 // method must be safe for concurrent use by several workers, in one process or in several
 // replicas sharing the database.
+//
+// The Store makes the deliveries: each event written gets, in the same transaction, a pending
+// delivery due at once for every enabled endpoint that subscribes to its kind, so that a
+// delivery exists exactly when its event committed.
 type Store interface {
-	// FanOutEvents creates, durably and at most once per (event, endpoint), a pending delivery
-	// of each event not yet fanned out to every enabled endpoint that subscribes to its kind
-	// and was registered at or before the event's creation. It handles at most p.Limit events
-	// and reports how many; fewer than the limit means it caught up. Events committed later
-	// must never be skipped, whatever order their transactions commit in.
-	FanOutEvents(ctx context.Context, p FanOutParams) (int, error)
 	// ClaimDeliveries takes up to p.Limit pending deliveries due at p.Now for enabled endpoints,
 	// numbers each claim's attempt (one more than the last) and leases it until p.LeaseUntil:
 	// until then no other claim returns it, and afterwards another may, as the next attempt.
@@ -43,19 +40,12 @@ type Store interface {
 	PurgeEvents(ctx context.Context, createdBefore time.Time) (int64, error)
 }
 
-// EventListener is a Store that can say when new events commit (PostgreSQL LISTEN/NOTIFY).
-// The worker then wakes at once instead of at its next poll. ListenEvents calls notify after
+// EventListener is a Store that can say when new events, and with them new deliveries, commit
+// (PostgreSQL LISTEN/NOTIFY). The worker then wakes at once instead of at its next poll. ListenEvents calls notify after
 // each commit of events until ctx ends, reconnecting by itself; it returns only when ctx ends
 // or listening is not possible (then polling alone carries on).
 type EventListener interface {
 	ListenEvents(ctx context.Context, notify func()) error
-}
-
-// FanOutParams ask FanOutEvents for one batch.
-type FanOutParams struct {
-	// Now is the due time of the deliveries created.
-	Now   time.Time
-	Limit int
 }
 
 // ClaimParams ask ClaimDeliveries for due deliveries.
@@ -127,9 +117,8 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// NewAttemptID names each attempt of the log; required.
 	NewAttemptID func() string
-	// PollInterval is how often the worker looks for new events and due deliveries when
-	// nothing wakes it; 250 ms by default. New events usually wake it sooner (Wake,
-	// EventListener).
+	// PollInterval is how often the worker looks for due deliveries when nothing wakes it;
+	// 250 ms by default. New events usually wake it sooner (Wake, EventListener).
 	PollInterval time.Duration
 	// Concurrency is how many attempts may be in flight at once; 16 by default.
 	Concurrency int
@@ -140,8 +129,6 @@ type WorkerConfig struct {
 	Retention time.Duration
 	// PurgeInterval is how often events past their retention are deleted; 1 hour by default.
 	PurgeInterval time.Duration
-	// FanOutBatch is how many events one fan-out step handles; 200 by default.
-	FanOutBatch int
 	// Drain is how long attempts in flight may go on after Run's context ends: a graceful
 	// stop lets them finish rather than sending them again from the next worker. By default
 	// the client's timeout plus 2 seconds, so that every attempt ends on its own; the server's
@@ -159,7 +146,6 @@ const (
 	DefaultConcurrency   = 16
 	DefaultRetention     = 30 * 24 * time.Hour
 	DefaultPurgeInterval = time.Hour
-	defaultFanOutBatch   = 200
 	// recordTimeout bounds the database write after an attempt, which runs even while the
 	// worker stops so that the attempt is not lost from the log.
 	recordTimeout = 10 * time.Second
@@ -167,8 +153,7 @@ const (
 	maxErrorLength = 500
 )
 
-// Worker delivers events durably: it fans new events out to deliveries, claims due
-// deliveries, sends each as a signed POST and records every attempt. Everything it knows is in
+// Worker delivers events durably: it claims due deliveries, sends each as a signed POST and records every attempt. Everything it knows is in
 // the Store, so a restart or a crash loses nothing (a crash at worst repeats an attempt whose
 // result was not recorded, as a new attempt: delivery is at least once), and several workers on
 // one database share the work without sending the same attempt twice.
@@ -178,9 +163,6 @@ type Worker struct {
 	now   func() time.Time
 	wake  chan struct{}
 	slots chan struct{}
-	// announced is set when the store announced new events (EventListener) and cleared once
-	// a fan-out handled some: until then the worker looks again soon, not at the next poll.
-	announced atomic.Bool
 }
 
 // NewWorker checks cfg and fills in its defaults.
@@ -222,9 +204,6 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.PurgeInterval <= 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
 	}
-	if cfg.FanOutBatch <= 0 {
-		cfg.FanOutBatch = defaultFanOutBatch
-	}
 	return &Worker{
 		cfg:   cfg,
 		log:   cfg.Logger.With("component", "webhooks"),
@@ -256,11 +235,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	if listener, ok := w.cfg.Store.(EventListener); ok {
 		inflight.Go(func() {
-			announce := func() {
-				w.announced.Store(true)
-				w.Wake()
-			}
-			if err := listener.ListenEvents(ctx, announce); err != nil && ctx.Err() == nil {
+			if err := listener.ListenEvents(ctx, w.Wake); err != nil && ctx.Err() == nil {
 				w.log.Warn("listening for new events failed; polling only", "error", err)
 			}
 		})
@@ -269,64 +244,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	poll := time.NewTicker(w.cfg.PollInterval)
 	defer poll.Stop()
 	var nextPurge time.Time
-	var recheck time.Duration
 	for {
 		if now := w.now(); !now.Before(nextPurge) {
 			w.purge(ctx, now)
 			nextPurge = now.Add(w.cfg.PurgeInterval)
 		}
-		fannedOut := w.step(ctx, attempts, &inflight)
-
-		// An announced event the fan-out could not take yet (on PostgreSQL: an older
-		// transaction elsewhere is still running, see the store) is usually takeable a few
-		// milliseconds later. Look again soon, backing off, instead of at the next poll.
-		var soon <-chan time.Time
-		if w.announced.Load() {
-			if fannedOut > 0 {
-				w.announced.Store(false)
-				recheck = 0
-			} else if recheck = max(2*recheck, minRecheck); recheck < w.cfg.PollInterval {
-				soon = time.After(recheck)
-			} else {
-				w.announced.Store(false)
-				recheck = 0
-			}
-		}
+		w.step(ctx, attempts, &inflight)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-w.wake:
 		case <-poll.C:
-		case <-soon:
 		}
 	}
 }
 
-// minRecheck is the first wait before looking again for announced events; it doubles up to
-// the poll interval.
-const minRecheck = 5 * time.Millisecond
-
-// step fans out every new event, then claims as many due deliveries as there are free slots
-// and sends each in its own goroutine, under attempts (which outlives ctx by the drain). A
-// slow receiver holds only its own slot, so it never delays deliveries to others while slots
-// remain. It reports how many events it fanned out.
-func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) (fannedOut int) {
-	for ctx.Err() == nil {
-		n, err := w.cfg.Store.FanOutEvents(ctx, FanOutParams{Now: w.now(), Limit: w.cfg.FanOutBatch})
-		if err != nil {
-			if ctx.Err() == nil {
-				w.log.Warn("fan-out of new events failed; retrying at the next poll", "error", err)
-			}
-			break
-		}
-		fannedOut += n
-		if n < w.cfg.FanOutBatch {
-			break
-		}
-	}
+// step claims as many due deliveries as there are free slots and sends each in its own
+// goroutine, under attempts (which outlives ctx by the drain). A slow receiver holds only its
+// own slot, so it never delays deliveries to others while slots remain.
+func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) {
 	free := cap(w.slots) - len(w.slots)
 	if free == 0 || ctx.Err() != nil {
-		return fannedOut
+		return
 	}
 	now := w.now()
 	claimed, err := w.cfg.Store.ClaimDeliveries(ctx, ClaimParams{
@@ -336,7 +275,7 @@ func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) (
 		if ctx.Err() == nil {
 			w.log.Warn("claiming due deliveries failed; retrying at the next poll", "error", err)
 		}
-		return fannedOut
+		return
 	}
 	backlog := len(claimed) == free
 	for _, d := range claimed {
@@ -351,7 +290,6 @@ func (w *Worker) step(ctx, attempts context.Context, inflight *sync.WaitGroup) (
 			w.attempt(attempts, d)
 		})
 	}
-	return fannedOut
 }
 
 // attempt sends one delivery and records the outcome.
