@@ -1,57 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"slices"
 	"time"
+
+	"github.com/rideapi/ride/tests/internal/benchkit"
 )
 
 // call sends a JSON request to a replica and decodes a 2xx answer into out (when not nil).
 func (b *bench) call(ctx context.Context, replica int, method, path, key string, body, out any) error {
-	var r io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, b.replicas[replica]+path, r)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if method == http.MethodPost {
-		var id [16]byte
-		_, _ = rand.Read(id[:])
-		req.Header.Set("Idempotency-Key", hex.EncodeToString(id[:]))
-	}
-	res, err := b.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return err
-	}
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, data)
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
+	return benchkit.Call(ctx, b.client, b.replicas[replica], method, path, key, body, out)
 }
 
 type bookedTrip struct {
@@ -103,20 +62,3 @@ func (b *bench) report(ctx context.Context, replica int, d benchDriver, n int, a
 	}
 	return b.call(ctx, replica, http.MethodPost, "/v1/drivers/"+d.id+"/positions", d.key, map[string]any{"positions": positions}, nil)
 }
-
-// percentile is the p-th percentile (0–100) of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p / 100 * float64(len(sorted)-1))
-	return sorted[i]
-}
-
-func sortedCopy(d []time.Duration) []time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

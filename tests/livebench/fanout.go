@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rideapi/ride/tests/internal/benchkit"
 )
 
 type fanOutResult struct {
@@ -131,7 +133,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 	closeStreams()
 	mu.Lock()
 	res.received = received.Load()
-	res.delays = sortedCopy(res.delays)
+	res.delays = benchkit.Sorted(res.delays)
 	mu.Unlock()
 	for _, t := range trips {
 		_ = b.finish(ctx, 0, t.bookedTrip)
@@ -176,7 +178,7 @@ func (r fanOutResult) print(w io.Writer) {
 	fmt.Fprintf(w, "Fan-out: %d streams over 2 replicas (%d and %d), %d trips, %d positions per trip reported on replica A\n",
 		r.streams, r.perReplica[0], r.perReplica[1], r.trips, r.reports)
 	fmt.Fprintf(w, "Received %d of %d: report to stream p50 %s, p99 %s, max %s\n", r.received, r.expected,
-		ms(percentile(r.delays, 50)), ms(percentile(r.delays, 99)), ms(percentile(r.delays, 100)))
+		benchkit.MS(benchkit.Percentile(r.delays, 50)), benchkit.MS(benchkit.Percentile(r.delays, 99)), benchkit.MS(benchkit.Percentile(r.delays, 100)))
 	for i, name := range []string{"A", "B"} {
 		fmt.Fprintf(w, "Replica %s per open stream: heap in use %+.1f KiB, resident %+.1f KiB, goroutines %+.2f\n",
 			name, r.heap[i]/1024, r.rss[i]/1024, r.goroutines[i])

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rideapi/ride/tests/internal/benchkit"
 	"golang.org/x/time/rate"
 )
 
@@ -94,9 +95,9 @@ func (r ingestResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Position ingest (%s, %d per report): %d positions in %d reports (%d failed) in %.1f s: %.0f positions/s, %.0f reports/s\n",
 		target, r.batch, r.positions, r.requests, r.failures, r.elapsed.Seconds(), perSecond, float64(r.requests)/r.elapsed.Seconds())
-	idle, loaded := sortedCopy(r.idle), sortedCopy(r.loaded)
-	fmt.Fprintf(w, "Booking (POST /v1/rides), alone:            %4d bookings, p50 %s, p99 %s\n", len(idle), ms(percentile(idle, 50)), ms(percentile(idle, 99)))
+	idle, loaded := benchkit.Sorted(r.idle), benchkit.Sorted(r.loaded)
+	fmt.Fprintf(w, "Booking (POST /v1/rides), alone:            %4d bookings, p50 %s, p99 %s\n", len(idle), benchkit.MS(benchkit.Percentile(idle, 50)), benchkit.MS(benchkit.Percentile(idle, 99)))
 	fmt.Fprintf(w, "Booking (POST /v1/rides), during ingest:    %4d bookings, p50 %s, p99 %s (p50 ratio %.2f)\n\n",
-		len(loaded), ms(percentile(loaded, 50)), ms(percentile(loaded, 99)),
-		float64(percentile(loaded, 50))/float64(max(percentile(idle, 50), 1)))
+		len(loaded), benchkit.MS(benchkit.Percentile(loaded, 50)), benchkit.MS(benchkit.Percentile(loaded, 99)),
+		float64(benchkit.Percentile(loaded, 50))/float64(max(benchkit.Percentile(idle, 50), 1)))
 }

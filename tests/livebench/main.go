@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 )
 
@@ -49,7 +51,10 @@ func main() {
 	flag.IntVar(&o.reports, "reports", 20, "positions each followed trip's driver reports in the fan-out phase")
 	flag.Parse()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// An interrupt stops the run through its teardown: replicas stopped, databases dropped.
+	signals, release := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer release()
+	ctx, cancel := context.WithTimeout(signals, 10*time.Minute)
 	defer cancel()
 	if err := run(ctx, o); err != nil {
 		log.Print(err)

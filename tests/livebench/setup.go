@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"time"
 
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
+	"github.com/rideapi/ride/tests/internal/benchkit"
 )
 
 // bench is a running setup: two replicas on a database of their own, and its data.
@@ -36,12 +31,6 @@ type bench struct {
 type benchDriver struct {
 	id, key string
 	at      ride.Point
-}
-
-// benchCity is the city of the benchmark: large enough that positions spread.
-var benchCity = store.City{
-	ID: "bench-city", Name: "Benchville", CenterLat: 37.7749, CenterLng: -122.4194, RadiusMeters: 25_000,
-	Currency: "usd", BaseFare: 250, PerKm: 120, PerMinute: 30, MinimumFare: 700,
 }
 
 func setUp(ctx context.Context, o options) (*bench, error) {
@@ -73,7 +62,7 @@ func (b *bench) startReplicas(ctx context.Context, env ...string) error {
 			b.servers[i]()
 			b.servers[i] = nil
 		}
-		stop, err := startReplica(ctx, b.o.rideapi, addr, b.dbURL, env...)
+		stop, err := benchkit.StartReplica(ctx, b.o.rideapi, addr, b.dbURL, env...)
 		if err != nil {
 			return err
 		}
@@ -83,47 +72,10 @@ func (b *bench) startReplicas(ctx context.Context, env ...string) error {
 	return nil
 }
 
-// startReplica runs the server binary on addr and waits until it is ready (migrated).
-func startReplica(ctx context.Context, binary, addr, dbURL string, env ...string) (func(), error) {
-	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("%s is already taken: stop what listens there or pass -addr-a/-addr-b", addr)
-	}
-	cmd := exec.CommandContext(ctx, binary)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+addr, "RIDE_DEMO_DATA=false",
-		"RIDE_RATE_LIMIT_READ=0", "RIDE_RATE_LIMIT_WRITE=0", "RIDE_CURSOR_SECRET=livebench-cursor-secret-0123456789")
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the request log of thousands of requests
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w (build it with go build -o %s ./server/cmd/rideapi)", binary, err, binary)
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if res, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return stop, nil
-			}
-		}
-	}
-	stop()
-	return nil, fmt.Errorf("replica on %s not ready within 30 s", addr)
-}
-
 // load creates the city, online drivers with fresh positions and their keys, and riders.
 func (b *bench) load(ctx context.Context) error {
 	now := time.Now()
-	city := benchCity
+	city := benchkit.City
 	city.CreatedAt = now
 	c, err := b.st.CreateCity(ctx, city)
 	if err != nil {
@@ -132,7 +84,7 @@ func (b *bench) load(ctx context.Context) error {
 	b.city = c
 	r := rand.New(rand.NewPCG(1, 2))
 	for range b.o.drivers {
-		at := pointNear(r, c, 10_000)
+		at := benchkit.PointNear(r, c, 10_000)
 		d, err := b.st.CreateDriver(ctx, store.Driver{
 			ID: ride.NewID(ride.PrefixDriver), Name: "Bench Driver", Rating: 4.8, Photo: "https://cdn.example.com/d.jpg",
 			VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "blue", VehiclePlate: "BENCH1",
@@ -175,15 +127,5 @@ func (b *bench) tearDown() {
 	}
 	for i := len(b.stop) - 1; i >= 0; i-- {
 		b.stop[i]()
-	}
-}
-
-// pointNear is a random point within meters of the city's center.
-func pointNear(r *rand.Rand, c store.City, meters float64) ride.Point {
-	const metersPerDegree = 111_195.0
-	d, a := meters*math.Sqrt(r.Float64()), 2*math.Pi*r.Float64()
-	return ride.Point{
-		Lat: c.CenterLat + d*math.Cos(a)/metersPerDegree,
-		Lng: c.CenterLng + d*math.Sin(a)/(metersPerDegree*math.Cos(c.CenterLat*math.Pi/180)),
 	}
 }
