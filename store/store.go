@@ -127,8 +127,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(0)
 		sqlDB.SetConnMaxIdleTime(0)
 	case EnginePostgres:
+		// As many idle as open: under load a connection closed for being one too many idle
+		// is opened again a moment later, and each is a new server process.
 		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetMaxIdleConns(20)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}

@@ -108,8 +108,10 @@ func NewClient(opts ClientOptions) *http.Client {
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       90 * time.Second,
+		// A partner's endpoints often share a host: keep a connection for every attempt that
+		// may be in flight to it, so that a busy worker does not dial for each one.
+		MaxIdleConnsPerHost: DefaultConcurrency,
+		IdleConnTimeout:     90 * time.Second,
 	}
 	return &http.Client{
 		Transport: transport,
