@@ -53,46 +53,62 @@ func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
 	if a.Error != "" {
 		row.Error = &a.Error
 	}
+	// due is when the next attempt is due; nil when none follows.
+	var due *time.Time
 	if a.Outcome == webhooks.Pending {
-		next := a.NextAttemptAt
-		row.NextAttemptAt = &next
+		next := floorMicro(a.NextAttemptAt)
+		due = &next
 	}
+	row.NextAttemptAt = due
 	now := floorMicro(a.AttemptedAt.Add(a.Latency))
 
-	err := s.WithTx(ctx, func(tx *Store) error {
-		// The delivery moves on only if this attempt still holds it: after a lease ran out,
-		// another worker may have claimed the next attempt, whose result wins.
-		update := map[string]any{"status": deliveryStatus(a.Outcome), "updated_at": now}
-		if a.Outcome == webhooks.Pending {
-			update["due_at"] = floorMicro(a.NextAttemptAt)
-		}
-		err := tx.conn(ctx).Model(&webhookDelivery{}).
-			Where("id = ? AND attempts = ? AND status = ?", a.DeliveryID, a.Number, deliveryPending).
-			Updates(update).Error
-		if err != nil {
-			return err
-		}
-		if a.DisableEndpoint {
-			err := tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ?", a.EndpointID).
-				Updates(map[string]any{"status": WebhookDisabled, "updated_at": now}).Error
-			if err != nil {
+	var err error
+	if s.engine == EnginePostgres && !a.DisableEndpoint {
+		// The common case, in one statement: one round trip per attempt.
+		err = s.conn(ctx).Exec(pgRecordAttempt, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number,
+			row.ID, row.DeliveryID, row.EndpointID, row.EventID, row.EventType, row.Attempt, row.Status,
+			row.ResponseStatus, row.LatencyMs, row.Error, floorMicro(row.AttemptedAt), due).Error
+		err = interpretError(err)
+	} else {
+		err = s.WithTx(ctx, func(tx *Store) error {
+			if err := tx.conn(ctx).Exec(moveDelivery, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number).Error; err != nil {
 				return err
 			}
-			// Nothing more goes to a disabled endpoint.
-			err = tx.conn(ctx).Model(&webhookDelivery{}).
-				Where("endpoint_id = ? AND status = ?", a.EndpointID, deliveryPending).
-				Updates(map[string]any{"status": deliveryFailed, "updated_at": now}).Error
-			if err != nil {
-				return err
+			if a.DisableEndpoint {
+				err := tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ?", a.EndpointID).
+					Updates(map[string]any{"status": WebhookDisabled, "updated_at": now}).Error
+				if err != nil {
+					return err
+				}
+				// Nothing more goes to a disabled endpoint.
+				err = tx.conn(ctx).Model(&webhookDelivery{}).
+					Where("endpoint_id = ? AND status = ?", a.EndpointID, deliveryPending).
+					Updates(map[string]any{"status": deliveryFailed, "updated_at": now}).Error
+				if err != nil {
+					return err
+				}
 			}
-		}
-		return tx.conn(ctx).Create(&row).Error
-	})
+			return tx.conn(ctx).Create(&row).Error
+		})
+	}
 	if errors.Is(err, ErrInvalidReference) {
 		return nil // the endpoint, and with it the delivery, was deleted meanwhile
 	}
 	return err
 }
+
+// moveDelivery moves a delivery on after an attempt, only if this attempt still holds it:
+// after a lease ran out, another worker may have claimed the next attempt, whose result wins.
+// A nil due time keeps the delivery's.
+const moveDelivery = `UPDATE webhook_deliveries SET status = ?, updated_at = ?, due_at = coalesce(?, due_at)
+	WHERE id = ? AND attempts = ? AND status = 'pending'`
+
+// pgRecordAttempt is moveDelivery and the attempt's log entry in one statement. A second entry
+// for the same attempt fails it whole.
+const pgRecordAttempt = `WITH moved AS (` + moveDelivery + `)
+INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status,
+	response_status, latency_ms, error, attempted_at, next_attempt_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func deliveryStatus(o webhooks.Outcome) string {
 	switch o {
