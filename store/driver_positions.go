@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // SetDriverOnline records whether the driver takes new trips and returns the driver as
@@ -50,24 +47,6 @@ FROM drivers d WHERE d.id = ?`)
 // positionsPoolSize bounds the connections that write positions: each write is one short
 // statement, so a few connections carry thousands a second.
 const positionsPoolSize = 4
-
-// openPositionsPool opens the pool of RecordDriverPosition: connections with
-// synchronous_commit off. A position is worth keeping only until the next one, a few seconds
-// later, so its commit does not wait for the WAL to reach the disk; a crash can lose the
-// last fraction of a second of positions, never anything else (every other write goes through
-// the main pool, durable), and the drivers' next reports replace them.
-func openPositionsPool(cfg *pgx.ConnConfig) *sql.DB {
-	c := cfg.Copy()
-	if c.RuntimeParams == nil {
-		c.RuntimeParams = map[string]string{}
-	}
-	c.RuntimeParams["synchronous_commit"] = "off"
-	db := stdlib.OpenDB(*c)
-	db.SetMaxOpenConns(positionsPoolSize)
-	db.SetMaxIdleConns(positionsPoolSize)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	return db
-}
 
 // sqlText is one statement in both placeholder syntaxes: ? for GORM, $1… for pgx.
 type sqlText struct{ marked, numbered string }

@@ -70,10 +70,11 @@ type Store struct {
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
 	reads *tripReads
-	// positions is the small PostgreSQL pool that writes drivers' positions without waiting
-	// for the WAL flush (RecordDriverPosition); nil on SQLite and for a transaction-scoped
-	// Store.
-	positions *sql.DB
+	// positions and attempts are small PostgreSQL pools whose commits do not wait for the WAL
+	// flush (see openAsyncCommitPool): they write drivers' positions (RecordDriverPosition)
+	// and the log of webhook delivery attempts (RecordAttempt). Nil on SQLite and for a
+	// transaction-scoped Store.
+	positions, attempts *sql.DB
 }
 
 // The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
@@ -136,7 +137,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
 	if pgConfig != nil {
-		s.positions = openPositionsPool(pgConfig)
+		s.positions = openAsyncCommitPool(pgConfig, positionsPoolSize)
+		s.attempts = openAsyncCommitPool(pgConfig, attemptsPoolSize)
 	}
 	s.reads = &tripReads{s: s}
 	if err := s.Ping(ctx); err != nil {
@@ -284,10 +286,36 @@ func (s *Store) Close() error {
 	if s.sqlDB == nil {
 		return nil
 	}
-	if s.positions != nil {
-		_ = s.positions.Close()
+	for _, pool := range []*sql.DB{s.positions, s.attempts} {
+		if pool != nil {
+			_ = pool.Close()
+		}
 	}
 	return s.sqlDB.Close()
+}
+
+// openAsyncCommitPool opens a pool of size connections with synchronous_commit off, for writes
+// that a crash of the database may lose without harm, because what they record is either
+// replaced moments later or found out otherwise:
+//   - a driver's position is worth keeping only until the next report, seconds later;
+//   - a delivery attempt's outcome, when lost, leaves the delivery claimed: once the lease runs
+//     out it is sent again as the next attempt and the lost one is logged as such, which is
+//     what happens after a crash of the worker anyway. Claims themselves stay durable, so no
+//     attempt number is ever sent twice.
+//
+// Such a crash can lose the last fraction of a second of these writes and nothing else: every
+// other write goes through the main pool, durable.
+func openAsyncCommitPool(cfg *pgx.ConnConfig, size int) *sql.DB {
+	c := cfg.Copy()
+	if c.RuntimeParams == nil {
+		c.RuntimeParams = map[string]string{}
+	}
+	c.RuntimeParams["synchronous_commit"] = "off"
+	db := stdlib.OpenDB(*c)
+	db.SetMaxOpenConns(size)
+	db.SetMaxIdleConns(size)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	return db
 }
 
 // Engine reports which database engine the Store talks to.

@@ -25,37 +25,48 @@ type claimedDelivery struct {
 	PreviousSecretExpiresAt *time.Time
 }
 
+// heldUntilEnabled is the due time of a delivery held for a disabled endpoint: never due until
+// the endpoint is enabled again, which makes it due at once.
+var heldUntilEnabled = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 const (
-	// pgClaim locks due deliveries of enabled endpoints that no other claim holds (SKIP
-	// LOCKED: concurrent claims take disjoint rows instead of waiting), numbers their next
-	// attempt and leases them, in one statement.
+	// pgClaim locks the earliest due deliveries that no other claim holds (SKIP LOCKED:
+	// concurrent claims take disjoint rows instead of waiting), in the order of the partial
+	// index on due pending deliveries, which a claim walks only as far as its limit however
+	// long the backlog. Of those, it holds the ones whose endpoint is disabled, and numbers the
+	// next attempt of the others and leases them, in one statement.
 	pgClaim = `WITH locked AS (
-	SELECT d.id, d.updated_at AS previous_claim FROM webhook_deliveries d
-	JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
+	SELECT d.id, d.endpoint_id, d.updated_at AS previous_claim FROM webhook_deliveries d
 	WHERE d.status = 'pending' AND d.due_at <= ?
 	ORDER BY d.due_at, d.id
 	LIMIT ?
-	FOR UPDATE OF d SKIP LOCKED
+	FOR UPDATE SKIP LOCKED
+), targets AS (
+	SELECT l.id, l.previous_claim, w.status = 'enabled' AS enabled
+	FROM locked l JOIN webhook_endpoints w ON w.id = l.endpoint_id
+), held AS (
+	UPDATE webhook_deliveries d SET due_at = ? FROM targets t WHERE d.id = t.id AND NOT t.enabled
 ), claimed AS (
 	UPDATE webhook_deliveries d SET attempts = d.attempts + 1, due_at = ?, updated_at = ?
-	FROM locked WHERE d.id = locked.id
+	FROM targets t WHERE d.id = t.id AND t.enabled
 	RETURNING d.id, d.attempts, d.event_id, d.endpoint_id
 )
 SELECT c.id, c.attempts, e.id AS event_id, e.type AS event_type, e.created_at AS event_created_at,
 	e.data::text AS event_data, w.id AS endpoint_id, w.url, w.secret, w.previous_secret,
-	w.previous_secret_expires_at, l.previous_claim
+	w.previous_secret_expires_at, t.previous_claim
 FROM claimed c
-JOIN locked l ON l.id = c.id
+JOIN targets t ON t.id = c.id
 JOIN events e ON e.id = c.event_id
 JOIN webhook_endpoints w ON w.id = c.endpoint_id
 ORDER BY c.id`
-	// sqliteDue and sqliteClaim do the same; the write lock of the enclosing transaction
-	// makes them atomic.
-	sqliteDue = `SELECT d.id, d.updated_at FROM webhook_deliveries d
-	JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
+	// sqliteDue, sqliteHold and sqliteClaim do the same; the write lock of the enclosing
+	// transaction makes them atomic.
+	sqliteDue = `SELECT d.id, d.updated_at, w.status = 'enabled' AS enabled FROM webhook_deliveries d
+	JOIN webhook_endpoints w ON w.id = d.endpoint_id
 	WHERE d.status = 'pending' AND d.due_at <= ?
 	ORDER BY d.due_at, d.id
 	LIMIT ?`
+	sqliteHold    = `UPDATE webhook_deliveries SET due_at = ? WHERE id IN ?`
 	sqliteClaim   = `UPDATE webhook_deliveries SET attempts = attempts + 1, due_at = ?, updated_at = ? WHERE id IN ?`
 	sqliteClaimed = `SELECT d.id, d.attempts, e.id AS event_id, e.type AS event_type,
 	e.created_at AS event_created_at, e.data AS event_data, w.id AS endpoint_id, w.url, w.secret,
@@ -75,7 +86,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p webhooks.ClaimParams) ([]
 	now, lease := floorMicro(p.Now), floorMicro(p.LeaseUntil)
 	var rows []claimedDelivery
 	if s.engine == EnginePostgres {
-		if err := s.conn(ctx).Raw(pgClaim, now, p.Limit, lease, now).Scan(&rows).Error; err != nil {
+		if err := s.conn(ctx).Raw(pgClaim, now, p.Limit, heldUntilEnabled, lease, now).Scan(&rows).Error; err != nil {
 			return nil, interpretError(err)
 		}
 	} else {
@@ -90,17 +101,27 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p webhooks.ClaimParams) ([]
 			var due []struct {
 				ID        int64
 				UpdatedAt time.Time
+				Enabled   bool
 			}
 			if err := tx.conn(ctx).Raw(sqliteDue, now, p.Limit).Scan(&due).Error; err != nil {
 				return err
 			}
-			if len(due) == 0 {
-				return nil
-			}
-			ids := make([]int64, len(due))
+			var ids, held []int64
 			previous := make(map[int64]time.Time, len(due))
-			for i, d := range due {
-				ids[i], previous[d.ID] = d.ID, d.UpdatedAt
+			for _, d := range due {
+				if !d.Enabled {
+					held = append(held, d.ID)
+					continue
+				}
+				ids, previous[d.ID] = append(ids, d.ID), d.UpdatedAt
+			}
+			if len(held) > 0 {
+				if err := tx.conn(ctx).Exec(sqliteHold, heldUntilEnabled, held).Error; err != nil {
+					return err
+				}
+			}
+			if len(ids) == 0 {
+				return nil
 			}
 			if err := tx.conn(ctx).Exec(sqliteClaim, lease, now, ids).Error; err != nil {
 				return err

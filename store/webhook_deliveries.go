@@ -63,11 +63,12 @@ func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
 	now := floorMicro(a.AttemptedAt.Add(a.Latency))
 
 	var err error
-	if s.engine == EnginePostgres && !a.DisableEndpoint {
-		// The common case, in one statement: one round trip per attempt.
-		err = s.conn(ctx).Exec(pgRecordAttempt, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number,
+	if s.attempts != nil && !a.DisableEndpoint {
+		// The common case, in one statement (one round trip) whose commit does not wait for
+		// the disk: see openAsyncCommitPool.
+		_, err = s.attempts.ExecContext(ctx, pgRecordAttempt.numbered, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number,
 			row.ID, row.DeliveryID, row.EndpointID, row.EventID, row.EventType, row.Attempt, row.Status,
-			row.ResponseStatus, row.LatencyMs, row.Error, floorMicro(row.AttemptedAt), due).Error
+			row.ResponseStatus, row.LatencyMs, row.Error, floorMicro(row.AttemptedAt), due)
 		err = interpretError(err)
 	} else {
 		err = s.WithTx(ctx, func(tx *Store) error {
@@ -105,10 +106,13 @@ const moveDelivery = `UPDATE webhook_deliveries SET status = ?, updated_at = ?, 
 
 // pgRecordAttempt is moveDelivery and the attempt's log entry in one statement. A second entry
 // for the same attempt fails it whole.
-const pgRecordAttempt = `WITH moved AS (` + moveDelivery + `)
+var pgRecordAttempt = placeholders(`WITH moved AS (` + moveDelivery + `)
 INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status,
 	response_status, latency_ms, error, attempted_at, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
+// attemptsPoolSize bounds the connections that record attempts: one short statement each.
+const attemptsPoolSize = 4
 
 func deliveryStatus(o webhooks.Outcome) string {
 	switch o {

@@ -99,7 +99,8 @@ type WebhookEndpointChange struct {
 }
 
 // UpdateWebhookEndpoint changes an endpoint of the account and returns it as stored; the
-// secrets stay. ErrNotFound when the account has no such endpoint.
+// secrets stay. Enabling a disabled endpoint makes the deliveries its claims held meanwhile due
+// at once. ErrNotFound when the account has no such endpoint.
 func (s *Store) UpdateWebhookEndpoint(ctx context.Context, account, id string, c WebhookEndpointChange) (WebhookEndpoint, error) {
 	var w WebhookEndpoint
 	err := s.WithTx(ctx, func(tx *Store) error {
@@ -119,12 +120,20 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, account, id string, c
 				w.Description = nil
 			}
 		}
+		enabling := c.Status != nil && *c.Status == WebhookEnabled && w.Status != WebhookEnabled
 		if c.Status != nil {
 			w.Status = *c.Status
 		}
 		w.UpdatedAt = c.Now
-		return interpretError(tx.conn(ctx).Select("url", "event_types", "description", "status", "updated_at").
-			Where("account = ?", account).Updates(&w).Error)
+		err = tx.conn(ctx).Select("url", "event_types", "description", "status", "updated_at").
+			Where("account = ?", account).Updates(&w).Error
+		if err != nil || !enabling {
+			return interpretError(err)
+		}
+		// The deliveries held while it was disabled are due at once.
+		return interpretError(tx.conn(ctx).Model(&webhookDelivery{}).
+			Where("endpoint_id = ? AND status = ? AND due_at = ?", id, deliveryPending, heldUntilEnabled).
+			Update("due_at", floorMicro(c.Now)).Error)
 	})
 	return w, err
 }

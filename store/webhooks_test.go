@@ -202,6 +202,39 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(claimAll(ctx, st, time.Now().Add(time.Hour), time.Minute)).To(BeEmpty(), "no deliveries for a disabled endpoint")
 		})
 
+		It("holds the deliveries of a disabled endpoint, without holding up others, until it is enabled again", func(ctx SpecContext) {
+			paused := createEndpoint(ctx, st, endpointOpts{})
+			other := createEndpoint(ctx, st, endpointOpts{Events: []string{"trip.created"}})
+			base := time.Now().Add(-time.Minute)
+			for i := range 5 {
+				appendEvent(ctx, st, "trip.completed", base.Add(time.Duration(i)*time.Millisecond)) // for paused only
+			}
+			disabled := store.WebhookDisabled
+			_, err := st.UpdateWebhookEndpoint(ctx, paused.Account, paused.ID, store.WebhookEndpointChange{Status: &disabled, Now: time.Now()})
+			Expect(err).NotTo(HaveOccurred())
+			later := appendEvent(ctx, st, "trip.created", time.Now()) // for other only
+
+			// The five fell due first: the claim that meets them holds them, and they are out of
+			// the way of the next one.
+			claim := func() []webhooks.Delivery {
+				now := time.Now()
+				ds, err := st.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 5})
+				Expect(err).NotTo(HaveOccurred())
+				return ds
+			}
+			Expect(claim()).To(BeEmpty())
+			Expect(claim()).To(ConsistOf(And(HaveField("EndpointID", other.ID), HaveField("Event.ID", later.ID))))
+			Expect(claimAll(ctx, st, time.Now().Add(24*time.Hour), time.Minute)).
+				NotTo(ContainElement(HaveField("EndpointID", paused.ID)), "held, however late")
+
+			enabled := store.WebhookEnabled
+			_, err = st.UpdateWebhookEndpoint(ctx, paused.Account, paused.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
+			Expect(err).NotTo(HaveOccurred())
+			resumed := claimAll(ctx, st, time.Now(), time.Minute)
+			Expect(resumed).To(HaveLen(5))
+			Expect(resumed).To(HaveEach(And(HaveField("EndpointID", paused.ID), HaveField("Attempt", 1))))
+		})
+
 		It("deletes an endpoint with its deliveries and log, once", func(ctx SpecContext) {
 			w := createEndpoint(ctx, st, endpointOpts{})
 			appendEvent(ctx, st, "trip.completed", time.Now())
