@@ -16,6 +16,7 @@ import (
 var (
 	_ webhooks.Store         = (*Store)(nil)
 	_ webhooks.EventListener = (*Store)(nil)
+	_ webhooks.BatchRecorder = (*Store)(nil)
 )
 
 // Delivery statuses, as stored.
@@ -39,77 +40,155 @@ type webhookDelivery struct {
 
 func (webhookDelivery) TableName() string { return "webhook_deliveries" }
 
-// RecordAttempt logs one attempt and moves its delivery on (see webhooks.Store).
-func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
-	row := WebhookAttempt{
-		ID: a.ID, DeliveryID: a.DeliveryID, EndpointID: a.EndpointID, EventID: a.EventID,
-		EventType: a.EventType, Attempt: a.Number, Status: string(a.Outcome), AttemptedAt: a.AttemptedAt,
+// attemptRecord is an attempt as stored: its log entry, and how its delivery moves on.
+type attemptRecord struct {
+	row WebhookAttempt
+	// status is the delivery's status after the attempt, as of movedAt.
+	status  string
+	movedAt time.Time
+	// due is when the next attempt is due; nil when none follows.
+	due *time.Time
+}
+
+func newAttemptRecord(a webhooks.Attempt) attemptRecord {
+	r := attemptRecord{
+		row: WebhookAttempt{
+			ID: a.ID, DeliveryID: a.DeliveryID, EndpointID: a.EndpointID, EventID: a.EventID,
+			EventType: a.EventType, Attempt: a.Number, Status: string(a.Outcome),
+			AttemptedAt: floorMicro(a.AttemptedAt),
+		},
+		status:  deliveryStatus(a.Outcome),
+		movedAt: floorMicro(a.AttemptedAt.Add(a.Latency)),
 	}
 	if a.ResponseStatus != 0 {
-		row.ResponseStatus = &a.ResponseStatus
+		r.row.ResponseStatus = &a.ResponseStatus
 	}
 	latency := a.Latency.Milliseconds()
-	row.LatencyMs = &latency
+	r.row.LatencyMs = &latency
 	if a.Error != "" {
-		row.Error = &a.Error
+		r.row.Error = &a.Error
 	}
-	// due is when the next attempt is due; nil when none follows.
-	var due *time.Time
 	if a.Outcome == webhooks.Pending {
 		next := floorMicro(a.NextAttemptAt)
-		due = &next
+		r.due = &next
 	}
-	row.NextAttemptAt = due
-	now := floorMicro(a.AttemptedAt.Add(a.Latency))
+	r.row.NextAttemptAt = r.due
+	return r
+}
 
-	var err error
-	if s.attempts != nil && !a.DisableEndpoint {
-		// The common case, in one statement (one round trip) whose commit does not wait for
-		// the disk: see openAsyncCommitPool.
-		_, err = s.attempts.ExecContext(ctx, pgRecordAttempt.numbered, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number,
-			row.ID, row.DeliveryID, row.EndpointID, row.EventID, row.EventType, row.Attempt, row.Status,
-			row.ResponseStatus, row.LatencyMs, row.Error, floorMicro(row.AttemptedAt), due)
-		err = interpretError(err)
-	} else {
-		err = s.WithTx(ctx, func(tx *Store) error {
-			if err := tx.conn(ctx).Exec(moveDelivery, deliveryStatus(a.Outcome), now, due, a.DeliveryID, a.Number).Error; err != nil {
-				return err
-			}
-			if a.DisableEndpoint {
-				err := tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ?", a.EndpointID).
-					Updates(map[string]any{"status": WebhookDisabled, "updated_at": now}).Error
-				if err != nil {
-					return err
-				}
-				// Nothing more goes to a disabled endpoint.
-				err = tx.conn(ctx).Model(&webhookDelivery{}).
-					Where("endpoint_id = ? AND status = ?", a.EndpointID, deliveryPending).
-					Updates(map[string]any{"status": deliveryFailed, "updated_at": now}).Error
-				if err != nil {
-					return err
-				}
-			}
-			return tx.conn(ctx).Create(&row).Error
-		})
-	}
+// RecordAttempt logs one attempt and moves its delivery on (see webhooks.Store).
+func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
+	err := s.RecordAttempts(ctx, []webhooks.Attempt{a})
 	if errors.Is(err, ErrInvalidReference) {
 		return nil // the endpoint, and with it the delivery, was deleted meanwhile
 	}
 	return err
 }
 
-// moveDelivery moves a delivery on after an attempt, only if this attempt still holds it:
-// after a lease ran out, another worker may have claimed the next attempt, whose result wins.
-// A nil due time keeps the delivery's.
-const moveDelivery = `UPDATE webhook_deliveries SET status = ?, updated_at = ?, due_at = coalesce(?, due_at)
-	WHERE id = ? AND attempts = ? AND status = 'pending'`
+// RecordAttempts records attempts as RecordAttempt does each, all or none, in one round trip
+// on PostgreSQL (see webhooks.BatchRecorder). A deleted delivery fails the batch.
+func (s *Store) RecordAttempts(ctx context.Context, attempts []webhooks.Attempt) error {
+	records := make([]attemptRecord, len(attempts))
+	disables := false
+	for i, a := range attempts {
+		records[i] = newAttemptRecord(a)
+		disables = disables || a.DisableEndpoint
+	}
+	if s.attempts != nil && !disables {
+		return s.recordOnPool(ctx, records)
+	}
+	return s.WithTx(ctx, func(tx *Store) error {
+		for i, r := range records {
+			if err := tx.recordInTx(ctx, r, attempts[i].DisableEndpoint); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
-// pgRecordAttempt is moveDelivery and the attempt's log entry in one statement. A second entry
-// for the same attempt fails it whole.
-var pgRecordAttempt = placeholders(`WITH moved AS (` + moveDelivery + `)
+// recordOnPool records attempts in one statement on the attempts pool, whose commits do not
+// wait for the disk (see openAsyncCommitPool).
+func (s *Store) recordOnPool(ctx context.Context, records []attemptRecord) error {
+	// One array per column, for unnest.
+	var (
+		ids, endpoints, events, types, statuses, moves []string
+		errs                                           []*string
+		deliveries                                     []int64
+		latencies                                      []*int64
+		numbers                                        []int32
+		responses                                      []*int32
+		attempted, movedAt                             []time.Time
+		held                                           []string // the status each delivery must have
+		due                                            []*time.Time
+	)
+	for _, r := range records {
+		var response *int32
+		if r.row.ResponseStatus != nil {
+			status := int32(*r.row.ResponseStatus)
+			response = &status
+		}
+		ids, deliveries, endpoints = append(ids, r.row.ID), append(deliveries, r.row.DeliveryID), append(endpoints, r.row.EndpointID)
+		events, types, numbers = append(events, r.row.EventID), append(types, r.row.EventType), append(numbers, int32(r.row.Attempt))
+		statuses, responses, latencies = append(statuses, r.row.Status), append(responses, response), append(latencies, r.row.LatencyMs)
+		errs, attempted, due = append(errs, r.row.Error), append(attempted, r.row.AttemptedAt), append(due, r.due)
+		moves, movedAt, held = append(moves, r.status), append(movedAt, r.movedAt), append(held, deliveryPending)
+	}
+	_, err := s.attempts.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
+		statuses, responses, latencies, errs, attempted, due, moves, movedAt, held)
+	return interpretError(err)
+}
+
+// recordInTx records one attempt inside a transaction; with disable it also disables the
+// endpoint and fails its other pending deliveries.
+func (s *Store) recordInTx(ctx context.Context, r attemptRecord, disable bool) error {
+	err := s.conn(ctx).Exec(`UPDATE webhook_deliveries SET status = ?, updated_at = ?, due_at = coalesce(?, due_at)
+	WHERE id = ? AND attempts = ? AND status = 'pending'`, r.status, r.movedAt, r.due, r.row.DeliveryID, r.row.Attempt).Error
+	if err != nil {
+		return interpretError(err)
+	}
+	if disable {
+		err := s.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ?", r.row.EndpointID).
+			Updates(map[string]any{"status": WebhookDisabled, "updated_at": r.movedAt}).Error
+		if err != nil {
+			return interpretError(err)
+		}
+		// Nothing more goes to a disabled endpoint.
+		err = s.conn(ctx).Model(&webhookDelivery{}).
+			Where("endpoint_id = ? AND status = ?", r.row.EndpointID, deliveryPending).
+			Updates(map[string]any{"status": deliveryFailed, "updated_at": r.movedAt}).Error
+		if err != nil {
+			return interpretError(err)
+		}
+	}
+	return interpretError(s.conn(ctx).Create(&r.row).Error)
+}
+
+// pgRecordAttempts moves each delivery on, only if its attempt still holds it (after a lease
+// ran out, another worker may have claimed the next attempt, whose result wins; a nil due time
+// keeps the delivery's), and writes the attempts' log entries, in one statement: an entry
+// already logged for the same attempt fails it whole. The deliveries are looked up by key
+// (= ANY), not by joining the input, which the planner would do by scanning them all; and the
+// status they must still have (pending) comes with the input, so that the planner never walks
+// the partial index of pending deliveries instead, as a literal 'pending' would let it.
+const pgRecordAttempts = `WITH input AS (
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[],
+		$7::text[], $8::int[], $9::bigint[], $10::text[], $11::timestamptz[], $12::timestamptz[],
+		$13::text[], $14::timestamptz[], $15::text[])
+	AS i(id, delivery_id, endpoint_id, event_id, event_type, attempt, status, response_status,
+		latency_ms, error, attempted_at, next_attempt_at, delivery_status, moved_at, held_status)
+), moved AS (
+	UPDATE webhook_deliveries d SET status = i.delivery_status, updated_at = i.moved_at,
+		due_at = coalesce(i.next_attempt_at, d.due_at)
+	FROM input i
+	WHERE d.id = ANY($2::bigint[]) AND d.id = i.delivery_id AND d.attempts = i.attempt
+		AND d.status = i.held_status
+)
 INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status,
 	response_status, latency_ms, error, attempted_at, next_attempt_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+SELECT id, delivery_id, endpoint_id, event_id, event_type, attempt, status, response_status,
+	latency_ms, error, attempted_at, next_attempt_at
+FROM input`
 
 // attemptsPoolSize bounds the connections that record attempts: one short statement each.
 const attemptsPoolSize = 4

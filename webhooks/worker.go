@@ -48,6 +48,16 @@ type EventListener interface {
 	ListenEvents(ctx context.Context, notify func()) error
 }
 
+// BatchRecorder is a Store that records several attempts in one round trip. The worker then
+// records the attempts that end while a record is being written together, in the next one:
+// one write for many attempts when the worker is busy, no wait when it is not.
+type BatchRecorder interface {
+	// RecordAttempts records attempts as RecordAttempt does each, all or none: when it fails,
+	// the worker records each one alone, so that only the attempt at fault fails. No attempt
+	// in a batch disables its endpoint.
+	RecordAttempts(ctx context.Context, attempts []Attempt) error
+}
+
 // ClaimParams ask ClaimDeliveries for due deliveries.
 type ClaimParams struct {
 	Now        time.Time
@@ -163,6 +173,15 @@ type Worker struct {
 	now   func() time.Time
 	wake  chan struct{}
 	slots chan struct{}
+	// records takes attempts to the recorder goroutine while Run runs, when the Store is a
+	// BatchRecorder; nil otherwise.
+	records chan pendingRecord
+}
+
+// pendingRecord is an attempt waiting to be recorded, and where its result goes.
+type pendingRecord struct {
+	attempt Attempt
+	done    chan error
 }
 
 // NewWorker checks cfg and fills in its defaults.
@@ -231,6 +250,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopDraining := context.AfterFunc(ctx, func() { time.AfterFunc(w.cfg.Drain, cutOff) })
 	defer stopDraining()
 	var inflight sync.WaitGroup
+	if batches, ok := w.cfg.Store.(BatchRecorder); ok {
+		w.records = make(chan pendingRecord)
+		recorded := make(chan struct{})
+		go func() {
+			defer close(recorded)
+			w.recordBatches(batches)
+		}()
+		// After the attempts in flight, which wait for their records.
+		defer func() {
+			inflight.Wait()
+			close(w.records)
+			<-recorded
+			w.records = nil
+		}()
+	}
 	defer inflight.Wait()
 
 	if listener, ok := w.cfg.Store.(EventListener); ok {
@@ -336,9 +370,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 		rec.Error = rec.Error[:maxErrorLength]
 	}
 
-	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	if err := w.cfg.Store.RecordAttempt(recordCtx, rec); err != nil {
+	if err := w.record(rec); err != nil {
 		// The lease runs out and the delivery is attempted again: at least once.
 		w.log.Error("recording a delivery attempt failed", "event_id", d.Event.ID,
 			"endpoint_id", d.EndpointID, "attempt", d.Attempt, "error", err)
@@ -349,6 +381,64 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 	}
 	w.log.Debug("delivery attempt", "event_id", d.Event.ID, "endpoint_id", d.EndpointID,
 		"attempt", d.Attempt, "outcome", rec.Outcome, "status", status, "latency", latency)
+}
+
+// record records an attempt: with the attempts ending meanwhile through the recorder of a
+// BatchRecorder, alone otherwise. It runs even while the worker stops, so that the attempt is
+// not lost from the log.
+func (w *Worker) record(a Attempt) error {
+	if w.records == nil || a.DisableEndpoint {
+		ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+		defer cancel()
+		return w.cfg.Store.RecordAttempt(ctx, a)
+	}
+	done := make(chan error, 1)
+	w.records <- pendingRecord{attempt: a, done: done}
+	return <-done
+}
+
+// maxRecordBatch bounds how many attempts one write records.
+const maxRecordBatch = 200
+
+// recordBatches records the attempts sent to w.records until it is closed: each write takes
+// every attempt waiting when it starts.
+func (w *Worker) recordBatches(store BatchRecorder) {
+	for first := range w.records {
+		batch := []pendingRecord{first}
+	gather:
+		for len(batch) < maxRecordBatch {
+			select {
+			case p, ok := <-w.records:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, p)
+			default:
+				break gather
+			}
+		}
+		w.recordBatch(store, batch)
+	}
+}
+
+func (w *Worker) recordBatch(store BatchRecorder, batch []pendingRecord) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	if len(batch) > 1 {
+		attempts := make([]Attempt, len(batch))
+		for i, p := range batch {
+			attempts[i] = p.attempt
+		}
+		if err := store.RecordAttempts(ctx, attempts); err == nil {
+			for _, p := range batch {
+				p.done <- nil
+			}
+			return
+		}
+	}
+	for _, p := range batch {
+		p.done <- w.cfg.Store.RecordAttempt(ctx, p.attempt)
+	}
 }
 
 // send makes one POST of the event. It returns the receiver's status (0 without an answer),

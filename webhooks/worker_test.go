@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -54,6 +55,31 @@ func (f *fakeStore) RecordAttempt(_ context.Context, a webhooks.Attempt) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts = append(f.attempts, a)
+	return nil
+}
+
+// batchStore records batches too. Its first single record is slow, so that the attempts
+// ending meanwhile queue up; failBatches makes every batch fail.
+type batchStore struct {
+	*fakeStore
+	failBatches bool
+	slowOnce    sync.Once
+	batches     []int // sizes of the batches recorded
+}
+
+func (b *batchStore) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
+	b.slowOnce.Do(func() { time.Sleep(300 * time.Millisecond) })
+	return b.fakeStore.RecordAttempt(ctx, a)
+}
+
+func (b *batchStore) RecordAttempts(_ context.Context, as []webhooks.Attempt) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failBatches {
+		return errors.New("one of them is at fault")
+	}
+	b.batches = append(b.batches, len(as))
+	b.attempts = append(b.attempts, as...)
 	return nil
 }
 
@@ -134,6 +160,40 @@ var _ = Describe("The worker", func() {
 		// With an hour between polls, only the announcement can make this attempt.
 		Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).
 			WithTimeout(5 * time.Second).Should(ConsistOf(HaveField("Outcome", webhooks.Succeeded)))
+	})
+
+	It("records the attempts that end during a record together in the next one, each alone when that fails", func() {
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer receiver.Close()
+		for _, failBatches := range []bool{false, true} {
+			store := &batchStore{fakeStore: &fakeStore{}, failBatches: failBatches}
+			for i := range 8 {
+				store.due = append(store.due, delivery(receiver.URL, i))
+			}
+			w, err := webhooks.NewWorker(webhooks.WorkerConfig{
+				Store: store, Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
+				Now: func() time.Time { return now }, NewAttemptID: func() string { return "wha_1" },
+				Concurrency: 8, PollInterval: 10 * time.Millisecond,
+			})
+			Expect(err).NotTo(HaveOccurred())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = w.Run(ctx) }()
+			Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).
+				WithTimeout(5 * time.Second).Should(HaveLen(8))
+			cancel()
+			<-done
+			store.mu.Lock()
+			if failBatches {
+				Expect(store.batches).To(BeEmpty(), "recorded one by one")
+			} else {
+				Expect(store.batches).To(ContainElement(BeNumerically(">", 1)))
+			}
+			store.mu.Unlock()
+		}
 	})
 
 	It("purges events past the 30-day retention when it starts", func() {
