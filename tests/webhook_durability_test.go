@@ -39,7 +39,7 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 
 	It("lets the attempts in flight finish on a graceful stop: the next server sends none of them again", func(ctx SpecContext) {
 		a := h.IsolatedHarness(ctx, testConfig(), true)
-		const inFlight = 16 // the worker's slots
+		const inFlight = 16 // all in flight at once: fewer than the worker's slots
 		receiver := NewReceiver(func(Call) Answer { return Answer{Status: http.StatusOK, Delay: 500 * time.Millisecond} })
 		id, _ := a.RegisterEndpointKept(receiver.URL, "trip.completed")
 		for range inFlight {

@@ -130,7 +130,10 @@ type WorkerConfig struct {
 	// PollInterval is how often the worker looks for due deliveries when nothing wakes it;
 	// 250 ms by default. New events usually wake it sooner (Wake, EventListener).
 	PollInterval time.Duration
-	// Concurrency is how many attempts may be in flight at once; 16 by default.
+	// Concurrency is how many attempts may be in flight at once; 64 by default. An attempt
+	// in flight costs a goroutine and, while it waits for the receiver, nothing else: the
+	// database sees it only when it is claimed and recorded. Slots are what keep a worker
+	// busy while each attempt waits for its round trips.
 	Concurrency int
 	// Lease is how long a claimed attempt is reserved for this worker before another may take
 	// the delivery over (after a crash); by default the client's timeout plus 30 seconds.
@@ -153,7 +156,7 @@ type WorkerConfig struct {
 // Default worker settings.
 const (
 	DefaultPollInterval  = 250 * time.Millisecond
-	DefaultConcurrency   = 16
+	DefaultConcurrency   = 64
 	DefaultRetention     = 30 * 24 * time.Hour
 	DefaultPurgeInterval = time.Hour
 	// recordTimeout bounds the database write after an attempt, which runs even while the
