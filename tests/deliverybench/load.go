@@ -21,9 +21,10 @@ type phase struct {
 	name      string
 	duration  time.Duration
 	failEvery int
-	// stray holds two unrelated transactions open for the whole phase: one in a scratch
-	// database of the same server, one idle in the service's own database.
-	stray bool
+	// strayElsewhere and strayHere hold an unrelated transaction that has written open for
+	// the whole phase: in a scratch database of the same server, or idle in the service's own
+	// database.
+	strayElsewhere, strayHere bool
 }
 
 type phaseResult struct {
@@ -60,8 +61,8 @@ func (b *bench) measure(ctx context.Context, p phase) (phaseResult, error) {
 	res := phaseResult{phase: p}
 	b.receiver.failEvery.Store(int64(p.failEvery))
 	defer b.receiver.failEvery.Store(0)
-	if p.stray {
-		release, err := b.holdStrayTransactions(ctx)
+	if p.strayElsewhere || p.strayHere {
+		release, err := b.holdStrayTransaction(ctx, p.strayHere)
 		if err != nil {
 			return res, err
 		}
@@ -192,32 +193,28 @@ func (b *bench) moveTrips(ctx, load context.Context, mover int, pace *rate.Limit
 	}
 }
 
-// holdStrayTransactions opens a transaction that has written, so holds a transaction id, in a
-// new scratch database of the same server and another in the service's own database, and
-// leaves both idle until release.
-func (b *bench) holdStrayTransactions(ctx context.Context) (release func(), err error) {
-	scratch, drop, err := storetest.NewPostgresDatabase(ctx, b.o.pg)
+// holdStrayTransaction opens a transaction that has written, so holds a transaction id, in the
+// service's own database (here) or in a new scratch database of the same server, and leaves
+// it idle until release.
+func (b *bench) holdStrayTransaction(ctx context.Context, here bool) (release func(), err error) {
+	url, drop := b.dbURL, func() {}
+	if !here {
+		if url, drop, err = storetest.NewPostgresDatabase(ctx, b.o.pg); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
+		drop()
 		return nil, err
 	}
-	var conns []*pgx.Conn
 	release = func() {
-		for _, c := range conns {
-			_ = c.Close(context.Background())
-		}
+		_ = conn.Close(context.Background())
 		drop()
 	}
-	for _, url := range []string{scratch, b.dbURL} {
-		c, err := pgx.Connect(ctx, url)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		conns = append(conns, c)
-		if _, err := c.Exec(ctx, "BEGIN; CREATE TEMPORARY TABLE stray (n int); INSERT INTO stray VALUES (1)"); err != nil {
-			release()
-			return nil, err
-		}
+	if _, err := conn.Exec(ctx, "BEGIN; CREATE TEMPORARY TABLE stray (n int); INSERT INTO stray VALUES (1)"); err != nil {
+		release()
+		return nil, err
 	}
 	return release, nil
 }
