@@ -141,9 +141,9 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 	return res, nil
 }
 
-type metrics struct{ heap, rss, goroutines float64 }
+type metrics struct{ heap, rss, goroutines, cpu float64 }
 
-// scrape reads a replica's memory and goroutines from its /metrics.
+// scrape reads a replica's memory, goroutines and CPU seconds from its /metrics.
 func (b *bench) scrape(ctx context.Context, replica int) metrics {
 	var m metrics
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.replicas[replica]+"/metrics", nil)
@@ -169,6 +169,8 @@ func (b *bench) scrape(ctx context.Context, replica int) metrics {
 			m.rss = v
 		case "go_goroutines":
 			m.goroutines = v
+		case "process_cpu_seconds_total":
+			m.cpu = v
 		}
 	}
 	return m

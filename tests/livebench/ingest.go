@@ -18,17 +18,21 @@ type ingestResult struct {
 	positions, requests, failures int64
 	elapsed                       time.Duration
 	idle, loaded                  []time.Duration // booking latencies
+	// idleCPU and loadedCPU are the CPU seconds both replicas spent in each phase.
+	idleCPU, loadedCPU float64
 }
 
 // measureIngest books trips alone, then while every worker reports batches of positions as
 // fast as the replicas answer.
 func (b *bench) measureIngest(ctx context.Context) (ingestResult, error) {
 	res := ingestResult{target: b.o.rate, batch: b.o.batch}
+	cpu0 := b.replicaCPU(ctx)
 	idle, err := b.bookFor(ctx, 3*time.Second)
 	if err != nil {
 		return res, err
 	}
 	res.idle = idle
+	cpu1 := b.replicaCPU(ctx)
 
 	var positions, requests, failures atomic.Int64
 	loadCtx, stop := context.WithCancel(ctx)
@@ -66,7 +70,13 @@ func (b *bench) measureIngest(ctx context.Context) (ingestResult, error) {
 	res.elapsed = time.Since(start)
 	res.positions, res.requests, res.failures = positions.Load(), requests.Load(), failures.Load()
 	res.loaded = loaded
+	res.idleCPU, res.loadedCPU = cpu1-cpu0, b.replicaCPU(ctx)-cpu1
 	return res, err
+}
+
+// replicaCPU is the CPU time both replicas have spent so far, in seconds.
+func (b *bench) replicaCPU(ctx context.Context) float64 {
+	return b.scrape(ctx, 0).cpu + b.scrape(ctx, 1).cpu
 }
 
 // bookFor books and finishes trips one after another on alternating replicas for d, and
@@ -97,7 +107,11 @@ func (r ingestResult) print(w io.Writer) {
 		target, r.batch, r.positions, r.requests, r.failures, r.elapsed.Seconds(), perSecond, float64(r.requests)/r.elapsed.Seconds())
 	idle, loaded := benchkit.Sorted(r.idle), benchkit.Sorted(r.loaded)
 	fmt.Fprintf(w, "Booking (POST /v1/rides), alone:            %4d bookings, p50 %s, p99 %s\n", len(idle), benchkit.MS(benchkit.Percentile(idle, 50)), benchkit.MS(benchkit.Percentile(idle, 99)))
-	fmt.Fprintf(w, "Booking (POST /v1/rides), during ingest:    %4d bookings, p50 %s, p99 %s (p50 ratio %.2f)\n\n",
+	fmt.Fprintf(w, "Booking (POST /v1/rides), during ingest:    %4d bookings, p50 %s, p99 %s (p50 ratio %.2f)\n",
 		len(loaded), benchkit.MS(benchkit.Percentile(loaded, 50)), benchkit.MS(benchkit.Percentile(loaded, 99)),
 		float64(benchkit.Percentile(loaded, 50))/float64(max(benchkit.Percentile(idle, 50), 1)))
+	// Per report with the bookings beside it included: subtracting them at their cost alone
+	// would rest on a few seconds of a fresh replica, noisier than the bookings' share itself.
+	fmt.Fprintf(w, "Replica CPU (A+B): %.1f ms per booking alone; %.2f s during ingest, %.0f µs per report (bookings included)\n\n",
+		r.idleCPU*1000/float64(max(len(r.idle), 1)), r.loadedCPU, r.loadedCPU*1e6/float64(max(r.requests, 1)))
 }
