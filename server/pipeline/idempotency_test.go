@@ -10,14 +10,6 @@ import (
 	"github.com/rideapi/ride/server/auth"
 )
 
-// validatedBody mimics the body the gate leaves behind (openapi3filter's KeepValidatedValue).
-type validatedBody struct {
-	io.ReadCloser
-	value any
-}
-
-func (b validatedBody) ValidatedValue() any { return b.value }
-
 // TestRequestFingerprint pins what makes two requests "the same" for an Idempotency-Key: the
 // HTTP routes other than /v1/payments live on other branches, so the route part is proved here.
 func TestRequestFingerprint(t *testing.T) {

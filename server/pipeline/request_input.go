@@ -68,8 +68,8 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.body.Close() }
 
 // checkInput refuses a request whose path parameters, query or JSON body hold input no
-// operation accepts; a JSON body is read and put back for the validator.
-func checkInput(req *http.Request, pathParams map[string]string) error {
+// operation accepts. A JSON body is read, put back, and returned decoded for the validator.
+func checkInput(req *http.Request, pathParams map[string]string) (*jsonBody, error) {
 	var fields []gen.ProblemFieldError
 	names := make([]string, 0, len(pathParams))
 	for name := range pathParams {
@@ -88,7 +88,7 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	if req.URL.RawQuery != "" {
 		query, err := url.ParseQuery(req.URL.RawQuery)
 		if err != nil {
-			return &problem.Error{Code: problem.InvalidRequest,
+			return nil, &problem.Error{Code: problem.InvalidRequest,
 				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
 				Fields: []gen.ProblemFieldError{{Location: "query", Message: queryParseReason(err)}}}
 		}
@@ -107,20 +107,29 @@ func checkInput(req *http.Request, pathParams map[string]string) error {
 	}
 	if len(fields) > 0 {
 		sort.SliceStable(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-		return &problem.Error{Code: problem.InvalidRequest,
+		return nil, &problem.Error{Code: problem.InvalidRequest,
 			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
 	}
 	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
-			return err // 413 from limitBody, or the client went away
+			return nil, err // 413 from limitBody, or the client went away
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		if len(body) > 0 {
-			return checkJSON(body)
+			if value, ok := decodeJSON(body); ok {
+				return &jsonBody{data: body, value: value}, nil
+			}
+			return nil, checkJSON(body) // says what decodeJSON refused
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// jsonBody is a request's JSON body as read and as decoded.
+type jsonBody struct {
+	data  []byte
+	value any
 }
 
 // badText says what is wrong with a text input, or "" when nothing is.

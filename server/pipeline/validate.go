@@ -48,6 +48,9 @@ type gate struct {
 	// outsideDocument are the routes served beside the document, let through unchecked.
 	outsideDocument map[string]bool
 	options         *openapi3filter.Options
+	// parameterOptions are options without the body, for requests whose body the gate
+	// validates as decoded already (validateJSONBody).
+	parameterOptions *openapi3filter.Options
 	// limits meters authenticated requests right after authentication; nil when rate
 	// limits are off.
 	limits limiter
@@ -87,6 +90,9 @@ func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool)
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 		},
 	}
+	parameters := *g.options
+	parameters.ExcludeRequestBody = true
+	g.parameterOptions = &parameters
 	g.routes = map[echoRoute]*routers.Route{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -205,7 +211,8 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req = req.WithContext(ctx)
 		c.SetRequest(req)
 
-		if err := checkInput(req, pathParams); err != nil {
+		body, err := checkInput(req, pathParams)
+		if err != nil {
 			return err
 		}
 		if err := rejectUnknownQuery(req, info); err != nil {
@@ -223,13 +230,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if g.skipValidation {
 			return next(c)
 		}
-		input := &openapi3filter.RequestValidationInput{
-			Request:    req,
-			PathParams: pathParams,
-			Route:      route,
-			Options:    g.options,
-		}
-		if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+		if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
 			return validationProblem(err, req)
 		}
 		return next(c)
