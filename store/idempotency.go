@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // States of an idempotency record.
@@ -77,6 +76,14 @@ type IdempotencyClaim struct {
 	StaleBefore time.Time
 }
 
+// claimIdempotencyKeySQL inserts a new key's pending record and leaves an existing one alone.
+// It and completeIdempotencyRecordSQL are written out instead of built by GORM from the model:
+// every POST with a key runs both, and GORM's building them (reflection over the model, its
+// hooks) was a good part of their CPU.
+const claimIdempotencyKeySQL = `INSERT INTO idempotency_records
+    (account, idem_key, fingerprint, method, path, status, owner, locked_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account, idem_key) DO NOTHING`
+
 // idempotencyClaimRetries bounds the claim loop: a round only repeats when the record
 // vanished (purged) between two statements, which cannot happen twice in a row in practice.
 const idempotencyClaimRetries = 3
@@ -98,12 +105,10 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 	for range idempotencyClaimRetries {
 		rec := IdempotencyRecord{
 			Account: c.Account, Key: c.Key, Fingerprint: c.Fingerprint, Method: c.Method, Path: c.Path,
-			Status: IdempotencyPending, Owner: c.Owner, LockedAt: c.Now, CreatedAt: c.Now,
+			Status: IdempotencyPending, Owner: c.Owner, LockedAt: utcMicro(c.Now), CreatedAt: utcMicro(c.Now),
 		}
-		res := s.conn(ctx).Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "account"}, {Name: "idem_key"}},
-			DoNothing: true,
-		}).Create(&rec)
+		res := s.conn(ctx).Exec(claimIdempotencyKeySQL, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
+			rec.Path, rec.Status, rec.Owner, rec.LockedAt, rec.CreatedAt)
 		if res.Error != nil {
 			return IdempotencyRecord{}, false, interpretError(res.Error)
 		}
@@ -165,15 +170,14 @@ func (s *Store) CompleteIdempotencyRecord(ctx context.Context, r IdempotencyResu
 	if body == nil {
 		body = []byte{} // stored answers always have a body, possibly empty
 	}
-	now := r.Now.UTC().Truncate(time.Microsecond)
-	res := s.conn(ctx).Model(&IdempotencyRecord{}).
-		Where("account = ? AND idem_key = ? AND owner = ? AND status = ?", r.Account, r.Key, r.Owner, IdempotencyPending).
-		Updates(map[string]any{
-			"status": IdempotencyCompleted, "response_status": r.Status, "response_headers": r.Headers,
-			"response_body": body, "completed_at": now,
-		})
+	res := s.conn(ctx).Exec(completeIdempotencyRecordSQL, IdempotencyCompleted, r.Status, r.Headers, body,
+		utcMicro(r.Now), r.Account, r.Key, r.Owner, IdempotencyPending)
 	return changedRows(res, ErrConflict)
 }
+
+const completeIdempotencyRecordSQL = `UPDATE idempotency_records
+SET status = ?, response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+WHERE account = ? AND idem_key = ? AND owner = ? AND status = ?`
 
 // FailIdempotencyRecord marks the record failed if owner still holds it, so the key may be
 // retried at once. Not holding it any more is no error: whoever took over decides.
