@@ -152,7 +152,8 @@ func (b *bench) keepFleetReporting(ctx context.Context) {
 		i := 0
 		for _, d := range b.drivers {
 			positions := []map[string]any{{"lat": d.at.Lat, "lng": d.at.Lng, "recorded_at": time.Now().UTC().Format(time.RFC3339Nano)}}
-			_ = b.call(ctx, i%len(b.replicas), http.MethodPost, "/v1/drivers/"+d.id+"/positions", d.key, map[string]any{"positions": positions}, nil)
+			_ = benchkit.CallWithoutKey(ctx, b.client, b.replicas[i%len(b.replicas)], http.MethodPost,
+				"/v1/drivers/"+d.id+"/positions", d.key, map[string]any{"positions": positions}, nil)
 			i++
 		}
 	}

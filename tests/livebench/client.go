@@ -51,7 +51,8 @@ func (b *bench) finish(ctx context.Context, replica int, t bookedTrip) error {
 	return nil
 }
 
-// report posts positions of a driver, recorded at at and just before it.
+// report posts positions of a driver, recorded at at and just before it, without an
+// Idempotency-Key, as driver apps do: a repeated report changes nothing.
 func (b *bench) report(ctx context.Context, replica int, d benchDriver, n int, at time.Time) error {
 	positions := make([]map[string]any, n)
 	for i := range positions {
@@ -60,5 +61,6 @@ func (b *bench) report(ctx context.Context, replica int, d benchDriver, n int, a
 			"recorded_at": at.Add(-time.Duration(n-1-i) * time.Millisecond).UTC().Format(time.RFC3339Nano),
 		}
 	}
-	return b.call(ctx, replica, http.MethodPost, "/v1/drivers/"+d.id+"/positions", d.key, map[string]any{"positions": positions}, nil)
+	return benchkit.CallWithoutKey(ctx, b.client, b.replicas[replica], http.MethodPost, "/v1/drivers/"+d.id+"/positions",
+		d.key, map[string]any{"positions": positions}, nil)
 }

@@ -17,9 +17,19 @@ import (
 )
 
 // Call sends a JSON request to baseURL+path with key as its bearer token (a POST with a fresh
-// Idempotency-Key) and decodes a 2xx answer into out (when not nil); any other status is an
-// error carrying the answer.
+// Idempotency-Key, as the document asks of clients) and decodes a 2xx answer into out (when
+// not nil); any other status is an error carrying the answer.
 func Call(ctx context.Context, client *http.Client, baseURL, method, path, key string, body, out any) error {
+	return send(ctx, client, baseURL, method, path, key, method == http.MethodPost, body, out)
+}
+
+// CallWithoutKey is Call without an Idempotency-Key, for the POSTs that need none: a driver's
+// position report, which changes nothing when repeated, as a driver app sends it.
+func CallWithoutKey(ctx context.Context, client *http.Client, baseURL, method, path, key string, body, out any) error {
+	return send(ctx, client, baseURL, method, path, key, false, body, out)
+}
+
+func send(ctx context.Context, client *http.Client, baseURL, method, path, key string, idempotent bool, body, out any) error {
 	var r io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
@@ -36,7 +46,7 @@ func Call(ctx context.Context, client *http.Client, baseURL, method, path, key s
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if method == http.MethodPost {
+	if idempotent {
 		var id [16]byte
 		_, _ = rand.Read(id[:])
 		req.Header.Set("Idempotency-Key", hex.EncodeToString(id[:]))
