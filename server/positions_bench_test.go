@@ -40,14 +40,7 @@ func BenchmarkPositionReport(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(drop)
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	st := storetest.Open(b, url)
 	s, err := New(Config{CursorSecret: []byte("position-bench-secret-0123456789")},
 		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {

@@ -40,14 +40,7 @@ func BenchmarkTripRead(b *testing.B) {
 		}
 		b.Cleanup(drop)
 	}
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	st := storetest.Open(b, url)
 	srv, err := server.New(server.Config{CursorSecret: []byte("bench-cursor-secret-0123456789")},
 		server.Deps{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -5,7 +5,9 @@ package storetest
 
 import (
 	"context"
+	"testing"
 
+	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/internal/testdb"
 )
 
@@ -14,4 +16,19 @@ import (
 // the URL precisely so that PostgreSQL is tested.
 func NewPostgresDatabase(ctx context.Context, baseURL string) (string, func(), error) {
 	return testdb.NewPostgresDatabase(ctx, baseURL)
+}
+
+// Open opens the store at url for a test or benchmark, migrated, and closes it when tb ends.
+func Open(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }

@@ -175,7 +175,7 @@ func (b *bench) moveTrips(ctx, load context.Context, mover int, pace *rate.Limit
 			continue
 		}
 		events.Add(1)
-		driver := b.drivers[trip.Driver.ID].key
+		driver := b.drivers[trip.Driver.ID].Key
 		for _, status := range []string{"arriving", "in_progress", "completed"} {
 			if load.Err() == nil {
 				_ = pace.Wait(load)

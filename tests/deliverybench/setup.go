@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
 	"github.com/rideapi/ride/server/auth"
-	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
 	"github.com/rideapi/ride/tests/internal/benchkit"
@@ -26,16 +24,11 @@ type bench struct {
 	stop     []func() // run in reverse order by tearDown
 	st       *store.Store
 	city     store.City
-	drivers  map[string]benchDriver // by id
-	riders   []string               // rider keys
+	drivers  map[string]benchkit.Driver // by id
+	riders   []string                   // rider keys
 	admin    string
 	receiver *receiver
 	client   *http.Client
-}
-
-type benchDriver struct {
-	id, key string
-	at      ride.Point
 }
 
 func setUp(ctx context.Context, o options) (*bench, error) {
@@ -43,7 +36,7 @@ func setUp(ctx context.Context, o options) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, dbURL: url, stop: []func(){drop}, drivers: map[string]benchDriver{},
+	b := &bench{o: o, dbURL: url, stop: []func(){drop}, drivers: map[string]benchkit.Driver{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	if err := b.start(ctx); err != nil {
 		b.tearDown()
@@ -97,44 +90,18 @@ func (b *bench) start(ctx context.Context) error {
 
 // load creates the city, online drivers and riders, with a key each, and an admin key.
 func (b *bench) load(ctx context.Context) error {
-	now := time.Now()
-	city := benchkit.City
-	city.CreatedAt = now
-	c, err := b.st.CreateCity(ctx, city)
+	city, drivers, err := benchkit.CreateFleet(ctx, b.st, b.o.drivers, 3_000)
 	if err != nil {
 		return err
 	}
-	b.city = c
-	r := rand.New(rand.NewPCG(1, 2))
-	for range b.o.drivers {
-		at := benchkit.PointNear(r, c, 3_000)
-		d, err := b.st.CreateDriver(ctx, store.Driver{
-			ID: ride.NewID(ride.PrefixDriver), Name: "Bench Driver", Rating: 4.8, Photo: "https://cdn.example.com/d.jpg",
-			VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "blue", VehiclePlate: "BENCH1",
-			City: c.ID, Lat: at.Lat, Lng: at.Lng, Available: true, Online: true, PositionAt: &now,
-			CreatedAt: now, UpdatedAt: now,
-		})
-		if err != nil {
-			return err
-		}
-		key, _, err := auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
-		if err != nil {
-			return err
-		}
-		b.drivers[d.ID] = benchDriver{id: d.ID, key: key, at: at}
+	b.city = city
+	for _, d := range drivers {
+		b.drivers[d.ID] = d
 	}
-	for range b.o.movers {
-		rider, err := b.st.CreateRider(ctx, store.Rider{ID: ride.NewID(ride.PrefixRider), Name: "Bench Rider", Rating: 4.9, CreatedAt: now})
-		if err != nil {
-			return err
-		}
-		key, _, err := auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
-		if err != nil {
-			return err
-		}
-		b.riders = append(b.riders, key)
+	if b.riders, err = benchkit.CreateRiders(ctx, b.st, b.o.movers); err != nil {
+		return err
 	}
-	b.admin, _, err = auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleAdmin}, now)
+	b.admin, _, err = auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleAdmin}, time.Now())
 	return err
 }
 
@@ -151,9 +118,9 @@ func (b *bench) keepFleetReporting(ctx context.Context) {
 		}
 		i := 0
 		for _, d := range b.drivers {
-			positions := []map[string]any{{"lat": d.at.Lat, "lng": d.at.Lng, "recorded_at": time.Now().UTC().Format(time.RFC3339Nano)}}
+			positions := []map[string]any{{"lat": d.At.Lat, "lng": d.At.Lng, "recorded_at": time.Now().UTC().Format(time.RFC3339Nano)}}
 			_ = benchkit.CallWithoutKey(ctx, b.client, b.replicas[i%len(b.replicas)], http.MethodPost,
-				"/v1/drivers/"+d.id+"/positions", d.key, map[string]any{"positions": positions}, nil)
+				"/v1/drivers/"+d.ID+"/positions", d.Key, map[string]any{"positions": positions}, nil)
 			i++
 		}
 	}

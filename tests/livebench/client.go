@@ -42,7 +42,7 @@ func (b *bench) book(ctx context.Context, replica int, riderKey string) (bookedT
 
 // finish completes a trip as its driver.
 func (b *bench) finish(ctx context.Context, replica int, t bookedTrip) error {
-	key := b.byID[t.Driver.ID].key
+	key := b.byID[t.Driver.ID].Key
 	for _, status := range []string{"in_progress", "completed"} {
 		if err := b.call(ctx, replica, http.MethodPut, "/v1/trips/"+t.ID, key, map[string]any{"status": status}, nil); err != nil {
 			return err
@@ -53,14 +53,14 @@ func (b *bench) finish(ctx context.Context, replica int, t bookedTrip) error {
 
 // report posts positions of a driver, recorded at at and just before it, without an
 // Idempotency-Key, as driver apps do: a repeated report changes nothing.
-func (b *bench) report(ctx context.Context, replica int, d benchDriver, n int, at time.Time) error {
+func (b *bench) report(ctx context.Context, replica int, d benchkit.Driver, n int, at time.Time) error {
 	positions := make([]map[string]any, n)
 	for i := range positions {
 		positions[i] = map[string]any{
-			"lat": d.at.Lat + float64(i)*1e-5, "lng": d.at.Lng, "heading": 90, "speed": 8.5,
+			"lat": d.At.Lat + float64(i)*1e-5, "lng": d.At.Lng, "heading": 90, "speed": 8.5,
 			"recorded_at": at.Add(-time.Duration(n-1-i) * time.Millisecond).UTC().Format(time.RFC3339Nano),
 		}
 	}
-	return benchkit.CallWithoutKey(ctx, b.client, b.replicas[replica], http.MethodPost, "/v1/drivers/"+d.id+"/positions",
-		d.key, map[string]any{"positions": positions}, nil)
+	return benchkit.CallWithoutKey(ctx, b.client, b.replicas[replica], http.MethodPost, "/v1/drivers/"+d.ID+"/positions",
+		d.Key, map[string]any{"positions": positions}, nil)
 }

@@ -37,7 +37,7 @@ func (b *bench) measureFanOut(ctx context.Context) (fanOutResult, error) {
 	type followed struct {
 		bookedTrip
 		riderKey string
-		driver   benchDriver
+		driver   benchkit.Driver
 	}
 	var trips []followed
 	for i := range b.o.trips {

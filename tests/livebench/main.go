@@ -14,11 +14,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/rideapi/ride/tests/internal/benchkit"
 )
 
 type options struct {
@@ -51,15 +50,7 @@ func main() {
 	flag.IntVar(&o.reports, "reports", 20, "positions each followed trip's driver reports in the fan-out phase")
 	flag.Parse()
 
-	// An interrupt stops the run through its teardown: replicas stopped, databases dropped.
-	signals, release := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer release()
-	ctx, cancel := context.WithTimeout(signals, 10*time.Minute)
-	defer cancel()
-	if err := run(ctx, o); err != nil {
-		log.Print(err)
-		os.Exit(1)
-	}
+	benchkit.Main(func(ctx context.Context) error { return run(ctx, o) })
 }
 
 func run(ctx context.Context, o options) error {

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
-	"time"
 
-	"github.com/rideapi/ride/server/auth"
-	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
 	"github.com/rideapi/ride/tests/internal/benchkit"
@@ -22,15 +18,10 @@ type bench struct {
 	stop     []func()
 	st       *store.Store
 	city     store.City
-	drivers  []benchDriver
-	byID     map[string]benchDriver
+	drivers  []benchkit.Driver
+	byID     map[string]benchkit.Driver
 	riders   []string // rider keys
 	client   *http.Client
-}
-
-type benchDriver struct {
-	id, key string
-	at      ride.Point
 }
 
 func setUp(ctx context.Context, o options) (*bench, error) {
@@ -38,7 +29,7 @@ func setUp(ctx context.Context, o options) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{o: o, dbURL: url, stop: []func(){drop}, byID: map[string]benchDriver{},
+	b := &bench{o: o, dbURL: url, stop: []func(){drop}, byID: map[string]benchkit.Driver{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	if err := b.startReplicas(ctx); err != nil {
 		b.tearDown()
@@ -74,46 +65,15 @@ func (b *bench) startReplicas(ctx context.Context, env ...string) error {
 
 // load creates the city, online drivers with fresh positions and their keys, and riders.
 func (b *bench) load(ctx context.Context) error {
-	now := time.Now()
-	city := benchkit.City
-	city.CreatedAt = now
-	c, err := b.st.CreateCity(ctx, city)
-	if err != nil {
+	var err error
+	if b.city, b.drivers, err = benchkit.CreateFleet(ctx, b.st, b.o.drivers, 10_000); err != nil {
 		return err
 	}
-	b.city = c
-	r := rand.New(rand.NewPCG(1, 2))
-	for range b.o.drivers {
-		at := benchkit.PointNear(r, c, 10_000)
-		d, err := b.st.CreateDriver(ctx, store.Driver{
-			ID: ride.NewID(ride.PrefixDriver), Name: "Bench Driver", Rating: 4.8, Photo: "https://cdn.example.com/d.jpg",
-			VehicleMake: "Toyota", VehicleModel: "Prius", VehicleColor: "blue", VehiclePlate: "BENCH1",
-			City: c.ID, Lat: at.Lat, Lng: at.Lng, Available: true, Online: true, PositionAt: &now,
-			CreatedAt: now, UpdatedAt: now,
-		})
-		if err != nil {
-			return err
-		}
-		key, _, err := auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
-		if err != nil {
-			return err
-		}
-		bd := benchDriver{id: d.ID, key: key, at: at}
-		b.drivers = append(b.drivers, bd)
-		b.byID[d.ID] = bd
+	for _, d := range b.drivers {
+		b.byID[d.ID] = d
 	}
-	for range b.o.trips + 8 {
-		rider, err := b.st.CreateRider(ctx, store.Rider{ID: ride.NewID(ride.PrefixRider), Name: "Bench Rider", Rating: 4.9, CreatedAt: now})
-		if err != nil {
-			return err
-		}
-		key, _, err := auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
-		if err != nil {
-			return err
-		}
-		b.riders = append(b.riders, key)
-	}
-	return nil
+	b.riders, err = benchkit.CreateRiders(ctx, b.st, b.o.trips+8)
+	return err
 }
 
 func (b *bench) tearDown() {
