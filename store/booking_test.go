@@ -140,6 +140,18 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 		})
 
 		Describe("ClaimNearestDriver", func() {
+			It("finds the nearest driver beyond the nearby radius when none is free within it", func(ctx SpecContext) {
+				city := createCity(ctx, st, cityOpts{}).ID
+				pickupLat, pickupLng := 37.79, -122.40
+				createDriver(ctx, st, driverOpts{City: city, Lat: pickupLat + 0.054, Lng: pickupLng}) // 6 km
+				fourKm := createDriver(ctx, st, driverOpts{City: city, Lat: pickupLat - 0.036, Lng: pickupLng})
+				createDriver(ctx, st, driverOpts{City: city, Unavailable: true, Lat: pickupLat, Lng: pickupLng})
+				got, err := st.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, RideType: "economy",
+					Lat: pickupLat, Lng: pickupLng, FreshSince: time.Now().Add(-time.Minute), At: time.Now()})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.ID).To(Equal(fourKm.ID))
+			})
+
 			It("claims the nearest free driver of the city and skips busy ones", func(ctx SpecContext) {
 				city := createCity(ctx, st, cityOpts{}).ID
 				createCity(ctx, st, cityOpts{})

@@ -35,23 +35,45 @@ const claimAttempts = 3
 // time. On both, the claim itself is conditional (`WHERE id = ? AND available`), and a driver
 // who already has an active trip is never a candidate, whatever their flag says.
 func (s *Store) ClaimNearestDriver(ctx context.Context, p ClaimNearestDriverParams) (Driver, error) {
+	// The drivers within nearbyMeters first: in a busy city the nearest driver is among a few
+	// of its drivers, and only they are checked for an active trip and sorted. The whole city
+	// when none of them is free. Both find the nearest driver: any driver outside the circle
+	// is farther than every driver inside it.
+	d, err := s.claimNearest(ctx, p, nearbyMeters)
+	if errors.Is(err, ErrNotFound) {
+		return s.claimNearest(ctx, p, math.Inf(1))
+	}
+	return d, err
+}
+
+// nearbyMeters is the radius ClaimNearestDriver looks in first.
+const nearbyMeters = 3_000
+
+// metersPerDegree is the length of a degree of latitude (and of longitude at the equator).
+const metersPerDegree = 111_195.0
+
+// claimNearest is ClaimNearestDriver among the drivers within meters of the pickup point.
+func (s *Store) claimNearest(ctx context.Context, p ClaimNearestDriverParams, meters float64) (Driver, error) {
 	// Rank by the equirectangular approximation: squared degree differences with longitude
 	// scaled by cos(latitude), computed here. Within a city it orders drivers as the
 	// great-circle distance does, and it is plain arithmetic, which SQLite evaluates without
 	// its optional math functions.
 	scale := math.Cos(p.Lat * math.Pi / 180)
 	scale *= scale
+	const squaredDistance = "(drivers.lat - ?) * (drivers.lat - ?) + (drivers.lng - ?) * (drivers.lng - ?) * ?"
+	vars := []any{p.Lat, p.Lat, p.Lng, p.Lng, scale}
 	nearest := clause.OrderBy{Expression: clause.Expr{
-		SQL:                "(drivers.lat - ?) * (drivers.lat - ?) + (drivers.lng - ?) * (drivers.lng - ?) * ?, drivers.id",
-		Vars:               []any{p.Lat, p.Lat, p.Lng, p.Lng, scale},
-		WithoutParentheses: true,
+		SQL: squaredDistance + ", drivers.id", Vars: vars, WithoutParentheses: true,
 	}}
 	at := utcMicro(p.At)
 	for range claimAttempts {
 		q := s.conn(ctx).
 			Where("drivers.city = ? AND drivers.available AND drivers.online AND drivers.position_at >= ?", p.City, utcMicro(p.FreshSince)).
-			Where("(',' || drivers.ride_types || ',') LIKE ?", "%,"+p.RideType+",%").
-			Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN ?)", ActiveTripStatuses).
+			Where("(',' || drivers.ride_types || ',') LIKE ?", "%,"+p.RideType+",%")
+		if !math.IsInf(meters, 1) {
+			q = q.Where(squaredDistance+" <= ?", append(vars, math.Pow(meters/metersPerDegree, 2))...)
+		}
+		q = q.Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN ?)", ActiveTripStatuses).
 			Order(nearest)
 		if s.engine == EnginePostgres {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
