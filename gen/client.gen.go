@@ -212,7 +212,8 @@ type ClientInterface interface {
 	// The driver themself reports one or more positions (an app offline for a while sends
 	// its backlog in one batch of up to 100). Positions may arrive late, out of order or
 	// twice: the one with the latest `recorded_at` is the driver's position, and reports
-	// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+	// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+	// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 	// server's clock is 422 `position_in_future`; an offline driver without an active trip is
 	// 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 	//
@@ -230,7 +231,8 @@ type ClientInterface interface {
 	// The driver themself reports one or more positions (an app offline for a while sends
 	// its backlog in one batch of up to 100). Positions may arrive late, out of order or
 	// twice: the one with the latest `recorded_at` is the driver's position, and reports
-	// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+	// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+	// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 	// server's clock is 422 `position_in_future`; an offline driver without an active trip is
 	// 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 	//
@@ -1148,7 +1150,8 @@ func (c *Client) SetDriverAvailability(ctx context.Context, driverId DriverId, b
 // The driver themself reports one or more positions (an app offline for a while sends
 // its backlog in one batch of up to 100). Positions may arrive late, out of order or
 // twice: the one with the latest `recorded_at` is the driver's position, and reports
-// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 // server's clock is 422 `position_in_future`; an offline driver without an active trip is
 // 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 //
@@ -1176,7 +1179,8 @@ func (c *Client) ReportDriverPositionsWithBody(ctx context.Context, driverId Dri
 // The driver themself reports one or more positions (an app offline for a while sends
 // its backlog in one batch of up to 100). Positions may arrive late, out of order or
 // twice: the one with the latest `recorded_at` is the driver's position, and reports
-// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 // server's clock is 422 `position_in_future`; an offline driver without an active trip is
 // 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 //
@@ -5093,7 +5097,8 @@ type ClientWithResponsesInterface interface {
 	// The driver themself reports one or more positions (an app offline for a while sends
 	// its backlog in one batch of up to 100). Positions may arrive late, out of order or
 	// twice: the one with the latest `recorded_at` is the driver's position, and reports
-	// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+	// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+	// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 	// server's clock is 422 `position_in_future`; an offline driver without an active trip is
 	// 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 	//
@@ -5111,7 +5116,8 @@ type ClientWithResponsesInterface interface {
 	// The driver themself reports one or more positions (an app offline for a while sends
 	// its backlog in one batch of up to 100). Positions may arrive late, out of order or
 	// twice: the one with the latest `recorded_at` is the driver's position, and reports
-	// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+	// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+	// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 	// server's clock is 422 `position_in_future`; an offline driver without an active trip is
 	// 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 	//
@@ -14180,7 +14186,8 @@ func (c *ClientWithResponses) SetDriverAvailabilityWithResponse(ctx context.Cont
 // The driver themself reports one or more positions (an app offline for a while sends
 // its backlog in one batch of up to 100). Positions may arrive late, out of order or
 // twice: the one with the latest `recorded_at` is the driver's position, and reports
-// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 // server's clock is 422 `position_in_future`; an offline driver without an active trip is
 // 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 //
@@ -14204,7 +14211,8 @@ func (c *ClientWithResponses) ReportDriverPositionsWithBodyWithResponse(ctx cont
 // The driver themself reports one or more positions (an app offline for a while sends
 // its backlog in one batch of up to 100). Positions may arrive late, out of order or
 // twice: the one with the latest `recorded_at` is the driver's position, and reports
-// older than it change nothing. A `recorded_at` more than 30 seconds ahead of the
+// older than it change nothing, so a report needs no `Idempotency-Key` and a failed one
+// is simply sent again. A `recorded_at` more than 30 seconds ahead of the
 // server's clock is 422 `position_in_future`; an offline driver without an active trip is
 // 409 `driver_offline`; another driver, a rider or an admin is answered 403.
 //
