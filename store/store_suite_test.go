@@ -33,8 +33,8 @@ func (e *testEngine) fresh(ctx context.Context) *store.Store {
 }
 
 // openStore opens url and closes it again after the current node.
-func openStore(ctx context.Context, url string) *store.Store {
-	st, err := store.Open(ctx, url)
+func openStore(ctx context.Context, url string, opts ...store.Option) *store.Store {
+	st, err := store.Open(ctx, url, opts...)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(st.Close)
 	return st
