@@ -35,14 +35,24 @@ const (
 	// index on due pending deliveries, which a claim walks only as far as its limit however
 	// long the backlog. Of those, it holds the ones whose endpoint is disabled, and numbers the
 	// next attempt of the others and leases them, in one statement.
+	//
+	// A disabled endpoint's row is locked (FOR SHARE) while its deliveries are held, which
+	// orders the hold with an enabling PATCH: a PATCH that commits first is seen (the lock
+	// waits for it and reads the row again, now enabled), and one that comes later waits for
+	// this claim, so that its release of held deliveries finds these. Enabled endpoints, the
+	// common case, are not locked.
 	pgClaim = `WITH locked AS (
 	SELECT d.id, d.endpoint_id, d.updated_at AS previous_claim FROM webhook_deliveries d
 	WHERE d.status = 'pending' AND d.due_at <= ?
 	ORDER BY d.due_at, d.id
 	LIMIT ?
 	FOR UPDATE SKIP LOCKED
+), disabled AS (
+	SELECT w.id FROM webhook_endpoints w
+	WHERE w.id IN (SELECT endpoint_id FROM locked) AND w.status <> 'enabled'
+	FOR SHARE
 ), targets AS (
-	SELECT l.id, l.previous_claim, w.status = 'enabled' AS enabled
+	SELECT l.id, l.previous_claim, l.endpoint_id NOT IN (SELECT id FROM disabled) AS enabled
 	FROM locked l JOIN webhook_endpoints w ON w.id = l.endpoint_id
 ), held AS (
 	UPDATE webhook_deliveries d SET due_at = ? FROM targets t WHERE d.id = t.id AND NOT t.enabled

@@ -313,6 +313,36 @@ var _ = Describe("Webhook deliveries", func() {
 		})
 
 		if e.name == "PostgreSQL" {
+			It("never holds a delivery for good when its endpoint is enabled during the claim", func(ctx SpecContext) {
+				w := createEndpoint(ctx, st, endpointOpts{})
+				event := appendEvent(ctx, st, "trip.completed", time.Now())
+				disabled, enabled := store.WebhookDisabled, store.WebhookEnabled
+				_, err := st.UpdateWebhookEndpoint(ctx, w.Account, w.ID, store.WebhookEndpointChange{Status: &disabled, Now: time.Now()})
+				Expect(err).NotTo(HaveOccurred())
+
+				// The enabling PATCH has released what was held and not yet committed when a
+				// claim meets the delivery.
+				enabledNotCommitted, commit, patched := make(chan struct{}), make(chan struct{}), make(chan error)
+				go func() {
+					patched <- st.WithTx(ctx, func(tx *store.Store) error {
+						_, err := tx.UpdateWebhookEndpoint(ctx, w.Account, w.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
+						close(enabledNotCommitted)
+						<-commit
+						return err
+					})
+				}()
+				<-enabledNotCommitted
+				claimed := make(chan []webhooks.Delivery)
+				go func() {
+					defer GinkgoRecover()
+					claimed <- claimAll(ctx, st, time.Now(), time.Minute)
+				}()
+				time.Sleep(200 * time.Millisecond) // the claim is under way
+				close(commit)
+				Expect(<-patched).To(Succeed())
+				Expect(<-claimed).To(ConsistOf(HaveField("Event.ID", event.ID)), "claimed as enabled, not held")
+			})
+
 			It("makes an event's deliveries claimable when its transaction commits, whatever runs beside it", func(ctx SpecContext) {
 				createEndpoint(ctx, st, endpointOpts{})
 				appended, release, done := make(chan store.Event), make(chan struct{}), make(chan error)
