@@ -182,6 +182,43 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(st.RecordAttempt(ctx, a)).To(MatchError(store.ErrDuplicate))
 		})
 
+		It("records a batch of attempts in one go, all or none", func(ctx SpecContext) {
+			w := createEndpoint(ctx, st, endpointOpts{})
+			for range 3 {
+				appendEvent(ctx, st, "trip.completed", time.Now())
+			}
+			now := time.Now()
+			ds := claimAll(ctx, st, now, time.Minute)
+			Expect(ds).To(HaveLen(3))
+			attempt := func(d webhooks.Delivery, outcome webhooks.Outcome) webhooks.Attempt {
+				a := webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
+					EventType: d.Event.Type, Number: d.Attempt, Outcome: outcome, ResponseStatus: 200, AttemptedAt: now}
+				if outcome == webhooks.Pending {
+					a.ResponseStatus, a.Error, a.NextAttemptAt = 503, "503", now.Add(time.Hour)
+				}
+				return a
+			}
+			first := attempt(ds[0], webhooks.Succeeded)
+			Expect(st.RecordAttempt(ctx, first)).To(Succeed())
+
+			// A batch holding a second entry for a logged attempt records nothing.
+			again := first
+			again.ID = newID("wha_")
+			Expect(st.RecordAttempts(ctx, []webhooks.Attempt{attempt(ds[1], webhooks.Succeeded), again})).To(MatchError(store.ErrDuplicate))
+			page, err := st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page.Items).To(HaveLen(1))
+
+			Expect(st.RecordAttempts(ctx, []webhooks.Attempt{attempt(ds[1], webhooks.Succeeded), attempt(ds[2], webhooks.Pending)})).To(Succeed())
+			page, err = st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(page.Items).To(HaveLen(3))
+			// The succeeded one is done; the other is due again in an hour, as attempt 2.
+			Expect(claimAll(ctx, st, now.Add(59*time.Minute), time.Minute)).To(BeEmpty())
+			Expect(claimAll(ctx, st, now.Add(time.Hour), time.Minute)).
+				To(ConsistOf(And(HaveField("ID", ds[2].ID), HaveField("Attempt", 2))))
+		})
+
 		It("disables an endpoint on request and fails its other pending deliveries", func(ctx SpecContext) {
 			w := createEndpoint(ctx, st, endpointOpts{})
 			for range 3 {
