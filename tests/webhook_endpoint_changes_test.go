@@ -45,20 +45,14 @@ var _ = ForEachEngine("Changing a webhook endpoint", func(h *Harness) {
 	})
 
 	It("holds deliveries while disabled and sends them when enabled again, after a 410 too", func() {
-		gone := true
-		receiver := NewReceiver(func(Call) Answer {
-			if gone {
-				return Answer{Status: http.StatusGone}
-			}
-			return Answer{Status: http.StatusOK}
-		})
+		receiver, fix := NewBrokenReceiver(http.StatusGone)
 		id, _ := h.RegisterEndpoint(receiver.URL, "payment.failed")
 		first := h.AppendEvent("payment.failed")
 		Eventually(func() any { return h.GET("/v1/webhook-endpoints/"+id, h.Admin).JSON()["status"] }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(Equal("disabled"))
 		Expect(receiver.CallsFor(first.ID)).To(HaveLen(1))
 
-		gone = false
+		fix()
 		Expect(patch(h.Admin, id, map[string]any{"status": "enabled"}).JSON()["status"]).To(Equal("enabled"))
 		second := h.AppendEvent("payment.failed")
 		Eventually(deliveredTo(receiver, second.ID)).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))

@@ -16,19 +16,13 @@ var _ = ForEachEngine("Redelivering an event", func(h *Harness) {
 	}
 
 	It("sends the event again with its id once the receiver is fixed, logged as the next attempt", func() {
-		broken := true
-		receiver := NewReceiver(func(Call) Answer {
-			if broken {
-				return Answer{Status: http.StatusBadRequest}
-			}
-			return Answer{Status: http.StatusOK}
-		})
+		receiver, fix := NewBrokenReceiver(http.StatusBadRequest)
 		id, _ := h.RegisterEndpoint(receiver.URL, "trip.completed")
 		event := h.AppendEvent("trip.completed")
 		Eventually(func() []map[string]any { return h.Deliveries(id) }).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).
 			Should(ConsistOf(And(HaveKeyWithValue("status", "failed"), HaveKeyWithValue("response_status", 400.0))))
 
-		broken = false
+		fix()
 		res := redeliver(h.Admin, id, event.ID)
 		Expect(res.Status).To(Equal(http.StatusAccepted), "%s", res.Body)
 		Expect(res.JSON()).To(And(HaveKeyWithValue("event_id", event.ID), HaveKeyWithValue("endpoint_id", id),

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -59,6 +60,18 @@ type Receiver struct {
 // NewReceiver starts a receiver on a free port of 127.0.0.1, closed after the spec.
 func NewReceiver(answer func(Call) Answer) *Receiver {
 	return NewReceiverOn("127.0.0.1:0", answer)
+}
+
+// NewBrokenReceiver starts a receiver that answers status until fix is called, 200 after.
+func NewBrokenReceiver(status int) (r *Receiver, fix func()) {
+	var fixed atomic.Bool
+	r = NewReceiver(func(Call) Answer {
+		if fixed.Load() {
+			return Answer{Status: http.StatusOK}
+		}
+		return Answer{Status: status}
+	})
+	return r, func() { fixed.Store(true) }
 }
 
 // NewReceiverOn starts a receiver on addr, e.g. the port of one that went down.
