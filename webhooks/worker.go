@@ -41,9 +41,10 @@ type Store interface {
 }
 
 // EventListener is a Store that can say when new events, and with them new deliveries, commit
-// (PostgreSQL LISTEN/NOTIFY). The worker then wakes at once instead of at its next poll. ListenEvents calls notify after
-// each commit of events until ctx ends, reconnecting by itself; it returns only when ctx ends
-// or listening is not possible (then polling alone carries on).
+// (PostgreSQL LISTEN/NOTIFY). The worker then wakes at once instead of at its next poll.
+// ListenEvents calls notify after each commit of events until ctx ends, reconnecting by
+// itself; it returns only when ctx ends or listening is not possible (then polling alone
+// carries on).
 type EventListener interface {
 	ListenEvents(ctx context.Context, notify func()) error
 }
@@ -166,10 +167,11 @@ const (
 	maxErrorLength = 500
 )
 
-// Worker delivers events durably: it claims due deliveries, sends each as a signed POST and records every attempt. Everything it knows is in
-// the Store, so a restart or a crash loses nothing (a crash at worst repeats an attempt whose
-// result was not recorded, as a new attempt: delivery is at least once), and several workers on
-// one database share the work without sending the same attempt twice.
+// Worker delivers events durably: it claims due deliveries, sends each as a signed POST and
+// records every attempt. Everything it knows is in the Store, so a restart or a crash loses
+// nothing (a crash at worst repeats an attempt whose result was not recorded, as a new
+// attempt: delivery is at least once), and several workers on one database share the work
+// without sending the same attempt twice.
 type Worker struct {
 	cfg   WorkerConfig
 	log   *slog.Logger
