@@ -183,10 +183,12 @@ func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEnd
 		return nil, err
 	}
 	event := webhooks.Event{ID: ride.NewID(ride.PrefixEvent), Type: "ping", CreatedAt: now, Data: data}
-	secrets := []string{w.Secret}
-	if w.PreviousSecret != nil && w.PreviousSecretExpiresAt != nil && now.Before(*w.PreviousSecretExpiresAt) {
-		secrets = append(secrets, *w.PreviousSecret)
+	var previous string
+	var previousExpiresAt time.Time
+	if w.PreviousSecret != nil && w.PreviousSecretExpiresAt != nil {
+		previous, previousExpiresAt = *w.PreviousSecret, *w.PreviousSecretExpiresAt
 	}
+	secrets := webhooks.SigningSecrets(w.Secret, previous, previousExpiresAt, now)
 	res, latency, err := webhooks.Post(ctx, s.webhookClient, w.URL, event, 1, secrets, now)
 	result := gen.WebhookTestResult{EventId: event.ID, LatencyMs: latency.Milliseconds()}
 	switch {

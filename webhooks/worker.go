@@ -85,12 +85,12 @@ type Delivery struct {
 	PreviousSecretExpiresAt time.Time
 }
 
-// secrets are the secrets that sign an attempt made at now: the current one, and the
-// previous one while its grace window lasts.
-func (d Delivery) secrets(now time.Time) []string {
-	out := []string{d.Secret}
-	if d.PreviousSecret != "" && now.Before(d.PreviousSecretExpiresAt) {
-		out = append(out, d.PreviousSecret)
+// SigningSecrets are the secrets that sign what an endpoint is sent at now: its current one,
+// and the one a rotation replaced (previous, empty when none) until previousExpiresAt.
+func SigningSecrets(current, previous string, previousExpiresAt, now time.Time) []string {
+	out := []string{current}
+	if previous != "" && now.Before(previousExpiresAt) {
+		out = append(out, previous)
 	}
 	return out
 }
@@ -450,7 +450,7 @@ func (w *Worker) recordBatch(store BatchRecorder, batch []pendingRecord) {
 // how long a Retry-After asked to wait (bounded by the horizon), and how long it took.
 func (w *Worker) send(ctx context.Context, d Delivery) (status int, retryAfter, latency time.Duration, err error) {
 	signedAt := w.now()
-	res, latency, err := Post(ctx, w.cfg.Client, d.URL, d.Event, d.Attempt, d.secrets(signedAt), signedAt)
+	res, latency, err := Post(ctx, w.cfg.Client, d.URL, d.Event, d.Attempt, SigningSecrets(d.Secret, d.PreviousSecret, d.PreviousSecretExpiresAt, signedAt), signedAt)
 	if err != nil {
 		return 0, 0, latency, err
 	}
