@@ -34,16 +34,7 @@ type jsonDecoder struct {
 	i int
 }
 
-func (d *jsonDecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *jsonDecoder) space() { d.i = skipJSONSpace(d.b, d.i) }
 
 // next skips white space and reports the byte that follows, or 0 at the end.
 func (d *jsonDecoder) next() byte {

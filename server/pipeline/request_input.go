@@ -218,15 +218,20 @@ func (w *jsonWalk) location(last string) string {
 	return b.String()
 }
 
-func (w *jsonWalk) space() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
+func (w *jsonWalk) space() { w.i = skipJSONSpace(w.b, w.i) }
+
+// skipJSONSpace returns the index of the first byte at or after i in b that is not JSON white
+// space (len(b) when none is).
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			w.i++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // str reads the string at w.i and returns its text.
