@@ -64,7 +64,8 @@ type Server struct {
 
 	payments PaymentProvider
 	faults   func(ctx context.Context, point, subject string) error
-	// webhookClient sends test events, with the delivery worker's guards.
+	// webhookClient sends the delivery worker's attempts and the test events, with the same
+	// guards against private addresses.
 	webhookClient *http.Client
 	// live hands trip updates to the streams that follow them.
 	live *liveHub
@@ -111,6 +112,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 
 		payments:      deps.PaymentProvider,
 		faults:        deps.Faults,
+		webhookClient: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
 		estimateTTL:   cfg.EstimateTTL,
 		liveHeartbeat: cfg.LiveHeartbeat,
 	}
@@ -156,7 +158,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.background.Go(func() { s.auth.Watch(s.backgroundCtx) })
 	// Trip updates are followed from the start too: streams are answered as soon as requests
 	// are, and the follower's reads fail harmlessly while migrations run.
-	s.webhookClient = webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout})
 	s.live = newLiveHub(deps.Logger)
 	s.background.Go(func() { s.live.run(s.backgroundCtx, deps.Store) })
 	s.SetReady(!deps.Starting)
@@ -181,7 +182,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		p.Idempotency,
 	})
 
-	worker, err := newWebhookWorker(cfg, deps, s.metrics)
+	worker, err := newWebhookWorker(cfg, deps, s.webhookClient, s.metrics)
 	if err != nil {
 		return nil, err
 	}

@@ -1,17 +1,19 @@
 package server
 
 import (
+	"net/http"
+
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/webhooks"
 )
 
-// newWebhookWorker wires the delivery worker from the configuration; New registers it as a
-// background task.
-func newWebhookWorker(cfg Config, deps Deps, metrics *pipeline.Metrics) (*webhooks.Worker, error) {
+// newWebhookWorker wires the delivery worker from the configuration, sending with client; New
+// registers it as a background task.
+func newWebhookWorker(cfg Config, deps Deps, client *http.Client, metrics *pipeline.Metrics) (*webhooks.Worker, error) {
 	return webhooks.NewWorker(webhooks.WorkerConfig{
 		Store:  deps.Store,
-		Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
+		Client: client,
 		Policy: webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon},
 		Drain:  cfg.WebhookDrain,
 		Now:    deps.Now,
