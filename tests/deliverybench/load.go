@@ -74,7 +74,7 @@ func (b *bench) measure(ctx context.Context, p phase) (phaseResult, error) {
 	if b.o.rate > 0 {
 		pace = rate.NewLimiter(rate.Limit(b.o.rate), max(1, b.o.rate/100))
 	}
-	_, mark := b.receiver.since(0)
+	mark := b.receiver.count()
 	invalid := b.receiver.invalidCount()
 	start := time.Now()
 	load, stop := context.WithTimeout(ctx, p.duration)
@@ -86,17 +86,11 @@ func (b *bench) measure(ctx context.Context, p phase) (phaseResult, error) {
 	}
 	<-load.Done()
 	res.window = time.Since(start)
-	during, _ := b.receiver.since(mark)
 	wg.Wait() // the trips under way end, unpaced
 	res.events, res.failedMoves = events.Load(), failed.Load()
 	res.bookings, res.moves = benchkit.Sorted(took.bookings), benchkit.Sorted(took.moves)
 	res.expected = int(res.events) * b.o.endpoints
 
-	for _, r := range during {
-		if r.acked && r.at.Before(start.Add(res.window)) {
-			res.acked++
-		}
-	}
 	// Wait for every owed delivery, then read the phase's receipts.
 	loadEnd := start.Add(res.window)
 	deadline := time.Now().Add(60 * time.Second)
@@ -120,6 +114,9 @@ func (b *bench) measure(ctx context.Context, p phase) (phaseResult, error) {
 	}
 	refusedPairs := map[string]bool{}
 	for _, r := range receipts {
+		if r.acked && r.at.Before(loadEnd) {
+			res.acked++
+		}
 		if r.created.Before(start) {
 			continue
 		}
