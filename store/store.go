@@ -222,6 +222,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.migrateUpTo(ctx, math.MaxInt64)
 }
 
+// sqliteMigrateAttempts bounds the runs of the migrations on SQLite, where a run can fail
+// because another one is applying the same migrations at the same time.
+const sqliteMigrateAttempts = 8
+
 // migrateUpTo applies the migrations up to and including version.
 func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 	if s.sqlDB == nil {
@@ -260,10 +264,12 @@ func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 		return err
 	}
 	err = up()
-	if err != nil && s.engine == EngineSQLite && ctx.Err() == nil {
+	for attempt := 1; err != nil && s.engine == EngineSQLite && attempt < sqliteMigrateAttempts && ctx.Err() == nil; attempt++ {
 		// SQLite has no advisory lock: another process may have applied the same migration
-		// between this one's check and its CREATE TABLE. A second run sees its work and has
-		// nothing left to do; a genuinely broken migration fails again.
+		// between this one's check and its CREATE TABLE, and may still be applying the next
+		// ones. Each run sees the work done meanwhile and goes on from there; a genuinely
+		// broken migration fails every time.
+		time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
 		err = up()
 	}
 	if err != nil {
