@@ -119,9 +119,11 @@ type ClientInterface interface {
 	// Creates a key of the caller's account (admin only) and shows its secret once: only a
 	// hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 	// its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-	// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-	// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-	// one.
+	// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+	// platform's: only an admin of the platform account creates them (403 otherwise). An
+	// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+	// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+	// `api_key_limit_reached` until one is revoked or expires.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -133,9 +135,11 @@ type ClientInterface interface {
 	// Creates a key of the caller's account (admin only) and shows its secret once: only a
 	// hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 	// its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-	// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-	// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-	// one.
+	// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+	// platform's: only an admin of the platform account creates them (403 otherwise). An
+	// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+	// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+	// `api_key_limit_reached` until one is revoked or expires.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -176,14 +180,17 @@ type ClientInterface interface {
 
 	// GetDriverAvailability Get whether a driver is online
 	//
-	// The driver themself or an admin; anyone else is answered 403.
+	// The driver themself or an admin of the platform account, which administers the fleet;
+	// anyone else is answered 403 (another account's admin included: the active trip may be
+	// another account's, and the position is where its rider is picked up).
 	//
 	// Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
 	GetDriverAvailability(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SetDriverAvailabilityWithBody Go online or offline
 	//
-	// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+	// The driver themself or an admin of the platform account sets `status` (anyone else,
+	// another account's admin included, is answered 403). Only `online` drivers are matched to new
 	// bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 	// with an active trip takes effect for matching at once, and the trip runs to its end
 	// (positions are still taken until then); the driver is not matched again until they go
@@ -196,7 +203,8 @@ type ClientInterface interface {
 
 	// SetDriverAvailability Go online or offline
 	//
-	// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+	// The driver themself or an admin of the platform account sets `status` (anyone else,
+	// another account's admin included, is answered 403). Only `online` drivers are matched to new
 	// bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 	// with an active trip takes effect for matching at once, and the trip runs to its end
 	// (positions are still taken until then); the driver is not matched again until they go
@@ -567,7 +575,9 @@ type ClientInterface interface {
 
 	// GetTrip Get a trip
 	//
-	// A trip visible to the caller (its rider, its driver, or an admin).
+	// A trip visible to the caller: its rider, its driver, or an admin of its account. Another
+	// rider's trip of the same account is 403. A trip of another account, or for a driver one
+	// they do not drive, is 404, exactly as a trip that does not exist.
 	//
 	// Corresponds with GET /v1/trips/{tripId} (the `GetTrip` operationId).
 	GetTrip(ctx context.Context, tripId TripId, params *GetTripParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -659,7 +669,7 @@ type ClientInterface interface {
 	//
 	// The trip's live state, for the callers who may read the trip, with the same refusals as
 	// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
-	// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+	// rider's trip of the account). With `Accept: text/event-stream` (browsers'
 	// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
 	// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 	// `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
@@ -669,7 +679,10 @@ type ClientInterface interface {
 	//
 	// A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
-	// ends the stream. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
+	// ends the stream. A stream lives only as long as the API key that opened it: within a
+	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
+	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 	// itself): when nothing changed since that message, the stream waits for the next
 	// change; otherwise it starts with the current state. Positions in between are not
 	// replayed: only the latest matters to a map.
@@ -967,9 +980,11 @@ func (c *Client) ListApiKeys(ctx context.Context, params *ListApiKeysParams, req
 // Creates a key of the caller's account (admin only) and shows its secret once: only a
 // hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 // its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-// one.
+// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+// platform's: only an admin of the platform account creates them (403 otherwise). An
+// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+// `api_key_limit_reached` until one is revoked or expires.
 //
 // Takes any type of body and a specified content type.
 //
@@ -991,9 +1006,11 @@ func (c *Client) CreateApiKeyWithBody(ctx context.Context, params *CreateApiKeyP
 // Creates a key of the caller's account (admin only) and shows its secret once: only a
 // hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 // its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-// one.
+// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+// platform's: only an admin of the platform account creates them (403 otherwise). An
+// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+// `api_key_limit_reached` until one is revoked or expires.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1084,7 +1101,9 @@ func (c *Client) GetDriver(ctx context.Context, driverId DriverId, params *GetDr
 
 // GetDriverAvailability Get whether a driver is online
 //
-// The driver themself or an admin; anyone else is answered 403.
+// The driver themself or an admin of the platform account, which administers the fleet;
+// anyone else is answered 403 (another account's admin included: the active trip may be
+// another account's, and the position is where its rider is picked up).
 //
 // Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
 func (c *Client) GetDriverAvailability(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1101,7 +1120,8 @@ func (c *Client) GetDriverAvailability(ctx context.Context, driverId DriverId, r
 
 // SetDriverAvailabilityWithBody Go online or offline
 //
-// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+// The driver themself or an admin of the platform account sets `status` (anyone else,
+// another account's admin included, is answered 403). Only `online` drivers are matched to new
 // bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 // with an active trip takes effect for matching at once, and the trip runs to its end
 // (positions are still taken until then); the driver is not matched again until they go
@@ -1124,7 +1144,8 @@ func (c *Client) SetDriverAvailabilityWithBody(ctx context.Context, driverId Dri
 
 // SetDriverAvailability Go online or offline
 //
-// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+// The driver themself or an admin of the platform account sets `status` (anyone else,
+// another account's admin included, is answered 403). Only `online` drivers are matched to new
 // bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 // with an active trip takes effect for matching at once, and the trip runs to its end
 // (positions are still taken until then); the driver is not matched again until they go
@@ -1705,7 +1726,9 @@ func (c *Client) ListTrips(ctx context.Context, params *ListTripsParams, reqEdit
 
 // GetTrip Get a trip
 //
-// A trip visible to the caller (its rider, its driver, or an admin).
+// A trip visible to the caller: its rider, its driver, or an admin of its account. Another
+// rider's trip of the same account is 403. A trip of another account, or for a driver one
+// they do not drive, is 404, exactly as a trip that does not exist.
 //
 // Corresponds with GET /v1/trips/{tripId} (the `GetTrip` operationId).
 func (c *Client) GetTrip(ctx context.Context, tripId TripId, params *GetTripParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1857,7 +1880,7 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 //
 // The trip's live state, for the callers who may read the trip, with the same refusals as
 // `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
-// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+// rider's trip of the account). With `Accept: text/event-stream` (browsers'
 // `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
 // as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 // `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
@@ -1867,7 +1890,10 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 //
 // A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 // stream. After the message with a final status (`completed`, `cancelled`) the server
-// ends the stream. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
+// ends the stream. A stream lives only as long as the API key that opened it: within a
+// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
+// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 // itself): when nothing changed since that message, the stream waits for the next
 // change; otherwise it starts with the current state. Positions in between are not
 // replayed: only the latest matters to a map.
@@ -4994,9 +5020,11 @@ type ClientWithResponsesInterface interface {
 	// Creates a key of the caller's account (admin only) and shows its secret once: only a
 	// hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 	// its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-	// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-	// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-	// one.
+	// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+	// platform's: only an admin of the platform account creates them (403 otherwise). An
+	// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+	// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+	// `api_key_limit_reached` until one is revoked or expires.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5008,9 +5036,11 @@ type ClientWithResponsesInterface interface {
 	// Creates a key of the caller's account (admin only) and shows its secret once: only a
 	// hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 	// its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-	// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-	// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-	// one.
+	// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+	// platform's: only an admin of the platform account creates them (403 otherwise). An
+	// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+	// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+	// `api_key_limit_reached` until one is revoked or expires.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5059,7 +5089,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetDriverAvailabilityWithResponse Get whether a driver is online
 	//
-	// The driver themself or an admin; anyone else is answered 403.
+	// The driver themself or an admin of the platform account, which administers the fleet;
+	// anyone else is answered 403 (another account's admin included: the active trip may be
+	// another account's, and the position is where its rider is picked up).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5068,7 +5100,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetDriverAvailabilityWithBodyWithResponse Go online or offline
 	//
-	// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+	// The driver themself or an admin of the platform account sets `status` (anyone else,
+	// another account's admin included, is answered 403). Only `online` drivers are matched to new
 	// bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 	// with an active trip takes effect for matching at once, and the trip runs to its end
 	// (positions are still taken until then); the driver is not matched again until they go
@@ -5081,7 +5114,8 @@ type ClientWithResponsesInterface interface {
 
 	// SetDriverAvailabilityWithResponse Go online or offline
 	//
-	// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+	// The driver themself or an admin of the platform account sets `status` (anyone else,
+	// another account's admin included, is answered 403). Only `online` drivers are matched to new
 	// bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 	// with an active trip takes effect for matching at once, and the trip runs to its end
 	// (positions are still taken until then); the driver is not matched again until they go
@@ -5472,7 +5506,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetTripWithResponse Get a trip
 	//
-	// A trip visible to the caller (its rider, its driver, or an admin).
+	// A trip visible to the caller: its rider, its driver, or an admin of its account. Another
+	// rider's trip of the same account is 403. A trip of another account, or for a driver one
+	// they do not drive, is 404, exactly as a trip that does not exist.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5568,7 +5604,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// The trip's live state, for the callers who may read the trip, with the same refusals as
 	// `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
-	// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+	// rider's trip of the account). With `Accept: text/event-stream` (browsers'
 	// `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
 	// as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 	// `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
@@ -5578,7 +5614,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
-	// ends the stream. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
+	// ends the stream. A stream lives only as long as the API key that opened it: within a
+	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
+	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 	// itself): when nothing changed since that message, the stream waits for the next
 	// change; otherwise it starts with the current state. Positions in between are not
 	// replayed: only the latest matters to a map.
@@ -14029,9 +14068,11 @@ func (c *ClientWithResponses) ListApiKeysWithResponse(ctx context.Context, param
 // Creates a key of the caller's account (admin only) and shows its secret once: only a
 // hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 // its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-// one.
+// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+// platform's: only an admin of the platform account creates them (403 otherwise). An
+// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+// `api_key_limit_reached` until one is revoked or expires.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14049,9 +14090,11 @@ func (c *ClientWithResponses) CreateApiKeyWithBodyWithResponse(ctx context.Conte
 // Creates a key of the caller's account (admin only) and shows its secret once: only a
 // hash is stored, so the secret cannot be shown again. A `rider` or `driver` key acts for
 // its `subject`, which must exist: a rider of this account, or a driver of the fleet (422
-// `invalid_key_subject` otherwise); an `admin` key has no subject. An `expires_at` must
-// lie in the future (422 `invalid_key_expiry`); an expired key is refused like a revoked
-// one.
+// `invalid_key_subject` otherwise); an `admin` key has no subject. Driver keys are the
+// platform's: only an admin of the platform account creates them (403 otherwise). An
+// `expires_at` must lie in the future (422 `invalid_key_expiry`); an expired key is
+// refused like a revoked one. An account holds at most 1,000 active keys: past that, 409
+// `api_key_limit_reached` until one is revoked or expires.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14130,7 +14173,9 @@ func (c *ClientWithResponses) GetDriverWithResponse(ctx context.Context, driverI
 
 // GetDriverAvailabilityWithResponse Get whether a driver is online
 //
-// The driver themself or an admin; anyone else is answered 403.
+// The driver themself or an admin of the platform account, which administers the fleet;
+// anyone else is answered 403 (another account's admin included: the active trip may be
+// another account's, and the position is where its rider is picked up).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14145,7 +14190,8 @@ func (c *ClientWithResponses) GetDriverAvailabilityWithResponse(ctx context.Cont
 
 // SetDriverAvailabilityWithBodyWithResponse Go online or offline
 //
-// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+// The driver themself or an admin of the platform account sets `status` (anyone else,
+// another account's admin included, is answered 403). Only `online` drivers are matched to new
 // bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 // with an active trip takes effect for matching at once, and the trip runs to its end
 // (positions are still taken until then); the driver is not matched again until they go
@@ -14164,7 +14210,8 @@ func (c *ClientWithResponses) SetDriverAvailabilityWithBodyWithResponse(ctx cont
 
 // SetDriverAvailabilityWithResponse Go online or offline
 //
-// The driver themself or an admin sets `status`. Only `online` drivers are matched to new
+// The driver themself or an admin of the platform account sets `status` (anyone else,
+// another account's admin included, is answered 403). Only `online` drivers are matched to new
 // bookings, by the latest position they reported in the last 2 minutes. Going `offline`
 // with an active trip takes effect for matching at once, and the trip runs to its end
 // (positions are still taken until then); the driver is not matched again until they go
@@ -14681,7 +14728,9 @@ func (c *ClientWithResponses) ListTripsWithResponse(ctx context.Context, params 
 
 // GetTripWithResponse Get a trip
 //
-// A trip visible to the caller (its rider, its driver, or an admin).
+// A trip visible to the caller: its rider, its driver, or an admin of its account. Another
+// rider's trip of the same account is 403. A trip of another account, or for a driver one
+// they do not drive, is 404, exactly as a trip that does not exist.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14813,7 +14862,7 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 //
 // The trip's live state, for the callers who may read the trip, with the same refusals as
 // `GET /v1/trips/{tripId}` (404 for a trip beyond the caller's reach, 403 for another
-// rider's or driver's trip of the account). With `Accept: text/event-stream` (browsers'
+// rider's trip of the account). With `Accept: text/event-stream` (browsers'
 // `EventSource` sends it) the answer is a stream; otherwise it is the current state once,
 // as a `TripLiveUpdate` in JSON, for clients that poll. In the stream, each message is
 // `event: trip`, an `id:` and one `data:` line holding a `TripLiveUpdate` as JSON: the trip's
@@ -14823,7 +14872,10 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 //
 // A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 // stream. After the message with a final status (`completed`, `cancelled`) the server
-// ends the stream. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
+// ends the stream. A stream lives only as long as the API key that opened it: within a
+// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
+// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 // itself): when nothing changed since that message, the stream waits for the next
 // change; otherwise it starts with the current state. Positions in between are not
 // replayed: only the latest matters to a map.

@@ -9,8 +9,8 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
-// GetDriverAvailability tells the driver themself or an admin whether the driver is online,
-// where they last were and which trip they drive.
+// GetDriverAvailability tells the driver themself or a platform admin whether the driver is
+// online, where they last were and which trip they drive.
 func (s *Server) GetDriverAvailability(ctx context.Context, req gen.GetDriverAvailabilityRequestObject) (gen.GetDriverAvailabilityResponseObject, error) {
 	if err := mayActAsDriver(auth.PrincipalFrom(ctx), req.DriverId); err != nil {
 		return nil, err
@@ -46,13 +46,14 @@ func (s *Server) SetDriverAvailability(ctx context.Context, req gen.SetDriverAva
 	return gen.SetDriverAvailability200JSONResponse{Body: view}, nil
 }
 
-// mayActAsDriver lets the driver themself and admins through; drivers are the fleet's, not an
-// account's, so an admin of any account manages them.
+// mayActAsDriver lets the driver themself and the platform's admins through: drivers are the
+// platform's shared fleet, so another account's admins see only their public profiles, never
+// their availability, position or active trip (which may be another account's).
 func mayActAsDriver(caller auth.Principal, driverID string) error {
-	if caller.IsAdmin() || caller.Is(auth.RoleDriver, driverID) {
+	if caller.AdministersFleet() || caller.Is(auth.RoleDriver, driverID) {
 		return nil
 	}
-	return forbidden("Only the driver themself or an admin may do this.")
+	return forbidden("Only the driver themself or an admin of the platform may do this: drivers are the platform's shared fleet.")
 }
 
 // availabilityView is what GET and PUT /v1/drivers/{driverId}/availability answer.

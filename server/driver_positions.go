@@ -51,7 +51,7 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 	if report.Taken && report.ActiveTripID != "" {
 		// The trip's followers get the position; a report that stored it but failed to tell
 		// them is still a success for the driver, whose next report tells them.
-		if trip, err := st.TripByID(ctx, report.ActiveTripID); err == nil {
+		if trip, err := st.TripWithin(ctx, report.ActiveTripID, store.TripReach{DriverID: req.DriverId}); err == nil {
 			if err := publishTripUpdate(ctx, st, &trip, now); err != nil {
 				s.log.WarnContext(ctx, "publish trip update", "trip_id", trip.ID, "error", err.Error())
 			}

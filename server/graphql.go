@@ -69,12 +69,17 @@ func (h graphQLHost) Store(ctx context.Context) *store.Store { return h.s.storeF
 
 func (h graphQLHost) ETAMinutes(t *store.Trip) *int { return liveETA(t) }
 
-func (h graphQLHost) TripAccess(ctx context.Context, t store.Trip) (exists, readable bool) {
-	p := auth.PrincipalFrom(ctx)
-	return inReach(p, t), canSeeTrip(p, t)
+func (h graphQLHost) TripReach(ctx context.Context) store.TripReach {
+	return tripReach(auth.PrincipalFrom(ctx))
+}
+
+func (h graphQLHost) MayReadTrip(ctx context.Context, t store.Trip) bool {
+	return canSeeTrip(auth.PrincipalFrom(ctx), t)
 }
 
 func (h graphQLHost) RequestID(ctx context.Context) string { return pipeline.RequestID(ctx) }
+
+func (h graphQLHost) Account(ctx context.Context) string { return auth.PrincipalFrom(ctx).Account }
 
 func (h graphQLHost) DriverLocation(ctx context.Context, t *store.Trip) *store.DriverPosition {
 	if !seesDriverLocation(t, auth.PrincipalFrom(ctx)) {
@@ -119,6 +124,10 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Method != http.MethodGet || r.URL.Path != "/v1/graphql" || !graphqlapi.IsWebSocket(r) {
 			return next(c)
 		}
+		authorization, err := pipeline.AuthorizationHeader(r)
+		if err != nil {
+			return err
+		}
 		w := c.Response().Writer
 		// A socket lives longer than any answer: the server's read and write timeouts do not
 		// apply to it.
@@ -128,13 +137,40 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithCancel(pipeline.WithRequestID(r.Context(), pipeline.NewRequestID()))
 		defer cancel()
 		defer context.AfterFunc(s.backgroundCtx, cancel)()
-		s.graphql.ServeWebSocket(ctx, w, r, func(ctx context.Context, authorization string) (context.Context, error) {
-			p, err := s.auth.Authenticate(ctx, authorization, r.RemoteAddr)
-			if err != nil {
-				return nil, err
-			}
-			return auth.WithPrincipal(ctx, p), nil
-		})
+		r.Header.Set(echo.HeaderAuthorization, authorization)
+		s.graphql.ServeWebSocket(ctx, w, r, s.socketSession)
 		return nil
 	}
+}
+
+// socketSession authenticates a GraphQL socket's key and holds a session under it, which ends
+// when the key is revoked or expires (auth.Authenticator.Hold).
+func (s *Server) socketSession(ctx context.Context, authorization string) (graphqlapi.Session, error) {
+	p, err := s.auth.Authenticate(ctx, authorization)
+	if err != nil {
+		return graphqlapi.Session{}, err
+	}
+	held, release := s.auth.Hold(auth.WithPrincipal(ctx, p), p)
+	return graphqlapi.Session{
+		Context: held,
+		End:     func() (string, bool) { return closeReason(context.Cause(held)) },
+		Check: func(ctx context.Context) (string, error) {
+			err := s.auth.Check(ctx, p)
+			if reason, ended := closeReason(err); ended {
+				return reason, nil
+			}
+			return "", err
+		},
+		Close: release,
+	}, nil
+}
+
+// closeReason is the close reason of a socket whose key stopped acting (auth.KeyEnd): its code
+// and sentence.
+func closeReason(err error) (string, bool) {
+	code, detail, ok := auth.KeyEnd(err)
+	if !ok {
+		return "", false
+	}
+	return code + ": " + detail, true
 }

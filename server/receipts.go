@@ -106,13 +106,13 @@ func (s *Server) tripOfAccount(ctx context.Context, account, tripID string) (sto
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, false, nil
 	}
-	trip, err := s.storeFor(ctx).TripByID(ctx, tripID)
+	trip, err := s.storeFor(ctx).TripWithin(ctx, tripID, store.TripReach{Account: account})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Trip{}, false, nil
 	} else if err != nil {
 		return store.Trip{}, false, err
 	}
-	return trip, trip.Account == account, nil
+	return trip, true, nil
 }
 
 // receiptView is the public projection of a receipt.

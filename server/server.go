@@ -134,7 +134,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = pipeline.NewMetrics(deps.Store.Pool())
-	s.auth = auth.New(deps.Store, s.now, s.metrics.AuthFailures)
+	s.auth = auth.New(deps.Store, s.now, s.metrics.Auth)
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
 	s.pipeline, err = pipeline.New(pipeline.Config{
 		Store: deps.Store, Now: s.now, Log: deps.Logger, Metrics: s.metrics, Auth: s.auth,

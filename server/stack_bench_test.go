@@ -83,7 +83,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	s := f.s
 	p, err := pipeline.New(pipeline.Config{
 		Store: f.st, Now: s.now, Log: s.log, Metrics: pipeline.NewMetrics(nil),
-		Auth: auth.New(f.st, s.now, pipeline.NewMetrics(nil).AuthFailures), Render: s.renderError,
+		Auth: auth.New(f.st, s.now, pipeline.NewMetrics(nil).Auth), Render: s.renderError,
 		IdempotencyTTL: s.cfg.IdempotencyTTL, OutsideDocument: routesOutsideDocument,
 		SkipValidation: !l.validate,
 	})

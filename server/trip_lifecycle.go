@@ -120,12 +120,9 @@ func (s *Server) moveTrip(ctx context.Context, id string, m tripMove) (store.Tri
 }
 
 func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m tripMove) (store.Trip, error) {
-	trip, err := tx.TripByID(ctx, id)
+	trip, err := tx.TripWithin(ctx, id, tripReach(auth.PrincipalFrom(ctx)))
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
-	}
-	if !inReach(auth.PrincipalFrom(ctx), trip) {
-		return store.Trip{}, notFound("trip", id)
 	}
 	if err := m.authorize(auth.PrincipalFrom(ctx), trip); err != nil {
 		return store.Trip{}, err

@@ -61,13 +61,17 @@ func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error
 	}
 	heartbeat := time.NewTicker(t.s.liveHeartbeat)
 	defer heartbeat.Stop()
+	// The stream holds a session under the caller's key: it ends when the key is revoked (on
+	// any replica) or expires, with a final `end` message that says so.
+	ctx, release := t.s.auth.Hold(t.ctx, t.caller)
+	defer release()
 	ready := func() {
 		if !started {
 			start()
 			_ = rc.Flush() // the client knows it is following, even with nothing new to send
 		}
 	}
-	err := t.s.watchTrip(t.ctx, t.tripID, t.caller, t.since, heartbeat.C, ready, func(u *gen.TripLiveUpdate, id string) error {
+	err := t.s.watchTrip(ctx, t.tripID, t.caller, t.since, heartbeat.C, ready, func(u *gen.TripLiveUpdate, id string) error {
 		if !started {
 			start()
 		}
@@ -92,13 +96,19 @@ func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error
 		}
 		return rc.Flush()
 	})
+	code, detail, keyEnded := auth.SessionEnd(ctx)
 	if !started {
-		if err != nil {
+		if err != nil && !keyEnded {
 			return err // nothing sent yet: the error boundary answers
 		}
 		start()
-		_ = rc.Flush()
 	}
+	if keyEnded {
+		// The client must not reconnect with this key: say why the stream ends.
+		data, _ := json.Marshal(gen.StreamEnd{Code: gen.StreamEndCode(code), Detail: detail})
+		_, _ = w.Write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
+	}
+	_ = rc.Flush()
 	return nil // once streaming, an end is only an end: the client reconnects with Last-Event-ID
 }
 

@@ -94,20 +94,18 @@ func seesRider(t *store.Trip, caller auth.Principal) bool {
 	return ride.TripStatus(t.Status).Active() && (caller.IsAdmin() || caller.Is(auth.RoleDriver, t.DriverID))
 }
 
-// visibleTrip loads a trip the caller may see: 404 when absent or outside the caller's reach
-// (another account's trip, unless the caller drives it), 403 when someone else's in the
-// caller's account.
+// visibleTrip loads a trip the caller may see: 404 when absent or beyond the caller's reach
+// (another account's trip, or for a driver one it does not drive), 403 when someone else's in
+// the caller's account. The read itself is bounded by the reach, so a trip beyond it costs what
+// a missing one does.
 func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error) {
 	if !ride.ValidID(ride.PrefixTrip, id) {
 		return store.Trip{}, notFound("trip", id)
 	}
-	trip, err := s.storeFor(ctx).TripByID(ctx, id)
+	caller := auth.PrincipalFrom(ctx)
+	trip, err := s.storeFor(ctx).TripWithin(ctx, id, tripReach(caller))
 	if err != nil {
 		return store.Trip{}, notFoundAs(err, "trip", id)
-	}
-	caller := auth.PrincipalFrom(ctx)
-	if !inReach(caller, trip) {
-		return store.Trip{}, notFound("trip", id)
 	}
 	if !canSeeTrip(caller, trip) {
 		return store.Trip{}, forbidden("This trip belongs to another rider or driver.")
@@ -115,16 +113,21 @@ func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error)
 	return trip, nil
 }
 
-// inReach reports whether the trip exists as far as the caller is concerned: a trip of the
-// caller's account, or one the calling driver drives (drivers are the platform's shared fleet
-// and serve every account). Outside its reach a trip is answered as if it did not exist.
-func inReach(p auth.Principal, t store.Trip) bool {
-	return t.Account == p.Account || p.Is(auth.RoleDriver, t.DriverID)
+// tripReach is which trips exist as far as the caller is concerned: a rider's or an admin's,
+// those of its account; a driver's, those it drives, whatever their account (drivers are the
+// platform's shared fleet and serve every account). Beyond its reach a trip is answered as if
+// it did not exist.
+func tripReach(p auth.Principal) store.TripReach {
+	if p.Role == auth.RoleDriver {
+		return store.TripReach{DriverID: p.Subject}
+	}
+	return store.TripReach{Account: p.Account}
 }
 
-// canSeeTrip reports whether the caller may read a trip in its reach.
+// canSeeTrip reports whether the caller may read a trip within its reach: an admin, the trip's
+// rider or its driver.
 func canSeeTrip(p auth.Principal, t store.Trip) bool {
-	return inReach(p, t) && (p.IsAdmin() || p.Is(auth.RoleRider, t.RiderID) || p.Is(auth.RoleDriver, t.DriverID))
+	return p.IsAdmin() || p.Is(auth.RoleRider, t.RiderID) || p.Is(auth.RoleDriver, t.DriverID)
 }
 
 func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {

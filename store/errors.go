@@ -26,6 +26,9 @@ var (
 	// ErrDriverHasActiveTrip means an active trip could not be stored because its driver already
 	// has one (the partial unique index on trips). It wraps ErrDuplicate.
 	ErrDriverHasActiveTrip = errors.New("store: the driver already has an active trip")
+	// ErrLimitReached means a row could not be added because its owner holds as many as it
+	// may (an account's active API keys).
+	ErrLimitReached = errors.New("store: limit reached")
 )
 
 // SQLSTATE and SQLite extended result codes for the violations the store reports. They are
@@ -47,7 +50,7 @@ func interpretError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrDuplicate),
-		errors.Is(err, ErrConflict), errors.Is(err, ErrInvalidReference):
+		errors.Is(err, ErrConflict), errors.Is(err, ErrInvalidReference), errors.Is(err, ErrLimitReached):
 		return err
 	case errors.Is(err, gorm.ErrRecordNotFound), errors.Is(err, sql.ErrNoRows):
 		return ErrNotFound

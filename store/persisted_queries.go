@@ -8,9 +8,11 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// PersistedQuery is a GraphQL document registered under the lowercase hex SHA-256 of its text,
-// so that clients can send the hash instead of the document (automatic persisted queries).
+// PersistedQuery is a GraphQL document registered by an account under the lowercase hex
+// SHA-256 of its text, so that the account's clients can send the hash instead of the document
+// (automatic persisted queries). Another account's registration of the same text is its own.
 type PersistedQuery struct {
+	Account   string `gorm:"column:account;primaryKey"`
 	Hash      string `gorm:"column:hash;primaryKey"`
 	Query     string
 	CreatedAt time.Time
@@ -31,11 +33,13 @@ func (q *PersistedQuery) AfterFind(*gorm.DB) error {
 	return nil
 }
 
-// PersistedQueryByHash returns the document registered under hash at or after notBefore, or
-// ErrNotFound: an older registration has expired even while its row still waits to be purged.
-func (s *Store) PersistedQueryByHash(ctx context.Context, hash string, notBefore time.Time) (PersistedQuery, error) {
+// PersistedQueryByHash returns the document the account registered under hash at or after
+// notBefore, or ErrNotFound: an older registration has expired even while its row still waits
+// to be purged.
+func (s *Store) PersistedQueryByHash(ctx context.Context, account, hash string, notBefore time.Time) (PersistedQuery, error) {
 	var q PersistedQuery
-	err := s.conn(ctx).Where("hash = ? AND created_at >= ?", hash, notBefore.UTC().Truncate(time.Microsecond)).Take(&q).Error
+	err := s.conn(ctx).Where("account = ? AND hash = ? AND created_at >= ?", account, hash,
+		notBefore.UTC().Truncate(time.Microsecond)).Take(&q).Error
 	if err != nil {
 		return PersistedQuery{}, interpretError(err)
 	}
@@ -46,7 +50,7 @@ func (s *Store) PersistedQueryByHash(ctx context.Context, hash string, notBefore
 // (the text of a hash never changes, only its created_at moves forward).
 func (s *Store) SavePersistedQuery(ctx context.Context, q PersistedQuery) error {
 	err := s.conn(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "hash"}},
+		Columns:   []clause.Column{{Name: "account"}, {Name: "hash"}},
 		DoUpdates: clause.AssignmentColumns([]string{"created_at"}),
 	}).Create(&q).Error
 	return interpretError(err)

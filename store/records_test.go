@@ -136,13 +136,18 @@ var _ = Describe("Records", func() {
 			newKey := func(role string, subject *string) store.APIKey {
 				return store.APIKey{
 					ID: newID("key_"), Hash: randomHex(32), Role: role, Subject: subject, Account: "acct_test",
+					CreatedAt: time.Now(),
 				}
+			}
+			create := func(ctx context.Context, k store.APIKey) error {
+				_, err := st.CreateAPIKey(ctx, store.CreateAPIKeyParams{Key: k})
+				return err
 			}
 
 			It("are found by hash", func(ctx SpecContext) {
 				rider := createRider(ctx, st)
 				k := newKey(store.RoleRider, &rider.ID)
-				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(create(ctx, k)).To(Succeed())
 				got, err := st.APIKeyByHash(ctx, k.Hash)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got.ID).To(Equal(k.ID))
@@ -155,18 +160,18 @@ var _ = Describe("Records", func() {
 
 			It("refuse a repeated id or hash", func(ctx SpecContext) {
 				k := newKey(store.RoleAdmin, nil)
-				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(create(ctx, k)).To(Succeed())
 				sameHash := newKey(store.RoleAdmin, nil)
 				sameHash.Hash = k.Hash
-				Expect(st.CreateAPIKey(ctx, sameHash)).To(MatchError(store.ErrDuplicate))
+				Expect(create(ctx, sameHash)).To(MatchError(store.ErrDuplicate))
 				sameID := newKey(store.RoleAdmin, nil)
 				sameID.ID = k.ID
-				Expect(st.CreateAPIKey(ctx, sameID)).To(MatchError(store.ErrDuplicate))
+				Expect(create(ctx, sameID)).To(MatchError(store.ErrDuplicate))
 			})
 
 			It("stay readable once revoked, with the first revocation time", func(ctx SpecContext) {
 				k := newKey(store.RoleAdmin, nil)
-				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(create(ctx, k)).To(Succeed())
 				before, err := st.APIKeyRevision(ctx)
 				Expect(err).NotTo(HaveOccurred())
 				revoke := store.RevokeAPIKeyParams{Account: k.Account, ID: k.ID, At: time.Now()}
@@ -191,7 +196,7 @@ var _ = Describe("Records", func() {
 
 			It("cannot revoke an unknown key or another account's", func(ctx SpecContext) {
 				k := newKey(store.RoleAdmin, nil)
-				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(create(ctx, k)).To(Succeed())
 				_, err := st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: k.Account, ID: "key_unknown", At: time.Now()})
 				Expect(err).To(MatchError(store.ErrNotFound))
 				_, err = st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: "acct_other", ID: k.ID, At: time.Now()})
@@ -201,9 +206,97 @@ var _ = Describe("Records", func() {
 				Expect(got.RevokedAt).To(BeNil())
 			})
 
+			It("are at most MaxActive active ones per account, however many are created at once", func(ctx SpecContext) {
+				account := "acct_" + randomHex(6)
+				const limit = 3
+				params := func(expires *time.Time) store.CreateAPIKeyParams {
+					k := newKey(store.RoleAdmin, nil)
+					k.Account, k.ExpiresAt = account, expires
+					return store.CreateAPIKeyParams{Key: k, MaxActive: limit}
+				}
+				// An expired key does not count.
+				past := time.Now().Add(-time.Hour)
+				expired := params(nil)
+				expired.Key.CreatedAt = past.Add(-time.Hour)
+				expired.Key.ExpiresAt = &past
+				_, err := st.CreateAPIKey(ctx, expired)
+				Expect(err).NotTo(HaveOccurred())
+
+				errs := make([]error, 6)
+				var wg sync.WaitGroup
+				for i := range errs {
+					wg.Go(func() { _, errs[i] = st.CreateAPIKey(ctx, params(nil)) })
+				}
+				wg.Wait()
+				var created []string
+				for _, err := range errs {
+					if err == nil {
+						created = append(created, "ok")
+					} else {
+						Expect(err).To(MatchError(store.ErrLimitReached))
+					}
+				}
+				Expect(created).To(HaveLen(limit))
+
+				// Revoking one makes room for one.
+				page, err := st.ListAPIKeys(ctx, account, store.PageParams{Limit: 10})
+				Expect(err).NotTo(HaveOccurred())
+				_, err = st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: account, ID: page.Items[0].ID, At: time.Now()})
+				Expect(err).NotTo(HaveOccurred())
+				_, err = st.CreateAPIKey(ctx, params(nil))
+				Expect(err).NotTo(HaveOccurred())
+				_, err = st.CreateAPIKey(ctx, params(nil))
+				Expect(err).To(MatchError(store.ErrLimitReached))
+			})
+
+			It("tell replicas what changed since a revision, creations and revocations in order", func(ctx SpecContext) {
+				from, err := st.APIKeyRevision(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				a, b := newKey(store.RoleAdmin, nil), newKey(store.RoleAdmin, nil)
+				Expect(create(ctx, a)).To(Succeed())
+				Expect(create(ctx, b)).To(Succeed())
+				_, err = st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: a.Account, ID: a.ID, At: time.Now()})
+				Expect(err).NotTo(HaveOccurred())
+				to, err := st.APIKeyRevision(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(to).To(Equal(from + 3))
+
+				changes, err := st.APIKeyChangesSince(ctx, from, to)
+				Expect(err).NotTo(HaveOccurred())
+				// a's creation is superseded by its revocation: a key records its latest change.
+				Expect(changes).To(HaveLen(2))
+				Expect(changes[0].ID).To(Equal(b.ID))
+				Expect(changes[0].Hash).To(Equal(b.Hash))
+				Expect(changes[0].RevokedAt).To(BeNil())
+				Expect(changes[1].ID).To(Equal(a.ID))
+				Expect(changes[1].RevokedAt).NotTo(BeNil())
+				Expect(changes[1].Revision).To(Equal(to))
+				none, err := st.APIKeyChangesSince(ctx, to, to)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(none).To(BeEmpty())
+
+				var hashes []string
+				Expect(st.ActiveAPIKeyHashes(ctx, func(batch []string) { hashes = append(hashes, batch...) })).To(Succeed())
+				Expect(hashes).To(ContainElement(b.Hash))
+				Expect(hashes).NotTo(ContainElement(a.Hash))
+			})
+
+			It("say whether their account is the platform's", func(ctx SpecContext) {
+				Expect(st.IsPlatformAccount(ctx, store.DefaultAccount)).To(BeTrue())
+				Expect(st.IsPlatformAccount(ctx, "acct_test")).To(BeFalse())
+				Expect(st.IsPlatformAccount(ctx, "acct_"+randomHex(6))).To(BeFalse())
+				platform := newKey(store.RoleAdmin, nil)
+				platform.Account = store.DefaultAccount
+				tenant := newKey(store.RoleAdmin, nil)
+				Expect(create(ctx, platform)).To(Succeed())
+				Expect(create(ctx, tenant)).To(Succeed())
+				Expect(st.APIKeyByHash(ctx, platform.Hash)).To(HaveField("Platform", BeTrue()))
+				Expect(st.APIKeyByHash(ctx, tenant.Hash)).To(HaveField("Platform", BeFalse()))
+			})
+
 			It("record their latest use, never moving it backwards", func(ctx SpecContext) {
 				k := newKey(store.RoleAdmin, nil)
-				Expect(st.CreateAPIKey(ctx, k)).To(Succeed())
+				Expect(create(ctx, k)).To(Succeed())
 				at := time.Now().UTC().Truncate(time.Microsecond)
 				Expect(st.TouchAPIKeys(ctx, []store.APIKeyUse{{ID: k.ID, At: at}})).To(Succeed())
 				Expect(st.TouchAPIKeys(ctx, []store.APIKeyUse{{ID: k.ID, At: at.Add(-time.Hour)}})).To(Succeed())

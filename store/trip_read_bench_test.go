@@ -67,7 +67,9 @@ func BenchmarkTripByIDConcurrent(b *testing.B) {
 		read func(id string) (Trip, error)
 	}{
 		{"one statement per read", func(id string) (Trip, error) { return st.oneTrip(ctx, st.sql.tripByID, id) }},
-		{"shared statements", func(id string) (Trip, error) { return st.TripByID(ctx, id) }},
+		{"shared statements", func(id string) (Trip, error) {
+			return st.TripWithin(ctx, id, TripReach{Account: DefaultAccount})
+		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -40,8 +40,9 @@ type tripReads struct {
 
 // tripRead is one caller's read, and the message that wakes it.
 type tripRead struct {
-	id   string
-	trip Trip
+	id    string
+	reach TripReach
+	trip  Trip
 	err  error
 	// lead, when set as the read wakes, is the batch it must now run (itself first).
 	lead []*tripRead
@@ -53,10 +54,10 @@ var tripReadPool = sync.Pool{New: func() any { return &tripRead{wake: make(chan 
 // errTripReadAbandoned answers reads whose statement panicked.
 var errTripReadAbandoned = errors.New("store: trip read abandoned")
 
-// read returns the trip with id, with its driver, or ErrNotFound.
-func (t *tripReads) read(ctx context.Context, id string) (Trip, error) {
+// read returns the trip with id within reach, with its driver, or ErrNotFound.
+func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip, error) {
 	r := tripReadPool.Get().(*tripRead)
-	r.id = id
+	r.id, r.reach = id, reach
 	t.mu.Lock()
 	if t.running < tripReadStatements {
 		t.running++
@@ -83,23 +84,26 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 	for _, r := range batch {
 		r.err = errTripReadAbandoned
 	}
-	ids := make([]any, len(batch))
+	n := len(batch)
+	vars := make([]any, 3*n)
 	for i, r := range batch {
-		ids[i] = r.id
+		vars[i], vars[n+i], vars[2*n+i] = r.id, r.reach.Account, r.reach.DriverID
 	}
-	if len(batch) > 1 {
+	if n > 1 {
 		// The other reads must not fail because the caller leading them went away.
 		ctx = context.WithoutCancel(ctx)
 	}
-	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsByIDs[len(batch)], ids...)
+	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsWithin[n], vars...)
 	for _, r := range batch {
 		r.err = err
 		if err != nil {
 			continue
 		}
+		// The statement bounds the rows by every read's reach at once; each read takes only a
+		// row within its own.
 		r.err = ErrNotFound
 		for i := range trips {
-			if trips[i].ID == r.id {
+			if trips[i].ID == r.id && r.reach.has(&trips[i]) {
 				r.trip, r.err = trips[i], nil
 				break
 			}

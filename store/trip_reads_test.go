@@ -51,10 +51,18 @@ var _ = Describe("Reads of single trips", func() {
 				trip store.Trip
 				err  error
 			}
+			// The last reads ask for an existing trip beyond their reach: another account's,
+			// driven by someone else.
+			ids = append(ids, trips[0].ID, trips[1].ID)
+			beyond := len(ids) - 2
 			answers := make([]answer, len(ids))
 			var wg sync.WaitGroup
 			for i, id := range ids {
-				wg.Go(func() { answers[i].trip, answers[i].err = st.TripByID(ctx, id) })
+				reach := store.TripReach{Account: store.DefaultAccount}
+				if i >= beyond {
+					reach = store.TripReach{Account: "acct_other", DriverID: "drv_other"}
+				}
+				wg.Go(func() { answers[i].trip, answers[i].err = st.TripWithin(ctx, id, reach) })
 			}
 
 			// The first reads take every statement slot, alone; the others wait for the next.
@@ -64,7 +72,7 @@ var _ = Describe("Reads of single trips", func() {
 			wg.Wait()
 
 			for i, id := range ids {
-				if id == "trp_missing1" || id == "trp_missing2" {
+				if id == "trp_missing1" || id == "trp_missing2" || i >= beyond {
 					Expect(answers[i].err).To(MatchError(store.ErrNotFound), id)
 					continue
 				}
@@ -75,16 +83,17 @@ var _ = Describe("Reads of single trips", func() {
 				Expect(answers[i].trip.Driver.ID).To(Equal(want.DriverID))
 				Expect(answers[i].trip.Driver.Name).To(Equal("Test Driver"))
 			}
-			// One id in each of the statements that were held, then one statement for all
-			// the reads that waited.
+			// One read in each of the statements that were held, then one statement for all
+			// the reads that waited; a read is three values (the id and the reach's account
+			// and driver).
 			want := make([]int, store.TripReadStatements, store.TripReadStatements+1)
 			for i := range want {
-				want[i] = 1
+				want[i] = 3
 			}
-			Expect(held()).To(Equal(append(want, len(ids)-store.TripReadStatements)))
+			Expect(held()).To(Equal(append(want, 3*(len(ids)-store.TripReadStatements))))
 
 			// Alone again, a read runs at once.
-			got, err := st.TripByID(ctx, trips[0].ID)
+			got, err := st.TripWithin(ctx, trips[0].ID, store.TripReach{Account: store.DefaultAccount})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.ID).To(Equal(trips[0].ID))
 			Expect(st.TripReadsWaiting()).To(BeZero())

@@ -137,6 +137,12 @@ const (
 	joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id JOIN riders ON riders.id = trips.rider_id`
 
 	tripByIDSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers + ` WHERE trips.id = ? LIMIT 1`
+
+	// tripsWithinSQL reads trips by id within reach (TripReach): of the accounts given, or
+	// driven by the drivers given. A trip beyond reach costs what a missing one does: its row is
+	// left out by the index scan's filter, before any join.
+	tripsWithinSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers +
+		` WHERE trips.id IN ? AND (trips.account IN ? OR trips.driver_id IN ?)`
 )
 
 // prebuiltSQL is the hot statements as the engine takes them, placeholders rewritten once at
@@ -146,9 +152,9 @@ type prebuiltSQL struct {
 	tripByID string
 	// tripByIDForUpdate also locks the trip's row where the engine has row locks.
 	tripByIDForUpdate string
-	// tripsByIDs[n] reads n trips by id (tripReads' shared statements); tripsByIDs[1] is
-	// tripByID.
-	tripsByIDs [tripReadBatch + 1]string
+	// tripsWithin[n] reads n trips by id, each within its reader's reach (tripReads' shared
+	// statements): n ids, then n accounts, then n driver ids.
+	tripsWithin [tripReadBatch + 1]string
 }
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
@@ -157,11 +163,9 @@ func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
 	if engine == EnginePostgres {
 		p.tripByIDForUpdate += " FOR UPDATE OF trips"
 	}
-	p.tripsByIDs[1] = p.tripByID
 	ids := make([]string, tripReadBatch)
-	for n := 2; n <= tripReadBatch; n++ {
-		p.tripsByIDs[n] = db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+` WHERE trips.id IN ?`,
-			ids[:n]).Statement.SQL.String()
+	for n := 1; n <= tripReadBatch; n++ {
+		p.tripsWithin[n] = db.Raw(tripsWithinSQL, ids[:n], ids[:n], ids[:n]).Statement.SQL.String()
 	}
 	return p
 }

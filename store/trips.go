@@ -82,13 +82,40 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 	return cause
 }
 
-// TripByID returns one trip with its driver, in one query, or ErrNotFound. Outside a
-// transaction, concurrent calls share statements (see tripReads).
+// TripByID returns one trip with its driver, in one query, or ErrNotFound. It is the service's
+// own read, for any trip; a caller's read is TripWithin.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	if s.reads != nil {
-		return s.reads.read(ctx, id)
-	}
 	return s.oneTrip(ctx, s.sql.tripByID, id)
+}
+
+// TripReach is what a caller may know exists, as a trip read bounds it: the trips of Account
+// and those DriverID drives. An empty member reaches nothing.
+type TripReach struct {
+	Account  string
+	DriverID string
+}
+
+// has reports whether t is within reach.
+func (r TripReach) has(t *Trip) bool {
+	return (r.Account != "" && t.Account == r.Account) || (r.DriverID != "" && t.DriverID == r.DriverID)
+}
+
+// TripWithin returns the trip with id when it is within reach, with its driver, in one query;
+// otherwise ErrNotFound, whether no trip has that id or it is beyond reach: both cost the same
+// statement and the same work, so neither answer nor timing tells them apart. Outside a
+// transaction, concurrent calls share statements (see tripReads).
+func (s *Store) TripWithin(ctx context.Context, id string, reach TripReach) (Trip, error) {
+	if s.reads != nil {
+		return s.reads.read(ctx, id, reach)
+	}
+	trips, err := s.tripsByPrebuilt(ctx, s.sql.tripsWithin[1], id, reach.Account, reach.DriverID)
+	if err != nil {
+		return Trip{}, err
+	}
+	if len(trips) == 0 {
+		return Trip{}, ErrNotFound
+	}
+	return trips[0], nil
 }
 
 // oneTrip runs a prebuilt by-id statement: the trip with its driver, or ErrNotFound.
@@ -110,14 +137,15 @@ func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars ...a
 	return scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), statement, vars...))
 }
 
-// TripsByIDs returns the trips among ids that exist, each with its driver, in one query and in
-// no particular order. Ids that name no trip are simply absent from the result.
-func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
+// TripsWithin returns the trips among ids that are within reach, each with its driver, in one
+// query and in no particular order. Ids that name no trip, or one beyond reach, are simply
+// absent from the result.
+func (s *Store) TripsWithin(ctx context.Context, ids []string, reach TripReach) ([]Trip, error) {
 	switch len(ids) {
 	case 0:
 		return nil, nil
-	case 1: // a GraphQL document asking for one trip, the usual case: TripByID
-		trip, err := s.TripByID(ctx, ids[0])
+	case 1: // a GraphQL document asking for one trip, the usual case: TripWithin
+		trip, err := s.TripWithin(ctx, ids[0], reach)
 		if errors.Is(err, ErrNotFound) {
 			return nil, nil
 		}
@@ -126,7 +154,8 @@ func (s *Store) TripsByIDs(ctx context.Context, ids []string) ([]Trip, error) {
 		}
 		return []Trip{trip}, nil
 	}
-	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).Where("trips.id IN ?", ids).Rows())
+	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).
+		Where("trips.id IN ? AND (trips.account = ? OR trips.driver_id = ?)", ids, reach.Account, reach.DriverID).Rows())
 }
 
 // SortField names a column trips can be listed by.

@@ -189,16 +189,21 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 	})
 
 	Describe("permissions", func() {
-		It("answers another rider's or driver's trip with null and FORBIDDEN, like REST's 403", func() {
-			for _, key := range []string{h.Key(auth.RoleRider, h.NewRider().ID), h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)} {
-				res := h.GQL(key, map[string]any{"query": seedQuery, "variables": map[string]any{"id": trip.ID}})
-				Expect(res.Status).To(Equal(200))
-				answer := gqlDecode(res)
-				Expect(answer.Data).To(Equal(map[string]any{"trip": nil}))
-				Expect(answer.Codes()).To(Equal([]string{"FORBIDDEN"}))
-				Expect(answer.Errors[0].Path).To(Equal([]any{"trip"}))
-				Expect(answer.Errors[0].Message).To(Equal("This trip belongs to another rider or driver."))
-			}
+		It("answers another rider's trip with null and FORBIDDEN, like REST's 403, and another driver's with null alone, like REST's 404", func() {
+			res := h.GQL(h.Key(auth.RoleRider, h.NewRider().ID), map[string]any{"query": seedQuery, "variables": map[string]any{"id": trip.ID}})
+			Expect(res.Status).To(Equal(200))
+			answer := gqlDecode(res)
+			Expect(answer.Data).To(Equal(map[string]any{"trip": nil}))
+			Expect(answer.Codes()).To(Equal([]string{"FORBIDDEN"}))
+			Expect(answer.Errors[0].Path).To(Equal([]any{"trip"}))
+			Expect(answer.Errors[0].Message).To(Equal("This trip belongs to another rider or driver."))
+
+			// A driver reaches only the trips they drive.
+			res = h.GQL(h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID), map[string]any{"query": seedQuery, "variables": map[string]any{"id": trip.ID}})
+			Expect(res.Status).To(Equal(200))
+			answer = gqlDecode(res)
+			Expect(answer.Data).To(Equal(map[string]any{"trip": nil}))
+			Expect(answer.Errors).To(BeEmpty())
 		})
 
 		It("answers an unknown trip with null and no error", func() {
@@ -352,7 +357,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(res.Status).To(Equal(200))
 			registered := gqlDecode(res)
 			Expect(registered.Errors).To(BeEmpty())
-			stored, err := h.Store.PersistedQueryByHash(context.Background(), hash, time.Now().Add(-time.Hour))
+			stored, err := h.Store.PersistedQueryByHash(context.Background(), auth.DefaultAccount, hash, time.Now().Add(-time.Hour))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(stored.Query).To(Equal(query))
 
@@ -376,6 +381,23 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			replica.ServeHTTP(rec, req)
 			Expect(rec.Code).To(Equal(200))
 			Expect(rec.Body.String()).To(ContainSubstring(`"status":"ARRIVING"`), "a replica with a cold cache reads the registration from the database")
+		})
+
+		It("are registered per account: another account's hash is unknown, as if never sent", func() {
+			query := seedQuery + " # registered by one account " + trip.ID
+			hash := sha256Hex(query)
+			persisted := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hash}}
+			variables := map[string]any{"id": trip.ID}
+			res := h.GQL(h.Admin, map[string]any{"query": query, "variables": variables, "extensions": persisted})
+			Expect(gqlDecode(res).Errors).To(BeEmpty())
+			Expect(gqlDecode(h.GQL(h.Admin, map[string]any{"variables": variables, "extensions": persisted})).Errors).To(BeEmpty())
+
+			other := h.KeyIn(auth.RoleAdmin, "", newAccount("apq"))
+			miss := gqlDecode(h.GQL(other, map[string]any{"variables": variables, "extensions": persisted}))
+			Expect(miss.Codes()).To(Equal([]string{"PERSISTED_QUERY_NOT_FOUND"}))
+			// Its own registration of the same text is its own, and serves it.
+			Expect(gqlDecode(h.GQL(other, map[string]any{"query": query, "variables": variables, "extensions": persisted})).Codes()).To(BeEmpty())
+			Expect(gqlDecode(h.GQL(other, map[string]any{"variables": variables, "extensions": persisted})).Codes()).To(BeEmpty())
 		})
 
 		It("keeps a registration 7 days after the latest one, whichever replica received it", func() {
@@ -427,7 +449,7 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			bad := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": sha256Hex(invalid)}}
 			res = h.GQL(h.Admin, map[string]any{"query": invalid, "extensions": bad})
 			Expect(res.Status).To(Equal(400))
-			_, err := h.Store.PersistedQueryByHash(context.Background(), sha256Hex(invalid), time.Now().Add(-time.Hour))
+			_, err := h.Store.PersistedQueryByHash(context.Background(), auth.DefaultAccount, sha256Hex(invalid), time.Now().Add(-time.Hour))
 			Expect(err).To(MatchError(store.ErrNotFound), "a document that cannot run is not registered")
 		})
 	})

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -32,7 +33,10 @@ type tripStream struct {
 	Messages chan liveMessage // closed when the stream ends
 	// Heartbeats counts the comment lines received.
 	Heartbeats atomic.Int32
-	cancel     context.CancelFunc
+	// End is the data of the final `event: end` message (a StreamEnd), when the server sent
+	// one; set before Messages is closed.
+	End    map[string]any
+	cancel context.CancelFunc
 }
 
 // FollowTrip opens a trip stream as key, with lastEventID when it is not empty. Every message
@@ -62,6 +66,7 @@ func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
 	}
 	Expect(res.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 	schema := validator.doc.Components.Schemas["TripLiveUpdate"].Value
+	endSchema := validator.doc.Components.Schemas["StreamEnd"].Value
 	go func() {
 		defer GinkgoRecover()
 		defer close(s.Messages)
@@ -69,14 +74,26 @@ func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
 		var raw bytes.Buffer
 		lines := bufio.NewScanner(io.TeeReader(res.Body, &raw))
 		var msg liveMessage
+		event := "message"
 		for lines.Scan() {
 			line := lines.Text()
 			switch {
 			case strings.HasPrefix(line, ":"):
 				s.Heartbeats.Add(1)
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+				Expect(event).To(BeElementOf("trip", "end"))
 			case strings.HasPrefix(line, "id: "):
 				msg.ID = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: ") && event == "end":
+				Expect(s.End).To(BeNil(), "one end message")
+				data := []byte(strings.TrimPrefix(line, "data: "))
+				var v any
+				Expect(json.Unmarshal(data, &v)).To(Succeed())
+				Expect(endSchema.VisitJSON(v)).To(Succeed(), "the end message breaks StreamEnd: %s", data)
+				Expect(json.Unmarshal(data, &s.End)).To(Succeed())
 			case strings.HasPrefix(line, "data: "):
+				Expect(s.End).To(BeNil(), "nothing after the end message")
 				data := []byte(strings.TrimPrefix(line, "data: "))
 				var v any
 				Expect(json.Unmarshal(data, &v)).To(Succeed())
@@ -84,7 +101,9 @@ func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
 				Expect(json.Unmarshal(data, &msg.Update)).To(Succeed())
 			case line == "" && msg.Update != nil:
 				s.Messages <- msg
-				msg = liveMessage{}
+				msg, event = liveMessage{}, "message"
+			case line == "":
+				event = "message"
 			}
 		}
 		if ctx.Err() != nil {
@@ -140,7 +159,11 @@ func (h *Harness) reportPosition(driverKey, driverID string, p map[string]any, a
 
 // gqlSubscription is Subscription.tripUpdated over a WebSocket (graphql-transport-ws).
 type gqlSubscription struct {
-	Updates chan map[string]any // closed at complete
+	Updates chan map[string]any // closed at complete, or when the socket closes
+	// CloseCode and CloseReason are the server's close frame, when it closed the socket; set
+	// before Updates is closed.
+	CloseCode   websocket.StatusCode
+	CloseReason string
 }
 
 // SubscribeTrip subscribes to a trip's updates as key, the way Apollo Client's and urql's
@@ -178,6 +201,10 @@ func (h *Harness) SubscribeTrip(key, tripID string) *gqlSubscription {
 		for {
 			_, data, err := conn.Read(ctx)
 			if err != nil {
+				var closed websocket.CloseError
+				if errors.As(err, &closed) {
+					sub.CloseCode, sub.CloseReason = closed.Code, closed.Reason
+				}
 				return
 			}
 			Expect(string(data)).NotTo(ContainSubstring(`"type":"error"`))

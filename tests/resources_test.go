@@ -45,12 +45,12 @@ var _ = ForEachEngine("Reading one resource", func(h *Harness) {
 			Expect(body["created_at"]).To(MatchRegexp(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?Z$`))
 		})
 
-		It("answers 403 to another rider or driver and 404 when absent", func() {
+		It("answers 403 to another rider of the account, 404 to a driver who does not drive it and when absent", func() {
 			other := h.NewRider()
 			res := h.GET("/v1/trips/"+trip.ID, h.Key(auth.RoleRider, other.ID))
 			Expect(res.Status).To(Equal(403))
 			Expect(res.Problem().Code).To(Equal("forbidden"))
-			Expect(h.GET("/v1/trips/"+trip.ID, h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)).Status).To(Equal(403))
+			Expect(h.GET("/v1/trips/"+trip.ID, h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)).Status).To(Equal(404))
 			res = h.GET("/v1/trips/trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", h.Admin)
 			Expect(res.Status).To(Equal(404))
 			Expect(res.Problem().Code).To(Equal("not_found"))

@@ -113,19 +113,30 @@ func (h *Harness) eventIDsOf(key, tripID string) []string {
 }
 
 var _ = ForEachEngine("Accounts", func(h *Harness) {
-	It("confine every operation of the document to the caller's account, drivers aside", func() {
+	It("confine every operation of the document to the caller's account, drivers to the trips they drive", func() {
 		a := seedTenantA(h)
 		accountB := newAccount("b")
 		adminB := h.KeyIn(auth.RoleAdmin, "", accountB)
 		riderB := h.NewRiderIn(accountB)
 		riderBKey := h.KeyIn(auth.RoleRider, riderB.ID, accountB)
+		// A driver of the fleet who drives none of A's trips.
+		driverB := h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)
 		receiverB := NewReceiver(nil)
 		bKeys := []string{adminB, riderBKey}
+		outsiders := []string{adminB, riderBKey, driverB}
 		aTrips := []string{a.completed, a.active}
+		nonAdmins := []string{riderBKey, driverB}
 
 		notFound := func(res *Response) {
 			GinkgoHelper()
 			ExpectProblem(res, http.StatusNotFound, "not_found")
+		}
+		// refused is an answer that tells nothing of A: 403 for a role that may not ask at all,
+		// 404 for what does not exist for the caller.
+		refused := func(res *Response) {
+			GinkgoHelper()
+			Expect(res.Status).To(BeElementOf(http.StatusForbidden, http.StatusNotFound), "%s", res.Body)
+			Expect(res.Header.Get("Content-Type")).To(Equal("application/problem+json"))
 		}
 		activeStatus := func() string {
 			GinkgoHelper()
@@ -143,7 +154,7 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 			run func()
 		}{
 			{"listTrips", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					Expect(ids(h.GET("/v1/trips?limit=100", key))).NotTo(ContainElements(a.completed))
 					Expect(ids(h.GET("/v1/trips?limit=100", key))).NotTo(ContainElement(a.active))
 				}
@@ -154,7 +165,7 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				ExpectProblem(h.GET("/v1/trips?limit=1&cursor="+url.QueryEscape(cursor), adminB), http.StatusBadRequest, "invalid_cursor")
 			}},
 			{"getTrip", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					for _, id := range aTrips {
 						notFound(h.GET("/v1/trips/"+id, key))
 					}
@@ -163,49 +174,69 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				Expect(h.GET("/v1/trips/"+a.active, a.driverKey).Status).To(Equal(http.StatusOK))
 			}},
 			{"updateTrip", func() {
+				for _, key := range outsiders {
+					refused(h.PutStatus(key, a.active, "arriving", nil))
+				}
 				notFound(h.PutStatus(adminB, a.active, "arriving", nil))
+				notFound(h.PutStatus(driverB, a.active, "arriving", nil))
 				Expect(activeStatus()).To(Equal("accepted"))
 			}},
 			{"createTripCancellation", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					notFound(h.Cancel(key, a.active, "not mine"))
 				}
 				Expect(activeStatus()).To(Equal("accepted"))
 			}},
 			{"getDriver", func() {
-				// The fleet's public profiles are readable by every authenticated caller.
+				// The fleet's public profiles are readable by every authenticated caller, and
+				// carry nothing of any account.
 				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
-				Expect(h.GET("/v1/drivers/"+driverID, adminB).Status).To(Equal(http.StatusOK))
+				for _, key := range outsiders {
+					res := h.GET("/v1/drivers/"+driverID, key)
+					Expect(res.Status).To(Equal(http.StatusOK))
+					Expect(res.JSON()).To(HaveKeyWithValue("id", driverID))
+					Expect(res.JSON()).NotTo(HaveKey("active_trip_id"))
+					Expect(res.JSON()).NotTo(HaveKey("position"))
+				}
 			}},
 			{"listDriverTrips", func() {
 				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
 				Expect(ids(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", adminB))).To(BeEmpty())
+				refused(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", riderBKey))
+				refused(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", driverB))
 				Expect(ids(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", a.admin))).To(ContainElements(aTrips))
 				Expect(ids(h.GET("/v1/drivers/"+driverID+"/trips?limit=100", a.driverKey))).To(ContainElements(aTrips))
 			}},
 			{"getDriverAvailability", func() {
-				// Drivers are the fleet's: every account's admins see them, riders never.
+				// The fleet is the platform's: another account's admin sees a driver's public
+				// profile only, never the active trip (A's) or the position (A's rider's pickup).
 				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
-				Expect(h.GET("/v1/drivers/"+driverID+"/availability", adminB).Status).To(Equal(http.StatusOK))
-				ExpectProblem(h.GET("/v1/drivers/"+driverID+"/availability", riderBKey), http.StatusForbidden, "forbidden")
+				for _, key := range append(outsiders, a.admin) {
+					ExpectProblem(h.GET("/v1/drivers/"+driverID+"/availability", key), http.StatusForbidden, "forbidden")
+				}
+				Expect(h.GET("/v1/drivers/"+driverID+"/availability", a.driverKey).JSON()["active_trip_id"]).To(Equal(a.active))
+				Expect(h.GET("/v1/drivers/"+driverID+"/availability", h.Admin).JSON()["active_trip_id"]).To(Equal(a.active),
+					"the platform's admins administer the fleet")
 			}},
 			{"setDriverAvailability", func() {
 				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
-				res := h.Do(Request{Method: http.MethodPut, Path: "/v1/drivers/" + driverID + "/availability", Key: riderBKey,
-					Body: map[string]any{"status": "offline"}})
-				ExpectProblem(res, http.StatusForbidden, "forbidden")
+				for _, key := range append(outsiders, a.admin) {
+					res := h.Do(Request{Method: http.MethodPut, Path: "/v1/drivers/" + driverID + "/availability", Key: key,
+						Body: map[string]any{"status": "offline"}})
+					ExpectProblem(res, http.StatusForbidden, "forbidden")
+				}
 				Expect(h.GET("/v1/drivers/"+driverID+"/availability", a.driverKey).JSON()["status"]).To(Equal("online"))
 			}},
 			{"reportDriverPositions", func() {
 				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					res := h.Do(Request{Method: http.MethodPost, Path: "/v1/drivers/" + driverID + "/positions", Key: key,
 						Body: map[string]any{"positions": []map[string]any{{"lat": 1, "lng": 1, "recorded_at": time.Now().UTC()}}}})
 					ExpectProblem(res, http.StatusForbidden, "forbidden")
 				}
 			}},
 			{"streamTripUpdates", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					for _, id := range aTrips {
 						notFound(h.GET("/v1/trips/"+id+"/updates", key))
 					}
@@ -217,6 +248,8 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 			}},
 			{"getRider", func() {
 				notFound(h.GET("/v1/riders/"+a.riderID, adminB))
+				refused(h.GET("/v1/riders/"+a.riderID, riderBKey))
+				refused(h.GET("/v1/riders/"+a.riderID, driverB))
 				Expect(h.GET("/v1/riders/"+a.riderID, a.admin).Status).To(Equal(http.StatusOK))
 			}},
 			{"createWebhookEndpoint", func() {
@@ -233,7 +266,13 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 			{"listWebhookEndpoints", func() {
 				Expect(ids(h.GET("/v1/webhook-endpoints?limit=100", adminB))).To(Equal([]string{endpointB}))
 			}},
-			{"getWebhookEndpoint", func() { notFound(h.GET(endpointPath, adminB)) }},
+			{"getWebhookEndpoint", func() {
+				notFound(h.GET(endpointPath, adminB))
+				for _, key := range nonAdmins {
+					refused(h.GET(endpointPath, key))
+					refused(h.GET("/v1/webhook-endpoints", key))
+				}
+			}},
 			{"updateWebhookEndpoint", func() {
 				notFound(h.Do(Request{Method: http.MethodPatch, Path: endpointPath, Key: adminB, Body: map[string]any{"status": "disabled"}}))
 				Expect(h.GET(endpointPath, a.admin).JSON()["status"]).To(Equal("enabled"))
@@ -241,7 +280,12 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 			{"rotateWebhookEndpointSecret", func() {
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/secret-rotations", Key: adminB}))
 			}},
-			{"listWebhookDeliveries", func() { notFound(h.GET(endpointPath+"/deliveries", adminB)) }},
+			{"listWebhookDeliveries", func() {
+				notFound(h.GET(endpointPath+"/deliveries", adminB))
+				for _, key := range nonAdmins {
+					refused(h.GET(endpointPath+"/deliveries", key))
+				}
+			}},
 			{"testWebhookEndpoint", func() {
 				notFound(h.Do(Request{Method: http.MethodPost, Path: endpointPath + "/tests", Key: adminB}))
 			}},
@@ -289,6 +333,16 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				ExpectProblem(res, http.StatusUnprocessableEntity, "invalid_key_subject")
 				Expect(res.Problem().Errors).NotTo(BeNil())
 				Expect((*res.Problem().Errors)[0].Location).To(Equal("body.subject"))
+				// Nor may it give itself a driver of the fleet, who would see the trips they
+				// drive for every account: driver keys are the platform's to create.
+				driverID := h.GET("/v1/trips/"+a.active, a.admin).JSON()["driver_summary"].(map[string]any)["id"].(string)
+				for _, key := range []string{adminB, a.admin} {
+					ExpectProblem(h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: key,
+						Body: map[string]any{"role": "driver", "subject": driverID}}), http.StatusForbidden, "forbidden")
+				}
+				for _, key := range nonAdmins {
+					refused(h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: key, Body: map[string]any{"role": "admin"}}))
+				}
 			}},
 			{"listApiKeys", func() {
 				Expect(ids(h.GET("/v1/api-keys?limit=100", adminB))).NotTo(ContainElement(a.keyID))
@@ -305,10 +359,16 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				for _, id := range aTrips {
 					Expect(string(res.Body)).NotTo(ContainSubstring(id))
 				}
+				for _, key := range nonAdmins {
+					refused(h.GET("/v1/events?limit=100", key))
+				}
 			}},
 			{"getEvent", func() {
 				for _, id := range append(a.completedEvent, a.activeEvents...) {
 					notFound(h.GET("/v1/events/"+id, adminB))
+					for _, key := range nonAdmins {
+						refused(h.GET("/v1/events/"+id, key))
+					}
 					Expect(h.GET("/v1/events/"+id, a.admin).Status).To(Equal(http.StatusOK))
 				}
 			}},
@@ -319,21 +379,24 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				for _, key := range bKeys {
 					ExpectProblem(h.pay(key, newIdempotencyKey(), body), http.StatusUnprocessableEntity, "trip_not_found")
 				}
+				Expect(h.pay(driverB, newIdempotencyKey(), body).Status).To(BeElementOf(http.StatusForbidden, http.StatusUnprocessableEntity))
 				Expect(h.pay(a.rider, newIdempotencyKey(), body).Status).To(Equal(http.StatusCreated))
 			}},
 			{"getTripPayment", func() {
 				for _, key := range bKeys {
 					notFound(h.GET("/v1/trips/"+a.completed+"/payment", key))
 				}
+				refused(h.GET("/v1/trips/"+a.completed+"/payment", driverB))
 				Expect(h.GET("/v1/trips/"+a.completed+"/payment", a.rider).Status).To(Equal(http.StatusOK))
 			}},
 			{"listReceipts", func() {
 				Expect(ids(h.GET("/v1/receipts?trip_id="+a.completed, adminB))).To(BeEmpty())
 				ExpectProblem(h.GET("/v1/receipts?trip_id="+a.completed, riderBKey), http.StatusForbidden, "forbidden")
+				refused(h.GET("/v1/receipts?trip_id="+a.completed, driverB))
 				Expect(ids(h.GET("/v1/receipts?trip_id="+a.completed, a.rider))).To(HaveLen(1))
 			}},
 			{"executeGraphQL", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					ans := h.Query(key, `query($id: ID!) { trip(id: $id) { id status } }`, map[string]any{"id": a.active})
 					Expect(ans.Errors).To(BeEmpty())
 					Expect(ans.Data).To(HaveKeyWithValue("trip", BeNil()))
@@ -347,7 +410,7 @@ var _ = ForEachEngine("Accounts", func(h *Harness) {
 				Expect(gqlDecode(res).Data).To(HaveKeyWithValue("trip", BeNil()))
 			}},
 			{"getFareEstimate", func() {
-				for _, key := range bKeys {
+				for _, key := range outsiders {
 					notFound(h.GET("/v1/fare-estimates/"+a.estimate, key))
 				}
 			}},

@@ -127,8 +127,9 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		trip, driverKey, riderKey := newTrip("accepted")
 		ExpectProblem(h.PutStatus("", trip.ID, "arriving", nil), http.StatusUnauthorized, "unauthenticated")
 		ExpectProblem(h.PutStatus(riderKey, trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
+		// A driver reaches only the trips they drive: another's does not exist for them.
 		otherDriver := h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID)
-		ExpectProblem(h.PutStatus(otherDriver, trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
+		ExpectProblem(h.PutStatus(otherDriver, trip.ID, "arriving", nil), http.StatusNotFound, "not_found")
 		ExpectProblem(h.PutStatus(h.Key(auth.RoleRider, h.NewRider().ID), trip.ID, "arriving", nil), http.StatusForbidden, "forbidden")
 		ExpectProblem(h.PutStatus(h.Admin, "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", "arriving", nil), http.StatusNotFound, "not_found")
 		ExpectProblem(h.PutStatus(h.Admin, "nope", "arriving", nil), http.StatusNotFound, "not_found")
@@ -284,7 +285,7 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 			trip, _, riderKey := newTrip("accepted")
 			ExpectProblem(h.Cancel("", trip.ID, "x"), http.StatusUnauthorized, "unauthenticated")
 			ExpectProblem(h.Cancel(h.Key(auth.RoleRider, h.NewRider().ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
-			ExpectProblem(h.Cancel(h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID), trip.ID, "x"), http.StatusForbidden, "forbidden")
+			ExpectProblem(h.Cancel(h.Key(auth.RoleDriver, h.NewDriver(DriverOpts{}).ID), trip.ID, "x"), http.StatusNotFound, "not_found")
 			ExpectProblem(h.Cancel(riderKey, "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa", "x"), http.StatusNotFound, "not_found")
 			for _, reason := range []string{"", "   ", strings.Repeat("x", 501)} {
 				ExpectProblem(h.Cancel(riderKey, trip.ID, reason), http.StatusBadRequest, "invalid_request")

@@ -80,11 +80,19 @@ func NewAPIKey(ctx context.Context, st *store.Store, p APIKeyParams, now time.Ti
 	if p.Subject != "" {
 		key.Subject = &p.Subject
 	}
-	if err := st.CreateAPIKey(ctx, key); err != nil {
+	key, err := st.CreateAPIKey(ctx, store.CreateAPIKeyParams{Key: key, MaxActive: MaxActiveAPIKeys})
+	if errors.Is(err, store.ErrLimitReached) {
+		return "", store.APIKey{}, problem.New(problem.APIKeyLimitReached, fmt.Sprintf(
+			"Account %s holds %d active API keys, the most it may. Revoke keys it no longer uses, then create this one.",
+			p.Account, MaxActiveAPIKeys))
+	} else if err != nil {
 		return "", store.APIKey{}, err
 	}
 	return secret, key, nil
 }
+
+// MaxActiveAPIKeys is how many keys that are neither revoked nor expired an account may hold.
+const MaxActiveAPIKeys = 1000
 
 // checkKeySubject refuses a key that could never act: a rider or driver key needs a subject
 // that exists (a rider of the key's account, any driver of the fleet), an admin key has none.
@@ -117,6 +125,15 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 			err = store.ErrNotFound
 		}
 	case RoleDriver:
+		// Drivers are the platform's fleet: a key that acts for one is the platform's to give.
+		platform, perr := st.IsPlatformAccount(ctx, p.Account)
+		if perr != nil {
+			return perr
+		}
+		if !platform {
+			return problem.New(problem.Forbidden, "Only the platform's admins create driver keys: "+
+				"drivers are the platform's shared fleet, not an account's.")
+		}
 		if ride.ValidID(ride.PrefixDriver, p.Subject) {
 			_, err = st.DriverByID(ctx, p.Subject)
 		} else {

@@ -5,6 +5,7 @@ package auth
 
 import (
 	"context"
+	"time"
 
 	"github.com/rideapi/ride/store"
 )
@@ -25,10 +26,23 @@ type Principal struct {
 	Role    string
 	Subject string // the rider's or driver's id; empty for admin
 	Account string
+	// Platform tells whether Account is the platform's, whose admins administer the fleet.
+	Platform bool
+	// ExpiresAt is when the key stops acting; zero means never.
+	ExpiresAt time.Time
 }
 
 // IsAdmin reports whether the principal may do everything within its account.
 func (p Principal) IsAdmin() bool { return p.Role == RoleAdmin }
+
+// AdministersFleet reports whether the principal is an admin of the platform, the only
+// account whose admins create driver keys and read or change drivers' availability.
+func (p Principal) AdministersFleet() bool { return p.IsAdmin() && p.Platform }
+
+// expired reports whether the key has stopped acting at now.
+func (p Principal) expired(now time.Time) bool {
+	return !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt)
+}
 
 // Is reports whether the principal is the given rider or driver.
 func (p Principal) Is(role, subject string) bool { return p.Role == role && p.Subject == subject }

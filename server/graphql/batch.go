@@ -24,10 +24,10 @@ type graphQLBatch struct {
 
 type graphQLBatchKey struct{}
 
-func newGraphQLBatch(st *store.Store, a documentAnalysis, variables map[string]any) *graphQLBatch {
+func newGraphQLBatch(st *store.Store, reach store.TripReach, a documentAnalysis, variables map[string]any) *graphQLBatch {
 	b := &graphQLBatch{}
 	b.trips.init(a.rootIDs("trip", ride.PrefixTrip, variables), func(ctx context.Context, ids []string) (map[string]store.Trip, error) {
-		trips, err := st.TripsByIDs(ctx, ids)
+		trips, err := st.TripsWithin(ctx, ids, reach)
 		out := make(map[string]store.Trip, len(trips))
 		for _, t := range trips {
 			out[t.ID] = t

@@ -33,9 +33,13 @@ const graphQLMaxParallelism = 10
 type Host interface {
 	// Store is the store of the request (a transaction's, when one runs).
 	Store(ctx context.Context) *store.Store
-	// TripAccess says whether the caller may know that trip exists (false: it is another
-	// account's, answered null) and whether it may read it (false: FORBIDDEN).
-	TripAccess(ctx context.Context, t store.Trip) (exists, readable bool)
+	// TripReach bounds the caller's reads of trips: a trip beyond it does not exist for the
+	// caller (answered null), and costs what a missing one does.
+	TripReach(ctx context.Context) store.TripReach
+	// MayReadTrip says whether the caller may read a trip within its reach (false: FORBIDDEN).
+	MayReadTrip(ctx context.Context, t store.Trip) bool
+	// Account is the caller's account, which persisted queries are registered for.
+	Account(ctx context.Context) string
 	// RequestID names the request in answers and logs.
 	RequestID(ctx context.Context) string
 	// ETAMinutes is the trip's minutes until pickup as REST tells them, or nil.
@@ -178,12 +182,12 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 			at(analysis.operation.Position), analysis.cost)
 	}
 
-	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), analysis, r.variables))
+	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables))
 	run, patch := rewriteIntrospection(analysis.doc, query, h.schemaDescription)
 	res := h.schema.Exec(ctx, run, r.operationName, r.variables)
 	ran := graphQLRan(res)
 	if ran && register {
-		if err := h.persisted.register(ctx, h.host.Store(ctx), hashQuery(query), query); err != nil {
+		if err := h.persisted.register(ctx, h.host.Store(ctx), h.host.Account(ctx), hashQuery(query), query); err != nil {
 			h.log.ErrorContext(ctx, "persisted query registration failed",
 				slog.String("request_id", h.host.RequestID(ctx)), slog.String("error", err.Error()))
 		}

@@ -15,9 +15,10 @@ import (
 
 // Automatic persisted queries (the Apollo protocol). A client sends the SHA-256 of a document
 // instead of the document; on PERSISTED_QUERY_NOT_FOUND it sends both, and the server checks
-// the hash, runs the document and registers it. Registrations live in the database, so every
-// replica serves a hash registered through any of them, and in a small cache in front of it,
-// so a known hash costs no query.
+// the hash, runs the document and registers it. Registrations belong to the caller's account:
+// a hash another account registered is unknown to this one, so the registry tells no account
+// what another ran. They live in the database, so every replica serves a hash registered
+// through any of them, and in a small cache in front of it, so a known hash costs no query.
 
 // persistedQueryTTL is how long a registration is served after it was last made. An expired
 // hash is answered PERSISTED_QUERY_NOT_FOUND, and the client registers it again.
@@ -65,9 +66,12 @@ func hashQuery(query string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (p *persistedQueries) cached(hash string) (persistedEntry, bool) {
+// persistedKey is the cache's key of an account's registration.
+func persistedKey(account, hash string) string { return account + " " + hash }
+
+func (p *persistedQueries) cached(account, hash string) (persistedEntry, bool) {
 	p.mu.RLock()
-	e, ok := p.cache[hash]
+	e, ok := p.cache[persistedKey(account, hash)]
 	p.mu.RUnlock()
 	if !ok || p.now().After(e.expires) {
 		return persistedEntry{}, false
@@ -76,7 +80,7 @@ func (p *persistedQueries) cached(hash string) (persistedEntry, bool) {
 }
 
 // remember caches a registration made at registered; renewed says this process wrote it.
-func (p *persistedQueries) remember(hash, query string, registered time.Time, renewed bool) {
+func (p *persistedQueries) remember(account, hash, query string, registered time.Time, renewed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.cache) >= persistedQueryCacheMax {
@@ -86,22 +90,23 @@ func (p *persistedQueries) remember(hash, query string, registered time.Time, re
 	if renewed {
 		e.renewed = registered
 	}
-	p.cache[hash] = e
+	p.cache[persistedKey(account, hash)] = e
 }
 
-// lookup returns the document registered under hash; false when there is none (or it expired).
-func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, hash string) (string, bool, error) {
-	if e, ok := p.cached(hash); ok {
+// lookup returns the document the account registered under hash; false when there is none (or
+// it expired).
+func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, account, hash string) (string, bool, error) {
+	if e, ok := p.cached(account, hash); ok {
 		return e.query, true, nil
 	}
-	q, err := st.PersistedQueryByHash(ctx, hash, p.now().Add(-persistedQueryTTL))
+	q, err := st.PersistedQueryByHash(ctx, account, hash, p.now().Add(-persistedQueryTTL))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", false, nil
 	case err != nil:
 		return "", false, err
 	}
-	p.remember(hash, q.Query, q.CreatedAt, false)
+	p.remember(account, hash, q.Query, q.CreatedAt, false)
 	return q.Query, true, nil
 }
 
@@ -110,15 +115,15 @@ func (p *persistedQueries) lookup(ctx context.Context, st *store.Store, hash str
 // persistedQueryRenewEvery is not written again, so a client that always sends hash and
 // document costs no write per request; one this process only read is written, so that every
 // registration, on any replica, moves the expiry forward.
-func (p *persistedQueries) register(ctx context.Context, st *store.Store, hash, query string) error {
+func (p *persistedQueries) register(ctx context.Context, st *store.Store, account, hash, query string) error {
 	now := p.now()
-	if e, ok := p.cached(hash); ok && !e.renewed.IsZero() && now.Sub(e.renewed) < persistedQueryRenewEvery {
+	if e, ok := p.cached(account, hash); ok && !e.renewed.IsZero() && now.Sub(e.renewed) < persistedQueryRenewEvery {
 		return nil
 	}
-	if err := st.SavePersistedQuery(ctx, store.PersistedQuery{Hash: hash, Query: query, CreatedAt: now}); err != nil {
+	if err := st.SavePersistedQuery(ctx, store.PersistedQuery{Account: account, Hash: hash, Query: query, CreatedAt: now}); err != nil {
 		return err
 	}
-	p.remember(hash, query, now, true)
+	p.remember(account, hash, query, now, true)
 	_, err := st.DeletePersistedQueriesBefore(ctx, now.Add(-persistedQueryTTL))
 	return err
 }
@@ -144,7 +149,7 @@ func (h *Handler) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (
 		}
 		return r.query, true, nil
 	}
-	query, found, err := h.persisted.lookup(ctx, h.host.Store(ctx), hash)
+	query, found, err := h.persisted.lookup(ctx, h.host.Store(ctx), h.host.Account(ctx), hash)
 	if err != nil {
 		// The client can always fall back to sending the document, so a store failure reads as
 		// a miss; the log keeps the cause.

@@ -37,11 +37,10 @@ func (q *graphQLQuery) Trip(ctx context.Context, args struct{ ID idInput }) (*tr
 	case err != nil:
 		return nil, q.h.internal(ctx, err)
 	}
-	exists, readable := q.h.host.TripAccess(ctx, t)
 	switch {
-	case !found || !exists:
+	case !found:
 		return nil, nil // another account's trip does not exist for the caller
-	case !readable:
+	case !q.h.host.MayReadTrip(ctx, t):
 		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "This trip belongs to another rider or driver."}
 	case t.FareTotal > math.MaxInt32 || t.FareTotal < math.MinInt32:
 		// GraphQL's Int is 32 bits; no ride costs 21 million in minor units, so this is a fault.

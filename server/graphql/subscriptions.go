@@ -13,14 +13,10 @@ import (
 // TripUpdated is Subscription.tripUpdated: the trip's live state until it is final, for the
 // callers who may read the trip (Query.trip's permissions).
 func (q *graphQLQuery) TripUpdated(ctx context.Context, args struct{ ID idInput }) (<-chan *tripUpdateNode, error) {
-	t, err := q.h.host.Store(ctx).TripByID(ctx, string(args.ID))
+	t, err := q.h.host.Store(ctx).TripWithin(ctx, string(args.ID), q.h.host.TripReach(ctx))
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, q.h.internal(ctx, err)
-	}
-	exists, readable := false, false
-	if found {
-		exists, readable = q.h.host.TripAccess(ctx, t)
 	}
 	// graphql-go passes a *QueryError of a subscription resolver on as it is (any other error
 	// loses its extensions), so the refusals are written as such.
@@ -28,9 +24,9 @@ func (q *graphQLQuery) TripUpdated(ctx context.Context, args struct{ ID idInput 
 		return &gqlerrors.QueryError{Message: message, Path: []any{"tripUpdated"}, Extensions: map[string]any{"code": code}}
 	}
 	switch {
-	case !found || !exists:
+	case !found:
 		return nil, refuse(gqlCodeNotFound, "No trip has this id.")
-	case !readable:
+	case !q.h.host.MayReadTrip(ctx, t):
 		return nil, refuse(gqlCodeForbidden, "This trip belongs to another rider or driver.")
 	}
 	updates := make(chan *tripUpdateNode)

@@ -44,8 +44,22 @@ type wsMessage struct {
 }
 
 // Authenticate turns the API key of a socket (the Authorization value, "Bearer <key>") into the
-// context its operations run in; an error refuses the socket.
-type Authenticate func(ctx context.Context, authorization string) (context.Context, error)
+// session its operations run in; an error refuses the socket.
+type Authenticate func(ctx context.Context, authorization string) (Session, error)
+
+// Session is what a socket's API key opens.
+type Session struct {
+	// Context is what the socket's operations run in. It ends when the key stops acting
+	// (revoked or expired); End then tells why, and the socket is closed with 4403.
+	Context context.Context
+	// End tells, once Context has ended, whether the key ended it and the close reason.
+	End func() (reason string, ended bool)
+	// Check reads the key again before an operation starts: the close reason when the key no
+	// longer acts, or the error that kept it from telling.
+	Check func(ctx context.Context) (reason string, err error)
+	// Close releases the session when the socket ends.
+	Close func()
+}
 
 // IsWebSocket tells whether r asks to upgrade to a WebSocket.
 func IsWebSocket(r *http.Request) bool {
@@ -76,6 +90,9 @@ func (h *Handler) ServeWebSocket(ctx context.Context, w http.ResponseWriter, r *
 type wsSession struct {
 	h    *Handler
 	conn *websocket.Conn
+
+	// check reads the socket's key again before an operation starts (Session.Check).
+	check func(ctx context.Context) (reason string, err error)
 
 	writeMu sync.Mutex
 	mu      sync.Mutex
@@ -112,11 +129,21 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 	if init.Authorization != "" {
 		header = init.Authorization
 	}
-	opCtx, err := authenticate(ctx, header)
+	session, err := authenticate(ctx, header)
 	if err != nil {
 		_ = s.conn.Close(wsForbidden, "Forbidden: send a valid API key as {\"Authorization\": \"Bearer <key>\"}")
 		return
 	}
+	defer session.Close()
+	opCtx := session.Context
+	s.check = session.Check
+	// A key that stops acting closes the socket, whatever it is doing: its operations end with
+	// opCtx, and the read below fails once the socket is closed.
+	defer context.AfterFunc(opCtx, func() {
+		if reason, ended := session.End(); ended {
+			_ = s.conn.Close(wsForbidden, reason)
+		}
+	})()
 	if s.write(ctx, wsMessage{Type: "connection_ack"}) != nil {
 		return
 	}
@@ -163,6 +190,17 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 		_ = s.conn.Close(wsBadRequest, "A subscribe message needs an id and a payload with a query")
 		return false
 	}
+	// A revocation may not have reached this replica yet: the key is read again first.
+	if reason, err := s.check(ctx); reason != "" {
+		_ = s.conn.Close(wsForbidden, reason)
+		return false
+	} else if err != nil {
+		s.h.log.ErrorContext(ctx, "graphql subscribe: key check failed", "error", err.Error())
+		payload, _ := json.Marshal([]graphQLError{{Message: "The API key could not be checked. Retry shortly.",
+			Extensions: map[string]any{"code": gqlCodeInternal}}})
+		_ = s.write(ctx, wsMessage{ID: msg.ID, Type: "error", Payload: payload})
+		return true
+	}
 	s.mu.Lock()
 	if _, taken := s.running[msg.ID]; taken {
 		s.mu.Unlock()
@@ -194,7 +232,7 @@ func (s *wsSession) run(ctx context.Context, id, query, operationName string, va
 		_ = s.write(ctx, wsMessage{ID: id, Type: "error", Payload: payload})
 		return
 	}
-	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.h.host.Store(ctx), analysis, variables))
+	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.h.host.Store(ctx), s.h.host.TripReach(ctx), analysis, variables))
 	results, err := s.h.schema.Subscribe(ctx, query, operationName, variables)
 	if err != nil {
 		s.h.log.ErrorContext(ctx, "graphql subscribe failed", "error", err.Error())

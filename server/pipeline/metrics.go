@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rideapi/ride/server/auth"
 )
 
 // Metrics are one server's Prometheus collectors, served at GET /metrics. Each server has its
@@ -30,9 +32,9 @@ type Metrics struct {
 
 	rateLimited     *prometheus.CounterVec
 	rateLimitErrors prometheus.Counter
-	// AuthFailures counts requests refused for their API key, by outcome.
-	AuthFailures *prometheus.CounterVec
-	ready        prometheus.Gauge
+	// Auth are the authenticator's counters: keys refused, and keys read from the database.
+	Auth  auth.Metrics
+	ready prometheus.Gauge
 }
 
 // latencyBuckets reach from a cached read (about a millisecond) to a slow write (seconds).
@@ -67,17 +69,23 @@ func NewMetrics(db *sql.DB) *Metrics {
 			Name: "ride_rate_limit_errors_total",
 			Help: "Requests let through unmetered because the rate-limit store (Redis) failed.",
 		}),
-		AuthFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ride_auth_failures_total",
-			Help: "Requests refused for their API key: 401 (refused), or 429 because their address failed too often (throttled).",
-		}, []string{"outcome"}),
+		Auth: auth.Metrics{
+			Failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "ride_auth_failures_total",
+				Help: "Requests refused for their API key (401), by outcome (refused).",
+			}, []string{"outcome"}),
+			Lookups: prometheus.NewCounter(prometheus.CounterOpts{
+				Name: "ride_auth_key_lookups_total",
+				Help: "API keys read from the database by their hash: keys this replica knows exist but has not cached. Unknown keys cost none.",
+			}),
+		},
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ride_ready",
 			Help: "1 when the server is ready for traffic (migrations done), else 0.",
 		}),
 	}
 	m.registry.MustRegister(m.requests, m.duration, m.IdempotencyReplays, m.WebhookDeliveries,
-		m.rateLimited, m.rateLimitErrors, m.AuthFailures, m.ready,
+		m.rateLimited, m.rateLimitErrors, m.Auth.Failures, m.Auth.Lookups, m.ready,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Declared outcomes show up at zero before the first delivery, so dashboards and alerts
@@ -85,9 +93,7 @@ func NewMetrics(db *sql.DB) *Metrics {
 	for _, outcome := range []string{"delivered", "retry", "failed"} {
 		m.WebhookDeliveries.WithLabelValues(outcome)
 	}
-	for _, outcome := range []string{"refused", "throttled"} {
-		m.AuthFailures.WithLabelValues(outcome)
-	}
+	m.Auth.Failures.WithLabelValues("refused")
 	if db != nil {
 		m.registry.MustRegister(collectors.NewDBStatsCollector(db, "ride"))
 	}

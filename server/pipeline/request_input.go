@@ -326,3 +326,18 @@ func jsonFieldError(code, location, message string) *problem.Error {
 	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail,
 		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
 }
+
+// AuthorizationHeader is the request's one Authorization value. Sent twice, it is a 400: which
+// of two keys speaks for a request must never depend on which one a proxy or a library reads.
+func AuthorizationHeader(req *http.Request) (string, error) {
+	values := req.Header.Values(echo.HeaderAuthorization)
+	if len(values) > 1 {
+		return "", &problem.Error{Code: problem.InvalidRequest,
+			Detail: "Send one Authorization header, not " + strconv.Itoa(len(values)) + ".",
+			Fields: []gen.ProblemFieldError{{Location: "header.Authorization", Message: "sent more than once"}}}
+	}
+	if len(values) == 0 {
+		return "", nil
+	}
+	return values[0], nil
+}

@@ -196,7 +196,11 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(observedOperation, info)
 
 		if info.needsAuth {
-			principal, err := g.auth.Authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
+			authorization, err := AuthorizationHeader(req)
+			if err != nil {
+				return err
+			}
+			principal, err := g.auth.Authenticate(ctx, authorization)
 			if err != nil {
 				return err
 			}

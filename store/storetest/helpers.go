@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"slices"
 	"time"
 
@@ -165,4 +167,19 @@ func AgeDriverPosition(ctx context.Context, st *store.Store, driverID string, ag
 	at := time.Now().Add(-age).UTC().Truncate(time.Microsecond)
 	return handle.DB(st).WithContext(ctx).Table("drivers").Where("id = ?", driverID).
 		UpdateColumn("position_at", at).Error
+}
+
+// CreateAPIKeys adds n admin keys to the account in one statement, as if its admins had made
+// them one by one: for specs that need an account near its limit of keys. Their secrets are
+// unknown, so they never authenticate.
+func CreateAPIKeys(ctx context.Context, st *store.Store, account string, n int) error {
+	keys := make([]store.APIKey, n)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	for i := range keys {
+		var raw [32]byte
+		_, _ = rand.Read(raw[:])
+		keys[i] = store.APIKey{ID: "key_" + hex.EncodeToString(raw[:8]), Hash: hex.EncodeToString(raw[:]),
+			Role: store.RoleAdmin, Account: account, CreatedAt: now}
+	}
+	return handle.DB(st).WithContext(ctx).CreateInBatches(keys, 500).Error
 }

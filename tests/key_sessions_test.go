@@ -1,0 +1,81 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// A stream or a socket lives only as long as the key that opened it: what THREAT-MODEL.md calls
+// a session that outlives its credential.
+var _ = ForEachEngine("What a key opened", func(h *Harness) {
+	// riderKeyThroughAPI makes a key for the live trip's rider with POST /v1/api-keys, so that
+	// it can be revoked or expire like any key an app holds.
+	riderKeyThroughAPI := func(l liveTrip, body map[string]any) (secret, id string) {
+		GinkgoHelper()
+		body["role"], body["subject"] = "rider", l.rider.ID
+		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: h.Admin, Body: body})
+		Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+		return res.JSON()["secret"].(string), res.JSON()["id"].(string)
+	}
+
+	It("ends on every replica within a second of a revocation on another: the stream with an end message, the socket with 4403", func(ctx SpecContext) {
+		l := h.bookLiveTrip()
+		secret, id := riderKeyThroughAPI(l, map[string]any{})
+		// Replica B has a store and an authenticator of its own; A revokes.
+		b := h.ServerOn(ctx, h.DatabaseURL, testConfig(), false)
+		stream := b.FollowTrip(secret, l.trip.Id, "")
+		Expect(stream.Status).To(Equal(http.StatusOK))
+		Expect(stream.Next().Update["status"]).To(Equal("accepted"))
+		sub := b.SubscribeTrip(secret, l.trip.Id)
+		Expect(sub.Next()["status"]).To(Equal("ACCEPTED"))
+
+		Expect(h.Do(Request{Method: http.MethodDelete, Path: "/v1/api-keys/" + id, Key: h.Admin}).Status).To(Equal(http.StatusNoContent))
+		revoked := time.Now()
+		Eventually(stream.Messages).WithTimeout(time.Second).Should(BeClosed())
+		Eventually(sub.Updates).WithTimeout(time.Second).Should(BeClosed())
+		GinkgoWriter.Printf("stream and socket ended %v after the revocation\n", time.Since(revoked))
+		Expect(stream.End).To(Equal(map[string]any{"code": "api_key_revoked", "detail": "The API key was revoked."}))
+		Expect(sub.CloseCode).To(Equal(websocket.StatusCode(4403)))
+		Expect(sub.CloseReason).To(Equal("api_key_revoked: The API key was revoked."))
+
+		// Nothing opened with it again, on either replica.
+		for _, on := range []*Harness{h, b} {
+			ExpectProblem(on.GET("/v1/trips/"+l.trip.Id+"/updates", secret), http.StatusUnauthorized, "unauthenticated")
+			Expect(on.FollowTrip(secret, l.trip.Id, "").Status).To(Equal(http.StatusUnauthorized))
+		}
+	})
+
+	It("end when the key expires, with api_key_expired", func() {
+		l := h.bookLiveTrip()
+		expires := time.Now().Add(2 * time.Second).UTC()
+		secret, _ := riderKeyThroughAPI(l, map[string]any{"expires_at": expires.Format(time.RFC3339Nano)})
+		stream := h.FollowTrip(secret, l.trip.Id, "")
+		Expect(stream.Next().Update["status"]).To(Equal("accepted"))
+		sub := h.SubscribeTrip(secret, l.trip.Id)
+		Expect(sub.Next()["status"]).To(Equal("ACCEPTED"))
+
+		Eventually(stream.Messages).WithTimeout(10 * time.Second).Should(BeClosed())
+		Eventually(sub.Updates).WithTimeout(10 * time.Second).Should(BeClosed())
+		Expect(time.Now()).To(BeTemporally(">=", expires), "not before the key's expiry")
+		Expect(stream.End).To(HaveKeyWithValue("code", "api_key_expired"))
+		Expect(sub.CloseCode).To(Equal(websocket.StatusCode(4403)))
+		Expect(sub.CloseReason).To(HavePrefix("api_key_expired: "))
+	})
+
+	It("refuse a socket whose Authorization header is sent twice", func() {
+		account := newAccount("twice")
+		key := h.KeyIn("admin", "", account)
+		header := http.Header{}
+		header.Add("Authorization", "Bearer "+key)
+		header.Add("Authorization", "Bearer "+key)
+		_, res, err := websocket.Dial(context.Background(), "ws"+h.URL[len("http"):]+"/v1/graphql",
+			&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: header})
+		Expect(err).To(HaveOccurred())
+		Expect(res.StatusCode).To(Equal(http.StatusBadRequest))
+	})
+})
