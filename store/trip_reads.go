@@ -43,7 +43,7 @@ type tripRead struct {
 	id    string
 	reach TripReach
 	trip  Trip
-	err  error
+	err   error
 	// lead, when set as the read wakes, is the batch it must now run (itself first).
 	lead []*tripRead
 	wake chan struct{}
