@@ -44,8 +44,8 @@ type Config struct {
 	// RateLimitPeriod (RIDE_RATE_LIMIT_READ, RIDE_RATE_LIMIT_WRITE); a bucket holds twice its
 	// rate. Zero turns that limit off, so the zero Config (which tests build) has no limits.
 	RateLimitRead, RateLimitWrite int
-	// RateLimitPeriod is the period of those rates: a second when zero. Not read from the
-	// environment; tests stretch it so that refills cannot race their requests.
+	// RateLimitPeriod is the period of those rates (RIDE_RATE_LIMIT_PERIOD): a second when
+	// zero. A budget per minute or per hour refills slowly and evenly over that time.
 	RateLimitPeriod time.Duration
 	// RedisURL shares the rate-limit buckets between replicas through Redis (REDIS_URL);
 	// empty keeps them in the process.
@@ -111,6 +111,7 @@ var EnvVars = []EnvVar{
 	{Name: "RIDE_IDEMPOTENCY_TTL", Default: "24h", Meaning: "how long Idempotency-Key answers are kept and replayed (24h to 72h)"},
 	{Name: "RIDE_RATE_LIMIT_READ", Default: "100", Meaning: "reads (GET, HEAD, GraphQL) per second per API key, burst twice that; 0 turns the limit off"},
 	{Name: "RIDE_RATE_LIMIT_WRITE", Default: "20", Meaning: "writes (POST, PUT, DELETE; fare estimates too) per second per API key, burst twice that; 0 turns the limit off"},
+	{Name: "RIDE_RATE_LIMIT_PERIOD", Default: "1s", Meaning: "the period of both rates, from 1s to 24h: with 1m, RIDE_RATE_LIMIT_READ=100 is 100 reads a minute"},
 	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
 	{Name: "RIDE_WEBHOOK_INSECURE", Default: "false", Meaning: "allow plain-http and loopback/private webhook URLs (development, tests)"},
 	{Name: "RIDE_WEBHOOK_RETRY_SCHEDULE", Default: "1m,5m,30m,2h,5h,10h", Meaning: "waits between delivery attempts; the last repeats until the horizon"},
@@ -189,6 +190,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		*limit.into = n
 	}
+	if v := getenv("RIDE_RATE_LIMIT_PERIOD"); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < time.Second || d > 24*time.Hour || d%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("RIDE_RATE_LIMIT_PERIOD must be whole seconds from 1s to 24h (e.g. 1m), not %q", v))
+		} else {
+			cfg.RateLimitPeriod = d
+		}
+	}
 	if v := getenv("REDIS_URL"); v != "" {
 		// The parser's own message may quote the URL, password and all: name the form instead.
 		if _, err := redis.ParseURL(v); err != nil {
@@ -246,8 +255,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("RIDE_CURSOR_SECRET", cursorSecret),
 		slog.String("RIDE_ESTIMATE_TTL", c.EstimateTTL.String()),
 		slog.String("RIDE_IDEMPOTENCY_TTL", c.IdempotencyTTL.String()),
-		slog.String("RIDE_RATE_LIMIT_READ", rateLimitText(c.RateLimitRead)),
-		slog.String("RIDE_RATE_LIMIT_WRITE", rateLimitText(c.RateLimitWrite)),
+		slog.String("RIDE_RATE_LIMIT_READ", rateLimitText(c.RateLimitRead, c.RateLimitPeriod)),
+		slog.String("RIDE_RATE_LIMIT_WRITE", rateLimitText(c.RateLimitWrite, c.RateLimitPeriod)),
+		slog.String("RIDE_RATE_LIMIT_PERIOD", orDefault(c.RateLimitPeriod, time.Second).String()),
 		slog.String("REDIS_URL", redisURL),
 		slog.Bool("RIDE_WEBHOOK_INSECURE", c.WebhookInsecure),
 		slog.String("RIDE_WEBHOOK_RETRY_SCHEDULE", scheduleText(c.WebhookRetrySchedule)),
@@ -274,11 +284,14 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-func rateLimitText(perSecond int) string {
-	if perSecond <= 0 {
+func rateLimitText(perPeriod int, period time.Duration) string {
+	if perPeriod <= 0 {
 		return "off"
 	}
-	return fmt.Sprintf("%d/s, burst %d", perSecond, 2*perSecond)
+	if period <= 0 || period == time.Second {
+		return fmt.Sprintf("%d/s, burst %d", perPeriod, 2*perPeriod)
+	}
+	return fmt.Sprintf("%d per %s, burst %d", perPeriod, period, 2*perPeriod)
 }
 
 // maskURL hides the password of a URL's user info and of any password-like query parameter

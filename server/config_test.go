@@ -70,6 +70,7 @@ var _ = Describe("ConfigFromEnv", func() {
 			Expect(c.RateLimitRead).To(BeZero())
 			Expect(c.RateLimitWrite).To(BeZero())
 		}),
+		Entry("a rate-limit period", env{"RIDE_RATE_LIMIT_PERIOD": "1h"}, func(c Config) { Expect(c.RateLimitPeriod).To(Equal(time.Hour)) }),
 		Entry("a Redis URL", env{"REDIS_URL": "redis://:pw@127.0.0.1:6379/2"}, func(c Config) { Expect(c.RedisURL).To(Equal("redis://:pw@127.0.0.1:6379/2")) }),
 		Entry("a TLS Redis URL", env{"REDIS_URL": "rediss://cache.internal:6380"}, func(c Config) { Expect(c.RedisURL).To(Equal("rediss://cache.internal:6380")) }),
 		Entry("an estimate lifetime in seconds", env{"RIDE_ESTIMATE_TTL": "90s"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(90 * time.Second)) }),
@@ -92,6 +93,9 @@ var _ = Describe("ConfigFromEnv", func() {
 		Entry("a fractional write limit", env{"RIDE_RATE_LIMIT_WRITE": "2.5"}, "RIDE_RATE_LIMIT_WRITE"),
 		Entry("a write limit with units", env{"RIDE_RATE_LIMIT_WRITE": "20/s"}, "RIDE_RATE_LIMIT_WRITE"),
 		Entry("an absurd read limit", env{"RIDE_RATE_LIMIT_READ": "1000000000"}, "RIDE_RATE_LIMIT_READ"),
+		Entry("a rate-limit period under a second", env{"RIDE_RATE_LIMIT_PERIOD": "500ms"}, "RIDE_RATE_LIMIT_PERIOD"),
+		Entry("a rate-limit period over a day", env{"RIDE_RATE_LIMIT_PERIOD": "48h"}, "RIDE_RATE_LIMIT_PERIOD"),
+		Entry("a rate-limit period without a unit", env{"RIDE_RATE_LIMIT_PERIOD": "60"}, "RIDE_RATE_LIMIT_PERIOD"),
 		Entry("a Redis URL of another scheme", env{"REDIS_URL": "http://:hunter2@cache:6379"}, "REDIS_URL"),
 		Entry("a Redis URL with a bad database", env{"REDIS_URL": "redis://:hunter2@cache:6379/x"}, "REDIS_URL"),
 		Entry("an estimate lifetime without a unit", env{"RIDE_ESTIMATE_TTL": "300"}, "RIDE_ESTIMATE_TTL"),

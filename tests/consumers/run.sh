@@ -148,12 +148,21 @@ expect 415 -X POST "${rider[@]}" -H 'Content-Type: text/plain' "$proxy/v1/fare-e
 estimate='{"origin":{"lat":37.7936,"lng":-122.395},"destination":{"lat":37.7599,"lng":-122.4148},"ride_type":"RIDE"}'
 expect 201 -X POST "${rider[@]}" "${json[@]}" -H 'Idempotency-Key: consumers-422' "$proxy/v1/fare-estimates" -d "${estimate/RIDE/economy}"
 expect 422 -X POST "${rider[@]}" "${json[@]}" -H 'Idempotency-Key: consumers-422' "$proxy/v1/fare-estimates" -d "${estimate/RIDE/comfort}"
-limited=
-for _ in $(seq 1 150); do
-  code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer rk_unknown' "$proxy/v1/trips")
-  if [ "$code" = 429 ]; then limited=yes; break; fi
+# 429: the same server on the same database and port, restarted with a budget of one read a
+# day (a bucket of two) so that no refill can come between a fresh key's third read and its
+# answer, however slow the host.
+kill "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+RIDE_RATE_LIMIT_READ=1 RIDE_RATE_LIMIT_PERIOD=24h "$out/rideapi" >>"$out/logs/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do
+  curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null && break
+  sleep 0.2
 done
-[ -n "$limited" ] || { echo "no 429 after 150 unknown keys" >&2; exit 1; }
+budget=(-H "Authorization: Bearer $("$out/rideapi" keys create --role admin)")
+expect 200 "${budget[@]}" "$proxy/v1/cities"
+expect 200 "${budget[@]}" "$proxy/v1/cities"
+expect 429 "${budget[@]}" "$proxy/v1/cities"
 
 sleep 0.5
 # The catalogue's requests break the document on purpose, and Prism says so; its answers may not.
