@@ -65,12 +65,9 @@ func (s *Server) GetFareEstimate(ctx context.Context, req gen.GetFareEstimateReq
 	if !ride.ValidID(ride.PrefixEstimate, req.EstimateId) {
 		return nil, notFound("fare estimate", req.EstimateId)
 	}
-	est, err := s.storeFor(ctx).FareEstimateByID(ctx, req.EstimateId)
+	est, err := s.storeFor(ctx).FareEstimateByID(ctx, auth.PrincipalFrom(ctx).Account, req.EstimateId)
 	if err != nil {
 		return nil, notFoundAs(err, "fare estimate", req.EstimateId)
-	}
-	if est.CreatorAccount != auth.PrincipalFrom(ctx).Account {
-		return nil, notFound("fare estimate", req.EstimateId)
 	}
 	if !ownsEstimate(auth.PrincipalFrom(ctx), est) {
 		return nil, forbidden("A fare estimate is visible to its creator and admins only.")

@@ -118,8 +118,8 @@ func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tr
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
 	}
-	trip, err := tx.LockTripForPayment(ctx, tripID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && trip.Account != caller.Account) {
+	trip, err := tx.LockTripForPayment(ctx, caller.Account, tripID)
+	if errors.Is(err, store.ErrNotFound) {
 		return store.Trip{}, notFound
 	} else if err != nil {
 		return store.Trip{}, err

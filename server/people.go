@@ -37,12 +37,9 @@ func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (g
 	if !ride.ValidID(ride.PrefixRider, req.RiderId) {
 		return nil, notFound("rider", req.RiderId)
 	}
-	r, err := s.storeFor(ctx).RiderByID(ctx, req.RiderId)
+	r, err := s.storeFor(ctx).RiderOfAccount(ctx, caller.Account, req.RiderId)
 	if err != nil {
 		return nil, notFoundAs(err, "rider", req.RiderId)
-	}
-	if r.Account != caller.Account {
-		return nil, notFound("rider", req.RiderId)
 	}
 	return gen.GetRider200JSONResponse{Body: gen.Rider{
 		Id: r.ID, Name: r.Name, Rating: r.Rating, CreatedAt: r.CreatedAt.UTC(),

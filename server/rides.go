@@ -139,7 +139,7 @@ func bookableEstimate(ctx context.Context, tx *store.Store, caller auth.Principa
 	if !ride.ValidID(ride.PrefixEstimate, id) {
 		return store.FareEstimate{}, ride.ErrEstimateNotFound
 	}
-	est, err := tx.FareEstimateByID(ctx, id)
+	est, err := tx.FareEstimateByID(ctx, caller.Account, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !ownsEstimate(caller, est)) {
 		return store.FareEstimate{}, ride.ErrEstimateNotFound
 	} else if err != nil {
@@ -161,7 +161,7 @@ func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID st
 	if !ride.ValidID(ride.PrefixRider, riderID) {
 		return unknown
 	}
-	if r, err := tx.RiderByID(ctx, riderID); errors.Is(err, store.ErrNotFound) || (err == nil && r.Account != account) {
+	if _, err := tx.RiderOfAccount(ctx, account, riderID); errors.Is(err, store.ErrNotFound) {
 		return unknown
 	} else if err != nil {
 		return err

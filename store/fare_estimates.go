@@ -65,10 +65,11 @@ func (s *Store) CreateFareEstimate(ctx context.Context, e FareEstimate) (FareEst
 	return e, nil
 }
 
-// FareEstimateByID returns one estimate, or ErrNotFound.
-func (s *Store) FareEstimateByID(ctx context.Context, id string) (FareEstimate, error) {
+// FareEstimateByID returns one estimate of the account, or ErrNotFound: another account's
+// estimate is absent as a missing one is, in the same single read.
+func (s *Store) FareEstimateByID(ctx context.Context, account, id string) (FareEstimate, error) {
 	var e FareEstimate
-	if err := s.conn(ctx).Where("id = ?", id).Take(&e).Error; err != nil {
+	if err := s.conn(ctx).Where("id = ? AND creator_account = ?", id, account).Take(&e).Error; err != nil {
 		return FareEstimate{}, interpretError(err)
 	}
 	return e, nil

@@ -85,8 +85,11 @@ func (r Receipt) Keyset() Keyset {
 // instead of charging the rider twice; on SQLite the transaction already holds the database's
 // write lock (BEGIN IMMEDIATE). One statement, where a lock and then a read were two round
 // trips. ErrNotFound when the trip does not exist. Call it inside WithTx.
-func (s *Store) LockTripForPayment(ctx context.Context, tripID string) (Trip, error) {
-	return s.oneTrip(ctx, s.sql.tripByIDForUpdate, tripID)
+//
+// Only a trip of the account is found: another account's is ErrNotFound, as a missing one,
+// in the same single read.
+func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (Trip, error) {
+	return s.oneTrip(ctx, s.sql.tripOfAccountForUpdate, tripID, account)
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

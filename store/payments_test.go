@@ -76,7 +76,7 @@ var _ = Describe("Payments and receipts", func() {
 						}
 						began <- struct{}{}
 						<-proceed
-						locked, err := tx.LockTripForPayment(ctx, trip.ID)
+						locked, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
 						if err != nil {
 							return err
 						}
@@ -103,9 +103,14 @@ var _ = Describe("Payments and receipts", func() {
 			_, err := e.shared.CreatePayment(ctx, payment(newID("trp_"), store.PaymentSucceeded))
 			Expect(err).To(MatchError(store.ErrInvalidReference))
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				_, err := tx.LockTripForPayment(ctx, newID("trp_"))
+				_, err := tx.LockTripForPayment(ctx, store.DefaultAccount, newID("trp_"))
 				return err
 			})).To(MatchError(store.ErrNotFound))
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
+				_, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID)
+				return err
+			})).To(MatchError(store.ErrNotFound), "another account's trip is not found either")
 		})
 
 		It("pages a trip's receipts newest first, both ways, with ties broken by id", func(ctx SpecContext) {

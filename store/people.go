@@ -142,7 +142,18 @@ func (s *Store) CreateRider(ctx context.Context, r Rider) (Rider, error) {
 	return r, nil
 }
 
-// RiderByID returns one rider, or ErrNotFound.
+// RiderOfAccount returns one rider of the account, or ErrNotFound: another account's rider is
+// absent as a missing one is, in the same single read.
+func (s *Store) RiderOfAccount(ctx context.Context, account, id string) (Rider, error) {
+	var r Rider
+	if err := s.conn(ctx).Where("id = ? AND account = ?", id, account).Take(&r).Error; err != nil {
+		return Rider{}, interpretError(err)
+	}
+	return r, nil
+}
+
+// RiderByID returns one rider, or ErrNotFound. It is the service's own read; a caller's is
+// RiderOfAccount.
 func (s *Store) RiderByID(ctx context.Context, id string) (Rider, error) {
 	var r Rider
 	if err := s.conn(ctx).Where("id = ?", id).Take(&r).Error; err != nil {

@@ -150,8 +150,9 @@ const (
 // every call of the hottest read there is.
 type prebuiltSQL struct {
 	tripByID string
-	// tripByIDForUpdate also locks the trip's row where the engine has row locks.
-	tripByIDForUpdate string
+	// tripOfAccountForUpdate reads a trip by id and account, and locks its row where the
+	// engine has row locks.
+	tripOfAccountForUpdate string
 	// tripsWithin[n] reads n trips by id, each within its reader's reach (tripReads' shared
 	// statements): n ids, then n accounts, then n driver ids.
 	tripsWithin [tripReadBatch + 1]string
@@ -159,9 +160,10 @@ type prebuiltSQL struct {
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
 	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String()}
-	p.tripByIDForUpdate = p.tripByID
+	p.tripOfAccountForUpdate = db.Raw(`SELECT `+tripWithDriverColumns+` FROM trips `+joinDrivers+
+		` WHERE trips.id = ? AND trips.account = ? LIMIT 1`, "", "").Statement.SQL.String()
 	if engine == EnginePostgres {
-		p.tripByIDForUpdate += " FOR UPDATE OF trips"
+		p.tripOfAccountForUpdate += " FOR UPDATE OF trips"
 	}
 	ids := make([]string, tripReadBatch)
 	for n := 1; n <= tripReadBatch; n++ {

@@ -119,8 +119,8 @@ func (s *Store) TripWithin(ctx context.Context, id string, reach TripReach) (Tri
 }
 
 // oneTrip runs a prebuilt by-id statement: the trip with its driver, or ErrNotFound.
-func (s *Store) oneTrip(ctx context.Context, statement, id string) (Trip, error) {
-	trips, err := s.tripsByPrebuilt(ctx, statement, id)
+func (s *Store) oneTrip(ctx context.Context, statement string, vars ...any) (Trip, error) {
+	trips, err := s.tripsByPrebuilt(ctx, statement, vars...)
 	if err != nil {
 		return Trip{}, err
 	}

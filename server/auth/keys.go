@@ -115,13 +115,9 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 	var err error
 	switch p.Role {
 	case RoleRider:
-		var r store.Rider
 		if ride.ValidID(ride.PrefixRider, p.Subject) {
-			r, err = st.RiderByID(ctx, p.Subject)
+			_, err = st.RiderOfAccount(ctx, p.Account, p.Subject)
 		} else {
-			err = store.ErrNotFound
-		}
-		if err == nil && r.Account != p.Account {
 			err = store.ErrNotFound
 		}
 	case RoleDriver:
