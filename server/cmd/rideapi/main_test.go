@@ -59,6 +59,27 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 	}
 }
 
+func TestDriverKeysArePlatformKeys(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ride.db")
+	t.Setenv("DATABASE_URL", "sqlite://"+db)
+	ctx := context.Background()
+	st := storetest.Open(t, "sqlite://"+db)
+	fleet := store.Seed{Drivers: []store.Driver{{ID: "drv_cliplatformaaaaaaaaaaaaaaa", Name: "Driver", City: "cli",
+		CreatedAt: time.Now(), UpdatedAt: time.Now()}}, Cities: []store.City{{ID: "cli", Name: "CLI", Currency: "usd",
+		RadiusMeters: 1000, CreatedAt: time.Now()}}}
+	if _, err := st.SeedIfEmpty(ctx, fleet); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runCmd(t, "keys", "create", "--role", "driver", "--subject", "drv_cliplatformaaaaaaaaaaaaaaa", "--account", "acct_partner")
+	if err == nil || !strings.Contains(err.Error(), "platform") {
+		t.Fatalf("a driver key of another account than the platform's must be refused, got %v", err)
+	}
+	out, _, err := runCmd(t, "keys", "create", "--role", "driver", "--subject", "drv_cliplatformaaaaaaaaaaaaaaa")
+	if err != nil || !strings.HasPrefix(out, "rk_") {
+		t.Fatalf("a driver key of the platform: %q, %v", out, err)
+	}
+}
+
 func TestHelpListsEveryVariable(t *testing.T) {
 	out, _, err := runCmd(t, "--help")
 	if err != nil {
