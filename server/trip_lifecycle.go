@@ -159,8 +159,11 @@ func (s *Server) moveTripOnce(ctx context.Context, tx *store.Store, id string, m
 	}
 	if m.to.Final() {
 		release := store.ReleaseDriverParams{ID: trip.DriverID, At: now}
-		if m.to == ride.StatusCompleted {
-			release.Lat, release.Lng = &trip.DropoffLat, &trip.DropoffLng // where the ride ended
+		if m.to == ride.StatusCompleted && auth.PrincipalFrom(ctx).Is(auth.RoleDriver, trip.DriverID) {
+			// The driver ends the ride where it ends. Anyone else completing it (an admin of the
+			// trip's account) does not know where the driver is, and must not move a driver of
+			// the shared fleet, whom every account's bookings are matched by.
+			release.Lat, release.Lng = &trip.DropoffLat, &trip.DropoffLng
 		}
 		if err := tx.ReleaseDriver(ctx, release); err != nil {
 			return store.Trip{}, err

@@ -226,6 +226,7 @@ func (s *Store) APIKeyRevision(ctx context.Context) (int64, error) {
 type APIKeyChange struct {
 	ID        string
 	Hash      string
+	ExpiresAt *time.Time
 	RevokedAt *time.Time
 	Revision  int64
 }
@@ -235,29 +236,31 @@ type APIKeyChange struct {
 // (nextAPIKeyRevision), so a replica that walks the revisions this way misses none.
 func (s *Store) APIKeyChangesSince(ctx context.Context, after, upTo int64) ([]APIKeyChange, error) {
 	var changes []APIKeyChange
-	err := s.conn(ctx).Model(&APIKey{}).Select("id, hash, revoked_at, revision").
+	err := s.conn(ctx).Model(&APIKey{}).Select("id, hash, expires_at, revoked_at, revision").
 		Where("revision > ? AND revision <= ?", after, upTo).Order("revision").Find(&changes).Error
 	return changes, interpretError(err)
 }
 
-// ActiveAPIKeyHashes calls fn with the hash of every key that is not revoked, in batches, for
-// a replica's authenticator to start from. Keys changed while it runs may be reported or not:
-// the caller reads the revision before, and the changes after it, to be sure of them.
-func (s *Store) ActiveAPIKeyHashes(ctx context.Context, fn func(hashes []string)) error {
+// ActiveAPIKeys calls fn with every key that acts at now (neither revoked nor expired), in
+// batches, for a replica's authenticator to start from. Keys changed while it runs may be
+// reported or not: the caller reads the revision before, and the changes after it, to be sure
+// of them.
+func (s *Store) ActiveAPIKeys(ctx context.Context, now time.Time, fn func(keys []APIKeyChange)) error {
 	const batch = 10_000
 	after := ""
 	for {
-		var hashes []string
-		err := s.conn(ctx).Model(&APIKey{}).Where("revoked_at IS NULL AND hash > ?", after).
-			Order("hash").Limit(batch).Pluck("hash", &hashes).Error
+		var keys []APIKeyChange
+		err := s.conn(ctx).Model(&APIKey{}).Select("id, hash, expires_at, revoked_at, revision").
+			Where("revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) AND hash > ?", floorMicro(now), after).
+			Order("hash").Limit(batch).Find(&keys).Error
 		if err != nil {
 			return interpretError(err)
 		}
-		if len(hashes) > 0 {
-			fn(hashes)
-			after = hashes[len(hashes)-1]
+		if len(keys) > 0 {
+			fn(keys)
+			after = keys[len(keys)-1].Hash
 		}
-		if len(hashes) < batch {
+		if len(keys) < batch {
 			return nil
 		}
 	}

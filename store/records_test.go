@@ -275,10 +275,19 @@ var _ = Describe("Records", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(none).To(BeEmpty())
 
+				expired := newKey(store.RoleAdmin, nil)
+				past := time.Now().Add(-time.Minute)
+				expired.CreatedAt, expired.ExpiresAt = past.Add(-time.Hour), &past
+				Expect(create(ctx, expired)).To(Succeed())
 				var hashes []string
-				Expect(st.ActiveAPIKeyHashes(ctx, func(batch []string) { hashes = append(hashes, batch...) })).To(Succeed())
+				Expect(st.ActiveAPIKeys(ctx, time.Now(), func(batch []store.APIKeyChange) {
+					for _, k := range batch {
+						hashes = append(hashes, k.Hash)
+					}
+				})).To(Succeed())
 				Expect(hashes).To(ContainElement(b.Hash))
-				Expect(hashes).NotTo(ContainElement(a.Hash))
+				Expect(hashes).NotTo(ContainElement(a.Hash), "revoked")
+				Expect(hashes).NotTo(ContainElement(expired.Hash), "expired")
 			})
 
 			It("say whether their account is the platform's", func(ctx SpecContext) {

@@ -144,6 +144,28 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 		Expect(log.Counts()).To(Equal([]string{"api_keys=1"}), "a new key is read once, then cached")
 	})
 
+	It("forget a key once it expires: it costs no look-up, however many an account made", func() {
+		clock := NewFakeClock(time.Now())
+		a := h.WithClock(clock.Now)
+		admin := h.KeyIn(auth.RoleAdmin, "", newAccount("expired"))
+		res := a.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: admin, Body: map[string]any{
+			"role": "admin", "expires_at": clock.Now().Add(time.Minute).Format(time.RFC3339Nano),
+		}})
+		Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+		secret := res.JSON()["secret"].(string)
+		Expect(a.GET("/v1/trips?limit=1", secret).Status).To(Equal(http.StatusOK))
+		clock.Advance(2 * time.Minute)
+
+		b := h.WithClock(clock.Now) // a replica that starts after the expiry
+		Expect(b.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))
+		sum := sha256.Sum256([]byte(secret))
+		log := h.watchQueries(hex.EncodeToString(sum[:]))
+		for _, on := range []*Harness{a, b, a, b} {
+			ExpectProblem(on.GET("/v1/trips?limit=1", secret), http.StatusUnauthorized, "unauthenticated")
+		}
+		Expect(log.Counts()).To(BeEmpty())
+	})
+
 	It("answer a valid key whatever another caller at the same address sent", func() {
 		isolated := h.WithClock(time.Now)
 		Expect(isolated.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))

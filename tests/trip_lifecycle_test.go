@@ -123,6 +123,28 @@ var _ = ForEachEngine("The trip lifecycle", func(h *Harness) {
 		transitionEntries(),
 	)
 
+	It("moves the driver to the drop-off when they complete the ride, and leaves them where they were when an admin does", func(ctx SpecContext) {
+		for _, byDriver := range []bool{true, false} {
+			trip, driverKey, _ := newTrip("in_progress")
+			before, err := h.Store.DriverByID(ctx, trip.DriverID)
+			Expect(err).NotTo(HaveOccurred())
+			key := h.Admin
+			if byDriver {
+				key = driverKey
+			}
+			Expect(h.PutStatus(key, trip.ID, "completed", nil).Status).To(Equal(http.StatusOK))
+			after, err := h.Store.DriverByID(ctx, trip.DriverID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(after.Available).To(BeTrue())
+			if byDriver {
+				Expect([]float64{after.Lat, after.Lng}).To(Equal([]float64{trip.DropoffLat, trip.DropoffLng}))
+			} else {
+				Expect([]float64{after.Lat, after.Lng}).To(Equal([]float64{before.Lat, before.Lng}),
+					"a driver of the shared fleet is moved by their own reports only")
+			}
+		}
+	})
+
 	It("lets the trip's driver and admins move it, and nobody else", func() {
 		trip, driverKey, riderKey := newTrip("accepted")
 		ExpectProblem(h.PutStatus("", trip.ID, "arriving", nil), http.StatusUnauthorized, "unauthenticated")

@@ -20,8 +20,9 @@ import (
 // Authenticator resolves bearer keys to principals without a database round trip per request,
 // and ends what a key opened when the key stops acting.
 //
-//   - Every replica knows which keys exist: it holds the first 64 bits of the hash of every key
-//     that is not revoked (a few bytes a key), loaded at start and kept current from the key
+//   - Every replica knows which keys act: it holds the first 64 bits of the hash of every key
+//     neither revoked nor expired (a few bytes a key, at most MaxActiveAPIKeys per account),
+//     loaded at start and kept current from the key
 //     revision, which moves with every key created or revoked (store.APIKeyChangesSince). A key
 //     outside that set is unknown without a look-up, whoever sends it and from however many
 //     addresses. A key created a moment ago on another replica may not be in the set yet, so
@@ -45,10 +46,13 @@ type Authenticator struct {
 	// are loaded.
 	revision atomic.Int64
 
-	mu       sync.RWMutex
-	known    map[[sha256.Size]byte]*authEntry
-	byID     map[string]*authEntry
-	exists   map[uint64]struct{} // hashPrefix of every key not revoked
+	mu     sync.RWMutex
+	known  map[[sha256.Size]byte]*authEntry
+	byID   map[string]*authEntry
+	exists map[uint64]struct{} // hashPrefix of every key that acts (neither revoked nor expired)
+	// expiring holds the expiry of the keys in exists that have one, so that they leave it
+	// when they stop acting.
+	expiring map[uint64]time.Time
 	sessions map[string]map[*keySession]struct{}
 
 	refresh refresher
@@ -123,6 +127,7 @@ func New(st *store.Store, now func() time.Time, m Metrics) *Authenticator {
 		known:    map[[sha256.Size]byte]*authEntry{},
 		byID:     map[string]*authEntry{},
 		exists:   map[uint64]struct{}{},
+		expiring: map[uint64]time.Time{},
 		sessions: map[string]map[*keySession]struct{}{},
 	}
 	a.revision.Store(-1)
@@ -155,6 +160,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	a.mu.RLock()
 	entry := a.known[sum]
 	a.mu.RUnlock()
+	if entry != nil && entry.principal.expired(now) {
+		return Principal{}, a.refused("The API key has expired.") // an expiry never changes
+	}
 	if entry == nil || now.Sub(entry.cachedAt) >= authCacheTTL {
 		exists, err := a.mayExist(ctx, sum)
 		if err != nil {
@@ -288,7 +296,22 @@ func (a *Authenticator) Watch(ctx context.Context) {
 			return
 		case <-changed:
 		case <-ticker.C:
+			a.forgetExpired()
 			a.writeLastUses(ctx)
+		}
+	}
+}
+
+// forgetExpired takes the keys that have expired out of the set of keys that act: a key used
+// after its expiry costs what an unknown one does, however many of them an account made.
+func (a *Authenticator) forgetExpired() {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for prefix, at := range a.expiring {
+		if !now.Before(at) {
+			delete(a.exists, prefix)
+			delete(a.expiring, prefix)
 		}
 	}
 }
@@ -302,11 +325,14 @@ func (a *Authenticator) load(ctx context.Context) error {
 	}
 	current := a.revision.Load()
 	if current < 0 {
-		exists := map[uint64]struct{}{}
-		err := a.store.ActiveAPIKeyHashes(ctx, func(hashes []string) {
-			for _, h := range hashes {
-				if prefix, ok := hexHashPrefix(h); ok {
+		exists, expiring := map[uint64]struct{}{}, map[uint64]time.Time{}
+		err := a.store.ActiveAPIKeys(ctx, a.now(), func(keys []store.APIKeyChange) {
+			for _, k := range keys {
+				if prefix, ok := hexHashPrefix(k.Hash); ok {
 					exists[prefix] = struct{}{}
+					if k.ExpiresAt != nil {
+						expiring[prefix] = *k.ExpiresAt
+					}
 				}
 			}
 		})
@@ -314,7 +340,7 @@ func (a *Authenticator) load(ctx context.Context) error {
 			return err
 		}
 		a.mu.Lock()
-		a.exists = exists
+		a.exists, a.expiring = exists, expiring
 		a.mu.Unlock()
 		// Keys changed while the hashes were read have revisions above this one and are
 		// applied by the next refresh, whatever the read saw of them.
@@ -336,17 +362,24 @@ func (a *Authenticator) load(ctx context.Context) error {
 // apply records created and revoked keys, and ends the sessions of the revoked ones.
 func (a *Authenticator) apply(changes []store.APIKeyChange) {
 	var ended []*keySession
+	now := a.now()
 	a.mu.Lock()
 	for _, c := range changes {
 		prefix, hashed := hexHashPrefix(c.Hash)
 		if c.RevokedAt == nil {
-			if hashed {
+			switch {
+			case !hashed:
+			case c.ExpiresAt == nil:
 				a.exists[prefix] = struct{}{}
+			case c.ExpiresAt.After(now):
+				a.exists[prefix] = struct{}{}
+				a.expiring[prefix] = *c.ExpiresAt
 			}
 			continue
 		}
 		if hashed {
 			delete(a.exists, prefix)
+			delete(a.expiring, prefix)
 		}
 		if e := a.byID[c.ID]; e != nil {
 			e.revoked.Store(true)

@@ -29,9 +29,10 @@ const persistedQueryTTL = 7 * 24 * time.Hour
 // registration by at most this.
 const persistedQueryRenewEvery = time.Hour
 
-// persistedQueryCacheMax bounds the in-process cache; when it is full it starts over, as the
-// authenticator's cache does: documents are small and the database has them all.
-const persistedQueryCacheMax = 2_000
+// persistedQueryCacheMax bounds each account's part of the in-process cache. An account that
+// fills its part forgets one of its own entries for each new one: no account's registrations
+// can push another's out, or be seen to (documents are small and the database has them all).
+const persistedQueryCacheMax = 500
 
 // persistedQueryVersion is the only version of the protocol.
 const persistedQueryVersion = 1
@@ -46,7 +47,7 @@ type persistedQueries struct {
 	now func() time.Time
 
 	mu    sync.RWMutex
-	cache map[string]persistedEntry
+	cache map[string]map[string]persistedEntry // by account, then by hash
 }
 
 type persistedEntry struct {
@@ -57,7 +58,7 @@ type persistedEntry struct {
 }
 
 func newPersistedQueries(now func() time.Time) *persistedQueries {
-	return &persistedQueries{now: now, cache: map[string]persistedEntry{}}
+	return &persistedQueries{now: now, cache: map[string]map[string]persistedEntry{}}
 }
 
 // hashQuery is the protocol's hash: lowercase hex SHA-256 of the document's UTF-8 text.
@@ -66,12 +67,9 @@ func hashQuery(query string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// persistedKey is the cache's key of an account's registration.
-func persistedKey(account, hash string) string { return account + " " + hash }
-
 func (p *persistedQueries) cached(account, hash string) (persistedEntry, bool) {
 	p.mu.RLock()
-	e, ok := p.cache[persistedKey(account, hash)]
+	e, ok := p.cache[account][hash]
 	p.mu.RUnlock()
 	if !ok || p.now().After(e.expires) {
 		return persistedEntry{}, false
@@ -83,14 +81,22 @@ func (p *persistedQueries) cached(account, hash string) (persistedEntry, bool) {
 func (p *persistedQueries) remember(account, hash, query string, registered time.Time, renewed bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.cache) >= persistedQueryCacheMax {
-		p.cache = map[string]persistedEntry{}
+	own := p.cache[account]
+	if own == nil {
+		own = map[string]persistedEntry{}
+		p.cache[account] = own
+	}
+	if _, known := own[hash]; !known && len(own) >= persistedQueryCacheMax {
+		for h := range own { // Go's map order is random: forget one entry of the account's own
+			delete(own, h)
+			break
+		}
 	}
 	e := persistedEntry{query: query, expires: registered.Add(persistedQueryTTL)}
 	if renewed {
 		e.renewed = registered
 	}
-	p.cache[persistedKey(account, hash)] = e
+	own[hash] = e
 }
 
 // lookup returns the document the account registered under hash; false when there is none (or
