@@ -342,8 +342,13 @@ type ClientInterface interface {
 	// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
 	// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
 	// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
-	// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
-	// answered 400 `BAD_REQUEST`.
+	// (browsers cannot set headers on a WebSocket; a key in the payload wins over one in the
+	// upgrade request's header). A subscription sent as an HTTP request is answered 400
+	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
+	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
+	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// otherwise.
 	//
 	// Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 	QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -679,7 +684,9 @@ type ClientInterface interface {
 	//
 	// A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
-	// ends the stream. A stream lives only as long as the API key that opened it: within a
+	// ends the stream. A key holds at most 100 streams and sockets open at once on each
+	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
+	// stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -1373,8 +1380,13 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
 // with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
 // API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
-// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
-// answered 400 `BAD_REQUEST`.
+// (browsers cannot set headers on a WebSocket; a key in the payload wins over one in the
+// upgrade request's header). A subscription sent as an HTTP request is answered 400
+// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
+// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
+// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
+// otherwise.
 //
 // Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1890,7 +1902,9 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 //
 // A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 // stream. After the message with a final status (`completed`, `cancelled`) the server
-// ends the stream. A stream lives only as long as the API key that opened it: within a
+// ends the stream. A key holds at most 100 streams and sockets open at once on each
+// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
+// stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 // `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -5261,8 +5275,13 @@ type ClientWithResponsesInterface interface {
 	// **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
 	// with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
 	// API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
-	// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
-	// answered 400 `BAD_REQUEST`.
+	// (browsers cannot set headers on a WebSocket; a key in the payload wins over one in the
+	// upgrade request's header). A subscription sent as an HTTP request is answered 400
+	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
+	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
+	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// otherwise.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5614,7 +5633,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
-	// ends the stream. A stream lives only as long as the API key that opened it: within a
+	// ends the stream. A key holds at most 100 streams and sockets open at once on each
+	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
+	// stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -14411,8 +14432,13 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // **Subscriptions** (`Subscription.tripUpdated`) run over a WebSocket opened on this path
 // with the `graphql-transport-ws` subprotocol, the one Apollo Client and urql speak; the
 // API key goes in the `connection_init` payload as `{"Authorization": "Bearer <key>"}`
-// (browsers cannot set headers on a WebSocket). A subscription sent as an HTTP request is
-// answered 400 `BAD_REQUEST`.
+// (browsers cannot set headers on a WebSocket; a key in the payload wins over one in the
+// upgrade request's header). A subscription sent as an HTTP request is answered 400
+// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
+// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
+// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
+// otherwise.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14872,7 +14898,9 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 //
 // A comment line (`: heartbeat`) every 15 seconds keeps proxies from closing an idle
 // stream. After the message with a final status (`completed`, `cancelled`) the server
-// ends the stream. A stream lives only as long as the API key that opened it: within a
+// ends the stream. A key holds at most 100 streams and sockets open at once on each
+// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
+// stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 // `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -150,7 +152,13 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 	if err != nil {
 		return graphqlapi.Session{}, err
 	}
-	held, release := s.auth.Hold(auth.WithPrincipal(ctx, p), p)
+	held, release, err := s.auth.Hold(auth.WithPrincipal(ctx, p), p)
+	if errors.Is(err, auth.ErrTooManySessions) {
+		return graphqlapi.Session{}, graphqlapi.SocketRefusal{Code: 4429,
+			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key"}
+	} else if err != nil {
+		return graphqlapi.Session{}, err
+	}
 	return graphqlapi.Session{
 		Context: held,
 		End:     func() (string, bool) { return closeReason(context.Cause(held)) },

@@ -30,7 +30,13 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 		}
 		return gen.StreamTripUpdates200JSONResponse{Body: current.viewedBy(caller)}, nil
 	}
-	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: caller}
+	// The stream holds a session under the caller's key: it ends when the key is revoked (on
+	// any replica) or expires, with a final `end` message that says so.
+	held, release, err := s.auth.Hold(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	stream := &tripStream{s: s, ctx: held, release: release, tripID: trip.ID, caller: caller}
 	if req.Params.LastEventID != nil {
 		stream.since, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
 	}
@@ -40,11 +46,12 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 // tripStream writes one trip's live updates until the trip is final, the client leaves or
 // the server stops.
 type tripStream struct {
-	s      *Server
-	ctx    context.Context
-	tripID string
-	caller auth.Principal
-	since  liveVersion // the version of the last state the client has (Last-Event-ID)
+	s       *Server
+	ctx     context.Context // ends with the key's session (auth.Authenticator.Hold)
+	release context.CancelFunc
+	tripID  string
+	caller  auth.Principal
+	since   liveVersion // the version of the last state the client has (Last-Event-ID)
 }
 
 func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
@@ -61,10 +68,8 @@ func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error
 	}
 	heartbeat := time.NewTicker(t.s.liveHeartbeat)
 	defer heartbeat.Stop()
-	// The stream holds a session under the caller's key: it ends when the key is revoked (on
-	// any replica) or expires, with a final `end` message that says so.
-	ctx, release := t.s.auth.Hold(t.ctx, t.caller)
-	defer release()
+	defer t.release()
+	ctx := t.ctx
 	ready := func() {
 		if !started {
 			start()

@@ -8,6 +8,8 @@ import (
 	"github.com/coder/websocket"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/server/auth"
 )
 
 // A stream or a socket lives only as long as the key that opened it: what THREAT-MODEL.md calls
@@ -65,6 +67,37 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		Expect(stream.End).To(HaveKeyWithValue("code", "api_key_expired"))
 		Expect(sub.CloseCode).To(Equal(websocket.StatusCode(4403)))
 		Expect(sub.CloseReason).To(HavePrefix("api_key_expired: "))
+	})
+
+	It("are at most 100 per key on a replica: past that a stream is 429 and a socket closes with 4429", func() {
+		l := h.bookLiveTrip()
+		secret, _ := riderKeyThroughAPI(l, map[string]any{})
+		streams := make([]*tripStream, auth.MaxSessionsPerKey)
+		for i := range streams {
+			streams[i] = h.FollowTrip(secret, l.trip.Id, "")
+			Expect(streams[i].Status).To(Equal(http.StatusOK))
+		}
+		Expect(h.FollowTrip(secret, l.trip.Id, "").Status).To(Equal(http.StatusTooManyRequests))
+
+		conn, _, err := websocket.Dial(context.Background(), "ws"+h.URL[len("http"):]+"/v1/graphql",
+			&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		Expect(err).NotTo(HaveOccurred())
+		defer conn.CloseNow()
+		Expect(conn.Write(context.Background(), websocket.MessageText,
+			[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+secret+`"}}`))).To(Succeed())
+		_, _, err = conn.Read(context.Background())
+		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusCode(4429)))
+
+		// Another key of the same rider is not held back by this one's streams.
+		other, _ := riderKeyThroughAPI(l, map[string]any{})
+		Expect(h.FollowTrip(other, l.trip.Id, "").Status).To(Equal(http.StatusOK))
+		// Closing one makes room for one.
+		streams[0].Close()
+		Eventually(func() int {
+			s := h.FollowTrip(secret, l.trip.Id, "")
+			defer s.Close()
+			return s.Status
+		}).WithTimeout(5 * time.Second).Should(Equal(http.StatusOK))
 	})
 
 	It("refuse a socket whose Authorization header is sent twice", func() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -53,7 +54,9 @@ type Authenticator struct {
 	// expiring holds the expiry of the keys in exists that have one, so that they leave it
 	// when they stop acting.
 	expiring map[uint64]time.Time
-	sessions map[string]map[*keySession]struct{}
+	sessions map[string]map[*keySession]struct{} // by key id
+	// accountSessions counts the sessions open on this replica per account.
+	accountSessions map[string]int
 
 	refresh refresher
 
@@ -129,6 +132,8 @@ func New(st *store.Store, now func() time.Time, m Metrics) *Authenticator {
 		exists:   map[uint64]struct{}{},
 		expiring: map[uint64]time.Time{},
 		sessions: map[string]map[*keySession]struct{}{},
+
+		accountSessions: map[string]int{},
 	}
 	a.revision.Store(-1)
 	a.refresh.run = a.load
@@ -395,10 +400,29 @@ func (a *Authenticator) apply(changes []store.APIKeyChange) {
 	}
 }
 
+// Sessions a key, and an account, may hold open at once on one replica: streams and sockets
+// each hold a connection for as long as they last, and a replica has a few thousand.
+const (
+	MaxSessionsPerKey     = 100
+	MaxSessionsPerAccount = 1000
+)
+
+// ErrTooManySessions refuses a session past MaxSessionsPerKey or MaxSessionsPerAccount.
+var ErrTooManySessions = errors.New("auth: too many streams and sockets open")
+
 // Hold opens a session for something that outlives its request under p's key (a stream, a
 // socket): the returned context ends with cause ErrKeyRevoked when the key is revoked on any
 // replica, or ErrKeyExpired when it expires. Call the returned function when the session ends.
-func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context, context.CancelFunc) {
+// Past MaxSessionsPerKey or MaxSessionsPerAccount open on this replica, it refuses with a 429
+// problem whose error matches ErrTooManySessions.
+func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context, context.CancelFunc, error) {
+	a.mu.Lock()
+	if len(a.sessions[p.KeyID]) >= MaxSessionsPerKey || a.accountSessions[p.Account] >= MaxSessionsPerAccount {
+		a.mu.Unlock()
+		return nil, nil, tooManySessions()
+	}
+	a.accountSessions[p.Account]++
+	a.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	stopExpiry := func() bool { return false }
 	if !p.ExpiresAt.IsZero() {
@@ -422,16 +446,32 @@ func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context,
 			cancel(err)
 		}
 	}
+	var once sync.Once
 	return ctx, func() {
-		a.mu.Lock()
-		delete(a.sessions[p.KeyID], s)
-		if len(a.sessions[p.KeyID]) == 0 {
-			delete(a.sessions, p.KeyID)
-		}
-		a.mu.Unlock()
-		stopExpiry()
-		cancel(context.Canceled)
-	}
+		once.Do(func() {
+			a.mu.Lock()
+			delete(a.sessions[p.KeyID], s)
+			if len(a.sessions[p.KeyID]) == 0 {
+				delete(a.sessions, p.KeyID)
+			}
+			if a.accountSessions[p.Account]--; a.accountSessions[p.Account] <= 0 {
+				delete(a.accountSessions, p.Account)
+			}
+			a.mu.Unlock()
+			stopExpiry()
+			cancel(context.Canceled)
+		})
+	}, nil
+}
+
+// tooManySessions is the 429 of a session past its key's or account's bound.
+func tooManySessions() error {
+	p := problem.New(problem.RateLimited, fmt.Sprintf(
+		"Too many streams and sockets are open: at most %d per API key and %d per account on each server. Close one, then retry.",
+		MaxSessionsPerKey, MaxSessionsPerAccount))
+	p.Header = http.Header{"Retry-After": {"5"}}
+	p.Err = ErrTooManySessions
+	return p
 }
 
 // Check reads p's key from the store and tells whether it still acts: nil, ErrKeyRevoked,

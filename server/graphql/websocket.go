@@ -47,6 +47,15 @@ type wsMessage struct {
 // session its operations run in; an error refuses the socket.
 type Authenticate func(ctx context.Context, authorization string) (Session, error)
 
+// SocketRefusal is an error of Authenticate that closes the socket with its own close code and
+// reason, rather than 4403.
+type SocketRefusal struct {
+	Code   int
+	Reason string
+}
+
+func (e SocketRefusal) Error() string { return e.Reason }
+
 // Session is what a socket's API key opens.
 type Session struct {
 	// Context is what the socket's operations run in. It ends when the key stops acting
@@ -130,7 +139,11 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 		header = init.Authorization
 	}
 	session, err := authenticate(ctx, header)
-	if err != nil {
+	var refusal SocketRefusal
+	if errors.As(err, &refusal) {
+		_ = s.conn.Close(websocket.StatusCode(refusal.Code), refusal.Reason)
+		return
+	} else if err != nil {
 		_ = s.conn.Close(wsForbidden, "Forbidden: send a valid API key as {\"Authorization\": \"Bearer <key>\"}")
 		return
 	}

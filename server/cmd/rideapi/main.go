@@ -23,8 +23,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
@@ -197,7 +195,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 		fmt.Fprintf(stdout, "Ride API listening on %s — try: curl -H \"Authorization: Bearer <key>\" %s/v1/trips\n", base, base)
 		return nil
 	}
-	return serveUntilDone(ctx, netutil.LimitListener(ln, maxConnections), srv, srv, log, prepare, apiTransport)
+	return serveUntilDone(ctx, newFairListener(ln, maxConnections), srv, srv, log, prepare, apiTransport)
 }
 
 // transport bounds what one client connection may hold of the server.
@@ -210,8 +208,9 @@ type transport struct {
 // connection dropped after 60 s idle.
 var apiTransport = transport{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 60 * time.Second}
 
-// maxConnections caps the open client connections of one process; past it new connections
-// wait in the kernel's backlog instead of taking file descriptors and memory.
+// maxConnections caps the open client connections of one process; past it an idle one is
+// closed for the newcomer, or, when all are busy, new connections wait in the kernel's backlog
+// instead of taking file descriptors and memory (fairListener).
 const maxConnections = 4096
 
 // shutdownTimeout bounds the drain after SIGTERM; orchestrators usually wait 30 s before they
@@ -232,6 +231,9 @@ func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, 
 		WriteTimeout:      limits.write,
 		IdleTimeout:       limits.idle,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if fair, ok := ln.(*fairListener); ok {
+		httpServer.ConnState = fair.connState
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(ln) }()

@@ -96,3 +96,75 @@ func TestTransportLimitsFreeConnections(t *testing.T) {
 	}
 
 }
+
+// TestIdleConnectionsMakeRoom fills every connection slot with idle keep-alive connections,
+// which cost a client nothing to hold, and shows a newcomer is still served: the connection
+// idle the longest is closed for it.
+func TestIdleConnectionsMakeRoom(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := server.New(server.Config{CursorSecret: []byte("main-test-secret-0123456789")}, server.Deps{Store: st, Starting: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := raw.Addr().String()
+	// Idle connections would last a minute on their own: only making room closes them here.
+	limits := transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second, idle: time.Minute}
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveUntilDone(stop, newFairListener(raw, 2), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	get := func(conn net.Conn) (*http.Response, error) {
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return nil, err
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+		return res, err
+	}
+	var idle []net.Conn
+	for range 2 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if res, err := get(conn); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("healthz: %v %v", res, err)
+		}
+		idle = append(idle, conn)
+	}
+
+	// Both slots hold idle connections; a third client is served all the same.
+	newcomer, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Close()
+	if res, err := get(newcomer); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the newcomer was not served while idle connections held every slot: %v %v", res, err)
+	}
+	// The first idle connection, idle the longest, was closed to make room.
+	_ = idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the longest idle connection should have been closed, read: %v", err)
+	}
+}
