@@ -348,7 +348,9 @@ type ClientInterface interface {
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
 	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
-	// otherwise.
+	// otherwise. Each operation a socket starts takes one read from the key's budget (an
+	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
+	// at once (`TOO_MANY_OPERATIONS` past that).
 	//
 	// Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 	QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1386,7 +1388,9 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 // in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
 // it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
-// otherwise.
+// otherwise. Each operation a socket starts takes one read from the key's budget (an
+// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
+// at once (`TOO_MANY_OPERATIONS` past that).
 //
 // Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5281,7 +5285,9 @@ type ClientWithResponsesInterface interface {
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
 	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
-	// otherwise.
+	// otherwise. Each operation a socket starts takes one read from the key's budget (an
+	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
+	// at once (`TOO_MANY_OPERATIONS` past that).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14438,7 +14444,9 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 // in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
 // it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
-// otherwise.
+// otherwise. Each operation a socket starts takes one read from the key's budget (an
+// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
+// at once (`TOO_MANY_OPERATIONS` past that).
 //
 // Returns a wrapper object for the known response body format(s).
 //

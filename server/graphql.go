@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,6 +14,7 @@ import (
 	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/server/pipeline"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -126,8 +129,16 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.Method != http.MethodGet || r.URL.Path != "/v1/graphql" || !graphqlapi.IsWebSocket(r) {
 			return next(c)
 		}
+		// The socket is named like any request, in its answer, its refusals and its log line.
+		id := pipeline.NewRequestID()
+		c.Response().Header().Set("X-Request-Id", id)
+		r = r.WithContext(pipeline.WithRequestID(r.Context(), id))
+		c.SetRequest(r)
 		authorization, err := pipeline.AuthorizationHeader(r)
 		if err != nil {
+			return err
+		}
+		if err := checkUpgrade(r); err != nil {
 			return err
 		}
 		w := c.Response().Writer
@@ -136,28 +147,60 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
-		ctx, cancel := context.WithCancel(pipeline.WithRequestID(r.Context(), pipeline.NewRequestID()))
+		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(s.backgroundCtx, cancel)()
 		r.Header.Set(echo.HeaderAuthorization, authorization)
-		s.graphql.ServeWebSocket(ctx, w, r, s.socketSession)
+		s.graphql.ServeWebSocket(ctx, w, r, func(ctx context.Context, authorization string) (graphqlapi.Session, error) {
+			session, p, err := s.socketSession(ctx, authorization)
+			if err == nil {
+				pipeline.ObserveSocket(c, "/v1/graphql", p)
+			}
+			return session, err
+		})
 		return nil
 	}
 }
 
+// checkUpgrade refuses, as any other invalid request, a WebSocket upgrade that RFC 6455 does
+// not allow, before the WebSocket library answers it in plain text.
+func checkUpgrade(r *http.Request) error {
+	invalid := func(header, message string) error {
+		return &problem.Error{Code: problem.InvalidRequest, Detail: "This WebSocket upgrade is invalid: " + message + ".",
+			Fields: []gen.ProblemFieldError{{Location: "header." + header, Message: message}}}
+	}
+	upgrade := false
+	for _, v := range r.Header.Values("Connection") {
+		for _, token := range strings.Split(v, ",") {
+			upgrade = upgrade || strings.EqualFold(strings.TrimSpace(token), "upgrade")
+		}
+	}
+	if !upgrade {
+		return invalid("Connection", "must include upgrade")
+	}
+	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		return invalid("Sec-WebSocket-Version", "must be 13")
+	}
+	if key, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key")); err != nil || len(key) != 16 {
+		return invalid("Sec-WebSocket-Key", "must be 16 bytes in base64")
+	}
+	return nil
+}
+
 // socketSession authenticates a GraphQL socket's key and holds a session under it, which ends
-// when the key is revoked or expires (auth.Authenticator.Hold).
-func (s *Server) socketSession(ctx context.Context, authorization string) (graphqlapi.Session, error) {
+// when the key is revoked or expires (auth.Authenticator.Hold). Every operation the socket
+// starts takes one read from the key's budget, as a request would.
+func (s *Server) socketSession(ctx context.Context, authorization string) (graphqlapi.Session, auth.Principal, error) {
 	p, err := s.auth.Authenticate(ctx, authorization)
 	if err != nil {
-		return graphqlapi.Session{}, err
+		return graphqlapi.Session{}, p, err
 	}
 	held, release, err := s.auth.Hold(auth.WithPrincipal(ctx, p), p)
 	if errors.Is(err, auth.ErrTooManySessions) {
-		return graphqlapi.Session{}, graphqlapi.SocketRefusal{Code: 4429,
+		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 4429,
 			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key"}
 	} else if err != nil {
-		return graphqlapi.Session{}, err
+		return graphqlapi.Session{}, p, err
 	}
 	return graphqlapi.Session{
 		Context: held,
@@ -166,11 +209,17 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 			err := s.auth.Check(ctx, p)
 			if reason, ended := closeReason(err); ended {
 				return reason, nil
+			} else if err != nil {
+				return "", err
 			}
-			return "", err
+			var limited *problem.Error
+			if err := s.pipeline.ChargeRead(ctx, p); errors.As(err, &limited) {
+				return "", graphqlapi.OperationRefusal{Code: "RATE_LIMITED", Message: limited.Detail}
+			}
+			return "", nil
 		},
 		Close: release,
-	}, nil
+	}, p, nil
 }
 
 // closeReason is the close reason of a socket whose key stopped acting (auth.KeyEnd): its code

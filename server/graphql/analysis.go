@@ -57,6 +57,8 @@ const (
 	gqlCodeTooComplex                 = "QUERY_TOO_COMPLEX"
 	gqlCodePersistedQueryNotFound     = "PERSISTED_QUERY_NOT_FOUND"
 	gqlCodePersistedQueryHashMismatch = "PERSISTED_QUERY_HASH_MISMATCH"
+	// gqlCodeTooManyOperations refuses an operation a socket starts past wsMaxOperations.
+	gqlCodeTooManyOperations = "TOO_MANY_OPERATIONS"
 )
 
 // requestError is a GraphQL error found before execution: the document does not run, and the

@@ -1,9 +1,11 @@
 package graphql
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -55,6 +57,19 @@ type SocketRefusal struct {
 }
 
 func (e SocketRefusal) Error() string { return e.Reason }
+
+// OperationRefusal is an error of Session.Check that refuses one operation, answered with an
+// error message whose extensions.code is Code, while the socket stays open.
+type OperationRefusal struct {
+	Code    string
+	Message string
+}
+
+func (e OperationRefusal) Error() string { return e.Message }
+
+// wsMaxOperations bounds the operations one socket runs at once: each subscription holds
+// goroutines and a follower of its trip until it completes.
+const wsMaxOperations = 100
 
 // Session is what a socket's API key opens.
 type Session struct {
@@ -133,6 +148,11 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 		Authorization string `json:"Authorization"`
 	}
 	if len(first.Payload) > 0 && string(first.Payload) != "null" {
+		// Which of two keys speaks for a socket must not depend on a JSON decoder's choice.
+		if repeatedMember(first.Payload) {
+			_ = s.conn.Close(wsBadRequest, "Invalid message: a member of connection_init's payload is given twice")
+			return
+		}
 		_ = json.Unmarshal(first.Payload, &init)
 	}
 	if init.Authorization != "" {
@@ -203,15 +223,29 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 		_ = s.conn.Close(wsBadRequest, "A subscribe message needs an id and a payload with a query")
 		return false
 	}
-	// A revocation may not have reached this replica yet: the key is read again first.
+	refuse := func(code, message string) {
+		payload, _ := json.Marshal([]graphQLError{{Message: message, Extensions: map[string]any{"code": code}}})
+		_ = s.write(ctx, wsMessage{ID: msg.ID, Type: "error", Payload: payload})
+	}
+	s.mu.Lock()
+	running := len(s.running)
+	s.mu.Unlock()
+	if running >= wsMaxOperations {
+		refuse(gqlCodeTooManyOperations, fmt.Sprintf("This socket already runs %d operations, the most it may: complete one first.", wsMaxOperations))
+		return true
+	}
+	// A revocation may not have reached this replica yet: the key is read again first, and
+	// the operation is metered like a request.
+	var refusal OperationRefusal
 	if reason, err := s.check(ctx); reason != "" {
 		_ = s.conn.Close(wsForbidden, reason)
 		return false
+	} else if errors.As(err, &refusal) {
+		refuse(refusal.Code, refusal.Message)
+		return true
 	} else if err != nil {
 		s.h.log.ErrorContext(ctx, "graphql subscribe: key check failed", "error", err.Error())
-		payload, _ := json.Marshal([]graphQLError{{Message: "The API key could not be checked. Retry shortly.",
-			Extensions: map[string]any{"code": gqlCodeInternal}}})
-		_ = s.write(ctx, wsMessage{ID: msg.ID, Type: "error", Payload: payload})
+		refuse(gqlCodeInternal, "The API key could not be checked. Retry shortly.")
 		return true
 	}
 	s.mu.Lock()
@@ -304,4 +338,29 @@ func (s *wsSession) write(ctx context.Context, msg wsMessage) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	return s.conn.Write(ctx, websocket.MessageText, data)
+}
+
+// repeatedMember reports whether the JSON object raw names one of its own members twice; false
+// for anything that is not an object.
+func repeatedMember(raw json.RawMessage) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return false
+	}
+	seen := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // a name
+			return false
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+		seen++
+	}
+	return seen != len(members)
 }

@@ -15,7 +15,15 @@ import (
 const (
 	observedOperation = "ride.operation"
 	observedPrincipal = "ride.principal"
+	observedRoute     = "ride.route"
 )
+
+// ObserveSocket names, for a socket served before the gate (GraphQL's), its route and the
+// caller its key speaks for, in its log line and metrics like any request's.
+func ObserveSocket(c echo.Context, route string, p auth.Principal) {
+	c.Set(observedRoute, route)
+	c.Set(observedPrincipal, p)
+}
 
 // routeUnmatched labels requests that match no route, so that scanners probing random paths
 // cannot grow the metrics without bound.
@@ -67,6 +75,8 @@ func (pl *Pipeline) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 		route := routeUnmatched
 		if info, ok := c.Get(observedOperation).(*operationInfo); ok && info != nil {
 			route = info.path
+		} else if r, ok := c.Get(observedRoute).(string); ok {
+			route = r
 		} else if pl.outsideDocument[c.Path()] {
 			route = c.Path()
 		}

@@ -479,3 +479,26 @@ func (r *redisBuckets) allowN(ctx context.Context, key string, l bucketLimit, n 
 }
 
 func (r *redisBuckets) close() error { return r.client.Close() }
+
+// ChargeRead takes one read from p's budget, for work that reaches the API without an HTTP
+// request of its own: each operation a GraphQL socket starts. A spent budget is the 429
+// problem; a failing rate-limit store lets the work through, as it does requests.
+func (pl *Pipeline) ChargeRead(ctx context.Context, p auth.Principal) error {
+	l := pl.limits
+	if l == nil || l.limits[classRead].rate == 0 {
+		return nil
+	}
+	limit := l.limits[classRead]
+	key := l.prefix + "ratelimit:" + classRead.String() + ":" + p.KeyID
+	q, err := l.buckets.take(ctx, key, limit)
+	if err != nil {
+		l.log.WarnContext(ctx, "rate limit failed; socket operation let through unmetered",
+			slog.String("request_id", RequestID(ctx)), slog.String("error", err.Error()))
+		return nil
+	}
+	if !q.allowed {
+		l.metrics.rateLimited.WithLabelValues(classRead.String()).Inc()
+		return rateLimited(classRead, limit, q)
+	}
+	return nil
+}
