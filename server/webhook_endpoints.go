@@ -88,22 +88,27 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	}, nil
 }
 
-// ListWebhookEndpoints lists the caller's account's endpoints, newest first.
+// ListWebhookEndpoints lists the caller's account's endpoints, newest first unless sorted
+// otherwise.
 func (s *Server) ListWebhookEndpoints(ctx context.Context, req gen.ListWebhookEndpointsRequestObject) (gen.ListWebhookEndpointsResponseObject, error) {
-	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor, req.Params.Sort)
 	if err != nil {
 		return nil, err
 	}
 	return gen.ListWebhookEndpoints200JSONResponse{Body: list}, nil
 }
 
-func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string) (gen.WebhookEndpointList, error) {
+func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string, sort *gen.CreatedAtSort) (gen.WebhookEndpointList, error) {
 	if err := requireAdmin(ctx, "list webhook endpoints"); err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
+	order, err := parseTimeSort(sort)
+	if err != nil {
+		return gen.WebhookEndpointList{}, err
+	}
 	caller := auth.PrincipalFrom(ctx)
-	query := callerQuery(caller, webhookEndpointsRoute)
-	params, err := s.pageRequest(limit, cursor, query)
+	query := callerQuery(caller, webhookEndpointsRoute, order.spec)
+	params, err := s.pageRequest(limit, cursor, order, query)
 	if err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
@@ -298,7 +303,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.Rotate
 	}, nil
 }
 
-// ListWebhookDeliveries lists an endpoint's attempt log, newest first.
+// ListWebhookDeliveries lists an endpoint's attempt log, newest first unless sorted otherwise.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookDeliveriesRequestObject) (gen.ListWebhookDeliveriesResponseObject, error) {
 	if err := requireAdmin(ctx, "read deliveries"); err != nil {
 		return nil, err
@@ -307,8 +312,12 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 	if err != nil {
 		return nil, err
 	}
-	query := callerQuery(auth.PrincipalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries")
-	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
+	order, err := parseTimeSort(req.Params.Sort)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(auth.PrincipalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries", order.spec)
+	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, order, query)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +420,7 @@ func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.Cr
 
 // ListWebhookEndpointsDeprecated is ListWebhookEndpoints under the seed's spelling.
 func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.ListWebhookEndpointsDeprecatedRequestObject) (gen.ListWebhookEndpointsDeprecatedResponseObject, error) {
-	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor, req.Params.Sort)
 	if err != nil {
 		return nil, err
 	}
