@@ -1952,6 +1952,42 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem details object.
 type Conflict = Problem
 
+// DeprecatedBadRequest An RFC 9457 problem details object.
+type DeprecatedBadRequest = Problem
+
+// DeprecatedConflict An RFC 9457 problem details object.
+type DeprecatedConflict = Problem
+
+// DeprecatedForbidden An RFC 9457 problem details object.
+type DeprecatedForbidden = Problem
+
+// DeprecatedInternalError An RFC 9457 problem details object.
+type DeprecatedInternalError = Problem
+
+// DeprecatedNotAcceptable An RFC 9457 problem details object.
+type DeprecatedNotAcceptable = Problem
+
+// DeprecatedNotFound An RFC 9457 problem details object.
+type DeprecatedNotFound = Problem
+
+// DeprecatedPayloadTooLarge An RFC 9457 problem details object.
+type DeprecatedPayloadTooLarge = Problem
+
+// DeprecatedServiceUnavailable An RFC 9457 problem details object.
+type DeprecatedServiceUnavailable = Problem
+
+// DeprecatedTooManyRequests An RFC 9457 problem details object.
+type DeprecatedTooManyRequests = Problem
+
+// DeprecatedUnauthorized An RFC 9457 problem details object.
+type DeprecatedUnauthorized = Problem
+
+// DeprecatedUnprocessableEntity An RFC 9457 problem details object.
+type DeprecatedUnprocessableEntity = Problem
+
+// DeprecatedUnsupportedMediaType An RFC 9457 problem details object.
+type DeprecatedUnsupportedMediaType = Problem
+
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
 
@@ -2001,6 +2037,18 @@ type UnsupportedMediaType = Problem
 // WebhookEndpointCreateBody A webhook endpoint to register.
 type WebhookEndpointCreateBody = WebhookEndpointCreate
 
+// GetHealthParams defines parameters for GetHealth.
+type GetHealthParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetReadinessParams defines parameters for GetReadiness.
+type GetReadinessParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListApiKeysParams defines parameters for ListApiKeys.
 type ListApiKeysParams struct {
 	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
@@ -2049,6 +2097,12 @@ type ListCitiesParams struct {
 
 // GetDriverParams defines parameters for GetDriver.
 type GetDriverParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetDriverAvailabilityParams defines parameters for GetDriverAvailability.
+type GetDriverAvailabilityParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2318,6 +2372,9 @@ type GetTripPaymentParams struct {
 type StreamTripUpdatesParams struct {
 	// LastEventID The `id` of the last message received, to resume after a disconnect.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
@@ -3124,10 +3181,10 @@ func (t *Event) UnmarshalJSON(b []byte) error {
 type ServerInterface interface {
 	// GetHealth Liveness probe
 	// (GET /healthz)
-	GetHealth(ctx echo.Context) error
+	GetHealth(ctx echo.Context, params GetHealthParams) error
 	// GetReadiness Readiness probe
 	// (GET /readyz)
-	GetReadiness(ctx echo.Context) error
+	GetReadiness(ctx echo.Context, params GetReadinessParams) error
 	// ListApiKeys List API keys
 	// (GET /v1/api-keys)
 	ListApiKeys(ctx echo.Context, params ListApiKeysParams) error
@@ -3148,7 +3205,7 @@ type ServerInterface interface {
 	GetDriver(ctx echo.Context, driverId DriverId, params GetDriverParams) error
 	// GetDriverAvailability Get whether a driver is online
 	// (GET /v1/drivers/{driverId}/availability)
-	GetDriverAvailability(ctx echo.Context, driverId DriverId) error
+	GetDriverAvailability(ctx echo.Context, driverId DriverId, params GetDriverAvailabilityParams) error
 	// SetDriverAvailability Go online or offline
 	// (PUT /v1/drivers/{driverId}/availability)
 	SetDriverAvailability(ctx echo.Context, driverId DriverId) error
@@ -3270,8 +3327,28 @@ type ServerInterfaceWrapper struct {
 func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHealthParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetHealth(ctx)
+	err = w.Handler.GetHealth(ctx, params)
 	return err
 }
 
@@ -3279,8 +3356,28 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetReadinessParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetReadiness(ctx)
+	err = w.Handler.GetReadiness(ctx, params)
 	return err
 }
 
@@ -3490,8 +3587,28 @@ func (w *ServerInterfaceWrapper) GetDriverAvailability(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter driverId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDriverAvailabilityParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDriverAvailability(ctx, driverId)
+	err = w.Handler.GetDriverAvailability(ctx, driverId, params)
 	return err
 }
 
@@ -4358,6 +4475,21 @@ func (w *ServerInterfaceWrapper) StreamTripUpdates(ctx echo.Context) error {
 
 		params.LastEventID = &LastEventID
 	}
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StreamTripUpdates(ctx, tripId, params)
@@ -5217,6 +5349,175 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 	Headers ConflictResponseHeaders
 }
 
+type DeprecatedBadRequestResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedBadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedBadRequestResponseHeaders
+}
+
+type DeprecatedConflictResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	RetryAfter         *int
+	XRequestId         string
+}
+type DeprecatedConflictApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedConflictResponseHeaders
+}
+
+type DeprecatedForbiddenResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedForbiddenApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedForbiddenResponseHeaders
+}
+
+type DeprecatedInternalErrorResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedInternalErrorApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedInternalErrorResponseHeaders
+}
+
+type DeprecatedNotAcceptableResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedNotAcceptableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedNotAcceptableResponseHeaders
+}
+
+type DeprecatedNotFoundResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedNotFoundResponseHeaders
+}
+
+type DeprecatedNotModifiedResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+type DeprecatedNotModifiedResponse struct {
+	Headers DeprecatedNotModifiedResponseHeaders
+}
+
+type DeprecatedPayloadTooLargeResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedPayloadTooLargeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedPayloadTooLargeResponseHeaders
+}
+
+type DeprecatedServiceUnavailableResponseHeaders struct {
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
+}
+type DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedServiceUnavailableResponseHeaders
+}
+
+type DeprecatedTooManyRequestsResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+type DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedTooManyRequestsResponseHeaders
+}
+
+type DeprecatedUnauthorizedResponseHeaders struct {
+	Deprecation     string
+	Link            string
+	WWWAuthenticate string
+	XRequestId      string
+}
+type DeprecatedUnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnauthorizedResponseHeaders
+}
+
+type DeprecatedUnprocessableEntityResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	XRequestId         string
+}
+type DeprecatedUnprocessableEntityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnprocessableEntityResponseHeaders
+}
+
+type DeprecatedUnsupportedMediaTypeResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedUnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnsupportedMediaTypeResponseHeaders
+}
+
 type ForbiddenResponseHeaders struct {
 	IdempotentReplayed *string
 	RateLimitLimit     *int
@@ -5286,10 +5587,12 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 }
 
 type NotModifiedResponseHeaders struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 type NotModifiedResponse struct {
@@ -5367,6 +5670,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 }
 
 type GetHealthRequestObject struct {
+	Params GetHealthParams
 }
 
 type GetHealthResponseObject interface {
@@ -5374,7 +5678,10 @@ type GetHealthResponseObject interface {
 }
 
 type GetHealth200ResponseHeaders struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
 }
 
 type GetHealth200JSONResponse struct {
@@ -5389,10 +5696,33 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetHealth304Response = NotModifiedResponse
+
+func (response GetHealth304Response) VisitGetHealthResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetHealth400ApplicationProblemPlusJSONResponse struct {
@@ -5417,6 +5747,32 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealth406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth406ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5459,6 +5815,7 @@ func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 }
 
 type GetReadinessRequestObject struct {
+	Params GetReadinessParams
 }
 
 type GetReadinessResponseObject interface {
@@ -5466,7 +5823,10 @@ type GetReadinessResponseObject interface {
 }
 
 type GetReadiness200ResponseHeaders struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
 }
 
 type GetReadiness200JSONResponse struct {
@@ -5481,10 +5841,33 @@ func (response GetReadiness200JSONResponse) VisitGetReadinessResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetReadiness304Response = NotModifiedResponse
+
+func (response GetReadiness304Response) VisitGetReadinessResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetReadiness400ApplicationProblemPlusJSONResponse struct {
@@ -5509,6 +5892,32 @@ func (response GetReadiness400ApplicationProblemPlusJSONResponse) VisitGetReadin
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadiness406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetReadiness406ApplicationProblemPlusJSONResponse) VisitGetReadinessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5601,6 +6010,7 @@ func (response ListApiKeys200JSONResponse) VisitListApiKeysResponse(w http.Respo
 type ListApiKeys304Response = NotModifiedResponse
 
 func (response ListApiKeys304Response) VisitListApiKeysResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -5611,6 +6021,7 @@ func (response ListApiKeys304Response) VisitListApiKeysResponse(w http.ResponseW
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6287,6 +6698,7 @@ func (response GetApiKey200JSONResponse) VisitGetApiKeyResponse(w http.ResponseW
 type GetApiKey304Response = NotModifiedResponse
 
 func (response GetApiKey304Response) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6297,6 +6709,7 @@ func (response GetApiKey304Response) VisitGetApiKeyResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6542,6 +6955,7 @@ func (response ListCities200JSONResponse) VisitListCitiesResponse(w http.Respons
 type ListCities304Response = NotModifiedResponse
 
 func (response ListCities304Response) VisitListCitiesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6552,6 +6966,7 @@ func (response ListCities304Response) VisitListCitiesResponse(w http.ResponseWri
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6743,6 +7158,7 @@ func (response GetDriver200JSONResponse) VisitGetDriverResponse(w http.ResponseW
 type GetDriver304Response = NotModifiedResponse
 
 func (response GetDriver304Response) VisitGetDriverResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6753,6 +7169,7 @@ func (response GetDriver304Response) VisitGetDriverResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6920,6 +7337,7 @@ func (response GetDriver503ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 
 type GetDriverAvailabilityRequestObject struct {
 	DriverId DriverId `json:"driverId"`
+	Params   GetDriverAvailabilityParams
 }
 
 type GetDriverAvailabilityResponseObject interface {
@@ -6964,6 +7382,26 @@ func (response GetDriverAvailability200JSONResponse) VisitGetDriverAvailabilityR
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetDriverAvailability304Response = NotModifiedResponse
+
+func (response GetDriverAvailability304Response) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetDriverAvailability400ApplicationProblemPlusJSONResponse struct {
@@ -7782,6 +8220,7 @@ func (response ListDriverTrips200JSONResponse) VisitListDriverTripsResponse(w ht
 type ListDriverTrips304Response = NotModifiedResponse
 
 func (response ListDriverTrips304Response) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -7792,6 +8231,7 @@ func (response ListDriverTrips304Response) VisitListDriverTripsResponse(w http.R
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -8037,6 +8477,7 @@ func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.Respons
 type ListEvents304Response = NotModifiedResponse
 
 func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -8047,6 +8488,7 @@ func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWri
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -8267,6 +8709,7 @@ func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWri
 type GetEvent304Response = NotModifiedResponse
 
 func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -8277,6 +8720,7 @@ func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter)
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -8812,6 +9256,7 @@ func (response GetFareEstimate200JSONResponse) VisitGetFareEstimateResponse(w ht
 type GetFareEstimate304Response = NotModifiedResponse
 
 func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -8822,6 +9267,7 @@ func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.R
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9097,6 +9543,7 @@ func (response QueryGraphQL200JSONResponse) VisitQueryGraphQLResponse(w http.Res
 type QueryGraphQL304Response = NotModifiedResponse
 
 func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9107,6 +9554,7 @@ func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.Respons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9594,6 +10042,7 @@ type GetOpenApiJsonResponseObject interface {
 type GetOpenApiJson200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
@@ -9611,6 +10060,7 @@ func (response GetOpenApiJson200JSONResponse) VisitGetOpenApiJsonResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -9620,6 +10070,7 @@ func (response GetOpenApiJson200JSONResponse) VisitGetOpenApiJsonResponse(w http
 type GetOpenApiJson304Response = NotModifiedResponse
 
 func (response GetOpenApiJson304Response) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9630,6 +10081,7 @@ func (response GetOpenApiJson304Response) VisitGetOpenApiJsonResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9735,6 +10187,7 @@ type GetOpenApiYamlResponseObject interface {
 type GetOpenApiYaml200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
@@ -9752,6 +10205,7 @@ func (response GetOpenApiYaml200ApplicationyamlResponse) VisitGetOpenApiYamlResp
 	}
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 
@@ -9765,6 +10219,7 @@ func (response GetOpenApiYaml200ApplicationyamlResponse) VisitGetOpenApiYamlResp
 type GetOpenApiYaml304Response = NotModifiedResponse
 
 func (response GetOpenApiYaml304Response) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9775,6 +10230,7 @@ func (response GetOpenApiYaml304Response) VisitGetOpenApiYamlResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -10226,6 +10682,7 @@ func (response ListReceipts200JSONResponse) VisitListReceiptsResponse(w http.Res
 type ListReceipts304Response = NotModifiedResponse
 
 func (response ListReceipts304Response) VisitListReceiptsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -10236,6 +10693,7 @@ func (response ListReceipts304Response) VisitListReceiptsResponse(w http.Respons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -10456,6 +10914,7 @@ func (response GetRider200JSONResponse) VisitGetRiderResponse(w http.ResponseWri
 type GetRider304Response = NotModifiedResponse
 
 func (response GetRider304Response) VisitGetRiderResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -10466,6 +10925,7 @@ func (response GetRider304Response) VisitGetRiderResponse(w http.ResponseWriter)
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -11000,6 +11460,7 @@ func (response ListTrips200JSONResponse) VisitListTripsResponse(w http.ResponseW
 type ListTrips304Response = NotModifiedResponse
 
 func (response ListTrips304Response) VisitListTripsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -11010,6 +11471,7 @@ func (response ListTrips304Response) VisitListTripsResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -11201,6 +11663,7 @@ func (response GetTrip200JSONResponse) VisitGetTripResponse(w http.ResponseWrite
 type GetTrip304Response = NotModifiedResponse
 
 func (response GetTrip304Response) VisitGetTripResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -11211,6 +11674,7 @@ func (response GetTrip304Response) VisitGetTripResponse(w http.ResponseWriter) e
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -12082,6 +12546,7 @@ func (response GetTripPayment200JSONResponse) VisitGetTripPaymentResponse(w http
 type GetTripPayment304Response = NotModifiedResponse
 
 func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -12092,6 +12557,7 @@ func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -12296,8 +12762,14 @@ type StreamTripUpdatesResponseObject interface {
 }
 
 type StreamTripUpdates200ResponseHeaders struct {
-	CacheControl string
-	XRequestId   string
+	CacheControl       string
+	ETag               *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               *string
+	XAccelBuffering    *string
+	XRequestId         string
 }
 
 type StreamTripUpdates200JSONResponse struct {
@@ -12313,6 +12785,24 @@ func (response StreamTripUpdates200JSONResponse) VisitStreamTripUpdatesResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	if response.Headers.XAccelBuffering != nil {
+		w.Header().Set("X-Accel-Buffering", fmt.Sprint(*response.Headers.XAccelBuffering))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -12332,6 +12822,24 @@ func (response StreamTripUpdates200TexteventStreamResponse) VisitStreamTripUpdat
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	if response.Headers.XAccelBuffering != nil {
+		w.Header().Set("X-Accel-Buffering", fmt.Sprint(*response.Headers.XAccelBuffering))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 
@@ -12363,6 +12871,26 @@ func (response StreamTripUpdates200TexteventStreamResponse) VisitStreamTripUpdat
 			return err
 		}
 	}
+}
+
+type StreamTripUpdates304Response = NotModifiedResponse
+
+func (response StreamTripUpdates304Response) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type StreamTripUpdates400ApplicationProblemPlusJSONResponse struct {
@@ -12605,6 +13133,7 @@ func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsRes
 type ListWebhookEndpoints304Response = NotModifiedResponse
 
 func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -12615,6 +13144,7 @@ func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsRespons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -13291,6 +13821,7 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 type GetWebhookEndpoint304Response = NotModifiedResponse
 
 func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -13301,6 +13832,7 @@ func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w 
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -13833,6 +14365,7 @@ func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesR
 type ListWebhookDeliveries304Response = NotModifiedResponse
 
 func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -13843,6 +14376,7 @@ func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesRespo
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -14920,10 +15454,13 @@ func (response ListWebhookEndpointsDeprecated200JSONResponse) VisitListWebhookEn
 	return err
 }
 
-type ListWebhookEndpointsDeprecated304Response = NotModifiedResponse
+type ListWebhookEndpointsDeprecated304Response = DeprecatedNotModifiedResponse
 
 func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14933,13 +15470,14 @@ func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpoi
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
 }
 
 type ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14949,6 +15487,8 @@ func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14965,7 +15505,7 @@ func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14975,6 +15515,8 @@ func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -14983,7 +15525,7 @@ func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14993,9 +15535,11 @@ func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15012,7 +15556,7 @@ func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse struct {
-	NotAcceptableApplicationProblemPlusJSONResponse
+	DeprecatedNotAcceptableApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15022,6 +15566,8 @@ func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15038,7 +15584,7 @@ func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15048,6 +15594,8 @@ func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15065,7 +15613,7 @@ func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15075,6 +15623,8 @@ func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15082,7 +15632,7 @@ func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15092,6 +15642,8 @@ func (response ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15151,7 +15703,7 @@ func (response CreateWebhookEndpointDeprecated201JSONResponse) VisitCreateWebhoo
 }
 
 type CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15161,6 +15713,8 @@ func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15177,7 +15731,7 @@ func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15187,6 +15741,8 @@ func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15195,7 +15751,7 @@ func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15205,9 +15761,11 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15224,7 +15782,7 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse struct {
-	ConflictApplicationProblemPlusJSONResponse
+	DeprecatedConflictApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15234,9 +15792,11 @@ func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15247,7 +15807,7 @@ func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse struct {
-	PayloadTooLargeApplicationProblemPlusJSONResponse
+	DeprecatedPayloadTooLargeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15257,6 +15817,8 @@ func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -15264,7 +15826,7 @@ func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse struct {
-	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+	DeprecatedUnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15274,6 +15836,8 @@ func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -15281,7 +15845,7 @@ func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse struct {
-	UnprocessableEntityApplicationProblemPlusJSONResponse
+	DeprecatedUnprocessableEntityApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15291,9 +15855,11 @@ func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
@@ -15301,7 +15867,7 @@ func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15311,6 +15877,8 @@ func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15328,7 +15896,7 @@ func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15338,6 +15906,8 @@ func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15345,7 +15915,7 @@ func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15355,6 +15925,8 @@ func (response CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15403,7 +15975,7 @@ func (response DeleteWebhookEndpointDeprecated204Response) VisitDeleteWebhookEnd
 }
 
 type DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15413,6 +15985,8 @@ func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15429,7 +16003,7 @@ func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15439,6 +16013,8 @@ func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15447,7 +16023,7 @@ func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15457,9 +16033,11 @@ func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15476,7 +16054,7 @@ func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
+	DeprecatedNotFoundApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15486,6 +16064,8 @@ func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15502,7 +16082,7 @@ func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15512,6 +16092,8 @@ func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15529,7 +16111,7 @@ func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15539,6 +16121,8 @@ func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15546,7 +16130,7 @@ func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15556,6 +16140,8 @@ func (response DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15618,10 +16204,13 @@ func (response GetWebhookEndpointDeprecated200JSONResponse) VisitGetWebhookEndpo
 	return err
 }
 
-type GetWebhookEndpointDeprecated304Response = NotModifiedResponse
+type GetWebhookEndpointDeprecated304Response = DeprecatedNotModifiedResponse
 
 func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15631,13 +16220,14 @@ func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointD
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
 }
 
 type GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15647,6 +16237,8 @@ func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15663,7 +16255,7 @@ func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15673,6 +16265,8 @@ func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15681,7 +16275,7 @@ func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15691,9 +16285,11 @@ func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15710,7 +16306,7 @@ func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
+	DeprecatedNotFoundApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15720,6 +16316,8 @@ func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15736,7 +16334,7 @@ func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse struct {
-	NotAcceptableApplicationProblemPlusJSONResponse
+	DeprecatedNotAcceptableApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15746,6 +16344,8 @@ func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15762,7 +16362,7 @@ func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15772,6 +16372,8 @@ func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15789,7 +16391,7 @@ func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15799,6 +16401,8 @@ func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15806,7 +16410,7 @@ func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15816,6 +16420,8 @@ func (response GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15979,8 +16585,10 @@ type strictHandler struct {
 }
 
 // GetHealth operation middleware
-func (sh *strictHandler) GetHealth(ctx echo.Context) error {
+func (sh *strictHandler) GetHealth(ctx echo.Context, params GetHealthParams) error {
 	var request GetHealthRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetHealth(ctx.Request().Context(), request.(GetHealthRequestObject))
@@ -16002,8 +16610,10 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 }
 
 // GetReadiness operation middleware
-func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
+func (sh *strictHandler) GetReadiness(ctx echo.Context, params GetReadinessParams) error {
 	var request GetReadinessRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetReadiness(ctx.Request().Context(), request.(GetReadinessRequestObject))
@@ -16200,10 +16810,11 @@ func (sh *strictHandler) GetDriver(ctx echo.Context, driverId DriverId, params G
 }
 
 // GetDriverAvailability operation middleware
-func (sh *strictHandler) GetDriverAvailability(ctx echo.Context, driverId DriverId) error {
+func (sh *strictHandler) GetDriverAvailability(ctx echo.Context, driverId DriverId, params GetDriverAvailabilityParams) error {
 	var request GetDriverAvailabilityRequestObject
 
 	request.DriverId = driverId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDriverAvailability(ctx.Request().Context(), request.(GetDriverAvailabilityRequestObject))
@@ -17393,509 +18004,526 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rciO5tSb6KhjaEyV5J1kkRUklKhwn1FWqbm3XzZKq23azhglmgiSsJJAFICWxy4rYv84DnPNj3mC/",
-	"yLyJn2QCawF5IZMXqS7d3ltnzoyrxUwkLgvrvr71qRHJWSoFE0Y3+p8aEU2SEY2u4D9Or5kw9h+ffq/Y",
-	"x4xp0xrJeP67p5lK7uzfU6nh95jpSPHUcCka/cY5jxk5eXdG7GCamCkjik24NkyxmLw/f0WkiBhJmSLM",
-	"foHIMaFEZyM7yIjF5IqLOCDUkIRRbeDp/kDYcTSdMffSjM4JVYpfMzKTihEzpQIeDQgVMT6ky0/JDL4k",
-	"VcxUayAG4kem+HhORmwM76tMGy4mMF+7zD5RzG5OZhj54fXJ8+bFDyfd/QMir5ki4SBrt/ciA//DWvhf",
-	"it7Am/jHkFyxOYvJDTdTnD0TcSq5MESzSDFDduwfb6YyYSS8mWoWDf/5H/8ZEm0UF5NdWIadAFWMcBMQ",
-	"LkgkhTZUGGL4jAUDYccmjEZTEl53Qru88C9Nu//NCz4R1GSKhcdEsb+zCN/Rhs5SXdqxfTLjIjNMk7GS",
-	"MzKXmRqIKJHRVYtcThn5XpKURld0wkg44WaajVqRnD1VPGY05fC/T2/YaCrllQ5JLJk9cK7JTojbG+7C",
-	"eeAGXBgqYqpi8pN7g0wZjZnSJGGGUDGveSLhI0XVnFzjaRkpYWJiIGIWZ2nCI2oYkQLODUkj5HFIdmii",
-	"pd0zvyNAzc2zOISNDd2kmzwOA5LTlhQDwa6ZmhPFjJrjIVChb+yZd29vQ0uWlsqOSapkxLQmdGyYuqEq",
-	"1q2BaAQNmTJF7VU4ixv9hmIR49cMr1LQSKmiM2aY0o3+z4sX5zJfgbsBmoRmnrLQLsOTZasRNLh9Greu",
-	"ETQEnbFGv1FeZiNo2BvLFYsbfaMyFjR0NGUzam/r7xUbN/qN3z0trv5T/FU/hbcv5ylr3N0Fq+fH3ezs",
-	"RpfmdlzeSIL7SI1hs9S0yIvqcXGz1UqaZ/HaxbBbOksT+xa7NsPD0d7Vx+7t/qwnDtJnqqt75uD62U13",
-	"3msEDbuVjX4Dr1fd+kLzR7zImeC39pJKEWu8zMF1x/2WyBumIqoZmbLbKmMYk0FjM19wz7AwIFIwvLgp",
-	"UwNBI2P5VM4cbiSJM+VZ0kTRiJEbLmJ54zgmPqikAXLbDYjmE8FiQseK6elALJ0B0Oe6Lc+5xpZ7bv7Y",
-	"OTzYO+we9Nptu0X73f1D+uzgiB2yiI1YTPe6dDymB90ojujemO53IhofssND2mb7B+Px/t5B3I7YM9Zp",
-	"P4ufjeJtTslSYac5oprFRGSzEVN2O4DpuHUSI0nMEm4ZdcEVjMSHPBfeRH4vcIR58wRH3W5LOkFjxgWf",
-	"ZTP4t1sNF4ZNmKpbzjLHmzGtLb/l8XFp+jxeOeGClX2zq7I8a0t7QKtWMlmm8L50iTZOPZdNW+5yQXWN",
-	"sVQzanCTD0qTv9eea0/4um9vZIAX1xLZQW/VJS+2vXLbl5a0DS8YiEJZQHYKn27GLJIxi0lKlUEyzxkE",
-	"yB2vODhmYnUqZCMDgY8FRDMrdAyLyWhOdEojptcwAj97fU9OcN0J/rQv/zb+5c3R/t+O3v+YdU71+M+z",
-	"8Y9v/jwVV3/rpn8/kkdvXrx5+sPT9Kz3xxoa+4AfYtp8J+M5KKNSGKeB0hRFB5fi6d+1PcRP95Fojbu7",
-	"u8V1wB90KoVmoO12//KXZV32JLoS8iZh8YRVb6MmQlpFThhCJ5QLspOJBNQB4fUFrkkiQX+FF2/onFjV",
-	"erfVuAsavU57+Wvf2zMcS0UmUsbHJFektZGpRo3EXjGrk8Rc01HCUL0uWJoduW4d56ACsjgfneyw24il",
-	"hvTaz2DAXvcoIDdTHk2JVTjtxziLd/urZmE1OstN7XZYeroLGvt1X35JeWL3zg3oyLZj1c4Atc+A7LXx",
-	"f7tkav82DUin7f9f8s//+E+SCcMT0u2RKb7v9Gn4Njkh4bmdVPPE/hQSqq/sLtmVJlJM8CSmUshMsbhF",
-	"LvmMycxostNpE72L2mkkhWCRnTIZU55YRlDeBkITfsVgmXdBQ7MoU9zMG/2fPwQNnc1mVM1hk0HXsySA",
-	"VLKzYApZ7doaQLuW/OnE6oANz4IaH4BG39nLUDG5UmqmLX/CZ/Eaw6vQz8J3by8uydPrjtfNm34A/fRT",
-	"aaynhmmjQ0vHsUYJWVDTE23nOhBgpnjD0Bo1xNogsYYdNlNqYEn9XPsQMSrrdt/stjklBGYWEDkeCHv1",
-	"SZhyMQlb5KSkXR/bWzW1p8cSq2HRNGVinV4N27VBrT5Jbuhc++99tvrMhJXtPzfscI0PWyosj2rzo9r8",
-	"qDY/qs2PavOj2vwvoTZbwfrlVOfViukbaQhdUrKtWvJEe0VasVQqg6quNtRk2ip9Vv6CHm6ZtVfUWiv1",
-	"0C//oW00QfjAQ7XBu8DRGWzycxpN2XMpjJLJ8vLCVPFralhAZvS2SSfsj+2AzDJtmopd04TH1LAQNTbF",
-	"Ux0QxcHxarW1hGujj8nyEAdtfCVWIBRSJcc8YcCWtiHuLaZUxzQbL1iqGFJtzULt98I+CiWdsiSxx+Pu",
-	"eK4j2vOK3TD2rMNXXFyFxN5WTbjRRGdRxLSWqrWVsmf/XqvsNU4v6WR5lhdGSTEhbplS+QmyWxoZS2eK",
-	"WdsR52r/te2eDhp74y49ijqjw7jH9scH7UGjdhPPYjZLpWUE5yxN6NwOW7+X5GbKhNMEcsuV2kkmdJ7v",
-	"rLBXQipnQto/5V+I5s0/MXBM32fjXslVR/zTlEF4gpFIMWDBO1IROh6DCbtLFNMyU5E1SgQZWSONxtvu",
-	"n7WJ4AY8NSodTveuurOe2E8PPh6qZ/rIdK/3bnq3+/OD2j09p4a94jNu4P+pOXX+C/MbZu84U0+sVXXF",
-	"BBll0RUzbu+4Bg+/fdTxbrJjF6GJVORGccP0botcQGxMEJqZKRMGTAAfjNDWVE8YsRKKJHY2aK9KsXAM",
-	"fuFdK/OXRXyxpHM2o1w463NBdbQr0CRhY5ObLbCcFd/qHB1t+pZmdduHWo+z9ovPWHocZ0mCnpaAKJkJ",
-	"K92zdNUE6j/PjJqDj2D1p40kN5QbHxT0zo7W1lpszXcvPKuxPKjearc2vv12phnhQhtGnaWI2o/9GTWe",
-	"Y6JY8sdBI2dfzWumNJdi0Ai3ZiEwZq1zYONHaq/FjyD0VpndJ5mZSsV/gcseBkRLoqfUMpLISjQvV2f8",
-	"1t2ZreVLZeTamf30008npdtTv/ml+wXc2H6J+dPYCb9jVDEV7m47K3y+djp/OcfbflbDi89iO4cx9wFU",
-	"uxf2tlklIZETfUw+ZtIwwg3ya6vlWZ1VTIjOUqu3bDtBxT4O98fd0bOoEx+xPdobHUQ1072rulU+NZ6D",
-	"orM477cimaNOgbzBTp2bOdmh+L86yewMoynQs6aiOVZURFxHMtxtkRNBMmG1MoGPT/g1AyeqtR3noJrk",
-	"VtDHjKl5oXPb5+vvf6PymUbQmNHbV0xMzLTRP+iBqen/s1N3Ts9R7KzgFaUVe/lk341MMnfWBewCd6H6",
-	"nfOXz8ne3t7R7sqF4ChDeLmyotxIs7oSmEaNdfM1F1Kt8AtC2oOXTTc0uQoKo0nPhaG3/kdY2RMSaqlM",
-	"2CdhM5+eCcmOYDdMm4EYc6UNBs5jNqZZYnat8AorD8sktrINnt09JpQkjMaWYsNmSGaMCquk6YgJ+8fW",
-	"QFTe5torJpbo2YxEFK/liPVzF+sTEJn2vwqnZXmUgNCBAF9hCj9xrbP8F+E9H/YX90/8EXMf7FefaPDa",
-	"ObGn6YwNRMwV+ooDMlKMXmliOANTIcqUlqA/jayM8h5Vu5VwcakmOAOrCKA5mRPtzwUdGKsxsds0kTFr",
-	"9Mc00ayecuzAFYKxU9abbLsKufyJza3NNKO3Z/guumKK/3DkRpWi8KQ2c7hjljYbBfF9BxLzfrfFp948",
-	"7Lrg2w+6L3BMNSJLEJnSjxkjIymvZlRd9UmY0gkXIBpagt2aIZ5xCNRe+i1V7Lr4bUwosX/hMtMDkdJJ",
-	"rheCmxdWZAnG0FkKaVH4ZmBHtap2QSVEmilTZMwTy4cDpCWpBgKFZUBytZ3FpNduk5ALMDv8ZEpei8WN",
-	"xG0ob2CJUe53ups55QuwDOvkmb1AaDfCFXLCTZGdMFbXkOhUHLDVb4ppxX7M7cSZHY52R3tRL95nB+PD",
-	"SXe6x3t/3786SA5n3ca6Wb+ETV1LszAZQUZzpFKcW0VsOeP4HoIL3xiC37F267eRUad5FKd+751uV2aM",
-	"lVO4mbK1p1BEibY8BzvgVW92ILrps497al8fmu517+bg9tm8+0utd7Rxqg2fUcNWrWFsTRrmHlpcANNm",
-	"/QKKwbd072ozHB3eyyAED9kW2oLLRvyNqAvlWa9l26um/WvxbZj4KmLx+kCVSK43EIkb8WsFAHDKl4qn",
-	"63mNn7/OgzKW/fTBVRXaf7b+EPonqFUspsxKn/mMCVP6SY7tG1bgwC96Ne+3Yy5yoFKAapNvZIFZrVr3",
-	"PGVr172w5isu4lXUA594UBpj43tF0+mfX53eGiasGauXZ/NOSSMjmRCWP2TtFUr+/eLtGyJHkEC78/78",
-	"VZMJDC3AD4bdmt2gMG8+DRqpNZW1YfGf7fwHjf6nQSM3n/udYNDQU9rdP/iB6umg0R80/vkf/zlo3N2F",
-	"qxZezKiy/OUtd8t8632gb+D9Zecaj6YlR6lTS2IZZTMX71OZCFD35oZMqSbaWug0cRnB+BnMg/7h8vId",
-	"0SmL+Njbz2N+W9iwM5Y8p5qB43XVAmVlwvUEaW9Q7f1ys4HNrucLfr5+hS3ymloWhv4smTl7Oiz22fuJ",
-	"aTlvPT9Xp7ytWIz/z7pFfIJLvcPjPhlsuGKDxi755GIQKAY/ESMNTayiqJiI5uTO/p91e/IjVRxyhOr3",
-	"5ZomGdOL5/9Ek2v/XrD1FVi1G/lQq3Zk0OAx3IJN23G33skdza0ds6zQQ7oKuGMTbql7woQlNqYh5pfI",
-	"CY9oUroNO5S8f3/2glz3rF4NBQAzJmIW7wakY+9Gd39/IFLFhbHrItGUKho5zTySKcttvtz/S6NIZpbs",
-	"QKOxpnDu9AULnMIcVSb0QFjWDq7c3A/vfO473R6Zykxpq4l6g/sYKNSoecmUt9aFHc8LCbRYRzKekwmD",
-	"0BY1fnjnTh3NDWad2X84t0BYhA+aPn7QJxAuwIXguPZLuAiBZgp8aAeMmPxvSmZ2XKmwxCD/M4+t+eLU",
-	"Z2vFxzMuMD9oyvy27dpN6HW7JOTFWQ+v2HyoWKZZHB47T7hZ2l3YPZ4kdm8FF5NgIHrto+WBuBhmmoVu",
-	"4eVUMmuh7d/elo4Dkv7gSMCRaSo7MUO+4iOEq6PFC5GTFZdjf9yODliHNZ/FHdbsjQ5p8yjqjJt7cZf1",
-	"6MHoWdSOq6K4u7+/aDik1Bim7CT+18+DwW230xwMbg9PP/zb77e4UOe5TrScT4i/kClTLCAjFtFMM0JJ",
-	"kax0I7MkJrEkitGkeSNVEpMpVbM+bLTlu9zABua7a8+nXXfQ+C04jnvf54HYeKFJ3X0mO0CmN1wza1YP",
-	"RG5XL8wv3F119Qciv/snay8q3BqMt/ngM9x6tzNYQbTmSh5X7l+AN85eKZyJu0J2CavuEM1vDV4ZLsg4",
-	"4ZMp3KKNt2YgHnZtyGfemm109l/lFo1fUxNN6+VueHpJJ6GXuwuh4LnMSEKBidGY7ITfn2IaJ4YsP9n/",
-	"OYvvQn+FBiIcc5bE2hKhVCT8g2PP0ZSKCbNbP6MxI9Iq27zw77pTtrodN8ekROkdSyapgnAYt1MajiGB",
-	"N2wRF9PGkjSupegTSm4YvSI74U9Pw11i6MQHc+zy1ybMnI2buEfbhrmfdcpOnvYziEWVTq3T7m7hNTkb",
-	"v5GCrTidE0Hs2XgxRRhViTUjkY6Pc5UYN8+tMajyMLLX7uUMjq6v2DobN+1sajZieeJ/YvNVhu/JuzN7",
-	"kRZNX3tJwfQN3KFA2gNkN60whq/gG9tdKzv6bE/sp4cfu6qnD8yz6+5N7/Zg/uyXvdF+7a1YETR/RyeM",
-	"aP4Lcwy50263yImYO8cnqKmrnZwQ+15pO8GvlZ11ulOj313IgdvrIj25HMR2e1NGYuMdj66y9JLP2OZA",
-	"UcqjK4hYg3IUZy6QsfuZrqAUpjA0fMYe7g46t4rYKuICLW2RtFSs1npVlBtxy3hkrIaiK/fS3sd9daAP",
-	"TTfbu+7d7N8ezA9/qXfgokPFMr7lWT+XsxltFul7RqbNhF2zhNi3yIzNRla8WzuXmUyBzq9TqvQiM95t",
-	"YaY2FAiEaIuFkGVBMbSN77O44g7G8cGCXKRaH/DZHNdBpn7/yE6+LxDSuU8U5xIkSz0NWBJeJAFrr60j",
-	"AZRU2+ZD3z8VB+e7xuwHMXczlXCsEP+DM0+4NrXTX+kfe9ACunovX0Dv/gFou7r6WO4idUM46IrNdWCZ",
-	"CyigirEAi8KpITOpfcFyTfh1IErxV5JvWyniiSYVipdVcc8XyFMHohIrbpFT3J9qDDkYU8XC7a/Cw0Kc",
-	"fgOXopt7D7gXF3D1twgW+QQIlzu6grTw1619mcUMilRczPbl6NpxOaM+IISO/S2TgXMSXs7eBcsF0kvm",
-	"IrKHdY0gET/D3WjZmSbMsBjKb9ARDQlDLGZx40PQyFRidR5jUt1/+jSlygimWu6DOYhADh4Am7/VhtSu",
-	"F/dmmQ28P39lbwVk03ifSFFjDyxBM4zU85oMmrvFVOfvaPw9NeyGrtvdVMlRwmb/ds+Ua3yrbiVWvqTa",
-	"KEZnRDN1zSOG6BFu50mq5LUVursE1XUw/sAAt6YX5khGUxYPxI4PGwz9O0OmlFThbou8ccVXN1RbNX/G",
-	"jXEFXb4sq/BIgfNIgwU/EAumWX+Vteu8SyMaXcnxGJlAKcX5L02XINVEUVS3W+7xp6VcKtiw72js/nKP",
-	"gymRfwSMqFHRKxv2HAzliVclIX3ZbueImRvGBOnA7liV1d4Qu49YgZbkya14+1t+PFel0ug3XBGOH9Hz",
-	"6k673Sgl9VsZtDJly3GSPhR0GG6Ac53hCoj/ouNwT2MZab8B+nfVdW5999bQKGiLhettRhPLQ1lsrcQ8",
-	"kczSpdOQrPEJyUhgVdpZBgQ1VvuQsvarpVY/UTd06B2UuNk/f7D2TYhWgP2sQ3mB18nOgpmwGyC5Fmk6",
-	"ef6FVPbjjE9E6S2XQYGvobu7vDI7vfw/hpamQrtYl04FEwwIFXO8Ol7Bd553sNdpRV2c8GsmBsLc2OvN",
-	"BSSCoN8drXsqSn5ZvGmw5hnXGq4t5E17Bgabt8qVBslaljWs9YGV93/J69Uil+wWUFvwuztWAQwwOhKA",
-	"4bubE/f7y5fNZ7lZ/Ob9q4Eoe84BZAXfdOg3+CZq5TvF1Qja7XZBTHq3X7guSg46Typ2V30dIBdpZpYY",
-	"Tp6R3MyN03U8ZyH/u5zS3KzkT281SPHGwkAuOXrLQezTd8Fn8c7nUowTHplvKdLK7CJy39eFxPA5/k+0",
-	"i3gZ0KoY2RlLRRzfLp25UVRo7lKMQyGHLsmGXlOeWLK2fwalniaK0Xg+TCmPndsMYuYLN6sIHxS+0J1V",
-	"XtCgJniwu0RtNQ7cTSdVU8XhM9mb26WyBwhSgPNbMf17pdF/DqG9lGrE45iJb01pV3igKBlHGcKHWf4X",
-	"S49XNfZzQ6Pwq5zbI7spxae30tgm9tmPSdMr4fckC/epc/c2EPAGO6ikxbFKxojTEP/8/vT8r8PLt2+H",
-	"z9++fvfq9C92O7y+h+9FMslmAi5QwoW9SVajK1Q/S5FO2rGEWb7X6bZ7BL0+WJiI6ibXVh9st0AjXJwN",
-	"7hsqcH37WK40Wvq0I8Juf5mN+iq3Mk86iaiwl1FlokVONAkXj8hBtPlUDiauWSJThlxNSBLG1FAoCmQD",
-	"kY8KaHR2XKdHhN+fn7z74c+vhu9Ozi9Ohy9Pzl6dvkBVKH/UFyaW7RssCaFWG/Ij/Hjy6uzFyeXZ2zf5",
-	"MIHT7VzGg+UsdsAxh0DnTvjdyYvh+4vT8+HZm3fvL8EtL4tI5UC4eAIJK/kwIdkJ3747PcdvnZ9evH31",
-	"Pv/s+/NTwNcrqGWk5JXVIXfCgkxfvX3zvZV+xV9enJ6+q/7FkbJfRZ7s0kQynVI9hT0awDnBVKtpQzvh",
-	"u9Pzi7OLy9MXQxz2h5OLH4avzy5en1w+/8EJWlMS+phjI2TpwFDHLeUmQQQAcAq9eoj7eH765/enF5dQ",
-	"QKIHIlxFqUgSmKWU2yZGs2RcUeTJkh4fQIr1skY5BqUd4rVOc/clFbkV41bh/cE47Vxn3X3UQeuFwpkw",
-	"TAmanFr2+019KwS8l0RirZXmMRqOOJ1w9zjHaSERVYoD0RL/u26R88LX4R0bX86t8UaakyhiKZhm31pr",
-	"CvHToYPphAwdA8ufsZhTJHdQn4o7myoZZxGzGpWQZkjzyS+pVY+E70/4pcxE/C0P943EnNW8khoPa2zn",
-	"8XhOK8/ptYwB1mpFqHShqr+cJYAJ25WAfwjJBsf2NvksgdKme1iBdTOEZx7NCn9A7+g8kTS+lPIVVZNv",
-	"zixBQnBNEvtxp7V0yGv+HdkJ7W9DI+UQfly6YZ+16lKuDmLtfXMp4XN5kKItQTvcvTLxl1hNXXrR7jGm",
-	"PHGHp/gFd+gCAybvRe4L+pY7FGbFd506qpm69tm9VBkuJt4LRawdM6IaUgcyAUEb8Mk6by1mEwD6otU3",
-	"XIzWaadPNIkZja3FWQ3lxFKw43rvcZ6F5v32AzFWjGF2RKaZ124calIFZ9GDVC0ptPfwTi0CLZAd9Fb5",
-	"wt8V+7Fb9VhtSNT5HOK5lPI1FXP3V/0r+K2e6Px4Rlk8QTgMnaLRpahhGNzwd2jTaf2Xle0LZLf25QIJ",
-	"5DPJ472gDoSCfWMFLsgtTKmIYtfyisU+FZDsWK5Tho1ZEjk//fRTcxEaY93CF5E0PnvfHHy+vc2nwjho",
-	"iV8j+MA1uWFJ0nSugFFmfHYLJSqDygJqiGAs1jlL6kPC9JgpJiJ8YCByFxK75Rp8GS7xeS4zDHIROpOZ",
-	"MDhg/jgISfiZ3aaQU+8rVwG8IGaR5eixD/XDk0XKp86wMAeCIikHD4n3Wlyx+dD9HgYlb4b9Oz4c5oHF",
-	"xegHZoYvF3fURxUhi3y3RcJIxiwkms41Ygl/vRjI51Gfg0xh8WtryEKl4K+kLloSWPZ3wg3OJzkEc3sI",
-	"vSC+nO6Y+4ZhnJOU15dQ5dTmlYW8qOEsTygu4PH01LIkFECQ9MURkipVMmXKuJQlN8QKPB78kewYJqgw",
-	"u/BR+/0Rs3ql1R1aZeAMO5oZ+sTepXS6oIyrsWVW7MKBlVP9nk9ZdAXJ3WkaOG+Hwx8SWeLUS8wUXBoU",
-	"L7h2E1kCPRP5ShFq+0aqKy6siZhZSxLwUmCX7fJrl7FxBjz+vDTuoJFQbYb2vteuwp5fQgH0sApbVil5",
-	"c8sMoB5HxSyuZCoS6nrSIL6v05YVgyviNgMURKQ4OxdkMw/bklSxMb9dAUAA2Y+loqAKlmiAanIkJ4JD",
-	"8RMQKcI5Ww56zWiSZ05lIOqqhKuuhn8Z7V39+Wj2rm6rnVTfTC5WyXcP5/vDE8SKkupKP5xelEzYJkaH",
-	"nOPcPmlZCgqcNdnkpECU9AugkQE4cTf7cV4NeMXmemHPYjV8NuteQfn9EtFuXlMFzPTnBqb42rkXUw9y",
-	"/pRTR5UhVFhK5Vov3I/KGRYoiJjUY3cL986lMFrGGKNZTJN3JYbp0mNra1ulg2fwCbtLdadLzHeBtS2O",
-	"KqQrB51mMyp0QFhr0vKdAdKUTGXiNKErBH3cijeWgWVKUISfzxvpCCzGMnckr13akc9hzkymFq5et909",
-	"bLYPmnvty3a7D///31bdkm9yK57oUmFFUGBz+zLY/NLAgzmGDuHx8i0aCE/icJAhfMD1vcJBQpcz7nYP",
-	"noIbhz8sQFNtvnQb8SDKdw62b9NtiGtpk90k8xyPxOslIFOK6qbAKSFY9FZBNl2rifzLKxS/FZXgc+Xw",
-	"AwXkN5NwQGX1VxnyjCDAHOClqmBU9gmCQxKE4MSBHJR5i1wUVDtlivUx09oKcSFvlm5ksTO/vOpdv3l2",
-	"c941fz3Ifuj8/U/78vSQXrTjl3uT50ejH7vi9cfO326fvbup28MSZ/qvIGTz41nNX17xuuYpJ8SjtDm2",
-	"omskJzXbl6A4g+puucakQI3baEMWTy7uKcylMtbqFZ/LpBYJhhqntM7onMSyv1pSWNnigZ+58l6HoCI0",
-	"7O+I3YA9Lb0CgpTr8KDhA/akYXBLBXYAxDvMqc89s0Srz6mIWJKsgI1Gp441KBB/z5WtRaWXlo/U/cri",
-	"4Wi+ETfRP/vd/KFSYJHZRlQMP3Zv9lhP7ZuD+WHW5Xuyl+7TA30Yd+t5Hl3MWWu8S6zygzXfcd1Lvprt",
-	"c6vuli51uUwO5hVUdzRYALVcItDykZayAe+hB/80nRd17Tw/bxYvH3axdws9qiDkwW6NK0Heb7cryC5C",
-	"GuTLN1NuGHaDqKqTiyewqO6ughMYDC42brSb9ZrdA4qsvw/2IlYQye3lrO7Rl7ma3KxgrJc+4hWTiEPB",
-	"4Ofx1QsYC8CIl3hrHY+s3bdFBNT6WbvaSruB0COhnJAGFX8bMW1L21uRZs1FrFe/wc3KY9VtDhq3TTta",
-	"85oqyJ6zw+ZLaQSN11xkuvjDB4Q6Bbio5RW+yjsynV28Jb1u57DAlopkvEDgmcZCvwIHgzZ/+fBp7+73",
-	"ddSAAJt1Qja3YdJslPDI95SoYcwuJLAa1Hkjc70vMqiv0KxgjMeUvKPqqu7pdCqNrD7uyx2jWLTsXanU",
-	"O+La9dP182r9PZ2ULdFM8Vo5QI2LteVf77WeHZZNWJmNQOXKUQ32S5gGhQ2OhWh2zGs25dFmdfhH91it",
-	"RBAI4uamV4wZ4InW3UaklhOMkvOkFmb8pymDu0e964hry5K5YIHTSZzbEXu4sJikEutByI4zcvO2AnP3",
-	"0EBIwXbzslAQIPAzVYhdC5F5PiZUzFGLWbQdDb9mwy8iXIMSKuxnErFf+KZjxG1/55++K+oJt3mvfFy+",
-	"PDloZGl8T51okWWXsXF9oXRp1O3o5yJfyAYqMvQKOhDcID8v82ukrkbQkOMx/OvDVvwYJ/PWv+z+0w9R",
-	"O9v3sLx7qj0QKSkNUqyJ6ivQxZd56uee78JZueFWH8m7EiXWtXjJp3xDNaGGhD4eAPgBS9OfoqSt3I+j",
-	"9lqOt3fQ3sDzElq1ffcOW4eHR3trRz0qD9o8qh12YZ7NTrfb6nWOumsH7jyrjAz/uTR0aZO2Nzx0yliV",
-	"szxr7dfOZfVmLRx/gqY4XITynDbTw3cef+ke9O7fdcgtln8DSAUVc2xusEwvnhHqrXXL6jTP4SsL6PhO",
-	"m1+FILGwR8UUttyVc6YBnmiFsT6Cygs5zqVbbnSsXv795YBrrlrjgv1B3pCZ3fLi+9h2z05rypK4ojV2",
-	"aiCWavKzqsaO+3RJjm3eOndS96Oot4IVSgItNNOYAb6CJ+m1fKg64gs2UYxpEiUyugI8NYASE1KZaWVj",
-	"HrnWigDPwt4DOp2PDe+1fRIbofYIimCsWhcTX80Kq3N4zYxyOJL4mcqJreKW9YBhX4F3XvjmgrX9o9CY",
-	"cg0Ic0xfrw+4BrdGOq/YMkk/mk6fZTqtNITqzhPbai5nxsoZw1QByA/D3tcM+4C5trx4houdHYomjtis",
-	"NAeNRMSesD8Q4SceBw5jowTFBLlsd2HgkCOwipLELIV24FKQEFKOHA4apODyj5nLy0AUnTLOcNG92s03",
-	"b6HcJ/FSG2vy2iGxOQBQGscszvOarztB3nBzJq99ikfM7ZbNuKAGq8RmNE3dYXoUorHLgl/lUoenMFXe",
-	"d/teBjBa//aFf84PALeKKrQZ1yE5nbhnKi/m7rh1b+a+vuqrOQzTulf9Q9VXfZx1zYv4SOU1yFlf/9oF",
-	"PuL6x+a8Zv6mBOV/FzSkYG/HUDC9Cf+qMo+7YPML1W3e5o2FOW8xp+qmbvVK9Qg3vVJPbFu+VSbwuw+e",
-	"7WyKfSHL+EwPbX7uv2Lgq+gAUR+nde03fR+xvuuy4e5ESHZGUl4BSnRYudseRsRfg5DsuKQmMRAjSVXx",
-	"Sn4183fye27/ssRzyn/0oLuV2Fnl1i7ynIXbGSyjtC2wmjquFywy0YpvennERcn6kirmm/rUkpniEYs9",
-	"IrzdYqxuERGzkov7ZjNSOW8dNy4rWq/2EK8LN8zJjk6yya5HgkSocJxF7vOzMgx/d2oGDuAA4e7hgH5g",
-	"XojZ8lLkHXPvQBAae5TDoj9jdR/8MdjdpjHxz5OdiZ1kM+IqSljx5//zv0mntbdbWfB+u9OtaRRfowfl",
-	"1lzQiDMsBB46XX3dzJyPFZrfE+hLQDI1osKq+lezp1Wb6aDdufdkfCb9klf1vr2e1uenQbNAB9oLFh9m",
-	"ywHWoJsB9CouKuNG2GIOrcvtCAUz9ldv6+W00isr4WMG+8qFN5sCAgF5FuMky30Sj0lYLBBUvUovxjTJ",
-	"sKVL5UT22rUYymuKsYKGVHzC70XpcFuHAOi2OeWeR+wcnrRCg8dsaJwIWPfaOY/ZpdNJtnORlvlc4fwu",
-	"BQJW4NHimeP2Q1qaP7Bj4mqHXTMajzZsDwKKK6qc6DND9+VrUXKzFxsW+Oaq7riqbKp6Jsu8qIYJLJHv",
-	"QkLPhiyB8n4/LEsAg+GZYcDtXVCKRAnV4FCEBdWmyt6XOZ+JNDP3p/T8tQdQ7cLprjizYuBNO7wqehJC",
-	"+VDoRHOZYUAMTvg/xZadANU6yY5Uv2OVLc8OuSaRFDoDGEXIrRjNCfVt+cdZAm9xMdmt6kAwhZx67L/s",
-	"h6p6in9miYU6/KDnclWeQqkLUiS1wXJdB9Qpxw6gCVoAONwmWN9Y0ckMW7MpZvUVKmIWBwPh2a0rcs2h",
-	"IFUmHOohNjmHqs4UbF2g7RYJcyQn4AHtvCK2hJaziO8a18UoE1/WWThl27Vse5lVl8CkKq+v4/ntLRy8",
-	"ftTATa6OHN1JvXBmR/1Fx9TDuiQwDYAuY0KXun8FRE9pymKS8CvmkoYTRLVurc5rXJpYjlKz7FLOQars",
-	"I8sspYritf3CXtNoygVr2oMGpRmRaWvUYoApW9a9NaJ7llDcjSQjq85OiRR9Er58e/7d2YsXp2+sIXL2",
-	"5vL0/M3JK/vvMuJSMBCLSFYBqQfWKv19GS7LjrMW16oCT7UKwmogajCsArKERfXm7eXw5dv3b17U/VgF",
-	"qmoNRGknMBMy3wy44PbOnp9eXEKWjCYl4EB8OocOWszZzYfdKKDhDOvuRQlnrj6k6koeinZ+Viu0lEhQ",
-	"edvKgC8TeVkVW7Tnc0S7Sqs+372yVK9XbfpV1DK0an3D1ExXZXciOh2xj3gvNzBl9Jmi0Xqc93iwp4U/",
-	"I9jYDn5E7+YeU8JFzG7tT45f6aoJhEa3PQq/cZtyzvyeVPD6PmzgJPkm19nMPkS1cLQL2nynjhMgDGE5",
-	"TnRvhR0BDD+tD+ptAGCoRD4wL8LNbc3GPEzPO8n5r684dDDTm9pWxmzMBdPO6F/Hs7eCUYRvlzqOWoXw",
-	"6zXmrLAZ1ytzY+XDxy/ZM7NV7Xta20IzH60yXQTIs5Pe+T2P++Tsxf/YJaVWmb/n8UN7YQalBpTbHZzv",
-	"mfkjNMcE4t1An6cPlOd1HWeraCxFhKSUdhou7rPdDz4RUqEvYfHUF1ICKi9vNKcrT597vIMNu+IAROsd",
-	"c4aKmKq4dEkdR/eQni0fheLaF6cVYDBLmu9AwJWw3BzLEtkthW5KuWDQhOorVwfnb46i4tgDyIcus/fG",
-	"yo8b+JyS0CsSOqi4Dp1OdyrTOyAdtBb+pB0IvY+DuaqzGr3cO9S3oElQgu+K9gKf7i/E64T3A5ganlWZ",
-	"qy06FrYSeTUDfamrs6rMz6PlbrFMsA6XFTK91lBZ4Bv3Nlm2acY7mudtlEtwxdAfYoM/6G4Lw+YHRpM6",
-	"veuEpEqO2JPVJZSFy6xg6vJqo467JntwvTrEBYB12o2a0TTwGCVEprjfWLhcGEo0jhXTNQEE90N15h3y",
-	"mqorZsiFCcgFFeRlyeNf7hJZW8Vcm5fTO/paeTm9z83LWZmWsu5Y0Fd1X71s8eCw3QWk8HmJ99s/y6O9",
-	"g69ylntH+9/0KF9LsQLsxWEUcUFmXEAcjhtNdiLLKnfRp5Ksrhyp4bylApS1xXX+OSuqrHZXNTqe7bfv",
-	"Gf1Z2A8cMyjmU7ct7yoB6vqUZTAbU2xaaaDnl/2fG5pc1YmdlSg3hVcRpLkdBzWfSkRoGwdb0JhSPZxJ",
-	"Vad0qYx5vcd+ZSyTRN5g7AHW4IxKO/2iv1vJLB9JmTAK1r9gt8a1xKnr4qmtqkVC1zPHF4sS+xZ8ymF7",
-	"UOeTEHFry6rw6/t/FBf7d4SBAN9rvuK8sx1mLKmYqerMIILeuneNc3l3qtMunU/gKKKe9iDyXifzoilV",
-	"mJ+RV7VaOwg79rmIfXPGzFTGxMgre9oejymlyiCR1fDMWT15vq6/+KG/OtVg1AOu5mKkvALLcdDsdJrt",
-	"vcvOs353v9/ba+13Ot12b3t0jodwnMX4cErnw6vubE/00v2PB+pQd81e1rvevzm4PZzT2qzSrQKHPqWn",
-	"LmZ4j3aS96rMdcdc2phSzG9D4M3N94EANb47nb2WUjCS545gFioJcWrOb5qTFzZ/Yh8zmuRJGo7k+1hg",
-	"7rq/Q0cgZ7thpggEZaC1rrs0se8uNeMa2xZAG/gxoNvtYFd0nMXQPxHuEkULi9uNU1sANlvN30uTXiFM",
-	"t7pFpfxi/P823qwHUL/vCIgspD4/rIbJuDD2chfCFjkzpVaBOeaXf26UmYHw2Z3YQzcgiZxMsBEbWP1c",
-	"+GS0gRgIQMzLeGKaXBDNZ1kCCST+g9gM0SG27JIrIW/A66cZgaJAnLbu26H+4f6L/IPIzERyxsg/BuIf",
-	"zWYT/q99IExnw4iqeHjNNYW0LPffM6qNVX1UXP4rnbHbkPyDuDwq3SfddodUR/IwjvY5/+8+6XW7ec5X",
-	"8UhAwjHlSabYEPEUw8UhKkNzobPxmEf2SgzHmYj1wz5SO07lSz68+6Dh3cswkhuY5l2+7Sf++R//GTrK",
-	"etj0Ed2ySszwpYE4dWnJDkvTpSUjL/AQdJpQ3z3TE6plHQx6HqzIzCsERoli1vb77VWqqNPZ8Gfa/KXd",
-	"PBp++Lffb4BuWGYyVYYKiQx0Dux2ocXx12tVXNGx18qcBS6zRtxA8qaP/dbWQeXH8YfQtXPVtA6xZRsV",
-	"50urNg9gwGVSrlvzfJk08T8dOtsCg6ieeOW3+oAbHkydEvSxq/Z0z+xnB9eHN93bvXnvl316MDqMuuuV",
-	"oJoaFfzKE98eOSBhkfpq2X7or1Y16bKUnPpNcE1Ku7GlFrWGkstZ2DVidZGrIC0HBaJZlcnVGJgPyTjd",
-	"wvW8dBFzHbkm6RDuH4/JTsiuTR3PsX8+HO1dfeze7s8AU0p1dc8cXD+76dbps/4PSxuGffcXdw079FRK",
-	"Q+BSw+wXyGkhv7nKjPG3wcD9+vstNW2XMVcG7liJPFI1AJZTrEpXIo97OPPvBuP5SmaT6XF+W4rHcmUo",
-	"F3MugdmlTpVvUl1699qbVl+LsI6kSysBCnkk3irxFvvzEPqt5uzXkHD+wFeh4hWRwXvFPU4EoZmRM2p4",
-	"VHSc833e7JacpDJJpCVsiPfsYj5e4X6cslty8cNJs7t/4EInRXrcExcMBFynFvkJ+p/C2GEAQUAXl9aV",
-	"iMsxoYkUDJ7ACLYUbCBKQWz0J9VZg3pKu/sHP1A9XQe2szxn1x3ZzhOOHSdZPfZx3O4dtY/o0VHc7R51",
-	"Y7Yf9doHHdaJ6P7BYftwr3O0145GUeeQRoz1Rt1RZ+9gfxzHe3us3d6v9Vhc2y1fBaTm95y4p44RAKuD",
-	"6PZ6scy7xvm6TDR5PVa9wWwNNbyOdhfevb3AKkZX7tjMyx2ffvL/PIvvntrX9BeWjAvZH+5rS4rGzZQN",
-	"r3qzA9FNn33cU/v60HSvezcHt8/m3V82u2nK49ZdsqWahQczIi8BoFLyw1dgB0Xe/QpigqJu6MmO2KxG",
-	"YqaDlVfBon+kqpCT7zAR2IlBTcIZvQ0DdARl6VhJ8DzwqPZSPkQbn9EqDGm30312bzNgxquZV52Dg/3P",
-	"i2DMuANS3hjFcJ0H6sI75y+fk6Pe/iFxTQ1cGql2jebvnU6qBb1iQ+BsKzJLq4wsbzNXXwtl51Kl+jfS",
-	"2bZrtfraRMIiYWKhAIlGU+LcBdgYHsFaXe9XLgVxavf2KZNuz19ylsQrUy42mHkgopY8HX1y4xAOF91s",
-	"haK3s2AAYrePJXdOsOCFCVZ6TXZb5DX2ZaJaCqjRHghfpL3o+1j+Uj1wJcR4l7ioYh+H++Pu6FnUiY/Y",
-	"Hu2NDqL1tmVRtd/ubZXJbrhJ2CJZGbKSDlcocOWWL65tuLtFT3SuQQD9BCR8GstI+9Yh+neI+GsP3uP9",
-	"VrZw4ek1t2TR5YJ8GldY9utbEqts+hpOUaLa2pT2yl1ZZhHJynQNjJlCRM6+SrgGOANUcVq4J1bNcnsC",
-	"BbBmWvsD9jBZ/gk8B9BAEX/6u5aiZUep3Wf8MNYd1Bx8bUKzi9TOHKi8hyPptNsbTyffmWLoumM4ZxHj",
-	"aY1edKZ15h3omFFWKpDxpgAJ7aUfApsKiU4TjoFMF8kfIfOIuIFWYtQwPRA70FRtTBUL8hrQAOowd600",
-	"RgDfkkx2PS0o2jA0jkmWFsl2Mg+ihGRHWbq18noimfaCPoHc2jwQAG0QAaxvRrmIAWTVUpN/nFGVcKYG",
-	"gKK2uz708u29dUscLEqHaffjnurpfXOQHV53b/Zue/P9Xw7o4ageBhjO9atEPwtaqIz9c7Fl3WeHQeOK",
-	"i7jRb1gyGFoyAFgB/0Sn3e3lj3jyqDyxv3eUPwAzufuwpaB0tP6KC3Zm2MypSqvgtNY7J+8Xof0GodaK",
-	"77DOY1g6nTIVrGEK+UbVcmY7HuYFKHz8s6P8mIAMYz3RlbyeAr3qAWXhSCv3Io0/2VcWNxzGyfd2i337",
-	"k/twbRhhaftyI2MsVb/MN0v80jlrsG4e6lhEgL4HqLc29IqJatFiccuKYlkQ2ogQVIJdKv24SL75utYj",
-	"eLiFfC6GhxdJvy6KxzmP2UPrQFz9KB4vhOF98WlNgUcVJ2B1YT1YNlJekZ3QqlV17sJNyAL3ia9h1a5a",
-	"OS0spyqjn4+lapHzcvcXKrCX0rGlcnh+RuckYRQQLqCYQypwdoFJPdMsGZMdKuZSMMISzfqk197brWsJ",
-	"I7pyL+193FcH+tB0s73r3s3+7cH88Jfu58URy8exiizqsV1+LBd2H6NbQBMd0YT5oErZJc4iKeQMYOrl",
-	"bCyV5da3SfVOFs8sX0k3D/B/rGQydtOxVX4kNWYMUmArdY6PEsvxvLdPwpyBhAMhQVULU6aGV7MQyoav",
-	"eCJnzChkAGW4D/cg9lPDh11vNTkuII4hFWMgEqa1qzJxzBy/2SInpcpt0O+w8jnAaqqi5YPOZgHR0tIV",
-	"tJTg47EdGBJFqP3VLTGHYoGi72IL6jS9gnlWfDK1ul6tGyZfSGWAw/Z2A+A+VxXNzvav4m5X84i3e/vz",
-	"gQDKeA5lEeSWVJngwk6tunW1mO6+f9VqLPcv0CljI7/ZApHwe0UjRl6BH207VMANkJoPRAUswaNvyL+D",
-	"Pd8G+tHtfSVH1HlXc48rNBh3gMvQH7AsOBDMfDMy5H/Jc6jb+gvoI3Quzdp2MwXSgOuEqtwLNXi8il1z",
-	"mekhPjncquOdYmlCIxb74bH7neYTAd3S4RH3xSeawEFbJTQPCk9gq1OmuIwBSWL3HkCpaxpdCXaTzwKf",
-	"W2pgVdWLbqaaRcO/zY6u/zp7Of/r7OVB9Jcfe9Fffuyw7/92Per++zSa/fuUiZcd9sPLTvyXyR83VxDh",
-	"/IJ1O7v5ZB+U2/qDvIGCXDsGAxQ5F8x54rvQLZ8/HMUQj6IK44SN5vrPDnpWKC1/KZGACrpMDVeMFdQQ",
-	"kAxSwA5JTOf6mITt0HUFBcgSit1VqwhOB/UQTv5eHbR7zzalnN7V7nDeo6UunZ2beY7cyyPmip7tNOs6",
-	"NDGxpqV7HWJU2aez2MFko5zZCPK2zM4WK4tqWFrMM70Squ0dj66yFGFcYyXTphyPNfobE456q29jmNud",
-	"XlWEzamcaXd/a4AXrx9sX1Ra1Xg3YSGUOW3JCeJOdHFfKhOqu7dQ2F5DT07cOUl4zdmNQ6yFtHIPpWUt",
-	"QOe/dFhbx86niimoCBpBuB4Ij8UFmvo4SxJ78fBvGB4C+IhqKTxWG4dFX3e7bgIqbcgMdXoWxGDyrE3A",
-	"VsPc97xpFvwpTRlVvuUUcvK5/Wsyt8O5HhneuYzoSwXMcw5k7jqieACJAFKyy+HXsp4wEJAnby1FvVI9",
-	"IDshjSKWOlDLMigmF8NUyYliWoe7HrvXSDtsbknCWvEXgFwfc0ETXwuAlq6DsA5XzRUXNxA7xWx3V2sz",
-	"dQHh0k5vr40+oBtR+ZTv8aGHpC1U6eH+eP9uAF3omZvf90opvC5TOR7fh0WXbkStZ9L+4HDGUuCOpTMu",
-	"NwByxWvzVYS5CyhcszQzBeweW3lDigAFGNEzGbMEcL+oYhqUrYHI7eAZjSEY5P1MeXshP0FsUgEZRLst",
-	"coJgBgAYllPqlOqBcJCtcDmkKF2KxTa8vXsXBnqrd92xYClojSS8fwsjPKp7gTvCG0Og7DVKMLituCY7",
-	"EnrF7AJRsJhk6TEpo8oVZwDbCzurt1d4H4QYWfbQfY6ZVOF/20ygfAW3qz5zONdfqldTGT1ylbyuAnHX",
-	"5YtW4ZU9HPPKi+7EARLOt8spLbbut5dRWt3B+2STLkJIlzJJ7U+DQf7j18girYFEX0kgBXT2t84m/s2f",
-	"fLE19z76Khr44tnnv361w/cq0vpanwU09bUFPw/Tuu4lJ79G0UkRQnY+2so6Nu7fpsuzsHf9QkQyAbVv",
-	"xjFcND5LBShQZ/5N71qVKH6D1y3fzPtftxJ2fs11879+tetW7qKxmlh8CwRHKi6AdUN1CbL8kfVW9ur+",
-	"lJB3caihA/zta1EBJPvVulFk2kzYNUu8K0SOAZYPk2N1SpVmC46QSsPMjWDiuaa8ZHEuar+5KVEYl1Vb",
-	"IeeTZUNy2RJe2JeSxrvAYYOqX+BDDTnYrdiUfJE3Ef2MzAvwcv26aRe41GtWNCZd4XJL+DVDFAbM6/Sd",
-	"p2Afnn6y/3MW3z3Ffdch0dBYips+qfjE0LjHjP77WffoPVt0iOU4MNt7tmox+j7Xr7Lg5dgOhbXWkH+I",
-	"ffeF+hJ/tplY6DbbNvSFdazqzH5S6cv+5dqwLzKYZi2/aS6Exx/Ymj1wTv9LHBx+rfzlJX4OfoB/f/D7",
-	"Uu5TtVKI592JSvpe7kWRgkCnokdBngtyv1/3FuRFv6VlQe5++1qCfFUN8Ss+ZtE8KicDtMhrec10n3g2",
-	"Sv75//5/xPNR8g9S8t6Tf5BcFh4PRP6QfWPVY5Uf7IO5cG2Vwh0Q6xiIsGTLI0K3oEk1YdJPsxE0St6J",
-	"0kfK8rssvKupW2t7VS3QZL31aanBIZTAPnq4CW3Nz+X7IyMIc92zNfOvxds38+nyelaR4YO7l7tg9sxV",
-	"fOZpK/j1h3YvL+/T9oijLm9wRVcQHy5wbWNqkdaxdqY4jFGS1Z72jF4tAubLuTS1GesQgKg+/E7xrLa8",
-	"Kk3oQp5Z4/Dku+ed7t7Gg4cp+a8FbjF+xLrd+glLcl+4Lp/1qekeY8dI3w4UMMCQwfs6D5c1UZO1jm/X",
-	"H0inOaKaxSUMRQiAug+i8sc1KTqUlr/zYCD7wE/qnveb1RdW/eSq+vJpu+YFgEXooarzKv6twBJhwcPP",
-	"rxvGcbYJhBRtFtfIdLfCJxrl+s2U1sl1++dZV9wjYmLpU0Tz4aw2hpgk3LeLhsCfRl2wjLCelyFj03GV",
-	"gxxDoAkwxLFiszrVZ717lz8AOqTbh/UJX4CXWcKnijOPnJlhgm6lN1iKiwpXxrg20oxHYB+uw+4pbRC2",
-	"ToBnF2h1Qq8ZEfaO79iPywxaVAiBmKJ+K4Mcfc9B9lb3tlubu7JiFfc2kBYY1wo5gQ2mrvNCntJ1yHlA",
-	"xdWxsIUVyvT3f4F7LJPEFox2k/thse3y57oiFvn8r+uVqD+8FVEDkd8hawyiUID8V/d2v4I+tVPmAo4H",
-	"sJh0b293g4HIbxnZ4Z5PI6qk62pTSJ4kkTeaUEPCheMNd8sQV3aggSiNBNfGvd4nlKRMzajdP9K7vQ0q",
-	"shI8sTHX9j7EgR212yNTklKtWbzQLa0G8idouNXcA/zH7fypm0F9aXSOkLLYn7xFzoxeSBYtAGoxyYeO",
-	"DWRM2EHUivzZB3ZXLaZZaU4fARIvzGguoq2lq75fF2QvGhevzedCidyT4fmTKwX/VVLffj+lygimKt33",
-	"FY+Zx2HR21mzdvx8y6rnsD367MLsH4hCu0iPkLjryLW25WOZYhYHE9IwYCYATK8d/t7NtIC1xm+4UqyK",
-	"hrNMc6Uaqf1aDPqC5la5Sq641XCMBP0mINC1xJeoQ7LRDsVu1wnCK5kbHkH7xV67DSgRiP/gNCLo2wNu",
-	"NCipx8+Hjqvcn+zXVvY6EqzRF0daJplhJASiDMn781d2hRFNkhY5IQk3TNGEpIpfg+s5kTId0ejKMsOE",
-	"i6tmIiOaeAVjIEqQvxDYBEhRv3JHHsNMLXdsu8+lqPQT6D2rOIR+Pmn+jTZ/+eD+t908+rdW88Mf+k+f",
-	"/vy/BgP99P/53Yd/g399+MNmb1Hlam1xbTZpDYv34wtpDbm0+E1oDTkHXFPTsCCiwCexuDm+nAaultd8",
-	"uYZswBqXxdZfC0iIFRJh0ReUanbQs9PY6xJFRSxnZDQ3TC9VWvQHAqCWAbVM3rTIOdYlcIP0vjWYFs6l",
-	"6StK9NKF+HpVHNuc3SrQRCZAGQoLEvbKnNf3ONPHJPRaU0ikYNpyxmWdL+x12uR7KVgYDESpfDZXuQg3",
-	"u/nwVgHkYtIi4TvoHuk7CJgMeDJODKovJpQvVIW7WWNNOP6zWnia/75JIXuwC843SrSkLioCMppSMWHH",
-	"xEBf/DzXXRs6dx315sSlhsy4KH+s83kSFRM6Z6mZE1wvUWwmr/POfN9SnKLjQMgbIkWNaG19eZn4ZbS6",
-	"+4nUgGTCl5GrLME2VGVV3OPk10nM3QeLzKfX3a8tNTcxlJ+4mRYCgSbJ2zEgpdxPut3vrPBzdx+W9VTB",
-	"bpL5OkMqKPLTnYiCrqdWkOiyccuZbpVWe87ilY7ak5LPIO+TB7wqIHHGykVjC5c6Y/dzgn4pEMUv5+Vc",
-	"5fDKgVq91Q9iHrbnuKLkP9EkkRNiWJK4JhRowaO3NgddLMztDagHJY9TabdK5pLb9DWisjjrh7fJzz30",
-	"wAJRcC0jZjzsED4HFMJ/cc3yL5k251CTu8IvNKVpyoQ1gyShJcjROjsQ9pHF6z2iFWdRfd+klf5/WqC4",
-	"+zZMUsVFF8D8NlsyKztb87ndOypQUz/OxQQ884HvlJsvbSLNktC9/zVb56V/ucEx77zxVWd8ZUK97nZg",
-	"Cl/ey/0F3NarGUBBfVu6l5cvBRZwZ4qb+YWVRQ5Ng1HF1ElW2+pRkJN3Z5BZA7VKVJPQPikV/wUUgT75",
-	"Dl4nCLV3xeYeZI+gbwYifGhyWFlPU25H0wT9PKTZVBKa+M24gJAFCEm4LjBucXRWi2jc2TVwMZYYYhWG",
-	"RnCvsQIXsBFgwobRmXM5FfpHLCPdspMoayBLLsEyhAKcuR3Po2DxmDWnlCdopUGpch8TjgIXE9YBZtXo",
-	"oIowpIOBcHVhOvBAffZhB84ENp4r1/T6EPS5+d3vyHMpLB1Y82sgmgQ7l0DD84gq4AZ2cuHT605IUsXG",
-	"/LZFToDDXzOntmtXOoqFw9edftERXcQDQYou04DsSTywpy/bRI0bevHggHHLTuU7GdvP24X++8XbN2Qn",
-	"pGmauAbaT/+upQh3WwRwJPGpVWCzdgrVl90D/4aDLLTdLWHMhtAHAR3iYQFuGeb10DRJ7OhUxJi2ugDz",
-	"6rr+/vwhd3SBVo9N4nfCEjxkGDgfmFR8wkUroQaU3SY5y3FucZUypR8z5qwV7ecOgD94Pq4Zix0xVtfw",
-	"vypW9n//+R//uZsrDWQ0t1Mv4M0TZow7NBLzCTe6Rd74rm4ashhnMCMoTYBcRkEcc9nQx9FNcl0nRzvw",
-	"JZ8xbegsLc5zb2/vKF8rF+T95XMcbcYjJTHiatcdcc2lgFHeiyshb4RDdk+poljxDWMqZtlV7plrtwFA",
-	"CPp16ZQlhox5Ypjy0QKeMGES2ChsHaWxiBvNcPu18IfTkxfYP9qL5rwfc/j96WVIlMwMKyvTaK9DF2lA",
-	"GdWEukdvoNP0hBlHVPCSNYTBQWPJw7W6Qq4yYjE4ZCoNxGIWJdROI4WTM9O++5MlPw4j42cQ18RNVTFq",
-	"qZZMmABwhNg1PQO/MhESEDhiaqhvcOZ6ooFJIBiDPFs7NubcwoXB1TsRmy/ftcMqbjqwIcv4LZ3jBR2I",
-	"tZLAMfpcGpzA8SEmBR5+QBzysGUqiEoRg6QpndNA9NodJz5++umnZmkKzH8wPCYUgZrhbX8cKVPwRSlI",
-	"r73XIn+yUmfEEDhDEjoQIHl2sMocb6Jl4JBODOJoNwCEKhCeLh7oYI2kKjKAeLzrIn+EovuhNRAnmFo8",
-	"o4JO4FZy5X99olEA4qKeXnee0pQ37Z9gIX4jpMq3B/dkILzDejT3yK9MuapiyzU9c+8QvHJ2zx0FOLc3",
-	"UoJDCEEVayDcaeCkylek1z0ioaWzIXA/iFHipM+ZUfPmydgwFe76dpqWl8AY9gonUBYyEFmaEw+uXg/E",
-	"Sb5R8DlimKBYVTLKNBd2nhK7VAqmiP0TKoIn784Cr/elCTVWt3IANzSFyujzesGLAtqeoNQ5TEZxGiiu",
-	"dwOfvIhSsCSj7c6jkA5cql+w7CH3PlquSlp6QHjMZqkE3cztjoi9SqUHoqBHj5xr1SVPR07Sw70HTqO4",
-	"8eCUkLlrLXPwRIKCZqyNyoXmMRsAa3fj9IuodLFopmWmMOxTnHi7ZzU8PrZabcyhnz52dyA7rqt5fyBC",
-	"q8Pay4Ft8pELgy4GjW/tpcE2pwTRTC3LKq2q3G2RCz+1APWQZe+6V8GdAgOYeDeitBLXEpBgrj2SX5VE",
-	"BkJPgduOE8aQ0EpAkGKez8wpPtDy0Ysf+zvedbswV4qA+jDTWEfgfZEObAmIzdr+zCHhFXffM+aceSxA",
-	"dcHWYF/rgcivOS0xvRj0Gab8tXplz8A3s4M+xHia2rklrlkiU0bCTygXisjIXQgo0VatsZ/t/PM//v9O",
-	"u012HPQQ6bZ3j+3iB450oB29CxIWkTIcoEWg7W5YjN4q9b4NCQTiyk15jRwISzFcZAzudPnVUqNc+ySZ",
-	"SBgA2JmnKzKSmYi9Tej6w6AQHwhUD3SAVQF2x3HPdpH/pUrGWQRe+2PHXnxUxN8THHApIuom1SI/0eQK",
-	"Kc1eY2Yw+bBPlLyBG8gAvUECK4BefHEGop1iV2V3ZWim2UDoK56mXgimEPzGZsU5sTCWYmQOwSLzyPKY",
-	"K3A7M0CYaQ1EaBfsax2KhsZe1bHk0SeRnM1oUzOrdBmULvZTlWqJMUzd10q4xhp2UpiwN1KMwv0BgG7n",
-	"qMDZXLH5E11qGw3lYhpPYjQnYRHeh44EpYIKB3sD8JJVGB4g64WXyY6zvjXMi0R2pdDldffYVQ05Quaa",
-	"hM3yZ62aZLUdmDAAWXoRWD4Cp4hYakezYCCcLQCb7O/fWcHf/S2E0FpIplLIDFR1Epaeav6JzUOnVJId",
-	"b+uTG9dKPM7QAmK5AjgQU6pmAdFZNIVLlEfuvICyJtafvOTVkUxZfjOQ8J/kogD22N8d3Cc8N6cCPtFO",
-	"9wu8Smw12tId6hd0ZXfI/uC1R0jenmvEPXZ9Xp23ZjR3AR34ByoR+Z6Y5jm8aS+QURlzFRf5N8o309rQ",
-	"8dxNDoxRmBWcFETwi40eXrH5UDErZ8LjUpFXZb1EZVbU99pH9povvMzFMNMsJEtKT590Qi+c/QpZIm/I",
-	"frtdanKLF2MgYCWW/wJitFFUaIoJkLl7zW8+G49ZZKweuH97CymnlESK6uku3FtL7i6+iPISMHtxELtV",
-	"Y8UY5rIYNW+Ri/IheH6VGsgOA9rciaQY80mmwKh2WHFda9OeFH43h8rGFJlSq0FPMgHb5vEjmYhBCFu9",
-	"YS4zVc7wjJVMIarq0j8HQgp8yGopu32cacnu8odu+T4zMD5Ov1Vzi6RAA8ZyknfvLx0HeXH66vTyFKQa",
-	"nwi7A7kfhUZTuMmni40T0A7y3hRqrVmrl4Wnl3QSFpC22D4MIu7gD7Mf/pGqeZ9UTCE3Efs51nwuhVEy",
-	"6fvclLBFLpiL59vhUTpyyyXGzTdSsOZraDk9EG4Pwr12j7yRhryWMR9zaPDnbByKBifE2xIeMaFZyRv2",
-	"TslUcWawfLbqC1t0gz01TM10qTNK7ktrlNqCNTqtdqttn5IpEzTljX5jr9Vu7WGx0xT8iU+njCZm+gsA",
-	"HNalOnTb7dJ9TJW0pwAk1SJvwEwVkkSKgVOFJk61llk0BRw1ErOUidhj0OeOq7O40W98z8wP8PmSlxRm",
-	"1W23vc/QlckteqogOwNCdJuCre4L4Iys7ZMGC7KadeIAVJ0TwQ78l6aLwzTPVsLfu8ef/sU9ehbjx3q4",
-	"iLpX8sU+/Y7GPtJzFzT2t3nlTBimBE3yNkX77b3Nb12gA/S9oNeUo1e77GJu9H/+EDRy9KLGK37NwLpL",
-	"lcQeGHQCRZGvmaGND/bVp1b7nW+iHJcWn3PUnL9ZXZxPvBtzSq+Zpapjst/eQ1XihmvmnEmJpDEZ0cTa",
-	"fArliQZEuhsPVLpEWOegIWGp2a9AW/bzcwzCqUeq8lSVH8o6sio5WVbS1mXFKYBacVlTDArXjACtN0qy",
-	"mMVkBy1wa53uWtYeKWZQ1noMdciyPCYhun5DFx1Gb0BKlYM4r5KbtetOUm7VOuCt3kG6MhmheOTpK+hl",
-	"tCoLofTgc7BntnrSlylfSLXV0GdjK8pAkkFmw1e7L7hJkNBYc2eKlEa73Qt3piKfN10aeNg/exc0rOje",
-	"9A48cxc0zqlhcChNPJoNr+WP+4MsDXAO7ZEcGvZWgxRvLAykmbnHIPbpu6Dx4xokOv/Wjw6B7nN40l67",
-	"t5lVvJHG60SNh/GxXruz+ZX3gjrtzn9nCzb2UqoRj2Mm8I2DrVZzAkXOyPOCRq97tPmtSylfU+FzO/Sv",
-	"xJxLQl6b3L9ZYsb5nz7cBY1U1qUfI4+x2rcHcqgzYMvsFmOmU3C6GJ0n6YqI9dFbSK3xrKeFTQbCv5Qt",
-	"FVEhJPRwc0UnkNpCThz2LLaSc3EBNHgjDLeggzV00YEwsAptNEWEZvCY9gsn7RhrT3MfIFh1zpPolgme",
-	"ycWkOmuD+g8U+gu45XyIAuZkzTIhfaQCPBphgXcewqSsGGK5qyYzmWLwOVL5Grw1D/ET1fBD7rNN+BUr",
-	"4hQDyHuoEWB4msid7y3BSpaefR0FCBD4dzKebyE78iyMJSKbsugKTKc0DZwr0JWgKIkwndDTwtI0Zk0g",
-	"cOezWfcKcls+dlVPH5hn192b3u3B/NkvkDd2D1HlSlbuqqkeRmXsbklMdr6wmHRifJXlIthN4XEp3agd",
-	"XU0u3z0m4ascWYfn/ocF+fpqA0qO5/1l9Nf/QqLyG6vk30yUbSGUnksxTjjm4fU6W3ziHZ1bg+xSyldU",
-	"TVD6dfa3WY/O0lQqw+LXLObUZ1T3ut1tXnamupVjp8JY6+JfVOy6XCuap2vVi94FW+jppys2P4vvXHIj",
-	"qwP2OnftIryLsSR/j4tKiBmdO4ng42C7RfQSo9MoPzAFwSV2dJZD1pfuMxjMdAVqOT8KndSxYu0YP+gz",
-	"JkBy58lOJSdpJcLZbfeIkdLKyMWI6BWbg2gW2Oxfk167VyfYcENywbbAsXurdjBeYI6PjO43z+i2s0Be",
-	"QlPmf1G+gbS5kW8E9S6Tt6ImnQL8GmUtPcjd1YVKUetfe6iy+G1dDauUp2X959G/8Ohf+K3yqv82Donv",
-	"mdmCvd2P4/zJak2Nuw9OnYp43s+rjkuiGrSuw1UJXNvn2mK6cspU0Ss0cOEy6F9KRanvCNek0tGkDyEO",
-	"SIsjERXg28C0Ea6JHI9BFXJpe1SDCoVtYYsxrYa0IvMIdDTIycCGPC7HxnkhIJFnssql/Ry36jfL4p9z",
-	"s9KXfOkD4THBEw/IaE54/Mj1H7n+F+H6/618xGbxNpVYs+MSub3qKmuefsJ/OIu1ltmu4lrOQqVrsi9b",
-	"kB/CIBXGssODtrNKda22ivmmv11W5ua3gpGt2oNHXvbIy74EL3vUR9fpo6uuX4kHunT2B2inLxyTLBTU",
-	"Zf751E2PJ66L4cqUCBenMlM20ywZkxL+CeSH540cq4UEe2t45kn521+dA1a+tokblrflkRf+y/DCR8v8",
-	"X5QT3kwZuuErTT4SLr44KwwaaXZ/Fkc0MwW+bou8FcmchDjD0Fd8Q7KXLxoyUIZZrvUeod2/2FgU8JKw",
-	"IWieK04Sqg3pEtchpEW+l1CSIcdj+KKLnECpIRR3Q8cSQ6+YTx0HzRXmAuEPzIYIcgAxeH4heXsgdvyk",
-	"XAmB4UkCo4qifabYPV7owCikyVeN0Zf84TmZyIHw+9Qi795fQjp2nvLftxtrfGUfOj1MXnVbF8qp8yhc",
-	"rJQoD8wV8FAQDUeDW4f2l6fhALi2CvP/ZkSeA12FM4HtfwxaPYqbOnHz68T0/wVlnHTijEDXmPFKybZa",
-	"U895s53O54i/2qS7OvlX6lJtpz2TipFCQuw4x7JbDXqOXT0HAAtgatyIRleJnPji35EVFESOXZFRp93e",
-	"bZF3+aAzOsfeMygnA0AWlFYUY5nzQABILVaf5YgyJbEaKhbZh7E40KUkFVZW3u8eC9ZgfQMhk9gjMnDj",
-	"OJ6XN65MAJ916AlC1hQhYZGmA+6WggG2rOazNPGYOUVOYXmOsK3w7b3c0USoZTkupjoQWHb1RJMokdFV",
-	"XuTmVzPkYoipfCGkYvgTceeZFwlVtQWuB6LXPspbpHnd4jivfi3KnYsqc68PLVp5AzEQoBTVqTh52mU/",
-	"V0kwiAFN4k4vT3K9xAMrzGgKez0QPoMDzggOQ0ji+66RKbcDQ+V2Nsvguy3y02I/+CnVxeoHwkDnQgii",
-	"+BkqRqGqyOtGvoGda09Xn/9hKaLa2U1/jtJRuuA/fwJpC1LxqA2oTo3+3mHr8PBoL2gk9s/NTrfb6nWO",
-	"uvaLOTlBbUz3oNnpNLu9y86zfrvdb7f/1ggaOmVW8XjW2gd3wH3UCL+679BZ+WtoMpUpOBi3FQoNcpgb",
-	"qlFzPS6jha3iB07fQUSzRz3nUc9Z1HMekx1/k0lLIJPzknlvkd5TsQKgjrW+T4TygDeENeNlLlz7ZTFT",
-	"5zhokQs6YxVkK2tpI5juUl/UkOx4ccxjrFyepQlHrB8QWNRMd1cF1XGxALTwW6gVK9qtvQQgjq1GR3Lc",
-	"ug5tvO24+Px3kOuwzQtFx82tv+Fbk277LHRb1r+pIrq8kfHaErqKCM37Gj+6yB/DhY9u9d9YdgVduKhf",
-	"KbBYgOevlKGuN6pjH+Df3muTmC6WV1dShl13YoCFIWOaJNjKZTwQHh7MY1q3CPBpMH8zQycsQIgl43PU",
-	"AK8fu+jd5NjOiLmBGDkDAZOysn0uM4/ewGJAX3FIk4gAk4MIOeA7zHoTccIwuc6+PuP23eOBiFkB5SMF",
-	"Ca1cp9ohK+WY7CQ085SFRFAF2FFGwkSuuIgD7C8LCgH+GS3YHPIMLRzDZ8xNE7337DZKMp33L19WF059",
-	"B6Z/varyvGvC9poFvgJi916v3FfTKL+0vbrxzSQ8TG+ziHdgeo9i/VGsP9bJf3UpnffC87LZsebcasUH",
-	"nn6C/12X9vg2b6NcI2gXqnE80ijVrlFVpXfAUs4OzOm3m+aI01vhE8wbOTxys0du9mik/OaqcpjjLUv8",
-	"777s5hQZZGGZjKlizRwC2oVZahjnO1dOg7ExMBZChPcHrTuM7RjCIx0IFxNz9TgY+lwKkg3ETjmfqRwv",
-	"28XqGSgGckEJlwRPFaMeRdnnxeBEEHoc9P886ikYVdaaiZgA+wTaESlGNWAVJjT12TrF9BGbpIQCAliL",
-	"9qXWQJxyiPwh4rLMjLaLROkAIUf3p6ErXhra1xAD9dLXJJFIzpgu7K2J1YWbEVdRwkjMtaEiQnPFbreS",
-	"NCZjGhmIi5NOaw8jc3ZnnuiBAGA3e4hQBNW84omcMaMYGF32L5giRbCEaifOXF8ybPScqRHGVa9mT6e7",
-	"QR5iHAh7cE80mWWJ4WnCmSI7LJJCzubk//zvTmAXMZbK2P9o7e0H5DaBfx7u7+axSpwicd3dcZIDoewl",
-	"ZtYgTHyQG5D0804L2DWLhLBZQ0XFhIVEp1RoctQm/xOi4p198j9RglMzEPDkcQ5WHU2pmjBdGaE1o7eu",
-	"V3WWjpUUBg9jNz+bvEgMocbzxC8wZoFoY6gRGzH4EMSwI9cKgXsgmfnQBajDgdjZa7fJaO7xdXdb5DkA",
-	"u2Oc21V2IFK5gu9m8YQ5VJql4DnXDicXQDpXgMi8pIqdumX82lAyptSk1KHqN/qWlZIfacJExCm5MAG5",
-	"oIK8VFREXEeyUQrk7h8dVQO5vWd3QQMvenXMDnlN1RUz68c72jsoj7d3tH8XAITN0LXNcdS9fSpbebdz",
-	"mfltwWoqB75KtfOFilXtrgZVeJMSUrySv3EXPILX/NcMGz9Ggf+rRIFBcwNNIjPlnLqXleYfhS1d1Qif",
-	"fvL/XF9NmI/kekeVJGc5LWqnVAnTd4qezxrPu0Fiqjs3AwFF2ZBlnYvdPgkBhy0MPHhbHJIdAL0pY7lN",
-	"qSYp1ZrFu4BNB/DmZAfHOB6Iwmcs6KyU2FQbPP6emc+Trd/KyP8MgfBo7j+a+4/m/m+i6LHSlmkdx763",
-	"9Z+z8sIBMFE0nX5MVrL280xYO9S1Ncob0WldFOO8P3+Vd0D1z0ErAGwFmrKIjx0/y5u96YFwPQMtI7+m",
-	"itvt0K4jALs1TGhoow+xuvfnr5pMRDL2fYTBbWtupP0sNFQ07NaaWN+fXg4E1O3YsbnrhoTOhCLHMcrr",
-	"1wGkE3uofH962Yf0Zt/cQLi2Bq7l0kLbATKBZkt77Z5LYUIk7KKbmg7ytkIBgf4/DnndKiPgGIE9WOoD",
-	"iX1+yn92R9T0hIStHtGZESLRYz9LpjThZncgfPsTdD384Q8X2Sg/U/2HP5CdsPyXlhV8WIcTh7tEZQKP",
-	"j5Kf2OhCRta4ktj7F+qxuIY8q5KbJfRThKYdVulq3uiQ6GyUKmlkJJMgz0g/SWWSSPLcdVwTMcnUx8SS",
-	"Cb06xkCzb6U6kUXbnLDoljHkgtsVo2IIWWKfBo1KZ4lBo08GjfqWq4PGnTXPR0reaLtjDttWM5P3MJSi",
-	"vPjdFjmxa8k3LO/xSgXSuO8BwqHTVe7GapPwu5MXw/PTP78/xcNYUi3+bK+AuzT31ivcezDGNlFU9/yP",
-	"/rbd4523ftZv6Izd473T/CZ/5TBv7SXZXnNy0z13bwNf3uTloAaGtbcH/huBJIq+IicxJe+ourLnOpVG",
-	"ltqKRLFY6rCb517G6npIu6O9qBfvs4Px4aQ73eO9v+9fHSSHs27r7+mkETTsaVjFp9d6dngXNJihr7EY",
-	"stEXWZIEDStFYL8cUlKj38h0bMWJNDRp9DvP9tulVu6NszfDd+dvvz8/vbiA1Rc8GHcdvcIJ6myddrud",
-	"O4hYbP8AmspDN7u+9E5G2czeNEWFV/GhB23oUEogvRUa0LqWjb4neN4D6uXb8+/OXrw4fRPuOjzplCkN",
-	"aJlNFGUe99r3ttoJ352eX5xdXJ6+GP75/en5X4dv3l4OX759/+ZFuPuoMz/qzI54H5GM7pOJnoklHXLn",
-	"+9PL3ZJ264XgauD7BVU0Zw/eoR4if8GeTU4ehP1yfctUWlbhA/ugazj2QfUVi8lYqgDRj/LwTN6ULFjo",
-	"vuVx8XykpVD7qOvtdn56cVnqF76ohbr+ySKmKs4XVepEibwucB8v2PFdGEDZl2Vm2Pu7T7rtNsQjMJhV",
-	"4pvYiRV1RS0hBQ7W6+rwdlxAr2ghMBCWt6JCBGAl2MbUd5cjMCtyAy1iS3p6C7qLw/MFz4VqO8dYMSlv",
-	"YUBXdgdj7h6DxlS0LfKrcPqZysRCL7m8PhG8TVJDy+7qnLTrQAg8yGrk1AqGsoaWIwpa5r+0oD7ptIN2",
-	"uw1BJRpZJcUq7SgYLt++Hb56++Z7K1tilpqpfZgAvisXEyJANPoNL7/04vT0XXhMuJUF1jzCNtGZiJki",
-	"4XCIZOxMoeEQMx/hVKyO2W07SgxxZGs/QYv2l6X/NEyNacR0iJ1Xw1RqzUcJu7RmR+inRg2ZSQBSiBlL",
-	"d7HqswPr9dcCkkbZbUqhwyUZKzrxzX5hoSWARIGdxBE2obzc529fv3t1+pcQg20nmZEzanhUiOLcWIMA",
-	"nTMQvOWw24dy2YEoH07+Kui+5I/kk+u91iedgOgp7e4f/ED19M53JURTE3v+TeybitCByGkMPuxVgWjK",
-	"IvQ0LqoCP5xc/DB8fXbx+uTy+Q8hBkyRWuFdmkjBjgEfstQq0/eHwEdcD641WgbZ6bbb9jDGGLLmEXId",
-	"7FE9EEVX8ioHbJFzWJrv6wUQFdjQN2+R60HG7UFDi8NDyHwaiALQwBWnqtJYPlnKrgDO8HVhw+YdjwuT",
-	"f7e/UFNYb+QOxOdYucd5H/k84Iyq7AD8BEV/Y2DWXJCRNFOyY688piPkmweaY8FkgoKZcmChmIuAHTUR",
-	"d4Whz0FC44ugZnnQOxnqLHcoPkuVotCsxenMetd5FWq2ILTL4sw3+cd2IjuVfsJuFOQRvc7+QIRZEe8Y",
-	"go8BGccu1ARbmoGJe0s1ZdgTtEXe5bdQVcgHXCyHAwGZcUvkgd1MBuIdSqA8cb1qDhso99oRElHjsQ0j",
-	"brgDRsGNVPBv8Cy4TR0IIKcOec2/24WNyLk2XGgn+UjMDOWJLjtysDg7l7t1VvfpLYsywwq7+0GhbkyX",
-	"qXAiMDhztefSkx9qPCNsy33xw0mzu38AtylAQvM8iVn7DDpI42fKFljNh3I21+g3xnG7d9Q+okdHcbd7",
-	"1I3ZftRrH3RYJ6L7B4ftw73O0V47GkWdQxox1ht1R529g/1xHO/tsXZ7n5bbV3as9pb75OynuN01o9Lh",
-	"dO+qO+uJ/fTg46F6po9M93rvpne7Pz9AtVuz2p04QTUjF7Yu68dSL9ippVXLiqeh37i05nXQ+IiD4v9C",
-	"t+Sd3/O4T85e/I9d8gmG37H//Xse2/92EDmFWew/+QkCPgTNZwJ2OblDl+snAqZxgS18Z/9P42FbcX9j",
-	"+B4pBL8dRwhMaJy796uH7nASPGiBwZPMT7rqQLFa4V3QQK0XvF+LHojYkkOuXVrrxOMc4PORTLKZaPT3",
-	"ggbgh/Q7dx+CxoxpTSdASZa/AB2WcnxoeZLQihzopOU6tVrLBOb3wY71AJ/IXZA7iIqdOS0sELJogKze",
-	"oUcX091/QyfTY7LM9skyv7pv5hHv6TMcQu/eXqzwCLlYpWum3fIyaEUxJdfkbcogilRYSBgntOa5uGbK",
-	"dwAADvzXk9evjgvoolJH7dpCDxg75f+uoRver5gJQuMY0Flo8k7ZWWJ3BasxBA2X1Yja9Cret7hLv5Z7",
-	"+18iN+Ih/OC30/4ZbsXibVjZBNpftDmdJfe8aKWqKSs6DOXCCkuqH3jN/mqn8A2vmV9ycc2qq7argGyD",
-	"Y5JSpcFJ4Hyjc1gi6bS6+BMoke4iaqNAim53EYP6bXy8n/997qclpZX3M6XzmUcUWNEk2BVBlADbwMa1",
-	"Fg9xr5MZM1MZYwud3O+O5RNWu43sVQ0I1zpjmtDB/2Xv65bbxtG0bwXlk0hVtOI4TjqfXN9BZpKeSlWm",
-	"O22nq2trtSXCIiyhTAFsgrKszXTVHO0F7EXMhfWVbOH9AUGKcmzHaXs63IPNtEyCIAC+/8/zmlLNlC6q",
-	"BjAGKj4khLCJ9jd65DYvnrepC7kRAfmTTEyEDirkBtsRbnuOWC4apxSYpw+hN1DQaWw1Pbcrk6UjhHXA",
-	"JYDoOYMaEu8JVVAKCmTsQPAX7qz/PEzwJmp6XEidiY2qJmZQ3yHzUslsM/V/TCl4nsqlXRmKy6XsF6XU",
-	"7/jXlcwh/IEVXviJ+zH9/PHO6VI74ADkaLnI1Mx7sxlvDLQYRkI7KEHhVA5taiIUlBql9N8j/DNWMbUK",
-	"VIAkES+b8mPSOs1VKumsgaSKH2RVqikkRY7RD6rju0heSL0lCdnSgrBwO2Q4Vs4F1siq3LTyahdI95zL",
-	"jRO68ttYbojqGOVsaL87gOIht5K5F5R0ZJpnm0p34Jm4MBMTVoaOuH9nIKek0Pwh9duse/eOawaqp5/8",
-	"P8A3iqNgfqkTscNRnDH5+SWE1TE0Sq8CL7uCpKHJKH6Zy8p/NA0cW1gZfxkEUeeq4hSiX3yafSLONhVy",
-	"jfr/gZmieHo13GMsvKWY+i+xpJ9CVPVCqQJHT2nCUCpNMV5E4ch8YmYyz49FGuuHuKDab5Q1CjbhxdVV",
-	"dGIgv8gTz8TMLuHQMqfoxHD7cX5vLzfOFBwYfR0G6gPuyhfCn044/nZnGBRGNGSZNQM/H+SGMJQskMMW",
-	"Q1jd34FfF8vfOByEIgLjKsl21IU/ZTz6e+O9Yjn1A04vtZN7GIeadocvD93zEL482rtFlIXW+2GadfNm",
-	"77CqmpqMS0eDnKRPMCg1r+YyQi/0aKkeLdWjpf7N0FKHNzoff5OVWsvNPQKs5IZSysF+5FQHW+8f2F4P",
-	"FjxJnes5wfgiYPg2aMy22cBSlFsAevIjKCjUoMoE7Q2gGurkrT+WzphQrjsOE+K+YbiDVeTNdiQez6kf",
-	"3bLR0CiZGG1m+SpjND4NwezYLWQ/WjrOwu/trIu3HcD+h0EmBjRhZrG7hVBX2lVgOUblBUYBtWgDOubs",
-	"UvH0yHvAm91IfG9LbwLjeyVd3oQ0Qi2LCt+XivtTSErUZr2zZSoCSSnYbRMD1+8gEzvh/b6tYfIRzM0b",
-	"l3g/BvaxPwzuRot6M0ZOPtm0EX0pb1/K23N3/REMm60P73q1qOEEfIJ/r0Mcf+RmCPfUce/Ej/V4gb04",
-	"vR1+DqxDL896edbDeR8jnLck0cJSD77lu8B3T1Ao1thdP/I1OYC/WHvhjWwoGW2iihsBTw7VoXtBYW2R",
-	"Slh/laVMrk9kWpP6fdlsJxOLR3/igPyp4VGk/vmh41B95cTciKfpWKSqklNq+LfduQh4smr2LGIsLoCl",
-	"vovsKhFMRLUqKHSPF08rvSQgQ+AxrlJR5Css/6GoPOqeM1jhaqF0CfiBAM4Gh5A10zi4NRSjTuFubmHg",
-	"VZJ4bSYGMyQ4pjSb5mZhOgIyLkH1aRMPNaidubE4OjycmPDHKXt9DUgGjjLGPABeWudPIGjbTc4GSwBI",
-	"DCz4X8iiUMZxC6soIzRubDbU1lvjVkuVJa0mibNc6qXKJmZQra2/insdcn9IcvTmqopgOXA78Zax+0a7",
-	"xlXhRPUxop9Tov/UDri3KmWOAe1rNoJyHByEFtp7i/ibGzeQLOGF7JavydkoviRaUXA2GQzgb8E9Clcy",
-	"m0kCf+TPkMjGIO0ULuXUE7CaHAtjxXmp6uU03nOu2fPgXmOn1DkjfL3+MNBJWi9seCJ0g2JYUF2pfY4h",
-	"fx4Pz8tCuim2jZr6G26UDNmV9AmpDSw2l8CBB/3NAKvx4uoKP9SNXYVjgEEQCgVgkkgbV1FzMEn9wuBl",
-	"ducMvFx9HAkDkADtIloRy4WISrFRKs4nA8L7ylXTs+92Vicj8VmJ15ZZOTWH9nlx9OuL8qX7rjpcPb88",
-	"Wr+4ern57r8PQaHh01r13NsCMGKsuNu8bpF28Fv2QKRrUI++wxJHDdqqcu9zCX0uoc8lfIPMa97+JmHd",
-	"Mv+jiMf13bXea1fVRTwuwulCRN4pNQ46PJihSd3si0hXHDabzkp7qZI6/C0AAPYGCUqph6jX9s0Ew35k",
-	"B+/srfVNdNXixi63GLnvw/WAfbj61lt9XOzeNPk3FbVvN8NC8d5UWqEUbjctKHqRlxq4B5jqm/QXYK1A",
-	"cyWRsZzEYfxhZ6ieAKG3T6M+UkF2nTPRS69eevVR/ccY1W9V+LCAvFt5BwiZYtXFeeQd/lmzkJ8Jk8fb",
-	"5TZNsuUgYdsR3OOJwUyrmEkzUznVO3/48fRjV6kzXpQj1Boiw3lu1yoTS3up3HhiQq5A/P4//ytkWepL",
-	"bebiH0KbaVHaeamcE/+gh2E1ehqu8rfsvG5i0vhv/tq6Sv+4UdGPtTnhViCNgKDlSLw2TAvhZ0wxURga",
-	"6TQgZA1YOoxgfvj5IzQXDnEX5KDhCieOTRPJAMUdnZDC2H1b1Et9yARDEIhemdlCmjmVhwEtBgSjE5Fi",
-	"H31MNYTLIARfKpnjrKFXhANdSTFsg+O2cRhjLPka8Qqn1CJx5CpZEvjBfxr+deLVTRNim5G5sxPjFMAI",
-	"4qwIaXA5q1Yyh/jskMeOoRV4Z/jFv9Ux0FhNTPqJqtES6loSX/VbimTdOGC9kzwg/4KeqHjNMWnah6W8",
-	"UHFaSNR5KiTI8Vt7qvwxeXfONK41hymQvXq/odlzOnwGlJc6X+W5KFVRKqdMBd9EgpX6dlUFUqahXyvY",
-	"tpCbsCbfCH0ujIUoN58FXQmnzQwceVfJXAk/ETijzw4hOwYxbDidUwJzNKjEmLCW03j+9i43HRle72Q9",
-	"vTuPbaE7R7fpPG6TpER5pjO/ikDTJIn3CE9gHFUOhAJhRC+hw0naHp+SHNKLSVsUKhP2/LxzxHqQW0Sj",
-	"Pwb+3C+n77hf+zEi7oHDOIAmO3T0uDETCK027cA3ai3+WaPKf4w1d/sw9A0iwh8iAfg9yL+eauEW5urf",
-	"/XdP+VyZWzMHCyLX52q2meXqpk5+0wiEopM7G7rdiFUYv5l6XkiGioHhIgZRUQqwpLOFMxyLznCCiKu9",
-	"R+LdVoVCrZ7PFDZmi01I6mcd2x0J2lyRxmoaGViMsGXCtKsO6i5p0bJCdp3Bnd6+gYm1TLTY5PXim8t1",
-	"oodda9/WsMZQRQOT/YLGY35v/xq9x4M2H0PU6t5470MujWMz6+Z9veIXeaAUc2Mtr9Pu2tW+Up9m7g2C",
-	"P4FB0Oelv7pFgOJldwyrW/8TbvbaivwAtQ0wfKjCwrIYKonczQ0xqF33hBR3RAPB7cKODo7EeqFz1aj6",
-	"WxngaBgEtgRZVWpZVEiiCjbEwq6NWKhSDYFyIhBewBBNkNmOJmB+ge4MMP+jUgqfAUXT6jMHQp9f6PML",
-	"fX7hkeYX6u+0GzR152RDt4THIPT1kGSaVq4vkW9b1XId87oOaomROlNmQcC2uycArbX07p6bmN0BVy/s",
-	"MUhFPtrGBr/JPw1wZXK2SLxywCtRZ1CC44mrwcWMBCawgpwBgf1wJH4BLw8Pzhi4vZ6Cu7bvqlLJZSpC",
-	"r6gnE5NCC/VTuypnKhXIxa6rYYvxXAq89xjTDmvtuE14O3+gsI809OySIsXKlkuF4URopY68hf7dkAGe",
-	"aEgLm+fg0SIJjH8a9TcgxluAe6fwJmN4c6xAT3U2xmSJd4XTTFZynAqvNKE9BsKvt+ZBjHFxyonj7kkL",
-	"mlEr59pJJkd7LTfINsU9Qts482RiUipTZ27f1DvC9StR7y1sE+7H5b5gAfRuDRHpBD54cAEjhp3CojOM",
-	"m+acnnuLgWZLXSUI5zGzS7BjYH0G6VgslCyrMyWrdEijPXtBZeaOeHOK0l5pbvE+y61D7IfQWa78ovmt",
-	"GonXdWSWXo4ISSCpwbmlQeTuJ7GTP6yb4pcTE1oC8OgnitaFqYykq/bh6O6/exOfaNE80GAH6UqcbaCt",
-	"hsrPh2M0lRgWwXkLSFrgUaQXSKIZiLUEoiuSDUZdVbwRrW8CYjuuFg+Nj2MkPtBeAbzkTFVrhS38/Xwm",
-	"pgxkRpapx4igfukNwBIpnsVSFrCfeJpJZjRbIjxxNHPHLd0ZPeDPfGlX84WfSzUv1elP7ycmff/u9OPb",
-	"H9Kn6Q8/fnz3/X/Ap1qUNltBXCkJN0n4UlUmQCn503n603tdqS4b8xRmUKcTOioqt0VyGlEzAWk/nydA",
-	"3F4C1saKUrnVUgVsRaYdHRBvAmo/FhoeewlzSzeOzF4cPlnKq/fKzKsFsDRvcxx+/dI/FkygOrckdiMi",
-	"tBdJwInR2Vg8++7l0UH0f/scRpwYkIbi04S5kiZ748lnyN4ne8mE8kdwdRjM/x4Jxsne+PlvsOe7qCVP",
-	"4WPeP/WnH9bdHaNAbwhp0C7NVWAtcWO+SZYS2E5ne/gt8T9wirppwNzxuEkEpFFN8H25EX3A5Ruzd7+3",
-	"eW7XbOKBZTnY/hSG91lsQ/bvWp0trL3YVyYrrDafYeMhg/GJE3SfCPe1SXkwnuFV0nAkTtWsVByIABBj",
-	"Dtzwo85C+l9w7LdhSo+gpv7xMsC0VuvzNeFhy/rIRx/56Plfvn4l+ZasjOQ4fb2u0fPRO/ZncnYBnyXY",
-	"brumEq58Cipib/u7P6G+St6m+fnkPdrBYBQLcvqwTTZEE2pvBeUz5WwvtPetGiIdqYX9gMwsLM+czVeV",
-	"Eim0X0kjyL71rrpGn1WKotSXEDXJrS385CHQnWtzse8d3lzILINKxwF1oYOINcws15Uq6ysUdp6kpDPa",
-	"9W9+OPU+EcwFnJDgC2fKK9ZyM9xZOuYXBCoCHeirVAzS9cKp2fT3f/4rHY69OwjuN4TRwdvyM8PuYpUt",
-	"wZczdo3j827zchPrA2hyRuhz0zmIA0Stx0YiKD9q1FPXHYIGZmeHOnAiHYG3k/kl/Ty50XzG7BUYCcGt",
-	"hoX3Y6/H4lKV+nwDJLY6U/unem5ktSpVOjEDOg+n3KWTDyw3Ch9i0ztgZJBrQK8nIlPZCvWZ4rgHniTv",
-	"qCXYkJHWPz28ukrFuXTVSLwW6ZH/L0x5VAtpxNHBK2zwdvj//BoT/g85cF2wwWHwiRmkR88OxN+sUSkU",
-	"cHoXD5pW4QxoSYFAm3gbgL0vwtkPnh0INyS4fd1uPRAjQHEC8O/ScXsmgEPvBf7z/AD/PRQL/9siEc8O",
-	"+P+L3//5L7Eylc4n5vBILKK6NFybQXqiqnKzD1GRRtkBRh90JaQj/Ls/Eqoc7q5HaFkFX6EcoVsy8iVa",
-	"bVkmODG4/WtWDrSe+ouuFmh+7uSOCp3nwhGJAOwoCsSg9dEPjzuKSPj2lmHVlw/8Kb3ZPq//CJsqhc62",
-	"W1ZXt9G1yw1++on/J6H7MpWrSm27xW/g9+b3j+V3BcElSCVrslagMq/+KbfzhmV1DI2tQTktbVmH+ysr",
-	"dDUSJ6pQ2LeRM0AiV5KtC8grYUoFoBWs8bDRahMBcwQdaTTyLOmsYV2EUoCFvFTAgoSKtJaQkFnBNUGe",
-	"oUiKIhikDrjWb9ulr3ABt/VVS0Ec7Vr67Fi0F4weqDJatb6b3J88UPhvKKnw8N5YTiXdQbkfjWolc7ti",
-	"cw0Bk0SM12zedIKMv9iEfKAI2C47b4d11oe9+rBXnwB5FAU/NxWFt5NDb4Mhh9ALEEhd3cIMdwtbquWZ",
-	"KtHwSqhOBFLr1qkgS88bJt8TF6ppxiJdlTngdjHakyYijR5GfagYwuxtFDKvgB2RDSxbCmXgV+/4g0k1",
-	"oNT1xESBjspaimhx+IpcVlfJjcO/cPmHF7HKcSzJqKuKi0THYM0FO5UQFdlKibmtr1+Ln0/eh0ZNhjI6",
-	"0KwLjS2+DCOG56VdenN2Law5pqKY+BW9qcaGpbENQxmGzRRVySSEFbFYL7GQ2cSweU1GJodItKNlYzt0",
-	"QLUMHDfaCPiIraFVy1RRqhlG49LIF5gG9ZkKmWvpaqsYqRe1qzvsj+nRF6qo6mowrFWaGDor3P4qV9Ip",
-	"OFL4XtAjikdyfpeULIU1Iu10TdLdyNYuK/qOGJIAB6XV3Ev2VmUeNdcuZFkZVTZ6a5c6Uzxh9/Ty8OaQ",
-	"k9bMHwZKektDIorg4QfWOxp9RcLjaYn9jSE6SMXdZ9znaa2Rri2LaIVz7HlDy8XO1xgqTpXxaqjwqhy1",
-	"b7N4grgUwD+zq2pml1RXSJmkEgr1oDZyZjP6Wy4hWB91MtV1n/71YjOamLemCsoVFJV0kEjw/xJ/LSYi",
-	"nh+ITG7cTqZDWsc39er0FRqfVyu0XJvPV2gwcKf3VHtPtfdUH2NHHxM7fiHnzt/tV/Bbb6avStXUWF/m",
-	"KHdyFLzmFLTtCj2SVziIa7FZm3j/8EyFbAY4UDx5apycRCY1KzvvVp3rK5WRIg1uGy163agXHv7EYZEB",
-	"dFemft1YoCCriN/fZDkSD5VqZudGO6j5PyY3jjYSMJSIsvB+Wm7nc+w4DfwHsfsMfSgYwnNjowJwHdS7",
-	"OmzdhigQsMqAqiegxTNUHmerXEX4kppUYYeXC6QGVB+BpZedGyAGUQIH2i8TDSXWYnh/flhDT/I8pJtG",
-	"4vXEdKWHsEdC25me8qXNNhz4GtQNwv/vuI35F9Ay0Od3Ehb3QXkZ8M2wD8BlNf3u7PnFr4dXL5ZH5mXx",
-	"qjx0R9XLy1frw83Rrf3m+gVvxddweN82TrTQO5znRoHSSglj18dg6dZoZYx/0GGO5Gxu51+L4aF31XtX",
-	"va/qeKw2FxAWStYSFGauo3DecvgSLx/j5fulre7K7HQjy6nBYxqJtVbYniCQEBQ2KomrTUEkhiqOiWmC",
-	"LN6sSq4LmZdypkShSm0zMUjhP6f4n1MCaqaJyKjrwauXRwcH4v+LwyOxGHIn3yCnuUBWwkShLhTsP4Bl",
-	"4ZzB2GJLC/h4hFvrarbw5lOutFuV6likB6m3xy4tU1TaPOOXJjPL20Mhe6HznJUAvs9am8yuObwiy1wD",
-	"yJm2DWsz/ejZ2I+3tK4S1drSgLjO2AdtA/WeXVbDiR+sHUan8sGHtBy6dnBv/PzlwcGNLQV8ixNaLTSP",
-	"vNT/mrWYzWfuMgn8UcdN6osqey1/Sy3f6+tHWIUJUrQVJWmquS/R1xW8430p6QbYprjmi66xNh+Yb7cN",
-	"XmYKgto2CSAbPzJzIBq7ruHE9BcefdjoS+qNgYlZIxFkUSjjlRv3+G9ESeTMe9K5yohQeXB4dTXEQlTm",
-	"qFjYtSD2S1FZe5EQCZTkRIFXvwX2feR55/pCEX6GiLoDS0G0t4GwAFVtAiEMCBVA8GSAgQeKaeAbUktF",
-	"pnpkTd9MpYzE66jYAjgeWtUWxwjk344++PeAmgQL2H+AEgGrA/QVwhoBeNVOpquPylWfLUm99wyBf+qJ",
-	"cqt8Z+qZ0kEcePMv2Sede0/2TxJbRz9PAHlJp693E60x7Yayc5EPhsKSrVJy/jvV+sQc+NsVOEldSI/c",
-	"Mnw/GK5Q3fVem4uUQXI3w7nXk+jzqV8H8Y5a95qNHd5nyjU6FJ+7Nb70lslaf9A+d+3pauYtS1vCxX2G",
-	"t8/wfusQfDGoVYJwhcq9MTj8HDD/TmoktBTq0iOhYJSJ7QI5+lxq4yq0e22p50iJRjMd13CvoFeS+jdy",
-	"HxLs2R9rp7Hw80YdJSeG1BSpWcdiogbN40gj8bNTtylH7QQhf4F++7bhyB1oZK/GrjlYbT12d1V0J/XS",
-	"B+d6xHMfa3toxPNtdNwuH+paHPQdlOGbt+/ffnx7gzKZe/CxOpHFDSV0Y4wxSdybz/6BBXAvTHuM8yPG",
-	"ON/O+v4qMZz7FjbbgOkvMXcfKXT6c/GT62VgH0zpgyl9uXwP7L6t/P+Ssnk/GTVbld7C9zefKVmq8vWq",
-	"WuyN//O/vGxF/vhdzOL4V2o3sDrLtVtA9ZJ2IrOz1RKJ27wwtIUystAjL4DTRDR+28hlng6PBfAb5puJ",
-	"AY7E8dOn8MPCumr86uDVQUrl7+ncinJlxOgpPv7pbJkBtlYWmsItiMX9hIGh36CPa6mB685vGv6MShNq",
-	"vAi3u/XEva0ctlcMKhH+CtB73sXidGOmitxS05zfgOOc9mtr5UpdOCGpt0Hltx46WFB/gay0l4ox3UqX",
-	"dSvGUc29jgzHvyXtsX8uzktrKlGUeqYctcYo7arCIn3/SFFtCgX15cpVegn04A4T3TynM3+6oqd9L0sV",
-	"ru56LMDodRWoIvHgU/RNOaFNnRrXJc0uesBf4d6Ogf9i7QV2nICpQ8cECZ2hw3y4KTWyRob+kFQpiIsa",
-	"PepEZ51P+uDP74w3oSjtuc6VC/tQ9whxfiK05/SiiZhbP0trgCIdGZ/82fA/cjOJ+H3fwGBd0ziBDeDH",
-	"t+bdeUdNhgnfYYu/FIlLAfJI8BMslYgPWKusoH5mEDTdO14jW4hp0yXM3UlrAAWHodMBc3I2KjPrp/Eg",
-	"O55G0+8AzzD+s8jlRpwzfac9D5KVyzWjhyFpeNc5kBu/axB15s4acKKiswBrDNX4oY+Zdm7V2K/Qhqf7",
-	"bX5dQZm/1yvncqYY+koaoIJO5VL8rZTF4qf3tTQ1cgnMnFdyVlE/C2woPjFraSqVjQQIKTkWKZqxIBpH",
-	"cz/Qr3kqBtobja4g6k5ovUJQVpo4PXPXJ+IWKgvzQdK2YOvL3J/cs8Y6/F1V0uua/wsAAP//",
+	"7P1rdhs5tieKTwV/VvWyVCdIkxQlWdSq1a205Uyd8qskObNOJd0MMAIkUQoCYQAhienSWufTfwD3fugZ",
+	"nIn0TGokd2FvIB5k8CHZ6Xwc3b7d5RQjEHhs7Pf+7U+NSM5SKZgwutH/1IhokoxodAX/cXrNhLH/+PRH",
+	"xT5mTJvWSMbzPzzNVHJn/55KDb/HTEeKp4ZL0eg3znnMyMm7M2IH08RMGVFswrVhisXk/fkrIkXESMoU",
+	"YfYLRI4JJTob2UFGLCZXXMQBoYYkjGoDT/cHwo6j6Yy5l2Z0TqhS/JqRmVSMmCkV8GhAqIjxIV1+Smbw",
+	"JaliploDMRDfM8XHczJiY3hfZdpwMYH52mX2iWJ2czLDyHevT543L7476e4fEHnNFAkHWbu9Fxn4H9bC",
+	"/1L0Bt7EP4bkis1ZTG64meLsmYhTyYUhmkWKGbJj/3gzlQkj4c1Us2j4r//8r5Boo7iY7MIy7ASoYoSb",
+	"gHBBIim0ocIQw2csGAg7NmE0mpLwuhPa5YV/a9r9b17wiaAmUyw8Jor9g0X4jjZ0lurSju2TGReZYZqM",
+	"lZyRuczUQESJjK5a5HLKyLeSpDS6ohNGwgk302zUiuTsqeIxoymH/316w0ZTKa90SGLJ7IFzTXZC3N5w",
+	"F84DN+DCUBFTFZMf3BtkymjMlCYJM4SKec0TCR8pqubkGk/LSAkTEwMRszhLEx5Rw4gUcG5IGiGPQ7JD",
+	"Ey3tnvkdAWpunsUhbGzoJt3kcRiQnLakGAh2zdScKGbUHA+BCn1jz7x7extasrRUdkxSJSOmNaFjw9QN",
+	"VbFuDUQjaMiUKWqvwlnc6DcUixi/ZniVgkZKFZ0xw5Ru9H9cvDiX+QrcDdAkNPOUhXYZnixbjaDB7dO4",
+	"dY2gIeiMNfqN8jIbQcPeWK5Y3OgblbGgoaMpm1F7W/+o2LjRb/zhaXH1n+Kv+im8fTlPWePuLlg9P+5m",
+	"Zze6NLfj8kYS3EdqDJulpkVeVI+Lm61W0jyL1y6G3dJZmti32LUZHo72rj52b/dnPXGQPlNd3TMH189u",
+	"uvNeI2jYrWz0G3i96tYXmj/jRc4Ev7WXVIpY42UOrjvut0TeMBVRzciU3VYZw5gMGpv5gnuGhQGRguHF",
+	"TZkaCBoZy6dy5nAjSZwpz5ImikaM3HARyxvHMfFBJQ2Q225ANJ8IFhM6VkxPB2LpDIA+1215zjW23HPz",
+	"587hwd5h96DXbtst2u/uH9JnB0fskEVsxGK616XjMT3oRnFE98Z0vxPR+JAdHtI22z8Yj/f3DuJ2xJ6x",
+	"TvtZ/GwUb3NKlgo7zRHVLCYim42YstsBTMetkxhJYpZwy6gLrmAkPuS58Cbye4EjzJsnOOp2W9IJGjMu",
+	"+Cybwb/dargwbMJU3XKWOd6MaW35LY+PS9Pn8coJF6zsq12V5Vlb2gNatZLJMoX3pUu0ceq5bNpylwuq",
+	"a4ylmlGDm3xQmvy99lx7wtd9eyMDvLiWyA56qy55se2V2760pG14wUAUygKyU/h0M2aRjFlMUqoMknnO",
+	"IEDueMXBMROrUyEbGQh8LCCaWaFjWExGc6JTGjG9hhH42et7coLrTvCXffn38U9vjvb/fvT++6xzqsd/",
+	"nY2/f/PXqbj6ezf9x5E8evPizdPvnqZnvT/X0NgH/BDT5hsZz0EZlcI4DZSmKDq4FE//oe0hfrqPRGvc",
+	"3d0trgP+oFMpNANtt/u3vy3rsifRlZA3CYsnrHobNRHSKnLCEDqhXJCdTCSgDgivL3BNEgn6K7x4Q+fE",
+	"qta7rcZd0Oh12stf+9ae4VgqMpEyPia5Iq2NTDVqJPaKWZ0k5pqOEobqdcHS7Mh16zgHFZDF+ehkh91G",
+	"LDWk134GA/a6RwG5mfJoSqzCaT/GWbzbXzULq9FZbmq3w9LTXdDYr/vyS8oTu3duQEe2Hat2Bqh9BmSv",
+	"jf/bJVP7t2lAOm3//5J//ed/kUwYnpBuj0zxfadPw7fJCQnP7aSaJ/ankFB9ZXfJrjSRYoInMZVCZorF",
+	"LXLJZ0xmRpOdTpvoXdROIykEi+yUyZjyxDKC8jYQmvArBsu8CxqaRZniZt7o//ghaOhsNqNqDpsMup4l",
+	"AaSSnQVTyGrX1gDateRPJ1YHbHgW1PgANPrOXoaKyZVSM235Ez6L1xhehX4Wvnt7cUmeXne8bt70A+in",
+	"n0pjPTVMGx1aOo41SsiCmp5oO9eBADPFG4bWqCHWBok17LCZUgNL6ufah4hRWbf7ZrfNKSEws4DI8UDY",
+	"q0/ClItJ2CInJe362N6qqT09llgNi6YpE+v0atiuDWr1SXJD59p/77PVZyasbP+xYYdrfNhSYXlUmx/V",
+	"5ke1+VFtflSbH9Xm34TabAXrl1OdVyumb6QhdEnJtmrJE+0VacVSqQyqutpQk2mr9Fn5C3q4ZdZeUWut",
+	"1EO//Ie20QThAw/VBu8CR2ewyc9pNGXPpTBKJsvLC1PFr6lhAZnR2yadsD8ftEPQ0GIFHD1VcswTpo/J",
+	"8qPtgMwybZqKXdOEx9QwfBXEYEkf2zGKpzogittJBSTh2ujADj1iOkA5EcsomzFhdo9JKGRTG6lYaDUX",
+	"SrRRjM7gPiqekiy1XwImt81V2WLWdSy48YKliuEdqLGLXj4nR4e9/T5OXqcsSexyHc/IdU57/rEbiMVW",
+	"ZRARg0fsd8mEXzNhVTsqBgLGPNjvkBf2p53wf6HHuczY+yT8X53Do/1u56jbbod29G67e9DsdJrdzmW7",
+	"3Yf//+92D19xcRUOhOUzmnCjic6iiGktVYu8kSS8yIRmJnSedLJjv/5s/6i3awe19mkfpkkTTjW5kerK",
+	"6+1sIDD2IMfkuoO8bZtzKE0cNG9jmLJb+b//V/N//thuHn341Ak6+3d/rD2M00s6WT6FC6OkmBB3jFL5",
+	"7We3NDL2VipmV4InYf+1Lc0MGnvjLj2KOqPDuMf2xwftQaN2Xmcxm6XSss1zliZ0bodd1nNVxkJyM2XC",
+	"6U25nU/tJBM6z+lGWAYilTO47Z/yL0Tz5l8YuPGXbQr7hVqbovFKriLhH6ZMISlGioHA2pGK0PEYDP5d",
+	"opiWmYqsCSfIyJq0NN52/6wFCXf+qVHpcLp31Z31xH568PFQPdNHpnu9d9O73Z8f1O7pOTXsFZ9xA/9P",
+	"zanzn5jfMMsRmXpibdArJsgoi66YcXvHNcRD7KNO0pEduwhNpCI3ihumd1vkAiKJgtDMTJkwYDD50I0m",
+	"N1OeMGLlOUnsbNC6l2LhGPzCu1ZDWlaIiiWdsxnlwtnqC4q2XYEmCRub3MiD5az4VufoaNO3NKvbPmQl",
+	"zjdSfMbS4zhLEvRLBUTJTFhdKEtXTaD+88yoOXhUVn/aSHJDufEhVO8aam2t89d898KzN8v46n0cKbXa",
+	"niSZZoQLbRh1djXqivZn1A+PiWLJnweNnGU2r5nSXIpBI9yahcCYta6UjR+pvRbfg4qwyklxkpmpVPwn",
+	"uOxhQLQkekotI4ms/PdayIzfujuztfysjFw7sx9++OGkdHvqN790v4Ab2y8xfxo74TeMKqbC3W1nhc/X",
+	"Tudv53jbz2p48Vls5zDmPtxs98LeNqtSJXKij8nHTBpGuEF+bXViq+GLCdFZarW8bSeo2Mfh/rg7ehZ1",
+	"4iO2R3ujg6hmundVJ9SnxnNQCxfn/VYkc9B+NPIGO3Vu5mSH4v/qJLMzjKZAz5qK5lhREXEdyXC3RU4E",
+	"yYTVYQU+bvUOcDlbS3sO+lhuM37MmJoXFop9vv7+NyqfaQSNGb19xcTETBv9gx4Y5v4/O3Xn9BzFzgpe",
+	"UVqxl0/23cgkc2eLwS5wl9gA+sve3t7R7sqF4ChDeLmyotyktToZGJKNdfM1F1Kt8KJCkoiXTTc0uQoK",
+	"E1PPhaG3/kdY2RMSaqlM2CdhM5+eCcmOYDdMm4EYc6UNphnEbEyzxOxa4RVWHpZJbGUbPLt7TChJGI0t",
+	"xYbNkMwYFVYF1RET9o+tgai8zbVXTCzRsxmJKF7LEevnDuknIDLtfxUu3vIoAaEDAZ7VFH7iWmf5L8L7",
+	"iewv7p/4I2aK2K8+0eDjdGJP0xkbiJgr9KwHZKQYvdLEcAaGVZQpLUF/GlkZ5f3Pdivh4lJNcAZWEUAF",
+	"NSfaHws6MFZjYrdpImPW6I9polk95diBKwRjp6w3WcIVcvkLm1sLc0Zvz/BddFwV/+HIjSpF4Ult5nDH",
+	"LG02CuL7BiTm/W6LT1R62HXBtx90X+CYakSWIDKlHzNGRlJezai66pMwpRMuQDS0BLs1QzzjEKi99Fuq",
+	"2HXx25hQYv/CZaYHIqWTXC8EpzisyBKMobMUksjwzcCOalXtgkqINFOmyJgnBixUoCWpBgKFZUBytZ3F",
+	"pNduk5ALMDv8ZEo+nsWNxG0ob2CJUe53ups55Qswxevkmb1AaKjDFXLCTZGdMFbXkBZWHLDVb4ppxX7M",
+	"7cSZHY52R3tRL95nB+PDSXe6x3v/2L86SA5n3ca6Wb+ETV1LszAZQUZz5wuANytiy3kj7iG48I0heGlr",
+	"t34bGXWax7zq997pdmXGWDmFmylbewpFTG3Lc7ADXvVmB6KbPvu4p/b1oele924Obp/Nuz/16m1nbfiM",
+	"GrZqDWNr0jD30OICmDbrF1AMvqUzXJvh6PBeBiH4E7fQFlzu5q9EXSjPei3bXjXtX4pvw8RXEYvXB6pE",
+	"cr2BSNyIP1e4BKd8qXi6ntf4+es8hGXZTx/cY6H9Z+tPoX+CWsViyqz0mc+YMKWf5Ni+YQUO/KJX8347",
+	"5iIHKoXzNvlGFpjVqnXPU7Z23QtrvuIiXkU98IkHJX02vlU0nf711emtYcKasXp5Nu+UNDKSCWH5Q+D8",
+	"JP9+8fYNkSNIN955f/6qyQQGYuAHw27NblCYN58GjdSaytqw+K92/oNG/9OgkZvP/U4waOgp7e4ffEf1",
+	"dNDoDxr/+s//GjTu7sJVCy9mVFn+8pa7Zb71Ht438P6yc41H05Ib2Kkl3sltVVaViQB1b27IlGqirYVO",
+	"E5c/jZ/BrPHvLi/fEZ2yiI+9/Tzmt4UNO2PJc6oZsWtZtUBZmXA9QdobVHu/3Gxgs+v5gp+vX2GLvKaW",
+	"haE/S2bOng6LfQ4J+qZpOcs/P1envK1YjP/PukV8gku9w+M+GWy4YoPGLvnkIjYoBj8RIw1NrKKomIjm",
+	"5M7+n3V78j1VHDKq6vflmiYZ04vn/0STa/9esPUVWLUb+VCrdmTQ4DHcgk3bcbfeyR3NrR2zrNBDcg+4",
+	"YxNuqXvChCU2piFCmsgJj2hSug07lLx/f/aCXPesXg3lEjMmYhbvBqRj70Z3f38gUsWFsesi0ZQqGjnN",
+	"PJIpy22+3P9Lo0hmluxAo7GmcO70BQucwhxVJvRAWNYOrtzcD+987jvdHpnKTGmriXqD+xgo1Kh5yZS3",
+	"1oUdzwsJtFhHMp6TCYNAIDV+eOdOHc0N5ujZfzi3QFiED5o+ftAnEC7AheC49ku4CIFmCnxoB4yY/G9K",
+	"ZnZcqbAgI/8zj6354tRna8XHMy4wm2rK/LZB0KfX7ZKQF2c9vGLzoWKZZnF47DzhZml3Yfd4kti9FVxM",
+	"goHotY+WB+JimGkWuoWXE++shbZ/e1s6DkiRhCMBR6ap7MQM+YqPp66OrS9ETlZcjv1xOzpgHdZ8FndY",
+	"szc6pM2jqDNu7sVd1qMHo2dRO66K4u7+/qLhUIpm/TgY3HY7zcHg9vD0w7/9cYsLdZ7rRMvZl/gLmTLF",
+	"AjJiEc00I5QUqV03MktiEkuiGE2aN1IlMZlSNevDRlu+yw0G8vzu2vNp1x00fguO4973eSA2XmhSd5/J",
+	"DpDpDdfMmtUDkdvVC/MLd1dd/YHI7/7J2osKtwbjbT5UD7fe7QzWW625kseV+xfgjbNXCmfirpBdwqo7",
+	"RPNbg1eGCzJO+GQKt2jjrRmIh10b8pm3Zhud/Re5RePX1ETTerkbnl7SSejl7kIoeC4zklBgYjQmO+G3",
+	"p5j0iiHLT/Z/zuK70F+hgQjHnCWxtkQoFQn/5NhzNKViwuzWz2jMiLTKNi/8u+6UrW7HzTEpUXrHkkmq",
+	"IBzG7ZSGY0h3DlvExbSxgI9rKfqEkhtGr8hO+MPTcJcYOvHBHLv8telFZ+Mm7tG2Ye5nnbKTp/0MYlGl",
+	"U+u0u1t4Tc7Gb6RgK07nRBB7Nl5MEUZVYs1IpOPjXCXGzXNrDKo8jOy1ezmDo+vr287GTTubmo1Ynvhf",
+	"2HyV4Xvy7sxepEXT115SMH0DdyiQagG5YCuM4Sv4xnbXyo4+2xP76eHHrurpA/PsunvTuz2YP/tpb7Rf",
+	"eytWBM3f0Qkjmv/EHEPutNstciLmzvEJaupqJyfEvlfaTvBrZWed7tTodxcyBve6SE8uY7Pd3pS/2XjH",
+	"o6ssveQztjlQlPLoCiLWoBzFmQtk7H6mKyiFKQwNn7GHu4POrSK2irhAS1skLRWrtV4V5UbcMh4Zq6Ho",
+	"yr2093FfHehD0832rns3+7cH88Of6h246FCxjG951s/lbEabRbKjkWkzYdcsIfYtMmOzkRXv1s5lJlOg",
+	"8+uUKr3IjHdbmNcO5RQh2mIhZFlQDG3j+yyuuINxfLAgF6nWB3w2x3WQqd8/spPvC4R07hPFuQTJUk8D",
+	"loQXScDaa+tIACXVttnj90/FwfmuMftBzN1MJRwrxP/gzBOuTe30V/rHHrSArt7LF9C7fwDarq4+lrtI",
+	"3RAOumJzHVjmAgqoYizAEnpqyExqX95dE34diFL8leTbVop4okmF4mVV3PMF8tSBqMSKW+QU96caQw7G",
+	"VLFw+6vwsBCn38Cl6ObeA+7FBVz9LYJFPgHCZdquIC38dWtfZjGDInEZc6M5unZchq0PCKFjf8vU6ZyE",
+	"l3OdwXKB9JK5iOxhXSOkxo9wN1p2pgkzLIaUSXREQ8IQi1nc+BA0MpVYnceYVPefPk2pMoKplvtgDrmQ",
+	"Qy3A5m+1IbXrxb1ZZgPvz1/ZWwHZNN4nUiASAEvQDCP1vCaD5m4xMfwbGn9LDbuh63Y3VXKUsNm/3TNB",
+	"Hd+qW4mVL6lLNtZMXfOIIdaG23mSKnlthe4uQXUdjD8wwK3phTmS0ZTFA7HjwwZD/86QKSVVuNsib1yp",
+	"2g3VVs2fcWNc+ZsvYis8UuA80gbTbhdMs/4qa9d5l0Y0upLjMTKBUkL435ouQaqJoqhut9zjT0u5VLBh",
+	"39DY/eUeB1Mi/wgYUaOiVzbsORjKE69KQnq23c4RMzeMCdKB3bEqq70hdh+xXi/Jk1vx9rf8eK6mp9Fv",
+	"uJIlP6Ln1Z12u1EqgbAyaGXKluMkfSh/MdwA5zrDFRD/RcfhnsYy0n4D9B+q69z67q2hUdAWC9fbjCaW",
+	"h7LYWol5IpmlS6chWeMTkpHAqrSzDAhqrPYhZe1XS61+om7o0DsocbN//GDtmxCtAPtZh4kDr5OdBTNh",
+	"N0ByLdJ08vwLqezHGZ+I0lsugwJfQ3d3eWV2evl/DC1NhXaxLp0KJhgQKly9gVfwnecd7HVaURch534g",
+	"zI293lxAIgj63dG6p6Lkl8WbBmueca3h2kLetGdgsHmrXGmQrGVZw1ofWHn/l7xeLXLJbgHjBr+7YxXA",
+	"AKMjARi+uzlxv7982XyWm8Vv3r8aiLLnHCBp8E2HFYRvola+U1yNoN1uF8Skd/uF66LkoPOkYnfVV01y",
+	"kWZmieHkGcnN3Dhdx3MW8r/LKc3NSv70VoMUbywM5JKjtxzEPn0XfBbvfC7FOOGR+ZoircwuIvd9XUgM",
+	"n+P/RLuIlwGtipEdKONBvl06c6Oo0NylGIdCDl2SDb2mPLFkbf8MSj1NFKPxfJhSHju3GcTMF25WET4o",
+	"fKE7q7ygQU3wYHeJ2mocuJtOqqaKw2eyN7dLZQ8Q0gHnt2L690qj/xxCe5EXHD2K60dx/SiuH8X1vcT1",
+	"QuHjOs5TfhR8z1h6s+6Vap1ORSb/t9YOCqb9qCd8FT3h4WT+xTSMh92X375a8lKqEY9jJr42iV8hJaEu",
+	"MMoQDdZy/Fh6+NGxnxt6rX8PBPPIYKvkdyYMU4Imp1YZ+aoORgIufCKx4FDzGNUxnE64e5xDO5GIKsWZ",
+	"JkIS/7tukfPC4ee9e7+o7P4y5/FGmpMoYiloWl+bJYT46RwIgcZQ5i0kmbGYU9DBkTcU+U6pknEWMcsu",
+	"hDRDmk/+C/KMx6v+hUjrpcxE/DWp6o3EVPUcQAGpZGzn8Uggvz4CeS1jAB1ckZqxgCJSzkrCApFKglEI",
+	"yU3Hln/4rKRFLJ5mCYxn3aQrwD3LgDT3IBWPnrLuFXjmkaxymIV1b8EzX4wE39F5Iml8KeUrqiZfXQCC",
+	"usE1SezHFaL7d8hr/g3ZCe1vQyPlEH78pZnXl9nuC4zsvhe5Mfo1dzzMiu+GfQcwp659GQJVhouJN4NJ",
+	"TA0dUQ05TpmA6DJ4o5yfCtOeAFTX6oQumcTZ8U80iRmNEy5YNeYcS8GO6/1mebqs91gOxFgxhmlcmWZe",
+	"A3VgeBX4XI89+Eu7k+5hHi8C0JAdNJc9IMKK7d+tmswbEhi/DNVeSvmairn7Xf8ChvMTndPFKIsnCBik",
+	"U0CoCxU1DP3JLLZ2jNpIJo9q0JeRVwv0vvblAprpi9Hle0EdPhD7ykp2kCeDSkUUu5ZXLPZZ2mTH8tky",
+	"otcvLbt++OGH5iJI0roBFjGVvuCBuQY0lpOdCuPghn4JRzPX5IYlSRNjReCPcxmPlKgMqs2oIYKxWOfs",
+	"uA9FNGOmGAIpUjMQ0D3IykN2yzUEylwxzFxmGEkhdCYzYXDA/HHQ4uFndptCnZVHMwBAm5hFVnjGPv0L",
+	"nizKAHSGxZrgAE+5mpdiZFdsPnS/h0HJL27/jg+HefRq0dON1ULLBX/1oSuoLNptkTCSMQuJpnONaPy/",
+	"G3/3lyJ7h9/F4tcs5hTK1n8hTdvSXriYJxoCz8onOQTv0xDaOP2G1e7fpqf/y6WQPLpbSqXyW2WjTOyz",
+	"H5Omzwe+J1m4T527t0ED35CSXcpQYRXwCpf98tf3p+f/Mbx8+3b4/O3rd69O/2a3w+ey4HuRTLKZAAvA",
+	"ioxGv3P3oZzWYinSRfJZwiKjSafb7hEsQEGvP6bScE067Xa7Bdkui7PBfcPklL59LE+IsfRpR4Td/jIb",
+	"9bPcyhz/IqLCXkaViRY50TXcELNLPKoEE9cskSlDqSgkCa0ugPazlf9u1FyyuxyJ8Nvzk3ff/fXV8N3J",
+	"+cXp8OXJ2avTF5jmkT/qMaDLqdaITkmtxPUjfH/y6uzFyeXZ2zf5MIHLW3HgC5az2AHHHGqud8JvTl4M",
+	"31+cng/P3rx7fwkVgrIIIgyEdyKGFWgOKwfevjs9x2+dn168ffU+/+z781NojFhQy0jJKybsTAsyffX2",
+	"zbdhQEp/eXF6+q76F0fKfhU57kYTyXRK9RT2aCByTamKYLITvjs9vzi7uDx9McRhvzu5+G74+uzi9cnl",
+	"8++cflP2JiDch5ClA0MNqASTAtoOuKB86gvu4/npX9+fXlwClqUeiHAVpTqXCgCm5Gqm0SwZV5KUyFKO",
+	"UgBob8vZMmNISALJ7bKSPLpjnqHlVuGtEZx2no+z+5gOWy8UfsdR2M/Zlt9xMPSR8P0J/7pjko/n5M/p",
+	"txIavE+A7zFWd29K+O1G6D5r1SV8EuzG+NXFkccvwatjb47rzFi+ZSWeVgepAtEIGludHFT8L7hDj6HE",
+	"rxtK/F3F9n7nEb3HENvnkcdvNrD2C0e6HuNb/03jW1/Maf951Pf7CTM9fB9yJzSMc5LyetjYnNq8spAD",
+	"OZ7lIGpFA0U9tSwJBRAA3XBsw5UqmTJlHEyLG2JFDyL8kewYJqgwu/BR+/0Rs3ql1R1a5WYhdjQz9GBm",
+	"SxBCQbmXyJZIYAsHVoY3ej5l0RUA2qVp4NwqrueSyBKnXiI60tKgeMG1m8hSozeRrxSbsd9IdcWFtUUz",
+	"a7JCjxjYZbv82mVsnAGPPw+6LmgkVJuhve+1q7Dnl1Boi1lt1VaB+XXLDACDVMUsrqAzEUpmXGSGYQdo",
+	"py0rBlfEbQYoiEhxdi7IZh62JaliY367oukCID6VgFAr3WYDVJMjOREcAF+BSLHht+Wg14wmOVpMBqKu",
+	"Srjqavi30d7VX49m7+q22kn1zeRilXz3cL4/PMH+WFJd6YfTi5IJ28TokHOc2yctS0GBswZBjxRtS/0C",
+	"aGSgcaWb/ThHQL5ic72wZ7EaPpt1r6DlwBLRbl5Tpd3tjw2ENbNzL6Ye5Pwpp44qQ6iwlMq1XrgflTMs",
+	"Oj9iZbTdLdw7B9tkGWOMZjFN3pUYpoMEq8Xzlq4lhQcpW8LaXmK+C6xtcVQhHQT2NJtRoQPCWpMWSnPL",
+	"88hUJk4TusJGl1vxxnIznVL7xc/njXQEFmOZO5LXrnbb47ZlJlMLV6/b7h422wfNvXbRkHXVLfkqt+KJ",
+	"LoFJBkX3dg/9nV8aeDDvG0R4vHyLBsKTOBxkCB/APrUhDhI6nDy3e/AU3Dj8YaEd1+ZLt7EHRvnOwfZt",
+	"ug1xLW2ym2Se92DxegnIlALRNXBKCAL9Vrq5rtVEfvMKxa9FJfhcOfxAAfnVJBxQWf1VhoQmiGQHeKkq",
+	"fTn7BBtiEmw7igO5ZvctclFQ7ZQp1kd0OSvEhbxZupHFzvz0qnf95tnNedf8x0H2Xecff9mXp4f0oh2/",
+	"3Js8Pxp93xWvP3b+fvvs3U3dHpY40+9ByObHs5q/vOLa1DEX35nOsRVdIzmp2R520xlUd8u4mkWnvI02",
+	"ZPHk4p7CXCpjrV7xuUxqu99Q45TWGZ2TWPZXSworW3yza6681yGoCA37O/arwM7jXgFBynU9sOED9qRh",
+	"cEsFdgDs8ZhTn3tmiVafUxGxJFnRKhudOtagwJ6DDqo3Kr20fKTuVxYPR/ONvSL9s9/MHyoFFpltRMXw",
+	"Y/dmj/XUvjmYH2Zdvid76T490Idxt57n0cXkuMa7xCo/iHMf173kEXw/F2l46VKXoYFhXkF1R4OFRp5L",
+	"BFo+0lLa4T304B+m8wLLn+fnzeLlwy72rjrESwh5sFvjYNf32+1KNxshDfLlmyk3jOiURgvq5OIJLKq7",
+	"q1ooDAYXGzfazXrN7gFF1t8HexErXdjt5azu0Ze5mtysYKyXPuIVk4gDSPLn8dULGAsaMC/x1joeWbtv",
+	"i11f62ft8KTtBiZcG13OfAOU4419fEvbW5FmzcX+tn6Dm5XHqtscNG6bdrTmNVWQpmeHzZfSCBqvuch0",
+	"8YcP2N4VWmQtr/CVvGEqopqRs4u3pNftHBb9tCIZLxB4phHcuOj9QZs/ffi0d/fHOmrApqJ1Qja3YdJs",
+	"lPDI6rtjjn6RBcbsQgKrG1lvZK737YbqUakrfdVjSt5RdVX3dDqVRlYf9xDPUSxa9q5UMJ5x7frp+nm1",
+	"/pFOypZopnitHKDGxdryr/dazw7LJqzMRqBy5Z0c9kt9HAobHNH87JjXbMqjzerw9+6xWokgsHGdm14x",
+	"ZoAnWncbkVpOMErOk9rW6j9MGdw96l1HXFuWzAULnE7i3I6Koc+cpBKxrciOM3IzYXjifXP2oYGQgu3m",
+	"UNggQOBnqrBfL0Tm+ZhQMUctZtF2NPyaDb+IcA1KnXA/k4j9wjcdI277O//0XQHKuM175ePykOxBI0vj",
+	"e+pEiyy73A/Yg8OXRt2Ofi7yhWygIkOvmCaC3SA/L/NrpK5G0JDjMfzrw1b8GCfz1r/s/tMPUTvb97C8",
+	"e6o9ECkpDVKsieor0MWXeernnu/CWbnhVh/JuxIlLh2EYsWUb6gm1JDQxwOgZ8LS9KcoaSv346i9luPt",
+	"HbQ38LyEVm3fvcPW4eHR3tpRj8qDNo9qh12YZ7PT7bZ6naPu2oE7zyojw38uDV3apO0ND50yVuUsz1r7",
+	"tXNZvVkLx5+gKQ4XoTynzfTwje85dQ969++6bjWWf0NjDirmxH66htw9I9Rb65bVaZ7DV6o9M3wzpFVd",
+	"Mxb2qJjClrtyzjS0ZFphrI+gxEOOc+mWGx2rl39/OQBNYq7rXLDfyRsys1tefB/S8GFaU5bEFa2xU9NW",
+	"qiY/q2rsuE+X5NjmrXMndT+KeitYoSTQQjONGfSU8CS9lg9VR3zBJooxTaJERlfQQw7apwmpzLSyMY9c",
+	"a0WAZ2HvoSOfjw3vtX0SG6H2CIpgrFoXE1/NCqtzeM2Mcr0z8TOVE1vFLeubpP0MvPMim83oqgZPzpjS",
+	"+Ezex9jrA5pPBLbkRK/YMkk/mk6fZTqtNITqzhMastdkxsoZw1QByA+b0jRlgsXQeDpmiV0/nqHrEkSY",
+	"a/qDXfATbMg9mpO8USZ2KQr7AxF+4nHggMpL7acgl+0uDBz8NpZrkpilzF4yKUgIKUeu9xuk4PKPmcvL",
+	"wM5B5d7K9g12zdTcz3dOqDFslpo+iVnRDVcKwk2LvHbd51zTUxrHLM7zmq87vlWjYjN57VM8Ym63bMYF",
+	"NViONqNp6g7Td14auyz4VS51eApT5fEo6po2rX/7wj/nB4BbRRXajOu6V524Zyov5u64dW/mvr7qq3nr",
+	"qXWv+oeqr/o465oX8ZHKa5Czvv61C3wEX7vLec38jesnZ2/EXdCQgr0dQ2X2pp5flXncBZtfqG7zNm8s",
+	"zHmLOVU3datXqke46ZV6YtvyrTKB333wbGdT7AtZxmd6aPNz/wUDXzAHn9dZE6flAqNEApfcR6BzfydC",
+	"sjOS8go6Y4eVu+0h0f01CMmOS2oSAzGSVBWv5Fczfye/5/YvSzyn/EffaLgSO6vc2kWes3A7g+XOdAus",
+	"po7rBYtMtOKbXh5xUbK+pIqduuzlWjJTPGKx74JvtxirW0TErOTiRqN4ksp567hxWdF6tYd4XbhhTnZ0",
+	"kk12ffdLbI+Os8h9flaG4e9OzcABXBO8ezigH5gXYra8FK9kgRETc23sUQ6xncTyPvhjsLtNY+KfJzsT",
+	"O8lmxFWUsOLP//f/kE5rb7ey4P12p1u14A569R6C3JoLGnGGFcdDp6uvm5nzsRK7N1bNp4JkakSFVfWv",
+	"Zk+rNtNBu3PvyfhM+iWvKtNmODq8j3t2XX7aJXTpwEbFYPFhthz0V3QzIBEVpcq4ESPIYLY3WzBjf/W2",
+	"Xpa+9kSThI8Z7CsX3mwKCATkWYyTDEsNSo9JWCwQVL3yryRNMg15VJUT2WvX9o1eU4wVNKTiE34vSofb",
+	"OoSuOJtT7nnEzuFJKzR4zIbGiYB1r53zmF06nWQ7F2mZzxXO71IgYEUPXjxz3H5IS/MHdkxckTJmNucd",
+	"lu1BQHFFlRN9Zui+fC1KbvZiw1ywJj+uKpuqnskyL6phAkvku5DQsyFLoLzfD8sSwGB4ZhhwexeUIlFC",
+	"NTgUYUG1qbL3Zc5nIs3M/Sk9f+0BVLtwuivOrBh40w6vip6EUD4UOtFcZhgQgxP+T7FlJ0C1TrIj1e9Y",
+	"ZcuzQ65JJIXOoBcV5FaM5oQSjbBm4yyBt7iY7FZ1IJhCTj32X/ZDVT3FP7PEQh1Q0XO5Kk/BQ948sbPT",
+	"Bst1XbczOXZIUFYp8QBRsL6xohP7lobAIbtNqYhZHAyEZ7euyDXvp6Uy4VpHgfMUqzpTsHWBtlskzCGj",
+	"gAe084rYEizPYk/buC5GmfiyzsIp265l28usuoRaVXl9Hc9vb+Hg9aMGbnJ15OhO6oUzO+ovOqYe1iWB",
+	"aUCOGROaY1P5XQuIntKUxSThV8wlDSfYybu1Oq9xaWI5HM6ySzlHw7KPLLOUKlzY9gt7TaMpF6xpDxqU",
+	"ZmzvV6MWAx7asu6tsUVaqXO9kWRk1dkpkaJPwpdvz785e/Hi9I01RM7eXJ6evzl5Zf9dhnYKBmIRMisg",
+	"9Qhepb8v43LZcdYCaFVwsFZhZQ1EDVhWQJZAr968vRy+fPv+zYu6H6uIWK2BKO0EZkLmmwEX3N7Z89OL",
+	"S8iS0aSEUIhP5xhFizm7+bAbBTScYd29KAHa1YdUXclDziRAB7WUSFB528qALxN5WRVbtOdz6Lyyan1p",
+	"9RrUdvJ6vbyEdKEAqFXrG6Zmuiq7E2HwiH3Ee7mBKaPPFI3WY4cBhuwYf0ZUsx38iN7NPaaEi5jd2p8c",
+	"v9JVEwiNbnsUfuM25Zz5PakAA37YwEnyTa6zmX2IauFoF7T5Th0nQLzDcpzo3go7IiV+Wh/U2wDAUIl8",
+	"YF6Em9uajXmYnneS819fceh6dfo/y2umEHlOpyziY1d2S2I25oJpZ/Sv49lb4TXCt0+L96xCWAYQrLu/",
+	"1mYsoeyNF26ytHpDgJoAN9CEVLNrpmhSNQ4uLcVuUfkAEHj1F21RarbIa3TSJ2xsoFHpjdP3/AJbOTbh",
+	"X+2wobtxlCg2sX9W1tz3o1Wmi0h8dtI7f+Rxn5y9+P/tkk/AQXbsf/+Rx/a/0UohY3unPxEjDU2KfMU7",
+	"+3/qeEmO+7jlwX3vnv+eJhnDjJcN9Hn6QHn+TkkjI5mQYg8X0FiKCEkp7TRc3Ge7H3wipEJfwuKpL6QE",
+	"VF7eaE5Xnj73eAcbdsUhldY75gwVMVVx6ZI6ju6xQ1s+CsW1L04rwGCWNN+BgCthuTmWJbJbGplkXggG",
+	"Tai+cnVw/uYoKo59F97QZfbeWPlxA59TUkyCgWA0mjr8A687lekdkA5aC3/SrpOvj4O5qrMavdw71Leg",
+	"SVCC74oezZ/uL8TrhPcDmBqeVZmrLToWthJ5NQN9qauzqszPw/JusUywDpcVMr3WUFngG/c2WaCvsl7k",
+	"+U90AVwbWAPZMtUK98TI/SZ/0N0Whs13jCZ1etcJSZUcsSerSygLl1nB1OXVRh13TfbgenWIC0AFtRs1",
+	"o2ngMUqITHG/sXC5MJRoHCumawII7ofqzDvkNVVXzJALE5ALKsjLkse/VNbRra1irs3L6R39XHk5vc/N",
+	"y1mZlrLuWNBXdV+9bPHgsGc4pPB5iffrP8ujvYOf5Sz3jva/6lG+lmIF2IvDKOKCzLiAOBw3muxEllXu",
+	"ok8lWV05UsN5SwUoa4vr/HNWVFntrmp0PNtv3zP6s7AfOGZQzKduW95VAtT1KctgNkK8XNud4QK8SDc0",
+	"uaoTOytRbgqvIkhzOw5qPpWI0DYOtqAxpXo4k6pO6VIZ83qP/cpYJom8wdgDrMEZlXb6JOaq8IS5r4yk",
+	"TBgF61+wWzOMMqXrPF/vqLaqFgnxgdAXixL7FnzKYXtQ55MQcWvLqvDr+38UF/sPhIEA32u+4sAvGTOW",
+	"VMxUdWYQQW/du8a5vDvVaZfOJ3AUUU97EHmvk3nRlCrMz8irWq0d1CKQ+4fvNWfMTGVMjLyyp+3xmFKq",
+	"DBJZDc+c1ZPn6/qLH/qrUw1GPeBqLkbKK7AcB81Op9neu+w863f3+7291n6n0233tkfneAjHWYwPp3Q+",
+	"vOrO9kQv3f94oA511+xlvev9m4PbwzmtzSrdKnDoU3rqYoZrwntdvZerc737Vua6Yy5tTCnmtyHw5ub7",
+	"QIAaR5pwLaVgJM8dwSxUEuLUnN80Jy8ysxeXfcxokidpOJLvY4F5lHA7rl0Fc7YbZopAUMZIMmLu0sRo",
+	"HVIy4xr7I3BNFBsDut1Or9sdCDeLoX8i3CWKFha3G6e2AGy2mr+XJr1CmG51i0r5xfj/bbxZD6B+d05D",
+	"ZCH1+WE1TMaFsXMWZC2Fax4z1SJniFJqpPIgguXnRpkZCJ/daTIFaa6JnExYTKQiYPVz4ZPRBmIgADEv",
+	"44lpckE0n2UJJJD4D5IdTB4HxJZdciXkDXj9NCNQFIjT1n071D/df5F/EpmZSM4Y+edA/LPZbML/tQ+E",
+	"6WwYURUPr7mmkJbl/ntGtbGqj4rLf6UzdhuSfxKXR6X7pNvukOpIHsbRPuf/3Se9bjfP+SoeCUg4pjzJ",
+	"FBsinmK4OERlaC50Nh7zyF6J4TgTsX7YR2rHqXzJh3cfNLx7GUZyA0PtDtw0+4l//ed/hY6yHjZ9RLes",
+	"EjN8aSBOXVqyw9J0acnICzwEnSbURRByQrWsg0FzhRWZeYXAKFHMMh5Sqfy/V6miTmfDH2nzp3bzaPjh",
+	"3/64AbphmclUGSokMtA5sNud0AoRgIjakDqyKFtWT72zSfCslzkLXGaNuIHkTR/7ra2Dyo/jTyGyCcAc",
+	"fZiK86VVmwcw4DIp1615vkya+J8OnW2BQVRPvPJbfcAND6ZOCfrYVXu6Z/azg+vDm+7t3rz30z49GB1G",
+	"3fVKUE2NCn7liXau/ICEReqrZfuhv1rVpMtScupXwTUp7caWWtQaSi5nYdeI1UWugrQcFIhmVSZXY2A+",
+	"JON0C9fz0kXMdeSapEO4fzwmOyG7NnU8x/75cLR39bF7uz8DTCnV1T1zcP3splunz/o/LG1YckPny7wY",
+	"WwFVSkPgUsPsF8hpIb+5yozxt8HA/frHLTVtlzFXBu5YiTxSNQCWU6xKVyKPezjz7wbj+Upmk+lxfluK",
+	"x3JlKBdzLoHZpU6Vb1Jdevfam1Zfi7COpEsrAQp5JN4q8Rb78xD6rebs15Bw/sDPQsUrIoP3inucCEIz",
+	"I2fU8KhobecbytktOUllkkhL2BDv2cV8vML9OGW35OK7k2Z3/8CFTor0uCcuGAi4Ti3yg+WoIYwdBhAE",
+	"dHFpXYm4HBOaSMHgCYxgS8EGohTERn9SnTWop7S7f/Ad1dN1YDvLcybvL182n8E84dhxktVjH8ft3lH7",
+	"iB4dxd3uUTdm+1GvfdBhnYjuHxy2D/c6R3vtaBR1DmnEWG/UHXX2DvbHcby3x9rt/VqPxbXd8lVAan7P",
+	"iXvqGAGwOohurxfLvGucr8tEk9dj1RvM1lDD62h34d3bC6xidOWOzbzc8ekn/8+z+O6pfU1/Ycm4kP3h",
+	"vrakaNxM2fCqNzsQ3fTZxz21rw9N97p3c3D7bN79abObpjxu3SVbqll4MCPyEgAqJT/8DOygyLtfQUxQ",
+	"1G0fcNisRmKmg5VXwaJ/pKqQk28wEdiJQU3CGb0NA3QEZelYSfA88Kj2Uj5EG5/RKgxpt9N9dm8zYMar",
+	"mVedg4P9z4tgzLgDUt4YxXCdB+rCO+cvn5Oj3v4hcU0NXBqpJvj6vdNJtaBXbAicbUVmaZWR5f3s6muh",
+	"7FyqVP9GOtt2rVZfm0hYJEwsFCDRaEqcu4BwkWYGwVpdk1kuBXFq9/Ypk27PX3KWxCtTLjaYeSCiljwd",
+	"fXLjEA4X3WyForezYABit48ld06w4IUJVnpNdlvkNfZloloKqNEeCF+kvej7WP5SPXAlxHiXuKhiH4f7",
+	"4+7oWdSJj9ge7Y0OovW2ZVG13+5tlcluuEnYIlkZspIOVyhw5ZYvrj+5u0VPdK5BAP0EJHway0j71iH6",
+	"D4j4aw/e4/1WtnDh6TW3ZNHlgnwaV1j261sSq2z6Gk5RotralPbKXVlmEcnKdA2MmUJEzr5KuAY4A1Rx",
+	"WrgnVs1yewIFsGZa+wP2MFn+CTwH0KkRf/qHlqJlR6ndZ/ww1h3UHHxtQrOL1M4cqLyHI+m02xtPJ9+Z",
+	"Yui6YzhnEeNpjV50pnXmHeiYUVYqkPGmAAntpR8CmwqJThOOgUwXyR8h84i4gVZi1DA9EDvQVG1MFQvy",
+	"GtAA6jB3rTRGAN+STHY9LSjaMDSOSZYWyXYyD6KEZEdZurXyeiKZ9oI+gdzaPBAAbRABrG9GuYgBZNVS",
+	"k3+cUZVwpgaAora7PvTy9b11SxwsSodp9+Oe6ul9c5AdXndv9m578/2fDujhqB4GGM71Z4l+FrRQGfvH",
+	"Ysu6zw6DxhUXcaPfsGQwtGQAsAL+iU6728sf8eRReWJ/7yh/AGZy92FLQelo/RUX7MywmVOVVsFprXdO",
+	"3i9C+xVCrRXfYZ3HsHQ6ZSpYwxTyjarlzHY8zAtQ+PhnR/kxARnGeqIreT0FetUDysKRVu5FGn+xryxu",
+	"OIyT7+0W+/YX9+HaMMLS9uVGxliqfplvlvilc9Zg3TzUsYgAfQ9Qb23oFRPVosXilhXFsiC0ESGoBLtU",
+	"+nGRfPN1rUfwcAv5XAwPL5J+WRSPcx6zh9aBuPpRPF4Iw/vi05oCjypOwOrCerBspLwiO6FVq+rchZuQ",
+	"Be4TX8OqXbVyWlhOVUY/H0vVIufl7i9UYC+lY0vl8PyMzknCKCBcQDGHVODsApN6plkyJjtUzKVghCWa",
+	"9Umvvbdb1xJGdOVe2vu4rw70oelme9e9m/3bg/nhT93PiyOWj2MVWdRju3xfLuw+RreAJjqiCfNBlbJL",
+	"nEVSyBnA1MvZWCrLrW+T6p0snlm+km4e4P9YyWTspmNP/khqzBikwFbqHB8lluN5b5+EOQMJB0KCqham",
+	"TA2vZiGUDV/xRM6YUcgAynAf7kHsp4YPu95qclxAHEMqxkAkTGtXZeKYOX6zRU5Kldug32Hlc4DVVEXL",
+	"B53NAqKlpStoKcHHYzswJIpQ+6tbYg7FAkXfxRbUaXoF86z4ZGp1vVo3TL6QygCH7e0GwH2uKpqd7V/F",
+	"3a7mEW/39ucDAZTxHMoiyC2pMsGFnVp162ox3X3/qtVY7l+gU8ZGfrMFIuG3ikaMvAI/2naogBsgNR+I",
+	"CliCR9+Qfwd7vg30o9v7So6o867mHldoMO4Al6E/YFlwIJj5ZmTI3+U51G39BfQROpdmbbuZAmnAdUJV",
+	"7oUaPF7FrrnM9BCfHG7V8U6xNKERi/3w2P1O84mAbunwiPviE03goK0SmgeFJ7DVKVNcxoAksXsPoNQ1",
+	"ja4Eu8lngc8tNbCq6kU3U82i4d9nR9f/MXs5/4/Zy4Pob9/3or9932Hf/v161P33aTT79ykTLzvsu5ed",
+	"+G+TP2+uIML5Bet2dvPJPii39Tt5AwW5dgwGKHIumPPEd6FbPn84iiEeRRXGCRvN9Z8d9KxQWv5SIgEV",
+	"dJkarhgrqCEgGaSAHZKYzvUxCduh6woKkCUUu6tWEZwO6iGc/L06aPeebUo5vavd4bxHS106OzfzHLmX",
+	"R8wVPdtp1nVoYmJNS/c6xKiyT2exg8lGObMR5G2ZnS1WFtWwtJhneiVU2zseXWUpwrjGSqZNOR5r9Dcm",
+	"HPVW38Ywtzu9qgibUznT7v7WAC9eP9i+qLSq8W7CQihz2pITxJ3o4r5UJlR3b6GwvYaenLhzkvCasxuH",
+	"WAtp5R5Ky1qAzn/psLaOnU8VU1ARNIJwPRAeiws09XGWJPbi4d8wPATwEdVSeKw2Dou+7nbdBFTakBnq",
+	"9CyIweRZm4CthrnvedMs+FOaMqp8yynk5HP712Ruh3M9MrxzGdGXCpjnHMjcdUTxABIBpGSXw69lPWEg",
+	"IE/eWop6pXpAdkIaRSx1oJZlUEwuhqmSE8W0Dnc9dq+RdtjckoS14i8AuT7mgia+FgAtXQdhHa6aKy5u",
+	"IHaK2e6u1mbqAsKlnd5eG31AN6LyKd/jQw9JW6jSw/3x/t0AutAzN7/vlVJ4XaZyPL4Piy7diFrPpP3B",
+	"4YylwB1LZ1xuAOSK1+arCHMXULhmaWYK2D228oYUAQowomcyZgngflHFNChbA5HbwTMaQzDI+5ny9kJ+",
+	"gtikAjKIdlvkBMEMADAsp9Qp1QPhIFvhckhRuhSLbXh79y4M9FbvumPBUtAaSXj/FkZ4VPcCd4Q3hkDZ",
+	"a5RgcFtxTXYk9IrZBaJgMcnSY1JGlSvOALYXdlZvr/A+CDGy7KH7HDOpwv+2mUD5Cm5XfeZwrr9Ur6Yy",
+	"euQqeV0F4q7LF63CK3s45pUX3YkDJJyvl1NabN2vL6O0uoP3ySZdhJAuZZLanwaD/MefI4u0BhJ9JYEU",
+	"0NlfO5v4V3/yxdbc++iraOCLZ5//+rMdvleR1tf6LKCpry34eZjWdS85+XMUnRQhZOejraxj4/5tujwL",
+	"e9cvRCQTUPtmHMNF47NUgAJ15l/1rlWJ4ld43fLNvP91K2Hn11w3/+vPdt3KXTRWE4tvgeBIxQWwbqgu",
+	"QZY/st7KXt2fEvIuDjV0gL/9XFQAyX61bhSZNhN2zRLvCpFjgOXD5FidUqXZgiOk0jBzI5h4rikvWZyL",
+	"2m9uShTGZdVWyPlk2ZBctoQX9qWk8S5w2KDqF/hQQw52KzYlX+RNRD8j8wK8XL9s2gUu9ZoVjUlXuNwS",
+	"fs0QhQHzOn3nKdiHp5/s/5zFd09x33VINDSW4qZPKj4xNO4xo/9+1j16zxYdYjkOzPaerVqMvs/1qyx4",
+	"ObZDYa015B9i332hvsSfbSYWus22DX1hHas6s59U+rJ/uTbsiwymWctvmgvh8Qe2Zg+c0/8SB4dfK395",
+	"iZ+DH+DfH/y+lPtUrRTieXeikr6Xe1GkINCp6FGQ54Lc79e9BXnRb2lZkLvffi5BvqqG+BUfs2gelZMB",
+	"WuS1vGa6TzwbJf/6//8/xPNR8k9S8t6Tf5JcFh4PRP6QfWPVY5Uf7IO5cG2Vwh0Q6xiIsGTLI0K3oEk1",
+	"YdJPsxE0St6J0kfK8rssvKupW2t7VS3QZL31aanBIZTAPnq4CW3Nz+X7IyMIc92zNfMvxds38+nyelaR",
+	"4YO7l7tg9sxVfOZpK/j1h3YvL+/T9oijLm9wRVcQHy5wbWNqkdaxdqY4jFGS1Z72jF4tAubLuTS1GesQ",
+	"gKg+/E7xrLa8Kk3oQp5Z4/Dkm+ed7t7Gg4cp+a8FbjF+xLrd+gFLcl+4Lp/1qekeY8dI3w4UMMCQwfs6",
+	"D5c1UZO1jm/XH0inOaKaxSUMRQiAug+i8sc1KTqUlr/zYCD7wE/qnveb1RdW/eCq+vJpu+YFgEXooarz",
+	"Kv6twBJhwcPPrxvGcbYJhBRtFtfIdLfCJxrl+s2U1sl1++dZV9wjYmLpU0Tz4aw2hpgk3LeLhsCfRl2w",
+	"jLCelyFj03GVgxxDoAkwxLFiszrVZ717lz8AOqTbh/UJX4CXWcKnijOPnJlhgm6lN1iKiwpXxrg20oxH",
+	"YB+uw+4pbRC2ToBnF2h1Qq8ZEfaO79iPywxaVAiBmKJ+K4Mcfc9B9lb3tlubu7JiFfc2kBYY1wo5gQ2m",
+	"rvNCntJ1yHlAxdWxsIUVyvT3f4F7LJPEFox2k/thse3y57oiFvn8L+uVqD+8FVEDkd8hawyiUID8V/d2",
+	"v4I+tVPmAo4HsJh0b293g4HIbxnZ4Z5PI6qk62pTSJ4kkTeaUEPCheMNd8sQV3aggSiNBNfGvd4nlKRM",
+	"zajdP9K7vQ0qshI8sTHX9j7EgR212yNTklKtWbzQLa0G8idouNXcA/zH7fypm0F9aXSOkLLYn7xFzoxe",
+	"SBYtAGoxyYeODWRM2EHUivzZB3ZXLaZZaU4fARIvzGguoq2lq75fF2QvGhevzedCidyT4fmTKwX/VVLf",
+	"fj+lygimKt33FY+Zx2HR21mzdvx8y6rnsD367MLsH4hCu0iPkLjryLW25WOZYhYHE9IwYCYATK8d/t7N",
+	"tIC1xm+4UqyKhrNMc6Uaqf1aDPqC5la5Sq641XCMBP0mINC1xJeoQ7LRDsVu1wnCK5kbHkH7xV67DSgR",
+	"iP/gNCLo2wNuNCipx8+Hjqvcn+zXVvY6EqzRF0daJplhJASiDMn781d2hRFNkhY5IQk3TNGEpIpfg+s5",
+	"kTId0ejKMsOEi6tmIiOaeAVjIEqQvxDYBEhRv3JHHsNMLXdsu8+lqPQT6D2rOIR+PGn+nTZ/+uD+t908",
+	"+rdW88Of+k+f/vi/BwP99H/+4cO/wb8+/Gmzt6hytba4Npu0hsX78YW0hlxa/Cq0hpwDrqlpWBBR4JNY",
+	"3BxfTgNXy2u+XEM2YI3LYuuvBSTEComw6AtKNTvo2WnsdYmiIpYzMpobppcqLfoDAVDLgFomb1rkHOsS",
+	"uEF63xpMC+fS9BUleulC/HxVHNuc3SrQRCZAGQoLEvbKnNf3ONPHJPRaU0ikYNpyxmWdL+x12uRbKVgY",
+	"DESpfDZXuQg3u/nwVgHkYtIi4TvoHuk7CJgMeDJODKovJpQvVIW7WWNNOP6zWnia/75JIXuwC843SrSk",
+	"LioCMppSMWHHxEBf/DzXXRs6dx315sSlhsy4KH+s83kSFRM6Z6mZE1wvUWwmr/POfF9TnKLjQMgbIkWN",
+	"aG19eZn4ZbS6+4nUgGTCl5GrLME2VGVV3OPk10nM3QeLzKfX3Z9bam5iKD9wMy0EAk2St2NASrmfdLvf",
+	"WeHn7j4s66mC3STzdYZUUOSnOxEFXU+tINFl45Yz3Sqt9pzFKx21JyWfQd4nD3hVQOKMlYvGFi51xu7n",
+	"BP1SIIpfzsu5yuGVA7V6qx/EPGzPcUXJf6JJIifEsCRxTSjQgkdvbQ66WJjbG1APSh6n0m6VzCW36WtE",
+	"ZXHWD2+Tn3vogQWi4FpGzHjYIXwOKIT/4prlXzJtzqEmd4VfaErTlAlrBklCS5CjdXYg7COL13tEK86i",
+	"+r5JK/3/tEBx922YpIqLLoD5bbZkVna25nO7d1Sgpn6ciwl45gPfKTdf2kSaJaF7/2u2zkv/coNj3nnj",
+	"q874yoR63e3AFL68l/sLuK1XM4CC+rZ0Ly9fCizgzhQ38wsrixyaBqOKqZOsttWjICfvziCzBmqVqCah",
+	"fVIq/hMoAn3yDbxOEGrvis09yB5B3wxE+NDksLKeptyOpgn6eUizqSQ08ZtxASELEJJwXWDc4uisFtG4",
+	"s2vgYiwxxCoMjeBeYwUuYCPAhA2jM+dyKvSPWEa6ZSdR1kCWXIJlCAU4czueR8HiMWtOKU/QSoNS5T4m",
+	"HAUuJqwDzKrRQRVhSAcD4erCdOCB+uzDDpwJbDxXrun1Iehz84c/kOdSWDqw5tdANAl2LoGG5xFVwA3s",
+	"5MKn152QpIqN+W2LnACHv2ZObdeudBQLh687/aIjuogHghRdpgHZk3hgT1+2iRo39OLBAeOWnco3Mraf",
+	"twv994u3b8hOSNM0cQ20n/5DSxHutgjgSOJTq8Bm7RSqL7sH/g0HWWi7W8KYDaEPAjrEwwLcMszroWmS",
+	"2NGpiDFtdQHm1XX9/fFD7ugCrR6bxO+EJXjIMHA+MKn4hItWQg0ou01yluPc4iplSj9mzFkr2s8dAH/w",
+	"fFwzFjtirK7hf1Ws7P/+6z//azdXGshobqdewJsnzBh3aCTmE250i7zxXd00ZDHOYEZQmgC5jII45rKh",
+	"j6Ob5LpOjnbgSz5j2tBZWpzn3t7eUb5WLsj7y+c42oxHSmLE1a474ppLAaO8F1dC3giH7J5SRbHiG8ZU",
+	"zLKr3DPXbgOAEPTr0ilLDBnzxDDlowU8YcIksFHYOkpjETea4fZr4XenJy+wf7QXzXk/5vDb08uQKJkZ",
+	"Vlam0V6HLtKAMqoJdY/eQKfpCTOOqOAlawiDg8aSh2t1hVxlxGJwyFQaiMUsSqidRgonZ6Z99ydLfhxG",
+	"xs8grombqmLUUi2ZMAHgCLFregZ+ZSIkIHDE1FDf4Mz1RAOTQDAGebZ2bMy5hQuDq3ciNl++a4dV3HRg",
+	"Q5bxWzrHCzoQayWBY/S5NDiB40NMCjz8gDjkYctUEJUiBklTOqeB6LU7Tnz88MMPzdIUmP9geEwoAjXD",
+	"2/44Uqbgi1KQXnuvRf5ipc6IIXCGJHQgQPLsYJU53kTLwCGdGMTRbgAIVSA8XTzQwRpJVWQA8XjXRf4I",
+	"RfdDayBOMLV4RgWdwK3kyv/6RKMAxEU9ve48pSlv2j/BQvxGSJVvD+7JQHiH9WjukV+ZclXFlmt65t4h",
+	"eOXsnjsKcG5vpASHEIIq1kC408BJla9Ir3tEQktnQ+B+EKPESZ8zo+bNk7FhKtz17TQtL4Ex7BVOoCxk",
+	"ILI0Jx5cvR6Ik3yj4HPEMEGxqmSUaS7sPCV2qRRMEfsnVARP3p0FXu9LE2qsbuUAbmgKldHn9YIXBbQ9",
+	"QalzmIziNFBc7wY+eRGlYElG251HIR24VL9g2UPufbRclbT0gPCYzVIJupnbHRF7lUoPREGPHjnXqkue",
+	"jpykh3sPnEZx48EpIXPXWubgiQQFzVgblQvNYzYA1u7G6RdR6WLRTMtMYdinOPF2z2p4fGy12phDP33s",
+	"7kB2XFfz/kCEVoe1lwPb5CMXBl0MGt/aS4NtTgmimVqWVVpVudsiF35qAeohy951r4I7BQYw8W5EaSWu",
+	"JSDBXHskvyqJDISeArcdJ4whoZWAIMU8n5lTfKDloxc/9ne863ZhrhQB9WGmsY7A+yId2BIQm7X9mUPC",
+	"K+6+Z8w581iA6oKtwb7WA5Ffc1piejHoM0z5a/XKnoFvZgd9iPE0tXNLXLNEpoyEn1AuFJGRuxBQoq1a",
+	"Yz/b+dd//r+ddpvsOOgh0m3vHtvFDxzpQDt6FyQsImU4QItA292wGL1V6n0bEgjElZvyGjkQlmK4yBjc",
+	"6fKrpUa59kkykTAAsDNPV2QkMxF7m9D1h0EhPhCoHugAqwLsjuOe7SL/S5WMswi89seOvfioiL8nOOBS",
+	"RNRNqkV+oMkVUpq9xsxg8mGfKHkDN5ABeoMEVgC9+OIMRDvFrsruytBMs4HQVzxNvRBMIfiNzYpzYmEs",
+	"xcgcgkXmkeUxV+B2ZoAw0xqI0C7Y1zoUDY29qmPJo08iOZvRpmZW6TIoXeynKtUSY5i6r5VwjTXspDBh",
+	"b6QYhfsDAN3OUYGzuWLzJ7rUNhrKxTSexGhOwiK8Dx0JSgUVDvYG4CWrMDxA1gsvkx1nfWuYF4nsSqHL",
+	"6+6xqxpyhMw1CZvlz1o1yWo7MGEAsvQisHwEThGx1I5mwUA4WwA22d+/s4K/+1sIobWQTKWQGajqJCw9",
+	"1fwLm4dOqSQ73tYnN66VeJyhBcRyBXAgplTNAqKzaAqXKI/ceQFlTay/eMmrI5my/GYg4T/JRQHssb87",
+	"uE94bk4FfKKd7hd4ldhqtKU71C/oyu6Q/cFrj5C8PdeIe+z6vDpvzWjuAjrwD1Qi8j0xzXN4014gozLm",
+	"Ki7yb5RvprWh47mbHBijMCs4KYjgFxs9vGLzoWJWzoTHpSKvynqJyqyo77WP7DVfeJmLYaZZSJaUnj7p",
+	"hF44+xWyRN6Q/Xa71OQWL8ZAwEos/wXEaKOo0BQTIHP3mt98Nh6zyFg9cP/2FlJOKYkU1dNduLeW3F18",
+	"EeUlYPbiIHarxooxzGUxat4iF+VD8PwqNZAdBrS5E0kx5pNMgVHtsOK61qY9KfxuDpWNKTKlVoOeZAK2",
+	"zeNHMhGDELZ6w1xmqpzhGSuZQlTVpX8OhBT4kNVSdvs405Ld5Q/d8n1mYHycfqvmFkmBBozlJO/eXzoO",
+	"8uL01enlKUg1PhF2B3I/Co2mcJNPFxsnoB3kvSnUWrNWLwtPL+kkLCBtsX0YRNzBH2Y//D1V8z6pmEJu",
+	"IvZzrPlcCqNk0ve5KWGLXDAXz7fDo3TklkuMm2+kYM3X0HJ6INwehHvtHnkjDXktYz7m0ODP2TgUDU6I",
+	"tyU8YkKzkjfsnZKp4sxg+WzVF7boBntqmJrpUmeU3JfWKLUFa3Ra7VbbPiVTJmjKG/3GXqvd2sNipyn4",
+	"E59OGU3M9CcAOKxLdei226X7mCppTwFIqkXegJkqJIkUA6cKTZxqLbNoCjhqJGYpE7HHoM8dV2dxo9/4",
+	"lpnv4PMwI+9WWBnCKx55eja2mw97D7E472OFNXXbbe9xdEV2i34uyO2AAN+mUK2bH7gya7uswXZYvTxx",
+	"8KvOBWEHrtDUqi+555/Cw/7Zu6BhyW3TO/DMXdD4fg3kkH/2ewc19LemCy01z+JN7/zNPXoW4w7stXur",
+	"XslP4OkbaTzx2+/18DTWv/MNjX3AC1452OozJ1BmBh76u6Cxv82HzoRhStAk7/G0397b/NYFeo/fC3pN",
+	"OYYEyv75Rv/HD0Ejh35qvOLXDEzjVElsIEInUFH6mhna+GBffWpNh/mma+dqCnJxlAsHa8jwifcBT+k1",
+	"s1fymOy391APu+GaOU9cImlMRjSxBrNCYawBzu/Go7wu3cpzUC+xTu83dzHt5OcY/1SPV/LxSsKVzCl6",
+	"3Z0sufdWXszLijsK7bGyjRIUTkEB9laUZDGLyQ76fqRI5rtWqYgUM6jlefR+yO89JiEGHUKXl4B+qJQq",
+	"B65fvauvuDYnKbcGxb2v6ivoorUq/6X04HOwpLd60hfIX0i11dBfjV3gJkEqbQ3LKJJp7Xb/UizjnBoG",
+	"h9LEo9nwWv64P8jSAOfQmMvhsG81SPHGwkCamXsMYp/+PXK/zuZX3gvq7Ar/nS3Y2EupRjyOmXg4k+11",
+	"jza/dSnlayp8VpH+hZhzSUPSJvesl5hx/qcPd0EjlXWJ78hjrN3nIUTqXCdldovR+im4+4zO08NFxPro",
+	"p6YDMaV6WngDQHMq5elFVAgJ3QNduRMkVZETh3qMTQxdRApdLREG+tC1H7q4VBhYUyqaIjY4+Or7RXhg",
+	"jFXPufcZ/AnOh+2WCT7xxXTOKzYf+g8Uyh84hH1wDOY0pWCQuUfBlxYWSPshTMqKIZY7CTOTKQafI5Wv",
+	"wVvzED9RDXzl0YKEX7EiQjaAjJsaAYanidz5/spm4WOwr6MAAQL/RsbzLWRHnv+zRGRTFl2B0Z6mgXNC",
+	"u+InJREgFrqpWJrGfB2EjH02615BVtXHrurpA/PsunvTuz2YP/sJMhbvIapcsdRdNcnIqIzdLYnJzhcW",
+	"k06Mr7J6BbspfH2lG7Wjq2UNu8ckfJVjOvHc87UgX19twGfyvL+MO/w7EpWfI/5+zaJsC6H0XIpxwjED",
+	"tNfZ4hPv6Nxas5dSvqJqgtKvs7/NenSWplIZFr9mMac+l7/X7W7zsnPzWDl2Koy1Ln6jYtdl+dE8UbBe",
+	"9C7YQk8/XbH5WXzn0mpZHaTcuWtU4p3bJfl7XNTgzOjcSQQfgd0t4uaYF4HyA5NfXEpRZzlZ4tJ9BsPo",
+	"rjQy50ehkzpWrB3jB32uDkjuPM2u5J6vxNa77R4xUloZuRiLv2JzEM1WoAUYdOrVCTbckFywLXDs3qod",
+	"jBeY4yOj+9Uzuu0skJfQDvw3yjeQNjfyjaDeZfJW1CTygF+jrKUHeaCkUClqnZMPVRa/rqthlfK0rP88",
+	"+hce/Qu/Vl7138Yh8S0zW7C3+3Gcv1itqXH3walTEc87ydVxSVSD1vVWK8G6+yxvTJRPmSq61AYuUAud",
+	"c6kodbzhmlR66fQhPgQJmSSiAnwbmLDENZHjMahCLmGUalChsCFxMabVkFbkvIGOBtlA2ArKZXc5LwSk",
+	"kE1WubSf41b9aln8c25W+pIvfQpGTPDEAzKaEx4/cv1Hrv9FuP5/Kx+xWbxNJdbsuERur7qarqef8B/O",
+	"Yq1ltqu4lrNQ6Zq83xZkJjFIwrLs8KDtrFJdq61ipvOvl5W5+a1gZKv24JGXPfKyL8HLHvXRdfroqutX",
+	"4oGukOIB2ukLxyQLBXWZfz510+OJ65+5MiXCxanMlM00S8akhLwDlQl5C9FqCcveGp55Uv72r5x/Vua6",
+	"iZeWN/WRkz5y0kdfwK+P995MGTr+Kw1tEi6+OPMNGml2f6ZKNDMFlnSLvBXJnIQ4w9CjG0B6mS+QM1By",
+	"XMY1GKGnYbGJLmCDYfPbvC6CJFQb0iWuG06LfCuh/EiOx/BFF6uBsloAMoDuPIZeMV8mAboyzAUCLph/",
+	"EeRgefD8QqHCQOz4SblyGcOTBEYVRatYsXu80G1USJOvGuM9+cNzMpED4fepRd69v4TSg7y8pW831vgq",
+	"VnSzmLzCvC54VOfDuFghwx6cneBhTxqOBrdOJliehgOb2yqx4FcjJh3AMJwJbP9jmOz3HiZ7mLj5ZbII",
+	"foMyTjpxRqBD0nilZFttG+S82U7nc8RfbZpfnfwrdWS3055JxUghIXacK9utBn3VrnYJQDQwGW9Eo6tE",
+	"Tnyh+8gKCiLHrqCu027vtsi7fNAZnWOfJZSTAaBoSiuKsaR/IACQGSstc/SkklgNFYvsw1gI65KgCrvO",
+	"fShwxZmwvoGQSezRR7hxHM/LG1fVgc86pBAhawrusCDZgdRLwQBHWfNZmnh8qCKLsTxH2Fb49l7u2iLU",
+	"shwXxR0ILDF8okmUyOgqL+j0qxlyMcTkwRCSP/yJuPPMC+Kq2gLXA9FrH+XtAL1ucZxXehel/QWigteH",
+	"Fu3KgRgIUIrqVJw80bOfqyQYNoGGiKeXJ7le4kFEZjSFvR4InzMCZwSHISTxPQbJlNuBAaUgm2Xw3Rb5",
+	"Ia+fczswpbpY/UAY6NIJYRs/Q8UoVNB53cg3a3StGOszTixFVLsY6s9ROkoX/MdPIG1BKh61AcGs0d87",
+	"bB0eHu0FjcT+udnpdlu9zlHXfjEnJyhl6h40O51mt3fZedZvt/vt9t8bQUOnzCoez1r74IC4jxrhV/cN",
+	"mve/hCZTmYKDLFyh0CCHuaEaNdfjMjLeKn7g9B1E73vUcx71nEU95zG98leZJgUyOYeH8BbpPRUrAKVZ",
+	"621F2Bp4Q1gzXubCtV8WM3WOgxa5oDNWQXGzljYCRy/1AA7JjhfHPMYq/VmacMS1AoFFzXR3VRgfFwug",
+	"Ir+G6rSiteBLAJ3ZanQkx60r38bbjovPfwPZFdu8UHSX3fobvg3vts9CZ3H9qyrby5t2ry3aq4jQvIf3",
+	"o1v90a3+6Fb/leVz0IWL+jOFMotGEStlqOsD7NgH+Lf32iSmiwXdlSRl14kbIJDImCYJti0aD4SHwvP4",
+	"7S0CfBrM38zQCQsQTsz4rDjoTYEdI29yHHPEl0E8qIGASVnZPpeZxxphMSANOVRVRDvKAbMcyCPm2Yk4",
+	"YZjOZ1+fcfvu8UDErICtkoKEVq5T7VDE8v4DJDTzlIVEUAU4aUbCRK64iAPspQwKAf4ZLdgc3g8tHMNn",
+	"zE0TvffsNkoynffqX1YXTn23sd9eHXveIWR7zQJfAbF7r1fuq2mUX9pe3fhqEh6mt1nEO+DIR7H+KNYf",
+	"K/N/dimd9330stmx5txqxQeefoL/XZdo+TZvGV4jaBfqfzyqLtWuKVulT8ZSlhDM6debGITTW+ETzJuW",
+	"PHKzR272aKT86uqAmOMtS/zvvuzmFBlkYZmMqWLNHO7chVlqGOc7V8CDsTEwFkJsZQFadxjbMYTHVhAu",
+	"JuYqgDD0uRQkG4idcj5TOV62i/U6UH7kghIu7Z4qRj1iuM+LwYkgzD7o/3nUUzCqrDUTMQH2CbTeUoxq",
+	"wOVMaOqzdYrpIxpKCXcEcEXtS62BOOUQ+UN0cZkZbReJ0gFCju5PQ1cuNbSvId7vpa+CIpGcMV3YWxOr",
+	"CzcjrqKEkZhrQ0WE5ordbiVpTMY0MhAXJ53WHkbm7M480QMBOHz2EKHsqnnFEzljRjEwuuxfMEWKYNHW",
+	"Tpy5HnzY1DxTI4yrXs2eTneDPMQ4EPbgnmgyyxLD04QzRXZYJIWczcn//T+dwC5iLJWx/9Ha2w/IbQL/",
+	"PNzfzWOVOEUy44LPshlOciCUvcTMGoSJD3JD14i8qwh2iCMhbNZQUTFhIdEpFZoctcn/gKh4Z5/8D5Tg",
+	"1AwEPHmcA7NHU6omTFdGaM3orevLnqVjJYXBw9jNzyYvS0NY/TzxC4xZINoYqtJGDD4EMezItf3gHrpm",
+	"PnQB6nAgdvbabTKaeyzp3RZ5Dk0MMM7takkQlV/Bd7N4whwOzlLwnGuHCQ2AtCtga15SxU7dMn5p8BpT",
+	"asjrOkg0+paVku9pwkTEKbkwAbmggrxUVERcR7JRCuTuHx1VA7m9Z3dBAy96dcwOeU3VFTPrxzvaOyiP",
+	"t3e0fxcAaM7QtYhy1L19Klt5t3OZ+XXhcSoHvkq186WRVe2uBkF7kxJSvJK/cRc8wuX8PsPGj1Hg30sU",
+	"GDQ30CQyU86pe1lpdFPY0lWN8Okn/8/19Yv5SK5PWklyltOidkq1N32n6Pms8bzzKaa6czMQUAYOWda5",
+	"2O2TEJDfwsDDxcUh2QGYnTJ63JRqklKtWbwLaHgA5U92cIzjgSh8xoLOSolNtcHjb5n5PNn6tYz8zxAI",
+	"j+b+o7n/aO7/KsosKy3I1nHse1v/OSsvHAATRdPpx2Qlaz/PhLVDXQuvvOmi1kUxzvvzV3m3X/8ctL3A",
+	"trcpi/jY8bO8saEeCNcf0zLya6q43Q7tul+wW8OE5lLYPyj4QpOJSMa+Zza4bc2NtJ+F5qGG3VoT69vT",
+	"y4GAuh07Nnedv9CZUOQ4RnnFPMCCYr+gb08v+5De7Bt5CNfCw7UXW2ixQSbQWGyv3XMpTIi9XXQO1EHe",
+	"Qisg0OvKAeVbZQQcI7AHSz1PsadV+c/uiJqekLCtKTozQiR67N3KlCbc7A6Eb/WDroc//ekiG+Vnqv/0",
+	"J7ITlv/SsoIP63DicJeoTODxUfIDG13IyBpXEvtcQz0W15BnVXKzhH6K0KDGKl3NGx0SnY1SJY2MZBLk",
+	"GeknqUwSSZ677oIiJpn6mFgyoVfHGGj2bYMnsmgRFRadYYZccLtiVAwhS+zToFHpojJo9MmgUd9eeNC4",
+	"s+b5SMkbbXfMoelqZvJ+nVKUF7/bIid2LfmG5f2MqUAa9/1uOHR1y91YbRJ+c/JieH761/eneBhLqsVf",
+	"7RVwl+beeoV7D8bYJorqnv/e37Z7vPPWz/oNnbF7vHea3+SfOcxbe0m215zcdM/d28CXN3k5qIFh7e2B",
+	"/0boiqKHzklMyTuqruy5TqWRpRY6USyWuknnuZexuh7S7mgv6sX77GB8OOlO93jvH/tXB8nhrNv6Rzpp",
+	"BA17Glbx6bWeHd4FDWboayyGbPRFliRBw0oR2C+HzdToNzIdW3EiDU0a/c6z/bYVPr6U7+zN8N3522/P",
+	"Ty8uYPUFD8ZdR69wgjpbp91u5w4iFts/gKby0M2uL72TUTazN01R4VV86LccOlwUSG+FZsuuPanvf5/3",
+	"O3v59vybsxcvTt+Euw7BOmVKAz5nE0WZR9r2fdx2wnen5xdnF5enL4Z/fX96/h/DN28vhy/fvn/zItx9",
+	"1JkfdWZHvI/YSffJRM/Ekg658+3p5W5Ju/VCcDXU/oIqmrMH71APkb9gfzInD8J+ub5lKi2r8IF90DUc",
+	"+6D6isVkLFWAeEt5eCZvwBcsdJrzSHw+0lKofdT1MTw/vbgs9cZf1EJdr3ARUxXniyp1XUVeF7iPF+z4",
+	"Lgyg7MsyM+xz3yfddhviERjMKvFN7DqMuqKWkAIH63V1eDsuoFc0LRgIy1tRIQJ4FGzZ6zspEpgVuYF2",
+	"yCU9vQWd9OH5gudCtZ1jrJiUtzCgK7uDMXePQWMqukz5VTj9TGVioW9iXp8I3iapoT19dU7addsEHmQ1",
+	"cmoFQ1lDyzEMLfNfWlCfdNpBu92GoBKNrJJilXYUDJdv3w5fvX3zrZUtMUvN1D5MAFGWiwkRIBr9hpdf",
+	"enF6+i48JtzKAmseYUv0TMRMkXA4RDJ2ptBwiJmPcCpWx+y2HSWGOLK1n7hIM/Oy9J+GqTGNmA6xy3CY",
+	"Sq35KGGX1uwI/dSoITMJQAoxY+kuVn12YL3+WkDSKLtNKXRzJWNFJ76xNSy0BMkosGs+wiaUl/v87et3",
+	"r07/FmKw7SQzckYNjwpRnBtrEKBzBoK3HHb7UC47EOXDyV8F3Zf8mXxyfQb7pBMQPaXd/YPvqJ7e+Q6c",
+	"aGpif8uJfVMROhA5jcGHvSoQTVmEnsZFVeC7k4vvhq/PLl6fXD7/LsSAKVIrvEsTKdgxIFKW2sL6jhT4",
+	"iGuZtkbLIDvddtsexhhD1jxCroP92Aei6MBf5YAtcg5L823YAKICm1fn7aA9rLk9aGjneQiZTwNRABq4",
+	"4lRVGssnS9kVwBm+LmzYvLt3YfLv9hdqCuuN3IH4HCsX/QB5h1nHTE2mB+AnKHp5/3/sfe1u20iW9q3U",
+	"KwzQEkArtvyRRMYLbHqSns0iPe2x05gdLBtmSSxZBVNVDIuyrM0EmF97AXsRc2FzJYs651SxSFGOrSQd",
+	"d4e7wKRtk8ViVfF8n+cBYS0Vm+hyzvr2k8dyBL94YDlWQiaqhKkEEYq1CMgei7grAmMOGqg2opbXA55w",
+	"6LPsc7yWFwUHehiymc2AogotS5DY15L0Co7ApF/jzqZRUEYcHRzHKllW+Y5LiDGg4BhAT7A9MzBx56nm",
+	"Avlvh+zMf4VF7fhAiOVprKAybuN4IH9KrM5QA/nC9bo7XEK7V19pxKlHylFccAJGwYUs4L8hskCLGis4",
+	"TgfsR/n9ABbCS234oEnzsVSUXGYmDORgc7bXu21e96tbMV2WovK7d0p1Y7lMTRKBw+nNnrfu+KHFM0EK",
+	"+ot/f7E3Oj6BrynCg+ZkkrD+GbCl42NCD6zlQV7M9ca9Wbp/9Hz/OX/+PB2Nno9ScTw92j85EAdTfnzy",
+	"dP/p4cHzw/3pZHrwlE+FOJqMJgeHJ8ezND08FPv7xzykaj2w1puPydlHSbtqZZFfzg+vR4sjdZyfvHta",
+	"PDPPy9HN4ero9nh9gma3Ea0r8QLNDK9sqerHnl7wU4O31rVIw7j31rrXUe8dDor/AjN4/w8yHbPXL//f",
+	"gL2H4fv25z/I1P5MEDmVW+we+R4SPgzdZwZ+OfuAIdf3DFzjCs34g/3/3m5L8XBn+AElBI8nEAITmvnw",
+	"fn3TCSfBgRaUuJN+p+sBFGsVfoh6aPVC9KsZgUjtcfDWpfVOHM4BXj/V2XKheuPDqAf4IeODD79EvYUw",
+	"hl/BSbLyBc5hUOPDw0kC7T6ckyGxElvPBOb3ix1rh5jIh8gHiKqVeVV5IKzpgGxfoS7E9OEbDDJ1xTL3",
+	"L5b56rGZDu/pEwJCZz9dbIkIUa6SiOOHTgdtaaaUhv2UC8giVR4S5gmte65uROE4B0AC/+3Fj29OK+ii",
+	"gD2+tdEDxs7lfxjg3/uKlSA8TQGdhWdnhZ0l8jlYiyHqUVUjWtPbZF9zlTpy6o6c2n1BzS9nK0W1+yjX",
+	"fJE98KMMOqysmim5VFaxcrPjJ/k3O4Vf8ZN0r1x9kvW3tm8BlQmnLOeFgYACxVHX8IrsYDjCP4HBSR+t",
+	"KQvQuPf7aKP2Zey+5e5bbvuW7bHb+i3nfL1wSAVb6I6puSIAggPf2XpSjG5nC1HOdYpkQD6ej20Z1mqe",
+	"2s86YtKYpTCMx6oQUyHzstZwA5UkHELjBCccPHITb8/a6jlfM99RFMUq6DrK+RqJFTc9UixDDVMVDv8P",
+	"W3qgUFTp8nKmlypNhtguApdAp9AEalOsh1VCiSnAygNwoL+z+vMgwpuIvjnnMmVrUcaqX93Bs0LwdH1p",
+	"/5hQUD7hC71UFO9LnL+VEHPzuyXPIKyClWMoDuyYdv545+VCGsAWdFF4loqp9ZJTtzFAloxAeVDa4lJE",
+	"tKkRE1DClNDPQ/wzVkc1Cl8AfBEvu3SPSar0WSG40QqSNXaQZSEuIdlyiv5VFTdGUERiyaSOmUZrjCN2",
+	"hmNljEejLIt1I193jTDSGV8bJku7jcWaIJRRJnsi4T4UJZklz6xQpSNTP9tUEgTPxIWJlV8ZOuL2nQH0",
+	"kkL+I2IOrViIxxWy1ZP39h/AMcVRMG/V2gnkokNjih8UEK7HkCu9CrzsEpKRKqW4aMZL+9HU+uP8ytjL",
+	"IDh7JUqXmrSLT7OP2GRdIoap/Q/MQIXTq9pIxsxaoIn9Egv6lY/WXguR4+gJTRhKsCl2jN09PIvVlGfZ",
+	"KUtC/RAWatuN0krAJhzf3gYnBvKWbuIpm+oFHFqHVRorR6Tu3tvKjYmAAyPv6q06w135xLaqcxfX27m9",
+	"CiMlvEjrAaUzvqbeTCeQ/RZDuN7egV+Xk79hmAlFBMZros1ojvuU8ej3xr18cWkHvLyRhvcwvnXZHhYd",
+	"mUMfFj3qPSB6Q+v9dWjH3WZvscDqmsyVpHo5SZ+gV2pWzaXUFdF1YXVdWF0X1m+sC2t0r/PxJ16KFV9/",
+	"xsYtvqZUtbcfXQrFWe9nzl73FjxJnbuxxtxFgByu0JhtoowlKLegmcqOIKAAhCoepDWAqhYqa/056YyJ",
+	"6oo7mTr5a4Y7WEXWbEdA84yY9RY1aqYoVlJNs2XquvxpCIe63UAMQEvHaPh9M5tjbQew/2GQWIEmTDWy",
+	"ZjBxK00JlmNQtqAEQJbWWtKMXgg3PfIe8GYzZD/owprA+F5RmzfBFROLvMT3paaBBJIdlVlvdJEwD34K",
+	"dlus4PotIGXnbr8fapi8BXPz3qXjjwHV7Fdro6NFvR/SpzvZtBFdiXBXItxhgv0ayJ2ND+9utSjhBLyH",
+	"f+/qZH7rSBY+E3fguR3r8TYM4/S2+DmwDp086+RZ1yb8GNuECxItTurBt7xLW/A5CsWqJ9iOfEcO4Hut",
+	"r62RDaWo9W7lWsDTherQvaCwNks4rL9IEwfaTyBdcfW+zmwnE8uN/p0BUKmaR5HY53smo+rKWN0L/+mU",
+	"JaLkl0QkuMmIBPhbFSoXISHngH7fBqIVMQdwtcwpdI8XX5ZyQQ0SHh+5TFieLbGsiKLyqHsmsMLlXMgC",
+	"+hJ80zc4hE4zjb1bQzHqBO521AhWJbEXKlaYIcExuVrXNwvTEZBx8apPqnCofuXMjdnRaBQr/8dL5/XV",
+	"Wj1wlDHmAfDSKn8CQdt20DdYAujwwEaCOc9zoYyjxgoyQuPaZkPNvlZmuRBp1CBfnGZcLkQaq3650vYq",
+	"x6HoeCfJ0bsSZdDuA7cTHppz32jXXLU5QYgM6dcJwYpKA5hepVCn0EWs1oxyHC4IzaT1FvF3ZlzrkPEv",
+	"pDd8TZeNcpcEKwrOpmsysLfgHvkrHUpKBH90nyGBmEHayV/qUk+AlnLKlGazQlTLqaznXKHywb1KXxIj",
+	"h/967WGgk7Saa/9EYJly7UZVBfgMQ/5uPDwvc24ukY7q0t5wr2TItqSPT21gETsHbD3gTYMekOPbW/xQ",
+	"13rpjwEGQSgUgEkiqUxJpGOceMjgZbbnDKxcfRwJA5AAzeJcFsqFAKKxVoLuTgaE94UpLydPt1Y9I6Ba",
+	"gdcWaXGpRvowP3p3XJyYp+VoeXhztDq+PVk//e8RKDR8WqNOfFMABkgYu83rAWkHu2VfCcwN6ty3WOKo",
+	"QRvV810uocsldLmEbxDRzdrfJKwb5n8Q8bibteuNNGVVxGOC/l+IyBshxl6HezM0qkjECMzFIIl1Wugb",
+	"EVXhbwaNZS8R+JS4Sa22rycY9gI7eCtn1zfB1uUIYx4wcsfv9RX5vTpKry4u9tk0+TcVtW+SbKF4ryst",
+	"Xwq3HW4UvcgbCZgGDkKc9Bf0cIHmigJjOQrD+IPWUD01mj48jfpIBdldzkQnvTrp1UX1H2NUv1Hh4wTk",
+	"buUdIGTyZRuWknX4p/VCfgfEPN4st6mDOHsJ24zgnsYKM61sytVUZFTvfPbTxdu2Ume8KMMWbogMZ5le",
+	"iZQt9I0w41j5XAH71//8L+NFIW+kumJ/Z1Jd5oW+KoQx7O/0MKxGT/xV9pat18UqCf9mr62q9E9rFf1Y",
+	"m+NvBTAKCFoO2Qvl4CbsjCkmCkMjTAeErKFHDyOYZz+/BdJiH3dBbBtX4eRi0wReQHFHwzhTek/n1VKP",
+	"HHARBKKXajrn6orKwwBuA4LREUuQnx9TDf4yCMEXgmc4a+CgMKArKYatcNxmH8YYS76GboUTol4cmpIX",
+	"1PxgPw37OuHqJhGh2PDM6FgZAW0EYVaENDiflkueQXx24MYOWyvwTv8b+1anAI8Vq+Q9VaNFxIYSXvUh",
+	"QRBwHLDaSTeg+w16ouyFi0nTPiz4tQjTQqzKUyHwjt3aC2GPyeuZg4etsFEBRNb6DXUua/8ZUF5qtswy",
+	"Voi8EEaoEr6JCCv19bL0YE8Du1awbT43oVW2ZnLGlIYotzsLsmRGqik48qbkmWB2InBGD0aQHYMYNpzO",
+	"S2rmqEGUOSBcl8azt7e56Ygcu5P19HoW2kI7R7fpPG6CrwR5poldRYB/4oSnhCcwjCp7oAI/opXQ/iRt",
+	"jk9JDm7FpM5zkTI9m7WOWA3ygGj0W4/L++mwIJ/XfgwAgeAw9oG8h46eI3wCodWEM/hGrcXfa1T517Hm",
+	"Hh6GvkdE+CwQgD+A/OsgHB5grv5ov3vK5/JMqyuwIDI5E9P1NBP3dfLrRiAUnexs6LZ3rML49dTznLtW",
+	"MTBcWD8oSgH0dWfhDMasNZzAwmrvIXu9UaFQqeeJQMK30IQknuzQ7ojQ5go0Vt3IwGKEDROmWXVQsa8F",
+	"ywrZddfcae0bmFjDRAtNXiu+XblO8LA77duqrdFX0cBkP4HQzO7tH4P3+KqkZti12hv3zjKujDOz7s8X",
+	"Fr7IV0ox19byLu0uTeUrdWnmziD4HRgEXV76i1sEKF62x7Da9T/1zd5Zke9bbX0bPlRhYVkMlURux4bo",
+	"V657RIo7gIFwNGRH+0dsNZeZqFX9LRVgNPQ9WgIvS7HISwRnBRtirleKzUUhBgA54QEvYIh6k9kWcjG7",
+	"QDs3mP9aKYWPNEXT6jsMhC6/0OUXuvzCI80vVN9pe9PUzsmGdgmPQei7W5JpWpm8QRxvUcl1zOsaqCVG",
+	"SE6eegHbZGUAuGxu3T0Tq+0BVyvsMUhFPtpae7/JPg36yvh0HlnlgFeizqAEx3emai52ncDUrMCnAIw/",
+	"GLK/gpeHB2cMOGBPwF3bM2Uh+CJhnoPqu1glQM1+oZfFVCQMMd5lOWggqXOG955i2mEljaMfb+YPBPJT",
+	"AxcYZwlWttwIDCcCRTviIdp3Q2R5gjfNdZaBR4sgMPZpxJtASLrQ7p3Am4zhzbECPZHpGJMl1hVOUl7y",
+	"ccKs0gTaDWy/3pgHocuFKScXd48arRmVcq6cZHK0V3yNaFOOe7TZZx7FKqEydYcZnFhHuHol4vRC+nE7",
+	"ruMb803vWhGQjseZBxcwQNjJNTrDuGnGyCtrMdBsia2C+jymegF2DKxPPxmzueBFORG8TAY02sExlZkb",
+	"ws3JC30rHXX8NNMGez+YTDNhF81u1ZC9qCKz9HIESAJJDZdb6gfufhQ6+YOKbL+IlacacKOfC1oXB2XE",
+	"TbkHR3fv9cvwRLP6gQY7SJZssga6DpHNBmM0lVxbhMtbQNICjyK9QBTMgK04AF2RbFDitnQb0fgmILZj",
+	"KvFQ+ziG7Iz2CtpLJqJcCaGcTRerwoMZaQc9RsD3C2sAFggdzRY8h/3E00wyo0618J2hmRtHFe+6B+yZ",
+	"L/Tyam7nUl4V4uIvb2KVvHl98fbVn5MnyZ9/evv6h7/Bp5oXOl1CXCnyN3H4UkXKQCnZ03nxlzeyFG02",
+	"5gXMoEontFRUborkJIBmAjIAd56g4/YGem00K4RZLoTvrUiloQNiTUBpx0LDoxc5zOrakemF4ZMFv30j",
+	"1FU5B/TnTTzER1cp6OQYaNoNAV8LIPUCgRkrmY7ZwdOTo/3g//Zc1DFWIDzZ+9hBK8W9cfwRzPm4F8WU",
+	"boKr/WD294EcjXvjww9wRLahVl7At793YT8W2CZzivK/JtNBGdVXwSmVe0NZOqGCrD6bw29oi74RROoB",
+	"c8fTybF/bUDIfJtKkLWwbA628HyyBs0nYaWhjvX598Oar4hPcoxOfCFOvZ72T1FImPEF3KLG5pWFVlfY",
+	"mons27NgjlbHnTqlibwkaFpYKReBnwrUl7QxtUNSneS4dzgb8efTg8nT9Egcz072417Llv8uvbH6aic1",
+	"0tGkZWUBzdZbDhXxLP719L5LXntO61r/5541NLO975ezGZRgtMxW6SR8GEHecGgmthM0AmwM4vc1davP",
+	"3kjWUdAKN3GPI3CzYPJqubB+hdK9X9on3Pmsnc/6EZ/1B51leuXcNPAO+5v6afA5C+bIh12JyVzr6z2h",
+	"0lxL9RFELXL6vjOM7mP+viawFsYkrcAdDNmFmBbCBROhETkD3ohhazPMX3HsV35Kj6Av5vGiODVW6+N9",
+	"HX7LuuhlF73sMJy+fDfIhqwM5Dh9vabGBzvlWTbh02v4LMGh2jYVf+UTUBG9ze/+nDjXrKPx8/kb9GXB",
+	"sWUUuEEKfYgIVhEHlM9Ud3EtVWrqIh2dEDugQwfnE6OzZSlYAtRMSQC7oUsGLw5IIiwv5A1EPjOtczt5",
+	"SFZlUl3vZXrKM8bTFKqV+8RQCVknmFkmS1FUVwhkpaXCEfTNX/75IlaFgLlAIMFbpamwirVYD7aWf9oF",
+	"gapeA/oqYf1kNTdievmvf/wzGYxjhf4RpsIgYmJnhsyDpS4gHqP0Csd3u+2Wm5BbQJM7lA1HSAmxvICW",
+	"cMi88iMSr6p2GDSw83eInRchRawZ617SzhMPwgSJMaGsBp6OWw0Lb8dejdmNKORsDUDUMhV7F/JK8XJZ",
+	"iCRWfToPF47B1x1YRqJqgISYgKrCV4BAEbFUpEvUZ8I5C3iSEglF6RV8DktGt7cJm3FTDtkLlhzZnzBt",
+	"Wc65Ykf7z5D8cfTcrjH18CKOtfGOMQweq35ydLDP/qSVSKAIm6US8s209LSkAIJP2CuAwBlgZfQP9pkZ",
+	"EGSGC41q5cFNoMAIMLTpuB0wwME8xn8O9/HfEZvb380jdrDv/pf96x//ZEtVyixWoyM2D2pLcW36ybko",
+	"i/UeRDZrpUMYQZQl44YwLOyREMVge01Rwyr4AiVF7ZLRXSLFhmWCE4Pbv2T1T+Opf5XlHM3PrfhvnpXS",
+	"H5EAhAJFAes3PvrBaUshmLu9YVh1JUC/yxKgrjbnERKuedbrDaur3eja5gY/ee/+kzp0U5GJUmy6xS/h",
+	"9/XvH0toc2p5IpUsyVqB6trqV5m+qllWp0B6D8ppoYsqZVdqJsshOxe5QE5Xl8VlmeDOuoDcMMZAoT3K",
+	"aTwkYa53sR1BzE4iVppMa9aFL+eZ8xsBSGaoSCsJCdlRXBPECgukKDZ0VUmT6m3b9BUu4Ka+aiiIo21L",
+	"n56y5oLRA0VKq9YxTf7Oqyt/g5IKD++95VTUHpT7SYlGQUZbbK4mYKIAtd6ZN61AAZ9sQn6lCNg2O2+L",
+	"ddaFvbqwV5cAeRRFe/cVhQ+TQ6+8IYftUyCQ2hj/lGP8W4jFRBRoeEVU6wXlMdoIL0tnNZPvO+Mr4sYs",
+	"WRYZ9N5jtCeJWBI8zGXgCYbA2ihkXgHCqTOwdMGEgt9axx9Mqj6Vn8QqCHSUWlNEy4WvyGU1JV8b/Isr",
+	"4bIiVhgXS1LitnSF3mOw5rydSl1R6VKwK11dv2I/n7/xZGuKMjpAuIfGlrsMI4azQi+sObtiWp1SJUH4",
+	"itZUc4al0jVDGYZNBVW6RdTvpbHmac7TWDnzmoxMFyKRhpbN2aF9qkdycaM1g49YK1q1VOSFmGI0Lgl8",
+	"gUuvPhPGM8lNZRUjfKo0zOvMMT36WuRlVdGJ9YaxorPiKOwywY2gWgT7XsDz5kYydpcEL5hWLGl1TZLt",
+	"3eltVvSOfWC+pZtWsxf1lkUWEO/nvCiVKGq8+4VMhZuweXIzun/bWGPmX6cd/IGGRBDBww+sczS6Nq7H",
+	"Q5f/jXVlkYr7nHGfJ5VGurMsohHO0bOalgudrzFUjQtl1VBuVTlq33rxROSr8QzTy3KqF1QbTJmkAopt",
+	"ob55qlP6W8YhWB+wEcuSuG3tz+thrF6p0itXUFTcQCLB/ksY1JiIONxnKV+brWiltI4vq9XpKjQ+rlZo",
+	"udYfr9BwzXedp9p5qp2n+hhZuVTo+Pmcu/tuv4Dfej99VYi6xvo0R7kVZ+SFS0HrttAjeYX9sJ/CaRPr",
+	"H06Ez2aAA+UmT+TnUWBSO2Vn3aqZvBUpKVLvttGiV2Tb8PDvDBYZAEM6ce5jgQIvA44OlWYIHlaIqb5S",
+	"0kDfzqmrgMeNhD5orAW2flqmr66QNR4wTEL3GbhkXBvevY0K6M0i/nm/dWuCMcEqA6qeAJp2aAdIl5kI",
+	"ivIrYJQtXi4Ak1B9BJZetm4A6wcJHKBQJyhZrMWw/vygah/LMp9uGrIXsWpLDyHPSdOZvnSX1ql08DWI",
+	"0cX+d0D88inQKvT5nfvF/arYKvhmyOVxU14+nRxevxvdHi+O1En+rBiZo/Lk5tlqtD56sN9cveCDMFdG",
+	"n9vGCRZ6i/NcK1BaCqb06hQs3QpxAOMfdJgDOZvpqy+F0tK56p2r3lV1PFabC0BHudMSFGauonDWcvgU",
+	"Lx/j5XuFLndFZ7uX5VTDIg7EWiNsT23MEBRWIgqrTUEk+iqOWNWbLF4uC1cXclXwqWC5KKROWT+BHy/x",
+	"x0tqtk4ilhJzybOTo/199v/Z6IjNB46N28tp30AIE4W6ULD/oGsK5wzGlrO0AFOLmZUsp3NrPmVCmmUh",
+	"Tlmyn1h77EY7mFmdpe6lycyy9pDPXsgsc0oA32clVapXLrzCi0wCUAFtG9Zm2tHTsR1voU3JypWmAXGd",
+	"kctwDfWebVbDuR2sGUan8sGvaTm07WBvfHiyv39vSwHf4pxWC80jK/W/ZC1m/ZnbTAJ71HGTuqLKTss/",
+	"UMt3+voRVmGCFG1ESepq7lP0dQnv+LmUdK3ZJr/ji656bc5cc28TUcDBiFS2iW+ysSM7HFOlV1WPP/3F",
+	"jT6ocQtbYyBWKwRzzXOhrHJbzQU1SARREj61nnQmUgJF749ubwdYiOpwZuZ6xQjBlpVaX0cE5MZdosCq",
+	"3xy5W928M3ktqH+GwPY90kiwtx6MAFVtBCEMCBUgMAEGHiimgW9ItKgOrtVp+noqZcheBMUWgNPSqLY4",
+	"RTCOzeiDfQ+oSdCA3wGtRIDMAtxgWCNA/dwtdsBbYcqPlqR+9gyBfeq5MMtsa+qZ0kEu8GZfsks6d57s",
+	"7yS2jn4eAwCiVl/vPlrjsr2V3RX5YCgs2igld3+nWp+Qx2KzAieqCukRH8rdD4YrVHe9keo6cU1y9+tz",
+	"rybR5VO/TMc7at07NnbwOVOuwaH42K3hpQ9M1tqD9rFrL5ZTa1nqAi7uMrxfLMNbfcK75Hqru3fQTNXN",
+	"O+mo6vaHt+rX3noHNVTdv6tCqkbYTTVV9+/Y0s/6lYphJheZNS4HH2v030kteZqxNr3kC1Ad2KUnTLji",
+	"UpkS7WhdyCuESaSZjqv2Ma+noup35I5ELM+WpqHt+uc//JE9f3p0PI5V8m8HT58fjw6ej/b3IcBYLQnA",
+	"HY72Ryd7Bwd7owNyc5yeJD1vnJzyXfuxqiCkWHKxVEaUiXVr2EoX1xVewWquM5D1NwdD9rMRD6mdbe2Y",
+	"/gRl/G33Tre0Tlude8epbSrd3fXmTrqwiyR+WS/rUWq1B2mlBwcQq1t3DSWG7/0JQcVwmN3Di78p/XxH",
+	"C/hDlPQ2p/LOxvAdtPnLV29evX11j7qhz+B0trZa1xTdvZuuSarff/ZfWch3Avs3LrAf6nw9rDn8NyXh",
+	"traOP8wJ+SKhsc8tsjb70D/FMH+kHekfC0vdLUm7GFUXo/rGY1S7K4cuvHWvTvwHhrc+oc/BTkZMl4X1",
+	"T+zNE8ELUbxYlvPe+L9+sVIbSTu20TngX4njZTnJpJlDuZk0LNXT5QKR9qyY1blQPJdDAMqPWO13a77I",
+	"ksEpA0DKbB0rALUcP3kCv5hrU46f7T/bT6hfIbnSrFgqNnyCj38yXaTQDM1zSSEnbJ5+j5G3D0CeXUgA",
+	"J7Tbh79GdQxFedRovfHE3kbRgVU5ImL2CtCo1lV0+eFU5JkmprIPH+zi0X5trFwhc8M4EcqUduuBNohI",
+	"XdJC3wjXhC9kUfHfDivCC4Sk/hA1x/45nxValSwv5FQY4iMq9LLErgr7SFaucwENAcKUckE8AyvCbIc5",
+	"TezpCp72Ay+Ev7rtsYB7IEuP7YkHn8KbwjCpqloGWdDsggf8Ee5tGfh7ra+R5gemDjQ1HOj4/XwitprL",
+	"6ZxgPj0pL5V24qIGjzqXaeuTzuz5nbpNyAs9k5kwfh8qYiZjJ+IoEPBFI3al7Sy1AqIJhOiyZ8P+0jH4",
+	"hO/7EgZrm8Y5bIB7fGPerXdU6KXwHTYAZxFpFnpUqV8Ia1vCA9aoA6me6QVN+45XrUgEjWoiB7ZKawAV",
+	"op5exoGo1kppq6e5QbY8jabf0u3kGnbzjK/ZzOGt6pmXrK6+NngYory3nQO+trsGYX1HZwQnKjgLsMbQ",
+	"PuHJI6Uxy9p+ee6z9rd5t4S+DKthZnwqXK8yaYCSX8NJ/lPB8/lf3lTSVPEFQKne8mlJJEIzKbLUxGrF",
+	"VSnSIQMhxccsQQMZROPwyg70LktYX1pz1OSEtQp8V9R7TBOnZ277RMxcpH4+iLLnvQie2ZM7qa3Dj6Lk",
+	"Vtf8XwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -379,7 +379,10 @@ func webhookDeliveryView(a store.WebhookAttempt) gen.WebhookDelivery {
 // The deprecated spelling /v1/webhook_endpoints runs the same operations. Every answer on it,
 // errors and 413 included, carries Deprecation and Link (markDeprecatedAlias).
 
-const deprecationTrue = "true"
+// deprecatedSince is the Deprecation header of the alias (RFC 9745): the date it was
+// deprecated, 2026-11-21T00:00:00Z, as an RFC 9651 Date (`@` and Unix seconds). No Sunset
+// header goes with it: the alias works for the whole of v1.
+const deprecatedSince = "@1795219200"
 
 // webhookEndpointsAlias is the deprecated spelling of webhookEndpointsRoute.
 const webhookEndpointsAlias = "/v1/webhook_endpoints"
@@ -396,7 +399,7 @@ func markDeprecatedAlias(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if path := c.Request().URL.EscapedPath(); strings.HasPrefix(path, webhookEndpointsAlias) {
 			h := c.Response().Header()
-			h.Set("Deprecation", deprecationTrue)
+			h.Set("Deprecation", deprecatedSince)
 			h.Set("Link", successorLink(path))
 		}
 		return next(c)
@@ -412,7 +415,7 @@ func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.Cr
 	return gen.CreateWebhookEndpointDeprecated201JSONResponse{
 		Body: created,
 		Headers: gen.CreateWebhookEndpointDeprecated201ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias),
 			Location: webhookEndpointsRoute + "/" + created.Id,
 		},
 	}, nil
@@ -427,7 +430,7 @@ func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.Lis
 	return gen.ListWebhookEndpointsDeprecated200JSONResponse{
 		Body: list,
 		Headers: gen.ListWebhookEndpointsDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias),
 		},
 	}, nil
 }
@@ -444,7 +447,7 @@ func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWe
 	return gen.GetWebhookEndpointDeprecated200JSONResponse{
 		Body: webhookEndpointView(w),
 		Headers: gen.GetWebhookEndpointDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
 }
@@ -456,7 +459,7 @@ func (s *Server) DeleteWebhookEndpointDeprecated(ctx context.Context, req gen.De
 	}
 	return gen.DeleteWebhookEndpointDeprecated204Response{
 		Headers: gen.DeleteWebhookEndpointDeprecated204ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
 }
