@@ -103,31 +103,31 @@ func (e DriverAvailabilityStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	PaymentFailed    EventType = "payment.failed"
-	PaymentSucceeded EventType = "payment.succeeded"
-	TripArriving     EventType = "trip.arriving"
-	TripCancelled    EventType = "trip.cancelled"
-	TripCompleted    EventType = "trip.completed"
-	TripCreated      EventType = "trip.created"
-	TripStarted      EventType = "trip.started"
+	EventTypePaymentFailed    EventType = "payment.failed"
+	EventTypePaymentSucceeded EventType = "payment.succeeded"
+	EventTypeTripArriving     EventType = "trip.arriving"
+	EventTypeTripCancelled    EventType = "trip.cancelled"
+	EventTypeTripCompleted    EventType = "trip.completed"
+	EventTypeTripCreated      EventType = "trip.created"
+	EventTypeTripStarted      EventType = "trip.started"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case PaymentFailed:
+	case EventTypePaymentFailed:
 		return true
-	case PaymentSucceeded:
+	case EventTypePaymentSucceeded:
 		return true
-	case TripArriving:
+	case EventTypeTripArriving:
 		return true
-	case TripCancelled:
+	case EventTypeTripCancelled:
 		return true
-	case TripCompleted:
+	case EventTypeTripCompleted:
 		return true
-	case TripCreated:
+	case EventTypeTripCreated:
 		return true
-	case TripStarted:
+	case EventTypeTripStarted:
 		return true
 	default:
 		return false
@@ -155,6 +155,21 @@ func (e FareEstimateStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentFailedEventType.
+const (
+	PaymentFailedEventTypePaymentFailed PaymentFailedEventType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedEventType enum.
+func (e PaymentFailedEventType) Valid() bool {
+	switch e {
+	case PaymentFailedEventTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed    PaymentStatus = "failed"
@@ -167,6 +182,21 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusFailed:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededEventType.
+const (
+	PaymentSucceededEventTypePaymentSucceeded PaymentSucceededEventType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededEventType enum.
+func (e PaymentSucceededEventType) Valid() bool {
+	switch e {
+	case PaymentSucceededEventTypePaymentSucceeded:
 		return true
 	default:
 		return false
@@ -224,6 +254,66 @@ func (e RideType) Valid() bool {
 	case Economy:
 		return true
 	case Xl:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripArrivingEventType.
+const (
+	TripArrivingEventTypeTripArriving TripArrivingEventType = "trip.arriving"
+)
+
+// Valid indicates whether the value is a known member of the TripArrivingEventType enum.
+func (e TripArrivingEventType) Valid() bool {
+	switch e {
+	case TripArrivingEventTypeTripArriving:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCancelledEventType.
+const (
+	TripCancelledEventTypeTripCancelled TripCancelledEventType = "trip.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TripCancelledEventType enum.
+func (e TripCancelledEventType) Valid() bool {
+	switch e {
+	case TripCancelledEventTypeTripCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCompletedEventType.
+const (
+	TripCompletedEventTypeTripCompleted TripCompletedEventType = "trip.completed"
+)
+
+// Valid indicates whether the value is a known member of the TripCompletedEventType enum.
+func (e TripCompletedEventType) Valid() bool {
+	switch e {
+	case TripCompletedEventTypeTripCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCreatedEventType.
+const (
+	TripCreatedEventTypeTripCreated TripCreatedEventType = "trip.created"
+)
+
+// Valid indicates whether the value is a known member of the TripCreatedEventType enum.
+func (e TripCreatedEventType) Valid() bool {
+	switch e {
+	case TripCreatedEventTypeTripCreated:
 		return true
 	default:
 		return false
@@ -317,6 +407,21 @@ func (e TripSortKey) Valid() bool {
 	case TripSortKeyMinusPickupTime:
 		return true
 	case TripSortKeyPickupTime:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripStartedEventType.
+const (
+	TripStartedEventTypeTripStarted TripStartedEventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the TripStartedEventType enum.
+func (e TripStartedEventType) Valid() bool {
+	switch e {
+	case TripStartedEventTypeTripStarted:
 		return true
 	default:
 		return false
@@ -1078,8 +1183,13 @@ type PaymentFailedEvent struct {
 	// Type Always `payment.failed`; the discriminator of `Event`.
 	//
 	// Example: payment.failed
-	Type string `json:"type"`
+	Type PaymentFailedEventType `json:"type"`
 }
+
+// PaymentFailedEventType Always `payment.failed`; the discriminator of `Event`.
+//
+// Example: payment.failed
+type PaymentFailedEventType string
 
 // PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
 //
@@ -1101,8 +1211,13 @@ type PaymentSucceededEvent struct {
 	// Type Always `payment.succeeded`; the discriminator of `Event`.
 	//
 	// Example: payment.succeeded
-	Type string `json:"type"`
+	Type PaymentSucceededEventType `json:"type"`
 }
+
+// PaymentSucceededEventType Always `payment.succeeded`; the discriminator of `Event`.
+//
+// Example: payment.succeeded
+type PaymentSucceededEventType string
 
 // PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
 // document's exact text. With `query`, it registers the document; alone, it names one
@@ -1446,8 +1561,13 @@ type TripArrivingEvent struct {
 	// Type Always `trip.arriving`; the discriminator of `Event`.
 	//
 	// Example: trip.arriving
-	Type string `json:"type"`
+	Type TripArrivingEventType `json:"type"`
 }
+
+// TripArrivingEventType Always `trip.arriving`; the discriminator of `Event`.
+//
+// Example: trip.arriving
+type TripArrivingEventType string
 
 // TripCancelledEvent A `trip.cancelled` event.
 type TripCancelledEvent struct {
@@ -1464,8 +1584,13 @@ type TripCancelledEvent struct {
 	// Type Always `trip.cancelled`; the discriminator of `Event`.
 	//
 	// Example: trip.cancelled
-	Type string `json:"type"`
+	Type TripCancelledEventType `json:"type"`
 }
+
+// TripCancelledEventType Always `trip.cancelled`; the discriminator of `Event`.
+//
+// Example: trip.cancelled
+type TripCancelledEventType string
 
 // TripCompletedData What a `trip.completed` event says.
 type TripCompletedData struct {
@@ -1493,8 +1618,13 @@ type TripCompletedEvent struct {
 	// Type Always `trip.completed`; the discriminator of `Event`.
 	//
 	// Example: trip.completed
-	Type string `json:"type"`
+	Type TripCompletedEventType `json:"type"`
 }
+
+// TripCompletedEventType Always `trip.completed`; the discriminator of `Event`.
+//
+// Example: trip.completed
+type TripCompletedEventType string
 
 // TripCreatedEvent A `trip.created` event: a ride was booked.
 type TripCreatedEvent struct {
@@ -1511,8 +1641,13 @@ type TripCreatedEvent struct {
 	// Type Always `trip.created`; the discriminator of `Event`.
 	//
 	// Example: trip.created
-	Type string `json:"type"`
+	Type TripCreatedEventType `json:"type"`
 }
+
+// TripCreatedEventType Always `trip.created`; the discriminator of `Event`.
+//
+// Example: trip.created
+type TripCreatedEventType string
 
 // TripField A top-level member of Trip, for sparse representations.
 type TripField string
@@ -1566,8 +1701,13 @@ type TripStartedEvent struct {
 	// Type Always `trip.started`; the discriminator of `Event`.
 	//
 	// Example: trip.started
-	Type string `json:"type"`
+	Type TripStartedEventType `json:"type"`
 }
+
+// TripStartedEventType Always `trip.started`; the discriminator of `Event`.
+//
+// Example: trip.started
+type TripStartedEventType string
 
 // TripStatus Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
 // arriving → in_progress | cancelled; in_progress → completed. `completed` and
@@ -18008,533 +18148,533 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rdhs5liAKvwo+Vs2yVB2kSIqSLGrVmlHacqa6fEtJzsyupEcBRoAiSkEgDCBEMV1aq399D3DOj3mD",
-	"fpF5k3qSs7A3EBcyeJHsdDqzNT3daTEQCGBjY98vHxuRnKRSMGF0o/+xEdEkGdLoGv44uWHC2H98/LNi",
-	"HzKmTWso49mfdjKV3NnfU6nhecx0pHhquBSNfuOMx4wcvz0ldjJNzJgRxa64NkyxmLw7e0mkiBhJmSLM",
-	"foHIEaFEZ0M7yZDF5JqLOCDUkIRRbWB0fyDsPJpOmHtpQmeEKsVvGJlIxYgZUwFDA0JFjIN0eZTM4EtS",
-	"xUy1BmIgfmCKj2ZkyEbwvsq04eIK1mu32SeKWeBkhpHvXh0/a55/d9zd2yfyhikSDrJ2ezcy8B/Wwr8U",
-	"ncKb+GNIrtmMxWTKzRhXz0ScSi4M0SxSzJAt++N0LBNGwulYs+jyX//5XyHRRnFxtQ3bsAugihFuAsIF",
-	"iaTQhgpDDJ+wYCDs3ITRaEzCm05otxf+1LTwb57zK0FNplh4RBT7B4vwHW3oJNUliO2RCReZYZqMlJyQ",
-	"mczUQESJjK5b5GLMyLeSpDS6pleMhFfcjLNhK5KTHcVjRlMO/92ZsuFYymsdklgye+Bck60QwRtuw3kg",
-	"AM4NFTFVMfnRvUHGjMZMaZIwQ6iY1YxI+FBRNSM3eFpGSliYGIiYxVma8IgaRqSAc0PUCHkcki2aaGlh",
-	"5iEC2Nw8jUMAbOgW3eRxGJAct6QYCHbD1IwoZtQMD4EKPbVn3r29DS1aWiw7IqmSEdOa0JFhakpVrFsD",
-	"0QgaMmWK2qtwGjf6DcUixm8YXqWgkVJFJ8wwpRv9n+cvzkW+A3cDNAnNLGWh3YZHy1YjaHA7GkHXCBqC",
-	"Tlij3yhvsxE07I3lisWNvlEZCxo6GrMJtbf1z4qNGv3Gn3aKq7+DT/UOvH0xS1nj7i5Yvj7uVmcBXVrb",
-	"URmQBOFIjWGT1LTI8+pxcbPRTpqn8crNsFs6SRP7FrsxlwfD3esP3du9SU/sp09VV/fM/s3TaXfWawQN",
-	"C8pGv4HXq25/ofkrXuRM8Ft7SaWINV7m4KbjniVyylRENSNjdlslDCMyaKynC24MCwMiBcOLmzI1EDQy",
-	"lk7lxGEqSZwpT5KuFI0YmXIRy6mjmDhQSQPoth0Qza8EiwkdKabHA7FwBoCfq0CeU40NYW7+2jnY3z3o",
-	"7vfabQuive7eAX26f8gOWMSGLKa7XToa0f1uFEd0d0T3OhGND9jBAW2zvf3RaG93P25H7CnrtJ/GT4fx",
-	"JqdksbDTHFLNYiKyyZApCw4gOm6fxEgSs4RbQl1QBSNxkKfC69DvOc4wax7jrJuBpBM0JlzwSTaBf7vd",
-	"cGHYFVN121mkeBOmtaW3PD4qLZ/HSxdckLIvdlUWV21xD3DVciZLFN6VLtHapee8aUMoF1jXGEk1oQaB",
-	"vF9a/L1grj3i6769kQFeXItk+71ll7wAe+W2L2xpE1owEIWwgOQUPt2MWSRjFpOUKoNonhMI4DtecHDE",
-	"xMpUSEYGAocFRDPLdAyLyXBGdEojplcQAr96fU9KcNMJ/rYn/z765fXh3t8P3/2QdU706PvJ6IfX34/F",
-	"9d+76T8O5eHr5693vttJT3t/rcGx9/ghps03Mp6BMCqFcRIoTZF1cCl2/qHtIX68D0dr3N3dze8DftCp",
-	"FJqBtNv96adFWfY4uhZymrD4ilVvoyZCWkFOGEKvKBdkKxMJiAPCywtck0SC/AovTumMWNF6u9W4Cxq9",
-	"Tnvxa9/aMxxJRa6kjI9ILkhrI1ONEom9YlYmibmmw4SheF2QNDtz3T7OQARkcT472WK3EUsN6bWfwoS9",
-	"7mFApmMejYkVOO3HOIu3+8tWYSU6S00tOCw+3QWNvbovv6A8sbBzEzq07VixM0DpMyC7bfxvl4ztb+OA",
-	"dNr+/5J//ed/kUwYnpBuj4zxfSdPw7fJMQnP7KKax/ZRSKi+tlCyO02kuMKTGEshM8XiFrngEyYzo8lW",
-	"p030NkqnkRSCRXbJZER5YglBGQyEJvyawTbvgoZmUaa4mTX6P78PGjqbTKiaAZBB1rMogFiyNacKWena",
-	"KkDbFv3plZUBG54ENd4Djr61l6GicqXUjFv+hE/jFYpXIZ+Fb9+cX5Cdm46XzZt+Ar3zsTTXjmHa6NDi",
-	"cayRQxbY9ETbtQ4EqCleMbRKDbE6SKwBwmZMDWypn0sfIkZh3cLNgs0JIbCygMjRQNirT8KUi6uwRY5L",
-	"0vWRvVVje3ossRIWTVMmVsnVAK41YvVxMqUz7b/3yeIzE5a3/9yw0zXebyiwPIrNj2Lzo9j8KDY/is2P",
-	"YvPvQmy2jPXzic7LBdPX0hC6IGRbseSJ9oK0YqlUBkVdbajJtBX6LP8FOdwSay+otZbKoZ//Q5tIgvCB",
-	"h0qDd4HDMwDyMxqN2TMpjJLJ4vbCVPEbalhAJvS2Sa/YX/fbIUhosQKKnio54gnTR2RxaDsgk0ybpmI3",
-	"NOExNQxfBTZYkse2jOKpDojidlEBSbg2OrBTD5kOkE/EMsomTJjtIxIK2dRGKhZayYUSbRSjE7iPiqck",
-	"S+2XgMhtclU2WHUdCW48Z6lieAdq9KIXz8jhQW+vj4vXKUsSu11HM3KZ055/7CZisRUZRMRgiP0uueI3",
-	"TFjRjoqBgDn39zrkuX20Ff4vtDiXCXufhP+rc3C41+0cdtvt0M7ebXf3m51Os9u5aLf78P//bmH4kovr",
-	"cCAsndGEG010FkVMa6la5LUk4XkmNDOhs6STLfv1p3uHvW07qdVP+7BMmnCqyVSqay+3s4FA34MckZsO",
-	"0rZNzqG0cJC8jWHKgvJ//6/m//y53Tx8/7ETdPbu/lx7GCcX9GrxFM6NkuKKuGOUyoOf3dLI2FupmN0J",
-	"noT916Y4M2jsjrr0MOoMD+Ie2xvttweN2nWdxmySSks2z1ia0JmddlHOVRkLyXTMhJObcj2f2kUmdJbj",
-	"jbAERCqncNuf8i9Es+bfGJjxF3UK+4VanaLxUi5D4R/HTCEqRooBw9qSitDRCBT+baKYlpmKrAonyNCq",
-	"tDTeFH5Wg4Q7v2NUejneve5OemIv3f9woJ7qQ9O92Z32bvdm+7UwPaOGveQTbuD/1Jw6/4V5gFmKyNQT",
-	"q4NeM0GGWXTNjIMd1+APsUMdpyNbdhOaSEWmihumt1vkHDyJgtDMjJkwoDB5140m0zFPGLH8nCR2Najd",
-	"SzF3DH7jXSshLQpExZbO2IRy4XT1OUHb7kCThI1MruTBdpZ8q3N4uO5bmtWBD0mJs40Un7H4OMqSBO1S",
-	"AVEyE1YWytJlC6j/PDNqBhaV5Z82kkwpN96F6k1DrY1l/prvnnvyZglfvY0jpVbakyTTjHChDaNOr0ZZ",
-	"0T5G+fCIKJb8ddDISWbzhinNpRg0wo1JCMxZa0pZ+5Haa/EDiAjLjBTHmRlLxX+Byx4GREuix9QSksjy",
-	"fy+FTPituzMb88/KzLUr+/HHH49Lt6ce+KX7BdTYfon509gKv2FUMRVub7oqHF+7nJ/O8Laf1tDi09iu",
-	"YcS9u9nCwt42K1Il8kofkQ+ZNIxwg/TaysRWwhdXRGeplfI2XaBiHy73Rt3h06gTH7Jd2hvuRzXLvasa",
-	"oT42noFYOL/uNyKZgfSjkTbYpXMzI1sU/6uTzK4wGgM+ayqaI0VFxHUkw+0WORYkE1aGFTjcyh1gcraa",
-	"9gzksVxn/JAxNSs0FDu+/v43Kp9pBI0JvX3JxJUZN/r7PVDM/Z+dunN6hmxnCa0o7djzJ/tuZJKZ08UA",
-	"CtwFNoD8sru7e7i9dCM4yyW8XNlRrtJamQwUycaq9ZpzqZZYUSFIxPOmKU2ug0LF1DNh6K1/CDt7QkIt",
-	"lQn7JGzmyzMh2RJsyrQZiBFX2mCYQcxGNEvMtmVeYWWwTGLL22Ds9hGhJGE0thgbNkMyYVRYEVRHTNgf",
-	"WwNReZtrL5hYpGcTElG8lkPWzw3ST4Bl2r8KE295loDQgQDLagqPuNZZ/kR4O5F94v6JDzFSxH71iQYb",
-	"p2N7mk7YQMRcoWU9IEPF6LUmhjNQrKJMaQny09DyKG9/tqCEi0s1wRVYQQAF1Bxpfy7wwFiJid2miYxZ",
-	"oz+iiWb1mGMnriCMXbJepwlX0OVvbGY1zAm9PcV30XBV/OHQjSpFYaQ2M7hjFjcbBfJ9AxzzfrfFByo9",
-	"7Lrg2w+6L3BMNSxLEJnSDxkjQymvJ1Rd90mY0isugDW0BLs1l3jGIWB76Vmq2E3xbEQosb9wmemBSOlV",
-	"LheCURx2ZBHG0EkKQWT4ZmBntaJ2gSVEmjFTZMQTAxoq4JJUA4HMMiC52M5i0mu3ScgFqB1+MSUbzzwg",
-	"EQxlAJYI5V6nu55SPgdVvI6f2QuEijpcIcfcFNkKY3UDYWHFAVv5plhW7OfcjJ3Z6Wh3uBv14j22Pzq4",
-	"6o53ee8fe9f7ycGk21i16hcA1JU4C4sRZDhztgB4s8K2nDXiHowL37gEK20t6DfhUSe5z6se9k62KxPG",
-	"yilMx2zlKRQ+tQ3PwU543Zvsi2769MOu2tMHpnvTm+7fPp11f+nV687a8Ak1bNkeRlalYW7Q/AaYNqs3",
-	"UEy+oTFcm8vhwb0UQrAnbiAtuNjNr0RcKK96Jdletuzfim7Dwpchi5cHqkhyswZJ3Iy/lrsEl3yheLqa",
-	"1vj169yFZclPH8xjof1n6y+hH0GtYDFmlvvMJkyY0iM5sm9YhgNP9HLab+ecp0Ald94628gcsVq271nK",
-	"Vu57bs/XXMTLsAc+8aCgz8a3iqbj71+e3BomrBqrF1fzVkkjI5kQlg8C4yf59/M3r4kcQrjx1ruzl00m",
-	"0BEDDwy7NdtBod58HDRSqyprw+Lv7foHjf7HQSNXn/udYNDQY9rd2/+O6vGg0R80/vWf/zVo3N2FyzZe",
-	"rKiy/UWQu22+8Rbe1/D+onGNR+OSGdiJJd7IbUVWlYkAZW9uyJhqoq2GThMXP42fwajx7y4u3hKdsoiP",
-	"vP484reFDjthyTOqGbF7WbZBWVlwPULaG1R7v9xqANj1dMGv1++wRV5RS8LQniUzp0+HBZxDgrZpWo7y",
-	"z8/VCW9LNuP/rNvER7jUWzzuk8GaKzZobJOPzmODbPAjMdLQxAqKioloRu7s/6yCyQ9UcYioqofLDU0y",
-	"pufP/4kmN/69YOMrsAwa+VTLIDJo8BhuwTpw3K02ckczq8csCvQQ3APm2IRb7L5iwiIb0+AhTeQVj2hS",
-	"ug1blLx7d/qc3PSsXA3pEhMmYhZvB6Rj70Z3b28gUsWFsfsi0ZgqGjnJPJIpy3W+3P5Lo0hmFu1AorGq",
-	"cG70BQ2cwhpVJvRAWNIOptzcDu9s7lvdHhnLTGkriXqF+wgw1KhZSZW32oWdzzMJ1FiHMp6RKwaOQGr8",
-	"9M6cOpwZjNGz/3BmgbBwHzS9/6BPwF2AG8F57ZdwEwLVFPjQFigx+W9KZnZeqTAhI/+Zx1Z9ceKz1eLj",
-	"CRcYTTVmHmzg9Ol1uyTkxVlfXrPZpWKZZnF45CzhZgG6AD2eJBa2gourYCB67cPFibi4zDQL3cbLgXdW",
-	"Q9u7vS0dB4RIwpGAIdNUIDFBuuL9qct963OekyWXY2/UjvZZhzWfxh3W7A0PaPMw6oyau3GX9ej+8GnU",
-	"jqusuLu3N684lLxZPw8Gt91OczC4PTh5/29/3uBCneUy0WL0JT4hY6ZYQIYsoplmhJIitGsqsyQmsSSK",
-	"0aQ5lSqJyZiqSR8AbekuN+jI89C159OuO2j8FhzHve/zQKy90KTuPpMtQNMp18yq1QOR69Vz6wu3l139",
-	"gcjv/vHKiwq3Bv1t3lUPt95BBvOtVlzJo8r9C/DG2SuFK3FXyG5h2R2i+a3BK8MFGSX8agy3aO2tGYiH",
-	"XRvyibdmE5n9N7lFo1fURON6vhueXNCr0PPdOVfwTGYkoUDEaEy2wm9PMOgVXZYf7X9O47vQX6GBCEec",
-	"JbG2SCgVCf/iyHM0puKKWdBPaMyItMI2L+y77pStbMfNESlheseiSarAHcbtki5HEO4ctojzaWMCH9dS",
-	"9AklU0avyVb44064TQy98s4cu/2V4UWnoybCaFM399NO2cjTfgq+qNKpddrdDawmp6PXUrAlp3MsiD0b",
-	"z6YIoyqxaiTi8VEuEiPw3B6DKg0ju+1eTuDo6vy201HTrqYGEIsL/xubLVN8j9+e2os0r/raSwqqb+AO",
-	"BUItIBZsiTJ8Dd/Y7FrZ2Se7Yi89+NBVPb1vnt50p73b/dnTX3aHe7W3YonT/C29YkTzX5gjyJ12u0WO",
-	"xcwZPkFMXW7kBN/3Ut0JnlYg62SnRr87FzG420V8chGb7fa6+M3GWx5dZ+kFn7D1jqKUR9fgsQbhKM6c",
-	"I2P7E01BKSzh0vAJe7g56MwKYsuQC6S0edRSsVppVVFuxg39kbG6FF25m/Y+7Kl9fWC62e5Nb7p3uz87",
-	"+KXegIsGFUv4Flf9TE4mtFkEOxqZNhN2wxJi3yITNhla9m71XGYyBTK/TqnS88R4u4Vx7ZBOEaIuFkKU",
-	"BUXXNr7P4oo5GOcHDXIea73DZ71fB4n6/T07OVzApXMfL84FcJZ6HLAoPI8CVl9bhQLIqTaNHr9/KA6u",
-	"d4XaD2xuOpZwrOD/gzNPuDa1y19qH3vQBrp6N99A7/4OaLu7el/uPHaDO+iazXRgiQsIoIqxAFPoqSET",
-	"qX16d437dSBK/leSg63k8USVCtnLMr/nc6SpA1HxFbfICcKn6kMORlSxcPOr8DAXpwfggndz9wH34hyu",
-	"/gbOIh8A4SJtl6AWPt3YllmsoAhcxthojqYdF2HrHUJo2N8wdDpH4cVYZ9BcILxkJiJ7WDdYUuNnuBst",
-	"u9KEGRZDyCQaoiFgiMUsbrwPGplKrMxjTKr7OzspVUYw1XIfzEsu5KUWAPgbAaR2vwibRTLw7uylvRUQ",
-	"TeNtIkVFAiAJmqGnntdE0NzNB4Z/Q+NvqWFTugq6qZLDhE3+7Z4B6vhW3U4sf0ldsLFm6oZHDGttOMiT",
-	"VMkby3S3CYrroPyBAm5VL4yRjMYsHogt7za49O9cMqWkCrdb5LVLVZtSbcX8CTfGpb/5JLbCIgXGI20w",
-	"7HZONesv03addWlIo2s5GiERKAWE/9R0AVJNZEV10HLDd0qxVACwb2jsfrnHwZTQPwJC1KjIlQ17Doby",
-	"xIuSEJ5twTlkZsqYIB2AjhVZ7Q2xcMR8vSQPbsXb3/LzuZyeRr/hUpb8jJ5Wd9rtRikFwvKgpSFbjpL0",
-	"If3FcAOU6xR3QPwXHYXbiWWkPQD0n6r73PjurcBRkBYL09uEJpaGsthqiXkgmcVLJyFZ5ROCkUCrtKsM",
-	"CEqsdpCy+qvFVr9QN3XoDZQI7J/fW/0mRC3AftbVxIHXydacmrAdILoWYTp5/IVU9uOMX4nSWy6CAl9D",
-	"c3d5Z3Z5+R+XFqdCu1kXTgULDAgVLt/AC/jO8g76Oq2IixBzPxBmaq83FxAIgnZ31O6pKNll8abBnidc",
-	"a7i2EDftCRgAb5kpDYK1LGlYaQMrw3/B6tUiF+wWatzgd7esABigdyQAxXc7R+53Fy+aT3O1+PW7lwNR",
-	"tpxDSRp809UKwjdRKt8qrkbQbrcLZNLb/cJ0UTLQeVSxUPVZk1ykmVkgOHlEcjNXTlfRnLn473JIc7MS",
-	"P73RJMUbcxO54OgNJ7Gj74JPop3PpBglPDJfkqWVyUXkvq8LjuFj/J9o5/EyIFUxsgVpPEi3S2duFBWa",
-	"uxDjUMhLF2RDbyhPLFrbn0Gop4liNJ5dppTHzmwGPvO5m1W4Dwpb6NYyK2hQ4zzYXsC2GgPuupOqyeLw",
-	"kezNzULZAyzpgOtbsvx7hdF/CqI9zxOOHtn1I7t+ZNeP7Ppe7Hou8XEV5SkPBdszpt6seqWap1Phyf+t",
-	"pYOCaD/KCV9ETng4mn82CeNh9+X3L5a8kGrI45iJL43i14hJKAsMM6wGayl+LH350ZFfG1qt/wgI80hg",
-	"q+h3KgxTgiYnVhj5ogZGAiZ8IjHhUPMYxTFcTrh9lJd2IhFVijNNhCT+uW6Rs8Lg5617vynv/jzn8Vqa",
-	"4yhiKUhaX5okhPjpvBACjSHNW0gyYTGnIIMjbSjinVIl4yxillwIaS5pvvjPSDMer/pnQq0XMhPxl8Sq",
-	"1xJD1fMCCoglI7uORwT5+hDklYyh6OCS0Iy5KiLlqCRMEKkEGIUQ3HRk6YePSpqvxdMsFeNZtehK4Z7F",
-	"gjT3QBVfPWXVKzDmEa3yMgur3oIxnw0F39JZIml8IeVLqq6+OAMEcYNrktiPK6zu3yGv+DdkK7TPLo2U",
-	"l/DwtyZenwfc5+jZfSdyZfRLQjzMiu+GfVdgTt34NASqDBdXXg0mMTV0SDXEOGUCvMtgjXJ2Kgx7gqK6",
-	"ViZ0wSROj3+iScxonHDBqj7nWAp2VG83y8NlvcVyIEaKMQzjyjTzEqgrhlcpn+trD/7W5qR7qMfzBWjI",
-	"FqrLviDCEvBvV1XmNQGMnwdrL6R8RcXMPde/geL8ROd4McziKywYpFOoUBcqahjak1ls9Ri1Fk0exaDP",
-	"w6/m8H3ly0Vpps+Gl+8EdfWB2BcWsoM8GFQqotiNvGaxj9ImW5bOlit6/da868cff2zOF0laNcF8TaXP",
-	"eGCuAY2lZCfCuHJDv4WhmWsyZUnSRF8R2ONcxCMlKoNsM2qIYCzWOTnuQxLNiCmGhRSpGQjoHmT5Ibvl",
-	"GhxlLhlmJjP0pBA6kZkwOGE+HKR4eMxuU8iz8tUMoKBNzCLLPGMf/gUjizQAnWGyJhjAU65mJR/ZNZtd",
-	"uudhULKL299xcJh7r+Yt3ZgttJjwV++6gsyi7RYJIxmzkGg601iN/w9j7/5caO/qd7H4FYs5hbT130jS",
-	"trgXzseJhkCz8kVegvXpEto4/Y7F7t+npf/zhZA8mltKqfIbRaNc2bEfkqaPB74nWrhPnbm3QQJfE5Jd",
-	"ilBhleIVLvrl+3cnZ/9xefHmzeWzN6/evjz5yYLDx7Lge5FMsokADcCyjEa/c/e+HNZiMdJ58lnCIqNJ",
-	"p9vuEUxAQas/htJwTTrtdrsF0S7zq0G4YXBK3w7LA2IsftoZAdqfB1C/yq3M619EVNjLqDLRIse6hhpi",
-	"dImvKsHEDUtkypArCklCKwug/mz5v5s15+wuRiL89uz47Xffv7x8e3x2fnL54vj05clzDPPIh/oa0OVQ",
-	"a6xOSS3H9TP8cPzy9Pnxxemb1/k0gYtbccUXLGWxE4445Fxvhd8cP798d35ydnn6+u27C8gQlIUTYSC8",
-	"ETGslOawfODN25Mz/NbZyfmbl+/yz747O4HGiAW2DJW8ZsKutEDTl29efxsGpPTL85OTt9VfHCr7XeR1",
-	"N5qIpmOqxwCjgcglpWoFk63w7cnZ+en5xcnzS5z2u+Pz7y5fnZ6/Or549p2Tb8rWBCz3IWTpwFACKpVJ",
-	"AWkHTFA+9AXheHby/buT8wuoZakHIlyGqc6kAgVTcjHTaJaMKkFKZCFGKYBqb4vRMiMISALO7aKSfHXH",
-	"PELL7cJrI7jsPB5n+zEctp4p/IG9sJ8Clj+wM/QR8f0Jf90+ycdz8uf0e3EN3sfB9+iruzcm/H49dJ+0",
-	"61J9EuzG+MXZka9fglfH3hzXmbF8y0o0ra6kCngjaGxlchDxPyOEHl2JX9aV+Ify7f3BPXqPLrZPQ4/f",
-	"rWPtN/Z0Pfq3/pv6tz6b0f7TsO+P42Z6OBxyIzTMc5zy+rKxObZ5YSEv5HiaF1ErGijqsSVJyICg0A3H",
-	"NlypkilTxpVpcVMs6UGED8mWYYIKsw0ftd8fMitXWtmhVW4WYmczl76Y2UIJoaDcS2TDSmBzB1Yub/Rs",
-	"zKJrKGiXpoEzq7ieSyJLnHiJ1ZEWJsULrt1CFhq9iXyn2Ix9KtU1F1YXzazKCj1iAMp2+7XbWLsCHn9a",
-	"6bqgkVBtLu19r92FPb+EQlvMaqu2Splft80AapCqmMWV6kyEkgkXmWHYAdpJy4rBFXHAAAERMc6uBcnM",
-	"w0CSKjbit0uaLkDFp1Ih1Eq32QDF5EheCQ4FXwFJseG3paA3jCZ5tZgMWF0VcdX15U/D3evvDydv60Dt",
-	"uPp6dLFCvhucw4cn2B9Lqmv9cHxRMmHrCB1SjjM70pIUZDgrKuiRom2p3wCNDDSudKsf5RWQr9lMz8Es",
-	"VpdPJ91raDmwgLTr91Rpd/tzA8ua2bUXSw9y+pRjR5UgVEhK5VrP3Y/KGRadHzEz2kILYefKNlnCGKNa",
-	"TJO3JYLpSoLV1vOWriWFL1K2UGt7gfjOkbb5WYV0JbDH2YQKHRDWumohN7c0j4xl4iSha2x0uRFtLDfT",
-	"KbVf/HTaSIegMZapI3nlcrd93bbMZGru6nXb3YNme7+52y4asi67JV/kVjzRpWKSQdG93Zf+zi8NDMz7",
-	"BhEeL96igfAoDgcZwgewT22Ik4SuTp6DHoyCG4cP5tpxrb90a3tglO8cgG/dbYhrcZNNk1neg8XLJcBT",
-	"ioqugRNCsNBvpZvrSknkdy9QfC0iwafy4QcyyC/G4QDL6q8yBDSBJzvAS1Xpy9kn2BCTYNtRnMg1u2+R",
-	"8wJrx0yxPlaXs0xcyOnCjSwg88vL3s3rp9OzrvmP/ey7zj/+tidPDuh5O36xe/XscPhDV7z60Pn77dO3",
-	"0zoYlijTH4HJ5seznL685NrUERffmc6RFV3DOanZvOymU6juFutqFp3y1uqQxch5mMJaKnMt3/GZTGq7",
-	"31DjhNYJnZFY9pdzCstbfLNrrrzVIagwDfsc+1Vg53EvgCDmuh7Y8AF70jC5xQI7AfZ4zLHPjVnA1WdU",
-	"RCxJlrTKRqOOVSiw56Ar1RuVXlo8UveUxZfD2dpekX7sN7OHcoF5YhtRcfmhO91lPbVn9mcHWZfvyl66",
-	"R/f1Qdytp3l0Pjiu8Taxwg/WuY/rXvIVfD+10vDCpS6XBoZ1BVWIBnONPBcQtHykpbDDe8jBP45nRS1/",
-	"np83ixcPu4BddYoX4PJgt8aVXd9rtyvdbIQ0SJenY24Y0SmN5sTJ+ROYF3eXtVAYDM7XAtqtegX0ACPr",
-	"74O9iJUu7PZyVmH0ea4mN0sI64X3eMUk4lAk+dPo6jnMBQ2YF2hrHY2shdt819f6Vbt60haACddGlyPf",
-	"oMrx2j6+JfBWuFlzvr+tB3CzMqwK5qBx27SzNW+ogjA9O22+lUbQeMVFposf3mN7V2iRtbjDl3LKVEQ1",
-	"I6fnb0iv2zko+mlFMp5D8ExjceOi9wdt/vL+4+7dn+uwAZuK1jHZXIdJs2HCIyvvjjjaReYIs3MJLG9k",
-	"vZa43rcbqq9KXemrHlPylqrrutHpWBpZHe5LPEexaNm7UqnxjHvXO6vX1fpHelXWRDPFa/kANc7Xln+9",
-	"13p6UFZhZTYEkSvv5LBX6uNQ6OBYzc/OecPGPFovDv/ghtVyBIGN69zyijkDPNG624jYcoxecp7Utlb/",
-	"cczg7lFvOuLakmQuWOBkEmd2VAxt5iSVWNuKbDklNxOGJ942ZwcNhBRsOy+FDQwEHlOF/XrBM89HhIoZ",
-	"SjHzuqPhN+zyszDXoNQJ9xOR2G983TEi2N/60XdFUcZN3isfly/JHjSyNL6nTDRPssv9gH1x+NKsm+HP",
-	"eb6RNVhk6DXTRLAp0vMyvUbsagQNORrBv95vRI9xMW/8y+5PP0Xtat/B9u4p9oCnpDRJsSeqr0EWX6Sp",
-	"n3q+c2flplt+JG9LmLhwEIoVS55STaghofcHQM+EheWPkdNW7sdheyXF291vr6F5Ca3qvrsHrYODw92V",
-	"sx6WJ20e1k47t85mp9tt9TqH3ZUTd55WZoY/F6YuAWlzxUOnjFUpy9PWXu1algNr7vgTVMXhIpTXtB4f",
-	"vvE9p+6B7/5d163G0m9ozEHFjNhP16C7J4R6Y9myuswz+Eq1Z4ZvhrSsa8YcjIolbAiVM6ahJdMSZX0I",
-	"KR5ylHO3XOlYvv378wFoEnNTZ4L9Tk7JxIK8+D6E4cOyxiyJK1Jjp6atVE18VlXZcZ8u8bH1oHMndT+M",
-	"eiNYISTQQjKNGfSU8Ci9kg5VZ3zOrhRjmkSJjK6hhxy0TxNSmXEFMI9Ua4mDZw720JHP+4Z32z6IjVB7",
-	"BIUzVq3yiS8nhdU1vGJGud6Z+JnKiS2jlvVN0n4F2nmeTSZ0WYMnp0xpHJP3MfbygOZXAltyolVsEaUf",
-	"VadPUp2WKkJ15wkN2WsiY+WEYagAxIeNaZoywWJoPB2zxO4fz9B1CSLMNf3BLvgJNuQezkjeKBO7FIX9",
-	"gQg/8jhwhcpL7acglu0uDFz5bUzXJDFLmb1kUpAQQo5c7zcIweUfMheXgZ2Dyr2V7RvshqmZX++MUGPY",
-	"JDV9ErOiG64UhJsWeeW6z7mmpzSOWZzHNd90fKtGxSbyxod4xNyCbMIFNZiONqFp6g7Td14auSj4ZSZ1",
-	"GIWh8ngUdU2bVr997sf5CeBWUYU646ruVcduTOXF3By36s3c1ld9NW89tepVP6j6qvezrngRh1Reg5j1",
-	"1a+d4xB87S6nNbPXrp+cvRF3QUMK9mYEmdnren5V1nEXrH+hCuZN3phb8wZrqgJ1o1eqR7julXpk2/Ct",
-	"MoLfvfdkZ53vC0nGJ1po83P/DR1fsAYf11njp+UCvUQCt9zHQuf+ToRkayjlNXTGDit325dE99cgJFsu",
-	"qEkMxFBSVbySX838nfye218WaE75R99ouOI7q9zaeZozdzuDxc50c6SmjuoF80S0YptenHGes76gip24",
-	"6OVaNFM8YrHvgm9BjNktImKWc3GjkT1J5ax13LioaL3cQrzK3TAjWzrJrrZ990tsj46ryG1+lofhcydm",
-	"4ASuCd49DNAPjAsxG16Kl7KoERNzbexRXmI7iUU4+GOw0KYx8ePJ1pVdZDPiKkpY8fP//T+k09rdrmx4",
-	"r93pVjW4/V69hSDX5oJGnGHG8aWT1VetzNlYiYWNFfOpIJkaUmFF/evJTlVn2m937r0YH0m/YFVl2lwO",
-	"D+5jnl0Vn3YBXTqwUTFofBgtB/0V3QpIREUpM27ICBKYzdUWjNhfDtaL0teeaJLwEQO4cuHVpoCAQ57F",
-	"uMiw1KD0iITFBkHUKz8laZJpiKOqnMhuu7Zv9IpkrKAhFb/i98J0uK2X0BVnfcg9j9gZjLRMg8fs0jgW",
-	"sOq1Mx6zCyeTbGYiLdO5wvhdcgQs6cGLZ47gh7A0f2BHxCUpY2Rz3mHZHgQkV1Qp0Se67svXomRmLwDm",
-	"nDX5cVXJVPVMFmlRDRFYQN+5gJ41UQJleD8sSgCd4ZlhQO2dU4pECdVgUIQN1YbK3pc4n4o0M/fH9Py1",
-	"B2Dt3OkuObNi4nUQXuY9CSF9KHSsuUwwwAcn/E+xJSeAtY6zI9ZvWWHLk0OuSSSFzqAXFcRWDGeEEo1l",
-	"zUZZAm9xcbVdlYFgCTn22H/ZD1XlFD9mgYS6QkXP5LI4BV/y5oldnTaYruu6ncmRqwRlhRJfIAr2N1L0",
-	"yr6lwXHIblMqYhYHA+HJrUtyzftpqUy41lFgPMWszhR0XcDtFgnzklFAA9p5RmypLM98T9u4zkeZ+LTO",
-	"wijbriXbi6S6VLWq8voqmt/ewMDrZw3c4urQ0Z3Uc6d21F90DD2sCwLTUDlmRGhem8pDLSB6TFMWk4Rf",
-	"Mxc0nGAn79byuMaFheXlcBZNynk1LDtkkaRUy4VtvrFXNBpzwZr2oEFoxvZ+NWIx1ENblL01tkgrda43",
-	"kgytODsmUvRJ+OLN2Tenz5+fvLaKyOnri5Oz18cv7b/LpZ2CgZgvmRWQ+gpepd8X63LZeVYW0KrUwVpW",
-	"K2sgaoplBWSh6NXrNxeXL968e/287mG1IlZrIEqQwEjIHBhwwe2dPTs5v4AoGU1KFQpxdF6jaD5mN592",
-	"LYOGM6y7F6WCdvUuVZfykBMJkEEtJhIU3jZS4MtIXhbF5vX5vHReWbS+sHINSjt5vl6eQjqXANSqtQ1T",
-	"M14W3Yll8Igd4q3cQJTRZopK65GrAYbkGB9jVbMt/Ijezi2mhIuY3dpHjl7pqgqESrc9Cg+4dTFnHiaV",
-	"woDv11CSHMh1OrN3Uc0d7Zw036mjBFjvsOwnurfAjpUSP6526q0pwFDxfGBchFvbCsA8TM47zumvzzh0",
-	"vTr9z/KGKaw8p1MW8ZFLuyUxG3HBtFP6V9Hsjeo1wrdPivesQFguIFh3f63OWKqyN5q7ydLKDQFKAtxA",
-	"E1LNbpiiSVU5uLAYu0HmA5TAq79o81yzRV6hkT5hIwONSqdO3vMbbOW1Cb+304buxlGi2JX9WVl1389W",
-	"WS5W4rOL3vozj/vk9Pn/b5t8BAqyZf/+M4/t36ilkJG90x+JkYYmRbzinf2fOlqS133c8OB+cON/oEnG",
-	"MOJlDX6ePJCfv1XSyEgmpIDhXDWWwkNSCjsN5+Fs4cGvhFRoS5g/9bmQgMrLa9XpyugzX+9gDVRcpdJ6",
-	"w5yhIqYqLl1SR9F97dCW90Jx7ZPTimIwC5LvQMCVsNQc0xLZLY1MMisYgyZUX7s8OH9zFBVHvgtv6CJ7",
-	"p5Z/TOFzSoqrYCAYjcau/oGXncr4DpUOWnM/adfJ1/vBXNZZjVzuDeob4CQIwXdFj+aP92fidcz7AUQN",
-	"z6pM1eYNCxuxvJqJPtfVWZbm58vybrBN0A4XBTK9UlGZoxv3Vlmgr7Kep/lPdFG4NrAKsiWqFeqJnvt1",
-	"9qC7DRSb7xhN6uSuY5IqOWRPlqdQFiazgqjL67Uy7orowdXiEBdQFdQCakLTwNcoITJFeGPicqEo0ThW",
-	"TNc4ENyD6so75BVV18yQcxOQcyrIi5LFv5TW0a3NYq6Ny+kd/lpxOb1PjctZGpay6ljQVnVfuWz+4LBn",
-	"OITweY739Z/l4e7+r3KWu4d7X/QoX0mxpNiLq1HEBZlwAX44bjTZiiyp3EabSrI8c6SG8pYSUFYm1/lx",
-	"llVZ6a6qdDzda9/T+zMHD5wzKNZTB5a3FQd1fcgyqI3gL9cWMlyAFWlKk+s6trO0yk1hVQRubudByafi",
-	"EdrEwBY0xlRfTqSqE7pUxnKhCGV2wW7NZZQpLVXoCxBZ7tB3CxnJJJFTdE/YbT7RJKFQoJtNCBeY4WmB",
-	"8ERj4C3ZguwyKW6Y8JrLuRXf7auhX1u43SKnxipd9DpndCOpplTFAxFzhUY4yLMLCE20JBCWCZCGwn/g",
-	"slUyuxqTMFXsxm+i76Q95c/FIulA2CUG+ZtXkosrKAQdYHmqfGF9Yjli6NpvlybuA1jCFnFZAwOBAEoV",
-	"i1jM/Nq4JkYmGHlVXhahiRQMZT93ZEMpE0bBlFI6hcVTe0u1lVtJ6KdymbfEvgVfdYVSqDPwiLi1YYr9",
-	"zf0/irv+B9bUAEN2jhuBN0pg+JfFhurKIByhde+E8TJ0qssuIXvgrlf9RYYwhjoBIhpT5ZDEpwhbpbJF",
-	"IJAS32tOmBnLmBh5bVmUL26VUmXwxtYwoEn9XX9VT0VDT4eqnr0H0Ln5sINKjZP9ZqfTbO9edJ72u3v9",
-	"3m5rr9Pptnublzp5CPmed7andHZ53Z3sil6692FfHeiu2c16N3vT/duDGa0N0d3IC+vjo+ocsCt8pV29",
-	"m8vGvfumObtjLgGm5EBd48V0631gtR+HmnAtpbAE1wXiYEgvCXFpzgidoxeZ2IvLPmQ0ySNeHMr3kZZH",
-	"Cbfz2l0wpwhj2A14uIwkQ+YuTYyqNiUTrrHZBNdEsRGUCtzqdbsD4VZx6UeE20TRwnzh5qnNppssZ5al",
-	"RS+RTDa6RaVgbfx/a2/WA7DfndMlkpD6YLsaIuNiAnISZNWuGx4zBWwTagVL5SsylscNMzMQPlTWZApi",
-	"hhN5dcViIhUBEwoXPrJvIAYCyg9mPDFNLojmkyyBaBz/QeTnrvzNNrkWcgomVM0IZFjisnXfTvVP9xf5",
-	"J5GZieSEkX8OxD+bzSb8rx0QppPLiKr48oZrCjFu7u8J1cbKkSou/0on7DYk/yQuKE33SbfdIdWZfE1M",
-	"O87/u0963W4eQFcMCUg4ojzJFLvE4pTh/BSVqbnQ2WjEI3slLkeZiPXDPlI7T+VL3lf+oOndyzCTmxgS",
-	"oeCm2U/86z//K3SY9bDlY6nQKjLDlwbixMV4u8KkLsYbaYGv56cJde6YHFEt6WDQqWJJmGPBMEoYs1hc",
-	"qlRLoVdJSU8nlz/T5i/t5uHl+3/785o6GItEpkpQISqEzoDcboWWiUC9rTVxOPO8ZfnSO+sYz2qeM0dl",
-	"VrAbiIT1jvTapLL8OP4SIpkACflhIs7nFm0eQIDLqFy359kiauKfrtTdHIGonnjlWb33Eg+mTgj60FW7",
-	"umf2sv2bg2n3dnfW+2WP7g8Pou5qIagm4Qe/8kQ7v0hAwiKO2JL90F+tagRrKdL3ixSJKUFjQylqBSaX",
-	"Q9pr2Oo8VUFcDorycFUiV6OtPyR8dwM7/sJFzGXkmghOuH88JlshuzF1NMf+fDDcvf7Qvd2bQIEu1dU9",
-	"s3/zdNqtk2f9DwsAS6agB89BDfsqVfJs4FLD6ufQaS5YvEqM8dlg4J7+eUNJ24UflqugLC3jUlUAFuPV",
-	"SlcidyI59W+KwRFgTjjKb0sxLBeGcjbnosFdHFr5JtXFyq+8afWJHatQurQTwJBH5K0ibwGfh+BvNQGi",
-	"BoXzAb8KFi9xs97LiXQsCM2MnFDDo6JPoO/OZ0FynMokkRaxwXm2jWazwpY7Zrfk/LvjZndv35nniljD",
-	"J86zCkWyWuRHMJXB3GEAHlXn5NcV99URmsBgBIYDSMEGohQRgPakOm1Qj2l3b/87qserKhctrpm8u3jR",
-	"fArrhGPHRVaPfRS3e4ftQ3p4GHe7h92Y7UW99n6HdSK6t3/QPtjtHO62o2HUOaARY71hd9jZ3d8bxfHu",
-	"Lmu392otFjcW5Muq0nmYEzfqCKuJdbBVgJ7Pma+xZC8iTZ7cVq8wW0UNr6OFwts355gS6nJHm3nu6M5H",
-	"/8/T+G7HvqY/M2ecC6VxX1sQNKZjdnndm+yLbvr0w67a0weme9Ob7t8+nXV/WW+mKc9bd8kWEkAeTIg8",
-	"B4C00/e/AjkokhiWIBNkyNsBrtCtkRg2YvlVMG8fqQrk5BuMqnZsUJNwQm/DAA1BWTpSEiwPPKq9lA+R",
-	"xie0WtO12+k+vbcaMOHVMLbO/v7ep7mDJtxVpV7rEnJtHOp8ZWcvnpHD3t4BcR0iXEyuJvj6vWNztaDX",
-	"7BIo25Iw3Sohy5sD1ieW2bVUsf61dLrtSqm+NiqziD6Zy+ai0Zg4cwHhIs0MVr51HXu5FMSJ3ZvHnzqY",
-	"v+AsiZfGr6xR89CbM2/p6JOpKxc5b2YrBL2tOQUQW6csmHOCOStMsNRqst0ir7DJFdVSQML7QPiM93nb",
-	"x+KX6quAgsN8gYoq9uFyb9QdPo068SHbpb3hfrRatyxKILR7G6UFGG4SNo9WhizFwyUCXLl/jmv27m7R",
-	"E51LEIA/AQl3Yhlp34dF/wnLJ9uD98WTKyCcG73ilsybXJBO4w7Ldn2LYhWgr6AUJaytzQ+o3JVFEpEs",
-	"jX1BBzR45OyrhGuoDYEiTgthYsUsBxPIJjbj2gfYEGbxEVgOoO0lPvqHlqJlZ6mFM34YkzhqDr42Oty5",
-	"vSeuQr+v7dJpt9eeTg6ZYuq6YzhjEeNpjVx0qnXmDegYnlfKNvKqAAntpb8EMhUSnSYcHZkuLGKIxCPi",
-	"BvqyUcP0QGxBh7oRVSzIE2oDSGrdttwYqyGXeLJrEEJRh6FxTLK0iFyUuRMlJFvK4q3l11eSac/oEwhU",
-	"zh0B0FMSKh9OKBcxVKy12OSHM6oSztQAStJtr3a9fHlr3QIFi9LLtPthV/X0ntnPDm66093b3mzvl316",
-	"MKyvqQzn+qt4PwtcqMz9cwGy7tODoHHNRdzoNywaXFo0gBoNfkSn3e3lQzx6VEbs7R7mA2Ald+83ZJQO",
-	"119ywU4NmzhRaVltstXGyft5aL+Aq7ViO6yzGJZOp4wFK4hCDqhaymznw7gAhcM/2cuP0dww1xNdCZIq",
-	"SoE9IMceceVeqPE3+8o8wGGeHLYbwO1v7sO1boQF8OVKxkiqfpluluilM9ZgEQJIChIB2h4ged3Qayaq",
-	"GaDFLSsyj4FpY7mlUg2r0sN59M33tbocitvIpxZE8Szpty2JcsZj9tCkGpeMi8cLbnifyVuTLVMturC8",
-	"SgFoNlJek63QilV15sJ1ZRru41/DFGi1dFmYm1YuJT+SqkXOyq10qMDGVEcWy2H8hM5IwiiUC4HMGKnA",
-	"2AUq9USzZES2qJhJwQhLNOuTXnt3u66/jujK3bT3YU/t6wPTzXZvetO92/3ZwS/dT/Mjlo9jGVrUF8r5",
-	"oZwlf4RmAU10RBPmnSplkziLpJATqPkvJyOpLLW+Tap3shizeCXdOsD+sZTIWKBDITNI0NYYPmzJSp3h",
-	"o0RyPO3tkzAnIOFASBDVwpSpy+tJCDnY1zyRE2YUEoBy7RQ3EJvT4WDXqE6OinrREIoxEAnT2qXsOGKO",
-	"32yR41IaPMh3mEYeYGpa0T9DZ5OAaGnxCvpz8NHITgyBItQ+dVvM69pABn0BgjpJryCeFZtMraxXa4bJ",
-	"N1KZ4KC92QQI56qg2dn8VYR2NSh7s7c/vapCuThGmQW5LVUWOAepZbeutkC+bwa2vDD+Z2g7spbebFDe",
-	"8VtFI0ZecrFxicU19UkfWGKxVGt+TfwdwHyTOpoO9pUYUWddzS2u0K3dVa+GZotlxoGV4deX2fxDnkMd",
-	"6M+hKdOZNCt79xRlG1xbWeVeqClurNgNl5m+xJGXG7UPVCxNaMRiPz22EtT8SkDreRjivvhEEzhoK4Tm",
-	"TuErAHXKFJcxlOXYvkfV2RVdwwSb5qvAcQvdwKpy0XSsWXT598nhzX9MXsz+Y/JiP/rph1700w8d9u3f",
-	"b4bdfx9Hk38fM/Giw7570Yl/uvrr+nQsXF+wCrLrT/ZBsa3fySlkN9s5GJTkc86cJ76l3+L5w1Fc4lFU",
-	"a2Jh177+0/2eZUqLX0oklFhdxIZrxgpsCEgGIWAHJKYzfUTCduharEL9F4qtaqvlsPbr62H5e7Xf7j1d",
-	"F3J6VwvhvOFNXTg7N7O8DDKPmMsgt8usa3fFxIr++HXlt8o2nfl2MGv5zNqKeYvkbD5Nq4akxTzTS+ve",
-	"veXRdZZiTdxYybQpRyON9saEo9zqe0LmeqcXFQE4lTPt7m1cLcfLB5tn6FYl3nWFJcqUtmQEcSc6D5fK",
-	"guruLVQJqMEnx+4cJ7zhbOrK/0JYua9LZjVAZ790hcuOnE0VQ1CxAgfheiB8YTOQ1EdZktiLh7+hewhq",
-	"cVTrCmDqdlg0ybf7JiDShsxQJ2eBDyaP2oRCdRj7nncgg5/SlFHl+3chJZ/ZX5OZnc41HPHGZSxlVdTM",
-	"zqvCu/YyvhpHACHZZfdrWU4YCIiTt5qiXioekK2QRhFLXYXQcoVRLi5TJa8U0zrc9oWQjbTT5pok7BWf",
-	"QKLUiAua+FwA1HRdPfBw2VpxcwOxVax2e7k0U+cQLkF6c2n0Aa2dyqd8jw89JGyhig/3b57gJtCFnLn+",
-	"fS+UwusylaPRfUh06UbUWibtA1e0LQXqWDrjcjcl1D3pbBlibkNJs0mamaKGIVt6QwoHBSjRExmzBIqo",
-	"UcU0CFsDkevBExqDM8jbmfJeTX6B2PEDIoi2W+QYK0NA9bUcU8dUD4SrfwuXQ4rSpZjvady7d5al13pX",
-	"HQvm1dZwwvv3g8KjulelTHjjEjB7hRAMZiuuyZaExjvbgBQsJll6RMol+oozAPACZPXmAu+Dym+WLXSf",
-	"oiZV6N8mCyhfwc2yz1zR8M/V+KpcinMZv65WNa+LF63Wqva1rZdedMcOEHG+XExpAbqvL6K0CsH7RJPO",
-	"1+MuRZLaR4NB/vDXiCKtqS+/FEGKOuRfOpr4qz/5AjT3PvpqafX5s8+f/mqH70Wk1bk+c6XpVyb8PEzq",
-	"uhef/DWSTgoXsrPRVvaxFn7rLs8c7PoFi2QCct+MI7iofJYSUCDP/IvetSpSfIXXLQfm/a9bqRFBzXXz",
-	"T3+161ZuSbIcWXw/CYcqzoE1pbpU//2R9FZgdX9MyFti1OABPvu1sACC/WrNKDJtJuyGJd4UIkdQ4xCD",
-	"Y3VKlWZzhpBK99G1ldlzSXlB45yXfnNVolAuq7pCTifLiuSiJjwHl5LEO0dhg6pd4H0NOlhQrAu+yDuy",
-	"fkLkBVi5ftuwC9zqDSu6vC4xuSX8hmEVBozr9G28AA47H+1/TuO7HYS7DomGLl3c9EnFJobKPUb030+7",
-	"R+vZvEEsrwOzuWWrtuDhp9pV5qwcm5W0rVXkH6LffaYmz5+sJhayzabdkWEfy9rcH1ea3H++nvbzBKZZ",
-	"S2+ac+7xB/a5D5zR/wInh6eVX17g5+AB/Pu9h0u56ddSJp63eirJe7kVRQoCbZ8eGXnOyD287s3Ii+ZV",
-	"i4zcPfu1GPmyHOKXfMSiWVQOBmiRV/KG6T7xZJT86////xBPR8k/Scl6T/5Jcl54NBD5IPvGsmGVB3Zg",
-	"zlxbJXcH+DoGIizp8ljuXNCkGjDpl9kIGiXrROkjZf5dZt7V0K2Vjb/mcLJe+7TY4CqUABx9uQlt1c/F",
-	"+yMjcHPds8/1b0Xb19Pp8n6WoeGDW8E7Z/bEZXzmYSv49Ye2gi/DafPyrS5ucEmLFe8ucD14asvWY+5M",
-	"cRjDJKs97Qm9nu8+IGfS1EasgwOiOvit4lltelWa0Lk4s8bB8TfPOt3dtQcPS/JfC9xm/Ix10PoRU3Kf",
-	"u5ap9aHpvsaOkb63KtQAQwLv8zxc1ERN1Dq+XX8gneaQahaXClKCA9R9EIU/rknR7rX8nQd3BQj8ou55",
-	"v1l9YtWPLqsvX7brBAG1CH3d7zyLf6NiibDhy0/PG8Z5NnGEFD0rV/B0t8MnGvn6dEzr+Lr9edIV9/CY",
-	"WPwU0exyUutDTBLue2+D40+jLFguV5+nIWMHd5VXjAZHE5ToxIzN6lKf9u6d/gDVIR0cVgd8Qb3MUn2q",
-	"OPOVMzMM0K00WktxU+FSH9danPHl7C9X1e4pAQj7UMDYOVy9ojeMCHvHt+zHZQb9PoRwVVIdKIO8+p6r",
-	"f1yFbbc2dmXJLu6tIM0RriV8Art13eSJPKXrkNOAiqljDoQVzPT3f456LKLEBoR2nflhvof1p5oi5un8",
-	"b2uVqD+8JV4Dkd8hqwwiU4D4V/d2v1J9aqtMBRwNYDHp3t5uBwOR3zKyxT2dxqqSrkVQwXmSRE41ocbV",
-	"LC6ON9wul7iyEw1EaSa4Nu71PqEkZWpCLfxI7/Y2qPBKsMTGXNv7EAd21m6PjElKtWbxXOu5mpI/QcPt",
-	"5h7FfxzkT9wK6lOj8wop883eW+TU6Llg0aJALQb50JGBiAk7iVoSP/vAVrXFMiud/iOoxAsrmoloY+6q",
-	"79dS2rPG+WvzqaVE7knw/MmVnP9qTrAcG5Pq/s5OSpURTLXck1YkJzuKx8zXYdGbabN2/hxk1XPYvPrs",
-	"3OofWIV2Hh8hcNeha23/zDLGzE8mpIEa4FjlX7v6e9NxUdYav+FSsSoSziLOlXKk9moL+hc4t8xUcs2t",
-	"hGMkyDcBgRYwPkUdgo22KLYOT7C8kpnyCCqA99ptqBKB9R+cRARNkMCMBin1+PnQUZX7o/3KzF6HgjXy",
-	"4lDLJDOMhICUIXl39tLuMKJJ0iLHJOGGKZqQVPEbMD0nUqZDGl1bYphwcd1MZEQTL2AMRKnkLzg2oaSo",
-	"37lDj8tMLba/u8+lqDRn6D2tGIR+Pm7+nTZ/ee/+224e/lur+f4v/Z2dn//3YKB3/uef3v8b/Ov9X9Zb",
-	"iypXa4Nrs05qmL8fn0lqyLnFVyE15BRwRU7DHIsCm8Q8cHw6DVwtL/lyDdGANSaLjb8WkBAzJMKiySrV",
-	"bL9nl7HbJYqKWE7IcGaYXsi06A8ElFqGqmVy2iJnmJfAjWsRsGkxLVxL02eU6IUL8etlcWxydsuKJjIB",
-	"wlBYoLAX5ry8x5k+IqGXmkIiBdOWMi7KfGGv0ybfSsHCYCBK6bO5yEW42c6ntwIgF1ctEr6FVpy+g4DJ",
-	"gCbjwiD74oryuaxwt2rMCcd/VhNP8+frBLIHm+B810mL6qLCIKMxFVfsiJix1KUeetrQmWtPOCMuNGTC",
-	"RfljnU/jqBjQOUnNjOB+iWITeZO3OfyS7BQNB0JOiRQ1rLX1+Xni55Hq7sdSA5IJn0ausgR7epVFcV8n",
-	"v45jbj+YZe7cdH9trrmOoPzIzbhgCDRJ3oygUsr9uNv9zgo/d/d+UU4VbJrMVilSQRGf7lgUtJC1jESX",
-	"lVvOdKu02zMWLzXUHpdsBnnTQaBVAYkzVk4am7vUGbufEfRzFVH8fFbOZQavvFCr1/qBzQN4jipC/hNN",
-	"EnlFDEsS14QCNXi01uZFFwt1e03Vg5LFqQStkrrkgL6CVRZn/bCyGQUh9CQQGddixYyHHcKnFIXwX1yx",
-	"/QumzRnk5C6xC41pmjJh1SBJaKnkaJ0eCHBk8WqLaMVY1Krtm7TU/k+LKu6uJ9FUqrhoqZjfZotmZWNr",
-	"vrZ7ewVq8se5uALLfODbDudbu5Jmgene/5qtstK/WGOYd9b4qjG+sqBed7NiCp/fyv0ZzNbLCUCBfRua",
-	"lxcvBSZwZ4qb2bnlRa6aBqOKqeOstm+mIMdvTyGyBnKVqCahHSkV/wUEgT75Bl4nWGrvms18kT2Cthnw",
-	"8KHKYXk9TbmdTRO085BmU0noiDjhAlwWwCThusC8xdFZKaJxZ/fAxUiii1UYGsG9xgxcqI0ACzaMTpzJ",
-	"qZA/Yhnpll1EWQJZMAmWSyjAmdv5fBUsHrPmmPIEtTRIVe5jwFHgfMI6wKgaHVQrDOlgIFxemA58oT47",
-	"2BVnAh3PpWt6eQj63PzpT+RZ3pVOD0STYOcS6B4fUQXUwC4u3LnphCRVbMRvW+QYKPwNc2K7dqmjmDh8",
-	"0+kX7eVFPBCkaNkNlT2JL+zp0zZR4oZePDhh3LJL+UbG9vN2o/9+/uY12QppmiauG/nOP7QU4XaLQB1J",
-	"HLWs2KxdQvVlN+DfcJK5HsalGrMh9EFAg3hYFLcM83xomiR2dipiDFudK/PqWij//D43dIFUjx33t8JS",
-	"ecgwcDYwqfgVF62EGhB2m+Q0r3OLu5Qp/ZAxp61ov3Yo+IPn45qx2BljdQP/VbGy//3Xf/7Xdi40kOHM",
-	"Lr0ob54wY9yhkZhfcaNb5LXv6qYhinECK4LUBIhlFMQRlzVNMd0iV7XFtBNf8AnThk7S4jx3d3cP871y",
-	"Qd5dPCNb4d/D7cDXW0fSPeGRkuiAhQ1MFTcG5Ci7yW/lE9wXKFOATUzYs1UaRuLmXJtERdGDOKbQ7W9C",
-	"xczBw/7JDRGMxToAqmwnt6ILv/XITIlR7hL/wpQkW6Evs9jtXXTa/c5ev3PYau92Djt/B6eq/6tN7DUm",
-	"ZHF8t93a6+Fg+Ge73baD60baOamvjgTQ2G6RM0bhGto95v1jc+DC4aojEkvII7c6BcUqqhO7Xwd7OJ93",
-	"4lrIqXA181OqKObSw2kpZhlBbvNst6E0E3RC0ylLDBnxxDDl/TA8YcIkgILYlEtjejwaOOzXjq2Wuvit",
-	"rVBLBffF5cBvw+cjOZnQpmZ2pIEaxdrMEta313ISImTZbZrI2P5mhdGwT2Cqv0KQZVA4ByxZAXHpigmG",
-	"s2EHOO3UdGengfXhLXJFNTDA18W8UU2mLEkQ7yBE1PeBRESDjH3FUvgs0qhiOZbTdffh7/LCLI0E+A4V",
-	"ja6Z8eD4+f38az+/r7zoSgaSopcqxJpBd1INZV2P8+5YObBdA+KyDd/TMag00CThdyfHz7EVvRdM89bu",
-	"4bcnFyFRMjOsrEqitQoa0kONXU2oGzqFpvVXzDiSCi/JDF0dQBxdozfkqUMWgzmy0j4vZlFC7TJS2IgZ",
-	"991PuGg7M34Gq/q4pSpGLc2uOXB71kJC/ZmYGurb+7mOgKAQAzlwc2PEObAL3L0TMPPtu2ZwBZ8DJmzF",
-	"HkvlkT0NxEo5yIk5uSx0DFcMK7LgBbW0EepuW3TBmiwxyFmlcxqIXrvjhKcff/yxWVoC8x8MjwjFMuXw",
-	"tj+OlCn4ohSk195tkb9ZmWvIsGyMJHQgQO7awhoLyIes+ALB9CCMbQdQnw1ER+cNd0W9pCri33i87fze",
-	"9lJZ/tIaiGMMrJ9QQa+ASnHlnz7RKP7hpnZuOjs05U37E2zEA0KqHDwIk4Hw7prhzNc9Zsrl1FuZwYs2",
-	"HUdTLcwdBjinD2KCq4+DCsZAuNPARZWvSK97SEKLZ5fA+8FDj4s+Y0bNmscjw1S47ZvJWs4Dc1g6l0BS",
-	"1EBkaY48uHs9EMc5oOBzxDBBMadqmGku7Dol9mgVTBH7E6pBx29PA6/1pAk1lmS68k40hboAZ/ViJ4qn",
-	"9gSlzovEFKeBwup24EN3UQYsSagW8iiiBi7QNVj0D3kPBVclHTUgPGaTVIJm4qAjYq9Q6IEo8NHXjbbK",
-	"gscjJ+fCvffigi/NCnHrlsSDHR7UE0PtCQrNYzYAwcbN0y9iMopNMy0zhQSzOPF2D4SHkZUfYh4Dq4Xe",
-	"JmTrW0XT8fcv+wMRQjvl7QCcpz5iATQR6KFtLw02+SVYy9eSrNKuyr1GufBLC1AKX/QteQXUie9QEXIq",
-	"SjtxDTEJZpog+lVRZCD0GKjtKGEMEa1UBlXM8pU5sR8annoRAeQqmNpuzCXioDbINGbReEu8KzUGyDYd",
-	"U8NcHcji7nvCnBOPuUJ1ABpskT8Q+TWnJaIXgzTPlL9WL+0Z+FaO0NIcT1M7o9wNS2TKSPgR+ULhF7wL",
-	"oUa6FepBvvvXf/6/nXabbHkZodvePrKbHzjUuaFJlrPX3OqNE7QINJ0Oi9lble7k4IYut6Q2ciAsxnCR",
-	"MbjT5VcrzbeNJFcSJgBy5vGKDGUmYi9Wu+5IyMQHAkU4HWBOjIU4wmwb6V+qZJxF4LM6cuTF+wT9PcEJ",
-	"F+IB3KJa5EeaXCOm2WvMDIbe9omSU7iBDGqXSCAF0IkyzoC1U+gv768MzTQbCH3N09QzQRSzUPzJkYWx",
-	"FP3SWCo1j6vAVun2asWSWfqHMuecGFeIOhY9+gsiqN1BMJcrNIKl+0wh11bGLgrDVYeKUbg/UJ7eSWm4",
-	"mms2e6JJ3ga+BcmSGk9iOCNhSdqDILIincgVfYLiqtUiVIDWcy+TLWd70tjQPrI7hR7H20cuZ64QdsNm",
-	"+bNWTLLSDiwYyrh6Flg+AieIFMLkQDhNGIDs799pQd/9LQTHckjGUsgMFFUSlkY1/8ZmoRMqyZa3dJEp",
-	"yIiUxBnq/ywXAAdiTNUkIDqLxnCJcr+1Z1BWE/ib57w6kinLbwYi/pOcFQCM/d1BOOG5ORHwiXayX+BF",
-	"YivRlu5Qv8ArCyH7wEuPkLow0yjCuy7HzlY5nDl3JvwDhYgcJqZ5Bm/aCwQt/I+q3yjfzIGw63GLA1MM",
-	"rApOCuJXCkBfXrPZpWKWz4RHpRTHyn6Jyiyr77UP7TWfe5mLy0yzkCwIPX3SCT1z9jtkiZySvXa71OIZ",
-	"L8ZAwE4s/YV66UZRoZ3ynhuXPfDZaMQiY+XAvdtbCLimJFJUj7fh3lp0d9515JdQsRonsaAaKcYwksuo",
-	"WYuclw/B06vUQGwk4OZWJMWIX2UKTEquUmJ32wqwhdXZ1SRkCmwNQ3aVCQCbr55qlU3LhK3cMJOZKsc3",
-	"x0qmEFPggp8HQgocZKWU7T6utKR3+UO3dJ8ZmB+X36q5RVKgAmMpydt3F46CPD95eXJxAlyNXwkLgdyK",
-	"SKMx3OST+bYhqAd5WyIl2igrl4UnF/QqLAo6ozEH4k1AH7Uf/oGqWZ9UVCG3EPs51nwmhVEy6fvIrLBF",
-	"zpmLZrHTI3fklkqMmq+lYM1X0HB9IBwMwt12j7yWhrySMR9xaG/pdByKCid4mxMeMaFZyRb8VslUcWYw",
-	"ebxqCZ43Au8Ypia61BcotyQ3Sk3xGp1Wu9W2o2TKBE15o9/YbbVbu5jqNwZr+s6Y0cSMf4HynnWBPt12",
-	"u3QfUyXtKQBKtchrUFOFJJFiYFKkiROtZRaNoYogiVnKROw7MORm29O40W98y8x38HlYkTfHLHVgF0N2",
-	"TkcW+AB78ER7DwPsqdtue3u7SzGdt/JCZBO4t9cFKrj1gSG/tscggMPK5YkrPuxMEHbiCk4t+5IbvwOD",
-	"/di7oGHRbd07MOYuaPywouCWH/uDK7T1U9M5Vpun8bp3fnJDT2OEwG67t+yV/AR2Xkvjkd9+r4ensfqd",
-	"b2js3b3wyv5GnzkGuxj4p+6Cxt4mHzoVhilBk7zD2V57d/1b5+g7eSfoDeXoECt7pxr9n98HjbzwWeMl",
-	"v2GgGqdKYvscegX51K+YoY339tUdqzrM1l07l1GTs6OcOVhFhl95D8iY3jB7JY/IXnsX5bAp18xZSxNJ",
-	"YzKkiVWYFTJjDcUsp77G8cKtPAPxErNUf3cX0y5+ht5/9XglH68kXMkco1fdyZJ5b+nFvKiYo1AfK+so",
-	"QWEUFKBvRUkWs5hsoe1HimS2bYWKSDGDUp7vXQHR7UckRJdb6KJy0A6VUuVaS1Tv6kuuzXHKrUJx76v6",
-	"EnrILYv+Kg18Bpr0RiN9eYhzqTaa+ouRCwQSBJLXkIwilNyC+7ciGWfUMDiUJh7Nmtfy4f4gSxOcQVs6",
-	"14Vgo0mKN+Ym0szcYxI7+o9I/TrrX3knqNMr/Hc2IGMvpBryOGbi4US21z1c/9aFlK+o8DF1+jciziUJ",
-	"SZvcsl4ixvlP7++CRirr0j6Qxli9zxfQqTOdlMktxqqMwdxndJ4cISLWRzs1HYgx1ePCGgCSUylKNaJC",
-	"SOid6ZL9IKSQHLua39jC03mk0NQSoaMPTfuh80uFgVWlojFWxgdbfb9wD4ww5z+3PoM9wdmw3TbBJj4f",
-	"zHzNZpf+A4XwBwZh7xyDNY0pKGRuKNjSwqLPRAiLsmyI5UbCzGSKwedI5Wvw1izET1QdX7m3IOHXrPCQ",
-	"DSDerIaB4Wkidb6/sFnYGOzryEAAwb+R8WwD3pFHvy0g2ZhF16C0p2ngjNAu9U9JLI8MvYQsTmO0GhZM",
-	"fjrpXkNM4Yeu6ul98/SmO+3d7s+e/gLxuvdgVS5V8K4aYmdUxu4W2GTnM7NJx8aXab2CTQtbX+lGbelq",
-	"Us/2EQlf5hXNeG75muOvL9dUJ/O0v1x1+w/EKj+F/X3NrGwDpvRMilHCMf6519ngE2/pzGqzF1K+pOoK",
-	"uV9nb5P96CxNpTIsfsViTn0mS6/b3eRlZ+axfOxEGKtd/E7ZrotxpXmYbD3rndOFdj5es9lpfOeCylld",
-	"QcUz16bHG7dL/PeoyECb0JnjCN4Du134zTEuAvkHBr+4sK/OYrDEhfsMutFdYnBOj0LHdSxbO8IP+lgd",
-	"4Nx5kGnJPF/xrXfbPWKktDxy3hd/zWbAmi1DC9Dp1KtjbAiQnLHNUezeMgjGc8TxkdB99YRuMw3kBTTD",
-	"/53SDcTNtXQjqDeZvBE1gTxg1yhL6UHuKClEilrj5EOFxS9ralgmPC3KP4/2hUf7wtdKq/7bGCS+ZWYD",
-	"8nY/ivM3KzU17t47cSrieR/FOiqJYtCqzoKlpgY+xwHTRFKmih7NgXPUQt9oKkr9nrgmlU5SffAPQUAm",
-	"iagA2wYGLHFN5GgEopALGKUaRCiMUy/mxBjv2pg3kNEgGggbobnoLmeFgBCyq2Um7WcIqq+WxD/jZqkt",
-	"+cKHYMQETzwgwxnh8SPVf6T6n4Xq/7eyEZv521QizY5K5Pqqy2jc+Yj/cBprLbFdRrWchkpXxP22IDKJ",
-	"QRCWJYf7baeV6lppFSOdv15S5ta3hJAtg8EjLXukZZ+Dlj3Ko6vk0WXXr0QDXSLFA6TT545IFgLqIv3c",
-	"ccvjieseuzQkwvmpzJhNNEtGpFR3CjIT8ga61RSW3RU087j87a+cflbWuo6WloH6SEkfKemjLeDro73T",
-	"MUPDf6WdU8LFZye+QSPN7k9UiWamqKTeIm9EMiMhrjD0tT0gvMwnyBlIOS5X9RiipWG+hTRUxsPWz3le",
-	"BEmoNqRLXC+oFvlWQvqRHI3gi85XA2m1UMYDelMZes18mgTIyrAWcLhg/EWQl4qE8XOJCgOx5Rfl0mUM",
-	"TxKYVRSNksX20VyvXSFNvmv09+SDZ+RKDoSHU4u8fXcBqQd5ekvfAtb4LFY0s5g8w7zOeVRnwzhfwsMe",
-	"HJ3gi/40HA5uHEywuAxXanGjwIKvhk268tpwJgD+RzfZH91N9jB289tEEfwOeZx07IxAf7DRUs62XDfI",
-	"abNdzqewv9owvzr+h0xJQxat5SZSMVJwiC1nyna7QVu1y12CIhoYjDek0XUir3yi+9AyCiJHLqGu025v",
-	"t8jbfNIJnWGXMeSTAdSQlSNX5kSqgYBSJphpmdcOK7HVULHIDsZEWBcEVeh17kOBS86E/Q2ETGJffYQb",
-	"R/E8v3FZHTjWVQoRsibhDhOSXYsGKCzENdF8kia+OloRxVheI4AVvr2bm7YItSTHeXEHAlMMn2gSJTK6",
-	"zhM6/W4uubjE4MEQgj/8ibjzzBPiqtIC1wPRax/mzTC9bHGUZ3oXqf1FRQUvD83rlQMxECAU1Yk4eaBn",
-	"PxdJ0G0C7UBPLo5zucQXEZnQFGA9ED5mBM4IDkNI4jtskjG3E0OVgmySwXdb5Mc8f85BAOpA+d0PhIEe",
-	"teC28StUjEIGnZeNfKtS14i0PuLEYkS1h6f+FKGjdMF//gjcFrjiYRvq9zX6uwetg4PD3aCR2J+bnW63",
-	"1escdu0Xc3SCVKaipNTTfrvdb7f/3ggaOmVW8Hja2gMDxH3ECL+7b1C9/y0kmcoSXMHOJQINUpgp1Si5",
-	"HpXrQi6jB07ewdqVj3LOo5wzL+c8hld+lWFSwJPz8hBeI72nYAVFaVZaW7FsDbwhrBovc+baL7OZOsNB",
-	"i5zTCatU2rOaNpZNX+iAHZItz455jFn6kzThWNcKGBY14+1lbnzcLBQV+Rqy04rGmi+g6MxGsyM6bpz5",
-	"Ntp0Xhz/DURXbPJC0Vt542/4JtSbjoW++vqrStvLW9avTNqrsNC8g/2jWf3RrP5oVv/K4jno3EX9lVyZ",
-	"RZuUpTzUdcF25APs27ttEtP5hO5KkLLrQw8lkMiIJgk27RoNhC+F57sXtAjQaVB/M0OvWIDlxIyPioPO",
-	"LNgvdZpX8cf6MlgPaiBgUZa3z2Tma42wGCoNucq3WO0oL5jlijxinJ2IE4bhfPb1CbfvHg1EzIqyVVKQ",
-	"0PJ1ql0Vsbz7BgnNLGUhEVRBnTQjYSHXXMQBdhIHgQB/Rg02L++HGo7hE+aWidZ7dhslmeY3bJm4cOJ7",
-	"7f3+8tjz/jibSxb4CrDde71yX0mj/NLm4sYX4/CwvPUs3hWOfGTrj2z9MTP/V+fSeddTz5sdac61Vhyw",
-	"8xH+uyrQ8k3eML+G0c7l//iqulgSn+tql5iFKCFY09cbGITLW2ITzFv2PFKzR2r2qKR8dXlAzNGWBfp3",
-	"X3JzggSy0ExGVLFmXu7cuVlqCOdbl8CDvjFQFkJs5AJSdxjbOYSvrSCcT8xlAKHrc8FJNhBb5Ximsr9s",
-	"G/N1IP3IOSVc2D1VjPqK4T4uBheCZfZB/s+9noJRZbWZiAnQT6DxnGJUQ13OhKY+WqdYPlZDKdUdgbqi",
-	"9qXWQJxw7B8B1cVlZrTdJHIHcDm6ny5dutSlfQ3r/V74LCgSyQnThb51ZWXhZsRVlDASc22oiFBdseBW",
-	"ksZkRCMDfnHSae2iZ85C5okeCKjDB909SMpU85oncsKMYqB02V8wRIpg0tZWnLkOlNjSP1ND9KteT3bG",
-	"2EEDjmkg7ME90WSSJYanCWeKbLFICjmZkf/7fzqB3cRIKmP/aO3uBeQ2gX8e7G3nvkpcIplwwSfZBBc5",
-	"EMpeYmYVwsQ7ubG7je+pg/0RSQjAulRUXLGQ6JQKTQ7b5H+AV7yzR/4HcnBqBgJGHuWF2aMxVVdMV2Zo",
-	"TehtiAiSpSMlhcHD2M7PJk9Lw7L6eeAXKLOAtDFkpQ0ZfAh82JFr+8F96ZrZpXNQhwOxtdtuk+HM15Le",
-	"bpFn0MQA/dwulwSr8iv4bhZfMVcHZ8F5zrWrCQ0FaZeUrXlBFTtx2/iti9eYUjtq10Gi0beklPxAEyYi",
-	"Tsm5Ccg5FeSFoiLiOpKNkiN37/Cw6sjtPb0LGnjRq3N2yCuqrplZPd/h7n55vt3DvbsAiuZcugZpDrs3",
-	"D2UrQzvnmV+2PE7lwJeJdj41sird1VTQXieEFK/kb9wFj+Vy/phu40cv8B/FCwySG0gSmSnH1L2oNLop",
-	"dOmqRLjz0f9zdf5iPpPrEljinOWwqK1S7k3fCXo+ajzv+4uh7twMBKSBQ5R1znb7JITKb2Hgy8XFIdmC",
-	"Mjvl6nFjqklKtWYxdBQLoZQ/2cI5jgaisBkLOikFNtU6j79l5tN465dS8j+BITyq+4/q/qO6/1WkWVZa",
-	"kK2i2PfW/nNSXhgArhRNxx+SpaT9LBNWD3UtvPJmlVoXyTjvzl7mva79OGh7gU2fUxbxkaNneWNDPRCu",
-	"O6wl5DdUcQsO7bpfsFvDhOZS2B8UfKGJ7Uxdx3gw25qptJ+FZqeG3VoV69uTi4GAvB07N3edv9CYUMQ4",
-	"RnnGPJQFxX5B355c9CG82TfyEK6Fh2svNtdiAzpHarLb7rkQJqy9XXQO1EHeQisg0OvKFcq3wggYRgAG",
-	"Cx1/sadV+Wd3RE2PSNjUF40ZISI9di5mShNutgfCt/pB08Nf/nKeDfMz1X/5C9kKy7+0LOPDPJw43CYq",
-	"E3h8lPzIhucyssqVxC7vkI/FNcRZlcwsoV8iNKixQldzqkOis2GqpJGRTII8Iv04lUkiyTPXXVDEJFMf",
-	"Eosm9PoIHc2+afaVLFpEhUVnmEsuuN0xCoYQJfZx0Kh0URk0+mTQqG+uPWjcWfV8qORUW4i5arqambxf",
-	"pxTlzW+3yLHdSw6wvJs3FYjjvt8Nh65uuRmrTcJvjp9fnp18/+4ED2NBtPjeXgF3ae4tV7j3YI5NvKhu",
-	"/A/+tt3jnTd+1a/phN3jvZP8Jv/Kbt7aS7K55OSWe+beBrq8zspBDUxrbw/8jaUrih46xzElb6m6tuc6",
-	"lkaWWuhEsVjopZ7HXsbq5pJ2h7tRL95j+6ODq+54l/f+sXe9nxxMuq1/pFeNoGFPwwo+vdbTg7ugwQx9",
-	"hcmQjb7IkiRoWC4C8HK1mRr9RqZjy06koUmj33m617bMx6fynb6+fHv25tuzk/Nz2H1BgxHqaBVOUGbr",
-	"tNvt3EDEYvsDSCoPBXZ96p2Msom9aYoKL+JDt/HQ1UWB8FbskYzt+TC7pNTv7MWbs29Onz8/eR1uuwrW",
-	"KVMa6nM2kZX5Stu+j9tW+Pbk7Pz0/OLk+eX3707O/uPy9ZuLyxdv3r1+Hm4/ysyPMrND3sfaSfeJRM/E",
-	"ggy59e3JxXZJuvVMcHmp/TlRNCcP3qAeIn3B/mSOH4T9cn7LWFpS4R37IGs48kH1NYO+5wHWW8rdM3kD",
-	"vmCu05yvxOc9LYXYR10fw7OT8wuSs3s9L4W6XuEipirON1Xquoq0LnAfL8jxXRhA2pclZkoOEzbpk267",
-	"Df4IdGaV6CZ2HUZZUUsIgYP9ujy8rf+PvavvbRtH81+FZywwNqC4jvPSqYMFLjPtzPTQTrNJB7uL08Ci",
-	"LToWIpOqKMfxdQvsX/cB7kPsB9tPcuDzPKQoWU4Tp51mproDtpNEoiiSet6f348SeiVpQSiNbEWDCOBR",
-	"kLLXserDrNgK6JA9O71vjHPIU3gyF7rtSLBiUV5tQGq7gzF7J2AxlSxT9i3IPsuXssab6PoTIdqkjP0l",
-	"a3PSxLYJMshY5NwoBt9CcxiGRvhvvNCI7Q+CwWAASSU+NUaKMdpRMbx982b86s3PPxrdEousmJuLGSDK",
-	"JvKSSVCNdsH9m56/eHEWnbDE6ALjHiEl+lLGImfReIzHmFyh8RgrH2FXjI05HNBJjHBk4z8lMlsWP3g/",
-	"FiKf8anQEbIMR5nSOpmk4q1xOyI7NV6whQIghViIrIddn/vwvvazgKJRcZNxYHNls5xfWmJreFEPklGu",
-	"sRMR3C//db9/8/rs1Yu/RZhsO10WasGLZFqqYuesQYKOHATrOfRG0C4bSn9z3K1g+7I/s/fEMzhi+wHT",
-	"cz48Ov6J6/kHy8CJribyW16aO3PGQ+nOGDzYmgLTuZhipLFuCvx0evHT+PXLi9enb7//KcKEKZ5WuJen",
-	"SooTQKT0aGEtIwVeQpRpt1gZrDscDMxmzDBlnUxR6iAfeyhLBv6qBOyzc3g1S8MGEBVIXu3ooC2sudlo",
-	"oPN8CpVPoSwBDag5NffGssVS5g1gD1+XPqxj9y5d/t6o1lPY7OSG8iFeLsYBHMMsCdNiqUOIE5Rc3iCs",
-	"E8kmqpizrvnksRzBLR5YjqWQCUphmoAIxVoEZI9F3BWBMQcFVBtBw+sBTzj0WXY5XsvznAM9DNnMukdR",
-	"hYYliMxrJfQKlsCkW+HOplFQRhzuH4UyWpb5jjHEGFBw9KAn2JwZmLj1VDOB/Ld9dua+wrxyfCDE8jSU",
-	"UBm3cTyQPyWUZ6iBXOF61R0uoN2rKxXi1CPlKC44AaPgQubw3xBZoEUNJRynffY6+a4HC+GkNnzQpPlY",
-	"LAqepNoP5GBzttO7TV73ixsxXRai9Lt3SnVjuUxFEoHD6cyet/b4ocUzQQr6i59O94ZHx/A1BXjQrEwS",
-	"xj8DtnR8jO+BNTzIibnOqDOLB4fPBs/4s2fxcPhsGIuj6eHgeF/sT/nR8dPB04P9ZweD6WS6/5RPhTic",
-	"DCf7B8dHszg+OBCDwRH3qVr3jfXmYnLmUYlZtSLPxvODq+HiUB5lx++e5t/qZ8Xw+mB1eHO0PkazW4vG",
-	"lThFM8MpW6r6MacX/FTvrVUl0jDqvDXuddB5h4Piv8AM3v1TEo/Yy+f/0WPvYfiu+flPSWx+Joic0i22",
-	"j3wPCR+G7jMDv5x9wJDrewaucYlm/MH8f2e3pbi/M3yPEoLHEwiBCc1ceL+66YSTYEELCtxJt9PVAIqx",
-	"Cj8EHbR6IfpVj0DE5jg469J4JxbnAK+fqnS5kJ3RQdAB/JDR/odfg85CaM0v4SQZ+QLn0Kvx4f4kgXYf",
-	"zkmfWImNZwLz+9WMtUNM5EPgAkTlyrwoPRBWd0C2r1AbYvrwFQaZ2mKZuxfLfPHYTIv39ICA0Nmbiy0R",
-	"IcpVEnF83+qgLc2UiWZvMgFZpNJDwjyhcc/ltcgt5wBI4L+fvn51UkIXeezxjY0eMHaW/JcG/r0vWAnC",
-	"4xjQWXh6lptZIp+DsRiCDlU1ojW9TfbVV6klp27Jqe0XVP9ytlJU249yzRfpPT9Kr8PKqJmCJ9IoVq53",
-	"/CT/bqbwG36S9pXLT7L61uYtoDLhhGU81xBQoDjqGl6R7feH+CcwOOmj1UUOGvduH23QvIztt9x+y03f",
-	"sjl2W7/ljK8XFqlgC90xNVd4QHDgOxtPitHtbCGKuYqRDMjF87Etw1jNU/NZByzReik046HMxVQkWVFp",
-	"uIFKEg6hcYIT9h65ibdnbPWMr5nrKApC6XUdZXyNxIqbHimWofqpCov/hy09UCgqVTGeqaWMoz62i8Al",
-	"0Ck0gdoU42EVUGIKsPIAHOjuLP/cC/Amom/OeBKztShC2S3v4GkueLwemz9GFJSP+EItJcX7IutvRcTc",
-	"/G7JUwirYOUYigMzppk/3jleJBqwBW0UnsViarzk2G4MkCUjUB6UttgUEW1qwASUMEX0cx//jNVRtcIX",
-	"AF/Ey8b2MVGZPssF10pCssYMsszFGJItJ+hflXFjBEUklkzqmKm1xlhiZzhWWjs0yiJf1/J1VwgjnfK1",
-	"ZklhtjFfE4QyymRHJNyFoiS95KkRqnRkqmebSoLgmbgwoXQrQ0fcvDOAXlLIf0jMoSUL8ahEtnry3vwD",
-	"OKY4CuatGjuBbHRoRPGDHML1GHKlV4GXXUIyUsYUF015YT6aSn+cWxlzGQRnL0VhU5Nm8Wn2AZusC8Qw",
-	"Nf+BGSh/emUbyYgZCzQyX2JOv3LR2ishMhw9oglDCTbFjrG7h6ehnPI0PWGRrx/8Qm2zUUoK2ISjmxvv",
-	"xEDe0k48ZlO1gENrsUpDaYnU7XsbuTERcGCS23qrznBXHthWdW7jeju3V2GkhOdxNaB0xtfUm2kFstti",
-	"CNebO/DrsvLXDzOhiMB4TbAZzbGfMh79zqiTLcZmwPF1onkH41vj5rDoUB+4sOhh5x7RG1rvL0M7bjd7",
-	"iwVW1WS2JNXJSfoEnVIzai6mroi2C6vtwmq7sH5nXVjDO52PH3khVnz9CRu3+JpS1c5+tCkUa72fWXvd",
-	"WfAkdW7HGrMXAXK4RGO2jjIWodyCZiozgoACEKp4SIwBVLZQGevPSmdMVJfcydTJXzHcwSoyZjsCmqfE",
-	"rLeoUDMFoUzkNF3GtsufhrCo2zXEALR0tILf17M5xnYA+x8GCSVowlghawYTN4kuwHL0yhakAMjSSkua",
-	"Vgthp0feA96s++wHlRsTGN8raPImuGRikRX4vtQ0EEGyozTrtcoj5sBPwW4LJVy/BaTs3O73fQ2Tt2Bu",
-	"3rl0/DGgmv1mbXS0qHdD+rQnmzaiLRFuS4RbTLDfArmz9uHdrhYTOAHv4d/bOpnfWpKFT8QdeG7GerwN",
-	"wzi9LX4OrEMrz1p51rYJP8Y24ZxEi5V68C3v0hZ8jkKx7Ak2I9+SA/hOqStjZEMparVbuRLwtKE6dC8o",
-	"rM0iDusv4siC9hNIV1i+rzXbycSyo3+jAVSq4lFE5vmOyai8MpR3wn86YZEo+JiIBDcZkQB/q0TlIiTk",
-	"DNDvm0C0AmYBrpYZhe7x4nGRLKhBwuEjFxHL0iWWFVFUHnXPBFa4mIskh74E1/QNDqHVTCPn1lCMOoK7",
-	"LTWCUUnsVIYSMyQ4Jpfr6mZhOgIyLk71JdIfqls6cyN2OByG0v1xbL2+SqsHjjLCPABeWuZPIGjbDPoG",
-	"SwAdHthIMOdZJqS21FheRmhU2Wyo2VdSLxciDmrki9OUJwsRh7JbrJS5ynIoWt5JcvQuReG1+8DthIdm",
-	"3TfaNVttThAiffp1RLCiiQZMr0LIE+gilmtGOQ4bhGaJ8Rbxd3pU6ZBxL6Q2fE2bjbKXeCsKzqZtMjC3",
-	"4B65Ky1KSgB/tJ8hgZhB2sldalNPgJZywqRis1yUyymN51yi8sG9Uo2JkcN9veYw0ElazZV7IrBM2Xaj",
-	"sgJ8hiF/Ox6elznXY6SjGpsb7pQM2Zb0cakNLGLngK0HvGnQA3J0c4Mf6lot3THAIAiFAjBJlEhdEOkY",
-	"Jx4yeJntOQMjVx9HwgAkQL04l/lywYNorJSg25MB4X2hi/Hk6daqZwRUy/HaPM7HcqgOssN3R/mxfloM",
-	"lwfXh6ujm+P10/8ZgkLDp9XqxDcFoIeEsdu87pF2MFv2hcDcoM59iyWOGrRWPd/mEtpcQptL+AoR3Yz9",
-	"TcK6Zv57EY/bWbteJbooi3i01/8LEXktxMjpcGeGBiWJGIG5aCSxjnN1LYIy/M2gsew5Ap8SN6nR9tUE",
-	"w55nB2/l7Poq2LosYcw9Rm75vb4gv1dL6dXGxT6ZJv+qovZ1ki0U71Wl5UrhtsONohd5nQCmgYUQJ/0F",
-	"PVyguQLPWA78MH6vMVRPjab3T6M+UkF2mzPRSq9WerVR/ccY1a9V+FgBuVt5BwiZbNmEpWQc/mm1kN8C",
-	"MY82y22qIM5OwtYjuCehxEwrm3I5FSnVO5+9uXjbVOqMF6XYwg2R4TRVKxGzhboWehRKlytg//7f/2M8",
-	"z5PrRF6yf7BEjrNcXeZCa/YPehhWo0fuKnPL1utCGfl/M9eWVfonlYp+rM1xtwIYBQQt++xUWrgJM2OK",
-	"icLQCNMBIWvo0cMI5tkvb4G02MVdENvGVjjZ2DSBF1DcUTPOpNpTWbnUQwtcBIHopZzOubyk8jCA24Bg",
-	"dMAi5OfHVIO7DELwueApzho4KDToSophSxy33ocxwpKvvl3hiKgX+7rgOTU/mE/DvI6/ulFAKDY81SqU",
-	"WkAbgZ8VIQ3Op8WSpxCf7dmx/dYKvNP9xrzVCcBjhTJ6T9VoAbGh+Fd9iBAEHAcsd9IOaH+Dnig7tTFp",
-	"2ocFvxJ+WoiVeSoE3jFbeyHMMXk5s/CwJTYqgMgav6HKZe0+A8pLzZZpynKR5UILWcA3EWClvloWDuyp",
-	"Z9YKts3lJpRM1yyZMakgym3PQlIwncgpOPK64KlgZiJwRveHkB2DGDaczjE1c1QgyiwQrk3jmdub3HRE",
-	"jt3Jeno5822hnaPbdB43wVe8PNPErCLAP3HCU8IT6EeVHVCBG9FIaHeSNsenJAc3YlJlmYiZms0aRywH",
-	"uUc0+q3D5X04LMintR89QCA4jF0g76GjZwmfQGjV4Qy+UmvxjxpV/m2sufuHoe8QET7zBOAPIP9aCId7",
-	"mKuvzXdP+VyeKnkJFkSazMR0PU3FXZ38qhEIRSc7G7rNHaswfjX1POe2VQwMF9b1ilIAfd1aOL0Rawwn",
-	"ML/au89eblQolOp5IpDwzTchiSfbtzsCtLk8jVU1MrAYYcOEqVcdlOxr3rJCdt02dxr7BiZWM9F8k9eI",
-	"b1uu4z3sVvu2bGt0VTQw2QcQmpm9/d57jy9KaoZdq51R5yzlUlsz6+58Yf6LfKEUc2Utb9PuiS59pTbN",
-	"3BoEfwCDoM1Lf3aLAMXL9hhWs/6nvtlbK/Jdq61rw4cqLCyLoZLI7dgQ3dJ1D0hxezAQlobscHDIVvMk",
-	"FZWqv6UEjIauQ0vgRSEWWYHgrGBDzNVKsrnIRQ8gJxzgBQxRbTLbQi5mFmjnBvPfKqXwkaZoWn2LgdDm",
-	"F9r8QptfeKT5hfI7bW6a2jnZ0CzhMQh9e0syTStNrhHHW5RyHfO6GmqJEZKTx07A1lkZAC6bG3dPh3J7",
-	"wNUIewxSkY+2Vs5vMk+DvjI+nQdGOeCVqDMowfGNLpuLbScwNSvwKQDj9/rsr+Dl4cEZAQ7YE3DX9nSR",
-	"C76ImOOg+iaUEVCzX6hlPhURQ4z3pOjVkNQ5w3tPMO2wSrSlH6/nDwTyUwMXGGcRVrZcCwwnAkU74iGa",
-	"d0NkeYI3zVSagkeLIDDmacSbQEi60O4dwZuM4M2xAj1K4hEmS4wrHMW84KOIGaUJtBvYfr0xD0KX81NO",
-	"Nu4e1FozSuVcOsnkaK/4GtGmLPdovc88CGVEZeoWMzgyjnD5SsTphfTjZlzLN+aa3pUkIB2HMw8uoIew",
-	"kyl0hnHTtE4ujcVAsyW2CurzmKoF2DGwPt1oxOaC58VE8CLq0Wj7R1Rmrgk3J8vVTWKp46ep0tj7wZI4",
-	"FWbRzFb12WkZmaWXI0ASSGrY3FLXc/cD38nvlWT7eSgd1YAd/VzQulgoI66LPTi6ey+f+yeaVQ802EFJ",
-	"wSZroOsQ6aw3QlPJtkXYvAUkLfAo0gsE3gzYigPQFckGKW4KuxG1bwJiO7oUD5WPo8/OaK+gvWQiipUQ",
-	"0tp0ocwdmJGy0GMEfL8wBmCO0NFswTPYTzzNJDOqVAvfaJq5tlTxtnvAnPlcLS/nZi7FZS4u/vIqlNGr",
-	"lxdvX/wcPYl+fvP25Q9/h081y1W8hLhS4G7i8KWKmIFSMqfz4i+vkkI02ZgXMIMyndBQUbkpkiMPmgnI",
-	"AOx5go7ba+i1USwXerkQrrciTjQdEGMCJmYsNDw6gcWsrhyZjh8+WfCbV0JeFnNAf97EQ3x0lYJWjoGm",
-	"3RDwlQBSxxOYoUziEdt/enw48P5vz0YdQwnCk70PLbRS2BmFH8GcDztBSOkmuNoNZn7vydGwMzr4AEdk",
-	"G2rlBXz7exfmY4Ft0ico/ysyHZRRdRWsUrkzlKUVKsjqszn8hrboakGkHjB3PJ0c+9d6hMy3qQRZA8tm",
-	"bwvPJ6vRfBJWGupYl38/qPiK+CTL6MQX4sTpafcUiYQZn8Etqm1ekSt5ia2ZyL498+ZodNyJVZrIS4Km",
-	"hZFyAfipQH1JG1M5JOVJDjsHsyF/Nt2fPI0PxdHseBB2Grb8D+mNVVc7qpCORg0rC2i2znIoiWfxryd3",
-	"XfLKcxrX+m97xtBM975bzmZQgtEwW6ki/2EEecOhmdhMUAuwMYjfV1etPnMjWUdeK9zEPo7AzbzJy+XC",
-	"+BVSdX5tnnDrs7Y+60d81h9UmqqVddPAO+xu6qfepyyYIx92JSZzpa72hIwzlciPIGqR0/eNZnQfc/fV",
-	"gbUwJmkEbq/PLsQ0FzaYCI3IKfBG9BubYf6KY79wU3oEfTGPF8Wptlof7+twW9ZGL9voZYvh9Pm7QTZk",
-	"pSfH6evVFT7YKU/TCZ9ewWcJDtW2qbgrn4CK6Gx+9+fEuWYcjV/OX6EvC44to8ANUuhDRLCMOKB8prqL",
-	"q0TGuirS0QkxA1p0cD7RKl0WgkVAzRR5sBuqYPDigCTCsjy5hshnqlRmJg/JqjSRV3upmvKU8TiGauUu",
-	"MVRC1glmliaFyMsrBLLSUuEI+ubPf74IZS5gLhBIcFZpLIxizde9reWfZkGgqleDvopYN1rNtZiO//3P",
-	"f0W9USjRP8JUGERMzMyQebBQOcRjpFrh+Ha37XITcgtocouyYQkpIZbn0RL2mVN+ROJV1g6DBrb+DrHz",
-	"IqSIMWPtS5p54kGYIDEmlNXA03GrYeHN2KsRuxZ5MlsDEHUSi72L5FLyYpmLKJRdOg8XlsHXHlhGoqqH",
-	"hJiAqsJXgEARsFjES9RnwjoLeJKiBIrSS/gcFg1vbiI247ros1MWHZqfMG1ZzLlkh4Nvkfxx+MysMfXw",
-	"Io61do4xDB7KbnS4P2A/KikiKMJmcQL5Zlp6WlIAwSfsFUDg9LAyuvsDpnsEmWFDo0o6cBMoMAIMbTpu",
-	"+wxwMI/wn4MB/jtkc/O7ecD2B/Z/2b//+S+2lEWShnJ4yOZebSmuTTc6F0W+3oPIZqV0CCOIScG4JgwL",
-	"cyRE3tteU1SzCj5DSVGzZLSXJGLDMsGJwe2fs/qn9tS/JsUczc+t+G+OldIdEQ+EAkUB69Y++t5JQyGY",
-	"vb1mWLUlQH/IEqC2NucREq451usNq6vZ6NrmBj95b/+TOnRjkYpCbLrFz+H31e8fS2gzankilZyQtQLV",
-	"teWvUnVZsaxOgPQelNNC5WXKrlAsKfrsXGQCOV1tFpelglvrAnLDGAOF9iir8ZCEudrFdggxuwSx0pK4",
-	"Yl24cp45vxaAZIaKtJSQkB3FNUGsME+KYkNXmTQp37ZJX+ECbuqrmoI43Lb08QmrLxg9UMS0ai3T5B+8",
-	"uvJ3KKnw8N5ZTgXNQbk3UtQKMppicxUBE3io9da8aQQKeLAJ+YUiYNvsvC3WWRv2asNebQLkURTt3VUU",
-	"3k8OvXCGHLZPgUBqYvyTlvFvIRYTkaPhFVCtF5THKC2cLJ1VTL5vtKuIG7FomafQe4/Rnihgkfcwm4En",
-	"GAJjo5B5BQin1sBSORMSfmscfzCpulR+Ekov0FEoRREtG74il1UXfK3xL7aEy4hYoW0sSYqbwhZ6j8Ca",
-	"c3YqdUXFS8EuVXn9iv1y/sqRrUnK6ADhHhpb9jKMGM5ytTDm7IopeUKVBP4rGlPNGpZSVQxlGDYWVOkW",
-	"UL+XwpqnOY9Dac1rMjJtiCTRtGzWDu1SPZKNG60ZfMRK0qrFIsvFFKNxkecLjJ36jBhPE65LqxjhUxPN",
-	"nM4c0aOvRFaUFZ1YbxhKOiuWwi4VXAuqRTDvBTxvdiRtdknwnCnJokbXJNrend5kRe/YB+Zaumk1O0Fn",
-	"mace8X7G80KKvMK7nyexsBPWT66Hd28bq838y7SD39OQ8CJ4+IG1jkbbxvV46PK/sq4sUnGfMu7zpNRI",
-	"t5ZF1MI5albRcr7zNYKqcSGNGsqMKkftWy2eCFw1nmZqWUzVgmqDKZOUQ7Et1DdPVUx/SzkE6z024qQg",
-	"blvz87ofyheycMoVFBXXkEgw/xIGNSYiDgYs5mu9Fa2U1vF5uTpthcbH1Qot1/rjFRq2+a71VFtPtfVU",
-	"HyMrl/QdP5dzt9/tZ/Bb76avclHVWA9zlBtxRk5tClo1hR7JK+z6/RRWmxj/cCJcNgMcKDt5Ij8PPJPa",
-	"KjvjVs2SGxGTInVuGy16SbYND/9GY5EBMKQT5z4WKPDC4+iQcYrgYbmYqkuZaOjbObEV8LiR0AeNtcDG",
-	"T0vV5SWyxgOGie8+A5eMbcO7s1EBvVnEP++2bk0wJlhlQNUTQNMO7QDxMhVeUX4JjLLFywVgEqqPwNLL",
-	"xg1gXS+BAxTqBCWLtRjGn++V7WNp6tJNfXYayqb0EPKc1J3psb20SqWDr0GMLua/PeKXh0Cr0Od37hb3",
-	"i2Kr4Jshl8d1MX46Obh6N7w5WhzK4+zbfKgPi+Prb1fD9eG9/ebyBe+FuTL81DaOt9BbnOdKgdJSMKlW",
-	"J2DplogDGP+gw+zJ2VRdfi6UltZVb131tqrjsdpcADrKrZagMHMZhTOWw0O8fIyX7+Wq2BWd7U6WUwWL",
-	"2BNrtbA9tTFDUFiKwK82BZHoqjhCWW2yeL7MbV3IZc6ngmUiT1TMuhH8OMYfx9RsHQUsJuaSb48PBwP2",
-	"ZzY8ZPOeZeN2cto1EMJEoS4U7D/omsI5g7FlLS3A1GJ6lRTTuTGfUpHoZS5OWDSIjD12rSzMrEpj+9Jk",
-	"Zhl7yGUvkjS1SgDfZ5XIWK1seIXnaQJABbRtWJtpRo9HZryF0gUrVooGxHVGLsM11Hs2WQ3nZrB6GJ3K",
-	"B7+k5dC0g53RwfFgcGdLAd/inFYLzSMj9T9nLWb1mdtMAnPUcZPaospWy99Ty7f6+hFWYYIUrUVJqmru",
-	"Ifq6gHf8VEq60myT3fJFl702Z7a5t44oYGFEStvENdmYkS2OqVSrssef/mJH71W4hY0xEMoVgrlmmZBG",
-	"ua3mghokvCgJnxpPOhUxgaJ3hzc3PSxEtTgzc7VihGDLCqWuAgJy4zZRYNRvhtytdt5pciWof4bA9h3S",
-	"iLe3DowAVW0AIQwIFSAwAQYeKKaBb0i0qBau1Wr6aiqlz069YgvAaalVW5wgGMdm9MG8B9QkKMDvgFYi",
-	"QGYBbjCsEaB+7gY74K3QxUdLUj95hsA89VzoZbo19UzpIBt4My/ZJp1bT/YPEltHP48BAFGjr3cXrTFu",
-	"bmW3RT4YCgs2Ssnt36nWx+ex2KzACcpCesSHsveD4QrVXa8SeRXZJrm79bmXk2jzqZ+n4x217i0b2/uU",
-	"KVfvUHzsVv/SeyZrzUH72LUXy6mxLFUOF7cZ3s+W4S0/4V1yveXdO2im8uaddFR5+/1b9StvvYMaKu/f",
-	"VSGVI+ymmsr7d2zpZ91SxTCdidQYl72PNfrvpJYczViTXnIFqBbs0hEmXPJE6gLtaJUnlwiTSDMdle1j",
-	"Tk8F5e/IHQlYli51Tdt1z3/4nj17eng0CmX0n/tPnx0N958NBwMIMJZLAnCHw8HweG9/f2+4T26O1ZOk",
-	"57WVU65rP5QlhBSLLpZSiyIybg1bqfyqxCtYzVUKsv56v89+0eI+tbONHdMPUMZfd+90Q+u00bm3nNq6",
-	"0t1db+6kC9tI4uf1sh6lVruXVrp3ALG8dddQov/eDwgq+sPsHl78XennW1rA76OktzmVtzaG76DNn794",
-	"9eLtizvUDX0Cp7Ox1bqi6O7cdE1S/e6z/8JCvhXYv3OBfV/n637N4b8rCbe1dfx+TshnCY19apG12Yf+",
-	"EMP8kXakfywsdbskbWNUbYzqK49R7a4c2vDWnTrx7xneekCfg5mMmC5z45+YmyeC5yI/XRbzzui/fzVS",
-	"G0k7ttE54F+J42U5SRM9h3KzRLNYTZcLRNozYlZlQvIs6QNQfsAqv1vzRRr1ThgAUqbrUAKo5ejJE/jF",
-	"XOli9O3g20FE/QrRpWL5UrL+E3z8k+kihmZoniUUcsLm6fcYefsA5Nl5AuCEZvvw16iOoSiPGq03ntjZ",
-	"KDowKkcEzFwBGtW4ijY/HIssVcRU9uGDWTzar42Vy5NMM06EMoXZeqANIlKXOFfXwjbhiyQv+W/7JeEF",
-	"QlJ/COpj/5LNciULluXJVGjiI8rVssCuCvNIVqwzAQ0BQhfJgngGVoTZDnOamNPlPe0Hngt3ddNjAfcg",
-	"KRy2Jx58Cm8KzRJZ1jIkOc3Oe8D3cG/DwN8pdYU0PzB1oKnhQMfv5hOw1TyZzgnm05HyUmknLqr3qPMk",
-	"bnzSmTm/U7sJWa5mSSq024eSmEmbiVgKBHzRgF0qM0slgWgCIbrM2TC/tAw+/vs+h8GapnEOG2AfX5t3",
-	"4x0leil8hzXAWUSahR5V6hfC2hb/gNXqQMpnOkHTvONlKxJBo+rAgq3SGkCFqKOXsSCqlVLa8ml2kC1P",
-	"o+k3dDvZht0s5Ws2s3irauYkq62v9R6GKO9N54Cvza5BWN/SGcGJ8s4CrDG0TzjyyETrZWW/HPdZ89u8",
-	"W0JfhtEwMz4VtleZNEDBr+Ak/5jzbP6XV6U0lXwBUKo3fFoQidAsEWmsQ7nishBxn4GQ4iMWoYEMorF/",
-	"aQZ6l0asmxhzVGeEtQp8V9R7TBOnZ277RPRcxG4+iLLnvAiempM7qazDa1Fwo2v+PwAA//8=",
+	"7P3rdhs5lieKvwr+rJplqTpIkRQlWdSqNaO05Ux1+ZaSnJldSY8CjABFlIJAGECIYrq0Vn/6P8A5H+YN",
+	"+kXmTepJzsLeQFzI4EWy0+nM1vR0pyVFIHDZ2Pf92x8bkZykUjBhdKP/sRHRJBnS6Bp+OLlhwth/fPyz",
+	"Yh8ypk1rKOPZn3YyldzZ36dSw99jpiPFU8OlaPQbZzxm5PjtKbGDaWLGjCh2xbVhisXk3dlLIkXESMoU",
+	"YfYLRI4IJTob2kGGLCbXXMQBoYYkjGoDT/cHwo6j6YS5lyZ0RqhS/IaRiVSMmDEV8GhAqIjxIV1+Smbw",
+	"JaliploDMRA/MMVHMzJkI3hfZdpwcQXztcvsE8Xs5mSGke9eHT9rnn933N3bJ/KGKRIOsnZ7NzLwH9bC",
+	"nxSdwpv4y5BcsxmLyZSbMc6eiTiVXBiiWaSYIVv2l9OxTBgJp2PNost//ed/hUQbxcXVNizDToAqRrgJ",
+	"CBckkkIbKgwxfMKCgbBjE0ajMQlvOqFdXvhT0+5/85xfCWoyxcIjotg/WITvaEMnqS7t2B6ZcJEZpslI",
+	"yQmZyUwNRJTI6LpFLsaMfCtJSqNresVIeMXNOBu2IjnZUTxmNOXw350pG46lvNYhiSWzB8412Qpxe8Nt",
+	"OA/cgHNDRUxVTH50b5AxozFTmiTMECpmNU8kfKiompEbPC0jJUxMDETM4ixNeEQNI1LAuSFphDwOyRZN",
+	"tLR75ncEqLl5GoewsaGbdJPHYUBy2pJiINgNUzOimFEzPAQq9NSeeff2NrRkaansiKRKRkxrQkeGqSlV",
+	"sW4NRCNoyJQpaq/CadzoNxSLGL9heJWCRkoVnTDDlG70f56/OBf5CtwN0CQ0s5SFdhmeLFuNoMHt07h1",
+	"jaAh6IQ1+o3yMhtBw95Yrljc6BuVsaChozGbUHtb/6zYqNFv/GmnuPo7+Fe9A29fzFLWuLsLls+Pu9nZ",
+	"jS7N7ai8kQT3kRrDJqlpkefV4+Jmo5U0T+OVi2G3dJIm9i12Yy4PhrvXH7q3e5Oe2E+fqq7umf2bp9Pu",
+	"rNcIGnYrG/0GXq+69YXmr3iRM8Fv7SWVItZ4mYObjvtbIqdMRVQzMma3VcYwIoPGer7gnmFhQKRgeHFT",
+	"pgaCRsbyqZw5TCWJM+VZ0pWiESNTLmI5dRwTH1TSALltB0TzK8FiQkeK6fFALJwB0OeqLc+5xoZ7bv7a",
+	"OdjfPeju99ptu0V73b0D+nT/kB2wiA1ZTHe7dDSi+90ojujuiO51IhofsIMD2mZ7+6PR3u5+3I7YU9Zp",
+	"P42fDuNNTslSYac5pJrFRGSTIVN2O4DpuHUSI0nMEm4ZdcEVjMSHPBdeR37PcYRZ8xhH3WxLOkFjwgWf",
+	"ZBP4t1sNF4ZdMVW3nEWON2FaW37L46PS9Hm8dMIFK/tiV2Vx1pb2gFatZLJM4V3pEq2dei6bNtzlguoa",
+	"I6km1OAm75cmf689157wdd/eyAAvriWy/d6yS15se+W2LyxpE14wEIWygOwUPt2MWSRjFpOUKoNknjMI",
+	"kDtecXDMxOpUyEYGAh8LiGZW6BgWk+GM6JRGTK9gBH72+p6c4KYT/G1P/n30y+vDvb8fvvsh65zo0feT",
+	"0Q+vvx+L6793038cysPXz1/vfLeTnvb+WkNj7/FDTJtvZDwDZVQK4zRQmqLo4FLs/EPbQ/x4H4nWuLu7",
+	"m18H/EKnUmgG2m73p58Wddnj6FrIacLiK1a9jZoIaRU5YQi9olyQrUwkoA4Iry9wTRIJ+iu8OKUzYlXr",
+	"7VbjLmj0Ou3Fr31rz3AkFbmSMj4iuSKtjUw1aiT2ilmdJOaaDhOG6nXB0uzIdes4AxWQxfnoZIvdRiw1",
+	"pNd+CgP2uocBmY55NCZW4bQf4yze7i+bhdXoLDe122Hp6S5o7NV9+QXlid07N6Aj245VOwPUPgOy28b/",
+	"dsnY/m4ckE7b/1/yr//8L5IJwxPS7ZExvu/0afg2OSbhmZ1U89j+KSRUX9tdsitNpLjCkxhLITPF4ha5",
+	"4BMmM6PJVqdN9DZqp5EUgkV2ymREeWIZQXkbCE34NYNl3gUNzaJMcTNr9H9+HzR0NplQNYNNBl3PkgBS",
+	"ydacKWS1a2sAbVvyp1dWB2x4FtR4DzT61l6GismVUjNu+RM+jVcYXoV+Fr59c35Bdm46Xjdv+gH0zsfS",
+	"WDuGaaNDS8exRglZUNMTbec6EGCmeMPQGjXE2iCxhh02Y2pgSf1c+xAxKut23+y2OSUEZhYQORoIe/VJ",
+	"mHJxFbbIcUm7PrK3amxPjyVWw6JpysQqvRq2a41afZxM6Uz7732y+syEle0/N+xwjfcbKiyPavOj2vyo",
+	"Nj+qzY9q86Pa/LtQm61g/Xyq83LF9LU0hC4o2VYteaK9Iq1YKpVBVVcbajJtlT4rf0EPt8zaK2qtpXro",
+	"5//QJpogfOCh2uBd4OgMNvkZjcbsmRRGyWRxeWGq+A01LCATetukV+yv++0QNLRYAUdPlRzxhOkjsvho",
+	"OyCTTJumYjc04TE1DF8FMVjSx7aM4qkOiOJ2UgFJuDY6sEMPmQ5QTsQyyiZMmO0jEgrZ1EYqFlrNhRJt",
+	"FKMTuI+KpyRL7ZeAyW1yVTaYdR0LbjxnqWJ4B2rsohfPyOFBb6+Pk9cpSxK7XMczcp3Tnn/sBmKxVRlE",
+	"xOAR+11yxW+YsKodFQMBY+7vdchz+6et8H+hx7nM2Psk/F+dg8O9buew226HdvRuu7vf7HSa3c5Fu92H",
+	"//93u4cvubgOB8LyGU240URnUcS0lqpFXksSnmdCMxM6TzrZsl9/unfY27aDWvu0D9OkCaeaTKW69no7",
+	"GwiMPcgRuekgb9vkHEoTB83bGKbsVv7v/9X8nz+3m4fvP3aCzt7dn2sP4+SCXi2ewrlRUlwRd4xS+e1n",
+	"tzQy9lYqZleCJ2H/tSnNDBq7oy49jDrDg7jH9kb77UGjdl6nMZuk0rLNM5YmdGaHXdRzVcZCMh0z4fSm",
+	"3M6ndpIJneV0IywDkcoZ3PZX+ReiWfNvDNz4izaF/UKtTdF4KZeR8I9jppAUI8VAYG1JRehoBAb/NlFM",
+	"y0xF1oQTZGhNWhpvun/WgoQ7v2NUejneve5OemIv3f9woJ7qQ9O92Z32bvdm+7V7ekYNe8kn3MD/qTl1",
+	"/gvzG2Y5IlNPrA16zQQZZtE1M27vuIZ4iH3USTqyZRehiVRkqrhhertFziGSKAjNzJgJAwaTD91oMh3z",
+	"hBErz0liZ4PWvRRzx+AX3rUa0qJCVCzpjE0oF85Wn1O07Qo0SdjI5EYeLGfJtzqHh+u+pVnd9iErcb6R",
+	"4jOWHkdZkqBfKiBKZsLqQlm6bAL1n2dGzcCjsvzTRpIp5caHUL1rqLWxzl/z3XPP3izjq/dxpNRqe5Jk",
+	"mhEutGHU2dWoK9o/o354RBRL/jpo5CyzecOU5lIMGuHGLATGrHWlrP1I7bX4AVSEZU6K48yMpeK/wGUP",
+	"A6Il0WNqGUlk5b/XQib81t2ZjeVnZeTamf3444/HpdtTv/ml+wXc2H6J+dPYCr9hVDEVbm86K3y+djo/",
+	"neFtP63hxaexncOI+3Cz3Qt726xKlcgrfUQ+ZNIwwg3ya6sTWw1fXBGdpVbL23SCin243Bt1h0+jTnzI",
+	"dmlvuB/VTPeu6oT62HgGauH8vN+IZAbaj0beYKfOzYxsUfyvTjI7w2gM9KypaI4UFRHXkQy3W+RYkExY",
+	"HVbg41bvAJeztbRnoI/lNuOHjKlZYaHY5+vvf6PymUbQmNDbl0xcmXGjv98Dw9z/2Kk7p2codpbwitKK",
+	"vXyy70YmmTlbDHaBu8QG0F92d3cPt5cuBEe5hJcrK8pNWquTgSHZWDVfcy7VEi8qJIl42TSlyXVQmJh6",
+	"Jgy99X+ElT0hoZbKhH0SNvPpmZBsCTZl2gzEiCttMM0gZiOaJWbbCq+w8rBMYivb4NntI0JJwmhsKTZs",
+	"hmTCqLAqqI6YsL9sDUTlba69YmKJnk1IRPFaDlk/d0g/AZFpfypcvOVRAkIHAjyrKfyJa53lfxHeT2T/",
+	"4v6Jf8RMEfvVJxp8nE7saTphAxFzhZ71gAwVo9eaGM7AsIoypSXoT0Mro7z/2W4lXFyqCc7AKgKooOZE",
+	"+3NBB8ZqTOw2TWTMGv0RTTSrpxw7cIVg7JT1Oku4Qi5/YzNrYU7o7Sm+i46r4gdHblQpCk9qM4M7Zmmz",
+	"URDfNyAx73dbfKLSw64Lvv2g+wLHVCOyBJEp/ZAxMpTyekLVdZ+EKb3iAkRDS7Bbc4lnHAK1l/6WKnZT",
+	"/G1EKLG/4TLTA5HSq1wvBKc4rMgSjKGTFJLI8M3AjmpV7YJKiDRjpsiIJwYsVKAlqQYChWVAcrWdxaTX",
+	"bpOQCzA7/GRKPp75jcRtKG9giVHudbrrOeVzMMXr5Jm9QGiowxVywk2RrTBWN5AWVhyw1W+KacV+zM3E",
+	"mR2Odoe7US/eY/ujg6vueJf3/rF3vZ8cTLqNVbN+AZu6kmZhMoIMZ84XAG9WxJbzRtxDcOEbl+Clrd36",
+	"TWTUSR7zqt97p9uVGWPlFKZjtvIUipjahudgB7zuTfZFN336YVft6QPTvelN92+fzrq/9OptZ234hBq2",
+	"bA0ja9Iw99D8Apg2qxdQDL6hM1yby+HBvQxC8CduoC243M2vRF0oz3ol21427d+Kb8PElxGL1weqRHKz",
+	"hkjciL9WuASnfKF4uprX+PnrPIRl2U8f3GOh/WfrL6F/glrFYsys9JlNmDClP8mRfcMKHPiLXs777Zjz",
+	"HKgUzlvnG5ljVsvWPUvZynXPrfmai3gZ9cAnHpT02fhW0XT8/cuTW8OENWP14mzeKmlkJBPC8ofA+Un+",
+	"/fzNayKHkG689e7sZZMJDMTAHwy7NdtBYd58HDRSayprw+Lv7fwHjf7HQSM3n/udYNDQY9rd2/+O6vGg",
+	"0R80/vWf/zVo3N2FyxZezKiy/MUtd8t84z28r+H9Recaj8YlN7BTS7yT26qsKhMB6t7ckDHVRFsLnSYu",
+	"fxo/g1nj311cvCU6ZREfeft5xG8LG3bCkmdUM2LXsmyBsjLheoK0N6j2frnZwGbX8wU/X7/CFnlFLQtD",
+	"f5bMnD0dFvscEvRN03KWf36uTnlbshj/Y90iPsKl3uJxnwzWXLFBY5t8dBEbFIMfiZGGJlZRVExEM3Jn",
+	"/2fVnvxAFYeMqvp9uaFJxvT8+T/R5Ma/F2x8BZbtRj7Ush0ZNHgMt2DddtytdnJHM2vHLCr0kNwD7tiE",
+	"W+q+YsISG9MQIU3kFY9oUroNW5S8e3f6nNz0rF4N5RITJmIWbwekY+9Gd29vIFLFhbHrItGYKho5zTyS",
+	"Kcttvtz/S6NIZpbsQKOxpnDu9AULnMIcVSb0QFjWDq7c3A/vfO5b3R4Zy0xpq4l6g/sIKNSoWcmUt9aF",
+	"Hc8LCbRYhzKekSsGgUBq/PDOnTqcGczRs/9wboGwCB80ffygTyBcgAvBce2XcBECzRT40BYYMfnvlMzs",
+	"uFJhQUb+ax5b88Wpz9aKjydcYDbVmPltg6BPr9slIS/O+vKazS4VyzSLwyPnCTcLuwu7x5PE7q3g4ioY",
+	"iF77cHEgLi4zzUK38HLinbXQ9m5vS8cBKZJwJODINJWdmCBf8fHU5bH1ucjJksuxN2pH+6zDmk/jDmv2",
+	"hge0eRh1Rs3duMt6dH/4NGrHVVHc3dubNxxK0ayfB4Pbbqc5GNwenLz/tz9vcKHOcp1oMfsS/0LGTLGA",
+	"DFlEM80IJUVq11RmSUxiSRSjSXMqVRKTMVWTPmy05bvcYCDP7649n3bdQeO34DjufZ8HYu2FJnX3mWwB",
+	"mU65ZtasHojcrp6bX7i97OoPRH73j1deVLg1GG/zoXq49W5nsN5qxZU8qty/AG+cvVI4E3eF7BKW3SGa",
+	"3xq8MlyQUcKvxnCL1t6agXjYtSGfeGs20dl/k1s0ekVNNK6Xu+HJBb0KvdydCwXPZEYSCkyMxmQr/PYE",
+	"k14xZPnR/uc0vgv9FRqIcMRZEmtLhFKR8C+OPUdjKq6Y3foJjRmRVtnmhX/XnbLV7bg5IiVK71gySRWE",
+	"w7id0uUI0p3DFnExbSzg41qKPqFkyug12Qp/3Am3iaFXPphjl78yveh01MQ92jTM/bRTdvK0n0IsqnRq",
+	"nXZ3A6/J6ei1FGzJ6RwLYs/GiynCqEqsGYl0fJSrxLh5bo1BlYeR3XYvZ3B0dX3b6ahpZ1OzEYsT/xub",
+	"LTN8j9+e2os0b/raSwqmb+AOBVItIBdsiTF8Dd/Y7FrZ0Se7Yi89+NBVPb1vnt50p73b/dnTX3aHe7W3",
+	"YknQ/C29YkTzX5hjyJ12u0WOxcw5PkFNXe7khNj3UtsJ/lrZWac7NfrduYzB3S7Sk8vYbLfX5W823vLo",
+	"Oksv+IStDxSlPLqGiDUoR3HmAhnbn+gKSmEKl4ZP2MPdQWdWEVtGXKClzZOWitVKr4pyI24Yj4zVpejK",
+	"3bT3YU/t6wPTzXZvetO92/3ZwS/1Dlx0qFjGtzjrZ3Iyoc0i2dHItJmwG5YQ+xaZsMnQindr5zKTKdD5",
+	"dUqVnmfG2y3Ma4dyihBtsRCyLCiGtvF9FlfcwTg+WJDzVOsDPuvjOsjU7x/ZyfcFQjr3ieJcgGSppwFL",
+	"wvMkYO21VSSAkmrT7PH7p+LgfFeY/SDmpmMJxwrxPzjzhGtTO/2l/rEHLaCrd/MF9O4fgLarq4/lzlM3",
+	"hIOu2UwHlrmAAqoYC7CEnhoykdqXd9eEXweiFH8l+baVIp5oUqF4WRb3fI48dSAqseIWOcH9qcaQgxFV",
+	"LNz8KjwsxOk3cCG6ufuAe3EOV3+DYJFPgHCZtktIC/+6sS+zmEGRuIy50RxdOy7D1geE0LG/Yep0TsKL",
+	"uc5guUB6yUxE9rBuEFLjZ7gbLTvThBkWQ8okOqIhYYjFLG68DxqZSqzOY0yq+zs7KVVGMNVyH8whF3Ko",
+	"Bdj8jTakdr24N4ts4N3ZS3srIJvG+0QKRAJgCZphpJ7XZNDczSeGf0Pjb6lhU7pqd1Mlhwmb/Ns9E9Tx",
+	"rbqVWPmSumRjzdQNjxhibbidJ6mSN1bobhNU18H4AwPcml6YIxmNWTwQWz5scOnfuWRKSRVut8hrV6o2",
+	"pdqq+RNujCt/80VshUcKnEfaYNrtnGnWX2btOu/SkEbXcjRCJlBKCP+p6RKkmiiK6nbLPb5TyqWCDfuG",
+	"xu439ziYEvlHwIgaFb2yYc/BUJ54VRLSs+12DpmZMiZIB3bHqqz2hth9xHq9JE9uxdvf8uO5mp5Gv+FK",
+	"lvyInld32u1GqQTCyqClKVuOk/Sh/MVwA5zrFFdA/Bcdh9uJZaT9Bug/Vde58d1bQaOgLRautwlNLA9l",
+	"sbUS80QyS5dOQ7LGJyQjgVVpZxkQ1FjtQ8rar5Za/UTd0KF3UOJm//ze2jchWgH2sw4TB14nW3NmwnaA",
+	"5Fqk6eT5F1LZjzN+JUpvuQwKfA3d3eWV2enlP1xamgrtYl06FUwwIFS4egOv4DvPO9jrtKIuQs79QJip",
+	"vd5cQCII+t3Ruqei5JfFmwZrnnCt4dpC3rRnYLB5y1xpkKxlWcNKH1h5/xe8Xi1ywW4B4wa/u2UVwACj",
+	"IwEYvts5cb+7eNF8mpvFr9+9HIiy5xwgafBNhxWEb6JWvlVcjaDdbhfEpLf7heui5KDzpGJ31VdNcpFm",
+	"ZoHh5BnJzdw4XcVz5vK/yynNzUr+9EaDFG/MDeSSozccxD59F3wS73wmxSjhkfmSIq3MLiL3fV1IDJ/j",
+	"/0S7iJcBrYqRLSjjQb5dOnOjqNDcpRiHQl66JBt6Q3liydr+GpR6mihG49llSnns3GYQM5+7WUX4oPCF",
+	"bi3zggY1wYPtBWqrceCuO6maKg6fyd7cLJU9QEgHnN+S6d8rjf5TCO15XnD0KK4fxfWjuH4U1/cS13OF",
+	"j6s4T/lR8D1j6c2qV6p1OhWZ/N9aOyiY9qOe8EX0hIeT+WfTMB52X37/askLqYY8jpn40iR+jZSEusAw",
+	"QzRYy/Fj6eFHR35u6LX+IxDMI4Otkt+pMEwJmpxYZeSLOhgJuPCJxIJDzWNUx3A64fZRDu1EIqoUZ5oI",
+	"SfzfdYucFQ4/7937TWX35zmP19IcRxFLQdP60iwhxE/nQAg0hjJvIcmExZyCDo68och3SpWMs4hZdiGk",
+	"uaT55D8jz3i86p+JtF7ITMRfkqpeS0xVzwEUkEpGdh6PBPL1EcgrGQPo4JLUjDkUkXJWEhaIVBKMQkhu",
+	"OrL8w2clzWPxNEtgPKsmXQHuWQSkuQepePSUVa/AM49klcMsrHoLnvlsJPiWzhJJ4wspX1J19cUFIKgb",
+	"XJPEflwhun+HvOLfkK3Q/u3SSHkJf/ytmdfn2e5zjOy+E7kx+iV3PMyK74Z9BzCnbnwZAlWGiytvBpOY",
+	"GjqkGnKcMgHRZfBGOT8Vpj0BqK7VCV0yibPjn2gSMxonXLBqzDmWgh3V+83ydFnvsRyIkWIM07gyzbwG",
+	"6sDwKvC5Hnvwt3Yn3cM8ngegIVtoLntAhCXbv101mdckMH4eqr2Q8hUVM/d3/RsYzk90ThfDLL5CwCCd",
+	"AkJdqKhh6E9msbVj1FoyeVSDPo+8mqP3lS8X0EyfjS7fCerwgdgXVrKDPBlUKqLYjbxmsc/SJluWz5YR",
+	"vX5r2fXjjz8250GSVg0wj6n0GQ/MNaCxnOxEGAc39Fs4mrkmU5YkTYwVgT/OZTxSojKoNqOGCMZinbPj",
+	"PhTRjJhiCKRIzUBA9yArD9kt1xAoc8UwM5lhJIXQicyEwQHzx0GLhz+z2xTqrDyaAQDaxCyywjP26V/w",
+	"ZFEGoDMs1gQHeMrVrBQju2azS/f3MCj5xe3v8eEwj17Ne7qxWmix4K8+dAWVRdstEkYyZiHRdKYRjf8P",
+	"4+/+XGTv8LtY/IrFnELZ+m+kaVvaC+fzREPgWfkkL8H7dAltnH7Havfv09P/+VJIHt0tpVL5jbJRruyz",
+	"H5Kmzwe+J1m4T525t0EDX5OSXcpQYRXwCpf98v27k7P/uLx48+by2ZtXb1+e/GS3w+ey4HuRTLKJAAvA",
+	"ioxGv3P3vpzWYinSRfJZwiKjSafb7hEsQEGvP6bScE067Xa7Bdku87PBfcPklL59LE+IsfRpR4Td/jwb",
+	"9avcyhz/IqLCXkaViRY51jXcELNLPKoEEzcskSlDqSgkCa0ugPazlf9u1FyyuxyJ8Nuz47ffff/y8u3x",
+	"2fnJ5Yvj05cnzzHNI3/UY0CXU60RnZJaietH+OH45enz44vTN6/zYQKXt+LAFyxnsQOOONRcb4XfHD+/",
+	"fHd+cnZ5+vrtuwuoEJRFEGEgvBMxrEBzWDnw5u3JGX7r7OT8zct3+WffnZ1AY8SCWoZKXjNhZ1qQ6cs3",
+	"r78NA1L6zfOTk7fV3zhS9qvIcTeaSKZjqsewRwORa0pVBJOt8O3J2fnp+cXJ80sc9rvj8+8uX52evzq+",
+	"ePad02/K3gSE+xCydGCoAZVgUkDbAReUT33BfTw7+f7dyfkFYFnqgQiXUapzqQBgSq5mGs2SUSVJiSzk",
+	"KAWA9raYLTOChCSQ3C4ryaM75hlabhXeGsFp5/k424/psPVC4Q8chf2UbfkDB0MfCd+f8Ncdk3w8J39O",
+	"v5fQ4H0CfI+xuntTwu83QvdJqy7hk2A3xi8ujjx+CV4de3NcZ8byLSvxtDpIFYhG0Njq5KDif8Ydegwl",
+	"ftlQ4h8qtvcHj+g9htg+jTx+t4G13zjS9Rjf+m8a3/psTvtPo74/Tpjp4fuQO6FhnOOU18PG5tTmlYUc",
+	"yPE0B1ErGijqsWVJKIAA6IZjG65UyZQp42Ba3BBLehDhH8mWYYIKsw0ftd8fMqtXWt2hVW4WYkczlx7M",
+	"bAFCKCj3EtkQCWzuwMrwRs/GLLoGQLs0DZxbxfVcElni1EtER1oYFC+4dhNZaPQm8pViM/apVNdcWFs0",
+	"syYr9IiBXbbLr13G2hnw+NOg64JGQrW5tPe9dhX2/BIKbTGrrdoqML9umQFgkKqYxRV0JkLJhIvMMOwA",
+	"7bRlxeCKuM0ABREpzs4F2czDtiRVbMRvlzRdAMSnEhBqpdtsgGpyJK8EB8BXIFJs+G056A2jSY4Wk4Go",
+	"qxKuur78abh7/f3h5G3dVjupvp5crJLvHs73hyfYH0uqa/1welEyYesYHXKOM/ukZSkocFYg6JGibalf",
+	"AI0MNK50sx/lCMjXbKbn9ixWl08n3WtoObBAtOvXVGl3+3MDYc3s3IupBzl/yqmjyhAqLKVyrefuR+UM",
+	"i86PWBltdwv3zsE2WcYYo1lMk7clhukgwWrxvKVrSeFByhawtheY7xxrmx9VSAeBPc4mVOiAsNZVC6W5",
+	"5XlkLBOnCV1jo8uNeGO5mU6p/eKn80Y6BIuxzB3JK1e77XHbMpOpuavXbXcPmu395m67aMi67JZ8kVvx",
+	"RJfAJIOie7uH/s4vDTyY9w0iPF68RQPhSRwOMoQPYJ/aEAcJHU6e2z14Cm4c/mGuHdf6S7e2B0b5zsH2",
+	"rbsNcS1tsmkyy3uweL0EZEqB6Bo4JQSBfivdXFdqIr97heJrUQk+VQ4/UEB+MQkHVFZ/lSGhCSLZAV6q",
+	"Sl/OPsGGmATbjuJArtl9i5wXVDtmivURXc4KcSGnCzey2JlfXvZuXj+dnnXNf+xn33X+8bc9eXJAz9vx",
+	"i92rZ4fDH7ri1YfO32+fvp3W7WGJM/0RhGx+PMv5y0uuTR1z8Z3pHFvRNZKTms1hN51BdbeIq1l0yltr",
+	"QxZPzu8pzKUy1vIVn8mktvsNNU5pndAZiWV/uaSwssU3u+bKex2CitCwf8d+Fdh53CsgSLmuBzZ8wJ40",
+	"DG6pwA6APR5z6nPPLNDqMyoiliRLWmWjU8caFNhz0EH1RqWXFo/U/ZXFl8PZ2l6R/tlvZg+VAvPMNqLi",
+	"8kN3ust6as/szw6yLt+VvXSP7uuDuFvP8+h8clzjbWKVH8S5j+te8gi+n4o0vHCpy9DAMK+guqPBXCPP",
+	"BQItH2kp7fAeevCP41mB5c/z82bx4mEXe1cd4gWEPNitcbDre+12pZuNkAb58nTMDSM6pdGcOjl/AvPq",
+	"7rIWCoPB+dqNdrNesXtAkfX3wV7EShd2ezmre/R5riY3SxjrhY94xSTiAJL8aXz1HMaCBswLvLWOR9bu",
+	"23zX1/pZOzxpu4EJ10aXM98A5XhtH9/S9lakWXO+v63f4Gblseo2B43bph2teUMVpOnZYfOlNILGKy4y",
+	"XfziPbZ3hRZZiyt8KadMRVQzcnr+hvS6nYOin1Yk4zkCzzSCGxe9P2jzl/cfd+/+XEcN2FS0TsjmNkya",
+	"DRMeWX13xNEvMseYXUhgeSPrtcz1vt1QPSp1pa96TMlbqq7rnk7H0sjq4x7iOYpFy96VCsYzrl3vrJ5X",
+	"6x/pVdkSzRSvlQPUuFhb/vVe6+lB2YSV2RBUrryTw16pj0NhgyOanx3zho15tF4d/sE9VisRBDauc9Mr",
+	"xgzwROtuI1LLMUbJeVLbWv3HMYO7R73riGvLkrlggdNJnNtRMfSZk1QithXZckZuJgxPvG/OPjQQUrDt",
+	"HAobBAj8mSrs1wuReT4iVMxQi5m3HQ2/YZefRbgGpU64n0jEfuHrjhG3/a1/+q4AZdzkvfJxeUj2oJGl",
+	"8T11onmWXe4H7MHhS6NuRj/n+ULWUJGh10wTwabIz8v8GqmrETTkaAT/er8RP8bJvPEvux/9ELWzfQfL",
+	"u6faA5GS0iDFmqi+Bl18kad+6vnOnZUbbvmRvC1R4sJBKFZMeUo1oYaEPh4APRMWpj9GSVu5H4ftlRxv",
+	"d7+9hucltGr77h60Dg4Od1eOelgetHlYO+zcPJudbrfV6xx2Vw7ceVoZGX5cGLq0SZsbHjplrMpZnrb2",
+	"aueyfLPmjj9BUxwuQnlO6+nhG99z6h707t913Wos/4bGHFTMiP10Dbl7Rqg31i2r0zyDr1R7ZvhmSMu6",
+	"ZsztUTGFDXfljGloybTEWB9CiYcc5dItNzqWL//+cgCaxNzUuWC/k1MysVtefB/S8GFaY5bEFa2xU9NW",
+	"qiY/q2rsuE+X5Nj6rXMndT+KeiNYoSTQQjONGfSU8CS9kg9VR3zOrhRjmkSJjK6hhxy0TxNSmXFlYx65",
+	"1pIAz9zeQ0c+HxvebfskNkLtERTBWLUqJr6cFVbn8IoZ5Xpn4mcqJ7aMW9Y3SfsVeOd5NpnQZQ2enDGl",
+	"8Zm8j7HXBzS/EtiSE71iiyT9aDp9kum01BCqO09oyF6TGSsnDFMFID9sTNOUCRZD4+mYJXb9eIauSxBh",
+	"rukPdsFPsCH3cEbyRpnYpSjsD0T4kceBAyovtZ+CXLa7MHDw21iuSWKWMnvJpCAhpBy53m+Qgss/ZC4v",
+	"AzsHlXsr2zfYDVMzP98ZocawSWr6JGZFN1wpCDct8sp1n3NNT2kcszjPa77p+FaNik3kjU/xiLndsgkX",
+	"1GA52oSmqTtM33lp5LLgl7nU4SlMlcejqGvatPrtc/+cHwBuFVVoM67qXnXsnqm8mLvjVr2Z+/qqr+at",
+	"p1a96h+qvurjrCtexEcqr0HO+urXzvERfO0u5zWz166fnL0Rd0FDCvZmBJXZ63p+VeZxF6x/obrNm7wx",
+	"N+cN5lTd1I1eqR7hulfqiW3Dt8oEfvfes511sS9kGZ/ooc3P/TcMfMEcfF5nTZyWC4wSCVxyH4HO/Z0I",
+	"ydZQymvojB1W7raHRPfXICRbLqlJDMRQUlW8kl/N/J38ntvfLPCc8i99o+FK7Kxya+d5ztztDBY7082x",
+	"mjquF8wz0YpvenHEecn6gip24rKXa8lM8YjFvgu+3WKsbhERs5KLG43iSSrnrePGZUXr5R7iVeGGGdnS",
+	"SXa17btfYnt0nEXu87MyDP/u1AwcwDXBu4cD+oF5IWbDS/FSFhgxMdfGHuUltpNY3Ad/DHa3aUz882Tr",
+	"yk6yGXEVJaz49f/9P6TT2t2uLHiv3elWLbj9Xr2HILfmgkacYcXxpdPVV83M+ViJ3Rur5lNBMjWkwqr6",
+	"15Odqs203+7cezI+k37Bq8q0uRwe3Mc9uyo/7QK6dGCjYrD4MFsO+iu6GZCIilJl3JARZDCbmy2Ysb98",
+	"Wy9KX3uiScJHDPaVC282BQQC8izGSYalBqVHJCwWCKpe+a8kTTINeVSVE9lt1/aNXlGMFTSk4lf8XpQO",
+	"t/USuuKsT7nnETuDJ63Q4DG7NE4ErHrtjMfswukkm7lIy3yucH6XAgFLevDimeP2Q1qaP7Aj4oqUMbM5",
+	"77BsDwKKK6qc6BND9+VrUXKzFxvmgjX5cVXZVPVMFnlRDRNYIN+5hJ41WQLl/X5YlgAGwzPDgNu7oBSJ",
+	"EqrBoQgLqk2VvS9zPhVpZu5P6flrD6DaudNdcmbFwOt2eFn0JITyodCJ5jLDgBic8L+KLTsBqnWSHal+",
+	"yypbnh1yTSIpdAa9qCC3YjgjlGiENRtlCbzFxdV2VQeCKeTUY/9lP1TVU/wzCyzUARU9k8vyFDzkzRM7",
+	"O22wXNd1O5MjhwRllRIPEAXrGyl6Zd/SEDhktykVMYuDgfDs1hW55v20VCZc6yhwnmJVZwq2LtB2i4Q5",
+	"ZBTwgHZeEVuC5ZnvaRvXxSgTX9ZZOGXbtWx7kVWXUKsqr6/i+e0NHLx+1MBNro4c3Uk9d2ZH/UXH1MO6",
+	"JDANyDEjQnNsKr9rAdFjmrKYJPyauaThBDt5t5bnNS5MLIfDWXQp52hY9pFFllKFC9t8Ya9oNOaCNe1B",
+	"g9KM7f1q1GLAQ1vUvTW2SCt1rjeSDK06OyZS9En44s3ZN6fPn5+8tobI6euLk7PXxy/tv8vQTsFAzENm",
+	"BaQewav0+0VcLjvOSgCtCg7WMqysgagBywrIAujV6zcXly/evHv9vO6PVUSs1kCUdgIzIfPNgAtu7+zZ",
+	"yfkFZMloUkIoxKdzjKL5nN182LUCGs6w7l6UAO3qQ6qu5CFnEqCDWkokqLxtZMCXibysis3b8zl0Xlm1",
+	"vrB6DWo7eb1eXkI6VwDUqvUNUzNelt2JMHjEPuK93MCU0WeKRuuRwwBDdox/RlSzLfyI3s49poSLmN3a",
+	"Pzl+pasmEBrd9ij8xq3LOfN7UgEGfL+Gk+SbXGcz+xDV3NHOafOdOk6AeIflONG9FXZESvy4Oqi3BoCh",
+	"EvnAvAg3txUb8zA97zjnv77i0PXq9L+WN0wh8pxOWcRHruyWxGzEBdPO6F/FszfCa4RvnxTvWYWwDCBY",
+	"d3+tzVhC2RvN3WRp9YYANQFuoAmpZjdM0aRqHFxYit2g8gEg8Oov2rzUbJFX6KRP2MhAo9Kp0/f8Als5",
+	"NuH3dtjQ3ThKFLuyv1bW3PejVaaLSHx20lt/5nGfnD7//22Tj8BBtuzPf+ax/RmtFDKyd/ojMdLQpMhX",
+	"vLP/U8dLctzHDQ/uB/f8DzTJGGa8rKHPkwfK87dKGhnJhBR7OIfGUkRISmmn4fw+2/3gV0Iq9CXMn/pc",
+	"SkDl5bXmdOXpM493sGZXHFJpvWPOUBFTFZcuqePoHju05aNQXPvitAIMZkHzHQi4EpabY1kiu6WRSWaF",
+	"YNCE6mtXB+dvjqLiyHfhDV1m79TKjyl8TklxFQwEo9HY4R943alM74B00Jr7lXadfH0czFWd1ejl3qG+",
+	"AU2CEnxX9Gj+eH8hXie8H8DU8KzKXG3esbCRyKsZ6HNdnWVlfh6Wd4NlgnW4qJDplYbKHN+4t8kCfZX1",
+	"PM9/ogvg2sAayJapVrgnRu7X+YPuNjBsvmM0qdO7jkmq5JA9WV5CWbjMCqYur9fquCuyB1erQ1wAKqjd",
+	"qAlNA49RQmSK+42Fy4WhRONYMV0TQHB/qM68Q15Rdc0MOTcBOaeCvCh5/EtlHd3aKubavJze4a+Vl9P7",
+	"1LycpWkpq44FfVX31cvmDw57hkMKn5d4X/9ZHu7u/ypnuXu490WP8pUUS8BeHEYRF2TCBcThuNFkK7Ks",
+	"cht9KsnyypEazlsqQFlZXOefs6LKandVo+PpXvue0Z+5/cAxg2I+ddvythKgrk9ZBrMR4uXa7gwX4EWa",
+	"0uS6TuwsRbkpvIogze04qPlUIkKbONiCxpjqy4lUdUqXyliuFKHOLtituYwypaUKPQCRlQ59N5GRTBI5",
+	"xfCEXeYTTRIKAN1sQrjACk+7CU80Jt6SLaguk+KGCW+5nFv13b4a+rmF2y1yaqzRRa9zQTeSakpVPBAx",
+	"V+iEgzq7gNBESwJpmbDTAPwHIVsls6sxCVPFbvwi+k7bU/5cLJEOhJ1ikL95Jbm4AiDoAOGp8on1iZWI",
+	"oWu/XRq4D9sStoirGhgI3KBUsYjFzM+Na2JkgplX5WkRmkjBUPdzRzaUMmEUXCmlU1g8tbdUW72VhH4o",
+	"V3lL7FvwVQeUQp2DR8StDUvsb+7/UVz1PxBTAxzZOW0E3imB6V+WGqozg3SE1r0Lxsu7U512idgDd73q",
+	"LzKkMdQpENGYKkckvkTYGpUtAomU+F5zwsxYxsTIayuiPLhVSpXBG1sjgCb1d/1VPRcNPR+qRvYewOfm",
+	"0w4qGCf7zU6n2d696Dztd/f6vd3WXqfTbfc2hzp5CPueD7andHZ53Z3sil6692FfHeiu2c16N3vT/duD",
+	"Ga1N0d0oCuvzo+oCsCtipV29m+vGvfuWObtjLm1MKYC6Jorp5vtAtB9HmnAtpbAM1yXiYEovCXFqzgmd",
+	"kxeZ2IvLPmQ0yTNeHMn3kZdHCbfj2lUwZwhj2g1EuIwkQ+YuTYymNiUTrrHZBNdEsRFABW71ut2BcLO4",
+	"9E+E20TRwn3hxqmtppssF5alSS/RTDa6RaVkbfx/a2/WA6jfndMlspD6ZLsaJuNyAnIWZM2uGx4zBWIT",
+	"sIKl8oiM5eeGmRkInyprMgU5w4m8umIxkYqAC4ULn9k3EAMB8IMZT0yTC6L5JEsgG8d/EOW5g7/ZJtdC",
+	"TsGFqhmBCkuctu7bof7pfiL/JDIzkZww8s+B+Gez2YT/tQ+E6eQyoiq+vOGaQo6b+3lCtbF6pIrLv6UT",
+	"dhuSfxKXlKb7pNvukOpIHhPTPuf/3Se9bjdPoCseCUg4ojzJFLtEcMpwfojK0FzobDTikb0Sl6NMxPph",
+	"H6kdp/IlHyt/0PDuZRjJDQyFUHDT7Cf+9Z//FTrKetj0ESq0SszwpYE4cTneDpjU5XgjL/B4fppQF47J",
+	"CdWyDgadKpakORYCo0Qxi+BSJSyFXqUkPZ1c/kybv7Sbh5fv/+3Pa3AwFplMlaFCVgidAbvdCq0QAbyt",
+	"NXk487Jl+dQ76wTPapkzx2VWiBvIhPWB9Nqisvw4/hIimwAN+WEqzudWbR7AgMukXLfm2SJp4o8O6m6O",
+	"QVRPvPK3+uglHkydEvShq3Z1z+xl+zcH0+7t7qz3yx7dHx5E3dVKUE3BD37liXZxkYCERR6xZfuhv1rV",
+	"DNZSpu8XAYkp7caGWtQKSi6ntNeI1XmugrQcFPBwVSZXY60/JH13Az/+wkXMdeSaDE64fzwmWyG7MXU8",
+	"x/76YLh7/aF7uzcBgC7V1T2zf/N02q3TZ/0vFjYsmYIdPLdr2FepUmcDlxpmH5YL5Felis/9bTMl22Ue",
+	"lgFQliK4VHX/xVS10m3I40fO8ptiXgR4Eo7yi1I8lutBuYRzieBu3eVLVLf2lZesvqZjFTWXVgLE8Ui3",
+	"Vbot9uf+pFscVS31rjjJTyfgJcHVe4WOjgWhmZETanhUdAf0PfnsbhynMkmkpWkImW2js6zw4I7ZLTn/",
+	"7rjZ3dt3Trkiw/CJi6cCNFaL/AgOMhg7DCCO6kL7uhK0OkLHFzyBSQBSsIEo5QGgF6nOBtRj2t3b/47q",
+	"8Sq8osU5k3cXL5pPYZ5w4jjJKv2N4nbvsH1IDw/jbvewG7O9qNfe77BORPf2D9oHu53D3XY0jDoHNGKs",
+	"N+wOO7v7e6M43t1l7fZerZ/ixm75Miw6v+fEPXWEGGIdbBCg5yvla/zXi0STl7TVm8nWPMObaHfh7Ztz",
+	"LAR1FaPNvGJ056P/52l8t2Nf059ZHs4l0LivLagX0zG7vO5N9kU3ffphV+3pA9O96U33b5/Our+sd86U",
+	"x627ZAtlHw/mQTnn4JWIyudjB0XpwhJigrp4+4CDtzUSk0WsqArmvSJVNZx8g7nUTgJqEk7obRig+ydL",
+	"R0qCv4FHtZfyITr4hFaRXLud7tN7K/8TXk1e6+zv731aEGjCHRb12kCQa95QFyE7e/GMHPb2DojrC+Ey",
+	"cTXB1++dkasFvWaXwNmWJOdWGVneErC+nMzOpUr1r6WzaFfq8rW5mEXOyVwNF43GxDkJCBdpZhDv1vXp",
+	"5VIQp2xvnnXq9vwFZ0m8NGtljXGHMZx5/0afTB1I5LxzrdDxtubMPmyYsuDECeZ8L8FSX8l2i7zC1lZU",
+	"SwFl7gPh69znPR6LX6rH/oQw+QIXVezD5d6oO3wadeJDtkt7w/1otUVZAB+0exsVAxhuEjZPVoYspcMl",
+	"ulu5a45r8e5u0ROdaxBAPwEJd2IZad99Rf8JQZPtwXvI5MoWzj294pbMO1qQT+MKy958S2KVTV/BKUpU",
+	"W1sVULkriywiWZrxgmFniMPZVwnXgAiBKk4L98SqWW5PoIbYjGv/gG1gFv8E/gJodol/+oeWomVHqd1n",
+	"/DCWbtQcfG1OuAt2Txwuv0d06bTba08n35li6LpjOGMR42mNXnSqdebd5piUV6ox8oo+Ce2lvwQ2FRKd",
+	"JhzDly4ZYojMI+IGurFRw/RAbEFfuhFVLMjLaAMoZd220hgxkEsy2bUFoWi+0DgmWVrkK8o8dBKSLWXp",
+	"1srrK8m0F/QJpCfn7n/oJAl4hxPKRQw4tZaa/OOMqoQzNQAguu3VAZcv76Nb4GBRepl2P+yqnt4z+9nB",
+	"TXe6e9ub7f2yTw+G9UjKcK6/SsyzoIXK2D8XW9Z9ehA0rrmIG/2GJYNLSwaAzOCf6LS7vfwRTx6VJ/Z2",
+	"D/MHYCZ37zcUlI7WX3LBTg2bOFVpGSLZapfk/eKyXyDAWvEY1vkJS6dTpoIVTCHfqFrObMfDbACFj39y",
+	"bB9zuGGsJ7qSGlUAgD2gsh5p5V6k8Tf7yvyGwzj53m6wb39zH64NHixsX25kjKTql/lmiV86Pw1CD0Ap",
+	"kAjQ9wAl64ZeM1Gt+yxuWVFvDEIbQZZKyFWlP86Tb76u1SAobiGfCoPiRdJvC4RyxmP20FIaV4KLxwvB",
+	"d1+/W1MjU4VaWI5NAJaNlNdkK7RqVZ2ncB04w32ialj4rJZOCyvSygDyI6la5KzcQIcKbEd1ZKkcnp/Q",
+	"GUkYBZAQqIeRCpxdYFJPNEtGZIuKmRSMsESzPum1d7fruuqIrtxNex/21L4+MN1s96Y33bvdnx380v20",
+	"6GH5OJaRRT08zg/l2vgjdAtooiOaMB9KKbtSWSSFnADSv5yMpLLc+jap3snimcUr6eYB/o+lTMZuOsCX",
+	"QVm2xqRhy1bqHB8lluN5b5+EOQMJB0KCqhamTF1eT0KovL7miZwwo5ABlBFT3IPYkg4fdu3p5KhAiYYE",
+	"jIFImNauUMcxc/xmixyXit9Bv8Pi8QAL0oquGTqbBERLS1fQlYOPRnZgSA+h9q9uiTmaDdTNF1tQp+kV",
+	"zLPik6nV9WrdMPlCKgMctDcbAPe5qmh2Nn8Vd7uair3Z25+OpVCGxCiLILekygTndmrZrauFxfctwJbD",
+	"4X+GZiNr+c0GoI7fKhox8pKLjYEV16CSPhBYsYQwvybrDvZ8E/RMt/eVzFDnXc09rtCj3WFWQ4vFsuBA",
+	"PPj14Jp/yHOo2/pzaMV0Js3Kjj0FWINrJqvcCzWQxordcJnpS3zycqOmgYqlCY1Y7IfHBoKaXwloOA+P",
+	"uC8+0QQO2iqheTz4CrY6ZYrLGMA4tu+BNbuiV5hg03wW+NxCD7CqXjQdaxZd/n1yePMfkxez/5i82I9+",
+	"+qEX/fRDh33795th99/H0eTfx0y86LDvXnTin67+ur4IC+cXrNrZ9Sf7oIzW7+QUaprtGAyA+Fww54lv",
+	"5Ld4/nAUl3gUVSQs7NXXf7rfs0Jp8UuJBGDVRWq4ZqyghoBkkPh1QGI600ckbIeusSqgvlBsUFsFwdqv",
+	"R8Hy92q/3Xu6LtH0rnaH8zY3dUns3Mxy8GMeMVc3bqdZ1+SKiRVd8etAt8o+nfkmMGvlzFqcvEV2Nl+c",
+	"VcPSYp7ppWh3b3l0naWIhBsrmTblaKTR35hw1Ft9J8jc7vSqImxO5Uy7extj5Hj9YPO63KrGuw5Oosxp",
+	"S04Qd6Lz+1KZUN29BWyAGnpy4s5JwhvOpg70F5LJPRqZtQCd/9LBlR05nyomniLuBuF6IDycGWjqoyxJ",
+	"7MXD32F4CBA4qmgCWLAdFq3x7boJqLQhM9TpWRCDyXM1AZ4OM97zvmPwqzRlVPmuXcjJZ/a3ycwO59qM",
+	"eOcyAlgVSNk5FrxrKuMxOAJIxC6HX8t6wkBAdry1FPVS9YBshTSKWOpwQcu4olxcpkpeKaZ1uO3hj420",
+	"w+aWJKwV/wLlUSMuaOIrANDSdSjg4bK54uIGYquY7fZybaYuIFza6c210Qc0dCqf8j0+9JC0hSo93L9l",
+	"ghtAF3rm+ve9Ugqvy1SORvdh0aUbUeuZtH9wUG0pcMfSGZd7KKHtSWfLCHMbgMwmaWYK5EK29IYUAQow",
+	"oicyZglAp1HFNChbA5HbwRMaQzDI+5nyDk1+gtjnAzKItlvkGPEgAHMtp9Qx1QPhUG/hckhRuhTznYx7",
+	"966t9FbvqmPBatoaSXj/LlB4VPfCx4Q3LoGyVyjB4LbimmxJaLezDUTBYpKlR6QMzFecAWwv7KzeXOF9",
+	"EOhm2UP3KWZShf9tMoHyFdys5sxBhX+udldlAM5l8rqKZV6XKlpFqPaI1ksvuhMHSDhfLp202LqvL5m0",
+	"uoObJ5JWMbgX0bLL8NyfOWOsBlB+KW0UwONfOof4qz/0YmvueeoFknoNSHoJZf1XOXevGK2u65mDoV9Z",
+	"3PMwXete0vHXKDApAsfOM1tZx9r9W3dv5vauXwhGJqDOzTg2iyZnqdgEasq/6DWrEsVXeNPyzbzvTctb",
+	"DtyrHcHnuWnlziPL6cS3jXBU4iJWU6pLMO+PDLeyV/clAtf3ooYEio4YvwIBQGJfrctEps2E3bDEuz3k",
+	"CFAMMRFWp1RpNuf0qPQXXYu9nmvFC9blvKabmw2FIVm1C3LuWDYaF63euX0pabdzfDWo+gDe11CC3Yp1",
+	"iRZ5z9VPyLIAj9Zvm2KBS71hRR/XJe61hN8wxFnAHE7fqAv2Yeej/c9pfLeD+65DoqEPFzd9UvF/oSGP",
+	"2fv3s+TRUzbv/MqRXjb3YtVCGn6qD2XOo7EZaG2t0f4QW+4ztXH+ZJOw0Gg27X8M61jWyP640sb+83Wt",
+	"n2cwzVp+05wLhT+wk33gHPwXODj8tfKbF/g5+AP8+73fl3Jbr6XyO2/mVNLyco+JFAQaOz3K8FyG+/26",
+	"pwz3zakWZXipbdWvIMOXVQm/5CMWzaJyzL9FXskbpvvEc1Dyr////0M8CyX/JCUnPfknycXg0UDkD9k3",
+	"lj1W+YN9MJerrVJUA0IaAxGW7HbEMhc0qeZF+mk2gkbJ11D6SFl0l+V29RBWdvWaI8d6c9MSgoMfgX30",
+	"WBLa2puLV0dGEM26ZxPr34qtr2fR5fUsI8MH93l3MeuJK+zMs1Pw6w/t817ep82xWV164JL+KT4q4Brs",
+	"1GLSY4lMcRjDJKs97Qm9nm8tIGfS1CamQ5yh+vBbxbPaKqo0oXPpZI2D42+edbq7aw8epuS/FrjF+BHr",
+	"dutHrLx97vqh1megewAdI33jVAD4Qt7uyzlcckRNcjq+XX8gneaQahaX0CYhzuk+iHof16To5Vr+zoMh",
+	"/wM/qXveb1ZfP/WjK97Lp+3aPADQoAf1zmv1N0JChAVffnp5MI6zSbyjaEi5Qpy7FT7RKNKnY1on0u2v",
+	"J11xj8CIpU8RzS4ntaHCJOG+sTbE9zSqgWUs+rzaGNuzqxwOGuJJgL+JhZnVqT7t3bvKAaAf3T6szusC",
+	"MMwS+FSceVjMDPNwK13UUlxUuDSUtZZmPFb95SpgntIGYZMJeHaOVq/oDSPC3vEt+3GZQTMPIRwEqtvK",
+	"IIfWc+DG1b3t1qaoLFnFvW2jOca1RE5gK66bvF6ndB1yHlDxcsxtYYUy/f2f4x6LJLEBo13neZhvUP2p",
+	"Xoh5Pv/bOiTqD29JmEDkd8jagSgUIM3Vvd2vQEttlbmA4wEsJt3b2+1gIPJbRra459MIGen6/xSSJ0nk",
+	"VBNqHCBxcbzhdhm/yg40EKWR4Nq41/uEkpSpCbX7R3q3t0FFVoL/Neba3oc4sKN2e2RMUqo1i+f6ytWA",
+	"+gQNt5p7wPu4nT9xM6ivgM6BUOY7ubfIqdFzOaEF+izm8tCRgcQIO4hakib7wD60xTQrbfwjgNmFGc1E",
+	"tLF01ffrF+1F4/y1+VTEkHsyPH9ypRi/mlMsx8akur+zk1JlBFMt95dWJCc7isfMw63ozaxZO36+ZdVz",
+	"2Bxadm72D4SYnadHyM915FrbHLNMMfODCWkA4Bsh/LUD15uOC8xq/IaruKpoOIs0VyqF2qtF6y9obpmX",
+	"5JpbDcdI0G8CAv1dfCU65BRtUewLniCKkpnyCOC9e+02gEEgzIPTiKDDEXjQoHIePx86rnJ/sl9ZwOtI",
+	"sEZfHGqZZIaREIgyJO/OXtoVRjRJWuSYJNwwRROSKn4DXudEynRIo2vLDBMurpuJjGjiFYyBKOH5QiQT",
+	"8EL9yh15XGZqsbfdfS5FpfNC72kFw/Pn4+bfafOX9+6/7ebhv7Wa7//S39n5+X8PBnrnf/7p/b/Bv97/",
+	"5c9r71flam1wbdZpDfP34zNpDbm0+Cq0hpwDrihdmBNR4JOY3xxfNQNXy2u+XEPSX43LYuOvBSTEQoiw",
+	"6KBKNdvv2WnsdomiIpYTMpwZphcKKvoDATjKAE4mpy1yhuUH3Dj8/00xs3AuTV84ohcuxK9XrLHJ2S2D",
+	"RWQClKGwIGGvzHl9jzN9REKvNYVECqYtZ1zU+cJep02+lYKFwUCUqmRzlYtws50PbxVALq5aJHwLfTZ9",
+	"ewCTAU/GiUGRxRXlc8XfbtZY+o3/rNaX5n9fp5A92AXnW0paUhcVARmNqbhiR8SMpS41yNOGzlzvwRlx",
+	"uSATLsof63yaRMW8zUlqZgTXSxSbyJu8h+GXFKfoOBBySqSoEa2tzy8TP49Wdz+RGpBM+GpxlSXYsKus",
+	"insQ/DqJuf1gkblz0/21peY6hvIjN+NCINAkeTMCQJT7Sbf7nRV+7u79op4q2DSZrTKkgiIN3Yko6A9r",
+	"BYkuG7ec6VZptWcsXuqoPS75DPKOgsCrAhJnrFwbNnepM3Y/J+jnwkr8fF7OZQ6vHIrVW/0g5mF7jipK",
+	"/hNNEnlFDEsS12ECLXj01ubYioW5vQbcoORxKu1WyVxym75CVBZn/TB0jIIRehaIgmsRGONhh/Ap2A/+",
+	"iyuWf8G0OYPS2yV+oTFNUyasGSQJLSGL1tmBsI8sXu0RrTiLWrVNkZb6/2kB0e4aDk2liot+iflttmRW",
+	"drbmc7t3VKCmTJyLK/DMB76ncL60K2kWhO79r9kqL/2LNY55542vOuMrE+p1N8NM+Pxe7s/gtl7OAArq",
+	"29C9vHgpsE47U9zMzq0scqAZjCqmjrPappiCHL89haQaKEmimoT2San4L6AI9Mk38DpBRL1rNvNYegR9",
+	"MxDhQ5PDynqacjuaJujnIc2mktDucMIFhCxASMJ1gXGLo7NaROPOroGLkcQQqzA0gnuNhbYAgQATNoxO",
+	"nMup0D9iGemWnURZA1lwCZaREuDM7Xge7IrHrDmmPEErDSqS+5hrFLiYsA4woUYHVSAhHQyEK//Sgcfj",
+	"sw87DCaw8VxVpteHoInNn/5EnuUt5/RANAm2JYHW8BFVwA3s5MKdm05IUsVG/LZFjoHD3zCntmtXIYr1",
+	"wTedftE7XsQDQYp+3ADgSTx+p6/ORI0bGu3ggHHLTuUbGdvP24X++/mb12QrpGmauFbjO//QUoTbLQJw",
+	"kfjUMkxZO4Xqy+6Bf8NB5hoUl6BkQ2hygA7xsMCwDPOyZ5okdnQqYsxYnUNzdf2Rf36fO7pAq8d2+lth",
+	"CQUyDJwPTCp+xUUroQaU3SY5zeFscZUypR8y5qwV7ecOuD54Pq7Tih0xVjfwXxUr+99//ed/bedKAxnO",
+	"7NQLFPOEGeMOjcT8ihvdIq99yzYNCYwTmBHUIkAaoyCOuazpeOkmuarnpR34gk+YNnSSFue5u7t7mK+V",
+	"C/Lu4hnZCv8ebgceVh1Z94RHSmIAFhYwVdwY0KPsIr+VT3BdYEwBNTFhz1ZpeBIX53ogKooRxDGFVn4T",
+	"KmZuP+yP3BDBWKwD4Mp2cKu68FtPzJQY5S7xL0xJshV6NMVu76LT7nf2+p3DVnu3c9j5OwRV/U9tYq8x",
+	"IYvPd9utvR4+DP9st9v24bon7ZjUgyDBbmy3yBmjcA3tGvPmsPnmwuGqIxJLKBe3NgVFsNSJXa/bezif",
+	"d+JayKlw0PgpVRRL5uG0FLOCIPd5ttuAwARtznTKEkNGPDFM+TgMT5gwCZAgdtzSWAWPDg77tWNrpS5+",
+	"ayvUUsF9caXu2/D5SE4mtKmZfdIAFLE2s4T17bWchLiz7DZNZGx/Z5XRsE9gqL9CfmVQBAcsWwF16YoJ",
+	"hqNhezftzHTnp4H54S1y2BmY2+ty3qgmU5YkSHeQHeqbPCKhQWG+Yil8FnlUMR0r6br78HN5YpZHwv4O",
+	"FY2umfHb8fP7+dd+fl950SEDkqJRKuSaQetRDeitx3nrq3yzXXfhsg/f8zEAFGiS8LuT4+fYZ94rpnnf",
+	"9vDbk4uQKJkZVjYl0VsF3eYBSlcT6h6dQkf6K2YcS4WXZIahDmCOrosbytQhi8EdWemNF7MooXYaKSzE",
+	"jPvuVzhpOzJ+BsF73FQVo5Zn1xy4PWshAWYmpob63n2u3R8YxMAO3NiYbA7iAlfvFMx8+a7TWyHnQAhb",
+	"tcdyeRRPA7FSD3JqTq4LHcMVQ+AVvKCWNwK8tiUXhF6JQc8qndNA9Nodpzz9+OOPzdIUmP9geEQoopHD",
+	"2/44Uqbgi1KQXnu3Rf5mda4hQ3QYSehAgN61hVAKKIes+gJ59KCMbQcAwwaqo4uGO+wuqYr8Nx5vu7i3",
+	"vVRWvrQG4hhz6idU0CvgUlz5vz7RqP7honZuOjs05U37K1iI3wip8u3BPRkIH64Zzjy8MVOudN7qDF61",
+	"6TieavfcUYAL+iAlOBgcNDAGwp0GTqp8RXrdQxJaOrsE2Q8Repz0GTNq1jweGabCbd8p1koeGMPyuQRK",
+	"oQYiS3PiwdXrgTjONwo+RwwTFCuphpnmws5TYgNWwRSxv0Iz6PjtaeCtnjShxrJMh+JEUyj/P6tXO1E9",
+	"tScodY4FU5wGKqvbgU/dRR2wpKHanUcVNXCJrsFifMhHKLgq2agB4TGbpBIsE7c7IvYGhR6Igh49PLQ1",
+	"FjwdOT0X7r1XFzwCK6SsWxYPfngwTwy1Jyg0j9kAFBs3Tr/IySgWzbTMFDLM4sTbPVAeRlZ/iHkMohZa",
+	"mJCtbxVNx9+/7A9ECL2StwMInvqMBbBEoEG2vTTYwZcgZK9lWaVVlRuJcuGnFqAWvhhb8gaoU98B+HEq",
+	"Sitx3S4JFpkg+VVJZCD0GLjtKGEMCa2Edipm+cyc2g/dTL2KAHoVDG0X5mpw0BpkGgtovCfeIYoBsU3H",
+	"1DAH91jcfc+Yc+Yxh0cHW4P97wciv+a0xPRi0OaZ8tfqpT0D36cR+pXjaWrnlLthiUwZCT+iXCjignch",
+	"QKFbpR70u3/95//babfJltcRuu3tI7v4gSOdG5pkuXjNvd44QItAR+mwGL1VaT0OYehyv2kjB8JSDBcZ",
+	"gztdfrXSWdtIciVhAGBnnq7IUGYi9mq1a4KEQnwgUIXTAZbD2B3HPdtG/pcqGWcRxKyOHHvxMUF/T3DA",
+	"hXwAN6kW+ZEm10hp9hozg6m3faLkFG4gA4gSCawA2kzGGYh2Cs3j/ZWhmWYDoa95mnohiGoWqj85sTCW",
+	"YlwaEVHzvArsg26vViyZ5X+oc86pcYWqY8mjv6CC2hUEc2VCI5i6LxJy3WPspDBddagYhfsDKPROS8PZ",
+	"XLPZE03yHu8tqJPUeBLDGQlL2h4kkRWVRA7bCTBUq1hTQNZzL5Mt53vS2K0+siuFBsbbR65crlB2w2b5",
+	"s1ZNstoOTBjQWr0ILB+BU0QKZXIgnCUMm+zv32nB3/0thMBySMZSyAwMVRKWnmr+jc1Cp1SSLe/pIlPQ",
+	"ESmJM7T/Wa4ADsSYqklAdBaN4RLlcWsvoKwl8DcveXUkU5bfDCT8J7kogD32dwf3Cc/NqYBPtNP9Aq8S",
+	"W422dIf6BV3ZHbJ/8NojlC7MNKrwroWx81UOZy6cCf9AJSLfE9M8gzftBYL+/EfVb5Rv5kDY+bjJgSsG",
+	"ZgUnBfkrxUZfXrPZpWJWzoRHperGynqJyqyo77UP7TWfe5mLy0yzkCwoPX3SCb1w9itkiZySvXa71L8Z",
+	"L8ZAwEos/wVYdKOo0M54z53LfvPZaMQiY/XAvdtbSLimJFJUj7fh3lpyd9F1lJcATI2D2K0aKcYwk8uo",
+	"WYuclw/B86vUQG4k0OZWJMWIX2UKXEoOELG7bRXYwuvsoAeZAl/DkF1lArbNg6RaY9MKYas3zGSmyvnN",
+	"sZIp5BS45OeBkAIfslrKdh9nWrK7/KFbvs8MjI/Tb9XcIinQgLGc5O27C8dBnp+8PLk4AanGr4TdgdyL",
+	"SKMx3OST+e4gaAd5XyIl2iirl4UnF/QqLHCb0ZkD+SZgj9oP/0DVrE8qppCbiP0caz6TwiiZ9H1mVtgi",
+	"58xls9jhUTpyyyVGzddSsOYr6KY+EG4Pwt12j7yWhrySMR9xaGDpbByKBidEmxMeMaFZyRf8VslUcWaw",
+	"brzqCZ53Au8Ypia61P4n9yQ3Sr3vGp1Wu9W2T8mUCZryRr+x22q3diHlyIzBm74zZjQx418AxbMu0afb",
+	"bpfuY6qkPQUgqRZ5DWaqkCRSDFyKNHGqtcyiMYAFkpilTMS+0ULutj2NG/3Gt8x8B5+HGXl3zNIAdvHI",
+	"zunIbj7sPUSifYQB1tRtt72/3VWXznt5IbMJwtvrEhXc/MCRX9tKELbD6uWJwxh2Lgg7cIWmln3JPb8D",
+	"D/tn74KGJbd178Azd0HjhxW4Wv7ZHxye1k9NF1htnsbr3vnJPXoa4w7stnvLXslPYOe1NJ747fd6eBqr",
+	"3/mGxj7cC6/sb/SZY/CLQXzqLmjsbfKhU2GYEjTJG5nttXfXv3WOsZN3gt5QjgGxcnSq0f/5fdDI8c0a",
+	"L/kNA9M4VRK75NArKKV+xQxtvLev7ljTYbbu2rmKmlwc5cLBGjL8ykdAxvSG2St5RPbau6iHTblmzlua",
+	"SBqTIU2swaxQGGvArJx6KOOFW3kG6iVWqf7uLqad/Ayj/+rxSj5eSbiSOUWvupMl997Si3lRcUehPVa2",
+	"UYLCKSjA3oqSLGYx2ULfjxTJbNsqFZFiBrU836ICstuPSIght9Bl5aAfKqXKdZCo3tWXXJvjlFuD4t5X",
+	"9SW0iluW/VV68BlY0hs96ZEhzqXaaOgvxi5wkyCRvIZlFKnkdrt/K5ZxRg2DQ2ni0ax5LX/cH2RpgDPo",
+	"PueaDWw0SPHG3ECamXsMYp/+I3K/zvpX3gnq7Ar/nQ3Y2AuphjyOmXg4k+11D9e/dSHlKyp8Tp3+jZhz",
+	"SUPSJvesl5hx/qv3d0EjlXVlH8hjrN3nsXPqXCdldou5KmNw9xmdF0eIiPXRT00HYkz1uPAGgOZUylKN",
+	"qBASWmS6Yj9IKSTHDtobO3W6iBS6WiIM9KFrP3RxqTCwplQ0RgB88NX3i/DACGv+c+8z+BOcD9stE3zi",
+	"88nM12x26T9QKH/gEPbBMZjTmIJB5h4FX1pYtJMIYVJWDLHcSZiZTDH4HKl8Dd6ahfiJauArjxYk/JoV",
+	"EbIB5JvVCDA8TeTO91c2Cx+DfR0FCBD4NzKebSA78uy3BSIbs+gajPY0DZwT2pX+KYkoyNAyyNI0Zqsh",
+	"LvLTSfcacgo/dFVP75unN91p73Z/9vQXyNe9h6hypYJ31RQ7ozJ2tyAmO59ZTDoxvszqFWxa+PpKN2pL",
+	"V4t6to9I+DIHM+O552tOvr5cA0zmeX8ZXPsPJCo/Rfx9zaJsA6H0TIpRwjH/udfZ4BNv6cxasxdSvqTq",
+	"CqVfZ2+T9egsTaUyLH7FYk59JUuv293kZefmsXLsRBhrXfxOxa7LcaV5mmy96J2zhXY+XrPZaXznkspZ",
+	"HZbimevG453bJfl7VFSgTejMSQQfgd0u4uaYF4HyA5NfXNpXZzFZ4sJ9BsPorjA450ehkzpWrB3hB32u",
+	"DkjuPMm05J6vxNa77R4xUloZOR+Lv2YzEM1WoAUYdOrVCTbckFywzXHs3rIdjOeY4yOj++oZ3WYWyAvo",
+	"ef875RtIm2v5RlDvMnkjahJ5wK9R1tKDPFBSqBS1zsmHKotf1tWwTHla1H8e/QuP/oWvlVf9t3FIfMvM",
+	"Buztfhznb1Zraty9d+pUxPN2iXVcEtWgVQ0ES10MfI0DlomkTBWtmAMXqIX20FSU2jpxTSoNo/oQH4KE",
+	"TBJRAb4NTFjimsjRCFQhlzBKNahQmKdejIk53rU5b6CjQTYQ9jtz2V3OCwEpZFfLXNrPcKu+Whb/jJul",
+	"vuQLn4IREzzxgAxnhMePXP+R638Wrv/fykds5m9TiTU7LpHbq66icecj/sNZrLXMdhnXchYqXZH324LM",
+	"JAZJWJYd7redVaprtVXMdP56WZmb3xJGtmwPHnnZIy/7HLzsUR9dpY8uu34lHugKKR6gnT53TLJQUBf5",
+	"546bHk9ck9ilKREuTmXGbKJZMiIl3CmoTMj75FZLWHZX8Mzj8re/cv5Zmes6Xlre1EdO+shJH30BXx/v",
+	"nY4ZOv4rnZwSLj478w0aaXZ/pko0MwWSeou8EcmMhDjD0GN7QHqZL5AzUHJcRvUYoqdhvlM0IONhh+e8",
+	"LoIkVBvSJa4NVIt8K6H8SI5G8EUXq4GyWoDxgLZUhl4zXyYBujLMBQIumH8R5FCR8PxcocJAbPlJuXIZ",
+	"w5MERhVFP2SxfTTXUldIk68a4z35wzNyJQfC71OLvH13AaUHeXlL326s8VWs6GYxeYV5XfCozodxvkSG",
+	"PTg7wYP+NBwNbpxMsDgNB7W4UWLBVyMmHbw2nAls/2OY7I8eJnuYuPltsgh+hzJOOnFGoDXYaKlkW24b",
+	"5LzZTudTxF9tml+d/EOhpKGK1koTqRgpJMSWc2W71aCv2tUuAYgGJuMNaXSdyCtf6D60goLIkSuo67Tb",
+	"2y3yNh90QmfYZQzlZAAYsnLkYE6kGgiAMsFKyxw7rCRWQ8Ui+zAWwrokqMKucx8KXHEmrG8gZBJ79BFu",
+	"HMfz8sZVdeCzDilEyJqCOyxIdi0aAFiIa6L5JE08OlqRxVieI2wrfHs3d20RalmOi+IOBJYYPtEkSmR0",
+	"nRd0+tVccnGJyYMhJH/4E3HnmRfEVbUFrgei1z7M+2B63eIor/QuSvsLRAWvD83blQMxEKAU1ak4eaJn",
+	"P1dJMGwCnUBPLo5zvcSDiExoCns9ED5nBM4IDkNI4ptrkjG3AwNKQTbJ4Lst8mNeP+d2AHCg/OoHwkB7",
+	"Wgjb+BkqRqGCzutGvkup60Fan3FiKaLavlN/itJRuuA/fwRpC1LxsA34fY3+7kHr4OBwN2gk9tfNTrfb",
+	"6nUOu/aLOTlBKVMBKfW032732+2/N4KGTplVPJ629sABcR81wq/uGzTvfwtNpjIFB9i5RKFBDjOlGjXX",
+	"ozIu5DJ+4PQdxK581HMe9Zx5PecxvfKrTJMCmZzDQ3iL9J6KFYDSrPS2ImwNvCGsGS9z4dovi5k6x0GL",
+	"nNMJqyDtWUsbYdMXml+HZMuLYx5jlf4kTTjiWoHAoma8vSyMj4sFUJGvoTqtaKz5AkBnNhodyXHjyrfR",
+	"puPi899AdsUmLxRtlTf+hu8/vemz0FJff1Vle3m3+pVFexURmjevf3SrP7rVH93qX1k+B527qL9SKLNo",
+	"k7JUhrou2I59gH97t01iOl/QXUlSdi3oAQKJjGiSYNOu0UB4KDzfvaBFgE+D+ZsZesUChBMzPisOOrNg",
+	"v9RpjuKP+DKIBzUQMCkr22cy81gjLAakIYd8i2hHOWCWA3nEPDsRJwzT+ezrE27fPRqImBWwVVKQ0Mp1",
+	"qh2KWN59g4RmlrKQCKoAJ81ImMg1F3GAncRBIcBfowWbw/uhhWP4hLlpovee3UZJpvkNW6YunPhee7+/",
+	"Ova8P87mmgW+AmL3Xq/cV9Mov7S5uvHFJDxMb72Id8CRj2L9Uaw/Vub/6lI673rqZbNjzbnVig/sfIT/",
+	"rkq0fJM3zK8RtHP1Px5VFyHxua52iVnIEoI5fb2JQTi9JT7BvGXPIzd75GaPRspXVwfEHG9Z4H/3ZTcn",
+	"yCALy2REFWvmcOcuzFLDON+6Ah6MjYGxEGIjF9C6w9iOITy2gnAxMVcBhKHPhSDZQGyV85nK8bJtrNeB",
+	"8iMXlHBp91Qx6hHDfV4MTgRh9kH/z6OeglFlrZmICbBPoPGcYlQDLmdCU5+tU0wf0VBKuCOAK2pfag3E",
+	"Ccf+EYAuLjOj7SJROkDI0f3q0pVLXdrXEO/3wldBkUhOmC7srSurCzcjrqKEkZhrQ0WE5ordbiVpTEY0",
+	"MhAXJ53WLkbm7M480QMBOHzQ3YOkTDWveSInzCgGRpf9DaZIESza2ooz14ESW/pnaohx1evJzhg7aMAx",
+	"DYQ9uCeaTLLE8DThTJEtFkkhJzPyf/9PJ7CLGEll7A+t3b2A3Cbwz4O97TxWiVMkEy74JJvgJAdC2UvM",
+	"rEGY+CA3drfxPXWwPyIJYbMuFRVXLCQ6pUKTwzb5HxAV7+yR/4ESnJqBgCePcmD2aEzVFdOVEVoTehsi",
+	"gWTpSElh8DC287PJy9IQVj9P/AJjFog2hqq0IYMPQQw7cm0/uIeumV26AHU4EFu77TYZzjyW9HaLPIMm",
+	"BhjndrUkiMqv4LtZfMUcDs5C8JxrhwkNgLRLYGteUMVO3DJ+a/AaU2pH7TpINPqWlZIfaMJExCk5NwE5",
+	"p4K8UFREXEeyUQrk7h0eVgO5vad3QQMvenXMDnlF1TUzq8c73N0vj7d7uHcXAGjOpWuQ5qh781S28m7n",
+	"MvPLwuNUDnyZaudLI6vaXQ2C9jolpHglf+MueITL+WOGjR+jwH+UKDBobqBJZKacU/ei0uimsKWrGuHO",
+	"R//P1fWL+UiuS2BJcpbTorZKtTd9p+j5rPG87y+munMzEFAGDlnWudjtkxCQ38LAw8XFIdkCmJ0yetyY",
+	"apJSrVkMHcVCgPInWzjG0UAUPmNBJ6XEptrg8bfMfJps/VJG/icIhEdz/9HcfzT3v4oyy0oLslUc+97W",
+	"f87KCwfAlaLp+EOylLWfZcLaoa6FV96sUuuiGOfd2cu817V/DtpeYNPnlEV85PhZ3thQD4TrDmsZ+Q1V",
+	"3G6Hdt0v2K1hQnMp7C8UfKGJ7Uxdx3hw25qptJ+FZqeG3VoT69uTi4GAuh07Nnedv9CZUOQ4RnnFPMCC",
+	"Yr+gb08u+pDe7Bt5CNfCw7UXm2uxAZ0jNdlt91wKE2JvF50DdZC30AoI9LpyQPlWGQHHCOzBQsdf7GlV",
+	"/rU7oqYnJGzqi86MEIkeOxczpQk32wPhW/2g6+EvfznPhvmZ6r/8hWyF5d+0rODDOpw43CYqE3h8lPzI",
+	"hucyssaVxC7vUI/FNeRZldwsoZ8iNKixSldzqkOis2GqpJGRTII8I/04lUkiyTPXXVDEJFMfEksm9PoI",
+	"A82+afaVLFpEhUVnmEsuuF0xKoaQJfZx0Kh0URk0+mTQqG+uPWjcWfN8qORU2x1zaLqambxfpxTlxW+3",
+	"yLFdS75heTdvKpDGfb8bDl3dcjdWm4TfHD+/PDv5/t0JHsaCavG9vQLu0txbr3DvwRibRFHd8z/423aP",
+	"d974Wb+mE3aP907ym/wrh3lrL8nmmpOb7pl7G/jyOi8HNTCsvT3wM0JXFD10jmNK3lJ1bc91LI0stdCJ",
+	"YrHQSz3PvYzVzSXtDnejXrzH9kcHV93xLu/9Y+96PzmYdFv/SK8aQcOehlV8eq2nB3dBgxn6CoshG32R",
+	"JUnQsFIE9sthMzX6jUzHVpxIQ5NGv/N0r22Fjy/lO319+fbszbdnJ+fnsPqCB+Ouo1c4QZ2t0263cwcR",
+	"i+0vQFN56GbXl97JKJvYm6ao8Co+dBsPHS4KpLdij2Rsz4fVJaV+Zy/enH1z+vz5yetw2yFYp0xpwOds",
+	"oijzSNu+j9tW+Pbk7Pz0/OLk+eX3707O/uPy9ZuLyxdv3r1+Hm4/6syPOrMj3kfspPtkomdiQYfc+vbk",
+	"Yruk3XohuBxqf04VzdmDd6iHyF+wP5mTB2G/XN8ylpZV+MA+6BqOfVB9zaDveYB4S3l4Jm/AF8x1mvNI",
+	"fD7SUqh91PUxPDs5vyC5uNfzWqjrFS5iquJ8UaWuq8jrAvfxgh3fhQGUfVlmpuQwYZM+6bbbEI/AYFaJ",
+	"b2LXYdQVtYQUOFivq8PbcgG9omnBQFjeigrR/8fe1fe2jaP5r8IzFhgbUFzHeenUwQKXmXZmemin2aSD",
+	"3cVpYNEWHQuRSVWU4/i6Bfav+wD3IfaD7Sc58HkeUpQsp4nTTjNT3QHbSSJRFEk978/vB/AoSNnrWPVh",
+	"VmwFdMiend43xjnkKTyZC912JFixKK82ILXdwZi9E7CYSpYp+xZkn+VLWeNNdP2JEG1Sxv6StTlpYtsE",
+	"GWQscm4Ug2+hOQxDI/w3XmjE9gfBYDCApBKfGiPFGO2oGN6+eTN+9ebnH41uiUVWzM3FDBBlE3nJJKhG",
+	"u+D+Tc9fvDiLTlhidIFxj5ASfSljkbNoPMZjTK7QeIyVj7ArxsYcDugkRjiy8Z8SmS2LH7wfC5HP+FTo",
+	"CFmGo0xpnUxS8da4HZGdGi/YQgGQQixE1sOuz314X/tZQNGouMk4sLmyWc4vLbE1vKgHySjX2IkI7pf/",
+	"ut+/eX326sXfIky2nS4LteBFMi1VsXPWIEFHDoL1HHojaJcNpb857lawfdmf2XviGRyx/YDpOR8eHf/E",
+	"9fyDZeBEVxP5LS/NnTnjoXRnDB5sTYHpXEwx0lg3BX46vfhp/PrlxevTt9//FGHCFE8r3MtTJcUJIFJ6",
+	"tLCWkQIvIcq0W6wM1h0OBmYzZpiyTqYodZCPPZQlA39VAvbZObyapWEDiAokr3Z00BbW3Gw00Hk+hcqn",
+	"UJaABtScmntj2WIp8wawh69LH9axe5cuf29U6ylsdnJD+RAvF+MAjmGWhGmx1CHECUoubxDWiWQTVcxZ",
+	"13zyWI7gFg8sx1LIBKUwTUCEYi0Cssci7orAmIMCqo2g4fWAJxz6LLscr+V5zoEehmxm3aOoQsMSROa1",
+	"EnoFS2DSrXBn0ygoIw73j0IZLct8xxhiDCg4etATbM4MTNx6qplA/ts+O3NfYV45PhBieRpKqIzbOB7I",
+	"nxLKM9RArnC96g4X0O7VlQpx6pFyFBecgFFwIXP4b4gs0KKGEo7TPnudfNeDhXBSGz5o0nwsFgVPUu0H",
+	"crA52+ndJq/7xY2YLgtR+t07pbqxXKYiicDhdGbPW3v80OKZIAX9xU+ne8OjY/iaAjxoViYJ458BWzo+",
+	"xvfAGh7kxFxn1JnFg8Nng2f82bN4OHw2jMXR9HBwvC/2p/zo+Ong6cH+s4PBdDLdf8qnQhxOhpP9g+Oj",
+	"WRwfHIjB4Ij7VK37xnpzMTnzqMSsWpFn4/nB1XBxKI+y43dP82/1s2J4fbA6vDlaH6PZrUXjSpyimeGU",
+	"LVX9mNMLfqr31qoSaRh13hr3Oui8w0HxX2AG7/4piUfs5fP/6LH3MHzX/PynJDY/E0RO6RbbR76HhA9D",
+	"95mBX84+YMj1PQPXuEQz/mD+v7PbUtzfGb5HCcHjCYTAhGYuvF/ddMJJsKAFBe6k2+lqAMVYhR+CDlq9",
+	"EP2qRyBicxycdWm8E4tzgNdPVbpcyM7oIOgAfsho/8OvQWchtOaXcJKMfIFz6NX4cH+SQLsP56RPrMTG",
+	"M4H5/WrG2iEm8iFwAaJyZV6UHgirOyDbV6gNMX34CoNMbbHM3YtlvnhspsV7ekBA6OzNxZaIEOUqiTi+",
+	"b3XQlmbKRLM3mYAsUukhYZ7QuOfyWuSWcwAk8N9PX786KaGLPPb4xkYPGDtL/ksD/94XrAThcQzoLDw9",
+	"y80skc/BWAxBh6oa0ZreJvvqq9SSU7fk1PYLqn85Wymq7Ue55ov0nh+l12Fl1EzBE2kUK9c7fpJ/N1P4",
+	"DT9J+8rlJ1l9a/MWUJlwwjKeawgoUBx1Da/I9vtD/BMYnPTR6iIHjXu3jzZoXsb2W26/5aZv2Ry7rd9y",
+	"xtcLi1Swhe6Ymis8IDjwnY0nxeh2thDFXMVIBuTi+diWYazmqfmsA5ZovRSa8VDmYiqSrKg03EAlCYfQ",
+	"OMEJe4/cxNsztnrG18x1FAWh9LqOMr5GYsVNjxTLUP1UhcX/w5YeKBSVqhjP1FLGUR/bReAS6BSaQG2K",
+	"8bAKKDEFWHkADnR3ln/uBXgT0TdnPInZWhSh7JZ38DQXPF6PzR8jCspHfKGWkuJ9kfW3ImJufrfkKYRV",
+	"sHIMxYEZ08wf7xwvEg3YgjYKz2IxNV5ybDcGyJIRKA9KW2yKiDY1YAJKmCL6uY9/xuqoWuELgC/iZWP7",
+	"mKhMn+WCayUhWWMGWeZiDMmWE/SvyrgxgiISSyZ1zNRaYyyxMxwrrR0aZZGva/m6K4SRTvlas6Qw25iv",
+	"CUIZZbIjEu5CUZJe8tQIVToy1bNNJUHwTFyYULqVoSNu3hlALynkPyTm0JKFeFQiWz15b/4BHFMcBfNW",
+	"jZ1ANjo0ovhBDuF6DLnSq8DLLiEZKWOKi6a8MB9NpT/OrYy5DIKzl6KwqUmz+DT7gE3WBWKYmv/ADJQ/",
+	"vbKNZMSMBRqZLzGnX7lo7ZUQGY4e0YShBJtix9jdw9NQTnmanrDI1w9+obbZKCUFbMLRzY13YiBvaSce",
+	"s6lawKG1WKWhtETq9r2N3JgIODDJbb1VZ7grD2yrOrdxvZ3bqzBSwvO4GlA642vqzbQC2W0xhOvNHfh1",
+	"Wfnrh5lQRGC8JtiM5thPGY9+Z9TJFmMz4Pg60byD8a1xc1h0qA9cWPSwc4/oDa33l6Edt5u9xQKrajJb",
+	"kurkJH2CTqkZNRdTV0TbhdV2YbVdWL+zLqzhnc7Hj7wQK77+hI1bfE2pamc/2hSKtd7PrL3uLHiSOrdj",
+	"jdmLADlcojFbRxmLUG5BM5UZQUABCFU8JMYAKluojPVnpTMmqkvuZOrkrxjuYBUZsx0BzVNi1ltUqJmC",
+	"UCZymi5j2+VPQ1jU7RpiAFo6WsHv69kcYzuA/Q+DhBI0YayQNYOJm0QXYDl6ZQtSAGRppSVNq4Ww0yPv",
+	"AW/WffaDyo0JjO8VNHkTXDKxyAp8X2oaiCDZUZr1WuURc+CnYLeFEq7fAlJ2bvf7vobJWzA371w6/hhQ",
+	"zX6zNjpa1LshfdqTTRvRlgi3JcItJthvgdxZ+/BuV4sJnID38O9tncxvLcnCJ+IOPDdjPd6GYZzeFj8H",
+	"1qGVZ608a9uEH2ObcE6ixUo9+JZ3aQs+R6FY9gSbkW/JAXyn1JUxsqEUtdqtXAl42lAduhcU1mYRh/UX",
+	"cWRB+wmkKyzf15rtZGLZ0b/RACpV8Sgi83zHZFReGco74T+dsEgUfExEgpuMSIC/VaJyERJyBuj3TSBa",
+	"AbMAV8uMQvd48bhIFtQg4fCRi4hl6RLLiigqj7pnAitczEWSQ1+Ca/oGh9BqppFzayhGHcHdlhrBqCR2",
+	"KkOJGRIck8t1dbMwHQEZF6f6EukP1S2duRE7HA5D6f44tl5fpdUDRxlhHgAvLfMnELRtBn2DJYAOD2wk",
+	"mPMsE1JbaiwvIzSqbDbU7CuplwsRBzXyxWnKk4WIQ9ktVspcZTkULe8kOXqXovDafeB2wkOz7hvtmq02",
+	"JwiRPv06IljRRAOmVyHkCXQRyzWjHIcNQrPEeIv4Oz2qdMi4F1IbvqbNRtlLvBUFZ9M2GZhbcI/clRYl",
+	"JYA/2s+QQMwg7eQutaknQEs5YVKxWS7K5ZTGcy5R+eBeqcbEyOG+XnMY6CSt5so9EVimbLtRWQE+w5C/",
+	"HQ/Py5zrMdJRjc0Nd0qGbEv6uNQGFrFzwNYD3jToATm6ucEPda2W7hhgEIRCAZgkSqQuiHSMEw8ZvMz2",
+	"nIGRq48jYQASoF6cy3y54EE0VkrQ7cmA8L7QxXjydGvVMwKq5XhtHudjOVQH2eG7o/xYPy2Gy4Prw9XR",
+	"zfH66f8MQaHh02p14psC0EPC2G1e90g7mC37QmBuUOe+xRJHDVqrnm9zCW0uoc0lfIWIbsb+JmFdM/+9",
+	"iMftrF2vEl2URTza6/+FiLwWYuR0uDNDg5JEjMBcNJJYx7m6FkEZ/mbQWPYcgU+Jm9Ro+2qCYc+zg7dy",
+	"dn0VbF2WMOYeI7f8Xl+Q36ul9GrjYp9Mk39VUfs6yRaK96rScqVw2+FG0Yu8TgDTwEKIk/6CHi7QXIFn",
+	"LAd+GL/XGKqnRtP7p1EfqSC7zZlopVcrvdqo/mOM6tcqfKyA3K28A4RMtmzCUjIO/7RayG+BmEeb5TZV",
+	"EGcnYesR3JNQYqaVTbmcipTqnc/eXLxtKnXGi1Js4YbIcJqqlYjZQl0LPQqlyxWwf//v/zGe58l1Ii/Z",
+	"P1gix1muLnOhNfsHPQyr0SN3lbll63WhjPy/mWvLKv2TSkU/1ua4WwGMAoKWfXYqLdyEmTHFRGFohOmA",
+	"kDX06GEE8+yXt0Ba7OIuiG1jK5xsbJrACyjuqBlnUu2prFzqoQUugkD0Uk7nXF5SeRjAbUAwOmAR8vNj",
+	"qsFdBiH4XPAUZw0cFBp0JcWwJY5b78MYYclX365wRNSLfV3wnJofzKdhXsdf3SggFBueahVKLaCNwM+K",
+	"kAbn02LJU4jP9uzYfmsF3ul+Y97qBOCxQhm9p2q0gNhQ/Ks+RAgCjgOWO2kHtL9BT5Sd2pg07cOCXwk/",
+	"LcTKPBUC75itvRDmmLycWXjYEhsVQGSN31DlsnafAeWlZss0ZbnIcqGFLOCbCLBSXy0LB/bUM2sF2+Zy",
+	"E0qma5bMmFQQ5bZnISmYTuQUHHld8FQwMxE4o/tDyI5BDBtO55iaOSoQZRYI16bxzO1Nbjoix+5kPb2c",
+	"+bbQztFtOo+b4CtenmliVhHgnzjhKeEJ9KPKDqjAjWgktDtJm+NTkoMbMamyTMRMzWaNI5aD3CMa/dbh",
+	"8j4cFuTT2o8eIBAcxi6Q99DRs4RPILTqcAZfqbX4R40q/zbW3P3D0HeICJ95AvAHkH8thMM9zNXX5run",
+	"fC5PlbwECyJNZmK6nqbirk5+1QiEopOdDd3mjlUYv5p6nnPbKgaGC+t6RSmAvm4tnN6INYYTmF/t3Wcv",
+	"NyoUSvU8EUj45puQxJPt2x0B2lyexqoaGViMsGHC1KsOSvY1b1khu26bO419AxOrmWi+yWvEty3X8R52",
+	"q31btjW6KhqY7AMIzczefu+9xxclNcOu1c6oc5Zyqa2ZdXe+MP9FvlCKubKWt2n3RJe+Uptmbg2CP4BB",
+	"0OalP7tFgOJlewyrWf9T3+ytFfmu1da14UMVFpbFUEnkdmyIbum6B6S4PRgIS0N2ODhkq3mSikrV31IC",
+	"RkPXoSXwohCLrEBwVrAh5mol2VzkogeQEw7wAoaoNpltIRczC7Rzg/lvlVL4SFM0rb7FQGjzC21+oc0v",
+	"PNL8QvmdNjdN7ZxsaJbwGIS+vSWZppUm14jjLUq5jnldDbXECMnJYydg66wMAJfNjbunQ7k94GqEPQap",
+	"yEdbK+c3madBXxmfzgOjHPBK1BmU4PhGl83FthOYmhX4FIDxe332V/Dy8OCMAAfsCbhre7rIBV9EzHFQ",
+	"fRPKCKjZL9Qyn4qIIcZ7UvRqSOqc4b0nmHZYJdrSj9fzBwL5qYELjLMIK1uuBYYTgaId8RDNuyGyPMGb",
+	"ZipNwaNFEBjzNOJNICRdaPeO4E1G8OZYgR4l8QiTJcYVjmJe8FHEjNIE2g1sv96YB6HL+SknG3cPaq0Z",
+	"pXIunWRytFd8jWhTlnu03mcehDKiMnWLGRwZR7h8JeL0QvpxM67lG3NN70oSkI7DmQcX0EPYyRQ6w7hp",
+	"WieXxmKg2RJbBfV5TNUC7BhYn240YnPB82IieBH1aLT9Iyoz14Sbk+XqJrHU8dNUaez9YEmcCrNoZqv6",
+	"7LSMzNLLESAJJDVsbqnrufuB7+T3SrL9PJSOasCOfi5oXSyUEdfFHhzdvZfP/RPNqgca7KCkYJM10HWI",
+	"dNYboalk2yJs3gKSFngU6QUCbwZsxQHoimSDFDeF3YjaNwGxHV2Kh8rH0WdntFfQXjIRxUoIaW26UOYO",
+	"zEhZ6DECvl8YAzBH6Gi24BnsJ55mkhlVqoVvNM1cW6p42z1gznyulpdzM5fiMhcXf3kVyujVy4u3L36O",
+	"nkQ/v3n78oe/w6ea5SpeQlwpcDdx+FJFzEApmdN58ZdXSSGabMwLmEGZTmioqNwUyZEHzQRkAPY8Qcft",
+	"NfTaKJYLvVwI11sRJ5oOiDEBEzMWGh6dwGJWV45Mxw+fLPjNKyEvizmgP2/iIT66SkErx0DTbgj4SgCp",
+	"4wnMUCbxiO0/PT4ceP+3Z6OOoQThyd6HFlop7IzCj2DOh50gpHQTXO0GM7/35GjYGR18gCOyDbXyAr79",
+	"vQvzscA26ROU/xWZDsqougpWqdwZytIKFWT12Rx+Q1t0tSBSD5g7nk6O/Ws9QubbVIKsgWWzt4Xnk9Vo",
+	"PgkrDXWsy78fVHxFfJJldOILceL0tHuKRMKMz+AW1TavyJW8xNZMZN+eeXM0Ou7EKk3kJUHTwki5APxU",
+	"oL6kjakckvIkh52D2ZA/m+5PnsaH4mh2PAg7DVv+h/TGqqsdVUhHo4aVBTRbZzmUxLP415O7LnnlOY1r",
+	"/bc9Y2ime98tZzMowWiYrVSR/zCCvOHQTGwmqAXYGMTvq6tWn7mRrCOvFW5iH0fgZt7k5XJh/AqpOr82",
+	"T7j1WVuf9SM+6w8qTdXKumngHXY39VPvUxbMkQ+7EpO5Uld7QsaZSuRHELXI6ftGM7qPufvqwFoYkzQC",
+	"t9dnF2KaCxtMhEbkFHgj+o3NMH/FsV+4KT2CvpjHi+JUW62P93W4LWujl230ssVw+vzdIBuy0pPj9PXq",
+	"Ch/slKfphE+v4LMEh2rbVNyVT0BFdDa/+3PiXDOOxi/nr9CXBceWUeAGKfQhIlhGHFA+U93FVSJjXRXp",
+	"6ISYAS06OJ9olS4LwSKgZoo82A1VMHhxQBJhWZ5cQ+QzVSozk4dkVZrIq71UTXnKeBxDtXKXGCoh6wQz",
+	"S5NC5OUVAllpqXAEffPnP1+EMhcwFwgkOKs0Fkax5uve1vJPsyBQ1atBX0WsG63mWkzH//7nv6LeKJTo",
+	"H2EqDCImZmbIPFioHOIxUq1wfLvbdrkJuQU0uUXZsISUEMvzaAn7zCk/IvEqa4dBA1t/h9h5EVLEmLH2",
+	"Jc088SBMkBgTymrg6bjVsPBm7NWIXYs8ma0BiDqJxd5Fcil5scxFFMounYcLy+BrDywjUdVDQkxAVeEr",
+	"QKAIWCziJeozYZ0FPElRAkXpJXwOi4Y3NxGbcV302SmLDs1PmLYs5lyyw8G3SP44fGbWmHp4EcdaO8cY",
+	"Bg9lNzrcH7AflRQRFGGzOIF8My09LSmA4BP2CiBwelgZ3f0B0z2CzLChUSUduAkUGAGGNh23fQY4mEf4",
+	"z8EA/x2yufndPGD7A/u/7N///BdbyiJJQzk8ZHOvthTXphudiyJf70Fks1I6hBHEpGBcE4aFORIi722v",
+	"KapZBZ+hpKhZMtpLErFhmeDE4PbPWf1Te+pfk2KO5udW/DfHSumOiAdCgaKAdWsffe+koRDM3l4zrNoS",
+	"oD9kCVBbm/MICdcc6/WG1dVsdG1zg5+8t/9JHbqxSEUhNt3i5/D76vePJbQZtTyRSk7IWoHq2vJXqbqs",
+	"WFYnQHoPymmh8jJlVyiWFH12LjKBnK42i8tSwa11AblhjIFCe5TVeEjCXO1iO4SYXYJYaUlcsS5cOc+c",
+	"XwtAMkNFWkpIyI7imiBWmCdFsaGrTJqUb9ukr3ABN/VVTUEcblv6+ITVF4weKGJatZZp8g9eXfk7lFR4",
+	"eO8sp4LmoNwbKWoFGU2xuYqACTzUemveNAIFPNiE/EIRsG123hbrrA17tWGvNgHyKIr27ioK7yeHXjhD",
+	"DtunQCA1Mf5Jy/i3EIuJyNHwCqjWC8pjlBZOls4qJt832lXEjVi0zFPovcdoTxSwyHuYzcATDIGxUci8",
+	"AoRTa2CpnAkJvzWOP5hUXSo/CaUX6CiUooiWDV+Ry6oLvtb4F1vCZUSs0DaWJMVNYQu9R2DNOTuVuqLi",
+	"pWCXqrx+xX45f+XI1iRldIBwD40texlGDGe5WhhzdsWUPKFKAv8VjalmDUupKoYyDBsLqnQLqN9LYc3T",
+	"nMehtOY1GZk2RJJoWjZrh3apHsnGjdYMPmIladVikeViitG4yPMFxk59RoynCdelVYzwqYlmTmeO6NFX",
+	"IivKik6sNwwlnRVLYZcKrgXVIpj3Ap43O5I2uyR4zpRkUaNrEm3vTm+yonfsA3Mt3bSanaCzzFOPeD/j",
+	"eSFFXuHdz5NY2AnrJ9fDu7eN1Wb+ZdrB72lIeBE8/MBaR6Nt43o8dPlfWVcWqbhPGfd5UmqkW8siauEc",
+	"NatoOd/5GkHVuJBGDWVGlaP2rRZPBK4aTzO1LKZqQbXBlEnKodgW6punKqa/pRyC9R4bcVIQt635ed0P",
+	"5QtZOOUKioprSCSYfwmDGhMRBwMW87XeilZK6/i8XJ22QuPjaoWWa/3xCg3bfNd6qq2n2nqqj5GVS/qO",
+	"n8u52+/2M/itd9NXuahqrIc5yo04I6c2Ba2aQo/kFXb9fgqrTYx/OBEumwEOlJ08kZ8HnkltlZ1xq2bJ",
+	"jYhJkTq3jRa9JNuGh3+jscgAGNKJcx8LFHjhcXTIOEXwsFxM1aVMNPTtnNgKeNxI6IPGWmDjp6Xq8hJZ",
+	"4wHDxHefgUvGtuHd2aiA3izin3dbtyYYE6wyoOoJoGmHdoB4mQqvKL8ERtni5QIwCdVHYOll4wawrpfA",
+	"AQp1gpLFWgzjz/fK9rE0demmPjsNZVN6CHlO6s702F5apdLB1yBGF/PfHvHLQ6BV6PM7d4v7RbFV8M2Q",
+	"y+O6GD+dHFy9G94cLQ7lcfZtPtSHxfH1t6vh+vDefnP5gvfCXBl+ahvHW+gtznOlQGkpmFSrE7B0S8QB",
+	"jH/QYfbkbKouPxdKS+uqt656W9XxWG0uAB3lVktQmLmMwhnL4SFePsbL93JV7IrOdifLqYJF7Im1Wtie",
+	"2pghKCxF4Febgkh0VRyhrDZZPF/mti7kMudTwTKRJypm3Qh+HOOPY2q2jgIWE3PJt8eHgwH7MxsesnnP",
+	"snE7Oe0aCGGiUBcK9h90TeGcwdiylhZgajG9Sorp3JhPqUj0MhcnLBpExh67VhZmVqWxfWkys4w95LIX",
+	"SZpaJYDvs0pkrFY2vMLzNAGgAto2rM00o8cjM95C6YIVK0UD4jojl+Ea6j2brIZzM1g9jE7lg1/Scmja",
+	"wc7o4HgwuLOlgG9xTquF5pGR+p+zFrP6zG0mgTnquEltUWWr5e+p5Vt9/QirMEGK1qIkVTX3EH1dwDt+",
+	"KiVdabbJbvmiy16bM9vcW0cUsDAipW3immzMyBbHVKpV2eNPf7Gj9yrcwsYYCOUKwVyzTEij3FZzQQ0S",
+	"XpSET40nnYqYQNG7w5ubHhaiWpyZuVoxQrBlhVJXAQG5cZsoMOo3Q+5WO+80uRLUP0Ng+w5pxNtbB0aA",
+	"qjaAEAaEChCYAAMPFNPANyRaVAvXajV9NZXSZ6desQXgtNSqLU4QjGMz+mDeA2oSFOB3QCsRILMANxjW",
+	"CFA/d4Md8Fbo4qMlqZ88Q2Ceei70Mt2aeqZ0kA28mZdsk86tJ/sHia2jn8cAgKjR17uL1hg3t7LbIh8M",
+	"hQUbpeT271Tr4/NYbFbgBGUhPeJD2fvBcIXqrleJvIpsk9zd+tzLSbT51M/T8Y5a95aN7X3KlKt3KD52",
+	"q3/pPZO15qB97NqL5dRYliqHi9sM72fL8Jaf8C653vLuHTRTefNOOqq8/f6t+pW33kENlffvqpDKEXZT",
+	"TeX9O7b0s26pYpjORGqMy97HGv13UkuOZqxJL7kCVAt26QgTLnkidYF2tMqTS4RJpJmOyvYxp6eC8nfk",
+	"jgQsS5e6pu265z98z549PTwahTL6z/2nz46G+8+GgwEEGMslAbjD4WB4vLe/vzfcJzfH6knS89rKKde1",
+	"H8oSQopFF0upRREZt4atVH5V4hWs5ioFWX+932e/aHGf2tnGjukHKOOvu3e6oXXa6NxbTm1d6e6uN3fS",
+	"hW0k8fN6WY9Sq91LK907gFjeumso0X/vBwQV/WF2Dy/+rvTzLS3g91HS25zKWxvDd9Dmz1+8evH2xR3q",
+	"hj6B09nYal1RdHduuiapfvfZf2Eh3wrs37nAvq/zdb/m8N+VhNvaOn4/J+SzhMY+tcja7EN/iGH+SDvS",
+	"PxaWul2StjGqNkb1lceodlcObXjrTp349wxvPaDPwUxGTJe58U/MzRPBc5GfLot5Z/TfvxqpjaQd2+gc",
+	"8K/E8bKcpImeQ7lZolmspssFIu0ZMasyIXmW9AEoP2CV3635Io16JwwAKdN1KAHUcvTkCfxirnQx+nbw",
+	"7SCifoXoUrF8KVn/CT7+yXQRQzM0zxIKOWHz9HuMvH0A8uw8AXBCs334a1THUJRHjdYbT+xsFB0YlSMC",
+	"Zq4AjWpcRZsfjkWWKmIq+/DBLB7t18bK5UmmGSdCmcJsPdAGEalLnKtrYZvwRZKX/Lf9kvACIak/BPWx",
+	"f8lmuZIFy/JkKjTxEeVqWWBXhXkkK9aZgIYAoYtkQTwDK8JshzlNzOnynvYDz4W7uumxgHuQFA7bEw8+",
+	"hTeFZoksaxmSnGbnPeB7uLdh4O+UukKaH5g60NRwoON38wnYap5M5wTz6Uh5qbQTF9V71HkSNz7pzJzf",
+	"qd2ELFezJBXa7UNJzKTNRCwFAr5owC6VmaWSQDSBEF3mbJhfWgYf/32fw2BN0ziHDbCPr8278Y4SvRS+",
+	"wxrgLCLNQo8q9QthbYt/wGp1IOUznaBp3vGyFYmgUXVgwVZpDaBC1NHLWBDVSilt+TQ7yJan0fQbup1s",
+	"w26W8jWbWbxVNXOS1dbXeg9DlPemc8DXZtcgrG/pjOBEeWcB1hjaJxx5ZKL1srJfjvus+W3eLaEvw2iY",
+	"GZ8K26tMGqDgV3CSf8x5Nv/Lq1KaSr4AKNUbPi2IRGiWiDTWoVxxWYi4z0BI8RGL0EAG0di/NAO9SyPW",
+	"TYw5qjPCWgW+K+o9ponTM7d9InouYjcfRNlzXgRPzcmdVNbhtSi40TX/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

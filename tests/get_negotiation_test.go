@@ -54,7 +54,7 @@ var _ = ForEachEngine("Every GET's conditional and negotiated answers", func(h *
 			"/v1/events/{eventId}":                          {"/v1/events/" + event.ID, admin},
 			"/v1/receipts":                                  {"/v1/receipts?trip_id=" + paid.trip.ID, paid.riderKey},
 			"/v1/cities":                                    {"/v1/cities", paid.riderKey},
-			"/v1/graphql":                                   {"/v1/graphql?query=" + url.QueryEscape("{ driver(id: \"" + paid.driver.ID + "\") { id name } }"), paid.riderKey},
+			"/v1/graphql":                                   {"/v1/graphql?query=" + url.QueryEscape("{ driver(id: \""+paid.driver.ID+"\") { id name } }"), paid.riderKey},
 			"/v1/openapi.json":                              {"/v1/openapi.json", ""},
 			"/v1/openapi.yaml":                              {"/v1/openapi.yaml", ""},
 			"/healthz":                                      {"/healthz", ""},
