@@ -529,13 +529,17 @@ type ApiKey struct {
 	// Account The account (tenant) the key belongs to.
 	//
 	// Example: acct_default
-	Account   string    `json:"account"`
+	Account string `json:"account"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Checkout app, production
 	Description *string `json:"description"`
 
 	// ExpiresAt When the key stops working; null means never.
+	//
+	// Example: 2026-12-24T00:00:00Z
 	ExpiresAt *time.Time `json:"expires_at"`
 
 	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
@@ -543,6 +547,9 @@ type ApiKey struct {
 
 	// LastUsedAt The latest authenticated request with the key, recorded at most once a minute per
 	// server replica; null when never used.
+	//
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	LastUsedAt *time.Time `json:"last_used_at"`
 
 	// Prefix The first characters of the secret, to recognise a key by; they reveal nothing usable.
@@ -551,6 +558,8 @@ type ApiKey struct {
 	Prefix string `json:"prefix"`
 
 	// RevokedAt When the key was revoked; null while it works.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	RevokedAt *time.Time `json:"revoked_at"`
 
 	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
@@ -596,19 +605,27 @@ type ApiKeyCreate struct {
 // ApiKeyCreated A newly created API key with its secret, shown only in this answer.
 type ApiKeyCreated struct {
 	// Account Example: acct_default
-	Account   string    `json:"account"`
+	Account string `json:"account"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Checkout app, production
-	Description *string    `json:"description"`
-	ExpiresAt   *time.Time `json:"expires_at"`
+	Description *string `json:"description"`
+
+	// ExpiresAt Example: 2026-12-24T00:00:00Z
+	ExpiresAt *time.Time `json:"expires_at"`
 
 	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
-	Id         string     `json:"id"`
+	Id string `json:"id"`
+
+	// LastUsedAt Example: 2026-11-24T10:15:19.03191Z
 	LastUsedAt *time.Time `json:"last_used_at"`
 
 	// Prefix Example: rk_Xb3kQ9mP
-	Prefix    string     `json:"prefix"`
+	Prefix string `json:"prefix"`
+
+	// RevokedAt Example: 2026-11-24T10:15:19.03191Z
 	RevokedAt *time.Time `json:"revoked_at"`
 
 	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
@@ -648,7 +665,9 @@ type Cancellation struct {
 	//
 	// Example: rider
 	CancelledBy CancelledBy `json:"cancelled_by"`
-	CreatedAt   time.Time   `json:"created_at"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
+	CreatedAt time.Time `json:"created_at"`
 
 	// Id Example: can_q2w3e4r5t6y7u2i3o4p5a6s7d2
 	Id string `json:"id"`
@@ -722,16 +741,24 @@ type DriverAvailability struct {
 	Position *DriverPosition `json:"position,omitempty"`
 
 	// Status Whether a driver takes new trips.
-	Status    DriverAvailabilityStatus `json:"status"`
-	UpdatedAt time.Time                `json:"updated_at"`
+	//
+	// Example: online
+	Status DriverAvailabilityStatus `json:"status"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DriverAvailabilityStatus Whether a driver takes new trips.
+//
+// Example: online
 type DriverAvailabilityStatus string
 
 // DriverAvailabilityUpdate The availability a driver asks for.
 type DriverAvailabilityUpdate struct {
 	// Status Whether a driver takes new trips.
+	//
+	// Example: online
 	Status DriverAvailabilityStatus `json:"status"`
 }
 
@@ -744,7 +771,9 @@ type DriverPosition struct {
 	Lat float64 `json:"lat"`
 
 	// Lng Example: -122.4192
-	Lng        float64   `json:"lng"`
+	Lng float64 `json:"lng"`
+
+	// RecordedAt Example: 2026-11-24T10:15:19.03191Z
 	RecordedAt time.Time `json:"recorded_at"`
 
 	// Speed Example: 8.5
@@ -781,6 +810,8 @@ type DriverPositionReport struct {
 	Lng float64 `json:"lng"`
 
 	// RecordedAt When the device recorded it; at most 30 seconds ahead of the server.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	RecordedAt time.Time `json:"recorded_at"`
 
 	// Speed Metres per second.
@@ -831,7 +862,9 @@ type FareEstimate struct {
 	// City The served city (slug) whose rates priced the trip and whose drivers serve it.
 	//
 	// Example: san-francisco
-	City      string    `json:"city"`
+	City string `json:"city"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Destination A point on the map, with an optional human-readable address.
@@ -851,6 +884,8 @@ type FareEstimate struct {
 	EstimateId string `json:"estimate_id"`
 
 	// ExpiresAt The instant from which the estimate can no longer be booked.
+	//
+	// Example: 2026-12-24T00:00:00Z
 	ExpiresAt time.Time `json:"expires_at"`
 
 	// ExpirySeconds The estimate's lifetime in seconds, counted from `created_at`; `expires_at` is `created_at` plus this.
@@ -1057,6 +1092,8 @@ type Money struct {
 // Pagination Where a list page sits in its walk.
 type Pagination struct {
 	// Count The number of items in `data`.
+	//
+	// Example: 20
 	Count int32 `json:"count"`
 
 	// HasMore True exactly when `next_cursor` is not null: items follow this page's last item in
@@ -1064,12 +1101,19 @@ type Pagination struct {
 	// direction only, also on a page reached through `prev_cursor`: the first page of a
 	// list, reached going back, says `has_more: true` with `prev_cursor: null`. Whether
 	// items precede a page is told by `prev_cursor` alone.
+	//
+	//
+	// Example: true
 	HasMore bool `json:"has_more"`
 
 	// NextCursor Pass as `cursor` for the next page; null at the end.
+	//
+	// Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 	NextCursor *string `json:"next_cursor"`
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
+	//
+	// Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 	PrevCursor *string `json:"prev_cursor"`
 }
 
@@ -1170,6 +1214,7 @@ type PaymentEventData struct {
 
 // PaymentFailedEvent A `payment.failed` event, with its `failure_code`.
 type PaymentFailedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `payment.*` event says.
@@ -1198,6 +1243,7 @@ type PaymentStatus string
 
 // PaymentSucceededEvent A `payment.succeeded` event.
 type PaymentSucceededEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `payment.*` event says.
@@ -1237,6 +1283,7 @@ type PersistedQueryReference struct {
 
 // PingEvent The test event of `POST /v1/webhook-endpoints/{endpointId}/tests`.
 type PingEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 	Data      struct {
 		// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -1244,11 +1291,13 @@ type PingEvent struct {
 	} `json:"data"`
 
 	// Id Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
-	Id   string        `json:"id"`
+	Id string `json:"id"`
+
+	// Type Example: ping
 	Type PingEventType `json:"type"`
 }
 
-// PingEventType defines model for PingEvent.Type.
+// PingEventType Example: ping
 type PingEventType string
 
 // PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
@@ -1416,6 +1465,7 @@ type RideTypePrice struct {
 
 // Rider A rider's profile.
 type Rider struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Id Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
@@ -1443,6 +1493,8 @@ type RiderSummary struct {
 // SecretRotation The result of a secret rotation.
 type SecretRotation struct {
 	// PreviousSecretExpiresAt When the replaced secret stops signing (the rotation's own time when the grace period is 0).
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
 	// Secret The new signing secret. Shown only here.
@@ -1488,12 +1540,17 @@ type ServedCity struct {
 // anyone else and never on a final trip. `rider_summary` is shown to the trip's driver
 // (and admins) while the trip is active.
 type Trip struct {
+	// CancelledAt Example: 2026-11-24T10:15:19.03191Z
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 
 	// City Example: san-francisco
-	City        *string    `json:"city,omitempty"`
+	City *string `json:"city,omitempty"`
+
+	// CompletedAt Example: 2026-11-24T10:15:19.03191Z
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 
 	// DriverLocation Where a driver was at `recorded_at`.
 	DriverLocation *DriverPosition `json:"driver_location,omitempty"`
@@ -1523,6 +1580,8 @@ type Trip struct {
 	Pickup *Location `json:"pickup,omitempty"`
 
 	// PickupTime When the rider is (or was) picked up; an estimate until the trip starts.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	PickupTime *time.Time `json:"pickup_time,omitempty"`
 
 	// RideType Vehicle class; prices scale with it.
@@ -1542,12 +1601,15 @@ type Trip struct {
 	//
 	//
 	// Example: completed
-	Status    TripStatus `json:"status"`
+	Status TripStatus `json:"status"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 // TripArrivingEvent A `trip.arriving` event: the driver is on the way to the pickup.
 type TripArrivingEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1571,6 +1633,7 @@ type TripArrivingEventType string
 
 // TripCancelledEvent A `trip.cancelled` event.
 type TripCancelledEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1594,6 +1657,7 @@ type TripCancelledEventType string
 
 // TripCompletedData What a `trip.completed` event says.
 type TripCompletedData struct {
+	// CompletedAt Example: 2026-11-24T10:15:19.03191Z
 	CompletedAt time.Time `json:"completed_at"`
 
 	// Fare An amount in minor units (cents) of a lowercase ISO 4217 currency.
@@ -1605,6 +1669,7 @@ type TripCompletedData struct {
 
 // TripCompletedEvent A `trip.completed` event: the trip ended at the drop-off, with its fare.
 type TripCompletedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `trip.completed` event says.
@@ -1628,6 +1693,7 @@ type TripCompletedEventType string
 
 // TripCreatedEvent A `trip.created` event: a ride was booked.
 type TripCreatedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1650,6 +1716,8 @@ type TripCreatedEvent struct {
 type TripCreatedEventType string
 
 // TripField A top-level member of Trip, for sparse representations.
+//
+// Example: fare
 type TripField string
 
 // TripList A page of trips.
@@ -1679,15 +1747,20 @@ type TripLiveUpdate struct {
 	Status TripStatus `json:"status"`
 
 	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
-	TripId    string    `json:"trip_id"`
+	TripId string `json:"trip_id"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // TripSortKey A sort key of trips; a leading `-` means descending.
+//
+// Example: -created_at
 type TripSortKey string
 
 // TripStartedEvent A `trip.started` event: the rider is on board.
 type TripStartedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1718,6 +1791,7 @@ type TripStatus string
 
 // TripStatusData What the other `trip.*` events say.
 type TripStatusData struct {
+	// OccurredAt Example: 2026-11-24T10:15:19.03191Z
 	OccurredAt time.Time `json:"occurred_at"`
 
 	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
@@ -1763,7 +1837,9 @@ type WebhookDelivery struct {
 	// Attempt The 1-based number of the attempt for this event and endpoint.
 	//
 	// Example: 1
-	Attempt     int32     `json:"attempt"`
+	Attempt int32 `json:"attempt"`
+
+	// AttemptedAt Example: 2026-11-24T10:15:19.03191Z
 	AttemptedAt time.Time `json:"attempted_at"`
 
 	// Error Why the attempt failed; null when it succeeded.
@@ -1790,6 +1866,8 @@ type WebhookDelivery struct {
 	LatencyMs int64 `json:"latency_ms"`
 
 	// NextAttemptAt When the next attempt is due; null unless `status` is `pending`.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 
 	// ResponseStatus The receiver's HTTP status; null when it gave none (timeout, connection failure, refused address).
@@ -1823,6 +1901,7 @@ type WebhookDeliveryStatus string
 
 // WebhookEndpoint A registered webhook endpoint. Its signing secret is never shown after registration.
 type WebhookEndpoint struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Accounting sync
@@ -1913,6 +1992,7 @@ type WebhookEndpointUpdate struct {
 
 // WebhookEndpointWithSecret A newly registered webhook endpoint, with the secret that signs its deliveries.
 type WebhookEndpointWithSecret struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Accounting sync
@@ -1942,6 +2022,7 @@ type WebhookEndpointWithSecret struct {
 
 // WebhookRedelivery A delivery asked for again, due at once.
 type WebhookRedelivery struct {
+	// DueAt Example: 2026-11-24T10:15:19.03191Z
 	DueAt time.Time `json:"due_at"`
 
 	// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -1951,10 +2032,14 @@ type WebhookRedelivery struct {
 	EventId string `json:"event_id"`
 
 	// Status Always `pending` when asked; the endpoint's log tells what followed.
+	//
+	// Example: pending
 	Status WebhookRedeliveryStatus `json:"status"`
 }
 
 // WebhookRedeliveryStatus Always `pending` when asked; the endpoint's log tells what followed.
+//
+// Example: pending
 type WebhookRedeliveryStatus string
 
 // WebhookRedeliveryRequest The event to send again.
@@ -1966,6 +2051,8 @@ type WebhookRedeliveryRequest struct {
 // WebhookTestResult What happened to a test event.
 type WebhookTestResult struct {
 	// Delivered The receiver answered 2xx.
+	//
+	// Example: true
 	Delivered bool `json:"delivered"`
 
 	// Error What failed, in the words of the deliveries log; null when delivered.
@@ -1990,22 +2077,22 @@ type WebhookTestResult struct {
 // City Example: san-francisco
 type City = string
 
-// CreatedAfter defines model for CreatedAfter.
+// CreatedAfter Example: 2026-11-24T00:00:00Z
 type CreatedAfter = time.Time
 
 // CreatedAtSort defines model for CreatedAtSort.
 type CreatedAtSort = []CreatedAtSortKey
 
-// CreatedBefore defines model for CreatedBefore.
+// CreatedBefore Example: 2026-11-25T00:00:00Z
 type CreatedBefore = time.Time
 
-// Cursor defines model for Cursor.
+// Cursor Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 type Cursor = string
 
 // DriverId Example: drv_a2b3c4d5e6f7g2h3i4j5k6l7m2
 type DriverId = string
 
-// DriverIdFilter defines model for DriverIdFilter.
+// DriverIdFilter Example: drv_a2b3c4d5e6f7g2h3i4j5k6l7m2
 type DriverIdFilter = string
 
 // EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -2014,10 +2101,10 @@ type EndpointId = string
 // EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
 type EstimateId = string
 
-// EventCreatedAfter defines model for EventCreatedAfter.
+// EventCreatedAfter Example: 2026-11-24T00:00:00Z
 type EventCreatedAfter = time.Time
 
-// EventCreatedBefore defines model for EventCreatedBefore.
+// EventCreatedBefore Example: 2026-11-25T00:00:00Z
 type EventCreatedBefore = time.Time
 
 // EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
@@ -2032,7 +2119,7 @@ type EventTripFilter = string
 // Example: trip.completed
 type EventTypeFilter = EventType
 
-// GraphQLExtensions defines model for GraphQLExtensions.
+// GraphQLExtensions Example: {"persistedQuery":{"version":1,"sha256Hash":"fd04909a99d2292de5c4061e1ca5670731930cbc17acee4b2b1365fdd33e005a"}}
 type GraphQLExtensions = string
 
 // GraphQLOperationName Example: Trip
@@ -2053,16 +2140,16 @@ type IdempotencyKeyRequired = string
 // IfMatch Example: "3f2a9c1b7d4e5f6081a2b3c4d5e6f708"
 type IfMatch = string
 
-// IfNoneMatch defines model for IfNoneMatch.
+// IfNoneMatch Example: "3f2a9c1b7d4e5f60"
 type IfNoneMatch = string
 
 // KeyId Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
 type KeyId = string
 
-// Limit defines model for Limit.
+// Limit Example: 20
 type Limit = int32
 
-// PickupTimeAfter defines model for PickupTimeAfter.
+// PickupTimeAfter Example: 2026-11-24T08:00:00Z
 type PickupTimeAfter = time.Time
 
 // RiderId Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
@@ -18148,533 +18235,542 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37dhu5tSf8KhgmsywlRZqkKMmi1llz1Lbc7RPfIsndSZoeFlgFioiKQBlASWI7Wuv89T3A9/0xb3Be",
-	"ZN4kT/It7A3UhSzeZMd299FkZtqSqlC4bOz7/u2PjUhOUymYMLrR/9iYMBozBf98SqMJeyqFUTKxP8dM",
-	"R4qnhkvR6DfCVPFralhApvS2SS/Zvx20QzKWisSKXzNFUiXHPGH6mCw+2g7INNOmqdg1TXhMDcNX2TVT",
-	"MzPh4pKwRDOyYxRPdUAUt5MKSMK10YEdesR0QMyEaxLLKJsyYXaPSShkUxupWEikIJRooxidEjkmdhyS",
-	"pfZLutUIGop9yLhicaNvVMaCho4mbErtKtktnaYJa/QbG8y6ETTMLLUPa6O4uGzc3QWNZyxVLKK4T/Pb",
-	"dvb8KTk67O33cfI6ZUlil2vnOGFEpkzBm8SuzA3E4oBoLiIGj9jvkkt+zQShmlAxEDDmwX6HPLN/2gn/",
-	"PSRUxOSd4LdEs0iKWPdJ+O+dw6P9bueo226HdvRuu3vQ7HSa3c5Fu92H//s3u4cvubgKB0LQKdOEG010",
-	"FkVMa6la5LUk4XkmNDMhQUohO/brT/aPert2UM2E6cM0acKpJjdSXWk4WjNhA3EzkQmza73utAZiw3Mo",
-	"TbwRNFJqDFN2K//3vzf/18/t5tH7j52gs3/3+9rDOL2gl4uncG6UFJfEHaNUfvvZLY0MUXbf7UrwJOy/",
-	"NqWZQWNv3KVHUWd0GPfY/vigPWjUzutFzKapNEyYM5YmdGaHXbhi9jshuZkwgdRChb5hyu4ztZNM6Cyn",
-	"G8EIUH7sN5vkX4hmzT+xmV1BacYimzb6PzfsFxrv6yb4Ui4j4Z8mTCEpRopZ6iQ7UhE6HrPIsHiXKKZl",
-	"piJGIirIiBHFaLzp/j2+7jyGO//YqHQ42bvqTntiPz34cKie6CPTvd676d3uzw5q9/SMGvaST7mB/6/m",
-	"1PkvzG9YRJOEqUeaGHnFBBll0RUzbu+4JldcxPZRO2emDdmxi9BEKnKjuGF6t0XOmTDAZjIzYcJwuKju",
-	"iDS5mfCEEWUvZGJnowlV9pjmjsEvvNtu5yviwrBLpqpLOmNTyoVd6cKyLuwKNEnY2BAuYHW4nCXf6hwd",
-	"rfuWZnXbh6yEZMLwpPQZS4/jLEkIvaRcBETJTMQsJlm6bAL1n2dGzU7GhqnlnzaS3FBuyIiNpbKUZdSM",
-	"i8sNqav+u+eevVnGV7O7E0ZSaib225lmhAttGI0Dy3zDQdZu70X2z/AvdkwUS/5t0MhZZvOaKc2lGDTC",
-	"jVkIjGkvwg0bTaS8ajIRp5ILo9d+pPZa/EjVbHFdJ8kNnWkSnmRmIhX/BS57GBAtiZ5Qy0giK/81EVYo",
-	"kym/dXdmY/lZGbl2Zj/99NNJ6fbUb37pfgE3tl9i/jR2wu8YVUyFu5vOCp+vnc5fzvC2v6jhxS9iO4cx",
-	"ZxoZhN0Le9tkpkgiL/Ux+ZBJwwg3yK8jKQyNjBXtOktTqTYWIYp9GO6Pu6MnUSc+Ynu0NzqIaqZ7Z0Wh",
-	"olNmvLrGTc0xvxHJDLQfjbzBTp2bGdmh+F+dZHaG0QToWVPRHCsqIq4jGe62yIkgmbgS8kbg41bvsHKI",
-	"sGlqZqCP2XVx+6kPGVOzRtCwmkOj37DP19//RuUzjaAxpbcvmbg0k0b/oBc0plz4Hzt15/QUxc4SXlFa",
-	"sZdP9t3IJDNC7Su4C/YeU2FQf9nb2zvaXboQHGUIL1dWNJZqSk2j37A6WdPwab1C6OdrzqUy9UQuldWl",
-	"nGy6oclVQG64ZToTRvRMGHrr/wgre0RCLZUJ+yRs5tMzIdkR7IZpMxBjrrQJUF9kY5olZtcKr7DysExi",
-	"K9vg2d1jQknCaGwpNmyGZMqosCqojpiwv2wNROVtrr1iYomeTUlE8VqOWB8I5JoJ8whEpv3JsbBHujKH",
-	"gNCBUCxiPIU/ca2z/C+CWFVvin9x/8Q/tsiF++ojTXgceLGn6ZQNRMwVi+zeBmSkGL3SxHCmW+SERJnS",
-	"EvSnkZVRdrbwmlQGLi7VBGdgFQFUUHOi/bmgA2M1JnabJjJmjf6YJprVU44duEIwdspwWX+v2LjRb/zu",
-	"cWF9PcbH9OMKufyJzRp3cENe4LsduB/FD47cqFIUntRmBnfM0majIL7vQGJud1uclL3ndcG373Vf4Jhq",
-	"RJYgMqUfMkZGUl5NqbrqkzCll1yAaGgJdmuGeMYhUHvpb6li18XfxoQS+xsuMz0QKb3M9UJLQgRWZAnG",
-	"0GnKQBbCm4Ed1araBZUQaSZMkTFPDFioQEtSDQQKy4DkajuLSa/dJiEXYHb4ySCZ1W4kbkN5A0uMcr/T",
-	"Xc8pn4EpXifP7AVCQx2ukBNuiuyEsboe/vM//yssDtjqN8W0Yj/mZuLMDke7o72oF++zg/HhZXeyx3t/",
-	"3786SA6n3caqWT+HTV1JszAZQUYz5wuANytiy3kjthBc+MaQx8u2fhMZdeoY3rK9d7pdmTFWTuFmwlae",
-	"AivG3+wc7IBXvemB6KZPPuypfX1oute9m4PbJ7PuL71621kbPqWGLVvD2Jo0zD00vwCmzeoFFINvtgA7",
-	"4OhwK4Pw1MqgDbQFkFXfjLpQnvVKtr1s2l+Lb8PElxGL1weqRHK9hkjciBtSyLUZHo72rj50b/enPXGQ",
-	"PlFd3TMH109uurPe8ilfKJ6u5jV+/hrFBNfAfvrgHgvtP1t/CP0T1CoWE2alz2zKhCn9SY7tG1bgwF/0",
-	"ct5vx5znQMVC1/pG5pjVsnXPUrZy3XNrvuIiXkY98InybFdpOPnXYS7fK5pO/vzy9NYwYc1YvTibt0oa",
-	"GcmEsPwhcH6S/zh/85rI0d9ZZMjOu7OXTSYiGbMY/2DYrdkNCvPm46CRWlNZGxb/2c5/0Oh/HDRy87nf",
-	"CQYNPaHd/YMfqJ4MGv1B45//+V+Dxt1duGzhxYwqy1/ccrfMN97D+xreX3Su8WhScgM7tcQ7ua3KqjIR",
-	"oO7NDZlQTbS10GmCWrH7DJFW6v1wcfGW6JRFfOzt5zG/LWzYKUueUs2IXcuyBcrKhOsJ0t6g2vvlZgOb",
-	"Xc8X/Hz9ClvkFbUsDP1ZMnP2dFjsc0jQN02JYpf2LK1qlZ+rU96WLMb/WLeIj3Cpd3jcJ4M1V2zQ2CUf",
-	"iTbUZBrF4EdipKGJVRQVE9GM3Nn/rdqTH6nidJQwXb8v1zTJmJ4//0eaXPv3go2vwLLdyIdatiODBo/h",
-	"FqzbjrvVTu5oZu2YRYWeXDHkrlHCLXVfMmGJjWl7niSRlzyiSek27FDy7t2LZ+S6Z/VqxSI5nTIRs3g3",
-	"IB17N7r7+wORKi6MXReJJlTRyGnmkUxZbvPl/l8aRTKzZAcajTWFc6cvWOAU5qgyoQfCsnZw5eZ+eOdz",
-	"3+n2yERmSltN1Bvcx0ChRs1Kpry1Lux4XkigxTqS8YxcMmPvJTV+eOdOHc0MA0vD/sO5BcIifND08YM+",
-	"gXABLgTHtV/CRQg0U+BDO2DE5L9TMrPjSkXGSk6LX/PYmi9OfbZWfDzllh8NBIR3cNsg6NPrdknIi7Me",
-	"XrHZULFMszg8dp5ws7C7sHs8SezeCi4ug4HotY8WB+JimGkWuoWDl7gJylxoLbT929vScQhp3JGAI9NU",
-	"dmKKfMUeCWdxSfZiJKu4FnORkyWXY3/cjg5YhzWfxB3W7I0OafMo6oybe3GX9ejB6EnUjquiuLu/P284",
-	"lKJZPw8Gt91OczC4PTx9/8ffb3ChznKdaCHK6P5CJkyxgIxYRDPNCCVxlibgayU3MktiEkuiGE2aN1Il",
-	"MZlQNe3DRlu+yw0G8vzu2vNp1x00fguOY+v7PBBrLzSpu89kB8j0hmtmzeqByO3qufmFu8uu/kDkd/9k",
-	"5UWFW4PxNo1/xVvvdsa+NBArruRx5f4FeOPslcKZuCtkl7DsDtH81uCV4YKME345gVu09tYMxP2uDfnE",
-	"W7OJzv5VbtH4FTXRpF7uhqcX9DL0cncuFDyTGUkoMDEak53w+9MLUoQsP9r/vIjvQn+FBiIcc5bE2hKh",
-	"VCT8g2PP0YSKS2a3fkpjRqRVtnnh33WnbHU7bo5JidI7lkxSBeEwbqc0HFOewOVzMW2rblPFtRR9QskN",
-	"o1dkJ/zpcbhLDL30wRy7fKZXHea4iXu0aZj7Safs5Gk/gVhU6dQ67e4GXpMX49dSsCWncyKIPRsvpgij",
-	"KrFmJNLxca4S4+a5NQZVHkb22r2cwVG4j60Ve2BnU7MRixP/E5stM3xP3r6wF2ne9LWXFEzfwB0KpFqw",
-	"SDGzxBi+gm9sdq3s6NM9sZ8efuiqnj4wT667N73bg9mTX/ZG+7W3YknQ/C29ZETzX5hjyJ12u0VOxMw5",
-	"PkFNXe7khNj3UtsJ/lrZWac7NfrddlC4Hbgwe12kJz7Nppaa2kBM7qfauO5bHl1l6QWfsvWBopRHVxCx",
-	"BuUozlwgY/cTXUEpTGFo+JTd3x10ZhWxZcQFWto8aalYrfSqKDfihvHIWA1FV+6lvQ/76kAfmm62d927",
-	"2b89mB3+Uu/ARYeKZXyLs34qp1Pa1CylCrxWRqbNhF2zhNi3yJRNR1a8WzuXmUyBzq9TqvQ8M95tWakH",
-	"qU4DEaItFkKWBcXQNr7P4oo7GMcHC3Kean3AZ31cB5n69pGdfF8gpLNNFOcCJEs9DVgSnicBa6+tIgGU",
-	"VBtSwD1ScXC+K8x+EHM3EwnHCvE/OPOEa1M7/aX+sXstoKv38gX0tg9A29XVx3LnqRvCQVdspgPLXEAB",
-	"VYwFhNFoQqghU6kNkSJiteHXgSjFX0m+baWIJ5pUKF6WxT2fIU8diEqsuEVOcX+qMeRgTBULN78K9wtx",
-	"+g1ciG7u3eNenMPV3yBY5BMgkFcsIy3868a+zGIGmJThFPXvZMzRtfMTRnp8QAgd+9/JGC5GJIW1GOw/",
-	"aYqmGZfi8d81Jt7lJLygC6HlAuklMxHZw7rGFN6f4W607EwTZlgMKZPoiIaEIRazuPE+aGQqsTqPManu",
-	"P36cUmUEUy33Qfv6YysmfA6Shs3faENq14t7s8gG3p29tLcCsmm8TwRWAs5mYAmaYaSe12TQ4IbrVAqN",
-	"m/0djb+nht3QVbubKjlK2PSPfpc3W9dbfKtuJVa+pC7ZWDN1zSNGdgwkjsHOk1TJayt0dwmq62D8gQFu",
-	"TS/MkYwmLB6IHR82GPp3hkwpqcLdFnktMTX6hmqr5k+5wYxDGAX+UnikwHmkDabdzplm/WXWrvMujWh0",
-	"JcdjZAKlhPC/NF2CVBNFUd1uuccfl3KpYMO+o7H7zRYHUyL/CBhRo6JXNuw5GMoTr0pCerbdzhEzN4wJ",
-	"0oHdsSqrvSF2H+0N+dhI8uRWvP0tP96UaU0v7ZdEBoqCH9Hz6k673bh7n19zK4OWpmw5TtLvQXInN8C5",
-	"XuAKiP+i43CPYxlpvwH6d9V1bnz3VtAoaIuF621KE8tDWWytxDyRzNKl05Cs8QnJSGBV2lkGBDVW+5Cy",
-	"9qulVj9RN3ToHZS42T+/t/ZNiFaA/aw1u+QYXyc7c2bCboDkWqTp5PkXUtmPM34pSm+5DAp8Dd3d5ZXZ",
-	"6eU/DC1NhXaxLp0KJhgQKly9gVfwnecd7HVaURch534gzI293lxAIgj63dG6p6Lkl8WbBmuecq3h2kLe",
-	"tGdgsHnLXGmQrGVZw0ofWHn/F7xeLXLBbo1dH353xyqAAUZHAjB8d3PifnfxvPkkN4tfv3s5EGXPub1D",
-	"FN8kqAXhm6iV7xRXI2i32wUx6d1+4booOeg8qdhdtWNBBplIM7PAcPKM5GZunK7iOXP53+WU5mYlf3qj",
-	"QYo35gZyydEbDmKfvgs+iXc+lWKc8Mh8SZFWZheR+74uJIbP8X+kXcTLgFbFyA6U8SDfLp25UVRo7lKM",
-	"QyGHLsmGXlOeWLK2vwalniaK0Xg2TCmPndsMYuZzN6sIHxS+0J1lXtCgJniwu0BtNQ7cdSdVU8XhM9mb",
-	"m6WyB1Be4ua3ZPpbpdF/CqE9ywuOHsT1g7h+ENcP4norcT1X+LiK85QfBd8zlt6seqVap1ORyf+ttYOC",
-	"aT/oCV9ET7g/mX82DeN+9+XXr5Y8l2rE45iJL03iV0hJqAuMMgNhccvxY4k+xZ1w7OeGXuvfAsE8MNgq",
-	"+b0QhilBk1OrjHxRByMBFz6RWHCoeYzqGE4n3D3GclwZz0hEleJMEyGJ/7tukbPC4ee9e19Vdn+e83gt",
-	"zUkUsRQ0rS/NEkL8dA6EQGMo8xaSTFnMKejgyBuKfKdUyTiLmGUXQpohzSf/GXnGw1X/TKT1XGYi/pJU",
-	"9VpiqnoOoIBUMrbzeCCQb49AXsmYjzlblpoxhyJSzkrCApFKglEIyU3Hln/4rKR5LJ5mCYxn1aQrwD2L",
-	"gDRbkIpHT1n1CjzzQFY5zMKqt+CZz0aCb+kskTS+kPIlVZdfXACCusE1SezHFTETKkiHvOLfkZ3Q/m1o",
-	"pBzCH7828/o8232Okd13IjdGv+SOh1nx3RAhljRT174MgSrDxaU3g0lMDR1RDTlOmYDoMnijnJ8K0564",
-	"uBwIqxO6ZBJnxz/SJGY0Trhg1ZhzLAU7rveb5emy3mM5EGPFGKZxZZp5DRTddhUD20NUfXV30hbm8TwA",
-	"DdlBc9kDIizZ/t2qybwmgfHzUO2FlK+omLm/669gOD/SOV2MsvgSAYN0ajdsJ1TUMPQns9jaMWotmTyo",
-	"QZ9HXs3R+8qXC2imz0aX7wR1+EDsCyvZQZ4MKhVR7FpesdhnaZMdy2fLiF5fW3b99NNPzXmQpFUDzGMq",
-	"fcYDS5W0c7Oc7FQYBzf0NRzNXJMbliRNjBWBP85lPFKiMqg2o4YIxmKds+M+FNGMmWIIpEjNQMSSYfEL",
-	"u+UaAmWuGGYmM4ykEDqVmTA4YP44aPHwZ3abQp2VRzMAQJuYRVZ4xj79C54sygB0hsWa4ABPuZqVYmRX",
-	"bDZ0fw+Dkl/c/h4fDvPo1bynG6uFFgv+6kNXUFm02yJhJGMWEk1nAFoXTX4z/u7PRfYOv4vFr1jMKZSt",
-	"fyVN29JeOJ8nGgLPyic5BO/T0OoTv2a1+9fp6f98KSQP7pZSqfxG2SiX9tkPSdPnA29JFu5TZ+5t0MDX",
-	"pGSXMlRYBbzCZb/8+d3p2V+HF2/eDJ++efX25elf7Hb4XBZ8L5JJNhVgAViR0eh37t6X01osRbpIPktY",
-	"ZDTpdNs9ggUo6PXHVBquSafdbrcg22V+NrhvmJzSt4/lCTGWPu2IsNufZ6P+Jbcyx7+IqLCXUWWiRU50",
-	"DTfE7BKPKsHENUtkylAqCklCqwug/Wzlvxs1l+wuRyL8/uzk7Q9/fjl8e3J2fjp8fvLi5ekzTPPIH/UY",
-	"0OVUa0SnpFbi+hF+PHn54tnJxYs3r/NhApe34sAXLGexA4451FzvhN+dPBu+Oz89G754/fbdBVQIyiKI",
-	"MBDeiRhWoDmsHHjz9vQMv3V2ev7m5bv8s+/OTu04tKCWkZJXTNiZFmT68s3r78OAlH7z7PT0bfU3jpT9",
-	"KnLcjSaS6YTqCezRQOSaUhXBZCd8e3p2/uL84vTZEIf94eT8h+GrF+evTi6e/uD0m7I3AeE+hCwdGGpA",
-	"JZgU0HbABeVTX3Afz07//O70/AKwLPVAhMso1blUADAlVzONZsm4kqREFnKUAkB7W8yWGUNCEkhul5Xk",
-	"0R3zDC23Cm+N4LTzfJzdh3TYeqHwG47Cfsq2/IaDoQ+E70/4245JPpyTP6dfS2hwmwDfQ6xua0r49Ubo",
-	"PmnVJXyS51Dv+MXFkccvwatjb04ixWUBfVJJTiU7tZAqEI2gsdXJQcX/jDv0EEr8sqHE31Rs7zce0XsI",
-	"sX0aefxqA2tfOdL1EN/6bxrf+mxO+0+jvt9OmOn++5A7oWGck5TXw8bm1OaVhRzI8UUOogYLAWA1PbEs",
-	"CQUQAN1wbMOVKpkyZRxMixtiSQ8i/CPZMUxQYXbho/b7I2b1Sqs7tMrNQuxoZujBzBYghIJyL5ENkcDm",
-	"DqwMb/R0wqIrALRL08C5VVzPJZElTr1EdKSFQfGCazeRhUZvIl+pNjLFfn5cWFs0syYr9IiBXbbLr13G",
-	"2hnw+NOg64JGQrUZ2vteuwp7fgk1lq9WW7VVYH7dMgPAIFUxiyvoTISSKReZAX/3QDhtWTG4Im4zQEFE",
-	"irNzQTZzvy1JFRvz2yVNFwDxqQSE6huXANUHqCZH8lJwAHwFIp2BZ9Jy0GtGkxwtJgNRVyVcdTX8y2jv",
-	"6s9H07d1W+2k+npysUq+ezjfH55gfyyprvT96UXJhK1jdMg5zuyTlqWgwFmBoEeKtqV+ATQy0LjSzX6c",
-	"IyBfsZme27NYDZ9Mu1fQcmCBaNev6a4Ma/RzA2HN7NyLqQc5f8qpo8oQKiylcq3n7kflDIvOj1gZbXcL",
-	"987BNlnGGKNZTJO3JYbpIMFq8byla0nhQcoWsLYXmO8ca5sfVUgHgT3JplTogLDWZQulueV5ZCITpwld",
-	"YaPLjXhjuZlOqf3ip/NGOgKLscwdyStXu+1x2zKTqbmr1213D5vtg+Zeu2jIuuyWfJFb8UiXwCSDvA1E",
-	"Dv2dXxp4MO8bRHi8eIsGwpM4HGQIH8A+tSEOEjqcPLd78BTcOPzDXDuu9ZdubQ+M8p2D7Vt3G+Ja2mQ3",
-	"ySzvweL1EpApBaJr4JQQBPqtdHNdqYn86hWKb0Ul+FQ5fE8B+cUkHFBZ/VWGhCaIZAd4qSp9OfsEG2IS",
-	"bDuKA2Gf0bBFzguqnTDF+oguZ4W4kDcLN7LYmV9e9q5fP7k565q/HmQ/dP7+p315ekjP2/HzvcunR6Mf",
-	"u+LVh87fbp+8vanbwxJn+i0I2fx4lvOXl1ybOubiO9M5tqJrJCc1m8NuOoPqbhFXs+iUt9aGLJ6c31OY",
-	"S2Ws5Ss+k0lt9xtqnNI6pTMSy/5ySWFli292zZX3OgQVoWH/jv0qsPO4V0CQcl0PbPiAPWkY3FKBHQB7",
-	"PObU555ZoNWnVEQsSZa0ykanjjUosOegg+qNSi8tHqn7K4uHo9naXpH+2e9m95UC88w2omL4oXuzx3pq",
-	"3xzMDrMu35O9dJ8e6MO4W8/z6HxyXONtYpUfxLmP617yCL6fijS8cKnL0MAwr6C6o8FcI88FAi0faSnt",
-	"cAs9+KfJrMDy5/l5s3jxsIu9qw7xHEIe7NY42PX9drvSzUZIg3z5ZsINIzql0Zw6OX8C8+rushYKg8H5",
-	"2o12s16xe0CR9ffBXsRKF3Z7Oat79HmuJjdLGOuFj3jFJOIAkvxpfPUcxoIGzAu8tY5H1u7bfNfX+lk7",
-	"PGm7gQnXRpcz3wDleG0f39L2VqRZc76/rd/gZuWx6jYHjdumHa15TRWk6dlh86U0gsYrLjJd/OI9tneF",
-	"FlmLK3wpb5iKqGbkxfkb0ut2Dot+WpGM5wg80whuXPT+oM1f3n/cu/t9HTVgU9E6IZvbMGk2Snhk9d0x",
-	"R7/IHGN2IYHljazXMtdtu6F6VOpKX/WYkrdUXdU9nU6kkdXHPcRzFIuWvSsVjGdcu368el6tv6eXZUs0",
-	"U7xWDlDjYm3513utJ4dlE1ZmI1C58k4O+6U+DoUNjmh+dsxrNuHRenX4R/dYrUQQ2LjOTa8YM8ATrbuN",
-	"SC0nGCXnSW1r9Z8mDO4e9a4jri1L5oIFTidxbkfF0GdOUonYVmTHGbmZMDzxvjn70EBIwXZzKGwQIPBn",
-	"qrBfL0Tm+ZhQMUMtZt52NPyaDT+LcA1KnXA/kYj9wtcdI277W//0XQHKuMl75ePykOxBI0vjLXWieZZd",
-	"7gfsweFLo25GP+f5QtZQkaFXTBPBbpCfl/k1UlcjaMjxGP71fiN+jJN54192P/ohamf7Dpa3pdoDkZLS",
-	"IMWaqL4CXXyRp37q+c6dlRtu+ZG8LVHiwkEoVkz5hmpCDQl9PAB6JixMf4KStnI/jtorOd7eQXsNz0to",
-	"1fbdO2wdHh7trRz1qDxo86h22Ll5NjvdbqvXOequHLjzpDIy/LgwdGmTNjc8dMpYlbM8ae3XzmX5Zs0d",
-	"f4KmOFyE8pzW08N3vufUFvTu33Xdaiz/hsYcVMyI/XQNuXtGqDfWLavTPIOvVHtm+GZIy7pmzO1RMYUN",
-	"d+WMaWjJtMRYH0GJhxzn0i03OpYvf3s5AE1irutcsD/IGzK1W158H9LwYVoTlsQVrbFT01aqJj+rauy4",
-	"T5fk2Pqtcye1HUW9EaxQEmihmcYMekp4kl7Jh6ojPmOXijFNokRGV9BDDtqnCanMpLIxD1xrSYBnbu+h",
-	"I5+PDe+1fRIbofYIimCsWhUTX84Kq3N4xYxyvTPxM5UTW8Yt65uk/Qt453k2ndJlDZ6cMaXxmbyPsdcH",
-	"NL8U2JITvWKLJP1gOn2S6bTUEKo7T2jIXpMZK6cMUwUgP2xC05QJFkPj6Zgldv14hq5LEGGu6Q92wU+w",
-	"IfdoRvJGmdilKOwPRPiRx4EDKi+1n4JctrswcPDbWK5JYpYye8mkICGkHLneb5CCyz9kLi8DOweVeyvb",
-	"N9g1UzM/3xmhxrBpavokZkU3XCkINy3yynWfc01PaRyzOM9rvu74Vo2KTeW1T/GIud2yKRfUYDnalKap",
-	"O0zfeWnssuCXudThKUyVx6Ooa9q0+u1z/5wfAG4VVWgzrupedeKeqbyYu+NWvZn7+qqv5q2nVr3qH6q+",
-	"6uOsK17ERyqvQc766tfO8RF87S7nNbPXrp+cvRF3QUMK9mYMldnren5V5nEXrH+hus2bvDE35w3mVN3U",
-	"jV6pHuG6V+qJbcO3ygR+996znXWxL2QZn+ihzc/9Kwa+YA4+r7MmTssFRokELrmPQOf+ToRkZyTlFXTG",
-	"Dit320Oi+2sQkh2X1CQGYiSpKl7Jr2b+Tn7P7W8WeE75l77RcCV2Vrm18zxn7nYGi53p5lhNHdcL5plo",
-	"xTe9OOKCO0ReMtF0vf3gCP7EBaTrPqeKnbq85loCVDxise+Pbzcf615ExKxM40aj4JLK+fG4cfnSernv",
-	"eFUgYkZ2dJJd7vq+mNg4HWeRewOtdMO/OwUEB3Dt8bZwTd8zY8RseF1eygI9Juba2EMeYqOJxX3wx2B3",
-	"m8bEP092Lu0kmxFXUcKKX//f/0M6rb3dyoL3251u1bY76NX7DnI7L2jEGdYiD50Wv2pmzvtK7N5YA4AK",
-	"kqkRFdYIuJo+rlpTB+3O1pPxOfYL/lamzXB0uI3jdlXm2gX078AWxmALYh4ddF50MyARFaWauREjyHo2",
-	"N2gwl3/5tl6UvvZIk4SPGewrF96gCgiE6lmMkwxLrUuPSVgsEJTA8l9JmmQaMqwqJ7LXru0ovaJMK2hI",
-	"xS/5VpQOt3UI/XLWJ+PziJ3Bk1ac8JgNjRMOq1474zG7cNrKZs7TMp8r3OKlEMGS7rx45rj9kLDmD+yY",
-	"uPJlzHnOey/bg4Cyiyon+sSgfvlalBzwxYa5ME5+XFU2VT2TRV5UwwQWyHcu1WdN/kB5v++XP4Bh8sww",
-	"4PYuXEWihGpwNcKCapNot2XOL0Same0pPX/tHlQ7d7pLzqwYeN0OL4urhFBYFDrRXGYYEJ0T/lexZSdA",
-	"tU6yI9XvWDXMs0OuSSSFzqBLFWRdjGaEEo2AZ+Msgbe4uNytakcwhZx67L/sh6oajH9mgYU6CKOnclkG",
-	"gwfDeWRnpw0W8ro+aHLsMKKsUuKho2B9Y0Uv7VsaQorsNqUiZnEwEJ7duvLXvNOWyoRrKgVuVaz3TMEK",
-	"BtpukTAHkwIe0M5rZUuAPfPdbuO66GXiCz4Ld227lm0vsuoSnlXl9VU8v72B69ePGrjJ1ZGjO6lnziCp",
-	"v+iYlFiXHqYBU2ZMaI5a5XctIHpCUxaThF8xl06cYI/v1vKMx4WJ5UA5i87mHCfLPrLIUqpAYpsv7BWN",
-	"Jlywpj1oUJqx8V+NWgxIaYu6t8bmaaWe9kaSkVVnJ0SKPgmfvzn77sWzZ6evrYny4vXF6dnrk5f232XQ",
-	"p2Ag5sG0AlKP7VX6/SJilx1nJbRWBSFrGYrWQNTAaAVkAQ7r9ZuL4fM3714/q/tjFSurNRClncAcyXwz",
-	"4ILbO3t2en4B+TOalLAL8ekcvWg+mzcfdq2AhjOsuxclqLv6YKsrhsiZBOiglhIJKm8bmfZlIi+rYvOW",
-	"fg6qV1atL6xeg9pOXsmXF5fOlQa1ar3G1EyW5X0iQB6xj3j/NzBl9KaiOXvs0MGQHeOfEe9sBz+id3Nf",
-	"KuEiZrf2T45f6aoJhOa4PQq/ceuy0fyeVCAD36/hJPkm19nMPng1d7Rz2nynjhMgEmI5grS1wo4Yih9X",
-	"h/vWQDNUYiKYMeHmtmJj7qfnneT819ciui6e/tfyminEpNMpi/jYFeSSmI25YNoZ/at49kZIjvDt0+I9",
-	"qxCWoQXr7q+1GUv4e+O5myyt3hCgJsANtCfV7JopmlSNgwtLsRvURAA4Xv1Fm5eaLfIK3fcJGxtoYXrj",
-	"9D2/wFaOWvhnO2zobhwlil3aXytr7vvRKtNFjD476Z3f87hPXjz7H7vkI3CQHfvz73lsf0YrhYztnf5I",
-	"jDQ0KTIZ7+z/6nhJjgi54cH96J7/kSYZw1yYNfR5ek95/lZJIyOZkGIP53BaithJKSE1nN9nux/8UkiF",
-	"voT5U59LFqi8vNacrjx95pEQ1uyKwzCtd8wZKmKq4tIldRzdo4q2fHyKa1+2VsDELGi+AwFXwnJzLFhk",
-	"tzQyyawQDJpQfeUq5PzNUVQc+/68ocv5vbHy4wY+p6S4DAaC0WjikBG87lSmd8BAaM39Srsevz5C5urR",
-	"avRy72rfgCZBCb4rujd/3F6I1wnvezA1PKsyV5t3LGwk8moG+lxXZ1kBoAfs3WCZYB0uKmR6paEyxze2",
-	"Nlmg47Ke5/mPdAFpG1gD2TLVCvfEmP46f9DdBobND4wmdXrXCUmVHLFHy4srC5dZwdTl1Vodd0Ve4Wp1",
-	"iAvAC7UbNaVp4NFLiExxv7GkuTCUaBwrpmsCCO4P1Zl3yCuqrpgh5yYg51SQ5yWPf6ngo1tb31ybsdM7",
-	"+ldl7PQ+NWNnacLKqmNBX9W2etn8wWE3cUju8xLv2z/Lo72Df8lZ7h3tf9GjfCXFEhgYh17EBZlyAXE4",
-	"bjTZiSyr3EWfSrK8pqSG85ZKU1aW3fnnrKiy2l3V6Hiy394y+jO3HzhmUMynblveVkLX9cnMYDZCJF3b",
-	"neECvEg3NLmqEztL8W8KryJIczsOaj6ViNAmDragMaF6OJWqTulSGcuVItTZBbs1wyhTWqrQQxNZ6dB3",
-	"ExnLJJE3GJ6wy3ykSUIBuptNCRdY+2k34ZHGlFyyA3VnUlwz4S2Xc6u+21dDP7dwt0VeGGt00atc0I2l",
-	"uqEqHoiYK3TCQQVeQGiiJYGETdhpgASEkK2S2eWEhKli134RfaftKX8ulkgHwk4xyN+8lFxcAkR0gMBV",
-	"+cT6xErE0DXmLg3ch20JW8TVEwwEblCqWMRi5ufGNTEywZys8rQITaRgqPu5IxtJmTAKrpTSKSye2luq",
-	"rd5KQj+Uq8kl9i34qoNQoc7BI+LWhsX319t/FFf9d0TbAEd2ThuBd0pgYpilhurMIFGhtXUpeXl3qtMu",
-	"EXvgrlf9RYYEhzoFIppQ5YjEFw9bo7JFIMUS32tOmZnImBh5ZUWUh71KqTJ4Y2sE0LT+rr+q56Kh50PV",
-	"yN49+Nx82kEF/eSg2ek023sXnSf97n6/t9fa73S67d7mICj3Yd/zwfaUzoZX3eme6KX7Hw7Uoe6avax3",
-	"vX9zcHs4o7XJuxtFYX3mVF0AdkWstKv3ct24t20BtDvm0saUAqhrophuvvfEAXKkCddSCstwXYoOJvuS",
-	"EKfmnNA5eZGpvbjsQ0aTPOPFkXwfeXmUcDuuXQVzhjCm3UCEy0gyYu7SxGhqUzLlGttQcE0UGwOI4E6v",
-	"2x0IN4uhfyLcJYoW7gs3Tm2d3XS5sCxNeolmstEtKqVx4/9Ze7PuQf3unIbIQurT8GqYjMsJyFmQNbuu",
-	"ecwUiE1AEZbKYzWWnxtlZiB8Eq3JFGQTJ/LyksVEKgIuFC58zt9ADAQAE2Y8MU0uiObTLIFsHP9BlOcO",
-	"GGeXXAl5Ay5UzQjUXuK0dd8O9Q/3E/kHkZmJ5JSRfwzEP5rNJvw/+0CYTocRVfHwmmsK2W/u5ynVxuqR",
-	"Ki7/lk7ZbUj+QVy6mu6TbrtDqiN5tEz7nP93n/S63Ty1rngkIOGY8iRTbIiwleH8EJWhudDZeMwjeyWG",
-	"40zE+n4fqR2n8iUfK7/X8O5lGMkNDCVScNPsJ/75n/8VOsq63/QRRLRKzPClgTh12d8OstRlfyMv8Eh/",
-	"mlAXjskJ1bIOBj0sliRAFgKjRDGLsFMllIVepVg9nQ5/ps1f2s2j4fs//n4NQsYik6kyVMgKoTNgtzuh",
-	"FSKAxLUmD2detiyfemed4Fktc+a4zApxAwmaPpBeW26WH8cfQmQToCHfT8X53KrNPRhwmZTr1jxbJE38",
-	"0YHgzTGI6olX/lYfvcSDqVOCPnTVnu6Z/ezg+vCme7s36/2yTw9Gh1F3tRJUUwqEX3mkXVwkIGGRYWzZ",
-	"fuivVjWDtZQD/EXgY0q7saEWtYKSy8nuNWJ1nqsgLQcFcFyVydVY6/dJ393Aj79wEXMduSaDE+4fj8lO",
-	"yK5NHc+xvz4c7V196N7uTwG6S3V1zxxcP7np1umz/hfb1hPU5pYVeVVzwF1LQViWDFy7eCxEQtMsXHwx",
-	"DAhNbsB4nztqbBNVKRsCToSvlev9V2W+z/2tZierFsdiglzpDuZRK2dv3mA2BvgvjvPrWTyWa1+5XHXp",
-	"527i5atbN/mVV7u+xmTVHSqtBEjy4basrdn5vBemZuyN70z13ZprU5zu9jenILTay7OaDpdElLeKl50I",
-	"QjMjp9TwqGiW6FsU2uWcpDJJpL1SECfcRQ9h4baesFty/sNJs7t/4DyRRVrlIxdEBqSwFvkJvIIwdhhA",
-	"8NjlM+hKpO4YvX3wBGY+SMEGopT8gK6zOsNXT2h3/+AHqier4JsW50zeXTxvPoF5wpHhJKvkP47bvaP2",
-	"ET06irvdo27M9qNe+6DDOhHdPzhsH+51jvba0SjqHNKIsd6oO+rsHeyP43hvj7Xb+7XOmWu75cug+fye",
-	"E/fUMUKqdbBfgp4HDqhx2i9eiLzCr943YG1SZAR2F96+Oce6WFdA28wLaB9/9P98Ed89tq/pz6wEzGUN",
-	"ua8t6FQ3Eza86k0PRDd98mFP7etD073u3RzcPpl1f1nvkSqPW8dAFmpd7s0C86vPK2GklZ6yrVhdUa+x",
-	"hJgAJsA+4NB+jcQMGSspg3lXUNX2IN9hArkTwJqEU3obBujzytKxkuBk4VHtpbyP4TGlVWDbbqf7ZGuL",
-	"Z8qrGXudg4P9T4t8TbmD5l4b/XK9LOrCgmfPn5Kj3v4hcW0yXPqxJvj61mnIWtArNgTOtiQjucrI8g6J",
-	"9TV0di5Vqn8tnRm/0oCpTUAtEm3mCtdoNCHOM0K4SDOD8L+ubTGXgjgLY/NUW7fnzzlL4qWpOmssWgxc",
-	"zTt1+uTGYWbOexQLFXNnztbF/jELnqtgzuEULHUQ7bbIK+z0RbUUUPU/EL7sf97Ns/ileihUyA1Y4KKK",
-	"fRjuj7ujJ1EnPmJ7tDc6iFab0QUORLu3UQWE4SZh82RlyFI6NLVa2km5iZDreO9u0SOdaxBAPwEJH8cy",
-	"0r4Zjf4dYkjbg/cI0pUtnHt6xS2Z9y4hn8YVlkMYlsQqm76CU5SotrYUonJXFllEsjTNB2PtEHy0rxKu",
-	"ASADVZwW7olVs9yeQEm1mdT+AbviLP4JnCTQ+xP/9HctRcuOUrvP+GGsV6k5+NpEeBfhn7o2BR7gptNu",
-	"rz2dfGeKoeuO4YxFjKc1etELrTMfK8BMxFJhldfUSWgv/RDYVEh0mnCM2boMkBEyj4gbaE5HDdMDsQNt",
-	"+sZUsSCvHQ6gfnfXSmOEhC7JZNclxdkfNI5JlhZJmjKPF4VkR1m6tfL6UjLtBX0COdl5zAMaawL845Ry",
-	"EQNsr6Um/zijKuFMDQCXb3d1lOnLOyYXOFiUDtPuhz3V0/vmIDu87t7s3fZm+78c0MNRPbA0nOu/JNBb",
-	"0EJl7J+LLes+OQwaV1zEjX7DksHQkgEAVfgnOu1uL3/Ek0flif29o/wBmMnd+w0FpaP1l1ywF4ZNnaq0",
-	"DKBttR92u2D0F4gqV9ykdc7R0umUqWAFU8g3qpYz2/HQZ6Dw8U9OaMDEdRjrka7kgxV4aPeAE0Ba2Yo0",
-	"EIxibsNhnHxvN9i3P7kP10ZMFrYvNzLGUvXLfLPEL52jBfEWoP5JBOh7gDp9Q6+YqBa7FresKLIGoY2Y",
-	"UyUgr9If58k3X9dqTBi3kE9FhfEi6eviwpzxmN23fsjVHePxQsaBL1quKQyq4kssB2QAy0bKK7ITWrWq",
-	"zlG5DpFim1AiVnurpdPCMrwynv5YqhY5K/cTogK7cx1bKofnp3RGEkYBGQWKgKQCZxeY1FPNkjHZoWIm",
-	"BSMs0axPeu293bomQ6Ir99Leh311oA9NN9u77t3s3x7MDn/pflrItHwcy8ii3pP6YxkQ4BjdAproiCbM",
-	"x4/KvlAWSSGn0PhATsdSWW59m1TvZPHM4pV08wD/x1ImYzcd0NygFl1jprRlK3WOjxLL8by3T8KcgYQD",
-	"IUFVC1OmhlfTEMrNr3gip8woZABlmBj3IHbow4ddtz45LkCzIetkIBKmtatOcswcv9kiJ6WKf9DvsGI+",
-	"wCq8oomIzqYB0dLSFTQp4eOxHRhyYqj9q1tiDuEDYAHFFtRpegXzrPhkanW9WjdMvpDKAIftzQbAfa4q",
-	"mp3NX8Xdruafb/b2pwNIlHFAyiLILakywbmdWnbrarsE+I5oy7sDfIbeK2v5zQYYl98rGjHykouNcSbX",
-	"gLTeE2eyBLi/JtUQ9nwTMFG395V0WOddzT2u0LLeQXhDx8my4EB4/PVYo7/Jc6jb+nPoTHUmzcoGRgVC",
-	"heutq9wLNQjPil1zmekhPjncqIeiYmlCIxb74bGfouaXAvrvwyPui480gYO2Smgejr6ErU6Z4jIGBJLd",
-	"LaB3V7ROE+wmnwU+t9ASraoX3Uw0i4Z/mx5d/3X6fPbX6fOD6C8/9qK//Nhh3//tetT9j0k0/Y8JE887",
-	"7Ifnnfgvl/+2vvIM5xes2tn1J3uvNN4f5A0UctsxGOASumDOI9/XcPH84SiGeBRV+C9sXdh/ctCzQmnx",
-	"S4kEnNlFarhirKCGgGSQ7XZIYjrTxyRsh67PLEDdUOzXW0X+OqiH/vL36qDde7Iuu/audofzrj91mfvc",
-	"zHIsaB4xVyxvp1nX84sJg3JnU6Sxsk9nvifOWjmzFhxwkZ3NV6TVsLSYZ3opxN9bHl1lKQIDx0qmTTke",
-	"a/Q3Jhz1Vt8YM7c7vaoIm1M50+7+xsBAXj/YvBi5qvGuw9Aoc9qSE8Sd6Py+VCZUd28BEKGGnpy4c5Lw",
-	"mrMbh4EMGfQegs1agM5/6TDajp1PFbNtEWyEcD0QHsMNNPVxliT24uHvMDwEsCNVCAWsUg9JLJmrxaJT",
-	"gJ4ciJAZ6vQsiMHkCaqAyYdp/nkbNvhVmjKqfBMz5OQz+9tkZodzXVe8cxlRuwrg8Bwa3/XY8cAjAWSf",
-	"l8OvZT1hIKAkwFqKeql6QHZCGkUsdTCpZZhVLoapkpeKaR3uejRoI+2wuSUJa8W/QE3YmAua+LIHtHQd",
-	"KHq4bK64uIHYKWa7u1ybqQsIl3Z6c230Hv2tyqe8xYfuk7ZQpYftO0i4AXShZ65/3yul8LpM5Xi8DYsu",
-	"3Yhaz6T9g8OnS4E7ls643FIKbU86W0aYu4DeNk0zU8A1sqU3pAhQgBE9lTFLAC+OKqZB2RqI3A6e0hiC",
-	"Qd7PlDes8hPEtieQQbTbIicIggFAczmlTqgeCAcCDJdDitKlmG/s3Nu6oNRbvauOBUuIayTh9k2x8Ki2",
-	"AgWFN4ZA2SuUYHBbcU12JHQf2gWiYDHJ0mNSRiMszgC2F3ZWb67w3gtptOyh+xQzqcL/NplA+QpuVmjn",
-	"kNM/V/evMuroMnldhXavy1StAnZ7gO+lF92JAyScL5fNWmzdt5rLurDbnymPtX7c9TmsC++V8lerZ755",
-	"7moVRH0R7ryMrz6/hzWQ/kvJsYB+/9JZ078OOqvu42cktJqBN6O06ovzpFac55a0VgDw12Drl8D566nN",
-	"a4Crq7bm2g+sLN26n1K5lRrwrygfKiLkzgVdWcdSYqj27Fh+W+f2rl9oAExAFaNx8gRt61IpESAGfNHL",
-	"XSWKb/V+V3b+c97vxYE3vN+VFxfud04B297vvD/GNr0z/GLKfW6WU6dvUuJo0wUEb6gutQ54EC717YM+",
-	"J+nND7sh4ZVeWyA7d7TbEp1rClNDckW7mDqCgzzNWg+YTJsJu2aJ92LJMSBxYl6zTqnSbM6HVemeu7Z/",
-	"QG7kLDgL5g2X3Aos/AJVMy+XAWUfwKITY+5oS8bKnPQIqi6d90v2bl3eTN5R+BOSZsBB+XUzZnCp16zo",
-	"UrzEW5rwa4ZYIZiS69vQwT48/mj/8yK+e4z7rkOiocscN31ScWeiXwaLMbZzzKDjc96XmaMVbe6UrIXl",
-	"/FSX2JyDajPg5VofzH1M88/UpPyTLfxCb9u0uzesQyrzp1pYOqKlMuSKzfIbd0woSbBDKwmbIZkyKjSx",
-	"rzHIIi5zqQpDaFZ+qjKYZi2/ac5lNqzqC+64/okd+xUXmS7/AuM1Fzg4/LXym+f4OfgD/Pu935dy07ql",
-	"+kLeqqyky+YOMCkItC170BmW9wP8jDrDwrCb6Qzl1+Z1Bn+8W+oMvlPcos5Q6iFXJ/eW1bi/5GMWzaJy",
-	"ykiLvJLXTPeJ59jkn//P/0s8yyb/IKUYD/kHycXu8UDkD9k3lj1W+YN9MJfjrVJQDCJiAxGWfDCI/y9o",
-	"Uk2r9dNsBI2S46f0kbKqUNYTqru4Vs8vkX+9EW9P0kH2wD56/BVtrfjFqyojCIZu2RL+a4mR9SKhvJ5l",
-	"N6nQR7Zt9oQpD1NXF5wnN+HXV6EYb7pPm+MZu+zSJT2HfFDJNaWq7eOAFVbFYYySrPa0p/Rqvh2HnElT",
-	"W9cAYarqw28Vz2qL8NKEzmUjNg5Pvnva6e6tPXiYkv9a4BbjR6zbrZ+wcPuZ6y5cX8DgQaeM9G2IARQP",
-	"ZYmvBnK5NTW1Dfh2/YF0miOqWVxCaIUwufsg6plck6Izcvk7926TEfhJbXm/WX353U+u9jOftmuNAuCc",
-	"Hgg/x2rYCD0UFjz89OpyHGcTCV0Sy8vVB7fCRxpViJsJrVMh7K+nXbFFXM3Sp4hmw2ltpDlJuG9TD+Fh",
-	"jWpnuX9DXqzOIuauOEKoQzgSMGuxrrc61Se9rYtkAC7V7cPqtEAAkC0BtsWZh5LNMI270nkwxUWFSyOh",
-	"a2nG93cYrgKzKm0QNmaBZ+do9ZJeMyLsHd+xH5cZNMARwsEGu60McjhKBwhe3dtubYbTklVsbYvNMa4l",
-	"cgLb113n5V6l65DzgIpXZW4LK5Tp7/8c91gkiQ0Y7TpPx3y790/1eszz+a/rAKk/vCXBF5HfIWt3olCA",
-	"LGn3dr8Cx7ZT5gKOB7CYdG9vd4OByG8Z2eGeTyPMquuZVUieJJE3mlDjQLyL4w13y5hvdqCBKI0E18a9",
-	"3ieUpExNqd0/0ru9DSqyEvzLMdf2PsSBHbXbIxOSUq1ZPNeLsQaSKmi41WwBTuV2/tTNoL6APsfRcbAu",
-	"hdAlL4yeSykuEJsxFYyODeTV2EHUkizre/ZuLqZZFoonEUBTw4xmItpYuurtuq970Th/bT4VcGZLhudP",
-	"rpQiouYUy4kxqe4/fpxSZQRTLfeXViSnjxWPmUfr0Zslj9jx8y2rnsPmcMxzs78nLPM8PUJ6tyPX2oay",
-	"ZYqZH0xIA6D42PZCO0DKm0mB847fcAV7FQ1nkeZKlXT7tR0uCppb5pW54lbDMRL0m4BATyQPZAApaTsU",
-	"u+wnCMJlbngEkPi9dhuwRBAlxGlE0BUMPHYAvICfDx1X2Z7sV9Z/OxKs0RdHWiaZYSQEogzJu7OXdoUR",
-	"TZIWOSEJN0zRhKSKX4OXO5EyHdHoyjLDhIurZiIjmngFYyBKGNgQHwaMXb9yRx7DTC32g9zmUlS6lfSe",
-	"VHBvfz5p/o02f3nv/ttuHv2x1Xz/h/7jxz//78FAP/5fv3v/R/jX+z/8fu39qlytDa7NOq1h/n58Jq0h",
-	"lxbfhNaQc8AVlS9zIgp8EvOb44uu4Gp5zZdryBmtcVls/LWAhFhHExZdh6lmBz07jb0uUVTEckpGM8P0",
-	"Qj1OfyAAexyw7eRNi5xh9Qo3rmfGppBrOJemrzvSCxfiX1frs8nZLQP1ZAKUobAgYa/MeX2PM31MQq81",
-	"hUQKpi1nXNT5wl6nTb6XgoXBQJSKrHOVi3Czmw9vFUAuLlskfAu9aX1LDZMBT8aJQY3OJeVz2AFu1ogc",
-	"gP+slifnf1+nkN3bBefbsFpSFxUBGU2ouGTHxEykLjWV1IbOXL/OGXEZNlMuyh/rfJpExbTfaWpmBNdL",
-	"FJvK67zv55cUp+g4EPKGSFEjWlufXyZ+Hq1uO5EakEx4sAGVJdjkrqyK+8YRdRJz994i8/F1918tNdcx",
-	"lJ+4mRQCgSbJmzHg6Wwn3bY7K/zc3ftFPVWwm2S2ypAKiioGJ6Kgp7IVJLps3HKmW6XVnrF4qaP2pOQz",
-	"yLtwAq8KSJyxcmnh3KXO2HZO0M8Ftfn5vJzLHF4nHorXW/0g5mF7jitK/iNNEnlJDEsS15UFLXj01ubQ",
-	"nIW5vQYbo+RxKu1WyVxym75CVBZnfT9wlYIRehaIgmsRV+V+h/Ap0CH+iyuWf8G0OYPK7SV+oQlNUyas",
-	"GSQJLQHT1tmBsI8sXu0RrTiLWrWNxJb6/2nR1sA16bqRKi56jOa32ZJZ2dmaz23rqEANygAXl+CZD3wf",
-	"7nxpl9IsCN3tr9kqL/3zNY55542vOuMrE+p1N4Pc+Pxe7s/gtl7OAArq29C9vHgpsMw/U9zMzq0scpgr",
-	"jCqmTrLaRrKCnLx9AUk8UNFGNQntk1LxX0AR6JPv4HWCgIxXbOahGAn6ZiDChyaHlfU05XY0TdDPQ5pN",
-	"JaFF6JQLCFmAkITrAuMWR2e1iMadXQMXY4khVmFoBPca67QBQQMmbBidOpdToX/EMtItO4myBrLgEiwD",
-	"bcCZ2/E8VhqPWXNCeYJWGhS09zG3KXAxYR1gAo8OqjhUOhgIVz2oAw/naB92EF5g47miXq8PQeOn3/2O",
-	"PM3bNOqBaBJs5ZNSMyERVcAN7OTCx9edkKSKjflti5wAh79mTm3XrsAYy8uvO/1c0YcEDFL0sAf8V+Lh",
-	"X31xL2rc0JwKB4xbdirfydh+3i70P87fvCY7IU3TxLXnf/x3LUW42yKANopPLYMktlOovuwe+CMOMtfU",
-	"u4REHEJjEHSIhwUEaphXzdMksaNTEWOG7BwYsOsp/vP73NEFWj2UeJOdsAQiGgbOByYVv+SilVADym6T",
-	"vMjRkHGVMqUfMuasFe3nDrBQeD6uO5EdMVbX8F8VK/vff/7nf+3mSgMZzezUCxD8hBnjDo3E/JIb3SKv",
-	"fZtDDQmTU5gRVHhA2qQgjrms6RLrJrmqT6wd+IJPmTZ0mhbnube3d5SvlQvy7uIp2Qn/Fu4GHpUfWfeU",
-	"R0piABYWcKO4MaBH2UV+Lx/husCYAmpiwp6t0vAkLs71DVUUI4gTCu0vp1TM3H7YH7khgrFYB8CV7eBW",
-	"deG3npgpMcpd4l+YkmQn9GCc3d5Fp93v7Pc7R632Xueo8zcIqvqf2sReY0IWn++2W/s9fBj+2W637cN1",
-	"T9oxqcfQgt3YbZEzRuEa2jXmDZXzzYXDVcckloA2YG0Kili7U7tet/dwPu/ElZA3wnVWSKmiiLgAp6WY",
-	"FQS5z7PdBgAvaA2oU5YYMuaJYcrHYXjChEmABLFLnUYQBXRw2K+dWCt18Vs7oZYK7otDStiFz0dyOqVN",
-	"zeyTBpCstZklrG+v5TTEnWW3aSJj+zurjIZ9AkP9G+RzBkVwwLIVUJcumWA4GrZE1M5Md34amB/eIge9",
-	"grnELueNanLDkgTpDrJRfWNUJDTAdVAshc8ijyqmYyVd9wB+Lk/M8kjY35Gi0RUzfjt+fj//2s/vKy86",
-	"YElSNBeGXDNo16sB/PckbxeXb7bryF324Xs+BngUTRL+cHryLERe4BRTKRwaRvj96UVIlMwMK5uS6K2y",
-	"m4JIzJpQ9+iNzJKYXDLjWCq8JDMMdQBzdJ0PUaaOWAzuyEo/yZhFCbXTSGEhZtJ3v8JJ25HxM4j95Kaq",
-	"GLU8u+bA7VkLCShFMTXU97t0LTLBIAZ24MbG5HYQF7h6p2Dmy3fdEQs5B0LYqj2Wy6N4GoiVepBTc3Jd",
-	"6ASuGOL24AW1vBHQ2S25IHJPDHpW6ZwGotfuOOXpp59+apamwPwHw2NCEcwe3vbHkTIFX5SC9Np7LfIn",
-	"q3ONGIILSUIHAvSuHUTiQDlk1RfI2wdlbDcAFD9QHV003EG/SVXkv/F418W97aWy8qU1ECeYwz+lgl4C",
-	"l+LK//WRRvUPF/X4uvOYprxpfwUL8RshVb49uCcD4cM1o5lHx2bKIS9YncGrNh3HU+2eOwpwQR+kBIei",
-	"hAbGQLjTwEmVr0ive0RCS2dDkP0QocdJnzGjZs2TsWEq3PXdla3kgTEsn0ug1GsgsjQnHly9HoiTfKPg",
-	"c8QwQbFSbJRpLuw8JTYtFkwR+ys0g07evgi81ZMm1FiW6UDAaAroEWf1aieqp/YEpc6hhIrTQGV1N/Cp",
-	"u6gDljRUu/OoogYu0TVYjA/5CAVXJRs1IDxm01SCZeJ2R8TeoNADUdCjRxe3xoKnI6fnwr336oIH8IUU",
-	"ecviwQ8P5omh9gSF5jEbgGLjxukXORnFopmWmUKGWZx4uwfKw9jqDzGPQdRCBxyy872i6eTPL/sDEUJ/",
-	"8d0Agqc+YwEsEWgqby8Ndr0miPhsWVZpVeXmu1z4qQWohS/GlrwB6tR3wA29EaWVuA6xBItakPyqJDIQ",
-	"egLcdpwwhoRWAssVs3xmTu2HDsBeRQC9Coa2C3M1P2gNMo0FO94T7wDpgNhuJtQwhxZa3H3PmHPmMQdn",
-	"CFtDY6vgD0R+zWmJ6cWgzTPlr9VLewa+tyn0+MfT1M4pd80SmTISfkS5UMQF70JA0rdKPeh3//zP/6/T",
-	"bpMdryN027vHdvEDRzrXNMly8Zp7vXGAFoEu7GExeqvSrh/C0OUe7UYOhKUYLjIGd7r8aqUbvZHkUsIA",
-	"wM48XZGRzETs1WrXQwuF+ECgCqcDLL+xO457tov8L1UyziKIWR079uJjgv6e4IAL+QBuUi3yE02ukNLs",
-	"NWYGU2/7RMkbuIEMEG4ksAJozRpnINopuaHJlb8yNNNsIPQVT1MvBFHNQvUnJxbGUoxLI6Bunlcx5gqC",
-	"LgxQuFoDgTrnnBpXqDqWPPoLKqhdQTBXljSGqfuiJNd8yE4K01VHilG4P9DEwGlpOJsrNnukScwVJji2",
-	"oC5T40mMZiQsaXuQRFZULjloMIDgrUKVAVnPvUx2nO9Jw7xIZFcKTb93j115XqHshs3yZ62aZLUdmDCA",
-	"/XoRWD4Cp4gUyuRAOEsYNtnfvxcFf/e3EALLIZlIITMwVElYeqr5JzYLnVJJdryni9yAjkhJnKH9z3IF",
-	"cCAmVE0DorNoApcoj1t7AWUtgT95yasjmbL8ZiDhP8pFAeyxvzu4T3huTgV8pJ3uF3iV2Gq0pTvUL+jK",
-	"7pD9g9ceoXRhplGFd22/na9yNHPhTPgHKhH5npjmGbxpL5BRGXO1Qvk3yjdzIOx83OTAFQOzgpOC/JVi",
-	"o4dXbDZUzMqZ8LhUTVlZL1GZFfW99pG95nMvczHMNAvJgtLTJ53QC2e/QpbIG7Lfbpd6nuPFGAhYieW/",
-	"gKpvFBXaGe+5c9lvPhuPWWSsHrh/ewsJ15REiurJLtxbS+4uuo7yEnDNcRC7VWPFGGZyGTVrkfPyIXh+",
-	"lRrIjQTa3ImkGPPLTIFLyeFpdnetAlt4nR1yJVPgaxixy0zAtnmMXWtsWiFs9YaZzFQ5vzlWMoWcApf8",
-	"PBBS4ENWS9nt40xLdpc/dMv3mYHxcfqtmlskBRowlpO8fXfhOMiz05enF6cg1filsDuQexFpNIGbfDrf",
-	"XAbtIO9LpEQbZfWy8PSCXoYF7Dc6cyDfBOxR++EfqZr1ScUUchOxn2PNp1IYJZO+z8wKW+ScuWwWOzxK",
-	"R265xLj5WgrWfGX1j3Ag3B6Ee+0eeS0NeSVjPubQftXZOBQNTog2JzxiQrOSL/itkqnizGCdetUTPO8E",
-	"fmyYmupS96jck9wotU5sdFrtVts+JVMmaMob/cZeq93ag5QjMwFv+uMJo4mZ/AIgsHWJPt12u3QfUyXt",
-	"KQBJtchrMFOFJJFi4FKkiVOtZRZNAGuSxCxlIvZ9OnK37Yu40W98z8wP8HmYkXfHLA1gF488fjG2mw97",
-	"D5FoH2GANXXbbe9vd9Ws815eyGyC8Pa6RAU3P3Dk13aihO2wenniIKqdC8IOXKGpZV9yzz+Gh/2zd0HD",
-	"ktu6d+CZu6Dx4wpYNv/sjw6O7S9NF1htvojXvfMX9+iLGHdgr91b9kp+Ao9fS+OJ336vh6ex+p3vaOzD",
-	"vfDKwUafOQG/GMSn7oLG/iYfeiEMU4ImeR+8/fbe+rfOMXbyTtBryjEgVo5ONfo/vw8aOTxe4yW/ZmAa",
-	"p0pikyV6CaXbr5ihjff21cfWdJitu3auoiYXR7lwsIYMv/QRkAm9ZvZKHpP99h7qYTdcM+ctTSSNyYgm",
-	"1mBWKIw1QJ7eeCTshVt5BuolVqn+6i6mnfwMo//q4Uo+XEm4kjlFr7qTJffe0ot5UXFHoT1WtlGCwiko",
-	"wN6KkixmMdlB348UyWzXKhWRYga1PN/hBLLbj0mIIbfQZeWgHyqlyjUgqd7Vl1ybk5Rbg2Lrq/oSOg0u",
-	"y/4qPfgULOmNnvRIFOdSbTT0F2MXuEmQSF7DMopUcrvdX4tlnFHD4FCaeDRrXssf9wdZGuAMmhe6XhUb",
-	"DVK8MTeQZmaLQezTv0Xu11n/yjtBnV3hv7MBG3su1YjHMRP3Z7K97tH6ty6kfEWFz6nTX4k5lzQkbXLP",
-	"eokZ5796fxc0UllX9oE8xtp9HqunznVSZreYqzIBd5/ReXGEiFgf/dR0ICZUTwpvAGhOpSzViAohocOq",
-	"K/aDlEJy4pDhsdGri0ihqyXCQB+69kMXlwoDa0pFE+yfAL76fhEeGGPNf+59Bn+C82G7ZYJPfD6Z+YrN",
-	"hv4DhfIHDmEfHIM5TSgYZO5R8KWFRTeSECZlxRDLnYSZyRSDz5HK1+CtWYifqAa+8mhBwq9YESEbQL5Z",
-	"jQDD00TuvL2yWfgY7OsoQIDAv5PxbAPZkWe/LRDZhEVXYLSnaeCc0K70T0kE0YaOU5amMVsNYbWfTLtX",
-	"kFP4oat6+sA8ue7e9G4PZk9+gXzdLUSVKxW8q6bYGZWxuwUx2fnMYtKJ8WVWr2A3ha+vdKN2dLWoZ/eY",
-	"hC9z8DSee77m5OvLNUBonveXsdl/Q6LyU8TftyzKNhBKT6UYJxzzn3udDT7xls6sNXsh5UuqLlH6dfY3",
-	"WY/O0lQqw+JXLObUV7L0ut1NXnZuHivHToWx1sWvVOy6HFeap8nWi945W+jxxys2exHfuaRyVofdeOaa",
-	"OXnndkn+HhcVaFM6cxLBR2B3i7g55kWg/MDkF5f21VlMlrhwn8EwuisMzvlR6KSOFWvH+EGfqwOSO08y",
-	"LbnnK7H1brtHjJRWRs7H4q/YDESzFWgBBp16dYINNyQXbHMcu7dsB+M55vjA6L55RreZBfJcZiL+tfIN",
-	"pM21fCOod5m8ETWJPODXKGvpQR4oKVSKWufkfZXFL+tqWKY8Leo/D/6FB//Ct8qr/ts4JL5nZgP2th3H",
-	"+ZPVmhp37506FfG822Ydl0Q1aFX/yVJvCF/jgGUiKVNFJ+/ABWqhuzgVpa5gXJNKv7E+xIcgIZNEVIBv",
-	"AxOWuCZyPAZVyCWMUg0qFOapF2NijndtzhvoaJANhO3yXHaX80JACtnlMpf2U9yqb5bFP+VmqS/5wqdg",
-	"xARPPCCjGeHxA9d/4Pqfhev/t/IRm/nbVGLNjkvk9qqraHz8Ef/hLNZaZruMazkLla7I+21BZhKDJCzL",
-	"Dg/azirVtdoqZjp/u6zMzW8JI1u2Bw+87IGXfQ5e9qCPrtJHl12/Eg90hRT30E6fOSZZKKiL/POxmx5P",
-	"XI/hpSkRLk5lJmyqWTImJdwpqEzI2yxXS1j2VvDMk/K3v3H+WZnrOl5a3tQHTvrASR98Ad8e772ZMHT8",
-	"VzpHJVx8duYbNNJse6ZKNDMFknqLvBHJjIQ4w9Bje0B6mS+QM1ByXEb1GKGnYb7ROCDjYYPwvC6CJFQb",
-	"0iWu7VSLfC+h/EiOx/BFF6uBslqA8YA2WIZeMV8mAboyzAUCLph/EeRQkfD8XKHCQOz4SblyGcOTBEYV",
-	"RTttsXs815FZSJOvGuM9+cMzcikHwu9Ti7x9dwGlB3l5S99urPFVrOhmMXmFeV3wqM6Hcb5Eht07O8GD",
-	"/jQcDW6cTLA4DQe1uFFiwTcjJh28NpwJbP9DmOy3Hia7n7j5OlkEv0IZJ504I9Dba7xUsi23DXLebKfz",
-	"KeKvNs2vTv6hUNJQRWuliVSMFBJix7my3WrQV+1qlwBEA5PxRjS6SuSlL3QfWUFB5NgV1HXa7d0WeZsP",
-	"OqUz7DKGcjIADFk5djAnUg0EQJlgpWWOHVYSq6FikX0YC2FdElRh17kPBa44E9Y3EDKJPfoIN47jeXnj",
-	"qjrwWYcUImRNwR0WJLsWDQAsxDXRfJomHh2tyGIszxG2Fb69l7u2CLUsx0VxBwJLDB9pEiUyusoLOv1q",
-	"hlwMMXkwhOQPfyLuPPOCuKq2wPVA9NpHed9Nr1sc55XeRWl/gajg9aF5u3IgBgKUojoVJ0/07OcqCYZN",
-	"oPPo6cVJrpd4EJEpTWGvB8LnjMAZwWEISXwzTzLhdmBAKcimGXy3RX7K6+fcDgAOlF/9QBhohwthGz9D",
-	"xShU0HndyHdFdT1P6zNOLEVU24XqT1E6Shf8548gbUEqHrUBv6/R3ztsHR4e7QWNxP662el2W73OUdd+",
-	"MScnKGUqIKWe9Nvtfrv9t0bQ0CmziseT1j44ILZRI/zqvkPz/mtoMpUpOMDOJQoNcpgbqlFzPS7jQi7j",
-	"B07fQezKBz3nQc+Z13Me0iu/yTQpkMk5PIS3SLdUrACUZqW3FWFr4A1hzXiZC9d+WczUOQ5a5JxOWQVp",
-	"z1raCJu+0Gw7JDteHPMYq/SnacIR1woEFjWT3WVhfFwsgIp8C9VpRWPN5wA6s9HoSI4bV76NNx0Xn/8O",
-	"sis2eaFo47zxN3y/602fhRb++psq28u7468s2quI0LxZ/oNb/cGt/uBW/8byOejcRf0XhTKLNilLZajr",
-	"gu3YB/i399okpvMF3ZUkZdfyHiCQyJgmCTbtGg+Eh8Lz3QtaBPg0mL+ZoZcsQDgx47PioDML9ku9yVH8",
-	"EV8G8aAGAiZlZftMZh5rhMWANOSQbxHtKAfMciCPmGcn4oRhOp99fcrtu8cDEbMCtkoKElq5TrVDEcu7",
-	"b/jG8YIqwEkzEiZyxUUcYCdxUAjw12jB5vB+aOEYPmVumui9Z7dRkml+zZapC6e+196vr44974+zuWaB",
-	"r4DY3eqVbTWN8kubqxtfTMLD9NaLeAcc+SDWH8T6Q2X+v1xK511PvWx2rDm3WvGBxx/hv6sSLd/kDfNr",
-	"BO1c/Y9H1UVIfK6rXWIWsoRgTt9uYhBOb4lPMG/Z88DNHrjZg5HyzdUBMcdbFvjftuzmFBlkYZmMqWLN",
-	"HO7chVlqGOdbV8CDsTEwFkJs5AJadxjbMYTHVhAuJuYqgDD0uRAkG4idcj5TOV62i/U6UH7kghIu7Z4q",
-	"Rj1iuM+LwYkgzD7o/3nUUzCqrDUTMQH2CTSeU4xqwOVMaOqzdYrpIxpKCXcEcEXtS62BOOXYPwLQxWVm",
-	"tF0kSgcIObpfDV251NC+hni/F74KikRyynRhb11aXbgZcRUljMRcGyoiNFfsditJYzKmkYG4OOm09jAy",
-	"Z3fmkR4IwOGD7h4kZap5xRM5ZUYxMLrsbzBFimDR1k6cuQ6U2NI/UyOMq15NH0+wgwYc00DYg3ukyTRL",
-	"DE8TzhTZYZEUcjoj//f/dAK7iLFUxv7Q2tsPyG0C/zzc381jlThFMuWCT7MpTnIglL3EzBqEiQ9yY3cb",
-	"31MH+yOSEDZrqKi4ZCHRKRWaHLXJ/4SoeGef/E+U4NQMBDx5nAOzRxOqLpmujNCa0tsQCSRLx0oKg4ex",
-	"m59NXpaGsPp54hcYs0C0MVSljRh8CGLYkWv7wT10zWzoAtThQOzstdtkNPNY0rst8hSaGGCc29WSICq/",
-	"gu9m8SVzODgLwXOuHSY0ANIuga15ThU7dcv42uA1ptSO2nWQaPQtKyU/0oSJiFNybgJyTgV5rqiIuI5k",
-	"oxTI3T86qgZye0/uggZe9OqYHfKKqitmVo93tHdQHm/vaP8uANCcoWuQ5qh781S28m7nMvPLwuNUDnyZ",
-	"audLI6vaXQ2C9jolpHglf+MueIDL+W2GjR+iwL+VKDBobqBJZKacU/e80uimsKWrGuHjj/6fq+sX85Fc",
-	"l8CS5CynRe2Uam/6TtHzWeN5319MdedmIKAMHLKsc7HbJyEgv4WBh4uLQ7IDMDtl9LgJ1SSlWrMYOoqF",
-	"AOVPdnCM44EofMaCTkuJTbXB4++Z+TTZ+qWM/E8QCA/m/oO5/2DufxNllpUWZKs49tbWf87KCwfApaLp",
-	"5EOylLWfZcLaoa6FV96sUuuiGOfd2cu817V/DtpeYNPnlEV87PhZ3thQD4TrDmsZ+TVV3G6Hdt0v2K1h",
-	"QnMp7C8UfKGJ7Uxdx3hw25obaT8LzU4Nu7Um1venFwMBdTt2bO46f6EzochxjPKKeYAFxX5B359e9CG9",
-	"2TfyEK6Fh2svNtdiAzpHarLX7rkUJsTeLjoH6iBvoRUQ6HXlgPKtMgKOEdiDhY6/2NOq/Gt3RE1PSNjU",
-	"F50ZIRI9di5mShNudgfCt/pB18Mf/nCejfIz1X/4A9kJy79pWcGHdThxuEtUJvD4KPmJjc5lZI0riV3e",
-	"oR6La8izKrlZQj9FaFBjla7mjQ6JzkapkkZGMgnyjPSTVCaJJE9dd0ERk0x9SCyZ0KtjDDT7ptmXsmgR",
-	"FRadYYZccLtiVAwhS+zjoFHpojJo9MmgUd9ce9C4s+b5SMkbbXfMoelqZvJ+nVKUF7/bIid2LfmG5d28",
-	"qUAa9/1uOHR1y91YbRJ+d/JseHb653eneBgLqsWf7RVwl2ZrvcK9B2NsEkV1z//ob9sW77zxs35Np2yL",
-	"907zm/wvDvPWXpLNNSc33TP3NvDldV4OamBYe3vgZ4SuKHronMSUvKXqyp7rRBpZaqETxWKhl3qeexmr",
-	"6yHtjvaiXrzPDsaHl93JHu/9ff/qIDmcdlt/Ty8bQcOehlV8eq0nh3dBgxn6CoshG32RJUnQsFIE9sth",
-	"MzX6jUzHVpxIQ5NGv/Nkv22Fjy/le/F6+Pbszfdnp+fnsPqCB+Ouo1c4QZ2t0263cwcRi+0vQFO572bX",
-	"l97JKJvam6ao8Co+dBsPHS4KpLdij2Rsz4fVJaV+Z8/fnH334tmz09fhrkOwTpnSgM/ZRFHmkbZ9H7ed",
-	"8O3p2fmL84vTZ8M/vzs9++vw9ZuL4fM3714/C3cfdOYHndkR7wN20jaZ6JlY0CF3vj+92C1pt14ILofa",
-	"n1NFc/bgHeoh8hfsT+bkQdgv17dMpGUVPrAPuoZjH1RfMeh7HiDeUh6eyRvwBXOd5jwSn4+0FGofdX0M",
-	"z07PL0gu7vW8Fup6hYuYqjhfVKnrKvK6wH28YMd3YQBlX5aZKTlK2LRPuu02xCMwmFXim9h1GHVFLSEF",
-	"Dtbr6vB2XECvaFowEJa3okIE8CjYsjfvqg+zIjfQDrmkp7escg5xihLPhWo7x1gxKW9uQFd2B2PuHoPG",
-	"VHSZ8qtw+pnKxFzfxLw+EbxN0upfYm5O2nXbBB5kNXJqBUNZQ8sxDC3zX1hQn3TaQbvdhqASjaySYpV2",
-	"FAwXb94MX755/b2VLTFLzcQ+TABRlotLIkA0+g0vv/Ts9PRteEy4lQXWPMKW6JmImSLhcIhk7Eyh4RAz",
-	"H+FUrI7ZbTtKDHFkaz9xkWbmeelHw9SYRkyH2GU4TKXWfJSwC2t2hH5q1JCpBCCFmLF0F6s+O7Befy0g",
-	"aZTdphS6uZKxope+sTUstATJKGZYiQjmV3m5T9+8evvy9C8hBttOMiOn1PCoEMW5sQYBOmcgeMthtw/l",
-	"sgNRPpz8VdB9yb+Rj67PYJ90AqIntLt/8APVkzvfgRNNTexveWnfVIQORE5j8GGvCkQTFqGncV4V+OHk",
-	"/Ifhqxfnr04unv4QYsAUqRXepYkU7BgQKUttYX1HCnzEtUxboWWQnW67bQ9jjCFrHiHXwX7sA1F04K9y",
-	"wBY5g6X5NmwAUYHNq/N20B7W3B40tPM8hMyngSgADVxxqiqN5ZOl7ArgDF8VNmze3bsw+Xf7czWF9Ubu",
-	"QHyKlYt+gLzDrGOmJtMD8BMUvbyBWXNBRtJMyI698piOkG8eaI4FkwkKZsqBhWIuAnaPRdwVhj4HCa02",
-	"gprlQZ9wqLPcofgsVYpCexinM+td51Wo2YLQLou7JfgGJjuV3tluFOQRvc7+QIRZEe8Ygo8BGccu1ARb",
-	"moGJe0s1Zdj/tkXe5rdQVcgHXCyHAwGZcQvkgf1TBuItSqA8cb1qDhso99oREnHqseUobrgDRsGNVPBv",
-	"8Cy4TR0IIKcOecW/24WNyLk2XGgn+UjMDOWJLjtysDg7l7t1VvfpLYsywwq7+16hbkyXqXAiMDhztefC",
-	"kx9qPCNsQX/+w0mzu38AtylAQvM8iVn7DLql42fKFljNh3I21+g3xnG7d9Q+okdHcbd71I3ZftRrH3RY",
-	"J6L7B4ftw73O0V47GkWdQxox1ht1R529g/1xHO/tsXZ7n5ZbtXas9pb75OynuN01o9LhZO+qO+2J/fTg",
-	"w6F6oo9M93rvpne7PztAtVuz2p04QTUjF7Yu68dSL9ippVXLiqeh37iw5nXQ+ICD4n+hM/jO73ncJy+e",
-	"/Y9d8hGG37E//57H9mcHkVOYxf6THyHgQ9B8JmCXkzt0uX4kYBoXaMZ39n+N+23F9sbwFikE344jBCY0",
-	"zt371UN3OAketMDgSeYnXXWgWK3wLmig1gver3kPRGzJIdcurXXicQ7w+Ugm2VQ0+ntBA/BD+p2790Fj",
-	"yrSml0BJlr8AHZZyfGh5ktB2H+ik5boSW8sE5vfejnUPn8hdkDuIip05LSwQMm+ALN+hBxfT3X9DJ9ND",
-	"sszmyTJf3TfzgPf0CQ6ht2/Ol3iEXKzSNY5veRm0pJiSa/ImZRBFKiwkjBNa81xcM+V7DgAH/uvJq5fH",
-	"BXRRqXt8baEHjJ3y/9DQf+8rZoLQOAZ0Fpq8VXaW2M/BagxBw2U1oja9jPfN79JDc+qH5tT+Bs3fnKUt",
-	"qv2lnNFpsuWlLFVYWTFjKBdWsFJ9zyv5VzuFL3gl/ZKLK1ldtV0FZCYck5QqDQ4F50edwRJJp9XFP4HC",
-	"6S6tNgok7maXNqjfxoe7/HCX6+6yJbuldzmls6lHKljS7tgVV5SA4MB2tpYUca+TKTMTGWMzoNyfj2UZ",
-	"VmuO7LUOCNc6Y5rQgVAsYjw1lYIbyCSh4Bp3cMKlTy7i7VldPaUzklcUBQNRqjpK6QwbKy5apJiGWg5V",
-	"ePw/LOn5/9n79uW2jazPV+nibpXJKoiWaF1sqlK1ntjJpNbjcSR7JjuLlNAkmiRGYDeCBkRxPKmav74H",
-	"+B5iHmye5Ks+53SjAYISJcuxkiB/RCYJ9L3P/fwOBIpKVVzMVCnjaIjpIvAIZApNIDbFaFgFhJgCrDwA",
-	"B7o3q58HAb5E5ZsznsRsLYpQ9qs3eJoLHq8vzI8RGeUjvlSlJHtfZPWtiCo3/1TyFMwqGDmG5MC0acaP",
-	"b14sEw3YgtYKz2IxNVpybDcGiiUjUB6EtlgXEW1qwASEMEX0eYg/Y3RUI/AFwBfxsQvbTVS5z3LBtZLg",
-	"rDGNlLm4AGfLKepXld0YQRGpSiZlzDRSY2xhZzhWWjs0yiJfN/x1lwgjnfK1ZklhtjFfE4Qy0mRXSLgP",
-	"QUm65KkhqnRk6mebQoKgT1yYULqVoSNu5gygl2TyH1Hl0KoK8bhCtnr60fwBHFNsBf1WrZlA1jo0JvtB",
-	"DuZ6NLnSVGCyJTgjZUx20ZQX5tLU8uPcypjHwDg7F4V1TZrFp9EHbLIuEMPU/AM9UP7wqjSSMTMSaGRu",
-	"Yk5fOWvtpRAZth7RgCEEm2zHmN3D01BOeZqessjnD36gttkoJQVswtH1tXdiwG9pBx6zqVrCobVYpaG0",
-	"hdTtvA3dmAg4MMlNuVXvcFc+Ma3qzNr17p1ehZYSnsd1g9I7vqbcTEuQ3RaDud68gbfL0l/fzIQkAu01",
-	"waY1x15lPPq9cS9bXpgGL64SzXto37poN4uO9DNnFj3s3cF6Q+v9ZcqO283eIoHVOZkNSXV0kq6gY2qG",
-	"zcWUFdFlYXVZWF0W1q8sC2u00/n4lhdixdcPmLjF1+SqdvKjdaFY6f2dldedBE9U52asMfsQIIdLFGab",
-	"KGMR0i1IpjItCAgAoYiHxAhAVQqVkf4sdUZHdVU7mTL5a4I7SEVGbEdA85Qq6y1rpZmCUCZympaxzfKn",
-	"JizqdgMxACUdreD7pjfHyA4g/0MjoQROGCusmsHEdaILkBy9sAUpALK0lpKm1VLY4ZH2gC/rIftG5UYE",
-	"xnkFbdoEl0wsswLnS0kDETg7KrFeqzxiDvwU5LZQwvNbQMrO7H7fVTB5D+LmzqHjjwHV7BdLo6NF3Q3p",
-	"055s2oguRLgLEe4wwX4J5M7GxbuZLSZwAj7C35symd/bIgsPVDvwzLT1eBOGcXhb9BxYh46edfSsSxN+",
-	"jGnCOZEWS/XgLt8nLfgMiWKVE2xavsEH8AelLo2QDaGo9WzlmsHTmupQvSCzNos4rL+IIwvaTyBdYTVf",
-	"K7aTiGVbf6IBVKqmUUSmf1fJqHoylDvhP52ySBT8ggoJblZEAvytCpWLkJAzQL9vA9EKmAW4KjMy3ePD",
-	"F0WypAQJh49cRCxLSwwrIqs88p4JrHCxEEkOeQku6RsUQsuZxk6tIRt1BG/b0giGJbGXMpToIcE2uVzX",
-	"NwvdEeBxcawvkX5T/UqZG7PD0SiU7scLq/XVUj2wlTH6AfDRyn8CRtt20DdYAsjwwESCBc8yIbUtjeV5",
-	"hMa1zYaYfSV1uRRx0Ci+OE15shRxKPvFSpmnbA1FW3eSFL25KLx0H3id8NCs+ka7ZqPNCUJkSF9HBCua",
-	"aMD0KoQ8hSxiuWbk47BGaJYYbRG/0+NahoybkNrQNa03yj7irSgomzbJwLyCe+SetCgpAfxoryGBmIHb",
-	"yT1qXU+AlnLKpGKzXFTLKY3mXKHywbtSXVBFDnd7zWGgk7RaKNcjVJmy6UZVBPgMTf62PTwvC64vsBzV",
-	"hXlhJ2fINqePc21gEDsHbD2omwY5IEfX13hR16p0xwCNIGQKQCdRInVBRcc41SGDyWz3GRi6+jgcBkAB",
-	"msG5zKcLHkRjLQTdngww7wtdXExOtkY9I6Bajs/mcX4hR+pZdvjTUX6sT4pR+ezqcHV0fbw++ccIGBr2",
-	"1ogT3ySAHhLG/cZ1B7eD2bIvBOYGce5bJHHkoI3o+c6X0PkSOl/C7xDRzcjfRKwb4r9n8bi5atebRBdV",
-	"EI/28n/BIq+FGDse7sTQoCoiRmAuGotYx7m6EkFl/maQWPYKgU+pNqnh9nUHw54nB2+t2fW7qNZlC8bc",
-	"oeWuvtcXrO/VlfTq7GIPxsl/V1b7ZpEtJO91puVC4bbDjaIWeZUApoGFECf+BTlcwLkCT1gOfDP+oNVU",
-	"T4mmd3ejPlJCdpMy0VGvjnp1Vv3HaNVvRPhYAnm/8A4gMlnZhqVkFP5pPZDfAjGPN8Nt6iDOjsI2Lbin",
-	"oURPK5tyORUpxTu/+/P5+7ZQZ3woxRRusAynqVqJmC3VldDjUDpfAfvPf/0343meXCVyzv7JEnmR5Wqe",
-	"C63ZP6kzjEaP3FPmla3PhTLyfzPPVlH6p7WIfozNca8CGAUYLYfspbRwE2bEZBOFphGmA0zWkKOHFsx3",
-	"H95D0WJnd0FsGxvhZG3TBF5AdkfNOJNqT2XVUo8scBEYoks5XXA5p/AwgNsAY3TAIqzPj64G9xiY4HPB",
-	"Uxw11KDQwCvJhi2x3WYexhhDvoZ2hSMqvTjUBc8p+cFcDTMdf3WjgFBseKpVKLWANALfK0IcnE+Lkqdg",
-	"nx3Ytv3UCnzTfWNmdQrwWKGMPlI0WkDVUPynfo4QBBwbrHbSNmi/QU2UvbQ2adqHJb8UvluIVX4qBN4x",
-	"W3suzDH5bmbhYStsVACRNXpDvZa1uwbkl5qVacpykeVCC1nAnQgwUl+VhQN7Gpi1gm1zvgkl0zVLZkwq",
-	"sHLbs5AUTCdyCoq8LngqmBkInNGDEXjHwIYNp/OCkjlqEGUWCNe68czrbWo6IsfeS3r6bubLQve2btN5",
-	"3ARf8fxME7OKAP/ECU8JT6BvVXZABa5FQ6HdSdpsn5wc3JBJlWUiZmo2a22xauQO1uj3Dpf302FBHlZ+",
-	"9ACB4DD2oXgPHT1b8AmIVhPO4HcqLf5Wrcq/jDR3dzP0Dhbhdx4B/AboXwfhcAdx9U/m3pM/l6dKzkGC",
-	"SJOZmK6nqdhVya8LgRB0cm9Btz1jFdqvu54X3KaKgeDC+l5QCqCvWwlnMGat5gTmR3sP2XcbEQoVe54I",
-	"LPjmi5BUJ9uXOwKUuTyOVRcyMBhhQ4RpRh1U1de8ZQXvuk3uNPINDKwhovkiryHfNlzH6+xG+bZKa3RR",
-	"NDDYTyhoZvb2a28eX7SoGWat9sa9dymX2opZu9cL8yfyhVzMtbW8ibsnutKVOjdzJxD8BgSCzi/92SUC",
-	"JC/bbVjt/J/yZm+MyHepti4NH6KwMCyGQiK3Y0P0K9U9IMbtwUDYMmSH+4dstUhSUYv6KyVgNPQdWgIv",
-	"CrHMCgRnBRlioVaSLUQuBgA54QAvoIl6ktmW4mJmge6dYP5LuRRuSYqm1bcYCJ1/ofMvdP6FR+pfqO5p",
-	"e9LUvZ0N7RQejdA3pyTTsNLkCnG8RUXX0a+rIZYYITl57AhssyoDwGVzo+7pUG43uBpij0Yq0tHWyulN",
-	"pjfIK+PTRWCYAz6JPIMcHE90lVxsM4EpWYFPARh/MGR/BS0PD84YcMCegrq2p4tc8GXEXA2qJ6GMoDT7",
-	"uSrzqYgYYrwnxaCBpM4ZvnuKbodVom358ab/QGB9aqgFxlmEkS1XAs2JUKId8RDN3BBZnuBNM5WmoNEi",
-	"CIzpjeomEJIupHtHMJMxzBwj0KMkHqOzxKjCUcwLPo6YYZpQdgPTrzfGQehyvsvJ2t2DRmpGxZwrJZkU",
-	"7RVfI9qUrT3azDMPQhlRmLrFDI6MIlxNiWp6Yflx066tN+aS3pUkIB2HMw8qoIewkylUhnHTtE7mRmKg",
-	"0VK1CsrzmKolyDGwPv1ozBaC58VE8CIaUGsHRxRmrgk3J8vVdWJLx09TpTH3gyVxKsyima0aspeVZZYm",
-	"R4Ak4NSwvqW+p+4HvpI/qIrt56F0pQZs62eC1sVCGXFd7MHR3fvulX+iWf1AgxyUFGyyhnIdIp0Nxigq",
-	"2bQI67cApwUeRZpA4I2ArTgAXRFtkOK6sBvRuBNg29EVeahdjiF7R3sF6SUTUayEkFamC2XuwIyUhR4j",
-	"4PulEQBzhI5mS57BfuJpJppRL7XwRNPItS0Vb7MHzJnPVTlfmLEU81ycf/8mlNGb787fv34bPY3e/vn9",
-	"d9/8P7iqWa7iEuxKgXuJw00VMQOmZE7n+fdvkkK0yZjnMILKndASUblJkiMPmgmKAdjzBBm3V5Bro1gu",
-	"dLkULrciTjQdECMCJqYtFDx6gcWsrh2Znm8+WfLrN0LOiwWgP2/iIT66SEFLx4DTbhD4mgGp5xHMUCbx",
-	"mB2cHB/ue//tWatjKIF4so+hhVYKe+PwFsz5sBeE5G6Cp11j5nuPjoa98bOf4YhsQ608h7u/d24uC2yT",
-	"PkX6X6PpwIzqq2CZys5QlpaoYFWfzeY3uEVfCyrqAWPH08kxf21AyHybTJC1VNkcbKnzyRplPgkrDXms",
-	"878/q+mK2JOt6MSX4tTxadeLxIIZn0EtamxekSs5x9RMrL4988ZoeNypZZpYlwRFC0PlAtBTofQlbUzt",
-	"kFQnOew9m434i+nB5CQ+FEez4/2w17Llv0ltrL7aUa3oaNSysoBm6ySHqvAs/nq665LX+mld6x/2jKCZ",
-	"7v2hnM0gBKNltFJFfmcEecMhmdgMUAuQMai+r65LfeZFko68VLiJ7Y7AzbzBy3Jp9Aqpej+2D7jTWTud",
-	"9Rad9RuVpmpl1TTQDvub/GnwkAFzpMOuxGSh1OWekHGmEnkLohYpfU80o/eYe68JrIU2SUNwB0N2Lqa5",
-	"sMZESEROoW7EsDUZ5q/Y9ms3pEeQF/N4UZwaq3V7Xofbss562VkvOwynz58NskErPTpOt1fX6sFOeZpO",
-	"+PQSriUoVOYfH/83OfWHExWv/9fTMk9/3o5ecpbEWLzVNKYJkNqWX2Mfzt6gjJOJnIIrMOEfy79PRMwu",
-	"ExkHRhZKBdcoEY0RGAEskPjSkq8xXlmwpYJKhFyiRc7ai2Sh/acAkGCGyZJgU/iLyJPZ2lbXLPJSFzZO",
-	"2ExzDAEdy6wsBPvjn15+vXf+x5ejo2OswhhhyfsCC94P8VPOV/AmfhmxS7Gmano4ersLTANTQrfZaqFS",
-	"waLVQovpxX/+9e+IoQg3sPjKmWFdSREY5W+qpC64LCCCl4JXSXW8OsAQ2B/2zPrvnSdzyYsyF9Epy8Xf",
-	"xRTf0QVfZtpbsSNGaisavdaqzEM5TdX0EkNVv1Us49NLQ8CjeVIsygmUucqTWPAsgb+Wk2syQkGVwX6E",
-	"y0v46rgA57YYrz17jKgOS0UBUB6bT6TJJOf5ml3hbhVKwcBkKGMRl8i6hNUL8GiAXaXPU60AaIVWhAwi",
-	"Nt7cih9JHAWVdVvJUFrrUpGvBx7cDotG19eRFdFPGXmV0TCz4nms2wxDZMqBznexCeEM6AZoFmFtWsLt",
-	"N4drq9XHn2avGfSyawwNvI3udSNpbBtfQqMDIJxqbKf+QpJGRu7cIXtV366k2GkmhmPdNBnf/FNcnEye",
-	"Xf40uj5aHsrj7Hk+0ofF8dXz1Wh92Gs1djXUt+IrvMilTK6taRgvc3B1QL+laiXyKdeCLcR1nTDMWNi7",
-	"nS7QM4LgYuDiZiIPJcKxVMRhpVhc5pYkzXM+FWyVyFitHESKeTBXGMs+CBjZw/ksF3oRyo09gPN505I7",
-	"qrHjmhdfHZwcPzsZHR/u75slOhodnfDnxy/EiZiKiYj5sxGfzfjxaBpP+bMZPzqY8vhEnJzwfXF0PJsd",
-	"PTuO96fiuTjYfx4/n8S77JI5hQd7E65FzGS5nFgUq0TbebJCsVikLo8ezyykQCTaUeHbjt8rbGG99xJb",
-	"3W1JDoLeMpHJ0qjmB242iSzEHHAAg017UpPiOZcJ4Z7bK7d1wBUp+8WuyuaozdmDs2o4kyEKH7xLdOvQ",
-	"HW/acZWrU9ebqXzJC1zkY2/wd1pzbQ++HpsbGeDFNYfs+HDbJa+WvXbbN6a0Cy0IZSUsIDmFrvdiMVUY",
-	"lZMXztKI9x4dAiQ4EDExMhWSkVDiYwHTwjCdAotU64xPhb6BENjR6ztSgquD4P8eqb/N/vH2xdHfXnz4",
-	"S3nwWs++X87+8vb7hbz82yj7+wv14u2rt0//+DT77vCrljN259DRO3C0neJAf/ihJRF6einVKhXxXNRv",
-	"I4U3u9rgrF/KFMQB6XmTUwXyq3OhGtF6MMS4t/3N3r41ezhTOZsrFZ8yJ0jrQmUaJRL0SAJiHhTMZb5g",
-	"iS23zeMMRECqkmBaZ31xbVQcdrj/HGtcj164LLLc1esYjLeNwkh0CSW0mfNkFJe2njHw/9Q2SMf2gAGI",
-	"9xH+ebaPf0dsYb5bBOxg3/6f/edf/2alLJKUjQ7ZAt8neRr6Zi9ZdGYGtQeO2YhxfQmV9FXOUiXnuBMu",
-	"Fpq9R3AyzfoH+8xWCbe+aCUtmpz2l4HxNLkE98JNpaDOUNYDtDg4Jf2GKmSka6MADdrVsBbbyRkpTppx",
-	"0JzAH4i9ELOH3M+IOrBeW7RxecKkrpvF0JFjGrQVlvhEq9SoOhGUt4086EJVMFRbwI6d5ckVRI+kSmXm",
-	"PEPAX5rIy71UTXnKeBxDxmefqvxD5B7uRlKIvHoCXEOxDb7Hc/Hq7XkocwFjAWesk2GIoa8HW1PoLAeK",
-	"kPJFrO9pVYNxKNHHhOGE4HU2I8Pq7YUCJYtJtcL2na5Gy62ry++QCm1Rf4iH8Eq7D5kzIFIh5Cr/EqyY",
-	"lpKbk3Ep1gjLaLQ4O0kzTjwIE6TbkJoAveNWw8Kbtldjqxltan6h7NN52Kp4DVCdBR2dOFPAblSsAIWo",
-	"oRPNuMZ7eGg+YegnaJcecSHygdaAAjbNOheh8VD2o8ODfWZoYASJrO00DgqJEX4lVDHw8AbpRiPs4OaV",
-	"RjTDTyVDoazokLc2/ToR8kgORmEkhSFM2iNLg+15GQ3L6mdIy2i3LtlHErFh3cWBweufM4Oi0etfk2KB",
-	"JvytGNqVackeEQ/IzypTjUs/OG1JpvEVA8843aVR/CbTKLr8hkdYtJruMuMblustEtMWV+LTj/afhHIU",
-	"i1QUYlM6fQXf1+8/piFmBBtBLDkhaQUyFKuvUjWvSVanobThdmBjtWGPhWJJMWRnIhPcWZkNI2ep4Fa6",
-	"AMMZxpEAxITleCii1pFADsEAlyDedBLXpAuXErHgVwLQoJGRVhQSIkxxTRBv2aOiqM5UgWfVbNv4FS7g",
-	"Jr9qMIjDbUsfn7LmglGHIqZV66r1/8Yz1H6FlAoP7850KmgPbPizFI2g9rb4hhqBCbzKX1a8aQVb+2QR",
-	"8gtFEWyT87ZIZ13oQBc60AWRPYrEp11J4d3o0GsnyCEEBRCktqrp0lZNX4rlROQoeAWULwMpBkoLR0tn",
-	"NZHviXZZRWMWlXkK+GVo7YkCFnmd2ShmgnIDXxOKV2D3swKWypmQ8G3iLMQUwh9Kz9BRKEUWLWu+IpVV",
-	"F3yt8RebBmNIrNDWliTFdWE9XmOQ5pycSsgScSnYXFXPr9iHsze18AieCwZFy1HYso+hxXCWq6URZ1dM",
-	"yVOKxvanaEQ1K1hKVROUodlYULZQQJgZCvNGFjwOpRWvSci0JhLwz2GTtGiU02HtRmsGl1hJWrVYZLmY",
-	"ojUu8nSBC8c+I8bThOtKKsYSFIlmjmeOqetLkRVVVhzmbIWSzootA54KrgXFc5t5Qa1s25I2uyR4zpRk",
-	"UatqEm1H+GqTou+JpeFgsWg1e0GvzNPeuAfW3fFTc8MKKfIhveOCOlwwx9Or0e7QG42RfxlIrTsKEp4F",
-	"Dy9Yp2h0UBhtDLmz/PwCyBbE4h7S7vO04kg3hpY3zDlqVuNyvvI1Bie7kIYNgasduW89AD1wGU2aqbKY",
-	"qiXlV5InKYeERcgRnaqYfks5GOsxx9YyQ8SMNJ/Xw1C+loVjrsCouAZHgvlLdXzQEfFsn8V8rbdWfKB1",
-	"fFWtThflfjtbseFAt0e5WwCTTlPtNNVOU32MlY2lr/g5n7u9t59Bb92NX+WizrE+TVFujc1/aV3Qqs30",
-	"SFph389Jt9zE6IcT4bwZtVDKUNaCOHxmZ9SqWXItYmKkTm2jRUfgBedGf4JBxRCUwUPpWsEkSlfnUMYp",
-	"AjDnYqrmMtGAfXBqs4hxIwFLCnMNjJ6WqvncfKURB9JXnyFM3EKZ7CxUAL4F8mjmtm5NUJAYZUDRE6Uu",
-	"eQop1XGZCi+xuQKX3KLlArgjxUdg+lrrBrC+58AxsoQtx4GxGEafH1QQHGnq3E1D9jKUbe4hrBXZVKYv",
-	"7KP1cqQ4DaqKaf7tFc/8FHhKun5nbnG/KD4lzgzrId4cQHtXvbma4J1wK0cPLeN4C71Fea4FKJWCSbU6",
-	"BUm3Qm1D+wcdZo/Opmr+uZAuO1W9U9W7qI7HKnNB4QYXE0tm5soKZySHT9Hy0V6+Z9NgPpfkVKvn4pG1",
-	"htmeoKDAKCxF4EebAkl0URyhrCeqv2qm+mQiT1TM+hF8vMCPF5RQEQUspuqPz48P9/fZVxAdTchWzhuw",
-	"rkBYqhQHkP8gadClCLioYiwsw/QqKaYLTMFMdJmLUxbtR0Yeu1K2VIdKY5eKgGKWkYec9yJJU8sENlKX",
-	"JBM8TxMAe6Ntw9hM03o8Nu0tlS5YsVLUIK4z1oNfQ7xnm9RwZhprmtEpfPBLSg5tO9gbPzve399ZUsBZ",
-	"nNFqoXjU+5nEhM8Ui1nvc5tIYI46blIXVNlx+Tty+Y5fP8IoTKCiDStJnc19Cr8uYI4PxaRrgAUZ3egK",
-	"ryDjxWLYiAVt5+9VcnNVTW2XmVgo0YZc80SzD2dvQtm3gZ6QsXEpANwSvOuKrBofzt4Mxi51V8aYz5EY",
-	"RT65FJT9QuXG1CyUxToTLDJTBd26SsOoIilFqgVbGE1M3pSU/s4s1y056S/TFV9r298n555bzCrYqR93",
-	"zPbtcs67nPMu57zLOe9yzruc819FzrlhrA+Xd749q/utKhjfyFA3YskTa2awqNgOo7TURk3PAFBSEyQe",
-	"uSuGW5O4H76jXdKooYMHS6U+d1Dble3JJVGDeENdSbWqcHDpFyvB+YBAmqCdVljwzEhbIgbMbUqA9bxg",
-	"/uKxpGD90fX1ABONLBb7Qq0YVXljhVKXARU74TYQxF9OGvemhOgusyeIOsBeNKUE4KICVxCC99b2BmdI",
-	"+Aa2pJkVuOqhMkP20gumBSzzRjTtKQJWb3qXzDwg5lQBxjWkigN6OYJxQdQiYZ62yK/vhS5uTTl68AgQ",
-	"0+uZ0GW6NbSQwn0s0TST7IIKO0/FbyR2Au34PlFu6Ly7WAUu2uFebRC3ZffNVEH7O8Vy+7WeNyOsgypR",
-	"Emso2PfBMAnR+28SeRlZEITdsGCrQXTxcp8HFRa57g0bO3jIkDrvUNz2qv/oHYPxzEG77dnzcjoVWqsc",
-	"Hu4i+D5bBF91he8Ty1e9fQ/OVL18Lx5VvX53ONvarO/Bhqr378uQqhbux5qq9+8Je8v6FYthOhOpES4H",
-	"t4Hh3ostbTceR0GVYGQLQrmiwnOeSF2gHK3yZI6lhGikY8/GafmUB1pK6kjAsrTUDW7XP/vma/bi5PBo",
-	"HMro/xycvDgaHbwY7e+DA7laEigJNNofHe8dHOyNDkjNsXyS+Ly2dMpZWkNZlVlg0XkptSgio9awlcov",
-	"KzwqBLlVM3Z1MGQftLhLblQrIs4nMOPfNzZOCzSO4bk3nNom070/37wXL+w8xZ9Xy3qUXO1OXOnODuLq",
-	"1fu6iv15f4LT2G/m/u7jXxV/vgHi5y5MeptSeSPwzz24+avXb16/f72DM/gBlM5WKJ0ao9sZVIeo+u6j",
-	"/8JEviPYv3KCfVfl627gP78qCrcVGuhuSshnMY09NMnaxBn6FMH8kSIO3WaWupmSdjaqzkb1O7dR3Z85",
-	"dOatnZCW7mje+oQ81rrb/mNvIngu8pdlseiN//+PhmpjYett5W3wV6qDXk7SRC9sxaBYTcslIikbMqsy",
-	"IXmWDKGYbMBq3635Mo0GpwwAx9N1KAG0fPz0KXyxULoYP99/vh/ZeJW5Ynkp2fApdv90uoxtBSMyOSE4",
-	"zke0vP3cC3pXPE8AfNpsH36N7BiSLghIZ6PH3kbQgWE5ImDmCeCoRlW0/uFYZKlamzkPDYH40e3Xxsrl",
-	"SaYZp6Lrhdl6KK1Phc/jXF0JC7IkkpylyUxM19MUIG0oyAbLNm7GJX3IZrmSBcvyZCo01ezPVVlg1qzp",
-	"khXrTEDCp9BFsqRavCuqawpjmpjT5fX2Dc+Fe7qtW8C1SgqH3Y4Hn8ybQrNEVrEMSU6j8zr4Gt5tafgP",
-	"Sl1iKXwYOlS14mzmj8fWOUAYd22LX1LqDi6q19VZErf29M6c36ndhCxXsyQV2u0D/QCx07GoAqlgogGb",
-	"KzNKJaEYM0KwmrNhvrRV7v35voLG2oZxBhtgu2+Mu/WNCp0e7mGjoADG1wAGCeWDY2yLf8AacSBVn47Q",
-	"tO94lWpO0Pc6sGD6tAaQAeRKsFuQ/FqqVNWbbaR3Q9ywZi3Z7BaQJUv5ms1sdLaaOcpq86e8zrASats5",
-	"4Gtbb8KV/IcT5Z0FWGNIj2UZhyvPEq3L2n69wx+2zeanEvJuDYeZ8amwWDTEAQp+CSf525xni+/fVNRU",
-	"8iWEhF/zaUGF9meJSGMdyhWXhYiHDIgUH7MIBWQgjcO5aeinNGL9xIijOiMs/UQzJQlbhgZOfW67Inoh",
-	"YjceRFF2WgRPzcmd1NbhT6Lghtf8TwAAAP//",
+	"7P3rdhs5ki+Kvwr+nN7LUk+SJinqRq1Ze6tsucrdvpUkV1V30ZsJZoIkWkkgDSAl0dVeaz79H+CcD/sN",
+	"5kX2m/STnIUIIC9k8iLZ5XLVaGpmLJIJJC6BiEBcfvFLI5KzVAomjG70f2lMGY2Zgj+f0GjKnkhhlEzs",
+	"55jpSPHUcCka/UaYKn5NDQvIjN426YT9x0E7JGOpSKz4NVMkVXLME6ZPyPKj7YDMMm2ail3ThMfUMGzK",
+	"rpmamykXE8ISzciOUTzVAVHcDiogCddGB7brEdMBMVOuSSyjbMaE2T0hoZBNbaRiIZGCUKKNYnRG5JjY",
+	"fkiW2jfpViNoKPY+44rFjb5RGQsaOpqyGbWzZLd0lias0W9sMepG0DDz1D6sjeJi0vj4MWg8ZaliEcV1",
+	"Wly282dPyPFhb7+Pg9cpSxI7XTvGKSMyZQpaEjsz1xGLA6K5iBg8Yt9LJvyaCUI1oWIgoM+D/Q55an/a",
+	"Cf9XSKiIyVvBb4lmkRSx7pPwf3UOj/e7neNuux3a3rvt7kGz02l2O5ftdh/+9+92DV9wcRUOhKAzpgk3",
+	"mugsipjWUrXIK0nCi0xoZkKClEJ27NuP9o97u7ZTzYTpwzBpwqkmN1JdadhaM2UDcTOVCbNzve60BmLL",
+	"fSgNvBE0UmoMU3Yp//f/av7Pn9vN43e/dILO/sc/1W7G2SWdLO/ChVFSTIjbRqn88rNbGhmi7LrbmeBO",
+	"2L+2pZlBY2/cpcdRZ3QY99j++KA9aNSO63nMZqk0TJhzliZ0brtdOmL2PSG5mTKB1EKFvmHKrjO1g0zo",
+	"PKcbwQhQfuwXm+RviObNv7K5nUFpxCKbNfo/N+wbGu/qBvhCriLhH6dMISlGilnqJDtSEToes8iweJco",
+	"pmWmIkYiKsiIEcVovO36Pb7uPIYz/9iodDjdu+rOemI/PXh/qI70sele7930bvfnB7Vrek4Ne8Fn3MD/",
+	"q9l1/oH5BYtokjD1SBMjr5ggoyy6YsatHdfkiovYPmrHzLQhO3YSmkhFbhQ3TO+2yAUTBthMZqZMGA4H",
+	"1W2RJjdTnjCi7IFM7Gg0ocpu08I2+Il32+18RlwYNmGqOqVzNqNc2JkuTevSzkCThI0N4QJmh9NZ8a7O",
+	"8fGmd2lWt3zISkgmDE9Kr7H0OM6ShNAJ5SIgSmYiZjHJ0lUDqH89M2p+OjZMrX61keSGckNGbCyVpSyj",
+	"5lxMtqSu+vdeePZmGV/N6k4ZSamZ2ndnmhEutGE0DizzDQdZu70X2Z/hL3ZCFEv+Y9DIWWbzminNpRg0",
+	"wq1ZCPRpD8ING02lvGoyEaeSC6M3vqT2WPxA1Xx5XqfJDZ1rEp5mZioV/wCHPQyIlkRPqWUkkZX/mggr",
+	"lMmM37ozs7X8rPRcO7Iff/zxtHR66he/dL6AG9s3Mb8bO+E3jCqmwt1tR4XP1w7np3M87c9rePHz2I5h",
+	"zJlGBmHXwp42mSmSyIk+Ie8zaRjhBvl1JIWhkbGiXWdpKtXWIkSx98P9cXd0FHXiY7ZHe6ODqGa4H60o",
+	"VHTGjFfXuKnZ5tcimYP2o5E32KFzMyc7FP/VSWZHGE2BnjUVzbGiIuI6kuFui5wKkokrIW8EPm71DiuH",
+	"CJulZg76mJ0Xt696nzE1bwQNqzk0+g37fP35b1Re0wgaM3r7gomJmTb6B72gMePCf+zU7dMTFDsreEVp",
+	"xl4+2baRSeaE2ia4CvYcU2FQf9nb2zveXTkR7GUIjVfMKFemeoUy1QgaY6lm1DT6Dau0NQ2f1WuMfkLm",
+	"QipTfwqkssqWE143NLkKyA23XGnKiJ4LQ2/9jzD1RyTUUpmwT8JmPn4Tkh3Bbpg2AzHmSpsAFUo2plli",
+	"dq10CysPyyS2wg+e3T0hlCSMxpakw2ZIZowKq6PqiAn7ZWsgKq259pqLPRVsRiKK53bE+kBB10yYRyBT",
+	"7SfH4x7pyhgCQgdCsYjxFH7iWmf5L4JYXXCGv7g/8ccWuXRvfaQJjwMvFzWdsYGIuWKRXduAjBSjV5oY",
+	"znSLnJIoU1qCgjWyQsyOFppJZeBkU01wBFZTQA02p4GfC0IxVqVit2kiY9boj2miWT1p2Y4rFGWHDKf5",
+	"T4qNG/3Gvz0urmeP8TH9uEIuf2Xzxkc4Qs+xbQcOUPHBkRtVisKT2syBZC1tNgri+wZE6t2OkxPD9zxP",
+	"2HrTgdq/14GCfawReoLIlL7PGBlJeTWj6qpPwpROuADh0hLs1gyRCEI4DqXfUsWui9/GhBL7DZeZHoiU",
+	"TnLN0tIYgSlbijJ0ljKQptAysL1aZb0gIyLNlCky5omBOy4Qm1QDgeI2ILniz2LSa7dJyAVcXPxgkA5r",
+	"VxqXYYV4/v70m8nzJ/TIvH9xdPOcxt/95ean7uQD/fAX8+rbXid6+vfbV3vPe9GHpP1S/O1D/OG89+qn",
+	"q+7V+8On3Zufpp1o72+j9oe/7F8ejd9Mqlx8v9PdzMafgp2gTtjaw4tWBDi+TvIqshPG6nr4r//8r7Ag",
+	"Lqt8FTOOfZ/byVrbHe2O9qJevM8OxoeT7nSP9/6xf3WQHM66jXWjfgb7tfa8wGAEGc2doQJaVmSqM5Xc",
+	"QapiiyGPG/ec0R1l7Znjy6u2yemoZf5d2bCbKVu7Yazof7stsx1e9WYHopsevd9T+/rQdK97Nwe3R/Pu",
+	"h169DUAbPqOGrZrD2F7NmHtocQJMm/UTKDrfbgK2w9HhnS62Z1ZUbqH1gEj9/ag95WmtFT+r5vXVyh+Y",
+	"2Spy84pPlcyuN5CZ63FLGrs2w8PR3tX77u3+rCcO0iPV1T1zcH100533Vg/5UvF0PWPz49co7rgGXtcH",
+	"Q2Fo/2z9OfRPUKtBTZmVovMZE6b0kxzbFlZwwi96tQyzfa5mdxutRAvsbtW85ylbO++FOV9xEa8iL3hF",
+	"ebTrVLn87TCWbxVNp9+/OLs1TNgLvV4ezRsljYxkQlj+EJiByV8uXr8icvQPFhmy8/b8RZOJSMYsxh8M",
+	"uzW7QXHR+2XQSJnSXBsWf2/HP2j0fxk0ckNCvxMMGnpKu/sH31E9HTT6g8a//vO/Bo2PH8NVEy9GtGKz",
+	"7vPScdzuHbeP6fFx3O0ed2O2H/XaBx3Wiej+wWH7cK9zvNeORlHnkEaM9UbdUWfvYH8cx3t7rN3ep3bE",
+	"tfTu1vq1N7i/gkks2zp5NC1Z5Z2O530O9oKgMhHgTYcbMqWaaHbNFE3wDuJeQ6SV899dXr4hOmURH3tz",
+	"xpjfFiaFGUueUM2IXdBVqywrA65faHuM100aFr+eOfnx+hm2yEtqGS2aF2XmzBthsdkhQVcBJYpN7N5a",
+	"PTXfZ6cJr5iM/1hLLcBZdnjcJ4MN53zQ2CW/EG2oyTRK81+IkYYmVutWTERz8tH+t25NfqCK01HCdP26",
+	"XNMkY3px/x9pcu3bBVufw1WrkXe1+vzwGE7FpuX4uN7nEM3trXH5dkSuGLL4KOGWuidMWGJj2u4nSeSE",
+	"RzQpnYYdSt6+ff6UXPfsJUWxSM5mTMQs3g1Ix56N7v7+QKSKC2PnRaIpVTRy15xIpiy/YefmeBpFMrNk",
+	"B4oZV9rkNniwd1AYo8qEHggrX8CynrtFnAtkp9sjU5kpbXVvb944AQo1al4ynNirmu3PSyq0D4xkPCcT",
+	"Zuy5pMZ376zbo7lhcG2zfzgjTFh4c5rendMn4L3BiWC/9k04CYF3PnjRDtwI8++UzGy/UpGxkrPiax7b",
+	"u6C7MEhFaDzjlh8NBHjbcNnAB9frdknIi70eXrH5ULFMszg8cY4Js7S6sHo8SezaCi4mwUD02sfLHXEx",
+	"zDQL3cTBaN8EnTS0193929vSdghp3JaAXdlUVmKGfMVuCWdxSQFAx2JxLBYcWSsOx/64HR2wDmsexR3W",
+	"7I0OafM46oybe3GX9ejB6Chqx1V9oLu/v3j/KTkXfx4Mbrud5mBwe3j27t//tMWBOs8VsyWnr/uFTJli",
+	"ARmxiGaaEUriLE3A9E1uZJbEJJZEMZo0b6RKYjKlataHhbZ8lxv0q/rVtfvTrttofBdsx53P80BsPNCk",
+	"7jyTHSDTG64Z6bXbA5EbKRbGF+6uOvoDkZ/907UHFU4Nuj81/oqn3q2MbTQQa47kSeX8BXji7JHCkbgj",
+	"ZKew6gzR/NTgkeGCjBM+mcIp2nhqBuJ+x4Z84qnZ5uLwm5yi8Utqomm93A3PLukk9HJ3wTM/lxlJKDAx",
+	"GpOd8NuzS1J4kH+x/zyPP4b+CA1EOOYsibUlQqlI+GfHnqMpFRNml35GY0ak1fh5YU13u2x1O25OSInS",
+	"O5ZMUgXeSW6HNBxTnsDhcyEGVuenimsp+oSSG0avyE744+Nwlxg68b41O32m123muIlrtG3UwVGnbARq",
+	"H4FrsLRrnXZ3C+PP8/ErKdiK3TkVxO6NF1OEUZXYuyzS8UmuEuPiuTkGVR5G9tq9nMFROI+tNWtgR3PH",
+	"hVjhE/0rm6+6np++eW5P2uIF3Z5iuKAHbtcgNIZFipkVV/YreMd25872PtsT++nh+67q6QNzdN296d0e",
+	"zI8+7I32a6ewIsjhDZ0wovkH5jh2p91ukVMxd2Zm0GNXm5QhVmHlDQ9+rSy9U64a/W47KEczlCwlXJg9",
+	"Z3jks2xmaa8NpOc+1Trl3/DoKksv+Yxt9vKlPLqCcANQpeLMOZl2P9H+lcIQhobP2NY2sKM7W4rOrV63",
+	"ihRB6VskRBWrtZYi5Xrc0tscq6Hoyr20935fHehD0832rns3+7cH88MP9RZwNBJZPro86idyNqNNzVKq",
+	"wFRnZNpM2DVLiG1FZmw2stqCvTYzkym4QuiUKr3I23dbVohCINtAhHi1CyGGhmLgArZnccWejv3DhXSR",
+	"xr23brNTDmXE3d1y+bqAP+4uLrhLEFT1NGBpfJEE7PVvHQmg4NuSAu4RaIXjXWNFAKl5M5WwreC8hT1P",
+	"uDa1w19p87vXBLp6L59A7+4uDzu7ekf8InWDq+6KzXVguQ/os4qxgDAaTQk1ZCa1IVJErNZ3PhAl5znJ",
+	"l63krsYbGgqjVU7rp8iBB6Li6G+RM1yfagBAMKaKhdsfhfv5p/0CLrmm9+5xLi7g6G/hbfPhLcgrVpEW",
+	"/rq1fbYYAYbcOL3/GxlztBT9iP4v7yZDb8Y3MoaDEUlhLyD2T5riTY9L8fgfGsMqcxJeUq3wIgTBQ3MR",
+	"2c26xgDtn+FstOxIE2ZYDAGxaFyHcDAWs7jxLmhkKrEqlDGp7j9+nFJlBFMt90Lb/LEVEz7CTMPib7Ug",
+	"tfPFtVlmA2/PX9hTAbFS3sQCMwEDOrAEzTDMgtfER+GC61QKjYv9DY2/pYbd0HWrmyo5Stjs3/0qbzev",
+	"N9iqbiZWvqQulFwzdc0jRnYMhAXCypNUyWsrdHcJav9wl4T7vL3JYQRsNGXxQOx4V8jQtxkypaQKd1vk",
+	"lcTA9xuq7a1hxg3Gk0Iv8Eth4AJblDYYVL1w0+uvujw7Y9WIRldyPEYmUAr3/6npwt+aKIrqVss9/rgU",
+	"KQcL9g2N3Td32JgS+UfAiBoVLbRh98FQnnjFE4Lv7XKOmLlhTJAOrI5VcO0JsetoT8gvjSQPXcbT3/L9",
+	"zZjWdGLfJDJQFHyPnld32u3Gx3f5MbcyaGVAnuMk/R6E7nIDnOs5zoD4NzoO9ziWkfYLoP+tOs+tz94a",
+	"GgVtsbDkzWhieSiL7aUzDxO0dOk0JHuXhUgyuKTaUQYENVb7kLLXYUutfqCu69DbO3Gxf35nb0Mh3hns",
+	"a+0tTo6xOdlZuFTsBkiuRYxVHhsjlX054xNRauWiW7AZWs/LM7PDyz8MLU2FdrIuFg4GGBAqXDaJvwE4",
+	"Qz5c/2lFXYSMioEwN/Z4cwFBOmjGR2MBFSUzL540mPOMaw3HFqLiPQODxVtlmYNIO8sa1prUyuu/ZERr",
+	"kUt2a+z88L07VgEM0NkSwD16Nyfut5fPmkf5LfvV2xcDUTbE2zNEsSVBLQhbola+UxyNoN1uF8Skd/uF",
+	"JaRk7/OkYlfV9gXhfyLNzBLDyePNm/lVdh3PWYjuLwesNyvR8Vt1UrRY6MiFvm/ZiX36Y/BJvPOJFOOE",
+	"R+ZLirQyu4jc+3UhMXwGxyPtHGgGtCpGdiBJC/l2ac+NokJzF0AeCjl0UUr0mvLEkrX9GpR6mihG4/kw",
+	"pTx2VjiIA1g4WYU3ojCt7qwyqgY1vojdJWqrsQdv2qmaHB2fp9DcLlEhgOQhN74Vw79TksSnENrTPJ3s",
+	"QVw/iOsHcf0gru8krhfSWtdxnvKjYKnGxKp1TapZWBWZ/N9aOyiY9oOe8EX0hPuT+WfTMO53Xn7/askz",
+	"qUY8jpn40iR+hZSEusAoM+Bltxw/lmhT3AnHfmxotf4jEMwDg62S33NhmBI0ObPKyBc1MBIw4ROJ6aSa",
+	"x6iO4XDC3RNMtpbxnERUKc40EZL433WLnBcGP2/d+01l9+fZj1fSnEYRS0HT+tIsIcRX5zAXNIYkfiHJ",
+	"jMWcgg6OvKEIn0qVjLOIWXYhpBnSfPCfkWc8HPXPRFrPZCbiL0lVrySG3+fwGEglYzuOBwL5+gjkpYz5",
+	"mLNVoRkLGDHlICdMeqnEK4UQK3Vi+YcPclpEWmqWoJbWDboCy7QMN3QHUvHYOOuawDMPZJWDaKxrBc98",
+	"NhJ8Q+eJpPGllC+omnxxAQjqBtcksS9XxEypIB3ykn9DdkL729BIOYQff2vm9XmW+wI9u29Ffhn9kise",
+	"ZsV7QwTQ0kxd+6wGqgwXE38NJjE1dEQ1xDhlArzLYI1ydioMe+JiMhBWJ3TBJO4e/0iTmNE44YJVfc6x",
+	"FOyk3m6WR996i+VAjBVjGMaVaeY1UDTbVS7YHoDsNzcn3eF6vAgvRHbwuuzRLFYs/271yrwhwvHzUO2l",
+	"lC+pmLvf9W9wcX6kc7oYZfEE4aB0ahdsJ1TUMLQns9jeY9RGMnlQgz6PvFqg97WNC+Ctz0aXbwV16E/s",
+	"CyvZQR4MKhVR7FpesdjHdJMdy2fLeG2/tez68ccfm4sQWOs6WETM+owblippx2Y52ZkwDkzqtzA0c01u",
+	"WJI00VcE9jgX8UiJyiB5jRoiGIt1zo77kJMzZoohTCY1AxFLhrk07JZrcJS53Jq5zNCTQuhMZsJgh/nj",
+	"oMXDz+w2hbQtj/EAaEQxi6zwjH34FzxZJA3oDHM/wQCecjUv+ciu2Hzofg+Dkl3cfo8Ph7n3atHSjclH",
+	"y/mD9a4rSFTabZEwkjELiaZzgCSMpn8Ye/fnInuHzsbilyzmFFLxfyNN29JeuBgnGgLPygc5BOvT0OoT",
+	"v2e1+/dp6f98ISQP5pZS5v1W0SgT++z7pOnjge9IFu5V5641aOAbQrJLESqsAsjhol++f3t2/rfh5evX",
+	"wyevX755cfaTXQ4fy4LtIplkMwE3ACsyGv3Ox3flsBZLkc6TzxIWGU063XaPYAIKWv0xlIZr0mm32y2I",
+	"dlkcDa4bBqf07WN5QIylT9sjrPbnWahf5VTmcBoRFfYwqky0yKmu4YYYXeJBKpi4ZolMGUpFIUlodQG8",
+	"P1v573rNJbuLkQi/PT998933L4ZvTs8vzobPTp+/OHuKYR75ox7huxxqjdij1Epc38MPpy+ePz29fP76",
+	"Vd5N4OJWHJaD5Sy2wzGHFO6d8JvTp8O3F2fnw+ev3ry9hHxCWTgRBsIbEcMK0oeVA6/fnJ3ju87PLl6/",
+	"eJu/9u35me2HFtQyUvKKCTvSgkxfvH71bRiQ0jdPz87eVL9xpOxnkcN4NJFMp1RPYY0GIteUqoAoO+Gb",
+	"s/OL5xeXZ0+H2O13pxffDV8+v3h5evnkO6fflK0JiB4iZGnDUAMqoa6AtgMmKB/6gut4fvb927OLS0Aq",
+	"1QMRrqJUZ1IB/JVczTSaJeNKkBJZilEKAIlvOVpmDAFJILldVJKH5swjtNws/G0Eh53H4+w+hMPWC4U/",
+	"sBf2U5blD+wMfSB8v8Nft0/yYZ/8Pv1eXIN3cfA9+OruTAm/Xw/dJ826BHfyDPIdv7g48nAoeHTsyUmk",
+	"mBRIKpXgVLJTi9AC3ggaW50cVPzPuEIPrsQv60r8Q/n2/uAevQcX26eRx+/WsfYbe7oe/Fv/Tf1bn81o",
+	"/2nU98dxM91/HXIjNPRzmvJ6FNqc2ryykONCPs8h12AiAMOmp5YloQACoBuORdZSJVOmjINpcV2sqDCF",
+	"P5IdwwQVZhdeat8/YlavtLpDq1zpxfZmhh76bAlCKCgXglkFFdZp9zv7/c5xq73XOe5sCxi2sK/lvp9M",
+	"WXQFMHppGjjriyu8JbLEaaEIorTUKfIB7ca7VO1P5AuijUyxqCMX9sqa2Zst1AGCzaiuEs62u1VxgI1D",
+	"5PGnAeYFjYRqM7R8o3aalg4Saix/rhb0q6APu3UIABpVxSyuoDwRSmZcZAbs5gPhtG7F4Ki51QJFEynX",
+	"jmWhhtA9KGTjyqWKjfntisoXADBVgnH1NWzgkAWolUdyIjjA1cKZmIMh1DLsa0aTHJwmA8lapQB1Nfxp",
+	"tHf1/fHsTd2OOCViM9nZO4V7OF9GnmCxNamudOvXXkMlE7aJ/SI/O7dPWkaHYnANrh8pSuX6edLIQLFU",
+	"N8lxDvN8xeYLk1SxGh7NuldQ3GHpCGye08cy2NLPDQRbs2Mvhh7kXDMnoir/qTC6ChdZOG2VrS6qjWK+",
+	"tl0tXDsHJmXZdYyXdZq8KbFxB1RWC1ouXXUQD522BCi+JBIWOOlir0I6nO9pNqNCB4S1Ji3UMSyLJVOZ",
+	"OP3sCourbsWKyzWSSiU/P50V0xHcY8vMmLx0GeUeTS4zmWJLZ+Ww2T5o7rXvXObk1zkVj3QJ4jLIC27k",
+	"+Ob5oYEH83JQhMfLp2ggPInDRobwAqyNHGInoUPvc6sHT8GJwx8WufPGQ7ex2kj5zMHybToNcS1tsptk",
+	"npfD8doSSKgClTZwqhGiGVcqCK/Vj/67qDm/G0XlC2kH9xTbX5vcBdqvZzAQ/AVe/wCPeqVCbZ9gaViC",
+	"BXixI6y4G7bIRXGWpkyxPiLxWQ1EyJslPlEs4IcXvetXRzfnXfO3g+y7zj/+ui/PDulFO362N3lyPPqh",
+	"K16+7/z99ujNTd1Sl/jlH0H059uzmuu94NrUsTxfYdExO10jz6nZHqLUXT4/LmOQFhUfN963iycX1xTG",
+	"Uulr9YzPZVJbeIgap3HP6JzEsr9aflmJ58u+c+UtNEFFlNnfsVQI1uD3ahFSrqsGDy+wOw2dWyqwHWAx",
+	"05z63DNLtPqEioglyYqi8WgAs5cmrJ3pYI2jUqPlLXW/sng4mm8siuqf/Wb+K8umRQ4fUTF8373ZYz21",
+	"bw7mh1mX78leuk8P9GHcreegdDHesPEmsZobViKI6xp5UORPBW9eOvtltGUYV1Bd+GChsO0SHZd3vhTJ",
+	"eQcl/sfpvKi2wHOyYPEyTRRrV+3iGXiR2K1xuPf77Xal3pCQBtn3zZQbRnRKowVdeHEHFnX1VUUuBoOL",
+	"jQvtRr1m9YBw64+NPa/uYu5KlNxMZXWNPs8J5mYF/730TsSYRBxwpz+N/V5AX1CxfIkF17HS2nVbrIJc",
+	"P2oH0W0XMOHa6HIwIQBHb6xrXVreitBrLtZ79gvcrDxWXeagcdu0vTWvqYLIR9ttPpVG0HjJRaaLL95h",
+	"NWMoYrY8wxfyhqmIakaeX7wmvW7nsKh4Fsl4gcAzjXjRRXUW2vzw7pe9j3+qowYsdFsni/MLWJqNEh5Z",
+	"LXzM0fazwL+dl2V15feNzPWuFXo90Hel0nFMyRuqruqeTqfSyOrjHjU7ikXLnpUKbDbOXT9eP67WP9JJ",
+	"WZ5kitfKAWqc+zJ/e691dFgWRDIbgWaWV8/YL9XOKAwICJBo+7xmUx5t1pp/cI/VSgSBpQXd8Io+A9zR",
+	"utOI1HKKgQc8cRu/ZL+As0e93Ytry5K5YIFTXZwFVjF0Q5BUIlwY2XE39EwYnnj7o31oIKRguzm6OAgQ",
+	"+JkqrCENwQ58TKiYo7KzePE1/JoNP4twDUrVmT+RiP3EN20jLvsb//THAudym3bl7fIo90EjS+NfR3Va",
+	"5OzlUtYelr/08u3I7CKf7wZiM/SKaSLYDbL9MltHImwEDTkew18Vdp7/ugUnx/G99i3cR99r7QTewozv",
+	"qDCB26rUSTFNqq9A2V/mxp9KGQvb57pbvUtvSjS8tDeKFUO+oZpQQ0LvVIECFkvDn6KMrtDkcXstr9w7",
+	"aG/glskCke8dtg4Pj/fW9npc7rR5XNvtwjibnW631escd9d23Dmq9Awfl7ouLdJnv9nolLEq6zpq7dcO",
+	"efWaLlBJgiYBOC/loW8mm2982bE7HAvf1lUYsgICiqlQMSf21TWnwnNavbXyWh3mObylWufEV7haVelk",
+	"YY2KIWy5KudMQ9GtFUaDEaTlyHEuPvNbzerp313QQGGf6zoD9Xfyhszskhfvh9QJGNaUJXFFLe3U1Aqr",
+	"iamr3qbcq0uCcvPSuZ26G0W9FqzQQmih+sYM6oB4kl7Lrqo9PmUTxZgmUSKjKygjCBX0hFRmWlmYB+a2",
+	"wv21sPZQlNH74ffaPvCQULsFhUdbrQhQ+DwcszrUl8woV2UVR1N58SqmWl8g71dgsRfZbEZX1e5ylzqN",
+	"z+QVr712oflEYPFWNOItU/7DFe6TrnArL2R1+3l2zeqimi7kjGFYBoT+TWmaMsFiKFEes8TOH/fQFYAi",
+	"zNVz0nCTSrB0+2hO8pKqWIAq7A9E+AuPA4dBX6osBmGKH8PAIatjJi6JWcrsWZSChBBN5sr6QXQ1f5+5",
+	"UBksClWuwm1bsGum5n68c0KNYbPU9EnMirrJUhBuWuSlKyzoyuPSOGZxHrJ+3fE1OxWbyWsfdRNzu2Qz",
+	"LqjBTMMZTVO3mb6o1tglOKzyAMBTmAWBW1FXj2t96wv/nO8AThVVeHddV5js1D1TaZibBde1zG2O1aZ5",
+	"VbF1Tf1D1abeWb2mIT5SaQbpCOubXeAj2Oxjzmvmr1ypQHsiPgYNKdjrMSTdbyrnVhnHx2Bzg+oyb9Ni",
+	"YcxbjKm6qFs1qW7hpib1xLZlqzKBf3zn2c4mVx2yjE+0FOf7/hv66WAMPmS3xq3MBTq1BE65jxj2/kyE",
+	"ZGck5RXUUA8rZ9uj3ftjEJIdFxkmBmIkqSqa5Eczb5Ofc/vNEs8pf+lLUldcfZVTu8hzFk5nsFx0cIHV",
+	"1HG9YJGJVowqyz0uGVfkhImmK9sIW/BXLiAS+xlV7MyFrNcSoOIRi7Gue0Ds4mNKk4iYlWncaBRcUjl7",
+	"IjcuFF6vtmGvc4jMyY5OssmuL3mKJfZxFLlV0ko3/N0pINiBq3x4BxP5rxt2Y7Y8VS9kgR8Uc20sLQyx",
+	"1MjycvndsptCY+KfJzsTO5dmxFWUsOLr//t/SKe1t1tZl/12p1u9KR706i0R+a0xaMQZZqMP3Z1g3cic",
+	"sZjYtbHXCSpIpkZU2CvF1exx9W520O7ceTA+y2LJPMy0GY4O72JnXhcleAkVXLDKNdwsMWYRam+6EZCI",
+	"ilLW5IgR5FD3j9+uH+F89bpflobzSJOEjxksPBf+/hYQiFBgMc4iLFW3PSFhsQKgTJZ/JWmSaQh3q8xn",
+	"r11blXxNJl/QkIpP+J2OApz6IZRU2pyvwSN2Dk9ascRjNjROyKxrds5jdum0nu1MumV+WZj5Sy6PFQWc",
+	"kShw+SF60G/YCXEZ7hjOnpfnthsBmTlVQvrEIIXyuSl5CooFc26pfLuqfKy6J8vMqoZLLJHvQoTThniI",
+	"8nrfLx4C3f6ZYSA1nPuNRAnVYNmECdVGNN+Vez8XaWbuTul5s3tQ7cLurtizouNNK7zKARRC7lnoRHyZ",
+	"YYC3UfivYstOgGqdhoBUv2PVOc8vuSaRFDqDQmYQRTKaE0o0YuKNswRacTHZrWpZMISceuxf9kVVTcg/",
+	"s8RCHcrVE7kqIsPjJT2yo9MGc71dqTw5djBiVrnx6GIwv7GiE9tKg4uU3aZUxCwOBsKzW5chnRdjU5lw",
+	"dcfAiospwSncpoG2WyTM8caAB7TzdOoSptNiQeS4zhub+JzgwjrcrmXby6y6BHlWab6O57e3sDT7XgM3",
+	"uDpydDv11F1s6g86xmLWRcVpgB0aE5oDm/lVC4ie0pTFJOFXzMV2J1gGvrU60HNpYDmW0rJtO4dSs48s",
+	"s5Qq1tz2E3tJoykXrGk3GpRvrA1Zo14DmN6yDq+xvh6PmTB8zJmyfG9k1eIpkaJPwmevz795/vTp2St7",
+	"1Xn+6vLs/NXpC/t3GRcsGIhFvLWA1MO/lb5fBnWz/axFX6uAqK0CWhuIGqS1gCwhpr16fTl89vrtq6d1",
+	"P1bh1FoDUVoJDA3NFwMOuD2z52cXlxAPpEkJ3hKfzgGuFoOY8243CmjYw7pzUUJDrHcBu8yUnEmAkmop",
+	"kaDytpWJoEzkZVVs0WKQ4y6Wde9Lq9egtpMne+b5xwt5Wq1a6zM101XhroihSOwj3o4OTBmtsngtPnEA",
+	"csiO8WeExNvBl+jd3CZLuIjZrf3J8StdvSPhtd5uhV+4TdF1fk0qqJLvNnCSfJHr7t7eV7awtQvafKeO",
+	"EyBYZtlhdWeFHWE2f1nvXdyA3lHxrWAchxvbmoW5n553mvNfn2bqCr36r+U1UwhbqFMW8bHL2SYxG3PB",
+	"tDMerOPZW4F9wrvPinZWISyjT9adX3upLEE0jhdOsrR6Q4CaADdQwVaza6ZoUr0cXFqK3SIVBPAT6w/a",
+	"otRskZfoBkjY2ECV2xun7/kJtnJgy+9tt6E7cZQoNrFfKxYXvVWGizCOdtA7f+Jxnzx/+v/bJb8AB9mx",
+	"n//EY/sZbylkbM/0L8RIQ5MiMvOj/a+Ol+SgoVtu3A/u+R9okjGM0NlAn2f3lOdvlDQykgkp1nAByqfw",
+	"wZQCbMPFdbbrwSdCKjQ2LO76QmxCpfHG63Tl6XMPlrFhVRzMbb2Bz1ARUxWXDqnj6B54tuX9XFz7HMIC",
+	"SWhJ8x0IOBKWm2P2KLulkUnmhWDQhOorl67oT46i4sSXcA5dDPONlR838DolxSQYCEajqQPP8LpTmd4B",
+	"JqO18JV2ZaC9p80lB9bo5d5kvwVNghL8sSjw/cvdhXid8L4HU8O9KnO1RcPCViKvpqPPdXRWZWN6TOct",
+	"pgm3w2WFTK+9qCzwjTtfWaAot17k+Y90gXoc2AuyZaoV7omxAZvsQR+3uNh8x2hSp3edklTJEXu0OtO1",
+	"MJmVIjyvNuq4a6Id16tDXACkrF2oGU0DD3BDZIrrjfnlxUWJxrFiusYR4X6ojrxDXlJ1xQy5MAG5oII8",
+	"K3kOSgks3dpk89oAod7xrxUg1PvUAKGVgS/rtgVtVXfVyxY3DgvOQyyhl3hf/14e7x38Knu5d7z/Rbfy",
+	"pRQrkIIcwBUXZMYF+PO40WQnsqxyF20qyeocmRrOW0q1WZtt6J+zospqd9VLx9F++47uoYX1wD6DYjx1",
+	"y/Km4gKvD7GGayN45LVdGS7AinRDk6s6sbMSIqmwKoI0t/2g5lPh7927WtuCxpTq4UyqOg1MZSzXkFCB",
+	"F+zWDKNMaalCD2VlRUXfjWosk0TeoK/CzvmRJgkFqHc2I1xg/qtdkUcaw4HJDiTVSXHNhL/GXFhd3jYN",
+	"/djC3RZ5buwNjF7lUm8s1Q1V8UDEXKFFDtILA0ITLQkEi8KyA4Qk+IGVzCZTEqaKXftJ9J3qp/wmWYod",
+	"CDvEIG85kVxMAFI8QKCzfGB9YsVj6Aq5lzruw7KELeKyIAYCFyhVLGIx82PjmhiZYKBXeViEJlKwBYNQ",
+	"RRKPpEwYBTNLaVOWN/EN1VanJaHv2aUpE9sKBuGwbqgz/iyESjZOvz/9ZvL8CT0y718c3Tyn8Xd/ufmp",
+	"O/lAP/zFvPq214me/v321d7zXvQhab8Uf/sQfzjvvfrpqnv1/vBp9+anaSfa+9uo/eEv+5dH4zeTLRER",
+	"ru8+H1zffyDiCtjPcyoMvC0E49os3VUnDXEWv+20F9hPeU+rK1I6sYFjGPWsCUI/6lSiaEqVo3SfBW6v",
+	"yS0CwafYrjljZipjYuSVFboe6y2lyiAPqhGps3ru9bJeLoSes1Y52D049+aAjPbeZeeo393v9/Za+51O",
+	"t93b3o9+H4G0GF+Q0vnwqjvbE710//2BOtRds5f1rvdvDm4P57Q2rHkrv7KPKatzKa/x/nb1Xq7t9+6a",
+	"ou62ubQwJZfwBr+sG+89YaYcacKJl8JKDRe8hGHQJMShObN6Tl5kZnkCe5/RJI8FciTfR4EUJdz2a2fB",
+	"3NUeA5LAZ2ckGTF3aGI0HlAy4xprr3BNFBsDcuZOr9sdCDeKoX8i3CWKFgYZ109tJuRstfgvDXqFrrXV",
+	"KSoFuOP/bDxZ96B+t09DZCH1AYo1TMZFOeQsyF4kr3nMFMh+gM6WygOUlp8bZWYgfHixyRTEWSdyMmEx",
+	"kYqAUYgLHw05EAMBaJwZT0yTC6L5LEsgAMm/EJUSh7u0S66EvAGjsGYEsmNx2Lpvu/qn+0T+SWRmIjlj",
+	"5J8D8c9mswn/Zx8I09kwoioeXnNNIS7QfZ5RbaxmrOLyt3TGbkPyT+IC+XSfdNsdUu3JQ8Ta5/zffdLr",
+	"dvOgw+KRgIRjypNMsSFitYaLXVS65kJn4zGP7JEYjjMR6/u9pLafypu89/9e3bvG0JPrGHLM4KTZV/zr",
+	"P/8rdJR1v+Ejcm6VmOFNA3Hm4uIdTq+Li0de4GEpNaHOwZQTqmUdDAq3rAgNLQRGiWKWUc1KOBi9CpxA",
+	"Ohv+TJsf2s3j4bt//9MGDJNlJlNlqBDnQufAbndCK0QA6G1DZNGibFk99M4mwbNe5ixwmTXiBkJXfWhA",
+	"bb5evh1/DpFNgJp/PxXnc6s292DAZVKum/N8mTTxo8NYXGAQ1R2v/Fbvj8WNqVOC3nfVnu6Z/ezg+vCm",
+	"e7s3733Ypwejw6i7XgmqSZLCtzzSztMTkLCIvbZsP/RHqxrbW4qO/iIAP6XV2FKLWkPJ5TSAGrG6yFWQ",
+	"loMCl7DK5GrsD79iYPMWDoyl85qr0jWhq3BMeUx2QnZt6liT/fpwtHf1vnu7PwOoNtXVPXNwfXTTrVN7",
+	"/Rd3TcioDaorAsoWgNpWoums6Lh28pjJhTe4cLlhGBCa3IChYoEisIRaJe8KGBY2KyMyrEsdWPitZiWr",
+	"F5PlyMDSUc3dde5aeoNhKGCrOclPcfFYrqTl4tfF77uBl0943eDXcoD6JJ11R600EyDJh0N1/0NVXfbP",
+	"e65q+t76aFXb1pyuggjufsAKeqw9Y+vJdYXH/U7+xFNBaGbkjBoeFfVGfZVPO53TVCaJtCcP/Ki7aDQt",
+	"zPpTdksuvjttdvcPnHG2CDt95JzsgAzXIj+CoRT6DgNwrrt4D13xZJ6gARSewMgQKdhAlIJD0MZXd43W",
+	"U9rdP/iO6uk6uK7lMZO3l8+aRzBO2DIcZJX8x3G7d9w+psfHcbd73I3ZftRrH3RYJ6L7B4ftw73O8V47",
+	"GkWdQxox1ht1R529g/1xHO/tsXZ7v9bUc22XfBVio19z4p46QQi9DpYc0Ys4DjVOjeUDkWdS1lsa7A0X",
+	"GYFdhTevLzD/2CUqN/NE5ce/+D+fxx8f22b6t1EpFoKv3KCWFLmbKRte9WYHopsevd9T+/rQdK97Nwe3",
+	"R/Puh81msHK/dXxmKafo3pwy5xAcvXElpuByA7ew192JRRZ5MCuIENAe7AMO0tpIjDyygjhYNEhVb0Dk",
+	"GwzMd/Jdk3BGb8MALW9ZOlYSTD08qj3M97n+zGgVTrnb6R7d+d4149VIyM7Bwf6neRRn3OHPb/QqujIy",
+	"de7W82dPyHFv/5C4CjUurFsTbH7n8G4t6BUbAkdcEeldZYB5cdL65EU7luoxeCWdMWHtNao2sLcIYFrI",
+	"GKTRlDj7DOEizQyiSbuK4VwK4u4524cwuzV/xlkSrwyB2nCvRh/gommpT24ctuqiXbPQYHcWbtxYumnJ",
+	"fhYsmL2ClWaq3RZ5iUX2qJYCUBkGwsMyLBqblt9UD5kLMRdLbFWx98P9cXd0FHXiY7ZHe6ODaP1lvsDp",
+	"aPe2yiwx3CRskawMWUmHpla7Oy3X75LOO4jb/kjnmgfQT0DCx7GMtK8Dpf8NIcntxntA8soSLjy95pQs",
+	"2riQT+MMy44US2KVRV/DKUpUW5tiUjkryywiWRk+hTEM4F21TQnXAGCCqlEL18SqZ25NIOXdTGt/wIJU",
+	"yz+BqQbK7uJP/9BStGwvteuML8Y8oJqNr00wcJETM1eLw+MUddrtjbuTr0zRdd02nLOI8bRGn3qudeY9",
+	"FhjhWUpY8xo+Ce2hHwKbColOE45OaRdZM0LmEXEDdSGpYXogdqBC5pgqFuRJ2wEkTu9aaYwI4yWZ7CoG",
+	"uXsLjWOSpUXwq8y9ViHZUZZurbyeSKa9oE8g1j33vEBNW4AJnVEuYoB3ttTkH2dUJZypAaAw7q73dX15",
+	"8+gSB4vSYdp9v6d6et8cZIfX3Zu92958/8MBPRzVA5DDvv4q7uaCFip9/1wsWffoMGhccRE3+g1LBkNL",
+	"BgAk4p/otLu9/BFPHpUn9veO8wdgJB/fbSkoHa2/4II9N2zmVKVVOHvrrcF3c4l/Ad92xVhbZ6It7U6Z",
+	"CtYwhXyhajmz7Q9tDQof/+SwCkwIgL4e6UqcXQFrdw8cB6SVO5EGgoUsLDj0k6/tFuv2V/fiWr/N0vLl",
+	"l4yxVP0y3yzxS2egQaALyCsTAdosAP/A0CsmqknExSkrktdBaM8WgGrLPy6Sbz6v9Zg9biKfitrjRdJv",
+	"i9tzzmN237wsl8+N2wtxDz4ZvCbhqgrssRroAm42Ul6RndCqVXUGzk1QIHdxaGIWvVo5LExvLNddGEvV",
+	"IuflollUYAm6E0vl8PyMzknCKCDXQHKVVGAkgyv1TLNkTHaomEvBCEs065Nee2+3rpKW6Mq9tPd+Xx3o",
+	"Q9PN9q57N/u3B/PDD91Pc9yWt2MVWdRbYH8oAy2coFlAEx3RhHkvVtmGyiIp5AwKZMjZWCrLrW+T6pks",
+	"nlk+km4cYP9YyWTsogPaHuT4a4xAt2ylzvBRYjme9/ZJmDOQcCAkqGphytTwahZCGv8VT+SMGYUMoIzP",
+	"4x7Eopb4sCtwKccFuDrEvgxEwrR2WV+OmeM7W+S0hKQA+h0iEQSY3VjUpNHZLCBaWrqCmjd8PLYdQ2QO",
+	"tb+6KeYQSwDCUCxBnaZXMM+KTaZW16s1w+QTqXRw2N6uA1znqqLZ2b4prnY1rn+71p8OzFHGVymLIDel",
+	"ygAXVmrVqautJuHL/q2uIvHlSvlsZEtbQJV+q2jEyAswt20HF7oBkveecKGl+g0b4iJha7bBhHVbVInd",
+	"dUbY3DBrOZHHdYcirWX5gtUWNkPG/iH3oW7pL6Ae2rk0a8tmFQAhrvq1cg1q8LwVu+Yy00N8crhVPVHF",
+	"0oRGLPbdY21RzSfCqkDghPNvfKQJbLTVVXOn+ASWOmWKyxgAYHY/P9Dymrp+gt3kg8Xnlur1VcdzM9Us",
+	"Gv59dnz9t9mz+d9mzw6in37oRT/90GHf/v161P3LNJr9ZcrEsw777lkn/mnyH5vzA3F8wboN2EwA9wpN",
+	"/k7eQLq97YMBCqXzFT3ypUCXyQR2bIg7VgVpw2qf/aODnhVxy29KJKAKLxPNFWMF0QQkgwi+QxLTuT4h",
+	"YTt0FZwBkIhiwewqPttBPUCbP34H7d7Rpojhj7UrnNeaqstG4GaeA4TziDlIAzvMuoJ0TBiUYtviwZUt",
+	"RIuVmDaKo41QkMtcbzFvsIbzxTzTK5Ea3/DoKksRBjpWMm3K8Vij9TLhqAX7WrL5LdYrnrA41YSw/a3h",
+	"m7y2sX3KeFV/3oR0UmbIJZOK29HFdakMqO7cAmxFDT05qegE5jVnNw7xGrICPFCevU86a6hD0jtxFlqM",
+	"IEZIGML1QHikPdD7x1mS2IOH36GzCcBhqkAXiCUQklgylyRHZwA0OhAhM9RpbeDRyYNuATkRUxfy4n/w",
+	"VZoyqnzpPGT4c/ttMrfduSI+3lSN2GoFTHxeL8FVdvLwMAFE1JeduWV1YiAgzcHeO/VKLYLshDSKWOpA",
+	"ccugulwMUyUnimkd7nrsbyNtt/m9FOaKv0Cy3pgLmvhUDrw3Owj8cNVYcXIDsVOMdne10lPnXi6t9GfX",
+	"be9RfK1MDJ9/PL9iKEaVCO9ey8R1oAsdeHN7rzBDc5nK8fgucqF0DGuNq/YHB12YAksuEVa5ehpen+l8",
+	"1WnYBWC/WZqZAsmTrTyWhY8F7AAzGbMEoASpYhoUwYHIr/IzGoM/y5vK8tpsfoBYgAeCp3Zb5BTxUQCD",
+	"MD8eU6oHwuFMw4mUonQSFwuw9+6cXuwv7uu2BbPLa8Tv3eu/4VbdCS8WWgyBstco6GB545rsSCiXtQtE",
+	"wWKSpSekDFRZ7AEsL6ys/uzK+L2wasu2yE+56VV48zYDKJ/U7RIbHYb/F66HV4a3XaVyVGsR1EUGVxHm",
+	"PSL9SrbhJBqS4VcXPVxsxNcaO7y0KZ8pbri+380xw0vtSvHCVdLYPla4WhxgGca/XDdgcQ1rSlWspNqi",
+	"pMFXGsz++yDH6nJ/Rnqs6Xg7gqw2XKTIYtvvSJJF/Yma0hKl2hT1ROl13fWpeQvVN9bm5/2q6vOdNJlf",
+	"I5WsiFNwjoDKdFfSTLWyzeqzv7DE/UKJYQIyWo0TYmiTKKWVAXrE18gqqiT2tXKLygZ9Tm6x3PGW3KLS",
+	"cIlb5IRyV26RF5u5SyEaP5ly0ajVROwr/jgSdt7bG6pLBTYeJNrdabS0+p+TQhe73ZI+S82WqNNRwF1p",
+	"0xViqqHMokRTHV1C7G2tHVKmzYRds8TbEuUYUGsxVl2nVGm2YEmslMTeWGsjv84tWU8Wr2j5tbgwlFTv",
+	"vblEKRtFlq06C1tbupYtyKKgalirLKp7U+1ibgqOyuuGf0JkFNiNf9uwKJzqNSsKj68wYif8miEsDcZd",
+	"+1qQsA6Pf7H/PI8/PsaN0CHRUOqRmz6pWJnRcoUZN3czXaE9etHEnGNubW8rrsW0/VSj4YIJbzvU8lor",
+	"1X2sEp9Fxftyxo1Ce9y21D9MVyrz11roR6KlMuSKzfODeUIoSbDoMgmbIZkxKjSxzRhElJe5W4WRNCuf",
+	"qoypWcunmj7KpVivaifLxezsm5vXVEE6qR2CkyKn9vGXXGS6/AV64S7xpfBr5ZtnOAz4Af5+59erXHhy",
+	"pZqSlxssadq5hVEKAqUHH1SVe6kq5R34jKrKUrfbqSrlZouqiqeCO6oqvijksqpSKhdZJ11XoTG84GMW",
+	"zaNyWFGLvJTXTPeJlwvkX////4d4wUD+SUoOPvJPkkv7k4HIH7ItVj1W+cE+mKsPrZJHFNyhAxGWzFJY",
+	"okPQpBqh7YfZCBolW1jpJWUNpayeVFdx4y2kRP71Bgu7kw6DCtbRAwppomkN2q2MwBP+qxzp30ymbRY8",
+	"5WmvOnCFcnTXsm0YFjNzGex5nBy+fR0e+bbrtD0yuYtnXlE9zPsAXXm52oosmNNXbMYoyWp3e0avFgvr",
+	"yLk0tZk04FWsPvxG8aw27TNN6EL8a+Pw9Jsnne7exo2HIfm3BW4yvse61foRIQaeunrj9SkzHmzNSF+Y",
+	"HMAgUeT4/DMXf1WTTYOt6zek0xxRzeIS1jKEUrgXotLLNSlqpZffc++CN4Ef1K/DBlh9XuiPLik5n52r",
+	"hQSwuL7yRQ4+0toGtxfWZfjpOAjYzzbyviTkVysjboaPNCokN1Nap5DYr2ddcQc3qCVjEc2Hs9r4gSTh",
+	"LqoPnf4adeBywZYcRYFFzHECrJkATmbApcaE8+pQj3p3zt4CNGG3DusDUQEVuoRnGGceHzrD/IJKqdEU",
+	"JxV+qn97I2n5ui/DdZBwpXXEgk3w7AJJT+g1I8JyjB37cplBYSwhHIK4W/EgB3V1hQJ2F2DW62LqVszi",
+	"ztfMBTa4QupgWcvrPF2xdGpyjlKxIC0sYYWAPZtY4EXLlLMF295kxHFce+7J7FMNOotS47e17dRv3grv",
+	"lsiPmr0ro4iB8H3Xul8BNdwpMwvHKlhMure3u8FA5IeR7HDPzhGs2NXSK+RYksgbTahxeP7F9oa7ZeRE",
+	"29FAlHqCY+Oa9wklKVMzateP9G5vg4rkBZN7zLU9D3Fge+32yJSkVGsWL9RorUFsCxpuNnfAbnMrf+ZG",
+	"UA8AkeNHOTijQoST50YvBLEXuOcYfEjHBoKqbCdqRfj/r1sbvphNue/TCHDgYeBzEW0tq7eP9K0I2sXT",
+	"9alAS3fki36DS/FBakGbnRqT6v7jxylVRjDVcr+0Ijl7rHjMPJiV3i4kyPafL1l1H7bHPl8Y/T0x0BfJ",
+	"FvIOHFXX1qMuU8xiZ0IaKKOBVXO0Q3+9mRalIPAdLi+1Wh9hieZKCaP7tQVyCppbZTG64lZfMhK0pYBA",
+	"STWP1wFhizsUnoESIiwm5oZHUESj124DZA6C4Tj9CooKgjES8EXw9aFjPncn+7UwB44Ea7TPkZZJZhgJ",
+	"gShD8vb8hZ1hRJOkRU5Jwg1TNCGp4tdg50+kTEc0urI8M+HiqpnIiCZeDxmIEuA8OOAB0NrP3JHHMFPL",
+	"5WTvcigqxY56RxWQ6Z9Pm3+nzQ/v3L/t5vG/t5rv/tx//Pjn/z0Y6Mf/89/e/Tv89e7Pf9p4vipHa4tj",
+	"s0m5WDwfn0m5yIXKV6Fc5BxwTUrWgiQDQ8ji4vikQThaXkHmGuKKa+wkW78tICEmeIVF0XKq2UHPDmOv",
+	"SxQVsZyR0dwwvZQo1h8IAPoH6Ed50yLnmFbFjauysy0iIY6l6fPm9NKB+PWS0LbZu1XQuEyAzhQWJOx1",
+	"Pq8WcqZPSOiVq5BIwbTljMuqYdjrtMm3UrAwGIgSlkCumRFudvPurZ7IxaRFwjdQ2tqXxjEZ8GQcGCSP",
+	"TShfgMhwo0aADPyzmoWf/75Jb7u33c9XcbakLioCMppSMWEnxEylLtWk1YbOXbnfOXEhTDMuyi/rfJpE",
+	"xdDwWWrmBOdLFJvJ67xs8JcUp2iGEPKGSFEjWlufXyZ+Hq3ubiI1IJnwmBoqS7BGZllj91Va6iTm7r1F",
+	"5uPr7q8tNTcxlB+5mRYCgSbJ6zHARt1Nut1tr/B1H98t66mC3STzdfetoMh0cSIKSrJbQaLLd2DOdKs0",
+	"23MWr7QOn5ZMC3kRX+BVAYkzVs55XTjUGftVLK+fC4n285lWV5nPTj2gtbchgDYAq3hSuQs80iSRE2JY",
+	"krhKSWgPQBNxjlxbd3n3X25EjynZtEorWLppuf1aI2ULMrkf/FDBQz33RJm3jDx0v435FHAd/8Y1079k",
+	"2pwDaMEKy9OUpikT9gYlCS1BPtddIWEdWbze5loxR7W2qVq40i9Bi2okrmzfjVRxUew45wuWEsvW3Xyo",
+	"d/ZW1OBtcDEBj0HgNIRiphNplsT33U/iOu/Bsw0OA+clqDoJKgPqdbfDqPn8ZvXPYCdfzQ8KYtzSnr18",
+	"RhDJIlPczC+sVHMgRYwqpk6z2orWgpy+eQ6RTpA/STUJ7ZNS8Q+gUvTJN9CcIILpFZt77FKCVh5wUOLl",
+	"xWoNNOW2N03QYkSaTSWhVvGMC3ClgLiF4wL9Fltn9ZHGRzsHLsYSPcTC0AiOOUIRAJYMDNgwOnPGq0KT",
+	"iWWkW3YQZV1mybhYhpyBPbf9eXBBHrPmlPIE73uA2dDHALDAubR1gNFMOqgCt+lgIFyuqg48/ql92GHe",
+	"wW3R5a17zQrqtf3bv5EneYlYPRBNghW4UmqmJKIKuIEdXPj4uhOSVLExv22RU2D418xdALTLoUcEhetO",
+	"P78yQJgJccgT3AEmE4+X7PPXUXeHmnLYYdyyQ/lGxvb1dqJ/uXj9iuyENE0TjkGNj/+hpQh3WwTgefGp",
+	"VRjedgjVxu6Bf8dOXLXrGujuEOr5oAU+LDCDwxwYgiaJ7Z2KGMOPF9CzQ4Ta/vldbjKD+wGgGJCdsIS6",
+	"GwbOmiYVn3DRSqgBtblJnufw4ThLmdL3GXP3Hu3HDjhquD+uqJjtMVbX8K+Klf33X//5X7u5XkFGczv0",
+	"otpEwoxxm0ZiPuFGt8grX51UQ/DpDEYEyTgQgiqIYy4bylW7Qa4rWG07vuQzpg2dpcV+7u3tHedz5YK8",
+	"vXxCdsK/h7uBL3+BrHvGIyXRMQwTuFHcGFC17CS/lY9wXnAtA2piwu6t0vAkTs7VLFYUXZZTCgVxZ1TM",
+	"3XrYj9wQwVisA+DKtnOryfBbT8yUGOUO8QemJNkJV2u84Oz1n9rEHmNClp/vtlv7PXwY/my32/bhuidt",
+	"n9SDzsFq7LbIOaNwDO0c88ru+eLC5qoTEksA1LC3E4rg1DM7X7f2sD9vxZWQN8KVMEmpoggqArulmBUE",
+	"ufW03QbEO6joqVOWGDLmiWHKO354woRJgASxuKRGnBA0ldi3ndr77vK7dkItFZwXBwayC6+P5GxGm5rZ",
+	"Jw1Av2szT1jfHstZiCvLbtNExvY7q5uGfQJd/QcEvQaFm8GyFVCXJkww7A0rmWp34XcWHxgfniKHLoRx",
+	"2S6yj2pyw5IE6Q5Cdn2pZCQ0gC5RLIXXIo8qhmMlXfcAPpcHZnkkrO9I0eiKGb8cP79bbPbzu0pDh8RK",
+	"iirnEFEHpcI1oGWf5lUe88UmE37NRMUb4PkYQK40Sfjd2enTEHmB01OlcIAv4bdnlyFRMjOsfClFu5dd",
+	"FIQu14S6R29klsRkwoxjqdBIZug0AeboCpaiTB2xGAyblTKwMYsSaoeRwkTMtO++wkHbnvE1iILmhqoY",
+	"tTy7ZsPtXgsJQFwxNdSXqXWVbeFqDezA9Y2JAiAucPZOwcyn74qaFnIOhLBVeyyXR/E0EGv1IKfm5LrQ",
+	"KRwxhKbCA2p5I5QzsOSC4FQx6FmlfRqIXrvjlKcff/yxWRoC8y8MTwjF6g/Q2m9HyhS8UQrSa++1yF+t",
+	"zjViiJ8lCR0I0Lt2EGwG5ZBVXyAHApSx3QBgL0F1dO53h5UoVRG+x+Nd52i3h8rKl9ZAnGI+xIwKOgEu",
+	"xZX/9ZFG9Q8n9fi685imvGm/gon4hZAqXx5ck4Hwjp/R3MPJM+VwPqzO4FWbjuOpds0dBTj3EVKCAwrD",
+	"C8ZAuN3AQZWPSK97TEJLZ0OQ/RASgIM+Z0bNm6djw1S46+utW8kDfVg+l0C63UBkaU48OHs9EKf5QsHr",
+	"iGGCYrbeKNNc2HFKrDUumCL2K7wGnb55HvhbT5pQY1mmg8OjKWCVnNernaie2h2UOkfLKnYDldXdwAco",
+	"ow5Y0lDtyqOKGrhw3mDZ0+R9HVyV7qgB4TGbpRJuJm51ROwvFHogCnr0cPz2suDpyOm5cO69uuARryFf",
+	"wLJ4sOjD9cRQu4NC85gNQLFx/fSLIJBi0kzLTCHDLHa83QPlYWz1h5jHIGqh1BTZ+VbRdPr9i/5AhPYG",
+	"Zw9HwrXxIRJwE+H2MmgPDRarJwiRbllWaVblmtlc+KEFqIUve6n8BdSp7wC0eyNKM3GFnQkmCCH5VUlk",
+	"IPQUuO04YQwJrYQuLeb5yJzaD4W7vYoAehV0bSfm8qfwNsg0Jj95m76DZgRiu5lSwxy8bnH2PWPOmccC",
+	"sCcsDY2tgj8Q+TGnJaYXgzbPlD9WL+we+JLEdkPcbmpnt7tmiUwZCX9BuVB4GD+GUHrCKvWg3/3rP//f",
+	"TrtNdryO0G3vntjJDxzpXNMky8Vrbj/HDlrkDdVQEM/33oLQIiSDkIBD216c/RdGDoSlGC4yBme63DRV",
+	"7HpYPEkmEjoAdubpioxkJmKvVrtidSjEBwJVOB1gjpJdcVyzXeR/qZJxFoH368SxF+9d9OcEO1yKLHCD",
+	"apEfaXKFlGaPMTMYOdwnSt7ACWSApySBFUBF5TgD0U7JDU2u/JGhmWYDoa94mnohiGoWqj85sTCWoocb",
+	"EajzCI0xV+C+YQA01xoI1DkX1LhC1bHk0V9SQe0MgoXcrTEM3WduuWpddlAYRjtSjML5gaofTkvD0Vyx",
+	"+SNNYq4worIFSa8ad2I0J2FJ24OotSK9y6HfAWZ1FY0PyHqhMdlxticN4yKRnSnU6t89camOhbIbNsuv",
+	"tWqS1XZgwICO7UVgeQucIlIokwPhbsKwyP78PS/4uz+F4KIOyVQKmcFFlYSlp5p/ZfPQKZVkx1u6yA3o",
+	"iJTEGd7/Wa4ADsSUqllAdBZN4RDlHnAvoOxN4K9e8upIpiw/GUj4j3JRAGvszw6uE+6bUwEfaaf7BV4l",
+	"thpt6Qz1C7qyK2R/8NojZF7MNarwrlq/s1WO5s4xCn+gEpGviWmeQ0t7gIzKmMuIyt9RPpkDYcfjBgem",
+	"GBgV7BREwhQLPbxi86FiVs6EJ6XM1Mp8icqsqO+1j+0xX2jMxTDTLCRLSk+fdEIvnP0MWSJvyH67DWCF",
+	"OHk8GAMBM7H8F8pQGEWFdpf33LjsF5+NxywyVg/cv72FQHBKIkX1dBfOrSV356dHeQmFALATu1RjxRjG",
+	"hBk1b5GL8iZ4fpUaCMYE2tyJpBjzSabApOQgY7u7VoEtrM4OnJUpsDWM2CQTsGwebdpeNq0QtnrDXGaq",
+	"HFAdK5lCdIKLth4IKfAhq6Xs9nGkpXuX33TL95mB/nH4rZpTJAVeYCwnefP20nGQp2cvzi7PQKrxibAr",
+	"kFsRaTSFk3y2WI0J70HelkiJNsrqZeHZJZ2EBU4+GnMgcgXuo/bFP1A175PKVcgNxL6ONZ9IYZRM+j7G",
+	"K2yRC+biYmz3KB255RLj5ispWPOl1T/CgXBrEO61e+SVNOSljPmYQzlkd8eheOEEv3XCIyY0K9mC3yiZ",
+	"Ks4MggBULcGLRuDHhqmZLpVbyy3JjVKN0kan1W617VMyZYKmvNFv7LXarT0IXjJTsKY/njKamOkHwDmu",
+	"Cxnqttul85gqaXcBSKpFXsE1VUgSKQYmRZo41Vpm0RTgVEnMUiZiX9gmN9s+jxv9xrfMfAevhxF5c8xK",
+	"V3jxyOPnY7v4sPbg0/YeBphTt9329naX2rto5YUYKXCUbwp5cOMDQ35tyVdYDquXJw6s3ZkgbMcVmlr1",
+	"Jvf8Y3jYP/sxaFhy29QGnvkYNH5Yg+7nn/3Bofr91HR+1ubzeFObn9yjz2Ncgb12b1WTfAcev5LGE799",
+	"Xw93Y32bb2jsvb/Q5GCr15yCXQz8Ux+Dxv42L3ouDFOCJnnhyP323uZWF+g7eSvoNeXoECt7pxr9n98F",
+	"jRxlsfGCXzO4GqdKYlUyOoE89pfM0MY72/SxvTrMNx07l+mTi6NcONiLDJ94D8iUXjN7JE/IfnsP9bAb",
+	"rpmzliaSxmREE3thViiMNaD63niw96VTeQ7qJebi/u4Oph38HIMB1MORfDiScCRzil53JkvmvZUH87Ji",
+	"jsL7WPmOEhRGQQH3rSjJYhaTHbT9SJHMd61SESlmUMvzJYEgTv6EhOhyC13gDtqhUqpcxZ7qWX3BtTlN",
+	"ub1Q3PmovoDSnKviyEoPPoGb9FZPeliOC6m26vqLsQtcJAhJr2EZRVC6Xe7fimWcU8NgU5q4NRua5Y/7",
+	"jSx1cA7VPl3Vlq06KVosdKSZuUMn9uk/IvfrbG7yVlB3r/Dv2YKNPZNqxOOYifsz2V73eHOrSylfUuFD",
+	"7PRvxJxLGpI2uWW9xIzzr959DBqprEsgQR5j730e0KjOdFJmtxirMgVzn9F5moWIWB/t1HQgplRPC2sA",
+	"aE6leNeICiGhJLHLLoQIQ3Lqih9gZWTnkUJTS4SOPjTth84vFQb2KhVNsUQI2Or7hXtgjJAFufUZ7AnO",
+	"hu2mCTbxxbDoKzYf+hcUyh8YhL1zDMY0pXAhc4+CLS0sCu6EMCgrhlhuJMxMphi8jlTeBq3mIb6i6vjK",
+	"vQUJv2KFh2wA8WY1Agx3E7nz3ZXNwsZgm6MAAQL/RsbzLWRHHv22RGRTFl3BpT1NA2eEdkmESiIWO5Ro",
+	"szSN0WqIzn40615BTOH7rurpA3N03b3p3R7Mjz5ASO8dRJVLOlxx8bSDCHJ3J9QCSDFelpQeRuAL2CxP",
+	"QYLd2J1qNcqBe0Zl7OOS8O18ZuHrlINVU3IjK6Bq3dnb0dWko90TEr7I4e14bk9bkNovNkDVeYlSri/w",
+	"BxLAnyJUv2YBuYWoeyLFOOEYZN3rbPGKN3Ru78iXUr6gaoIytbO/zXx0lqZSGRa/ZDGnPtOm1+1u09gZ",
+	"j6x0PBPG3ll+p8LcRc7SPPi2XqAv3LAe/3LF5s/jjy5yndWha567KmjeZF6S6idFhtyMzp2c8X7d3cIb",
+	"j9EWKJUwpMYFk3WWQzAu3WvQOe8Sl3N+FDpZZoXlCb7QRwCBPpCHrpaM/hWPfbfdI0ZKK3kXPfxXbA4C",
+	"34rJAF1ZvTpxiQuSi8sFjt1btYLxAnN8YHRfPaPb7l7zTGYi/r3yDaTNjXwjqDfEvBY14UFgLSnr/kHu",
+	"filUilqT531V0C9rwFilPC3rPw9WiwerxdfKq/7bmDm+ZWYL9nY3jvNXqzU1Pr5z6lTE8zK1dVwS1aB1",
+	"hVtLxUF85gQmn6RMFQX1A+f+hSL/VJQq23FNKjXz+uB1gjBPElEBFhMMg+KayPEYVCEXhko1qFAY/V70",
+	"iZHjtZF0oKNBjBHWmXQxY862AYFpk1WG8ie4VF8ti3/CzUoL9aUP7IgJ7nhARnPC4weu/8D1PwvX/29l",
+	"eTaLp6nEmh2XyO+rLk/y8S/4h7ux1jLbVVzL3VDpmmjiFsQ7MQjtsuzwoO1upbpWW8X46a+XlbnxrWBk",
+	"q9bggZc98LLPwcse9NF1+uiq41figS494x7a6VPHJAsFdZl/PnbD44mrur0y0MJ5v8yUzTRLxqSEiwX5",
+	"Dnl98mpizN4annlafvdXzj8rY93ES8uL+sBJHzjpgy3g6+O9N1OGhv9Kba+Ei8/OfINGmt2dqRLNTIEb",
+	"3yKvRTInIY4w9IghELTm0+4MJDKXsUJGaGlYLJYPyH1Y5D7PtiAJ1YZ0iSsM1iLfSkhqkuMxvNH5aiBZ",
+	"F8BBoFCZoVfMJ1+ArgxjAYcLRnUEOZQlPL+Q/jAQO35QLgnH8CSBXkVREl7snizUARfS5LNGf0/+8JxM",
+	"5ED4dWqRN28vIaEhT5rp24U1PjcWzSwmz1uvcx7V2TAuVsiwe8c8eCihhqPBrUMUlofhoCA3CSnBbpYE",
+	"1aY4hK9GqjpQcdhC2K0Hr9of3at2P+n02wQd/A5FonTSj0AZtfFKQbj6KpGzcjucT5GWtbGGdeISZZiG",
+	"VF4rfKRipBAoO87y7WaDpm2XQAVIHhgROKLRVSInPtt+ZOUKkWOX1ddpt3db5E3e6YzOsaAbitUAIHHl",
+	"2GGtSDUQgKeC6Z45gFlJCoeKRfZhzMZ1MVPFNdC9KHAZojC/gZBJ7CFQuHEcz4snl1qCzzq4EiFrsv4w",
+	"K9oVpgB0I66J5rM08RBtRShleYywrPDuvdwSRqhlOc7pOxCY5/hIkyiR0VWeVepnM+RiiBGMIcSK+B1x",
+	"+5ln5VWVC64Hotc+zgupelXkJE83L/AFClgHrz4tXkMHYiBAh6rTiPJo036uwaCXBUrJnl2e5mqMRzKZ",
+	"0RTWeiB8iAnsEWyGkMRXZyVTbjsGqIRslsF7W+THPInPrQCAUfnZD4SBgsfg5fEjVIxCGp9XpXyZW1fE",
+	"tj5AxVJEtf6r/hQdpXTAf/4FpC1IxeM2gAg2+nuHrcPD472gkdivm51ut9XrHHftG3NyWsCIPeq32/12",
+	"+++NoKFTZhWPo9Y+2Cvuokb42X2D1oBlPeJ1LYPw0JiOiuwG+tQRAmhvAGIBJ/u3UI4qs3K4pCt0JGRa",
+	"N1Sj7nxSxrtcxWKcCoWYnA+q04PqtKg6PQR4fpWBWiDmc9gLfye+o64GYDtr7b0IxwMtBBkhvhK275cl",
+	"V53pokUu6IxVEATtXR+B5ZcKsodkx0t4HiP6wCxNOOJ1gQykZrq7KpAAJwtgKV9D1l1R7/QZgOls1TuS",
+	"49YZfeNt+8Xnv4H4jm0aFLW6t36HL3a+7bPPANTxq0pHtMPanIxYEaFAtw+G/QfD/oNh/yuMKKELB/VX",
+	"cqYWhWRWylBXw9yxD7Cw77VJTBcT1Sth0n0HbZQmdE7GNEmwrNl4IDzEny/S0CLAp+FGnRk6YQHCpBkf",
+	"lwe1a1yqWV6sAHFzEOdqIGBQVrbPZeYxVFgMCEoO0RdRnHIgMAdeiZF+Ik4YBhTa5jNu254MRMwKOC4p",
+	"SGjlOtUOHS2vT+LL/guqAP/NSBjIFRdxgHXgQSHAr/FSnMMW4g3H8Blzw0T/AbuNkkzza7ZKXTjz1Qh/",
+	"f/n5eQWh7TULbAJi905N7qpplBttr258MQkPw9ss4h0g5oNYfxDrD4gDv7qUzuvCetnsWHN+a8UHHv8C",
+	"/64L9XwtfNWhGkG7kIHk0YIR6p/ravWbpTglGNPXG5qEw1thE8wrEz1wswdu9nBJ+eoykZjjLUv8767s",
+	"5gwZZHEzGVPFmjmMu/Pc1DDONy6FCN1tcFkIsUANaN1hbPsQHt1BODeby0FCb+qS320gdsoRVWUX3C5m",
+	"DEEClHNKuMB/qhj1SOg+MgcHguUDQP/PHamCUWVvMxETcD+BmnuKUQ14owlNfbxQMXxEeSnhqQBeqm3U",
+	"GogzjnUxADVdZkbbSaJ0AC+m+2roEraGthniGF/6PCwSyRnTxX1rYnXhZsRVlDASc22oiPC6YpdbSRqT",
+	"MY0MuNpJp7WHzj67Mo/0QAC+IFQtISlTzSueyBkzisGly36DQVoE08Z24szV6KRAV5kaoav2avZ4ipVB",
+	"YJsGwm7cI01mWWJ4mnCmyA6LpJCzOfm//6cT2EmMpTL2Q2tvPyC3Cfx5uL+buz9xiGTGBZ9lMxzkQCh7",
+	"iJm9ECbeb45Ve3ytIKwgSUJYrKGiYsJColMqNDluk/8BjvbOPvkfKMGpGQh48iQHnI+mVE2YrvTQmtHb",
+	"EAkkS8dKCoObsZvvTZ4Yh+UC8tAzuMwC0caQFzdi8CJwi0eunAn3kDzzofN5hwOxs9duk9HcY2TvtsgT",
+	"KM6ArnOXzYLVBhS8N4snzOH7LPnjuXZY1wC0uwKO5xlV7MxN47cG5TGlgt2uMkajb1kp+YEmTESckgsT",
+	"kAsqyDNFRcR1JBsl3/D+8XHVN9w7+hg08KBX++yQl1RdMbO+v+O9g3J/e8f7HwMAAxq6wm+OurcPpiuv",
+	"di4zV8H+ZIZVwgKwSpeRSIVfFtanQiarFEKf0lnVCWvwxDepLkWTvMXH4AHm54/pbH7wHf9RfMeg74H+",
+	"kZlycN+zStmf4gZe1SMf/+L/XJ93mffkaiaW5G05PmunlDPUd+qhj3bPCyVjiD43AwHp6xAdngvrPgkB",
+	"By8MPHheHJIdgAcqY+lNqSYp1ZrFUF8thMIGZAf7OBmIwtIs6KwUYVXrcv6WmU+TyF/KNPAJAuHBSPBg",
+	"JHgwEnwV6aGVgmzrOPadbQY5Ky/MBhNF0+n7ZCVrP8+Evb26gmZ56U6tiySit+cv8srf/jkoAoIlsFMW",
+	"8bHjZ3mZRz0QrlauZeTXVHG7HNrVAmG3hgnNpbBfKHhDE4u7uhL7YOw1N9K+Fkq/GnZrL2bfnl0OBOQb",
+	"2b65q4OGJogiMjLKM/0BJBWrJ317dtmHOGtf1kS4giau2NpCwRGoo6nJXrvnAp8Qibyoo6iDvKBYQKDy",
+	"lysbYJURuDXAGizVP8YKX+Wv3RY1PSFhiWM0gYRI9FjHmSlNuNkdCF/4CA0Wf/7zRTbK91T/+c9kJyx/",
+	"07KCD/OH4nCXqEzg9lHyIxtdyMheySSWwIc8Mq4hOqtknAn9EKFcj1W6mjc6JDobpUoaGckkyEPjT1OZ",
+	"JJI8cbUWRUwy9T6xZEKvTtA97UuIT2RRMCss6uQMueB2xqgYQmzZL4NGpabMoNEng0Z9qfFB46O91I+U",
+	"vNF2xRy2sGYmr14qRXnyuy1yaudSwLr62uZUII376j8catzlxq82Cb85fTo8P/v+7RluxpJq8b09Au7Q",
+	"3FmvcO2gj218r+75H/xpu0Ob137Ur+iM3aHdWX6Sf2XncO0h2V5zcsM9d62BL2+yjVAD3drTA58RcqOo",
+	"KHQaU/KGqiu7r1NpZKmgUBSLpcryecRmrK6HtDvai3rxPjsYH0660z3e+8f+1UFyOOu2/pFOGkHD7oZV",
+	"fHqto8OPQYMZ+hKTOBt9kSVJ0LBSBNbLYUo1+o1Mx1acSEOTRr9ztN+2wsenID5/NXxz/vrb87OLC5h9",
+	"wYNx1dGWnKDO1mm327lZicX2C9BU7rvY9TmAMspm9qQpKryKD7XXQ4fnAkGxWDEaixVimkup+tuz1+ff",
+	"PH/69OxVuOvwvFOmNOCKNlGUedxxX9VuJ3xzdn7x/OLy7Onw+7dn538bvnp9OXz2+u2rp+Hug878oDM7",
+	"4n3AfLpL/HomlnTInW/PLndL2q0XgqsLDyyoojl78Gb4EPkLVmtz8iDsl7NiptKyCh8OALqGYx9UXzGo",
+	"Ah8gTlTu1MnLEQYLdfc8gqD3zxRqH3VVHc/PLi5JLu71ohbqKqeLmKo4n1SpBi3yusC9vGDHH8MA8s8s",
+	"M1NylLBZn3TbbfBioAusxDexBjPqilpC4BzM1yUE7jg3YFHCYSAsb0WFCGBdsICxrytJYFTkBopDl/T0",
+	"llXOwbtR4rmQ9ucYK4byLXTo8v+gz90T0JiKmlt+Fk4/U5lYqCKZJ0qCtUla/UssjEm72qPAg6xGTq1g",
+	"KGtoOfaiZf5LE+qTTjtot9vgiqKRVVKs0o6C4fL16+GL16++tbIlZqmZ2ocJIOFyMSECRKNf8HKjp2dn",
+	"b8ITwq0ssNcjLBCfiZgpEg6HSMbuKjQcYrwk7IrVMbttR4kh9mzvT1ykmXlW+miYGtOI6RBrLoep1JqP",
+	"EnZprx2hHxo1ZCYBACJmLN3F9NMOzNcfCwg1Zbcphdq2ZKzoxJf5homWoCTFHFMi4fpVnu6T1y/fvDj7",
+	"KUQX3Wlm5IwaHhWiOL+sgVvPXRD8zWG3D3m7A1HenLwp6L7kP8gvrupin3QCoqe0u3/wHdXTj74eKV41",
+	"sdrnxLZUhA5ETmPwYq8KRFMWoaVxURX47vTiu+HL5xcvTy+ffBeimxWpFdrSRAp2AkiapSK5vj4HPuIK",
+	"yK3RMshOt922mzFGRzePkOtgdfqBgCzm6hFxObznMDVflA6gNbCUd14c28Ox242G4qaHEC81EAWygsuS",
+	"VaW+fIiVnQHs4cviDpvXOi+u/Lv9hUzE+kvuQHzKLRftAHm9XcdMTaYHYCcoKpsDs+aCjKSZkh175DGI",
+	"IV880BwLJhMUzJQDC8UIBqyli3gxDG0OEop/BDXTg6rpkJ25Q/FZqhSFGiBOZ9a7zqpQswShnRZ3U/Dl",
+	"XHYqlcRdL8gjep39gQizwt8xBBsDMo5dSE62NAMD9zfVlGE14BZ5k59CVSEfMLEcDgTE0y2RB1aTGYg3",
+	"KIHycPfqddhAktiOkIivjwVYccEdoAsupIK/wbLgFnUggJw65CX/ZhcWIufacKCd5CMxM5QnumzIwSzx",
+	"XO7W3brPblmUGVbcu+/lIMcgmwonggtnrvZcevJDjWeEBfkvvjttdvcP4DQFSGieJzF7P4Pa8fia8g2s",
+	"5kU5m2v0G+O43TtuH9Pj47jbPe7GbD/qtQ86rBPR/YPD9uFe53ivHY2iziGNGOuNuqPO3sH+OI739li7",
+	"vU/LhWs7VnvLbXL2VdyumlHpcLp31Z31xH568P5QHelj073+/9j79uW2jazPV+nlTpXJKoiWqIttqlK1",
+	"mthJvOs4jmRPMrNICS2iKWIEdiNoQBTH46r563uA7yHmweZJvupzTjcaIChRki9KgpmqyCSBvve5n9/Z",
+	"Xexd7S8PUOzWonUljlDMcMyWYoXM6QU91Zu1qlkaxr23Rr0Oer9io/gX6qT3/5TEY/by+f8asPfQfN98",
+	"/lMSm88E7VOpxbbL9+DwYag+M9DL2Qc0ub5noBpXKMwfzP97d1uK2yvDawMPjlZEXg8y2o0tqI48ThFr",
+	"DzmWec9c9s9rX4EBTZ3XoH6WCAfCgjIUeEDcAarbZYyw+SHooTANRrWmYSM2p8wJrUbpsTgO+PxEpeVc",
+	"9sa7QQ/wUcY7H34JenOhNT+HA2rIFhxvL+CI+4M0BA6P35BKPxuFB8b3i2nrDqaWD4GzO1Ur86JSbFhT",
+	"r1m/Qp3l6sMf0HbVxeBsHoPzxU0+HZ7VPexMb344WWNoIhcoVecfWh60JrMz0eyHTIBzqlK80P1otH55",
+	"KXJbggEo8F+Pvn91WEEzeSX6W7NOoO0s+b8aihx+wQATHscJljJ8k5tRYnkLIzEEPQqxRCF9He1rrlJX",
+	"AbyrAG5vUPPmrK0Dbi/lks/TW15KL93LsJmCJ9IwVq7veCX/aobwGa+knXJ1JeuzNrOAgIdDlvFcg52C",
+	"zLNLmCLbGY7wJxA46dLqIgeOu9mlDdqXsbvL3V1uu8vm2K29yxlfzi1swpqa0pTp4QHdgUpuNClGr7O5",
+	"KGYqxtpIzk2AOSJGap6Yax2wROtSaMZDmYuJSLKilv0DASocLO6Erux1uYonaGT1jC+ZS28KQumlQGV8",
+	"iXUmVzVSjG71PSAW3xDziyD+VKridKpKGUdDzF2BRyBt6QxCXoyGVUDkKqDsAzCie7P6eRDgS1QjO+NJ",
+	"zJaiCGW/eoOnueDx8tT8GJGtP+JzVUoyI0ZW34qoPPavJU/BxoABaUgOTJtm/Pjm6TzRgJ1ojfssFhOj",
+	"Jcd2Y6AiNQIBQsSM9TzRpgZMQGRURJ+H+DMGXTXiaQBcEh87td1ElVcuF1wrCT4g00iZi1Pw4RyiflWZ",
+	"oxH0kYqGUvpOI0/HVs+GY6W1Q9ss8mXDDXiBqNopX2qWFGYb8yUhSiNNdnWV+xDrpEueGqJKR6Z+tinS",
+	"CPrEhQmlWxk64mbOAOpJnoQRFVKtijKPK5itx+/NH8BpxVbQHdaalmStQ2OyH+TgBUBLLk0FJluCj1PG",
+	"ZG5NeWEuTS1Zz62MeQxsvueisB5Ps/g0+oCdLQvEaDX/QLOWP7wqO2XMjAQamZuY01fOCHwhRIatRzRg",
+	"iOwmkzSmGvE0lBOepocs8vmDH/9tNkpJAZuwf3XlnRhwh9qBx2yi5nBoLRZrKG21ejtvQzfOBByY5LpE",
+	"rze4K/fM8Tq2dr0753qhpYTncd2g9IYvKVHUEmS3xeAFMG/g7bL01zczIYlAe02was2xVxmPfm/cy+an",
+	"psHTy0TzHtq3TtutrSO966yte71bWG9ova+v7e7oKvnGlbmlGMCIU8JDYK3EauqIZAV8X7/XnzctzB6q",
+	"ddOrcUwbUevoMV11xzwNO40pqaNLIuuSyLokst9YEtloo/PxLS/Egi8/Yt4ZX5KnvU5PPS3hjdULnKZA",
+	"VOd6gDX7ECCwSxSam9BqEdItyAUzLQiIX6GAjcQIWlUGmJEyLXVGP3tVsprgC2oKAkhfRj1AYPiUChrO",
+	"axWxglAmcpKWsYU2oCYs7nQDJgE5h1bwfdNrZGQU0DOgkVACx40VFith4irRBUioXtSFFIDTWsuo02ou",
+	"7PBIS8GX9ZB9o3IjauO8gjathUsm5lmB86WchwicKpX6oFUeMYf4CvJhKOH5Nchsx3a/bysAvQWxduPI",
+	"94cA5fbZsgBpUTeDN7Unmzaii3DuIpw7ILTPAVfauHjXs8UETsB7+HtdIvZbW6ziI5VsPDZtPdx8Zxze",
+	"OqyOhEo4dPSso2ddlvNDy3LOibRYqgd3+S5ZzcdIFKuUZtPyNb6GPyt1YYRsiKStJ1vXDKvWJIjqBZnP",
+	"WcRh/UUc2UoFhEwWVvO1YjuJWLb1RxqQtGoaRWT6dxWhqidDuRHo1SGLRMFPqX7jamUpAB2roMgI/jkD",
+	"yP825LCAWVSvMiMXAT58WiRzyu9woNBFxLK0xPAlsv4j7zmDFS5mIskhrcLlrINCaDnT2Kk1ZAuP4G1b",
+	"D8KwJHYkQ4meGGyTy2V9s9DtAZ4dx/oS6TfVr5S5MdsbjULpfjy1Wl8tUwVbGaO/AR+t/DRgHG5HuoMl",
+	"gAQVzIOY8SwTUtsSY57naVzbbEg5UFKXcxEHjZqXk5QncxGHsl8slHnKlq605T5J0TsXhZetBK8TCJxV",
+	"32jXrIGSEFCG9HVEWKqJBiCzQshDSIKWS0a+FGvsZonRFvE7Pa4l+LgJqRVd03q97CPeioKyaXMkzCu4",
+	"R+5JC/ISwI/2GhJyG7i33KPWxQVgL4dMKjbNRbWc0mjOFRQhvCvVKZUhcbfXHAY6SYuZcj1CtS6bLVUF",
+	"sE/RtWDbw/My4/oUy3qdmhc2crqscy45FwrG4HMAFIT6c5DCsn91hRd1qUp3DNAIQqYAdEYlUhdUvI1T",
+	"PTeYzHrfhKGrD8MxARSgGQTMfLrg4VLWIujtyQA3gtDF6dmTtUHbiCKX47N5nJ/KkdrN9n7dzw/0k2JU",
+	"7l7uLfavDpZP/jEChoa9NcLcVwmgB+Rxt3Hdwr1htuwGBLs6vysUjBV8k4Tu6WxAjqAOPq/7AgL+14we",
+	"eXEjjaDzSnReic4r8QeEtjOSPJH9hiLh2U6uL3r2KtFFFXakvURosO1rIcZOGnACbVDVYCNUG41VyONc",
+	"XYqgMqQzyLB7jrixVC020U1XxZYnUa8tefaHKHZm6+3couWuPNoXLI/WVUTrLGwfjZP/oez/zRplSN7r",
+	"TMsF763HXUV99DIBcAeLwE78C7LOgHMFnrAc+A6BQavRnzJub++QfaCE7DploqNeHfXq/AMP0T/QiBWy",
+	"BPJugSJAZLKyDVTKKPyTeuqBRaQerwbu1NGsHYVt2oIPQ4k+WzbhciJSitB+88PJ27bgbHwoxaRzsDGn",
+	"qVqImM3VpdDjUDqvA/vPf/0343meXCbynP2TJfI0y9V5LrRm/6TOMH4+ck+ZV9Y+F8rI/808W+UVHNZy",
+	"EDDKx70KqBxg/hyyI2lxN8yIyboKTSNeCRi/IasQbaFv3r2Fms/O7oIgPzZWylq5CcWBLJiacSbVlsqq",
+	"pR5ZBCcwaZdyMuPy3Abu9qVCs3bAohLhTcFp4R4DY34ueIqjhhIeGnglWcMlttvMHBlj8NjQrnBElSuH",
+	"uuA5pWuYq2Gm469uFBCcD0+1CqUWkPjg+1eIg/NJUfIULL0D27afDIJvum/MrA4BJyyU0XuKawsoItl/",
+	"6kOEaOjYYLWTtkH7DWqi7Mhat2kf5vxC+A4mVnm8EIHIbO2JMMfk5dTi5FYgsYCma/SGeilwdw3IwzUt",
+	"05TlIsuFFrKAOxFgboEqC4d6NTBrBdvmvBxKpkuWTJlUYC+3ZyEpmE7kBBR5XfBUMDMQOKM7I/CzgTUc",
+	"TucppZ/UsNosIrB1CJrX29R0hNC9k/T0curLQne2k9N5XEWh8TxWZ2YVAQeLE7AUnkDfPu2gFVyLhkK7",
+	"k7TaPrlLuCGTKstEzNR02tpi1cgt7NpvHUDxOlmOTujKmSjUfYFPPq686SEpwUD7UCuJjqqtrwVErgnY",
+	"8AeVLn+vVujPI/3d3my9gQX5jUcwvwF62YFU3EK8/d7ce/Ik81TJc5A40mQqJstJKjY1CtSFRgh3ubNg",
+	"3J6TC+3Xnd4zbpPhQNBhfS8cBmDrrUQ0GLNW8wPz48yH7OVKbERFus8E1tfzRU4qS+7LKQHKaB6Hqwsl",
+	"6MhcEXma8Q5VsTtvWcGvb9NXjTwEA2uIdL6IbMi3DRTyOrtWHq4SN138Dgz2HvXjzN5+7c3ji9aQw7zc",
+	"3rj3JuVSW7Fs8/Js/kSucW7/NFvWA17s8n9e73Vt2a8TBJpD7DzYnezwG5cdOpf3JxcekLysN4+1iwqU",
+	"3Htt2oDLB3a5yxAqhhE3FLe5HiijX1kFAuLxHiaGLfW2t73HFrMkFTVKXUoArOg76AheFGKeFQiAC+LG",
+	"TC0km4lcDAB/w6F/QBP1TLg1BdzMAt052/5zeStuyNym1beAEJ3ronNddK6LB+q6qO5pe2bXnf0Y7RQe",
+	"7dvX503TsNLkEu1loqLr6DLWEPCM+KQ8dgS2WfkCIMm50Qx1KNfbcg2xR3sWqXNL5VQs0xskv/HJLDDM",
+	"gWJPgWeQ7+SRrjKgbboyZVTwCRQfGAzZT6AQ4sEZAyjaY9DstnSRCz6PmKvz9SiUERTNP1FlPhERQxz9",
+	"pBg00Oo5w3cP0aOxSLQtDN90TQisHA711jiLMGjmUqClEornIzikmRui9xPWa6bSFJRfRMQxvVFtCoIV",
+	"hpz0CGYyhpljmHyUxGP0wxitOYp5wccRM0wTSptgjvjKOAhqz/dmWZN+0MgfqZhzpU+TTr7gS+aihCvH",
+	"V5UMH4Qyolh6C6AcGZ25mhLVTcPC8KZdW9PNZeYrSahCDssftEUPbihTqDfjpmmdnBuJgUZLFUEoGWWi",
+	"5iDHwPr0ozGbCZ4XZ4IX0YBa29mnWHhNIEJZrq4SW9R/kiqNCSosiVNhFs1s1ZAdVUZcmhyhpoC/xBqj",
+	"+55lIPDtAXjitMgvzWF35Rxs68eC1sXiOnFdbMHR3Xr53D/RrH6gQQ5KCna2hJIoIp0Oxigq2dwN6xIB",
+	"fwgeRZpA4I2ALTgA2hBtkOKqsBvRuBNgBtIVeahdjiF7Q3sFOTBnolgIIa1MF8rcITspi8NGxQXmRgDM",
+	"EUebzXkG+4mnmWhGvZzFI00j17aIv01xMGc+V+X5zIylOM/FyY+vQhm9enny9sXr6HH0+oe3L7/5K1zV",
+	"LFdxCSaowL3E4aaKmAFTMqfz5MdXSSHaZMwTGEHlqWgJ1lwlyZGHUwUFF+x5grTgS0gIUiwXupwLlwAS",
+	"J5oOiBEBE9MWCh69wAJ4145Mz7e0OMNMb+fJwd62978t5+wJenN+9UrI82IGgNmrEJIPLlTRUjvgxyts",
+	"oD5xj6yGMonHbO1KhBJILHsfWjSqsDcOb0D/D3tBSP4ueNo1Zr73qG3YG+9+gIO0DujzBCjE1om5UrCZ",
+	"+hC5RI3yA8uqr4JlPRujf1rSg/WVVptf4Sl9Lai8CowdzzDHVLwBgRmuskrWUu90sKbiKmsUXCV4OeTE",
+	"LgBgt6ZRYk+2thafi0PHzV0vEkuXfALlqbF5Ra7kOWaZYh30qTdGwwkPLWvFCjEogBhaGIA2C0VIaWPW",
+	"XOGwtzsd8WeTnbMn8Z7Ynx5sh72WLf9d6mz11Y5q5V+jlpUFAGAnX1QlgPHXw02XvNZP61r/vGXE0XTr",
+	"z+V0CjEgLaOVKvI7I/QeDnnRZoBagCRClZZ1XTY0L5IM5WX1ndnuCKfNG7ws50b7kKr3S/uAO82202xv",
+	"0Gy/UWmqFlaZAx2yv8qfBh8zYo803YU4myl1sSVknKlE3gAORqrhI83oPebea2KEoeXSENzBkJ2ISS6s",
+	"yRFyqlMotTFszcb5Cdt+4Yb0ABJzHi4gVWO1bk4scVvW2Tg7G2cHR/Xp01FWaKVHx+n26lpl3glP0zM+",
+	"uYBrCQqV+cf7P1GUwPBMxcv//bjM0w/rgViOkxjL6JrGNGF420J47N3xK5RxMpFTtAZiF2Ah/jMRs4tE",
+	"xoGRhVLBNUpEY8R4ADslvjTnSwyYFmyuoCYkl2i3s1YlWWj/KcBWmGK2Jlge/iLyZLq0dU6LvNSFDVQ2",
+	"0xxDhMg8KwvBvvv+6Outk++ORvsHWA8zCsvt7d1JAX/EED/lfAFv4pcRuxBLqmuIo7e7wDQwJXSuLWYq",
+	"FSxazLSYnP7nX/+OGIpwAwtJnRnWlRSBUf4mSuqCywJCiCl6llTHyx2Mwf15y6z/1klyLnlR5iI6ZLn4",
+	"u5jgO7rg80x7K7bPSG1F09hSlXkoJ6maXGCs7LeKZXxyYQh4dJ4Us/IMKoPlSSx4lsBfy8k1maqg3mM/",
+	"wuUlSHpcgBNbFtmePUZUh6WiAFSS1SfS5Czn+ZJd4m4VSsHAZChjEZfIuoTVC/BogPWlz1OtADOGVoTM",
+	"Jjbg3YofSRwFlQ1cyVBaG1SRLwcechCLRldXkRXRDxn5ntF8s+B5rNvMR2Twgc43sRzhDOgGaBZhlWAq",
+	"dWAO11rbkD/NldCYTYNy4G10whtJY934EhodYPpUYzv0F5I0MnL6Dtnz+nYlxUYzMRzrusn45p/i9MnZ",
+	"7sWvo6v9+Z48yJ7mI71XHFw+XYyWe71WY1dDfSu+wotcyuTKGpDxMgeXO/RbqhYin3At2Exc1QnDlIW9",
+	"m+kCPSMI+QYubibyUCKyTEUcForFZW5J0nnOJ4ItEhmrhUN7MQ/mCoPpBwEjqzmf5kLPQrmyB3A+r1ty",
+	"RzU2XPPiq50nB7tPRgd729tmifZH+0/404Nn4omYiDMR890Rn075wWgST/julO/vTHj8RDx5wrfF/sF0",
+	"ur97EG9PxFOxs/00fnoWb7JL5hTubJ1xLWImy/mZBeRKtJ0nKxSLReoS+fHMQg5Goh0Vvun4PccWlltH",
+	"2OpmS7IT9OaJTOZGNd9xs0lkIc4B0jBYtSc1KZ5zrBCEu71yawdckbLPdlVWR23OHpxVw5kMUXjnXaIb",
+	"h+5404arXJ263lTlc17gIh94g7/Vmmt78PXY3MgAL645ZAd76y55tey1274ypU1oQSgrYQHJKXS9FYuJ",
+	"wtidvHCWRrz36DYgwYGIiZGpkIyEEh8LmBaG6RRYLlxnfCL0NYTAjl7fkhJc7gT/b1/9bfqP18/2//bs",
+	"3V/KnRd6+uN8+pfXP87kxd9G2d+fqWevn79+/N3j7OXeVy1n7NaxqLfgaKjK3BAt+vPPLZnYkwupFqmI",
+	"z0X9NlK8tKvSzvqlTEEckJ7POVUgvzpHqxGtB0OMjtte7e1bs4dTlbNzpeJD5gRpXahMo0SCfksA/4Py",
+	"wMwXLLHltnkcgwhIBR9M66wvroyKw/a2n2K18dEzl8aWuxIng/G6URiJLqGMOnOejOLS1jNmEhzaBunY",
+	"7jDAotrHP7vb+HfEZua7WcB2tu1/2X/+9W9WyiJJ2WiPzfB9kqehb3bEomMzqC1w30aM6wuzSmamqZLn",
+	"uBMuuJq9RZw1zfo728zWa7ceayUtMJ72l4HxNLkA98J11bOOUdYD4Ds4Jf2GKmSka6MADdrVsBbbyTEp",
+	"Tppx0JzAa4i9ELOH5NOIOrC+XbRxecKkrpvF0JFjGrRFqfiZVqlRdSKoCBx5KIyqYKi2gB07y5NLiDFJ",
+	"lcrMeYawwDSRF1upmvCU8TiGlNP+ZCYmFyKG+D7cjaQQefUEuIZiG82P5+L565NQ5gLGAi5bJ8MQQ18O",
+	"1ubwWQ4UIeWLWN/TqgbjUKKPCYMOwTdtRoZ19AsFShaTaoHtO12NlltXl9+BLoYSBw1RE16R/SFzBkSq",
+	"HV0lgIIV01JyczIuxBIRJo0WZydpxokH4QzpNuQ6QO+41bDwpu3F2GpGq5pfKPt0HtYqXgNUZ0FHJ84U",
+	"sGsVK4BBauhEU67xHu6ZTxggCtqlR1yIfKA1oIBNs85FaDyU/WhvZ5sZGhhBJm07jYPaawTFCQUZPOhE",
+	"utGIoLh6pRGY8b5kKJQVHfLWpl8nQh7JwViNpDCESXtkabA+0aNhWf0EeR7t1iX7SCJWrLs4MHj9U+ZZ",
+	"NHr9KSlmaMJfCwdemZbsEfGQBK0y1bj0g8OW7BxfMfCM012yxe8y2aLLgniAdb7pLjO+YrleIzGtcSU+",
+	"fm//STBLsUhFIVal0+fwff3+Y15jRrgVxJITklYg5bH6KlXnNcnqMJQ2KA9srDY4slAsKYbsWGSCOyuz",
+	"YeQsFdxKF2A4wzgSwLiwHA9F1DoUyR4Y4BKEzk7imnThEidm/FIAsDUy0opCQhwqrglCR3tUFNWZKjyt",
+	"mm0bv8IFXOVXDQaxt27p40PWXDDqUMS0anVy3JHW310e22+QUuHh3ZhOBe2BDT9I0Qh9b4tvqBGYwCti",
+	"ZsWbVrS3e4uQXyiKYJ2ct0Y660IHutCBLojsQaRHbUoKb0eHXjhBDjEtgCC1FZqXttD8XMzPRI6CV0BZ",
+	"NZCIoLRwtHRaE/keaZd7NGZRmacAoIbWnihgkdeZjWImLDnwNaF4BXY/K2CpnAkJ3ybOQkyB/qH0DB2F",
+	"UmTRsuYrUll1wZcaf7HJMobECm1tSVJcFdbjNQZpzsmpBFURl4Kdq+r5BXt3/KoWHsFzwaDOOwpb9jG0",
+	"GE5zNTfi7IIpeUjR2P4UjahmBUupaoIyNBsLyimy5ZMVZpfMeBxKK16TkGlNJOCfwyZp0Sjzw9qNlgwu",
+	"sZK0arHIcjFBa1zk6QKnjn1GjKcJ15VUjNU0Es0czxxT1xciK6rcOczsCiWdFVs5PRVcC4rnNvOC8uK2",
+	"JW12SfCcKcmiVtUkWg8x1iZF3xGcw+Fy0Wr2gl6Zp71xD6y748fmhhVS5EN6xwV1uGCOx5ejzbE8GiO/",
+	"HtPL3s9CMZt9ZL9KxbSAQJ0LITICZgessc+L9nVLkcSzBeKEOpWlg95oY+2dDekzIGkQs/yYFqTHFW+7",
+	"Nki9YRhS0xq/9NW4MbjrhTQMDZz2yMfroeyBy43ShihO1JzyOcknlUOCJOSkTlRMv6UczP6Y02vZKsJf",
+	"ms/LYShfyMKxaWB5XINLwvyl4kbo0tjdZjFf6rXFK2gdn1er08XL38xWbGDRzfHyFjCl03k7nbfTeR9i",
+	"uWfpq5DOe2/v7SfQgDfjV7moc6z7qdytUf5H1pmt2oyYpF/2/Rx4y02gOp1wfpFaUGYoa+EgPrMzCto0",
+	"uRIxMVKnANKiI9CDc8g/wvBkCO/goXStYDqmK/4o4xSxpHMxUecy0YC1cGjzkXEjAbsKsxaMxpeq83Pz",
+	"lUaISl8Rh4BzC52ysVABeBrIo5nbuiWhVGK8AsVhlLrkKSRnx2UqvBTpCvdyjb4MuJMUaYGJcK0bwPqe",
+	"K8jIErayCEZ1XCQyHlSQH2nqHFdDdhTKNkcTFtBsquWn9tF6jVacBpUKNf/2KoreBzmTrt+xW9wvCp2J",
+	"M8MikdeH4t5WA68meEO9SBcTrYX0fH4rEdI3Kd2jjy0deVu0Zui1IKlSMKkWhyAjV/hyaIOha+BR6FSd",
+	"fypMzk7J75T8LrLkoUprUL3CxeWSqbuy3xnydx/7ANrst2wqzqeSuWpFbTyy1nAdEGgVGKalCPyIVyCJ",
+	"LpIklPVk+efNdKNM5ImKWT+Cj6f48ZSSOqKAxVQC8+nB3vY2+woitAmDy3kklhUQTJVmAZIjJC66NAUX",
+	"2YzVdZheJMVkhmmgiS5zccii7chIcpfK1itRaezSIVBAM5KU86AkaWqZwEr6lGSC52kCsHS0bRgfalqP",
+	"x6a9udIFKxaKGsR1xvL6S4g5bZM3jk1jTVM+hTB+SZmjbQd7492D7e2NZQycxTGtFgpWbUz6O7VAe1Jj",
+	"i1BCp8N66LIGIUn3TFTGf+uBsafLP4vDTxp9Wp/hOgHEXCycUhdG2skUt5QpOungAcadAs1uWHPqTPU+",
+	"0kEBc/xYIkENoiGjG10hNGS8mA0b0a/t0kSlBlYF7DaZiYVYbUhRjzR7d/wqlH0b2go5KhcCQD8hnkCR",
+	"9eXd8avB2CUryxgzWBIRszS5EJTvQxXe1DSUxTITLDJTBRtAlXhSxY6KVAs2M3qfvC4N/w3CIF6bhX+U",
+	"LvhS2/7unW1vUbpgp34JvJTJDAezUcJzl3bfpd13afdd2n2Xdt+l3f8m0u4Np/14qffrE9tfq4LxlSR9",
+	"I6c8slYOCx/uYFpLPWRHLANMTU2ogORnGa7NY//4HW2SSQ4dfLRs8hOHSV6ZvlweOcg71JVUiwoKmH6x",
+	"Ip2PiaQJ3WqBReSM+CViACenHGDPfecvHksK1h9dXQ0w18qC1s+s4SAxfENdBFQVhtsIFn85adyrIqO7",
+	"zJ5k6jCL0ZITgG8NfFiIX1zbG5whQTzYMnFW4KrH+AzZkRdPDKDvjYDiQ0T2XnWLmXlA2K0KMBRSTC4A",
+	"5h3xyCBwk2BfWwTat0IXN2ZdffTQFdPrsdBlutavRHFKlmiaSXbRkJ2j5HcS9IFuBJ8oN5TgTcwEp+2I",
+	"tzaO3bL7Zrak/Z3C2f1626tB5kGVK4rFJuz7YKmEBIZXibyILA7EZnC41SC6QL9PA4yLXPeajR18zFhA",
+	"71Dc9Kr/6C2jCM1Bu+nZk3IyEVqrHB7uQg8/WehhdYXvEoRYvX0HzlS9fCceVb1+e0Tf2qzvwIaq9+/K",
+	"kKoW7saaqvfviPzL+hWLYToTqREuBzfhAd+JLa23JkdBlWNlK2e5Qs3nPJG6QDla5ck51lyikY49G6fl",
+	"Ux5uK6kjAcvSUje4Xf/4m6/Zsyd7++NQRv9n58mz/dHOs9H2NvivqyWB2kmj7dHB1s7O1miH1BzLJ4nP",
+	"a0unnKU1lFWlCRadlFKLIjJqDVuo/KKC5EKcXzVllztD9k6L26SHtYIC3YMZ/7HhgVrQgQzPvebUNpnu",
+	"3fnmnXhh5zr+tFrWg+Rqt+JKt/YYV6/e1Xfsz/seXmS/mbv7k39T/PkalKPbMOl1SuW12Ed34ObPX7x6",
+	"8fbFBt7hj6B0tqIJ1RjdxrhCRNU3H/0XJvIdwf6NE+zbKl+3wz/6TVG4tehIt1NCPolp7GOTrFWopfsI",
+	"5g8UdOkms9T1lLSzUXU2qj+4jeruzKEzb20ENnVL89Y9EnDrbvv3vTPBc5EflcWsN/7/vxiqjRXA11X4",
+	"wV+pYHx5liZ6ZosmxWpSzhFM2pBZlQnJs2QI9XQDVvtuyedpNDhkgLmeLkMJuO3jx4/hi5nSxfjp9tPt",
+	"yMarnCuWl5INH2P3jyfz2BZxIpMT4gO9R8vbh17Qu+R5AvjbZvvwa2THEJVPWEIrPfZWgg4MyxEBM08A",
+	"RzWqovUPxyJL1dLMeWgIxC9uv1ZWLk8yzThVpy/M1isomo0V4uNcXQqLMyWSnKXJVEyWkxSweCjIBitX",
+	"rsYlvcumuZIFy/JkItBix1muygLTfU2XrFhmAjJVhS6SOZUjXlBpVxjTmTldXm/f8Fy4p9u6BWivpHDw",
+	"9XjwybwpNEtkFcuQ5DQ6r4Ov4d2Whv+sFFRAwJFhYS/Opv54bKkHRLLXtv4nZQ7honpdHSdxa09vzPmd",
+	"2E3IcjVNUqHdPtAPEEwdiyqQCiYasHNlRqkk1KNGFFpzNsyXmS0x7w3iOTTWNoxj2ADbfWPcrW9UAP1w",
+	"Dxs1FTC+BsBTKJEdY1v8A9aIA6n6dISmfcerHHlC/9eBrSdAawAJSK5Wva0TUMvUqnqzjfSuiRvWrCUN",
+	"3yLJZClfsqkN11ZTR1lt+pbXGRaDbTsHfGlLbhgSigq4OVHeWYA1huxclnG48izRuqzt1xv8Yd1sfi0h",
+	"7ddwmCmfCAuiQxyg4Bdwkr/NeTb78VVFTSWfQ4z4FZ8U6ZLA3EQa61AuuCxEPGRApPiYRSggA2kcnpuG",
+	"fk0j1k+MOKozKieQaKYkgeLQwKnPdVdEz0TsxoNA0k6L4Kk5uWe1dfheFNzwmv8JAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
