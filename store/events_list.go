@@ -49,5 +49,5 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Pa
 	return byTime[Event](base, "events.created_at", "events.id", p)
 }
 
-// Keyset is the event's position in a newest-first list, for cursors.
+// Keyset is the event's position in a list ordered by its time, for cursors.
 func (e Event) Keyset() Keyset { return timeKeyset(e.CreatedAt, e.ID) }

@@ -98,7 +98,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, account string, p PageParams) (
 	return byTime[APIKey](base, "api_keys.created_at", "api_keys.id", p)
 }
 
-// Keyset is the key's position in a newest-first list, for cursors.
+// Keyset is the key's position in a list ordered by its time, for cursors.
 func (k APIKey) Keyset() Keyset { return timeKeyset(k.CreatedAt, k.ID) }
 
 // RevokeAPIKeyParams names the key to revoke and when.

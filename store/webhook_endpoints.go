@@ -54,7 +54,7 @@ func (w *WebhookEndpoint) normalize() {
 	normalizeTimePtr(&w.PreviousSecretExpiresAt)
 }
 
-// Keyset is the endpoint's position in a newest-first list, for cursors.
+// Keyset is the endpoint's position in a list ordered by its time, for cursors.
 func (w WebhookEndpoint) Keyset() Keyset { return timeKeyset(w.CreatedAt, w.ID) }
 
 // CreateWebhookEndpoint inserts an endpoint and returns it as stored. ErrDuplicate when the id exists.
@@ -213,7 +213,7 @@ func (a *WebhookAttempt) AfterFind(*gorm.DB) error {
 	return nil
 }
 
-// Keyset is the attempt's position in a newest-first list, for cursors.
+// Keyset is the attempt's position in a list ordered by its time, for cursors.
 func (a WebhookAttempt) Keyset() Keyset { return timeKeyset(a.AttemptedAt, a.ID) }
 
 // ListWebhookAttempts returns one page of an endpoint's attempt log, newest first (or oldest
