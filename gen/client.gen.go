@@ -97,14 +97,14 @@ type ClientInterface interface {
 	// 200 while the process runs. Needs no credentials and touches no dependency.
 	//
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
-	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetHealth(ctx context.Context, params *GetHealthParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReadiness Readiness probe
 	//
 	// 200 when the database answers and migrations have run; 503 otherwise, so a load balancer routes elsewhere.
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
-	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetReadiness(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListApiKeys List API keys
 	//
@@ -185,7 +185,7 @@ type ClientInterface interface {
 	// another account's, and the position is where its rider is picked up).
 	//
 	// Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
-	GetDriverAvailability(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetDriverAvailability(ctx context.Context, driverId DriverId, params *GetDriverAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SetDriverAvailabilityWithBody Go online or offline
 	//
@@ -890,8 +890,9 @@ type ClientInterface interface {
 	// CreateWebhookEndpointDeprecatedWithBody Register a webhook endpoint (deprecated spelling)
 	//
 	// Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-	// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-	// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+	// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+	// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+	// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -903,8 +904,9 @@ type ClientInterface interface {
 	// CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
 	//
 	// Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-	// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-	// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+	// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+	// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+	// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -937,8 +939,8 @@ type ClientInterface interface {
 // 200 while the process runs. Needs no credentials and touches no dependency.
 //
 // Corresponds with GET /healthz (the `GetHealth` operationId).
-func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetHealthRequest(c.Server)
+func (c *Client) GetHealth(ctx context.Context, params *GetHealthParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetHealthRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -954,8 +956,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 // 200 when the database answers and migrations have run; 503 otherwise, so a load balancer routes elsewhere.
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
-func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetReadinessRequest(c.Server)
+func (c *Client) GetReadiness(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReadinessRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1115,8 +1117,8 @@ func (c *Client) GetDriver(ctx context.Context, driverId DriverId, params *GetDr
 // another account's, and the position is where its rider is picked up).
 //
 // Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
-func (c *Client) GetDriverAvailability(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetDriverAvailabilityRequest(c.Server, driverId)
+func (c *Client) GetDriverAvailability(ctx context.Context, driverId DriverId, params *GetDriverAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDriverAvailabilityRequest(c.Server, driverId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2259,8 +2261,9 @@ func (c *Client) ListWebhookEndpointsDeprecated(ctx context.Context, params *Lis
 // CreateWebhookEndpointDeprecatedWithBody Register a webhook endpoint (deprecated spelling)
 //
 // Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2281,8 +2284,9 @@ func (c *Client) CreateWebhookEndpointDeprecatedWithBody(ctx context.Context, pa
 // CreateWebhookEndpointDeprecated Register a webhook endpoint (deprecated spelling)
 //
 // Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2337,7 +2341,7 @@ func (c *Client) GetWebhookEndpointDeprecated(ctx context.Context, endpointId En
 }
 
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
-func NewGetHealthRequest(server string) (*http.Request, error) {
+func NewGetHealthRequest(server string, params *GetHealthParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2360,11 +2364,26 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewGetReadinessRequest constructs an http.Request for the GetReadiness method
-func NewGetReadinessRequest(server string) (*http.Request, error) {
+func NewGetReadinessRequest(server string, params *GetReadinessParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2385,6 +2404,21 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2433,6 +2467,18 @@ func NewListApiKeysRequest(server string, params *ListApiKeysParams) (*http.Requ
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2701,7 +2747,7 @@ func NewGetDriverRequest(server string, driverId DriverId, params *GetDriverPara
 }
 
 // NewGetDriverAvailabilityRequest constructs an http.Request for the GetDriverAvailability method
-func NewGetDriverAvailabilityRequest(server string, driverId DriverId) (*http.Request, error) {
+func NewGetDriverAvailabilityRequest(server string, driverId DriverId, params *GetDriverAvailabilityParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2729,6 +2775,21 @@ func NewGetDriverAvailabilityRequest(server string, driverId DriverId) (*http.Re
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3043,6 +3104,18 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3615,6 +3688,18 @@ func NewListReceiptsRequest(server string, params *ListReceiptsParams) (*http.Re
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4225,6 +4310,17 @@ func NewStreamTripUpdatesRequest(server string, tripId TripId, params *StreamTri
 			req.Header.Set("Last-Event-ID", headerParam0)
 		}
 
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -4273,6 +4369,18 @@ func NewListWebhookEndpointsRequest(server string, params *ListWebhookEndpointsP
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -4555,6 +4663,18 @@ func NewListWebhookDeliveriesRequest(server string, endpointId EndpointId, param
 
 		}
 
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4794,6 +4914,18 @@ func NewListWebhookEndpointsDeprecatedRequest(server string, params *ListWebhook
 
 		}
 
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5012,7 +5144,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
-	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
+	GetHealthWithResponse(ctx context.Context, params *GetHealthParams, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
 	// GetReadinessWithResponse Readiness probe
 	//
@@ -5021,7 +5153,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
-	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+	GetReadinessWithResponse(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
 
 	// ListApiKeysWithResponse List API keys
 	//
@@ -5114,7 +5246,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
-	GetDriverAvailabilityWithResponse(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*GetDriverAvailabilityResponse, error)
+	GetDriverAvailabilityWithResponse(ctx context.Context, driverId DriverId, params *GetDriverAvailabilityParams, reqEditors ...RequestEditorFn) (*GetDriverAvailabilityResponse, error)
 
 	// SetDriverAvailabilityWithBodyWithResponse Go online or offline
 	//
@@ -5857,8 +5989,9 @@ type ClientWithResponsesInterface interface {
 	// CreateWebhookEndpointDeprecatedWithBodyWithResponse Register a webhook endpoint (deprecated spelling)
 	//
 	// Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-	// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-	// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+	// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+	// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+	// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5870,8 +6003,9 @@ type ClientWithResponsesInterface interface {
 	// CreateWebhookEndpointDeprecatedWithResponse Register a webhook endpoint (deprecated spelling)
 	//
 	// Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-	// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-	// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+	// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+	// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+	// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5905,11 +6039,33 @@ type ClientWithResponsesInterface interface {
 
 // GetHealthResponse200Headers the declared response headers of an HTTP 200 response for GetHealth
 type GetHealthResponse200Headers struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
+}
+
+// GetHealthResponse304Headers the declared response headers of an HTTP 304 response for GetHealth
+type GetHealthResponse304Headers struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 // GetHealthResponse400Headers the declared response headers of an HTTP 400 response for GetHealth
 type GetHealthResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetHealthResponse406Headers the declared response headers of an HTTP 406 response for GetHealth
+type GetHealthResponse406Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -5934,14 +6090,20 @@ type GetHealthResponse struct {
 	JSON200 *Health
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
+	ApplicationproblemJSON406 *NotAcceptable
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetHealthResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetHealthResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetHealthResponse400Headers
+	// Headers406 the parsed response headers for an HTTP 406 response
+	Headers406 *GetHealthResponse406Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetHealthResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5956,6 +6118,11 @@ func (r GetHealthResponse) GetJSON200() *Health {
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r GetHealthResponse) GetApplicationproblemJSON400() *BadRequest {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationproblemJSON406() *NotAcceptable {
+	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5999,11 +6166,33 @@ func (r GetHealthResponse) ContentType() string {
 
 // GetReadinessResponse200Headers the declared response headers of an HTTP 200 response for GetReadiness
 type GetReadinessResponse200Headers struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
+}
+
+// GetReadinessResponse304Headers the declared response headers of an HTTP 304 response for GetReadiness
+type GetReadinessResponse304Headers struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 // GetReadinessResponse400Headers the declared response headers of an HTTP 400 response for GetReadiness
 type GetReadinessResponse400Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
+// GetReadinessResponse406Headers the declared response headers of an HTTP 406 response for GetReadiness
+type GetReadinessResponse406Headers struct {
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -6028,14 +6217,20 @@ type GetReadinessResponse struct {
 	JSON200 *Health
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
+	ApplicationproblemJSON406 *NotAcceptable
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetReadinessResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetReadinessResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetReadinessResponse400Headers
+	// Headers406 the parsed response headers for an HTTP 406 response
+	Headers406 *GetReadinessResponse406Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetReadinessResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6050,6 +6245,11 @@ func (r GetReadinessResponse) GetJSON200() *Health {
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r GetReadinessResponse) GetApplicationproblemJSON400() *BadRequest {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
+func (r GetReadinessResponse) GetApplicationproblemJSON406() *NotAcceptable {
+	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6104,10 +6304,12 @@ type ListApiKeysResponse200Headers struct {
 
 // ListApiKeysResponse304Headers the declared response headers of an HTTP 304 response for ListApiKeys
 type ListApiKeysResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -6649,10 +6851,12 @@ type GetApiKeyResponse200Headers struct {
 
 // GetApiKeyResponse304Headers the declared response headers of an HTTP 304 response for GetApiKey
 type GetApiKeyResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -6845,10 +7049,12 @@ type ListCitiesResponse200Headers struct {
 
 // ListCitiesResponse304Headers the declared response headers of an HTTP 304 response for ListCities
 type ListCitiesResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -7006,10 +7212,12 @@ type GetDriverResponse200Headers struct {
 
 // GetDriverResponse304Headers the declared response headers of an HTTP 304 response for GetDriver
 type GetDriverResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -7182,6 +7390,17 @@ type GetDriverAvailabilityResponse200Headers struct {
 	XRequestId         string
 }
 
+// GetDriverAvailabilityResponse304Headers the declared response headers of an HTTP 304 response for GetDriverAvailability
+type GetDriverAvailabilityResponse304Headers struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+
 // GetDriverAvailabilityResponse400Headers the declared response headers of an HTTP 400 response for GetDriverAvailability
 type GetDriverAvailabilityResponse400Headers struct {
 	RateLimitLimit     *int
@@ -7264,6 +7483,8 @@ type GetDriverAvailabilityResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetDriverAvailabilityResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetDriverAvailabilityResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetDriverAvailabilityResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -7820,10 +8041,12 @@ type ListDriverTripsResponse200Headers struct {
 
 // ListDriverTripsResponse304Headers the declared response headers of an HTTP 304 response for ListDriverTrips
 type ListDriverTripsResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -8016,10 +8239,12 @@ type ListEventsResponse200Headers struct {
 
 // ListEventsResponse304Headers the declared response headers of an HTTP 304 response for ListEvents
 type ListEventsResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -8195,10 +8420,12 @@ type GetEventResponse200Headers struct {
 
 // GetEventResponse304Headers the declared response headers of an HTTP 304 response for GetEvent
 type GetEventResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -8617,10 +8844,12 @@ type GetFareEstimateResponse200Headers struct {
 
 // GetFareEstimateResponse304Headers the declared response headers of an HTTP 304 response for GetFareEstimate
 type GetFareEstimateResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -8813,10 +9042,12 @@ type QueryGraphQLResponse200Headers struct {
 
 // QueryGraphQLResponse304Headers the declared response headers of an HTTP 304 response for QueryGraphQL
 type QueryGraphQLResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -9182,15 +9413,18 @@ func (r ExecuteGraphQLResponse) ContentType() string {
 type GetOpenApiJsonResponse200Headers struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
 // GetOpenApiJsonResponse304Headers the declared response headers of an HTTP 304 response for GetOpenApiJson
 type GetOpenApiJsonResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -9306,15 +9540,18 @@ func (r GetOpenApiJsonResponse) ContentType() string {
 type GetOpenApiYamlResponse200Headers struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
 // GetOpenApiYamlResponse304Headers the declared response headers of an HTTP 304 response for GetOpenApiYaml
 type GetOpenApiYamlResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -9679,10 +9916,12 @@ type ListReceiptsResponse200Headers struct {
 
 // ListReceiptsResponse304Headers the declared response headers of an HTTP 304 response for ListReceipts
 type ListReceiptsResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -9858,10 +10097,12 @@ type GetRiderResponse200Headers struct {
 
 // GetRiderResponse304Headers the declared response headers of an HTTP 304 response for GetRider
 type GetRiderResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -10280,10 +10521,12 @@ type ListTripsResponse200Headers struct {
 
 // ListTripsResponse304Headers the declared response headers of an HTTP 304 response for ListTrips
 type ListTripsResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -10441,10 +10684,12 @@ type GetTripResponse200Headers struct {
 
 // GetTripResponse304Headers the declared response headers of an HTTP 304 response for GetTrip
 type GetTripResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -11121,10 +11366,12 @@ type GetTripPaymentResponse200Headers struct {
 
 // GetTripPaymentResponse304Headers the declared response headers of an HTTP 304 response for GetTripPayment
 type GetTripPaymentResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -11306,8 +11553,25 @@ func (r GetTripPaymentResponse) ContentType() string {
 
 // StreamTripUpdatesResponse200Headers the declared response headers of an HTTP 200 response for StreamTripUpdates
 type StreamTripUpdatesResponse200Headers struct {
-	CacheControl string
-	XRequestId   string
+	CacheControl       string
+	ETag               *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               *string
+	XAccelBuffering    *string
+	XRequestId         string
+}
+
+// StreamTripUpdatesResponse304Headers the declared response headers of an HTTP 304 response for StreamTripUpdates
+type StreamTripUpdatesResponse304Headers struct {
+	CacheControl       string
+	ETag               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
 }
 
 // StreamTripUpdatesResponse400Headers the declared response headers of an HTTP 400 response for StreamTripUpdates
@@ -11392,6 +11656,8 @@ type StreamTripUpdatesResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *StreamTripUpdatesResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *StreamTripUpdatesResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *StreamTripUpdatesResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -11497,10 +11763,12 @@ type ListWebhookEndpointsResponse200Headers struct {
 
 // ListWebhookEndpointsResponse304Headers the declared response headers of an HTTP 304 response for ListWebhookEndpoints
 type ListWebhookEndpointsResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -12042,10 +12310,12 @@ type GetWebhookEndpointResponse200Headers struct {
 
 // GetWebhookEndpointResponse304Headers the declared response headers of an HTTP 304 response for GetWebhookEndpoint
 type GetWebhookEndpointResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -12463,10 +12733,12 @@ type ListWebhookDeliveriesResponse200Headers struct {
 
 // ListWebhookDeliveriesResponse304Headers the declared response headers of an HTTP 304 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse304Headers struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
@@ -13310,15 +13582,21 @@ type ListWebhookEndpointsDeprecatedResponse200Headers struct {
 
 // ListWebhookEndpointsDeprecatedResponse304Headers the declared response headers of an HTTP 304 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse304Headers struct {
+	CacheControl       string
+	Deprecation        string
 	ETag               string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
 // ListWebhookEndpointsDeprecatedResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse400Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13327,13 +13605,17 @@ type ListWebhookEndpointsDeprecatedResponse400Headers struct {
 
 // ListWebhookEndpointsDeprecatedResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse401Headers struct {
+	Deprecation     string
+	Link            string
 	WWWAuthenticate string
 	XRequestId      string
 }
 
 // ListWebhookEndpointsDeprecatedResponse403Headers the declared response headers of an HTTP 403 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse403Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13342,6 +13624,8 @@ type ListWebhookEndpointsDeprecatedResponse403Headers struct {
 
 // ListWebhookEndpointsDeprecatedResponse406Headers the declared response headers of an HTTP 406 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse406Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13350,6 +13634,8 @@ type ListWebhookEndpointsDeprecatedResponse406Headers struct {
 
 // ListWebhookEndpointsDeprecatedResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse429Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13359,13 +13645,17 @@ type ListWebhookEndpointsDeprecatedResponse429Headers struct {
 
 // ListWebhookEndpointsDeprecatedResponse500Headers the declared response headers of an HTTP 500 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse500Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // ListWebhookEndpointsDeprecatedResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookEndpointsDeprecated
 type ListWebhookEndpointsDeprecatedResponse503Headers struct {
-	RetryAfter *int
-	XRequestId string
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
 }
 
 type ListWebhookEndpointsDeprecatedResponse struct {
@@ -13374,19 +13664,19 @@ type ListWebhookEndpointsDeprecatedResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookEndpointList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *DeprecatedBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
+	ApplicationproblemJSON401 *DeprecatedUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
+	ApplicationproblemJSON403 *DeprecatedForbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
-	ApplicationproblemJSON406 *NotAcceptable
+	ApplicationproblemJSON406 *DeprecatedNotAcceptable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *DeprecatedTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
+	ApplicationproblemJSON500 *DeprecatedInternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *ServiceUnavailable
+	ApplicationproblemJSON503 *DeprecatedServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListWebhookEndpointsDeprecatedResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -13413,37 +13703,37 @@ func (r ListWebhookEndpointsDeprecatedResponse) GetJSON200() *WebhookEndpointLis
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON400() *DeprecatedBadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON401() *Unauthorized {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON401() *DeprecatedUnauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON403() *Forbidden {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON403() *DeprecatedForbidden {
 	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON406() *NotAcceptable {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON406() *DeprecatedNotAcceptable {
 	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON429() *DeprecatedTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON500() *InternalError {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON500() *DeprecatedInternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+func (r ListWebhookEndpointsDeprecatedResponse) GetApplicationproblemJSON503() *DeprecatedServiceUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -13489,6 +13779,8 @@ type CreateWebhookEndpointDeprecatedResponse201Headers struct {
 
 // CreateWebhookEndpointDeprecatedResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse400Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13497,13 +13789,17 @@ type CreateWebhookEndpointDeprecatedResponse400Headers struct {
 
 // CreateWebhookEndpointDeprecatedResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse401Headers struct {
+	Deprecation     string
+	Link            string
 	WWWAuthenticate string
 	XRequestId      string
 }
 
 // CreateWebhookEndpointDeprecatedResponse403Headers the declared response headers of an HTTP 403 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse403Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13512,29 +13808,39 @@ type CreateWebhookEndpointDeprecatedResponse403Headers struct {
 
 // CreateWebhookEndpointDeprecatedResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse409Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	RetryAfter         *int
 	XRequestId         string
 }
 
 // CreateWebhookEndpointDeprecatedResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse413Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // CreateWebhookEndpointDeprecatedResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse415Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // CreateWebhookEndpointDeprecatedResponse422Headers the declared response headers of an HTTP 422 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse422Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	XRequestId         string
 }
 
 // CreateWebhookEndpointDeprecatedResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse429Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13544,13 +13850,17 @@ type CreateWebhookEndpointDeprecatedResponse429Headers struct {
 
 // CreateWebhookEndpointDeprecatedResponse500Headers the declared response headers of an HTTP 500 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse500Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // CreateWebhookEndpointDeprecatedResponse503Headers the declared response headers of an HTTP 503 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse503Headers struct {
-	RetryAfter *int
-	XRequestId string
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
 }
 
 type CreateWebhookEndpointDeprecatedResponse struct {
@@ -13559,25 +13869,25 @@ type CreateWebhookEndpointDeprecatedResponse struct {
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *WebhookEndpointWithSecret
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *DeprecatedBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
+	ApplicationproblemJSON401 *DeprecatedUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
+	ApplicationproblemJSON403 *DeprecatedForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
+	ApplicationproblemJSON409 *DeprecatedConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
+	ApplicationproblemJSON413 *DeprecatedPayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
+	ApplicationproblemJSON415 *DeprecatedUnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *UnprocessableEntity
+	ApplicationproblemJSON422 *DeprecatedUnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *DeprecatedTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
+	ApplicationproblemJSON500 *DeprecatedInternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *ServiceUnavailable
+	ApplicationproblemJSON503 *DeprecatedServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateWebhookEndpointDeprecatedResponse201Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -13608,52 +13918,52 @@ func (r CreateWebhookEndpointDeprecatedResponse) GetJSON201() *WebhookEndpointWi
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *DeprecatedBadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *Unauthorized {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *DeprecatedUnauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *Forbidden {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *DeprecatedForbidden {
 	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON409() *Conflict {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON409() *DeprecatedConflict {
 	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON413() *DeprecatedPayloadTooLarge {
 	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON415() *DeprecatedUnsupportedMediaType {
 	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON422() *UnprocessableEntity {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON422() *DeprecatedUnprocessableEntity {
 	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *DeprecatedTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *InternalError {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *DeprecatedInternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *DeprecatedServiceUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -13698,6 +14008,8 @@ type DeleteWebhookEndpointDeprecatedResponse204Headers struct {
 
 // DeleteWebhookEndpointDeprecatedResponse400Headers the declared response headers of an HTTP 400 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse400Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13706,13 +14018,17 @@ type DeleteWebhookEndpointDeprecatedResponse400Headers struct {
 
 // DeleteWebhookEndpointDeprecatedResponse401Headers the declared response headers of an HTTP 401 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse401Headers struct {
+	Deprecation     string
+	Link            string
 	WWWAuthenticate string
 	XRequestId      string
 }
 
 // DeleteWebhookEndpointDeprecatedResponse403Headers the declared response headers of an HTTP 403 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse403Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13721,6 +14037,8 @@ type DeleteWebhookEndpointDeprecatedResponse403Headers struct {
 
 // DeleteWebhookEndpointDeprecatedResponse404Headers the declared response headers of an HTTP 404 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse404Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13729,6 +14047,8 @@ type DeleteWebhookEndpointDeprecatedResponse404Headers struct {
 
 // DeleteWebhookEndpointDeprecatedResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse429Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13738,32 +14058,36 @@ type DeleteWebhookEndpointDeprecatedResponse429Headers struct {
 
 // DeleteWebhookEndpointDeprecatedResponse500Headers the declared response headers of an HTTP 500 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse500Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // DeleteWebhookEndpointDeprecatedResponse503Headers the declared response headers of an HTTP 503 response for DeleteWebhookEndpointDeprecated
 type DeleteWebhookEndpointDeprecatedResponse503Headers struct {
-	RetryAfter *int
-	XRequestId string
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
 }
 
 type DeleteWebhookEndpointDeprecatedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *DeprecatedBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
+	ApplicationproblemJSON401 *DeprecatedUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
+	ApplicationproblemJSON403 *DeprecatedForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
+	ApplicationproblemJSON404 *DeprecatedNotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *DeprecatedTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
+	ApplicationproblemJSON500 *DeprecatedInternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *ServiceUnavailable
+	ApplicationproblemJSON503 *DeprecatedServiceUnavailable
 	// Headers204 the parsed response headers for an HTTP 204 response
 	Headers204 *DeleteWebhookEndpointDeprecatedResponse204Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
@@ -13783,37 +14107,37 @@ type DeleteWebhookEndpointDeprecatedResponse struct {
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *DeprecatedBadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *Unauthorized {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *DeprecatedUnauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *Forbidden {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *DeprecatedForbidden {
 	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON404() *NotFound {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON404() *DeprecatedNotFound {
 	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *DeprecatedTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *InternalError {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *DeprecatedInternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+func (r DeleteWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *DeprecatedServiceUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -13861,15 +14185,21 @@ type GetWebhookEndpointDeprecatedResponse200Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse304Headers the declared response headers of an HTTP 304 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse304Headers struct {
+	CacheControl       string
+	Deprecation        string
 	ETag               string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 
 // GetWebhookEndpointDeprecatedResponse400Headers the declared response headers of an HTTP 400 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse400Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13878,13 +14208,17 @@ type GetWebhookEndpointDeprecatedResponse400Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse401Headers the declared response headers of an HTTP 401 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse401Headers struct {
+	Deprecation     string
+	Link            string
 	WWWAuthenticate string
 	XRequestId      string
 }
 
 // GetWebhookEndpointDeprecatedResponse403Headers the declared response headers of an HTTP 403 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse403Headers struct {
+	Deprecation        string
 	IdempotentReplayed *string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13893,6 +14227,8 @@ type GetWebhookEndpointDeprecatedResponse403Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse404Headers the declared response headers of an HTTP 404 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse404Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13901,6 +14237,8 @@ type GetWebhookEndpointDeprecatedResponse404Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse406Headers the declared response headers of an HTTP 406 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse406Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13909,6 +14247,8 @@ type GetWebhookEndpointDeprecatedResponse406Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse429Headers the declared response headers of an HTTP 429 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse429Headers struct {
+	Deprecation        string
+	Link               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -13918,13 +14258,17 @@ type GetWebhookEndpointDeprecatedResponse429Headers struct {
 
 // GetWebhookEndpointDeprecatedResponse500Headers the declared response headers of an HTTP 500 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse500Headers struct {
-	XRequestId string
+	Deprecation string
+	Link        string
+	XRequestId  string
 }
 
 // GetWebhookEndpointDeprecatedResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookEndpointDeprecated
 type GetWebhookEndpointDeprecatedResponse503Headers struct {
-	RetryAfter *int
-	XRequestId string
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
 }
 
 type GetWebhookEndpointDeprecatedResponse struct {
@@ -13933,21 +14277,21 @@ type GetWebhookEndpointDeprecatedResponse struct {
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookEndpoint
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *DeprecatedBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
+	ApplicationproblemJSON401 *DeprecatedUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
+	ApplicationproblemJSON403 *DeprecatedForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
+	ApplicationproblemJSON404 *DeprecatedNotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
-	ApplicationproblemJSON406 *NotAcceptable
+	ApplicationproblemJSON406 *DeprecatedNotAcceptable
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *TooManyRequests
+	ApplicationproblemJSON429 *DeprecatedTooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
+	ApplicationproblemJSON500 *DeprecatedInternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *ServiceUnavailable
+	ApplicationproblemJSON503 *DeprecatedServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetWebhookEndpointDeprecatedResponse200Headers
 	// Headers304 the parsed response headers for an HTTP 304 response
@@ -13976,42 +14320,42 @@ func (r GetWebhookEndpointDeprecatedResponse) GetJSON200() *WebhookEndpoint {
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON400() *DeprecatedBadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *Unauthorized {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() *DeprecatedUnauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *Forbidden {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *DeprecatedForbidden {
 	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON404() *NotFound {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON404() *DeprecatedNotFound {
 	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON406() *NotAcceptable {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON406() *DeprecatedNotAcceptable {
 	return r.ApplicationproblemJSON406
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *TooManyRequests {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON429() *DeprecatedTooManyRequests {
 	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *InternalError {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON500() *DeprecatedInternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+func (r GetWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON503() *DeprecatedServiceUnavailable {
 	return r.ApplicationproblemJSON503
 }
 
@@ -14051,8 +14395,8 @@ func (r GetWebhookEndpointDeprecatedResponse) ContentType() string {
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /healthz (the `GetHealth` operationId).
-func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error) {
-	rsp, err := c.GetHealth(ctx, reqEditors...)
+func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, params *GetHealthParams, reqEditors ...RequestEditorFn) (*GetHealthResponse, error) {
+	rsp, err := c.GetHealth(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -14066,8 +14410,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
-func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error) {
-	rsp, err := c.GetReadiness(ctx, reqEditors...)
+func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, params *GetReadinessParams, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error) {
+	rsp, err := c.GetReadiness(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -14207,8 +14551,8 @@ func (c *ClientWithResponses) GetDriverWithResponse(ctx context.Context, driverI
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/drivers/{driverId}/availability (the `GetDriverAvailability` operationId).
-func (c *ClientWithResponses) GetDriverAvailabilityWithResponse(ctx context.Context, driverId DriverId, reqEditors ...RequestEditorFn) (*GetDriverAvailabilityResponse, error) {
-	rsp, err := c.GetDriverAvailability(ctx, driverId, reqEditors...)
+func (c *ClientWithResponses) GetDriverAvailabilityWithResponse(ctx context.Context, driverId DriverId, params *GetDriverAvailabilityParams, reqEditors ...RequestEditorFn) (*GetDriverAvailabilityResponse, error) {
+	rsp, err := c.GetDriverAvailability(ctx, driverId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15214,8 +15558,9 @@ func (c *ClientWithResponses) ListWebhookEndpointsDeprecatedWithResponse(ctx con
 // CreateWebhookEndpointDeprecatedWithBodyWithResponse Register a webhook endpoint (deprecated spelling)
 //
 // Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15233,8 +15578,9 @@ func (c *ClientWithResponses) CreateWebhookEndpointDeprecatedWithBodyWithRespons
 // CreateWebhookEndpointDeprecatedWithResponse Register a webhook endpoint (deprecated spelling)
 //
 // Deprecated alias of `POST /v1/webhook-endpoints`, kept for clients written against the
-// original spelling: the same operation, the same answers, plus `Deprecation: true` and a
-// `Link` to the successor on every answer. Use `/v1/webhook-endpoints`.
+// original spelling: the same operation, the same answers, plus `Deprecation` (RFC 9745:
+// `@1795219200`, deprecated since 2026-11-21) and a `Link` to the successor on every
+// answer; no `Sunset`, it works for the whole of v1. Use `/v1/webhook-endpoints`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15303,12 +15649,22 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON406 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -15329,6 +15685,27 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetHealthResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15337,6 +15714,58 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetHealthResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetHealthResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -15368,6 +15797,37 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers400 = &headers
+	case rsp.StatusCode == 406:
+		var headers GetHealthResponse406Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers406 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetHealthResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -15421,12 +15881,22 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
+		var dest NotAcceptable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON406 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -15447,6 +15917,27 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GetReadinessResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15455,6 +15946,58 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetReadinessResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetReadinessResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -15486,6 +16029,37 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers400 = &headers
+	case rsp.StatusCode == 406:
+		var headers GetReadinessResponse406Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers406 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetReadinessResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -15648,6 +16222,13 @@ func ParseListApiKeysResponse(rsp *http.Response) (*ListApiKeysResponse, error) 
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListApiKeysResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -15675,6 +16256,13 @@ func ParseListApiKeysResponse(rsp *http.Response) (*ListApiKeysResponse, error) 
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -16644,6 +17232,13 @@ func ParseGetApiKeyResponse(rsp *http.Response) (*GetApiKeyResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetApiKeyResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -16671,6 +17266,13 @@ func ParseGetApiKeyResponse(rsp *http.Response) (*GetApiKeyResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17021,6 +17623,13 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListCitiesResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -17048,6 +17657,13 @@ func ParseListCitiesResponse(rsp *http.Response) (*ListCitiesResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17336,6 +17952,13 @@ func ParseGetDriverResponse(rsp *http.Response) (*GetDriverResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetDriverResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -17363,6 +17986,13 @@ func ParseGetDriverResponse(rsp *http.Response) (*GetDriverResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -17573,6 +18203,9 @@ func ParseGetDriverAvailabilityResponse(rsp *http.Response) (*GetDriverAvailabil
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17684,6 +18317,58 @@ func ParseGetDriverAvailabilityResponse(rsp *http.Response) (*GetDriverAvailabil
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetDriverAvailabilityResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetDriverAvailabilityResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -18820,6 +19505,13 @@ func ParseListDriverTripsResponse(rsp *http.Response) (*ListDriverTripsResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListDriverTripsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -18847,6 +19539,13 @@ func ParseListDriverTripsResponse(rsp *http.Response) (*ListDriverTripsResponse,
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19204,6 +19903,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListEventsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -19231,6 +19937,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -19564,6 +20277,13 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetEventResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -19591,6 +20311,13 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20349,6 +21076,13 @@ func ParseGetFareEstimateResponse(rsp *http.Response) (*GetFareEstimateResponse,
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetFareEstimateResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -20376,6 +21110,13 @@ func ParseGetFareEstimateResponse(rsp *http.Response) (*GetFareEstimateResponse,
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -20747,6 +21488,13 @@ func ParseQueryGraphQLResponse(rsp *http.Response) (*QueryGraphQLResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers QueryGraphQLResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -20774,6 +21522,13 @@ func ParseQueryGraphQLResponse(rsp *http.Response) (*QueryGraphQLResponse, error
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21304,6 +22059,13 @@ func ParseGetOpenApiJsonResponse(rsp *http.Response) (*GetOpenApiJsonResponse, e
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21314,6 +22076,13 @@ func ParseGetOpenApiJsonResponse(rsp *http.Response) (*GetOpenApiJsonResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetOpenApiJsonResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21341,6 +22110,13 @@ func ParseGetOpenApiJsonResponse(rsp *http.Response) (*GetOpenApiJsonResponse, e
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -21515,6 +22291,13 @@ func ParseGetOpenApiYamlResponse(rsp *http.Response) (*GetOpenApiYamlResponse, e
 			}
 			headers.ETag = value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21525,6 +22308,13 @@ func ParseGetOpenApiYamlResponse(rsp *http.Response) (*GetOpenApiYamlResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetOpenApiYamlResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -21552,6 +22342,13 @@ func ParseGetOpenApiYamlResponse(rsp *http.Response) (*GetOpenApiYamlResponse, e
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22196,6 +22993,13 @@ func ParseListReceiptsResponse(rsp *http.Response) (*ListReceiptsResponse, error
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListReceiptsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22223,6 +23027,13 @@ func ParseListReceiptsResponse(rsp *http.Response) (*ListReceiptsResponse, error
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -22556,6 +23367,13 @@ func ParseGetRiderResponse(rsp *http.Response) (*GetRiderResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetRiderResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22583,6 +23401,13 @@ func ParseGetRiderResponse(rsp *http.Response) (*GetRiderResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -23327,6 +24152,13 @@ func ParseListTripsResponse(rsp *http.Response) (*ListTripsResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListTripsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -23354,6 +24186,13 @@ func ParseListTripsResponse(rsp *http.Response) (*ListTripsResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -23649,6 +24488,13 @@ func ParseGetTripResponse(rsp *http.Response) (*GetTripResponse, error) {
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetTripResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -23676,6 +24522,13 @@ func ParseGetTripResponse(rsp *http.Response) (*GetTripResponse, error) {
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -24890,6 +25743,13 @@ func ParseGetTripPaymentResponse(rsp *http.Response) (*GetTripPaymentResponse, e
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetTripPaymentResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -24917,6 +25777,13 @@ func ParseGetTripPaymentResponse(rsp *http.Response) (*GetTripPaymentResponse, e
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -25165,6 +26032,9 @@ func ParseStreamTripUpdatesResponse(rsp *http.Response) (*StreamTripUpdatesRespo
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25236,6 +26106,48 @@ func ParseStreamTripUpdatesResponse(rsp *http.Response) (*StreamTripUpdatesRespo
 			}
 			headers.CacheControl = value
 		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25244,6 +26156,58 @@ func ParseStreamTripUpdatesResponse(rsp *http.Response) (*StreamTripUpdatesRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers StreamTripUpdatesResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers StreamTripUpdatesResponse400Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
@@ -25592,6 +26556,13 @@ func ParseListWebhookEndpointsResponse(rsp *http.Response) (*ListWebhookEndpoint
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListWebhookEndpointsResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -25619,6 +26590,13 @@ func ParseListWebhookEndpointsResponse(rsp *http.Response) (*ListWebhookEndpoint
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -26588,6 +27566,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetWebhookEndpointResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -26615,6 +27600,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -27366,6 +28358,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListWebhookDeliveriesResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -27393,6 +28392,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 				return nil, err
 			}
 			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -28786,49 +29792,49 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest DeprecatedBadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
+		var dest DeprecatedUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest DeprecatedForbidden
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
-		var dest NotAcceptable
+		var dest DeprecatedNotAcceptable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest DeprecatedTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
+		var dest DeprecatedInternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest ServiceUnavailable
+		var dest DeprecatedServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -28905,12 +29911,33 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers ListWebhookEndpointsDeprecatedResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -28933,6 +29960,13 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 			}
 			headers.RateLimitReset = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -28943,6 +29977,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers ListWebhookEndpointsDeprecatedResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -28974,6 +30022,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListWebhookEndpointsDeprecatedResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -28991,12 +30053,26 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers ListWebhookEndpointsDeprecatedResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -29029,6 +30105,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers403 = &headers
 	case rsp.StatusCode == 406:
 		var headers ListWebhookEndpointsDeprecatedResponse406Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29060,6 +30150,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers406 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListWebhookEndpointsDeprecatedResponse429Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29098,6 +30202,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ListWebhookEndpointsDeprecatedResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29108,6 +30226,20 @@ func ParseListWebhookEndpointsDeprecatedResponse(rsp *http.Response) (*ListWebho
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListWebhookEndpointsDeprecatedResponse503Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29150,70 +30282,70 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.JSON201 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest DeprecatedBadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
+		var dest DeprecatedUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest DeprecatedForbidden
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest DeprecatedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
+		var dest DeprecatedPayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
-		var dest UnsupportedMediaType
+		var dest DeprecatedUnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest UnprocessableEntity
+		var dest DeprecatedUnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest DeprecatedTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
+		var dest DeprecatedInternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest ServiceUnavailable
+		var dest DeprecatedServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29276,6 +30408,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers201 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateWebhookEndpointDeprecatedResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29307,6 +30453,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateWebhookEndpointDeprecatedResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29324,12 +30484,26 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers CreateWebhookEndpointDeprecatedResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -29362,12 +30536,26 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointDeprecatedResponse409Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
@@ -29386,6 +30574,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateWebhookEndpointDeprecatedResponse413Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29396,6 +30598,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateWebhookEndpointDeprecatedResponse415Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29406,12 +30622,26 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers415 = &headers
 	case rsp.StatusCode == 422:
 		var headers CreateWebhookEndpointDeprecatedResponse422Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -29423,6 +30653,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWebhookEndpointDeprecatedResponse429Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29461,6 +30705,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers CreateWebhookEndpointDeprecatedResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29471,6 +30729,20 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateWebhookEndpointDeprecatedResponse503Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29509,49 +30781,49 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest DeprecatedBadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
+		var dest DeprecatedUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest DeprecatedForbidden
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest DeprecatedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest DeprecatedTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
+		var dest DeprecatedInternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest ServiceUnavailable
+		var dest DeprecatedServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29607,6 +30879,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers204 = &headers
 	case rsp.StatusCode == 400:
 		var headers DeleteWebhookEndpointDeprecatedResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29638,6 +30924,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteWebhookEndpointDeprecatedResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29655,12 +30955,26 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers DeleteWebhookEndpointDeprecatedResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -29693,6 +31007,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers DeleteWebhookEndpointDeprecatedResponse404Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29724,6 +31052,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteWebhookEndpointDeprecatedResponse429Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29762,6 +31104,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers DeleteWebhookEndpointDeprecatedResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29772,6 +31128,20 @@ func ParseDeleteWebhookEndpointDeprecatedResponse(rsp *http.Response) (*DeleteWe
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DeleteWebhookEndpointDeprecatedResponse503Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -29817,56 +31187,56 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+		var dest DeprecatedBadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
+		var dest DeprecatedUnauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
+		var dest DeprecatedForbidden
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest DeprecatedNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 406:
-		var dest NotAcceptable
+		var dest DeprecatedNotAcceptable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest TooManyRequests
+		var dest DeprecatedTooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
+		var dest DeprecatedInternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest ServiceUnavailable
+		var dest DeprecatedServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29943,12 +31313,33 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers200 = &headers
 	case rsp.StatusCode == 304:
 		var headers GetWebhookEndpointDeprecatedResponse304Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("ETag"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -29971,6 +31362,13 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 			}
 			headers.RateLimitReset = &value
 		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -29981,6 +31379,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetWebhookEndpointDeprecatedResponse400Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30012,6 +31424,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetWebhookEndpointDeprecatedResponse401Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -30029,12 +31455,26 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers401 = &headers
 	case rsp.StatusCode == 403:
 		var headers GetWebhookEndpointDeprecatedResponse403Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
 		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
@@ -30067,6 +31507,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetWebhookEndpointDeprecatedResponse404Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30098,6 +31552,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers404 = &headers
 	case rsp.StatusCode == 406:
 		var headers GetWebhookEndpointDeprecatedResponse406Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30129,6 +31597,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers406 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetWebhookEndpointDeprecatedResponse429Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -30167,6 +31649,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetWebhookEndpointDeprecatedResponse500Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -30177,6 +31673,20 @@ func ParseGetWebhookEndpointDeprecatedResponse(rsp *http.Response) (*GetWebhookE
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetWebhookEndpointDeprecatedResponse503Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -65,6 +65,24 @@ func (e CancelledBy) Valid() bool {
 	}
 }
 
+// Defines values for CreatedAtSortKey.
+const (
+	CreatedAtSortKeyCreatedAt      CreatedAtSortKey = "created_at"
+	CreatedAtSortKeyMinusCreatedAt CreatedAtSortKey = "-created_at"
+)
+
+// Valid indicates whether the value is a known member of the CreatedAtSortKey enum.
+func (e CreatedAtSortKey) Valid() bool {
+	switch e {
+	case CreatedAtSortKeyCreatedAt:
+		return true
+	case CreatedAtSortKeyMinusCreatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DriverAvailabilityStatus.
 const (
 	DriverOffline DriverAvailabilityStatus = "offline"
@@ -85,31 +103,31 @@ func (e DriverAvailabilityStatus) Valid() bool {
 
 // Defines values for EventType.
 const (
-	PaymentFailed    EventType = "payment.failed"
-	PaymentSucceeded EventType = "payment.succeeded"
-	TripArriving     EventType = "trip.arriving"
-	TripCancelled    EventType = "trip.cancelled"
-	TripCompleted    EventType = "trip.completed"
-	TripCreated      EventType = "trip.created"
-	TripStarted      EventType = "trip.started"
+	EventTypePaymentFailed    EventType = "payment.failed"
+	EventTypePaymentSucceeded EventType = "payment.succeeded"
+	EventTypeTripArriving     EventType = "trip.arriving"
+	EventTypeTripCancelled    EventType = "trip.cancelled"
+	EventTypeTripCompleted    EventType = "trip.completed"
+	EventTypeTripCreated      EventType = "trip.created"
+	EventTypeTripStarted      EventType = "trip.started"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case PaymentFailed:
+	case EventTypePaymentFailed:
 		return true
-	case PaymentSucceeded:
+	case EventTypePaymentSucceeded:
 		return true
-	case TripArriving:
+	case EventTypeTripArriving:
 		return true
-	case TripCancelled:
+	case EventTypeTripCancelled:
 		return true
-	case TripCompleted:
+	case EventTypeTripCompleted:
 		return true
-	case TripCreated:
+	case EventTypeTripCreated:
 		return true
-	case TripStarted:
+	case EventTypeTripStarted:
 		return true
 	default:
 		return false
@@ -137,6 +155,21 @@ func (e FareEstimateStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentFailedEventType.
+const (
+	PaymentFailedEventTypePaymentFailed PaymentFailedEventType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedEventType enum.
+func (e PaymentFailedEventType) Valid() bool {
+	switch e {
+	case PaymentFailedEventTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed    PaymentStatus = "failed"
@@ -149,6 +182,21 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusFailed:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededEventType.
+const (
+	PaymentSucceededEventTypePaymentSucceeded PaymentSucceededEventType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededEventType enum.
+func (e PaymentSucceededEventType) Valid() bool {
+	switch e {
+	case PaymentSucceededEventTypePaymentSucceeded:
 		return true
 	default:
 		return false
@@ -224,6 +272,66 @@ func (e StreamEndCode) Valid() bool {
 	case ApiKeyExpired:
 		return true
 	case ApiKeyRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripArrivingEventType.
+const (
+	TripArrivingEventTypeTripArriving TripArrivingEventType = "trip.arriving"
+)
+
+// Valid indicates whether the value is a known member of the TripArrivingEventType enum.
+func (e TripArrivingEventType) Valid() bool {
+	switch e {
+	case TripArrivingEventTypeTripArriving:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCancelledEventType.
+const (
+	TripCancelledEventTypeTripCancelled TripCancelledEventType = "trip.cancelled"
+)
+
+// Valid indicates whether the value is a known member of the TripCancelledEventType enum.
+func (e TripCancelledEventType) Valid() bool {
+	switch e {
+	case TripCancelledEventTypeTripCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCompletedEventType.
+const (
+	TripCompletedEventTypeTripCompleted TripCompletedEventType = "trip.completed"
+)
+
+// Valid indicates whether the value is a known member of the TripCompletedEventType enum.
+func (e TripCompletedEventType) Valid() bool {
+	switch e {
+	case TripCompletedEventTypeTripCompleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripCreatedEventType.
+const (
+	TripCreatedEventTypeTripCreated TripCreatedEventType = "trip.created"
+)
+
+// Valid indicates whether the value is a known member of the TripCreatedEventType enum.
+func (e TripCreatedEventType) Valid() bool {
+	switch e {
+	case TripCreatedEventTypeTripCreated:
 		return true
 	default:
 		return false
@@ -317,6 +425,21 @@ func (e TripSortKey) Valid() bool {
 	case TripSortKeyMinusPickupTime:
 		return true
 	case TripSortKeyPickupTime:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TripStartedEventType.
+const (
+	TripStartedEventTypeTripStarted TripStartedEventType = "trip.started"
+)
+
+// Valid indicates whether the value is a known member of the TripStartedEventType enum.
+func (e TripStartedEventType) Valid() bool {
+	switch e {
+	case TripStartedEventTypeTripStarted:
 		return true
 	default:
 		return false
@@ -424,13 +547,17 @@ type ApiKey struct {
 	// Account The account (tenant) the key belongs to.
 	//
 	// Example: acct_default
-	Account   string    `json:"account"`
+	Account string `json:"account"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Checkout app, production
 	Description *string `json:"description"`
 
 	// ExpiresAt When the key stops working; null means never.
+	//
+	// Example: 2026-12-24T00:00:00Z
 	ExpiresAt *time.Time `json:"expires_at"`
 
 	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
@@ -438,6 +565,9 @@ type ApiKey struct {
 
 	// LastUsedAt The latest authenticated request with the key, recorded at most once a minute per
 	// server replica; null when never used.
+	//
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	LastUsedAt *time.Time `json:"last_used_at"`
 
 	// Prefix The first characters of the secret, to recognise a key by; they reveal nothing usable.
@@ -446,6 +576,8 @@ type ApiKey struct {
 	Prefix string `json:"prefix"`
 
 	// RevokedAt When the key was revoked; null while it works.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	RevokedAt *time.Time `json:"revoked_at"`
 
 	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
@@ -491,19 +623,27 @@ type ApiKeyCreate struct {
 // ApiKeyCreated A newly created API key with its secret, shown only in this answer.
 type ApiKeyCreated struct {
 	// Account Example: acct_default
-	Account   string    `json:"account"`
+	Account string `json:"account"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Checkout app, production
-	Description *string    `json:"description"`
-	ExpiresAt   *time.Time `json:"expires_at"`
+	Description *string `json:"description"`
+
+	// ExpiresAt Example: 2026-12-24T00:00:00Z
+	ExpiresAt *time.Time `json:"expires_at"`
 
 	// Id Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
-	Id         string     `json:"id"`
+	Id string `json:"id"`
+
+	// LastUsedAt Example: 2026-11-24T10:15:19.03191Z
 	LastUsedAt *time.Time `json:"last_used_at"`
 
 	// Prefix Example: rk_Xb3kQ9mP
-	Prefix    string     `json:"prefix"`
+	Prefix string `json:"prefix"`
+
+	// RevokedAt Example: 2026-11-24T10:15:19.03191Z
 	RevokedAt *time.Time `json:"revoked_at"`
 
 	// Role What a key may do: `rider` and `driver` keys act for their subject, `admin` keys for
@@ -543,7 +683,9 @@ type Cancellation struct {
 	//
 	// Example: rider
 	CancelledBy CancelledBy `json:"cancelled_by"`
-	CreatedAt   time.Time   `json:"created_at"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
+	CreatedAt time.Time `json:"created_at"`
 
 	// Id Example: can_q2w3e4r5t6y7u2i3o4p5a6s7d2
 	Id string `json:"id"`
@@ -572,6 +714,11 @@ type CancelledBy string
 type CityList struct {
 	Data []ServedCity `json:"data"`
 }
+
+// CreatedAtSortKey The sort key of lists other than trips; a leading `-` means descending.
+//
+// Example: -created_at
+type CreatedAtSortKey string
 
 // Currency Lowercase ISO 4217 currency code.
 //
@@ -612,16 +759,24 @@ type DriverAvailability struct {
 	Position *DriverPosition `json:"position,omitempty"`
 
 	// Status Whether a driver takes new trips.
-	Status    DriverAvailabilityStatus `json:"status"`
-	UpdatedAt time.Time                `json:"updated_at"`
+	//
+	// Example: online
+	Status DriverAvailabilityStatus `json:"status"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // DriverAvailabilityStatus Whether a driver takes new trips.
+//
+// Example: online
 type DriverAvailabilityStatus string
 
 // DriverAvailabilityUpdate The availability a driver asks for.
 type DriverAvailabilityUpdate struct {
 	// Status Whether a driver takes new trips.
+	//
+	// Example: online
 	Status DriverAvailabilityStatus `json:"status"`
 }
 
@@ -634,7 +789,9 @@ type DriverPosition struct {
 	Lat float64 `json:"lat"`
 
 	// Lng Example: -122.4192
-	Lng        float64   `json:"lng"`
+	Lng float64 `json:"lng"`
+
+	// RecordedAt Example: 2026-11-24T10:15:19.03191Z
 	RecordedAt time.Time `json:"recorded_at"`
 
 	// Speed Example: 8.5
@@ -671,6 +828,8 @@ type DriverPositionReport struct {
 	Lng float64 `json:"lng"`
 
 	// RecordedAt When the device recorded it; at most 30 seconds ahead of the server.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	RecordedAt time.Time `json:"recorded_at"`
 
 	// Speed Metres per second.
@@ -721,7 +880,9 @@ type FareEstimate struct {
 	// City The served city (slug) whose rates priced the trip and whose drivers serve it.
 	//
 	// Example: san-francisco
-	City      string    `json:"city"`
+	City string `json:"city"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Destination A point on the map, with an optional human-readable address.
@@ -741,6 +902,8 @@ type FareEstimate struct {
 	EstimateId string `json:"estimate_id"`
 
 	// ExpiresAt The instant from which the estimate can no longer be booked.
+	//
+	// Example: 2026-12-24T00:00:00Z
 	ExpiresAt time.Time `json:"expires_at"`
 
 	// ExpirySeconds The estimate's lifetime in seconds, counted from `created_at`; `expires_at` is `created_at` plus this.
@@ -947,15 +1110,28 @@ type Money struct {
 // Pagination Where a list page sits in its walk.
 type Pagination struct {
 	// Count The number of items in `data`.
+	//
+	// Example: 20
 	Count int32 `json:"count"`
 
-	// HasMore True when items follow this page in the walk direction.
+	// HasMore True exactly when `next_cursor` is not null: items follow this page's last item in
+	// the list's order (the convention of Stripe's `has_more`). It speaks of the forward
+	// direction only, also on a page reached through `prev_cursor`: the first page of a
+	// list, reached going back, says `has_more: true` with `prev_cursor: null`. Whether
+	// items precede a page is told by `prev_cursor` alone.
+	//
+	//
+	// Example: true
 	HasMore bool `json:"has_more"`
 
 	// NextCursor Pass as `cursor` for the next page; null at the end.
+	//
+	// Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 	NextCursor *string `json:"next_cursor"`
 
 	// PrevCursor Pass as `cursor` for the items just before this page, in the same order; null at the start.
+	//
+	// Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 	PrevCursor *string `json:"prev_cursor"`
 }
 
@@ -1056,6 +1232,7 @@ type PaymentEventData struct {
 
 // PaymentFailedEvent A `payment.failed` event, with its `failure_code`.
 type PaymentFailedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `payment.*` event says.
@@ -1066,11 +1243,16 @@ type PaymentFailedEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `payment.failed`; the discriminator of `Event`.
+	// Type The `type` of a `PaymentFailedEvent`, always `payment.failed`; the discriminator of `Event`.
 	//
 	// Example: payment.failed
-	Type string `json:"type"`
+	Type PaymentFailedEventType `json:"type"`
 }
+
+// PaymentFailedEventType The `type` of a `PaymentFailedEvent`, always `payment.failed`; the discriminator of `Event`.
+//
+// Example: payment.failed
+type PaymentFailedEventType string
 
 // PaymentStatus `succeeded` when the charge went through; `failed` when the provider declined it.
 //
@@ -1079,6 +1261,7 @@ type PaymentStatus string
 
 // PaymentSucceededEvent A `payment.succeeded` event.
 type PaymentSucceededEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `payment.*` event says.
@@ -1089,11 +1272,16 @@ type PaymentSucceededEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `payment.succeeded`; the discriminator of `Event`.
+	// Type The `type` of a `PaymentSucceededEvent`, always `payment.succeeded`; the discriminator of `Event`.
 	//
 	// Example: payment.succeeded
-	Type string `json:"type"`
+	Type PaymentSucceededEventType `json:"type"`
 }
+
+// PaymentSucceededEventType The `type` of a `PaymentSucceededEvent`, always `payment.succeeded`; the discriminator of `Event`.
+//
+// Example: payment.succeeded
+type PaymentSucceededEventType string
 
 // PersistedQueryReference An automatic persisted query (the Apollo protocol): the lowercase hex SHA-256 of the
 // document's exact text. With `query`, it registers the document; alone, it names one
@@ -1113,6 +1301,7 @@ type PersistedQueryReference struct {
 
 // PingEvent The test event of `POST /v1/webhook-endpoints/{endpointId}/tests`.
 type PingEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 	Data      struct {
 		// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -1120,11 +1309,13 @@ type PingEvent struct {
 	} `json:"data"`
 
 	// Id Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
-	Id   string        `json:"id"`
+	Id string `json:"id"`
+
+	// Type Example: ping
 	Type PingEventType `json:"type"`
 }
 
-// PingEventType defines model for PingEvent.Type.
+// PingEventType Example: ping
 type PingEventType string
 
 // PriceRange The price range shown to the rider, in minor units of `currency`. Booking charges `max`,
@@ -1292,6 +1483,7 @@ type RideTypePrice struct {
 
 // Rider A rider's profile.
 type Rider struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Id Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
@@ -1319,6 +1511,8 @@ type RiderSummary struct {
 // SecretRotation The result of a secret rotation.
 type SecretRotation struct {
 	// PreviousSecretExpiresAt When the replaced secret stops signing (the rotation's own time when the grace period is 0).
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at"`
 
 	// Secret The new signing secret. Shown only here.
@@ -1382,12 +1576,17 @@ type StreamEndCode string
 // driver keeps what the trip itself is (its places, its fare, the rider's opaque id) as
 // the history of their own rides, whatever the account, and nothing more of the rider.
 type Trip struct {
+	// CancelledAt Example: 2026-11-24T10:15:19.03191Z
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 
 	// City Example: san-francisco
-	City        *string    `json:"city,omitempty"`
+	City *string `json:"city,omitempty"`
+
+	// CompletedAt Example: 2026-11-24T10:15:19.03191Z
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
+
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
+	CreatedAt *time.Time `json:"created_at,omitempty"`
 
 	// DriverLocation Where a driver was at `recorded_at`.
 	DriverLocation *DriverPosition `json:"driver_location,omitempty"`
@@ -1417,6 +1616,8 @@ type Trip struct {
 	Pickup *Location `json:"pickup,omitempty"`
 
 	// PickupTime When the rider is (or was) picked up; an estimate until the trip starts.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	PickupTime *time.Time `json:"pickup_time,omitempty"`
 
 	// RideType Vehicle class; prices scale with it.
@@ -1436,12 +1637,15 @@ type Trip struct {
 	//
 	//
 	// Example: completed
-	Status    TripStatus `json:"status"`
+	Status TripStatus `json:"status"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 // TripArrivingEvent A `trip.arriving` event: the driver is on the way to the pickup.
 type TripArrivingEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1452,14 +1656,20 @@ type TripArrivingEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `trip.arriving`; the discriminator of `Event`.
+	// Type The `type` of a `TripArrivingEvent`, always `trip.arriving`; the discriminator of `Event`.
 	//
 	// Example: trip.arriving
-	Type string `json:"type"`
+	Type TripArrivingEventType `json:"type"`
 }
+
+// TripArrivingEventType The `type` of a `TripArrivingEvent`, always `trip.arriving`; the discriminator of `Event`.
+//
+// Example: trip.arriving
+type TripArrivingEventType string
 
 // TripCancelledEvent A `trip.cancelled` event.
 type TripCancelledEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1470,14 +1680,20 @@ type TripCancelledEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `trip.cancelled`; the discriminator of `Event`.
+	// Type The `type` of a `TripCancelledEvent`, always `trip.cancelled`; the discriminator of `Event`.
 	//
 	// Example: trip.cancelled
-	Type string `json:"type"`
+	Type TripCancelledEventType `json:"type"`
 }
+
+// TripCancelledEventType The `type` of a `TripCancelledEvent`, always `trip.cancelled`; the discriminator of `Event`.
+//
+// Example: trip.cancelled
+type TripCancelledEventType string
 
 // TripCompletedData What a `trip.completed` event says.
 type TripCompletedData struct {
+	// CompletedAt Example: 2026-11-24T10:15:19.03191Z
 	CompletedAt time.Time `json:"completed_at"`
 
 	// Fare An amount in minor units (cents) of a lowercase ISO 4217 currency.
@@ -1489,6 +1705,7 @@ type TripCompletedData struct {
 
 // TripCompletedEvent A `trip.completed` event: the trip ended at the drop-off, with its fare.
 type TripCompletedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What a `trip.completed` event says.
@@ -1499,14 +1716,20 @@ type TripCompletedEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `trip.completed`; the discriminator of `Event`.
+	// Type The `type` of a `TripCompletedEvent`, always `trip.completed`; the discriminator of `Event`.
 	//
 	// Example: trip.completed
-	Type string `json:"type"`
+	Type TripCompletedEventType `json:"type"`
 }
+
+// TripCompletedEventType The `type` of a `TripCompletedEvent`, always `trip.completed`; the discriminator of `Event`.
+//
+// Example: trip.completed
+type TripCompletedEventType string
 
 // TripCreatedEvent A `trip.created` event: a ride was booked.
 type TripCreatedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1517,13 +1740,20 @@ type TripCreatedEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `trip.created`; the discriminator of `Event`.
+	// Type The `type` of a `TripCreatedEvent`, always `trip.created`; the discriminator of `Event`.
 	//
 	// Example: trip.created
-	Type string `json:"type"`
+	Type TripCreatedEventType `json:"type"`
 }
 
+// TripCreatedEventType The `type` of a `TripCreatedEvent`, always `trip.created`; the discriminator of `Event`.
+//
+// Example: trip.created
+type TripCreatedEventType string
+
 // TripField A top-level member of Trip, for sparse representations.
+//
+// Example: fare
 type TripField string
 
 // TripList A page of trips.
@@ -1553,15 +1783,20 @@ type TripLiveUpdate struct {
 	Status TripStatus `json:"status"`
 
 	// TripId Example: trp_h3k2m4n5p6q7r8s9t2v3w4x5y6
-	TripId    string    `json:"trip_id"`
+	TripId string `json:"trip_id"`
+
+	// UpdatedAt Example: 2026-11-24T10:15:19.03191Z
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // TripSortKey A sort key of trips; a leading `-` means descending.
+//
+// Example: -created_at
 type TripSortKey string
 
 // TripStartedEvent A `trip.started` event: the rider is on board.
 type TripStartedEvent struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Data What the other `trip.*` events say.
@@ -1572,11 +1807,16 @@ type TripStartedEvent struct {
 	// Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
 	Id string `json:"id"`
 
-	// Type Always `trip.started`; the discriminator of `Event`.
+	// Type The `type` of a `TripStartedEvent`, always `trip.started`; the discriminator of `Event`.
 	//
 	// Example: trip.started
-	Type string `json:"type"`
+	Type TripStartedEventType `json:"type"`
 }
+
+// TripStartedEventType The `type` of a `TripStartedEvent`, always `trip.started`; the discriminator of `Event`.
+//
+// Example: trip.started
+type TripStartedEventType string
 
 // TripStatus Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
 // arriving → in_progress | cancelled; in_progress → completed. `completed` and
@@ -1587,6 +1827,7 @@ type TripStatus string
 
 // TripStatusData What the other `trip.*` events say.
 type TripStatusData struct {
+	// OccurredAt Example: 2026-11-24T10:15:19.03191Z
 	OccurredAt time.Time `json:"occurred_at"`
 
 	// Status Lifecycle of a trip. Moves: accepted → arriving | in_progress | cancelled;
@@ -1632,7 +1873,9 @@ type WebhookDelivery struct {
 	// Attempt The 1-based number of the attempt for this event and endpoint.
 	//
 	// Example: 1
-	Attempt     int32     `json:"attempt"`
+	Attempt int32 `json:"attempt"`
+
+	// AttemptedAt Example: 2026-11-24T10:15:19.03191Z
 	AttemptedAt time.Time `json:"attempted_at"`
 
 	// Error Why the attempt failed; null when it succeeded.
@@ -1659,6 +1902,8 @@ type WebhookDelivery struct {
 	LatencyMs int64 `json:"latency_ms"`
 
 	// NextAttemptAt When the next attempt is due; null unless `status` is `pending`.
+	//
+	// Example: 2026-11-24T10:15:19.03191Z
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 
 	// ResponseStatus The receiver's HTTP status; null when it gave none (timeout, connection failure, refused address).
@@ -1692,6 +1937,7 @@ type WebhookDeliveryStatus string
 
 // WebhookEndpoint A registered webhook endpoint. Its signing secret is never shown after registration.
 type WebhookEndpoint struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Accounting sync
@@ -1782,6 +2028,7 @@ type WebhookEndpointUpdate struct {
 
 // WebhookEndpointWithSecret A newly registered webhook endpoint, with the secret that signs its deliveries.
 type WebhookEndpointWithSecret struct {
+	// CreatedAt Example: 2026-11-24T10:15:19.03191Z
 	CreatedAt time.Time `json:"created_at"`
 
 	// Description Example: Accounting sync
@@ -1811,6 +2058,7 @@ type WebhookEndpointWithSecret struct {
 
 // WebhookRedelivery A delivery asked for again, due at once.
 type WebhookRedelivery struct {
+	// DueAt Example: 2026-11-24T10:15:19.03191Z
 	DueAt time.Time `json:"due_at"`
 
 	// EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -1820,10 +2068,14 @@ type WebhookRedelivery struct {
 	EventId string `json:"event_id"`
 
 	// Status Always `pending` when asked; the endpoint's log tells what followed.
+	//
+	// Example: pending
 	Status WebhookRedeliveryStatus `json:"status"`
 }
 
 // WebhookRedeliveryStatus Always `pending` when asked; the endpoint's log tells what followed.
+//
+// Example: pending
 type WebhookRedeliveryStatus string
 
 // WebhookRedeliveryRequest The event to send again.
@@ -1835,6 +2087,8 @@ type WebhookRedeliveryRequest struct {
 // WebhookTestResult What happened to a test event.
 type WebhookTestResult struct {
 	// Delivered The receiver answered 2xx.
+	//
+	// Example: true
 	Delivered bool `json:"delivered"`
 
 	// Error What failed, in the words of the deliveries log; null when delivered.
@@ -1859,19 +2113,22 @@ type WebhookTestResult struct {
 // City Example: san-francisco
 type City = string
 
-// CreatedAfter defines model for CreatedAfter.
+// CreatedAfter Example: 2026-11-24T00:00:00Z
 type CreatedAfter = time.Time
 
-// CreatedBefore defines model for CreatedBefore.
+// CreatedAtSort defines model for CreatedAtSort.
+type CreatedAtSort = []CreatedAtSortKey
+
+// CreatedBefore Example: 2026-11-25T00:00:00Z
 type CreatedBefore = time.Time
 
-// Cursor defines model for Cursor.
+// Cursor Example: AQABgICa8tqL8wIadHJwX2gzazJtNG41cDZxN3I4czl0MnYzdzR4NXk2kq7D2wXh1c3Yb0zJ5T8fPg
 type Cursor = string
 
 // DriverId Example: drv_a2b3c4d5e6f7g2h3i4j5k6l7m2
 type DriverId = string
 
-// DriverIdFilter defines model for DriverIdFilter.
+// DriverIdFilter Example: drv_a2b3c4d5e6f7g2h3i4j5k6l7m2
 type DriverIdFilter = string
 
 // EndpointId Example: whe_k4m6n2p8q3r5s7t2v4w6x8y2z4
@@ -1880,10 +2137,10 @@ type EndpointId = string
 // EstimateId Example: est_b7k2m4n5p6q7r8s9t2v3w4x5y6
 type EstimateId = string
 
-// EventCreatedAfter defines model for EventCreatedAfter.
+// EventCreatedAfter Example: 2026-11-24T00:00:00Z
 type EventCreatedAfter = time.Time
 
-// EventCreatedBefore defines model for EventCreatedBefore.
+// EventCreatedBefore Example: 2026-11-25T00:00:00Z
 type EventCreatedBefore = time.Time
 
 // EventId Example: evt_7b3kq2x5m4n6p8r2s4t6v8w2y4
@@ -1898,7 +2155,7 @@ type EventTripFilter = string
 // Example: trip.completed
 type EventTypeFilter = EventType
 
-// GraphQLExtensions defines model for GraphQLExtensions.
+// GraphQLExtensions Example: {"persistedQuery":{"version":1,"sha256Hash":"fd04909a99d2292de5c4061e1ca5670731930cbc17acee4b2b1365fdd33e005a"}}
 type GraphQLExtensions = string
 
 // GraphQLOperationName Example: Trip
@@ -1919,16 +2176,16 @@ type IdempotencyKeyRequired = string
 // IfMatch Example: "3f2a9c1b7d4e5f6081a2b3c4d5e6f708"
 type IfMatch = string
 
-// IfNoneMatch defines model for IfNoneMatch.
+// IfNoneMatch Example: "3f2a9c1b7d4e5f60"
 type IfNoneMatch = string
 
 // KeyId Example: key_m3n5p7q2r4s6t8v2w4x6y8z3b5
 type KeyId = string
 
-// Limit defines model for Limit.
+// Limit Example: 20
 type Limit = int32
 
-// PickupTimeAfter defines model for PickupTimeAfter.
+// PickupTimeAfter Example: 2026-11-24T08:00:00Z
 type PickupTimeAfter = time.Time
 
 // RiderId Example: rdr_n2o3p4q5r6s7t2u3v4w5x6y7z2
@@ -1961,6 +2218,42 @@ type BadRequest = Problem
 
 // Conflict An RFC 9457 problem details object.
 type Conflict = Problem
+
+// DeprecatedBadRequest An RFC 9457 problem details object.
+type DeprecatedBadRequest = Problem
+
+// DeprecatedConflict An RFC 9457 problem details object.
+type DeprecatedConflict = Problem
+
+// DeprecatedForbidden An RFC 9457 problem details object.
+type DeprecatedForbidden = Problem
+
+// DeprecatedInternalError An RFC 9457 problem details object.
+type DeprecatedInternalError = Problem
+
+// DeprecatedNotAcceptable An RFC 9457 problem details object.
+type DeprecatedNotAcceptable = Problem
+
+// DeprecatedNotFound An RFC 9457 problem details object.
+type DeprecatedNotFound = Problem
+
+// DeprecatedPayloadTooLarge An RFC 9457 problem details object.
+type DeprecatedPayloadTooLarge = Problem
+
+// DeprecatedServiceUnavailable An RFC 9457 problem details object.
+type DeprecatedServiceUnavailable = Problem
+
+// DeprecatedTooManyRequests An RFC 9457 problem details object.
+type DeprecatedTooManyRequests = Problem
+
+// DeprecatedUnauthorized An RFC 9457 problem details object.
+type DeprecatedUnauthorized = Problem
+
+// DeprecatedUnprocessableEntity An RFC 9457 problem details object.
+type DeprecatedUnprocessableEntity = Problem
+
+// DeprecatedUnsupportedMediaType An RFC 9457 problem details object.
+type DeprecatedUnsupportedMediaType = Problem
 
 // Forbidden An RFC 9457 problem details object.
 type Forbidden = Problem
@@ -2011,6 +2304,18 @@ type UnsupportedMediaType = Problem
 // WebhookEndpointCreateBody A webhook endpoint to register.
 type WebhookEndpointCreateBody = WebhookEndpointCreate
 
+// GetHealthParams defines parameters for GetHealth.
+type GetHealthParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetReadinessParams defines parameters for GetReadiness.
+type GetReadinessParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
 // ListApiKeysParams defines parameters for ListApiKeys.
 type ListApiKeysParams struct {
 	// Limit Page size, 1 to 100. Any other value is answered 400 `invalid_limit`.
@@ -2020,6 +2325,13 @@ type ListApiKeysParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2052,6 +2364,12 @@ type ListCitiesParams struct {
 
 // GetDriverParams defines parameters for GetDriver.
 type GetDriverParams struct {
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// GetDriverAvailabilityParams defines parameters for GetDriverAvailability.
+type GetDriverAvailabilityParams struct {
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
@@ -2103,6 +2421,13 @@ type ListEventsParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// Type Only events of this kind.
 	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
@@ -2201,6 +2526,13 @@ type ListReceiptsParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2307,6 +2639,9 @@ type GetTripPaymentParams struct {
 type StreamTripUpdatesParams struct {
 	// LastEventID The `id` of the last message received, to resume after a disconnect.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+
+	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
@@ -2318,6 +2653,13 @@ type ListWebhookEndpointsParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2351,6 +2693,13 @@ type ListWebhookDeliveriesParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -2391,6 +2740,13 @@ type ListWebhookEndpointsDeprecatedParams struct {
 	// page of the same query. A tampered cursor, or one issued for other filters, sort or
 	// caller, is answered 400 `invalid_cursor`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort The order of the walk, with the syntax of the trips' `sort`: `-created_at` (newest
+	// first, the default) or `created_at` (oldest first); a leading `-` means descending.
+	// `created_at` is when the item came to be: an event's or an endpoint's `created_at`, a
+	// receipt's `issued_at`, an attempt's `attempted_at`. The item's id, in the same
+	// direction, breaks ties. A cursor is bound to the sort it was issued for.
+	Sort *CreatedAtSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// IfNoneMatch An ETag from an earlier answer; when it still matches, the answer is 304 without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
@@ -3092,10 +3448,10 @@ func (t *Event) UnmarshalJSON(b []byte) error {
 type ServerInterface interface {
 	// GetHealth Liveness probe
 	// (GET /healthz)
-	GetHealth(ctx echo.Context) error
+	GetHealth(ctx echo.Context, params GetHealthParams) error
 	// GetReadiness Readiness probe
 	// (GET /readyz)
-	GetReadiness(ctx echo.Context) error
+	GetReadiness(ctx echo.Context, params GetReadinessParams) error
 	// ListApiKeys List API keys
 	// (GET /v1/api-keys)
 	ListApiKeys(ctx echo.Context, params ListApiKeysParams) error
@@ -3116,7 +3472,7 @@ type ServerInterface interface {
 	GetDriver(ctx echo.Context, driverId DriverId, params GetDriverParams) error
 	// GetDriverAvailability Get whether a driver is online
 	// (GET /v1/drivers/{driverId}/availability)
-	GetDriverAvailability(ctx echo.Context, driverId DriverId) error
+	GetDriverAvailability(ctx echo.Context, driverId DriverId, params GetDriverAvailabilityParams) error
 	// SetDriverAvailability Go online or offline
 	// (PUT /v1/drivers/{driverId}/availability)
 	SetDriverAvailability(ctx echo.Context, driverId DriverId) error
@@ -3238,8 +3594,28 @@ type ServerInterfaceWrapper struct {
 func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetHealthParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetHealth(ctx)
+	err = w.Handler.GetHealth(ctx, params)
 	return err
 }
 
@@ -3247,8 +3623,28 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetReadinessParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetReadiness(ctx)
+	err = w.Handler.GetReadiness(ctx, params)
 	return err
 }
 
@@ -3270,6 +3666,13 @@ func (w *ServerInterfaceWrapper) ListApiKeys(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -3451,8 +3854,28 @@ func (w *ServerInterfaceWrapper) GetDriverAvailability(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter driverId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetDriverAvailabilityParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetDriverAvailability(ctx, driverId)
+	err = w.Handler.GetDriverAvailability(ctx, driverId, params)
 	return err
 }
 
@@ -3604,6 +4027,13 @@ func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
 	}
 
 	// ------------- Optional query parameter "type" -------------
@@ -3936,6 +4366,13 @@ func (w *ServerInterfaceWrapper) ListReceipts(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -4305,6 +4742,21 @@ func (w *ServerInterfaceWrapper) StreamTripUpdates(ctx echo.Context) error {
 
 		params.LastEventID = &LastEventID
 	}
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.StreamTripUpdates(ctx, tripId, params)
@@ -4329,6 +4781,13 @@ func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -4477,6 +4936,13 @@ func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
 	}
 
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
@@ -4605,6 +5071,13 @@ func (w *ServerInterfaceWrapper) ListWebhookEndpointsDeprecated(ctx echo.Context
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
 	}
 
 	headers := ctx.Request().Header
@@ -5143,6 +5616,175 @@ type ConflictApplicationProblemPlusJSONResponse struct {
 	Headers ConflictResponseHeaders
 }
 
+type DeprecatedBadRequestResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedBadRequestApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedBadRequestResponseHeaders
+}
+
+type DeprecatedConflictResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	RetryAfter         *int
+	XRequestId         string
+}
+type DeprecatedConflictApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedConflictResponseHeaders
+}
+
+type DeprecatedForbiddenResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedForbiddenApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedForbiddenResponseHeaders
+}
+
+type DeprecatedInternalErrorResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedInternalErrorApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedInternalErrorResponseHeaders
+}
+
+type DeprecatedNotAcceptableResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedNotAcceptableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedNotAcceptableResponseHeaders
+}
+
+type DeprecatedNotFoundResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedNotFoundApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedNotFoundResponseHeaders
+}
+
+type DeprecatedNotModifiedResponseHeaders struct {
+	CacheControl       string
+	Deprecation        string
+	ETag               string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               string
+	XRequestId         string
+}
+type DeprecatedNotModifiedResponse struct {
+	Headers DeprecatedNotModifiedResponseHeaders
+}
+
+type DeprecatedPayloadTooLargeResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedPayloadTooLargeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedPayloadTooLargeResponseHeaders
+}
+
+type DeprecatedServiceUnavailableResponseHeaders struct {
+	Deprecation string
+	Link        string
+	RetryAfter  *int
+	XRequestId  string
+}
+type DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedServiceUnavailableResponseHeaders
+}
+
+type DeprecatedTooManyRequestsResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+	XRequestId         string
+}
+type DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedTooManyRequestsResponseHeaders
+}
+
+type DeprecatedUnauthorizedResponseHeaders struct {
+	Deprecation     string
+	Link            string
+	WWWAuthenticate string
+	XRequestId      string
+}
+type DeprecatedUnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnauthorizedResponseHeaders
+}
+
+type DeprecatedUnprocessableEntityResponseHeaders struct {
+	Deprecation        string
+	IdempotentReplayed *string
+	Link               string
+	XRequestId         string
+}
+type DeprecatedUnprocessableEntityApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnprocessableEntityResponseHeaders
+}
+
+type DeprecatedUnsupportedMediaTypeResponseHeaders struct {
+	Deprecation string
+	Link        string
+	XRequestId  string
+}
+type DeprecatedUnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedUnsupportedMediaTypeResponseHeaders
+}
+
 type ForbiddenResponseHeaders struct {
 	IdempotentReplayed *string
 	RateLimitLimit     *int
@@ -5212,10 +5854,12 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 }
 
 type NotModifiedResponseHeaders struct {
+	CacheControl       string
 	ETag               string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
+	Vary               string
 	XRequestId         string
 }
 type NotModifiedResponse struct {
@@ -5293,6 +5937,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 }
 
 type GetHealthRequestObject struct {
+	Params GetHealthParams
 }
 
 type GetHealthResponseObject interface {
@@ -5300,7 +5945,10 @@ type GetHealthResponseObject interface {
 }
 
 type GetHealth200ResponseHeaders struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
 }
 
 type GetHealth200JSONResponse struct {
@@ -5315,10 +5963,33 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetHealth304Response = NotModifiedResponse
+
+func (response GetHealth304Response) VisitGetHealthResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetHealth400ApplicationProblemPlusJSONResponse struct {
@@ -5343,6 +6014,32 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetHealth406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth406ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5385,6 +6082,7 @@ func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 }
 
 type GetReadinessRequestObject struct {
+	Params GetReadinessParams
 }
 
 type GetReadinessResponseObject interface {
@@ -5392,7 +6090,10 @@ type GetReadinessResponseObject interface {
 }
 
 type GetReadiness200ResponseHeaders struct {
-	XRequestId string
+	CacheControl string
+	ETag         string
+	Vary         string
+	XRequestId   string
 }
 
 type GetReadiness200JSONResponse struct {
@@ -5407,10 +6108,33 @@ func (response GetReadiness200JSONResponse) VisitGetReadinessResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetReadiness304Response = NotModifiedResponse
+
+func (response GetReadiness304Response) VisitGetReadinessResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetReadiness400ApplicationProblemPlusJSONResponse struct {
@@ -5435,6 +6159,32 @@ func (response GetReadiness400ApplicationProblemPlusJSONResponse) VisitGetReadin
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReadiness406ApplicationProblemPlusJSONResponse struct {
+	NotAcceptableApplicationProblemPlusJSONResponse
+}
+
+func (response GetReadiness406ApplicationProblemPlusJSONResponse) VisitGetReadinessResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(406)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5527,6 +6277,7 @@ func (response ListApiKeys200JSONResponse) VisitListApiKeysResponse(w http.Respo
 type ListApiKeys304Response = NotModifiedResponse
 
 func (response ListApiKeys304Response) VisitListApiKeysResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -5537,6 +6288,7 @@ func (response ListApiKeys304Response) VisitListApiKeysResponse(w http.ResponseW
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6213,6 +6965,7 @@ func (response GetApiKey200JSONResponse) VisitGetApiKeyResponse(w http.ResponseW
 type GetApiKey304Response = NotModifiedResponse
 
 func (response GetApiKey304Response) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6223,6 +6976,7 @@ func (response GetApiKey304Response) VisitGetApiKeyResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6468,6 +7222,7 @@ func (response ListCities200JSONResponse) VisitListCitiesResponse(w http.Respons
 type ListCities304Response = NotModifiedResponse
 
 func (response ListCities304Response) VisitListCitiesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6478,6 +7233,7 @@ func (response ListCities304Response) VisitListCitiesResponse(w http.ResponseWri
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6669,6 +7425,7 @@ func (response GetDriver200JSONResponse) VisitGetDriverResponse(w http.ResponseW
 type GetDriver304Response = NotModifiedResponse
 
 func (response GetDriver304Response) VisitGetDriverResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -6679,6 +7436,7 @@ func (response GetDriver304Response) VisitGetDriverResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -6846,6 +7604,7 @@ func (response GetDriver503ApplicationProblemPlusJSONResponse) VisitGetDriverRes
 
 type GetDriverAvailabilityRequestObject struct {
 	DriverId DriverId `json:"driverId"`
+	Params   GetDriverAvailabilityParams
 }
 
 type GetDriverAvailabilityResponseObject interface {
@@ -6890,6 +7649,26 @@ func (response GetDriverAvailability200JSONResponse) VisitGetDriverAvailabilityR
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetDriverAvailability304Response = NotModifiedResponse
+
+func (response GetDriverAvailability304Response) VisitGetDriverAvailabilityResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetDriverAvailability400ApplicationProblemPlusJSONResponse struct {
@@ -7708,6 +8487,7 @@ func (response ListDriverTrips200JSONResponse) VisitListDriverTripsResponse(w ht
 type ListDriverTrips304Response = NotModifiedResponse
 
 func (response ListDriverTrips304Response) VisitListDriverTripsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -7718,6 +8498,7 @@ func (response ListDriverTrips304Response) VisitListDriverTripsResponse(w http.R
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -7963,6 +8744,7 @@ func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.Respons
 type ListEvents304Response = NotModifiedResponse
 
 func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -7973,6 +8755,7 @@ func (response ListEvents304Response) VisitListEventsResponse(w http.ResponseWri
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -8193,6 +8976,7 @@ func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWri
 type GetEvent304Response = NotModifiedResponse
 
 func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -8203,6 +8987,7 @@ func (response GetEvent304Response) VisitGetEventResponse(w http.ResponseWriter)
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -8738,6 +9523,7 @@ func (response GetFareEstimate200JSONResponse) VisitGetFareEstimateResponse(w ht
 type GetFareEstimate304Response = NotModifiedResponse
 
 func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -8748,6 +9534,7 @@ func (response GetFareEstimate304Response) VisitGetFareEstimateResponse(w http.R
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9023,6 +9810,7 @@ func (response QueryGraphQL200JSONResponse) VisitQueryGraphQLResponse(w http.Res
 type QueryGraphQL304Response = NotModifiedResponse
 
 func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9033,6 +9821,7 @@ func (response QueryGraphQL304Response) VisitQueryGraphQLResponse(w http.Respons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9520,6 +10309,7 @@ type GetOpenApiJsonResponseObject interface {
 type GetOpenApiJson200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
@@ -9537,6 +10327,7 @@ func (response GetOpenApiJson200JSONResponse) VisitGetOpenApiJsonResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -9546,6 +10337,7 @@ func (response GetOpenApiJson200JSONResponse) VisitGetOpenApiJsonResponse(w http
 type GetOpenApiJson304Response = NotModifiedResponse
 
 func (response GetOpenApiJson304Response) VisitGetOpenApiJsonResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9556,6 +10348,7 @@ func (response GetOpenApiJson304Response) VisitGetOpenApiJsonResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -9661,6 +10454,7 @@ type GetOpenApiYamlResponseObject interface {
 type GetOpenApiYaml200ResponseHeaders struct {
 	CacheControl string
 	ETag         string
+	Vary         string
 	XRequestId   string
 }
 
@@ -9678,6 +10472,7 @@ func (response GetOpenApiYaml200ApplicationyamlResponse) VisitGetOpenApiYamlResp
 	}
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 
@@ -9691,6 +10486,7 @@ func (response GetOpenApiYaml200ApplicationyamlResponse) VisitGetOpenApiYamlResp
 type GetOpenApiYaml304Response = NotModifiedResponse
 
 func (response GetOpenApiYaml304Response) VisitGetOpenApiYamlResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -9701,6 +10497,7 @@ func (response GetOpenApiYaml304Response) VisitGetOpenApiYamlResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -10152,6 +10949,7 @@ func (response ListReceipts200JSONResponse) VisitListReceiptsResponse(w http.Res
 type ListReceipts304Response = NotModifiedResponse
 
 func (response ListReceipts304Response) VisitListReceiptsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -10162,6 +10960,7 @@ func (response ListReceipts304Response) VisitListReceiptsResponse(w http.Respons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -10382,6 +11181,7 @@ func (response GetRider200JSONResponse) VisitGetRiderResponse(w http.ResponseWri
 type GetRider304Response = NotModifiedResponse
 
 func (response GetRider304Response) VisitGetRiderResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -10392,6 +11192,7 @@ func (response GetRider304Response) VisitGetRiderResponse(w http.ResponseWriter)
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -10926,6 +11727,7 @@ func (response ListTrips200JSONResponse) VisitListTripsResponse(w http.ResponseW
 type ListTrips304Response = NotModifiedResponse
 
 func (response ListTrips304Response) VisitListTripsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -10936,6 +11738,7 @@ func (response ListTrips304Response) VisitListTripsResponse(w http.ResponseWrite
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -11127,6 +11930,7 @@ func (response GetTrip200JSONResponse) VisitGetTripResponse(w http.ResponseWrite
 type GetTrip304Response = NotModifiedResponse
 
 func (response GetTrip304Response) VisitGetTripResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -11137,6 +11941,7 @@ func (response GetTrip304Response) VisitGetTripResponse(w http.ResponseWriter) e
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -12008,6 +12813,7 @@ func (response GetTripPayment200JSONResponse) VisitGetTripPaymentResponse(w http
 type GetTripPayment304Response = NotModifiedResponse
 
 func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -12018,6 +12824,7 @@ func (response GetTripPayment304Response) VisitGetTripPaymentResponse(w http.Res
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -12222,8 +13029,14 @@ type StreamTripUpdatesResponseObject interface {
 }
 
 type StreamTripUpdates200ResponseHeaders struct {
-	CacheControl string
-	XRequestId   string
+	CacheControl       string
+	ETag               *string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	Vary               *string
+	XAccelBuffering    *string
+	XRequestId         string
 }
 
 type StreamTripUpdates200JSONResponse struct {
@@ -12239,6 +13052,24 @@ func (response StreamTripUpdates200JSONResponse) VisitStreamTripUpdatesResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	if response.Headers.XAccelBuffering != nil {
+		w.Header().Set("X-Accel-Buffering", fmt.Sprint(*response.Headers.XAccelBuffering))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -12258,6 +13089,24 @@ func (response StreamTripUpdates200TexteventStreamResponse) VisitStreamTripUpdat
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
 	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	if response.Headers.XAccelBuffering != nil {
+		w.Header().Set("X-Accel-Buffering", fmt.Sprint(*response.Headers.XAccelBuffering))
+	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(200)
 
@@ -12289,6 +13138,26 @@ func (response StreamTripUpdates200TexteventStreamResponse) VisitStreamTripUpdat
 			return err
 		}
 	}
+}
+
+type StreamTripUpdates304Response = NotModifiedResponse
+
+func (response StreamTripUpdates304Response) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type StreamTripUpdates400ApplicationProblemPlusJSONResponse struct {
@@ -12531,6 +13400,7 @@ func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsRes
 type ListWebhookEndpoints304Response = NotModifiedResponse
 
 func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -12541,6 +13411,7 @@ func (response ListWebhookEndpoints304Response) VisitListWebhookEndpointsRespons
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -13217,6 +14088,7 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 type GetWebhookEndpoint304Response = NotModifiedResponse
 
 func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -13227,6 +14099,7 @@ func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w 
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -13759,6 +14632,7 @@ func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesR
 type ListWebhookDeliveries304Response = NotModifiedResponse
 
 func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
@@ -13769,6 +14643,7 @@ func (response ListWebhookDeliveries304Response) VisitListWebhookDeliveriesRespo
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
@@ -14846,10 +15721,13 @@ func (response ListWebhookEndpointsDeprecated200JSONResponse) VisitListWebhookEn
 	return err
 }
 
-type ListWebhookEndpointsDeprecated304Response = NotModifiedResponse
+type ListWebhookEndpointsDeprecated304Response = DeprecatedNotModifiedResponse
 
 func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14859,13 +15737,14 @@ func (response ListWebhookEndpointsDeprecated304Response) VisitListWebhookEndpoi
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
 }
 
 type ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14875,6 +15754,8 @@ func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14891,7 +15772,7 @@ func (response ListWebhookEndpointsDeprecated400ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14901,6 +15782,8 @@ func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -14909,7 +15792,7 @@ func (response ListWebhookEndpointsDeprecated401ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14919,9 +15802,11 @@ func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14938,7 +15823,7 @@ func (response ListWebhookEndpointsDeprecated403ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse struct {
-	NotAcceptableApplicationProblemPlusJSONResponse
+	DeprecatedNotAcceptableApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14948,6 +15833,8 @@ func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14964,7 +15851,7 @@ func (response ListWebhookEndpointsDeprecated406ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -14974,6 +15861,8 @@ func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -14991,7 +15880,7 @@ func (response ListWebhookEndpointsDeprecated429ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15001,6 +15890,8 @@ func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15008,7 +15899,7 @@ func (response ListWebhookEndpointsDeprecated500ApplicationProblemPlusJSONRespon
 }
 
 type ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsDeprecatedResponse(w http.ResponseWriter) error {
@@ -15018,6 +15909,8 @@ func (response ListWebhookEndpointsDeprecated503ApplicationProblemPlusJSONRespon
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15077,7 +15970,7 @@ func (response CreateWebhookEndpointDeprecated201JSONResponse) VisitCreateWebhoo
 }
 
 type CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15087,6 +15980,8 @@ func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15103,7 +15998,7 @@ func (response CreateWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15113,6 +16008,8 @@ func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15121,7 +16018,7 @@ func (response CreateWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15131,9 +16028,11 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15150,7 +16049,7 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse struct {
-	ConflictApplicationProblemPlusJSONResponse
+	DeprecatedConflictApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15160,9 +16059,11 @@ func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15173,7 +16074,7 @@ func (response CreateWebhookEndpointDeprecated409ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse struct {
-	PayloadTooLargeApplicationProblemPlusJSONResponse
+	DeprecatedPayloadTooLargeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15183,6 +16084,8 @@ func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -15190,7 +16093,7 @@ func (response CreateWebhookEndpointDeprecated413ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse struct {
-	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+	DeprecatedUnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15200,6 +16103,8 @@ func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -15207,7 +16112,7 @@ func (response CreateWebhookEndpointDeprecated415ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse struct {
-	UnprocessableEntityApplicationProblemPlusJSONResponse
+	DeprecatedUnprocessableEntityApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15217,9 +16122,11 @@ func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
@@ -15227,7 +16134,7 @@ func (response CreateWebhookEndpointDeprecated422ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15237,6 +16144,8 @@ func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15254,7 +16163,7 @@ func (response CreateWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15264,6 +16173,8 @@ func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15271,7 +16182,7 @@ func (response CreateWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 }
 
 type CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15281,6 +16192,8 @@ func (response CreateWebhookEndpointDeprecated503ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15329,7 +16242,7 @@ func (response DeleteWebhookEndpointDeprecated204Response) VisitDeleteWebhookEnd
 }
 
 type DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15339,6 +16252,8 @@ func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15355,7 +16270,7 @@ func (response DeleteWebhookEndpointDeprecated400ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15365,6 +16280,8 @@ func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15373,7 +16290,7 @@ func (response DeleteWebhookEndpointDeprecated401ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15383,9 +16300,11 @@ func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15402,7 +16321,7 @@ func (response DeleteWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
+	DeprecatedNotFoundApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15412,6 +16331,8 @@ func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15428,7 +16349,7 @@ func (response DeleteWebhookEndpointDeprecated404ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15438,6 +16359,8 @@ func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15455,7 +16378,7 @@ func (response DeleteWebhookEndpointDeprecated429ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15465,6 +16388,8 @@ func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15472,7 +16397,7 @@ func (response DeleteWebhookEndpointDeprecated500ApplicationProblemPlusJSONRespo
 }
 
 type DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15482,6 +16407,8 @@ func (response DeleteWebhookEndpointDeprecated503ApplicationProblemPlusJSONRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15544,10 +16471,13 @@ func (response GetWebhookEndpointDeprecated200JSONResponse) VisitGetWebhookEndpo
 	return err
 }
 
-type GetWebhookEndpointDeprecated304Response = NotModifiedResponse
+type GetWebhookEndpointDeprecated304Response = DeprecatedNotModifiedResponse
 
 func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+	w.Header().Set("Cache-Control", fmt.Sprint(response.Headers.CacheControl))
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15557,13 +16487,14 @@ func (response GetWebhookEndpointDeprecated304Response) VisitGetWebhookEndpointD
 	if response.Headers.RateLimitReset != nil {
 		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
 	}
+	w.Header().Set("Vary", fmt.Sprint(response.Headers.Vary))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(304)
 	return nil
 }
 
 type GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+	DeprecatedBadRequestApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15573,6 +16504,8 @@ func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15589,7 +16522,7 @@ func (response GetWebhookEndpointDeprecated400ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse struct {
-	UnauthorizedApplicationProblemPlusJSONResponse
+	DeprecatedUnauthorizedApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15599,6 +16532,8 @@ func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(401)
@@ -15607,7 +16542,7 @@ func (response GetWebhookEndpointDeprecated401ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse struct {
-	ForbiddenApplicationProblemPlusJSONResponse
+	DeprecatedForbiddenApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15617,9 +16552,11 @@ func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
 	if response.Headers.IdempotentReplayed != nil {
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15636,7 +16573,7 @@ func (response GetWebhookEndpointDeprecated403ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
+	DeprecatedNotFoundApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15646,6 +16583,8 @@ func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15662,7 +16601,7 @@ func (response GetWebhookEndpointDeprecated404ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse struct {
-	NotAcceptableApplicationProblemPlusJSONResponse
+	DeprecatedNotAcceptableApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15672,6 +16611,8 @@ func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15688,7 +16629,7 @@ func (response GetWebhookEndpointDeprecated406ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse struct {
-	TooManyRequestsApplicationProblemPlusJSONResponse
+	DeprecatedTooManyRequestsApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15698,6 +16639,8 @@ func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RateLimitLimit != nil {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
 	}
@@ -15715,7 +16658,7 @@ func (response GetWebhookEndpointDeprecated429ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse struct {
-	InternalErrorApplicationProblemPlusJSONResponse
+	DeprecatedInternalErrorApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15725,6 +16668,8 @@ func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -15732,7 +16677,7 @@ func (response GetWebhookEndpointDeprecated500ApplicationProblemPlusJSONResponse
 }
 
 type GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse struct {
-	ServiceUnavailableApplicationProblemPlusJSONResponse
+	DeprecatedServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
@@ -15742,6 +16687,8 @@ func (response GetWebhookEndpointDeprecated503ApplicationProblemPlusJSONResponse
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -15905,8 +16852,10 @@ type strictHandler struct {
 }
 
 // GetHealth operation middleware
-func (sh *strictHandler) GetHealth(ctx echo.Context) error {
+func (sh *strictHandler) GetHealth(ctx echo.Context, params GetHealthParams) error {
 	var request GetHealthRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetHealth(ctx.Request().Context(), request.(GetHealthRequestObject))
@@ -15928,8 +16877,10 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 }
 
 // GetReadiness operation middleware
-func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
+func (sh *strictHandler) GetReadiness(ctx echo.Context, params GetReadinessParams) error {
 	var request GetReadinessRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetReadiness(ctx.Request().Context(), request.(GetReadinessRequestObject))
@@ -16126,10 +17077,11 @@ func (sh *strictHandler) GetDriver(ctx echo.Context, driverId DriverId, params G
 }
 
 // GetDriverAvailability operation middleware
-func (sh *strictHandler) GetDriverAvailability(ctx echo.Context, driverId DriverId) error {
+func (sh *strictHandler) GetDriverAvailability(ctx echo.Context, driverId DriverId, params GetDriverAvailabilityParams) error {
 	var request GetDriverAvailabilityRequestObject
 
 	request.DriverId = driverId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetDriverAvailability(ctx.Request().Context(), request.(GetDriverAvailabilityRequestObject))
@@ -17319,525 +18271,565 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rciM3si76Kjic2dHirCKbpCipRcXECblbbWtN30ZS215j9maBVaCIURGoBlCS6B5FrF/nAc75sd9g",
-	"vch+k3mSE8gE6kIWL1Jf7Flb+zK2xSoUkEjkDZlffmpEcpZKwYTRjcGnRkSTZEyjK/iPk2smjP2XT39U",
-	"7GPGtGmPZTz/w9NMJXf276nU8HvMdKR4argUjUHjjMeMHL87JXYwTcyUEcUuuTZMsZi8P3tFpIgYSZki",
-	"zH6ByAmhRGdjO8iYxeSKizgg1JCEUW3g6cFQ2HE0nTH30ozOCVWKXzMyk4oRM6UCHg0IFTE+pMtPyQy+",
-	"JFXMVHsohuJHpvhkTsZsAu+rTBsuLmG+dpkDopglTmYY+eH18fPW+Q/Hvb19Iq+ZIuEw63R2IwP/YG38",
-	"L0Vv4E38Y0iu2JzF5IabKc6eiTiVXBiiWaSYITv2jzdTmTAS3kw1i0b//M//Cok2iovLJizDToAqRrgJ",
-	"CBckkkIbKgwxfMaCobBjE0ajKQmvu6FdXvhzy9K/dc4vBTWZYuERUezvLMJ3tKGzVJcotkdmXGSGaTJR",
-	"ckbmMlNDESUyumqTiykj30uS0uiKXjISXnIzzcbtSM6eKh4zmnL459MbNp5KeaVDEktmN5xrshMiecMm",
-	"7AcS4NxQEVMVk5/cG2TKaMyUJgkzhIp5zRMJHyuq5uQad8tICRMTQxGzOEsTHlHDiBSwb8gaIY9DskMT",
-	"LS3NPEWAm1uncQiEDd2kWzwOA5LzlhRDwa6ZmhPFjJrjJlChb+ye925vQ8uWlsuOSKpkxLQmdGKYuqEq",
-	"1u2haAQNmTJF7VE4jRuDhmIR49cMj1LQSKmiM2aY0o3BL4sH5yJfgTsBmoRmnrLQLsOzZbsRNLh9GknX",
-	"CBqCzlhj0CgvsxE07InlisWNgVEZCxo6mrIZtaf1j4pNGoPGH54WR/8p/qqfwtsX85Q17u6C1fPjbnaW",
-	"0KW5HZUJSZCO1Bg2S02bvKhuFzdbraR1Gq9dDLulszSxb7FrMzoY71597N3uzfpiP32merpv9q+f3fTm",
-	"/UbQsKRsDBp4vOrWF5o/40HOBL+1h1SKWONhDq677rdE3jAVUc3IlN1WBcOEDBub5YJ7hoUBkYLhwU2Z",
-	"GgoaGSuncuFwI0mcKS+SLhWNGLnhIpY3TmLig0oaYLdmQDS/FCwmdKKYng7F0h4Af64jeS41tqS5+XP3",
-	"YH/3oLff73QsifZ6ewf02f4hO2ARG7OY7vboZEL3e1Ec0d0J3etGND5gBwe0w/b2J5O93f24E7FnrNt5",
-	"Fj8bx9vskuXCbmtMNYuJyGZjpiw5QOi4dRIjScwSbgV1IRWMxIe8FN7Efi9whHnrGEfdjiTdoDHjgs+y",
-	"Gfy7Ww0Xhl0yVbecZYk3Y1pbecvjo9L0ebxywoUo+2ZHZXnWlveAV61mskLhfekQbZx6rpu2pHLBdY2J",
-	"VDNqkMj7pcnfi+baM74e2BMZ4MG1TLbfX3XIC7JXTvvSkraRBUNRGAsoTuHTrZhFMmYxSakyyOa5gAC9",
-	"4w0HJ0ysTYViZCjwsYBoZpWOYTEZz4lOacT0GkHgZ6/vKQmuu8Ff9uTfJr++Odz72+H7H7PuiZ78dTb5",
-	"8c1fp+Lqb73074fy8M2LN09/eJqe9v9cw2Mf8ENMm+9kPAdjVArjLFCaourgUjz9u7ab+Ok+Gq1xd3e3",
-	"uA74g06l0Ays3d7PPy/bssfRlZA3CYsvWfU0aiKkNeSEIfSSckF2MpGAOSC8vcA1SSTYr/DiDZ0Ta1o3",
-	"2427oNHvdpa/9r3dw4lU5FLK+IjkhrQ2MtVokdgjZm2SmGs6Thia14VIsyPXreMMTEAW56OTHXYbsdSQ",
-	"fucZDNjvHQbkZsqjKbEGp/0YZ3FzsGoW1qKz0tSSw/LTXdDYq/vyS8oTSzs3oGPbrjU7A7Q+A7LbwX/2",
-	"yNT+bRqQbsf/L/nnf/4XyYThCen1yRTfd/Y0fJsck/DMTqp1bH8KCdVXlkp2pYkUl7gTUylkpljcJhd8",
-	"xmRmNNnpdohuonUaSSFYZKdMJpQnVhCUyUBowq8YLPMuaGgWZYqbeWPwy4egobPZjKo5EBlsPcsCyCU7",
-	"C66Qta6tA9S07E8vrQ3Y8CKo8QF49J09DBWXK6Vm2vY7fBqvcbwK+yx89/b8gjy97nrbvOUH0E8/lcZ6",
-	"apg2OrR8HGvUkAU3PdF2rkMBbop3DK1TQ6wPEmugsJlSA0sa5NaHiNFYt3SzZHNGCMwsIHIyFPbokzDl",
-	"4jJsk+OSdX1kT9XU7h5LrIVF05SJdXY1kGuDWX2c3NC59t/7bPOZCavbf2nY4RoftjRYHs3mR7P50Wx+",
-	"NJsfzeZHs/lfwmy2ivXLmc6rDdM30hC6ZGRbs+SJ9oa0YqlUBk1dbajJtDX6rP4FO9wKa2+otVfaoV/+",
-	"Q9tYgvCBh1qDd4HjMyDycxpN2XMpjJLJ8vLCVPFralhAZvS2RS/ZnzsBmWXatBS7pgmPqWEhWmyKpzog",
-	"ikPg1VprCddGH5HlIfY7+EqsQCmkSk54wkAsbcPcW0ypTmg2XrBUMeTamoXa74UDVEo6ZUlit8ed8dxG",
-	"tPsVu2HsXoevuLgKiT2tmnCjic6iiGktVXsrY8/+vdbYa5xc0MvlWZ4bJcUlccuUyk+Q3dLIWD5TzPqO",
-	"OFf7b9vSdNjYnfToYdQdH8R9tjfZ7wwbtUQ8jdkslVYQnLE0oXM7bD0tyc2UCWcJ5J4rtZNM6DynrLBH",
-	"QirnQto/5V+I5q2/MAhM34dwr+SqLf5pyuB6gpFIMRDBO1IROpmAC9skimmZqcg6JYKMrZNG423pZ30i",
-	"OAFPjUpH092r3qwv9tL9jwfqmT40vevdm/7t3ny/lqZn1LBXfMYN/E/NrvNfmSeYPeNMPbFe1RUTZJxF",
-	"V8w42nENEX77qJPdZMcuQhOpyI3ihulmm5zD3ZggNDNTJgy4AP4yQltXPWHEaiiS2NmgvyrFwjb4hfes",
-	"zl9W8cWSztiMcuG8zwXT0a5Ak4RNTO62wHJWfKt7eLjpW5rVkQ+tHuftF5+x/DjJkgQjLQFRMhNWu2fp",
-	"qgnUf54ZNYcYwepPG0luKDf+UtAHO9pbW7E13z33osbKoHqv3fr49tuZZoQLbRh1niJaP/ZntHiOiGLJ",
-	"n4eNXHy1rpnSXIphI9xahMCYtcGBjR+pPRY/gtJb5XYfZ2YqFf8VDnsYEC2JnlIrSCKr0bxenfFbd2a2",
-	"1i+VkWtn9tNPPx2XTk898UvnC6Sx/RLzu7ETfseoYipsbjsrfL52Oj+f4Wk/rZHFp7Gdw4T7C1RLC3va",
-	"rJGQyEt9RD5m0jDCDcpra+VZm1VcEp2l1m7ZdoKKfRztTXrjZ1E3PmS7tD/ej2qme1cNq3xqPAdDZ3He",
-	"b0UyR5sCZYOdOjdzskPxnzrJ7AyjKfCzpqI1UVREXEcybLbJsSCZsFaZwMcv+TWDIKr1HedgmuRe0MeM",
-	"qXlhc9vn689/o/KZRtCY0dtXTFyaaWOw3wdX0/9nt26fnqPaWSErSiv2+sm+G5lk7rwLoAJ3V/U7Zy+f",
-	"k93d3cPmyoXgKCN4ubKi3EmzthK4Ro018/0OhNb9JuyzHx42Y3z7QVPOlJY1xD0WRKb0Y8bIWMqrGVVX",
-	"AxKm9JILOJ1twW7NKIKXQ6sty7+lil0Xv00IJfYvXGZ6KFJ6matmiLTBiqx5b31NyEzBNwM7qrV2uNaZ",
-	"s3akmTJFJjyxR8FKMOtVqqFAeRWQ3HJiMel3OiTkAiw/P5mS47hISCRDmYAlXt3r9jYz6wswzutEihVu",
-	"aLo/0YR7+aLIThira8g1KTbYqphiWrEfczuJYoejvfFu1I/32P7k4LI33eX9v+9d7ScHs15j3axfAlHX",
-	"8ixMRlg3HLgU51aRHM4/uYfswDdGEPqpJf02YuIkD6TX096p13JAvbILN1O2dheKQP2W+2AHvOrP9kUv",
-	"ffZxV+3pA9O77t/s3z6b936tDVA1TrThM2rYqjVMrFXJ3EOLC2DarF9AMfiWETZtRuODe9nkEKTYQmC7",
-	"hLDficQuz3qt2F417d9KbsPEVzELTHaJSa43MIkb8WvFYHHKF4qn62WNn7/O4+JW/AwgWhDaf23/KfRP",
-	"UBHDC2FK5zPrvRc/yYl9wyoc+EWvlv12zEUJVLoj2OSeLgirVeuep2ztuhfWbP3SVdwDn3hQJlnje0XT",
-	"6V9fndwaJqwnoZdn805JIyOZEJY/ZE1GSv79/O0bIseQw7jz/uxViwmM7sIPht2aZlBYmJ+GjdR6K9qw",
-	"+K92/sPG4NOwkXswg24wbOgp7e3t/0D1dNgYDBv//M//Gjbu7sJVCy9mVFn+MsndMt/6MNQbeH85vsGj",
-	"aSlW5cySWEbZzF25qEwEaOdzQ6ZUE22dJJq4pEz8DKai/nBx8Y7olEV84l2YCb8t3IgZS55TzSD2tWqB",
-	"sjLheoa0J6j2fLnZALHr5YKfr19hm7ymVoRhSEFmzqUJCzr7UB0tpw7n++qMtxWL8f9Zt4hPcKh3eDwg",
-	"ww1HbNhokk8uDIxq8BMx0tDEGoqKiWhO7uz/XUeTH6nikKZRT5drmmRML+7/E02u/XvB1kdgFTXyoVZR",
-	"ZNjgMZyCTeS4Wx9njOZ/YXVhAMgYgIhYwi13XzJhmY1puHZJ5CWPaFI6DTuUvH9/+oJc961dDTnYMyZi",
-	"FjcD0rVno7e3NxSp4sLYdZFoShWNnGUeyZTFPpEhD8HRKJKZZTuwaLjSJo+7wc0RhTmqTOihsKIdoml5",
-	"KNSFPXd6fTKVmdLWEo3ZhGaJaR4Bhxo1L66gwLuw43klYf8wFGMZz8klg9sFavzwLqI1nhtM/LH/EuBY",
-	"YRHBbfkQ7oBAxBYXguPaL+EiBLop8KEdcGLyvymZ2XGlwizv/M88tu6LM5+lIjSecYEpGlPmyda0ROj3",
-	"eiTkxV6Prth8pFimWRweuWCkWaIuUI8niaWt4OIyGIp+53B5IC5GmWahW3g5m8d6aHu3t6XtgLwr2BKI",
-	"JZkKJWYoV/wlzeoLu4Xg9YrDsTfpRPusy1rP4i5r9ccHtHUYdSet3bjH+nR//CzqxFVV3NvbW3QcUmoM",
-	"U3YS//OX4fC2120Nh7cHJx/+7Y9bHKiz3CZaTunCX8iUKRaQMYtophmhpMgXuZFZEpNYEsVo0rqRKonJ",
-	"lKrZAAht5S43QMCcunZ/OnUbjd+C7bj3eR6KjQea1J1nsgNsesM1s271UOR+9cL8wuaqoz8U+dk/XntQ",
-	"4dTglYe//4NT7yiDRRxrjuRR5fwFeOLskcKZuCNkl7DqDNH81OCR4YJMEn45hVO08dQMxcOODfnMU7ON",
-	"zf6bnKLJa2qiab3eDU8u6GXo9e7CbdxcZiShIMRoTHbC708wkw5vjT7Zf5zGd6E/QkMRTjhLYm2ZUCoS",
-	"/smJ52hKxSWzpJ/RmBFpjW2OX7RjuF22th03R6TE6V3LJqmCGwlupzSaQA5l2CbuWhGrgriWYkAouWH0",
-	"iuyEPz0Nm8TQSx9Pt8tfm7NwOmkhjba9aXzWLQd5Os/gOqC0a91Ob4uoyenkjRRsxe4cC2L3xqspwqhK",
-	"rBuJfHyUm8RIPLfGoCrDyG6nnws4ur5o5nTSsrOpIcTyxP/C5qsc3+N3p/YgLbq+9pCC6xu4TYGbZ0gw",
-	"WeEMX8E3tjtWdvTZrthLDz72VF/vm2fXvZv+7f782a+7473aU7Hi3vIdvWRE81+ZE8jdTqdNjsXcBT7B",
-	"TF0d5ITrx5W+E/xaoayznRqD3kIa0m4P+cmlgXU6m5LCGu94dJWlF3zGNsfqUx5dwaUhGEdxBlc8Y9b8",
-	"zFBQClMYGT5jDw8HnVlDbBVzgZW2yFoqVmujKsqNuOWVUKxGoid30/7HPbWvD0wv273u3+zd7s8Pfq0P",
-	"4GJAxQq+5Vk/l7MZbRUZVEamrYRds4TYt8iMzcZWvVs/l5lMgc2vU6r0ojButjFZFnK0Q/TFQrjopni7",
-	"iO+zuBIOxvHBg1zkWhSH7DZNZMwagwlNNKvfVxTqlc3khs30prhHTpfGHbDvKb5U8C9Vis7tj9rMgfiW",
-	"RxqOoqt4wLLwIgtYf20dC6Cm2jYl9f7ZEDjfNW4/qLmbqYRtjRhPDex5wrWpnf7K+NiDFtDTu/kC+ve/",
-	"A7SrO5fKbOZuuA66YnMdWOECBqhiLMC6XGrITGpfM0pJwmjMxSUJWyGZMWo9Tjs6E/avaDgA2Xgc+FwL",
-	"dKlQvcRcYZlCQMaK0StNDGe6TV6gTB2KsJXHpk3YJidInwEp/z2YUMXC7Y+CXeDDDoIloLUT74D87ijs",
-	"PuBcnMPR3+KyyN9Bu/S9FayFv24dyyxmUGRDYsIlx9COS9vzF0IY2N8yHzNn4eUESvBc4IZ/LiK7WddY",
-	"p/8LnI22nWnCDIuhAgID0ZCzwWIWNz4EjUwl1uYxJtWDp09Tqoxgqu0+mNdx5/XbQPytCFK7XqTNshh4",
-	"f/bKngpIaPAxkaLMGUSCZgJcN16TxHC3mG36HY2/p4bd0HXUTZUcJ2z2b/fMesW36lZi9UuqjWJ0RjRT",
-	"1zxiWMDvKE9SJa+t0m0SNNfB+QMH3LpemKYWTVk8FDv+2mDk3xkxpaQKm23yxtW/3FBtzfwZN8bV1PjK",
-	"mCIiBcEjDR78UCy4ZoNV3q6LLo1pdCUnExQCpSzTn1suR6WFqqiOWu7xp6V0FiDYdzR2f7nHxpTYPwJB",
-	"1KjYlQ27D4byxJuSkEFqyTlm5oYxQbpAHWuy2hNi6YhFQEmeX4inv+3Hc4UCjUHD1UH4Eb2s7nY6jVJe",
-	"tdVBK7NmnCQZQE694QYk1ymugPgvOgn3NJaR9gTQf6iuc+uzt4ZHwVosQm8zmlgZymLrJea5PJYvnYVk",
-	"nU8oTQSv0s4yIGix2oeU9V8tt/qJuqFDH6BEYv/ywfo3IXoB9rMOaANeJzsLbkIzQHbFxAf7eJ5/IZX9",
-	"OOOXovSWy6DA1zDcXV6ZnV7+HyPLU6FdrJ4LQ28JTDAgVMzx6HgD30XewV+nFXPxkl8zMRTmxh5vLiAR",
-	"BOPu6N1TUYrL4kmDNc+41nBsIXXVCzAg3qpQWtOOZ0XD2hhYmf5LUa82uWC3AJyB392xBmCAtyMBOL7N",
-	"nLnfX7xsPcvd4jfvXw1FOXIOOBf4pgMgwTfRKt8pjkbQ6XQKZtLNQRG6KAXoPKtYqvpSLC7SzCwJnDwp",
-	"tJU7p+tkzkIKbjmrtFVJYd1qkOKNhYFcfuqWg9in74LPkp3PpZgkPDLfUqWVxUXkvq8LjeHTrJ9od+Nl",
-	"wKpiZGciFXFyu7TnRlGhucvyDIUcuSQbek15Ytna/hmMepooRuP5KKU8dmEzuDNfOFnF9UERC91ZFQUN",
-	"ai4PmkvcVhPA3bRTNYn0Ppm4tV02cYB14ji/FdO/Vybz5zDaS6nGPI6Z+NacdoUbippxnCGCk5V/sfSQ",
-	"QRM/N3QKv8q+PYqb0v30VhbbpX32Y9LyRvg92cJ96sy9DQy8wQ8qWXGskjHiLMS/vj85+4/Rxdu3o+dv",
-	"X797dfKzJYe39/C9SCbZTMABSriwJ8ladIXpZznSaTuWMCv3ur1On2DUB2vD0Nzk2tqDnTZYhIuzQbqh",
-	"ATewj+VGo+VPOyJQ+8sQ6qucyjzpJKLCHkaViTY51iRc3CKHkuVTOZi4ZolMGUo1IUkYU0OhLosNRT4q",
-	"AILZcZ0dEX5/dvzuh7++Gr07Pjs/Gb08Pn118gJNofxRXxtW9m8wK59aa8iP8OPxq9MXxxenb9/kwwTO",
-	"tnMZD1ay2AEnHC46d8Lvjl+M3p+fnI1O37x7fwFheVncVA6Fu08gYSUfJiQ74dt3J2f4rbOT87ev3uef",
-	"fX92AhBnBbeMlbyyNuROWLDpq7dvvrfar/jLi5OTd9W/OFb2q8iTXVrIplOqp0CjIewTTLWaNrQTvjs5",
-	"Oz89vzh5McJhfzg+/2H0+vT89fHF8x+cojUlpY85NkKWNgxt3FJuEtwAAFScNw+Rjmcnf31/cn4BOfx6",
-	"KMJVnIosgVlKuW9iNEsmFUOeLNnxAaRYL1uUEzDa4b7WWe7uHq/wYtwqfDwYp53brM1HG7ReKZwKw5Sg",
-	"yYkVv980tkIgekkklrtoHqPjiNMJm0c5VAaJqFIcmJb433WbnBWxDh/Y+HJhjTfSHEcRS8E1+9ZWU4if",
-	"Dh1SImToGFj+jMWcIruD+VSc2VTJOIuYtaiENCOaT37JrHpkfL/DL2Um4m+5uW8k5qzmxay4WRM7j8d9",
-	"WrlPr2UMyEIrrkoXCqvLWQKYsF258A8h2eDIniafJVAiuq/sXjdDeObRrfAb9I7OE0njCylfUXX5zYUl",
-	"aAiuSWI/7qyWLnnNvyM7of1tZKQcwY9LJ+yzVl3K1UG4s2+uJXwuD3K0ZWgHfVZm/pKoqUsvah5hyhN3",
-	"kHZfkELneGHyXuSxoG9JoTArvuvMUc3Utc/upcpwcemjUMT6MWOqIXUgE3BpAzFZF63FbAIAwLP2hruj",
-	"ddbpE01iRmPrcVavcmIp2FF99DjPQvNx+6GYKMYwOyLTzFs3DrimAnXncYKWDNp7RKcWa93JDkarEBSC",
-	"raJHsxqx2pCo8znMcyHlayrm7q/6N4hbPdH59oyz+BIRCXSKTpeihuHlhj9Dm3brv61uX2C7tS8XYAyf",
-	"yR7vBXU4AOwbG3BB7mFKRRS7llcs9qmAZMdKnTJyx5LK+emnn1qL6ATrFr4IZvDZdHMI5vY0nwjjqvt/",
-	"i8sHrskNS5KWCwWMM+OzWyhRGVQWUEMEY7HORdIAEqYnTDER4QNDkYeQ2C3XEMtwic9zmeElF6EzmQmD",
-	"A+aPg5KEn9ltCjn1vnI1IHQoYhZZiR77q354skj51BkW5sClSMohQuKjFldsPnK/h0EpmmH/jg+H+cXi",
-	"4u0HZoYvF3fU3ypCFnmzTcJIxiwkms41wrl+vTuQz+M+h1rB4tfWkYVKwd/IXLQssBzvhBOcT3IE7vYI",
-	"4Pi/nO2Yx4ZhnOOU15dQ5dzmjYW8qOE0TyguEMr01IokVECQ9MURFShVMmXKuJQlN8QKSBT8kewYJqgw",
-	"Tfio/f6YWbvS2g6QbZFn39EoMiOf2LuUThcUBdNm26zYhQ0rp/o9n7LoCpK70zRw0Q4HASOyxJmXmCm4",
-	"NCgecO0msoQ7JfKVItrxjVRXXFgXMbOeJKPCUdkuv3YZG2fA489L4w4aCdVmZM977Srs/iUUcOeqyFGV",
-	"kje3zADqcVTM4kqmIqGuLQhCrDprWTE4Io4YYCAix9m5oJh5GElSxSb8dgUAAWQ/loqCKnCOAZrJkbwU",
-	"HIqfgEkRUddK0GtGkzxzKgNVV2VcdTX6ebx79dfD2bs6UjutvpldrJHvHs7pwxOE65HqSj+cX5RM2CZB",
-	"h5LjzD5pRQoqnDXZ5KQA9fMLoJEBRGc3+0leDXjF5nqBZrEaPZv1rqD8folpN6+pgif5SwNTfO3ci6kH",
-	"uXzKuaMqECoipXKsF85HZQ8LIDpM6rHUQtq5FEYrGGN0i2nyriQwXXpsbW2rdPAMPmF3qe50SfguiLbF",
-	"UYV05aDTbEaFDghrX7Y9OHuakqlMnCV0hbh7W8nGMrBMCQ3u82UjHYPHWJaO5LVLO/I5zJnJ1MLR63V6",
-	"B63Ofmu3c9HpDOD//W3VKfkmp+KJLhVWBAU8si+DzQ8NPJhj6BAeL5+iofAsDhsZwgdc6yEcJHQ54456",
-	"8BScOPzBp2dvfeg24kGUzxyQb9NpiGt5k90k8xyPxNsloFOK6qbAGSFY9FYBl1xrifzLGxS/F5Pgc/Xw",
-	"AxXkN9NwwGX1RxnyjOCCOcBDVYEJHBDE5yOIgogDOTTpNjkvuHbKFBtgprVV4kLeLJ3IgjK/vupfv3l2",
-	"c9Yz/7Gf/dD9+1/25MkBPe/EL3cvnx+Of+yJ1x+7f7t99u6mjoYlyfTfQcnm27Navrzidf0rjolHaXNi",
-	"RddoTmq2L0FxDtXdco1JgRq30YcsnlykKcylMtbqFZ/JpBYJhhpntM7onMRysFpTWN3isXe58lGHoKI0",
-	"7O+I3YBtBb0BgpzrIHnhA3anYXDLBXaAxocKb7tnlnj1ORURS5IVyL0Y1LEOBeLvubK1qPTS8pa6X1k8",
-	"Gs837cZz/+x384dqgUVhG1Ex+ti72WV9tWf25wdZj+/KfrpH9/VB3KuXeXQxZ63xLrHGD9Z8x3Uv+Wq2",
-	"z626WzrU5TI5mFdQpWiFSnUMWt7SUjbgPezgn6bzoq6d5/vN4uXNLmi30CYIrjzYrXElyHudTgXZRUiD",
-	"cvlmyg1DQP6qObm4A4vm7io4geHwfCOh3azXUA84sv482INYAYW2h7NKoy9zNLlZIVgv/I1XTCIOBYOf",
-	"J1fPYSzAg12SrXUyspZuDkRpebav8lYxp+dvSb/XPSgQlyIZL2x7prH8rUCHoK1fP3zavftjHY0QdrJO",
-	"9eSWfZqNEx55sPsaceUC5avRZjeKnPviZfq6xQr4cUzJO6qu6p5Op9LI6uO+CDCKRdtyUKUKENeun66f",
-	"V/vv6WXZP8sUr5WO1LgbqPzr/fazg7JjJ7MxGCJ5rf9eqdK/8EyxPMuOec2mPNpsJP7oHquVkwKhzdz0",
-	"ijED3NE6HkVuOca7Y57U4h//NGUQmac+oMK1FVRcsMBpaheMw+YSLCapxCoJsuNcvxzvfO4eGgopWDMv",
-	"lgSxCj9ThYiucF/NJ4SKOer2RY/K8Gs2+iIqJyhhpX4mE/uFb9pGJPs7//RdUWW3zXvl7fJFu0EjS+N7",
-	"WgqLgqyMGOvLh0ujbsc/5/lCNnCRoVcAjX6Ddc1lJYHc1QgacjKBf1tqrxA0blv26dY1VZDja1/Dybz1",
-	"L7v/9EPUzvY9LO+exgDcH5QGKdZE9RVYqMsy9XP3d2Gv3HCrt+RdiRPrek/kU76hmlBDQh8lh6r6pelP",
-	"sai/cj4OO2sl3u5+Z4PMS2jVI9w9aB8cHO6uHfWwPGjrsHbYhXm2ur1eu9897K0duPusMjL859LQJSJt",
-	"b47rlLGqZHnW3qudy2piLWx/gg4qHITynDbzw3celege/O7fdXgmVn4DdAMVc9dsfolfvCDUW1tc1Wme",
-	"wVeqqAoeLmcVrsICjYopbEmVM6YBtGeFCzuGegQ5ybVbboqvXv799YDr+lgTmPxB3pCZJXnxfewHZqc1",
-	"ZUlcsRq7NcBDNVlLVRfAfbqkxzaTzu3U/TjqrWCFkUALyzRmgDrgWXqtHKqO+IJdKsY0gcb+gDIGAFtC",
-	"KjOtEOZRaq249ligPWC2+RvT3Y5P7SLUbkFxRanW3RSvFoXVObxmRjl0RfxMZcdWSct6GK2vIDvPfdez",
-	"2sY26Ey5zmg50q23B1znTSNdrGiZpR9dp89ynVY6QnX7if3+lvNF5YzhBTpkTWFTXoYNily/UNzDxX4H",
-	"RXc57KKYQykijk04GIrwE48DhzxRAiiCDK+7MHB4ClhbSGKWQp9iKUgIiTgOHQwSU/nHzGUrILZMGX23",
-	"aKvr5pv3dh2QeKm/Lnnt8MkcLCaNYxbn2b7X3SDvBDiT1z7xIeaWZDMuqMHaqRlNU7eZHptn4nLDVwWa",
-	"4SlMIPdtiJdhfda/fe6f8wPAqaIKfcZ1+EbH7pnKi3mQat2beQSs+moOTrTuVf9Q9VV/+7jmRXyk8hpk",
-	"cq9/7RwfcY0tc1kzf1MCuL8LGlKwtxMoI96EClWZx12w+YUqmbd5Y2HOW8ypStStXqlu4aZX6plty7fK",
-	"DH73wYudTTdCKDI+M26Z7/tveB1U9EWov710fQF9D/mB6z3hzkRIdsZSXgF2clg52x5cwx+DkOy4VB8x",
-	"FGNJVfFKfjTzd/Jzbv+yJHPKf/RQtJUbpcqpXZQ5C6czWMYuWxA1dVIvWBSilZD48oiLmvUlVcy3uqll",
-	"M8UjFnucdEtirPkQEbOai/sWLFK5aB03LldYr44QrwvCz8mOTrLLpsdHRABtnEUe87M6DH93ZgYO4GDS",
-	"7hGAfmC2hNnyUOStPO9AERq7laOicVyVDn4bLLVpTPzzZOfSTrIVcRUlrPjz//5fpNvebVYWvNfp9mo6",
-	"WNfYQbk3FzTiDMtjR85WXzczF2OFrtwE0PpJpsZUWFP/ava06jPtd7r3nozPL1+Kqt63A9L6rK2LKcuh",
-	"bMHjwxwyQOBzM4AmqkW92Bgbr6F3uR2jYB77arJeTCsdpBI+YUBXLrzbFBC4pmYxTjIsQVgekbBYIJh6",
-	"5V9JmmTY6KSyI7udWmThNSVKQUMqfsnvxelwWkcAc7Y5EZ1H7AyetEqDx2xknApY99oZj9mFs0m2C5GW",
-	"5VwR/C5dBKxAacU9R/Jju383yBFxFbWuRYvH4LUbASUHVUn0mRfa5WNRCrMXBAt810e3XVUxVd2TZVlU",
-	"IwSW2HchzWXD3XmZ3g+7O8cr4swwkPbuUopECdUQUIQF1SaQ3lc4n4o0M/fn9Py1B3Dtwu6u2LNi4E0U",
-	"XnV7EkJRTehUc1lgwB2c8H+KrTgBrnWaHbl+xxpbXhxyTSIpdAbggpBxMJ4T6vuFT7IE3uLislm1gWAK",
-	"OffYf7Mfqtop/pklEepQdZ7LVbf3pd5AkdQGi1gdfKWcONgiAMZ3aEawvomilzNsWKaYtVeoiFkcDIUX",
-	"t670MwdIVJlwWIDYfRlqHVPwdYG32yTM8Y1ABnTyOtEShswi6mlcd0eZ+GLHIijbqRXby6K6BLFUeX2d",
-	"zO9sEeD1owZucnXs6HbqhXM76g86JuTVpUZpgDmZELrUEysgekpTFpOEXzGXSpsg1nN7dbbf0sRy7Jbl",
-	"kHIO3WQfWRYpVWyr7Rf2mkZTLljLbjQYzYjXWmMWA3jXsu2tEfOyhG1uJBlbc3ZKpBiQ8OXbs+9OX7w4",
-	"eWMdkdM3Fydnb45f2X8v4xAFQ7GI7xSQerip0t+XQaTsOGvRniqgTauAnYaiBtkpIEsITW/eXoxevn3/",
-	"5kXdj1X4pvZQlCiB+YE5MeCA2zN7dnJ+AVkympTg9PDpHFBnMZM1H3ajgoY9rDsXJfS1+itVVwhQNLmz",
-	"VqHlRILG21YOfJnJy6bYoj+f47xVGtj5no6lKrZqK6wiw79dGxumZroq5xEx27CRu4tyg1DGmCk6rUd5",
-	"5wO7W/gzQnDt4Ed0M4+YEi5idmt/cvJKV10gdLrtVnjCbcrE8jSpoNh92CBJciLX+cz+imphaxes+W6d",
-	"JEBwvvI90b0NdoT1+7T+Um8DLEHl5gPzItzc1hDmYXbecS5/fR2eA1/e1MwxZhMumHZO/zqZvRW4IHy7",
-	"1IfTGoRfr11lRcy4DpIb6wE+fslOku1qN9DaxpL5aJXpImycnfTOH3k8IKcv/q8mKTWQ/COPH9ohMii1",
-	"Zdxu43wnyR+hZSQw7wb+PHmgPq/rw1rFKCluSErogOEinS09+KWQCmMJi7u+kBJQeXmjO115+syjAGyg",
-	"ioPVrA/MGSpiquLSIXUS3QNdtv0tFNe+ZKuASFmyfIcCjoSV5lisx24p9BjKFYMmVF+56jB/chQVRx5W",
-	"PQQ1oMmN1R838DkloYMi9BVxfSud7VTmd6j/by/8STtodn8P5mqxauxyH1DfgifBCL4rQPc/3V+J1ynv",
-	"Bwg13KuyVFsMLGyl8moG+lJHZ1Xxm8eQ3WKZ4B0uG2R6raOyIDfu7bJs06J2PM+bC5dAfKFrwoZ40N0W",
-	"js0PjCZ1dtcxSZUcsyerCwuLkFkh1OXVRht3TfbgenOIC4CwtISa0TTwyB1EpkhvLOctHCUax4rpmgsE",
-	"90N15l3ymqorZsi5Ccg5FeRlKeJf7p1YW9tbm5fTP/xaeTn9z83LWZmWsm5bMFZ1X7tsceOwCQSk8HmN",
-	"9/vfy8Pd/a+yl7uHe990K19LsQICxSH3cEFmXMA9HDea7ERWVDYxppKsrhypkbylApS1JWf+OauqrHVX",
-	"dTqe7XXuefuzQA8cMyjmU0eWd5UL6vqUZXAbU2zlaKATlv3HDU2u6tTOSuyXIqoI2tyOg5ZP5UZomwBb",
-	"0JhSPZpJVWd0qYx5u8d+ZSKTRN7g3QOswTmVdvpF17OSWz6WMmEUvH/Bbo1rFFPX21JbU4uErpOML6Ek",
-	"9i34lEO8oC4mIeL2lrXS1/f/KC727wiOALHXfMV5vzfMWFIxU9WZwQ16+96Vv2XqVKdd2p/AcUQ978HN",
-	"e53Oi6ZUYX5GXutp/SDsY+du7FszZqYyJkZe2d32KEUpVQaZrEZmzurZ83X9wQ/90aleRj3gaC7elFfA",
-	"KvZb3W6rs3vRfTbo7Q36u+29brfX6W+PWfEQibN4P5zS+eiqN9sV/XTv47460D2zm/Wv9272bw/mtDar",
-	"dKuLQ5/SU3dneI8mi/eqV3XbXCJM6c5vw8Wbm+8DYVt8z7YJtMlnJM8dwSxUEuLUXNw0Zy9sicQ+ZjTJ",
-	"kzQcyw+w7Nr1RIc+Oc53w0wRuJSBhrPu0MS+59KMawTzh+boE8B828Fe4TiLkX8ibBJFC4/bjVNbADZb",
-	"Ld9Lk16hTLc6RaX8Yvw/G0/WA7jf98lDEVKfH1YjZNw19nJvvjY5NaUGejkSln9unJmh8Nmd2Fk2IIm8",
-	"vMT2ZOD1c+GT0YZiKABHLuOJaXFBNJ9lCSSQ+A9ii0CHY9IkV0LeQNRPMwJFgThtPbBD/cP9F/kHkZmJ",
-	"5IyRfwzFP1qtFvx/+0CYzkYRVfHommsKaVnuv2dUG2v6qLj8VzpjtyH5B3F5VHpAep0uqY7kwQ3tc/7f",
-	"B6Tf6+U5X8UjAQknlCeZYiNEGQwXh6gMzYXOJhMe2SMxmmQi1g/7SO04lS/5690HDe9ehpHcwDTvfW0/",
-	"8c///K/QcdbDpo+Yj1Vmhi8NxYlLS3YIky4tGWWBB2bThPqekp5Rrehg0AlgRWZeoTBKHLO2C26/UkWd",
-	"zka/0NavndbhqLbF/oakkqpAhUQGOgdxu9D49+s18K3Y2Gt1zoKUWaNuIHnT3/3W1kHl2/Gn0DU51bQO",
-	"x2QbE+dLmzYPEMBlVq5b83yZNfE/HWbZgoCo7njlt/oLN9yYOiPoY0/t6r7Zy/avD256t7vz/q97dH98",
-	"EPXWG0E1NSr4lSe+aXBAwiL11Yr90B+tatJlKTn1m6B9lKixpRW1hpPLWdg1anVRqiAvBwXOV1XI1TiY",
-	"D8k43SL0vHQQcxu5JukQzh+PyU7Irk2dzLF/PhjvXn3s3e7NAGlJ9XTf7F8/u+nV2bP+D0sEw270i1TD",
-	"vjWV0hA41DD7BXZayG+uCmP8bTh0v/5xS0vbZcyVMZxW4nFUHYDlFKvSkcjvPZz7d4P3+Upml9Oj/LQU",
-	"j+XGUK7mXAKzS50qn6S69O61J62+FmEdS5dWAhzyyLxV5i3o8xD+rebs17Bw/sBX4eIVN4P3uvc4FoRm",
-	"Rs6o4VHRh813P7MkOU5lkkjL2HDf08R8vCL8OGW35PyH41Zvb99dnRTpcU/cZSCgHbXJT9AVFMYOA7gE",
-	"dPfSunLjckRoIgWDJ/AGWwo2FKVLbIwn1XmDekp7e/s/UD1dB7azPGfXM9jOE7YdJ1nd9knc6R92Dunh",
-	"YdzrHfZithf1O/td1o3o3v5B52C3e7jbicZR94BGjPXHvXF3d39vEse7u6zT2auNWFxbkq+CF/M0J+6p",
-	"I4SF6iLmu14s864Jvi4zTV6PVe8wW0cNj6Olwru351jF6ModW3m549NP/l9P47un9jX9hTXjQvaH+9qS",
-	"oXEzZaOr/mxf9NJnH3fVnj4wvev+zf7ts3nv181hmvK4dYdsqWbhwYLIawColPzwFcRBkXe/gpmgqBs6",
-	"lSNiqZGY6WD1VbAYH6ka5OQ7TAR2alCTcEZvwwADQVk6URIiDzyqPZQPscZntArO2ev2nt3bDZjxauZV",
-	"d39/7/NuMGbcwQtvvMVwePx11ztnL5+Tw/7eAXFQ/y6NVLv26/dOJ9WCXrERSLYVmaVVQZY3X6uvhbJz",
-	"qXL9G+l827VWfW0iYZEwsVCARKMpceECbJeOEKauIyqXgjize/uUSUfzl5wl8cqUiw1uHqiopUjHgNw4",
-	"3L/FMFth6O0sOIDYA2MpnBMsRGGClVGTZpu8xm5FVEsBNdpD4Yu0F2Mfy1+qh3OEO94lKarYx9HepDd+",
-	"FnXjQ7ZL++P9aL1vWVTtd/pbZbIbbhK2yFaGrOTDFQZcuRGKa6btTtETnVsQwD8BCZ/GMtK+oYb+A+Lg",
-	"2o33KLgVEi48veaULIZcUE7jCstxfctiFaKvkRQlrq1Naa+clWURkaxM18A7U7iRs68SrgHOAE2cNtLE",
-	"mlmOJlAAa6a1P2Bnj+WfIHIAbQXxp79rKdp2lFo644ex7qBm42sTmt1N7cxBrXs4km6ns3F3csoUQ9dt",
-	"wxmLGE9r7KJTrTMfQMeMslKBjHcFSGgP/QjEVEh0mnC8yHQ3+WMUHhE30GCLGqaHYgdajU2oYkFeAxpA",
-	"HWbTamOEtS3pZNfpgaIPQ+OYZGmRbCfzS5SQ7CjLt1ZfX0qmvaJPILc2vwiA5oAA1jejXMQAPWq5yT/O",
-	"qEo4U0NAUWuuv3r59tG6JQkWpaO093FX9fWe2c8Orns3u7f9+d6v+/RgXA+OC/v6VW4/C16ojP1LQbLe",
-	"s4OgccVF3Bg0LBuMLBsArIB/otvp9fNHPHtUntjbPcwfgJncfdhSUTpef8UFOzVs5kylVXBa64OT97uh",
-	"/QZXrZXYYV3EsLQ7ZS5YIxRyQtVKZjse5gUofPyzb/kxARnGeqIreT0FetUDysKRV+7FGn+xrywSHMbJ",
-	"absF3f7iPlx7jbBEvtzJmEg1KMvNkrx0wRqsm4c6FhFg7AHqrQ29YqJatFicsqJYFpQ2IgSVYJdKPy6y",
-	"b76u9QgebiGfi+HhVdJvi+JxxmP20DoQVz+K2wvX8L74tKbAo4oTsLqwHjwbKa/ITmjNqrpw4SZkgfvc",
-	"r2HVrlo5LSynKmOCT6Rqk7NyTxQqsMPQkeVyeH5G5yRhFBAuoJhDKgh2gUs90yyZkB0q5lIwwhLNBqTf",
-	"2W3WNUoRPbmb9j/uqX19YHrZ7nX/Zu92f37wa+/z7hHL27GKLeqxXX4sF3YfYVhAEx3RhPlLlXJInEVS",
-	"yBmAt8vZRCorrW+T6pksnlk+km4eEP9YKWQs0bGBfCQ1ZgxSECt1gY+SyPGyd0DCXICEQyHBVAtTpkZX",
-	"sxDKhq94ImfMKBQAZbgP9yB2GcOHXccxOSkgjiEVYygSprWrMnHCHL/ZJselym2w77DyOcBqqqIRgs5m",
-	"AdHS8hU0WuCTiR0YEkWo/dUtMYdigaLvggR1ll4hPCsxmVpbrzYMky+kMsBBZ7sBkM5VQ7O7/atI7Woe",
-	"8XZvfz4QQBnPoayC3JIqE1yg1KpTV4vp7rs6rcZy/wL9IzbKmy0QCb9XNGLkFcTRtkMF3ACp+UBUwBI8",
-	"+ob8O6D5NtCPjvaVHFEXXc0jrtB22wEuQ9e8suJAMPPNyJD/LfehjvTn0F3nTJq1TVgKpAHXH1S5F2rw",
-	"eBW75jLTI3xytFUfOMXShEYs9sNjTzjNLwX0EIdH3BefaAIbbY3Q/FL4EkidMsVlDEgSzXsApa5p/yTY",
-	"TT4LfG6prVPVLrqZahaN/jY7vP6P2cv5f8xe7kc//9iPfv6xy77/2/W49+/TaPbvUyZedtkPL7vxz5d/",
-	"3lxBhPML1lF2884+KLf1B3kDBbl2DAYocu4y54nvzba8/7AVI9yKKowTtl8bPNvvW6W0/KVEAiroMjdc",
-	"MVZwQ0AySAE7IDGd6yMSdkLXKxMgSyj2HK0iOO3XQzj5c7Xf6T/blHJ6V0vhvHNJXTo7N/McuZdHzBU9",
-	"22nW9S1iYk2j8zrEqHJMZ7GDyUY9sxHkbVmcLVYW1Yi0mGd6JVTbOx5dZSnCuMZKpi05mWiMNyYc7Vbf",
-	"3C/3O72pCMSp7Glvb2uAF28fbF9UWrV4N2EhlCVtKQjidnSRLpUJ1Z5boxidndT78/MSFjQB/FpKNLwA",
-	"fb+JltEVy8tBrCoU1GSKJvZhdPV9l0Xsci4Bfhc6yxZNZ8mORMj5aq/eJramp9EU3tAVcKQ2Oc5nMhmK",
-	"HJ4XOk48/WT/cRrfPcUmFzokGmbPAbnAjpVQyGCG8DGkqQBeJRNx2DwqEG6Gwq0wSqT2sdZIxoz0+53d",
-	"HGwIL3RIuHgfMXCd+vAKLu/U90ICwJCy0kqwCLsa49Ur1M9csfnATrWUVA8f7ne6tbex7uLL+1805a6v",
-	"OlC3EeR/8fhOFVds+fGtrhAvSntb2sv2djAs+Zh1LAlYCzUizllgzji75uzGgShDpYNHd6OK+ZC6g387",
-	"cmF+zIpGHBPC9VB4eDhwHidZkljWw7/hjSUgmlTRGbAAPiwa8NujSMDLCpmhzvSHa8E8kRjg/rAcI+9u",
-	"Bn9KU0aV7w2GxsXc/jWZ2+Fc2xZ/34GAYAXyeI6t75r0eEyTAKoEyhkBZdN1KKB0I55xoVdarGQnpFHE",
-	"UoezWsZp5WKUKnmpmNZh08NJG2mHzYMbsFb8BboATLigiS9PweCLQ1UPnbXlnB2gpX0ZTcgm7FLdUpzF",
-	"vVOspblyMX6S0FV+4BKa8H1U9VDqUrwH/Tft6ztWUIBtoAMQGkWo0k9YpvRjxgiPm4RqPMJTro3M8eK5",
-	"AvvRPq8D+BLz3r1rcIi1NL7P90yqXA/BR2pPfImLtnf+HtD8q8zB9/jQQ7KEqrx+//YabgBduHWb3/c+",
-	"ILwuUzmZ3MciKp322osA+4OD9UvBGClxaLnflqsVna86dE0AvZulmSlQLtnK01/cB0LMaiZjlgDMHlVM",
-	"w2kbijzsNKMx3L36sG7ezctPEHvCQMJes02OETsE8Pny8zK1jO8QkoGVpSgd+MVe0P171+H6INO6bcHK",
-	"6xrD8/4dw3Cr7oWlCm+MgLPX+JwQJbZSRUJrpiYwBYtJlh6RMohjsQdAXqCs3t6/fBBAazkg/jlRiYps",
-	"32YC5SO4XbGng5X/Uq3RymCtq2yRKu59XXp2Fc3co5+vPOhOlyHjfLsU7oJ0v78E7ioF75O8vYjYXkrc",
-	"tj8Nh/mPXyNpu6YDwUoGKZDqv3Xy/u9+5wvS3Hvrq+D7i3uf//rVNt+bSOtL6xaaF6ytr3uY1XUvPfk1",
-	"aryKjA13JVJZx0b6bTo8C7QbFCqSCSg1NU7gYqynVO8FsA7f9KxVmeJ3eNxyYt7/uJVaVdQcN//rVztu",
-	"5aY1q5nFdxxxrOLui2+oLnUIeBS9FVrdnxPypik1fIC/fS0ugNza2hCRTFsJu2aJD/PICaBgYi66TqnS",
-	"bCHIU+lPuxG7P7eUlzzORes3dyUK57LqK+RysuxILnvCC3QpWbwLEjaoxgU+1LCDJcWmXKe8Z+9nJDpB",
-	"BO+3zXLCpV6zog/winBiwq8Zgp5gGvW2keQBqcT70LnHEND9vHuMDC4G+3LYpe2jdrWQmJ8bV1mIcmwH",
-	"elzryD/Ev/tCbcA/200sbJtt+2fDOqQyf6mFhCNaKgOxc3/ijgglCfZAJWErJDNGhSb2NQaZ32UpVREI",
-	"rcp/VQVMq1betBayUdZ13nb69tiO/ZqLTJf/gHdsFzg4/Fr5y0v8HPwA//7B06XcFm6lEs+bgZXsvTyK",
-	"IgWBxmCPijxX5J5e91bkRXuzZUXufvtainxVyf4rPmHRPCrn3rTJa3nN9IB4MUr++f/8v8TLUfIPUrqZ",
-	"IP8guS48Gor8IfvGqscqP9gHc+XaLl3lwD3OUIQlXx4B8QVNqvnJfpqNoFGKTpQ+UtbfZeVdvZ5b2xpu",
-	"gSfrvU/LDQ4QCOjo0V20dT+Xz4+M4Fb5np3QfyvZvllOl9ezig0LI+G+3Y8wd2TmCqzzLDH8+jpY323p",
-	"tD3Ar0vTXdGEx18XuC5NtY0NsFSt2IxxktXu9oxeLfankHNpagtE4AKi+vA7xbPaasY0oQtpnY2D4++e",
-	"d3u7GzcepuS/FrjF+BHrqPUTVsC/cE116ytBPKSVkb77LkDuoYD3ZVUuSammSATfrt+QbmtMNYtLkKVw",
-	"J+g+iMYf16RoCFz+zoP7RgR+Uvc836y+jtFniOTTdr1CAPrTI8PnoBlbYZPCgkefX6aP42xzEVJ0NV2j",
-	"090Kn2jU6zdTWqfX7Z9nPXGPGxPLnyKaj2a1d4hJwn13drj402gLlhsa5FX/2ONf5ZjicNEEkP1YIF2d",
-	"6rP+vauNAIzV0WF9fiXA05bg4OLMA9VmmA9facWX4qLClXdcG3nGNzwYrYPKKhEIO5XAswu8ekmvGRH2",
-	"jO/Yj8sMOsJAlk6pgj3I83IcQnaVtr3aVLEVq7i3g7QguFboCezndp3XzZWOQy4DKqGOBRJWONOf/wXp",
-	"scwSWwjaTeGHxS7nnxuKWJTzv21Uon7zVtwaiPwMWWcQlQKkm7u3BxWwt52yFHAygMWkd3vbDIYiP2Vk",
-	"h3s5jSCurolUoXmSRN5oQg0JF7Y3bJYR5exAQ1EaCY6Ne31AKEmZmlFLP9K/vQ0quhIisTHX9jzEgR21",
-	"1ydTklKtWbzQnLAGYStouNXcA2vLUf7EzaAeiSAHJHL4OIXSJadGL+RmF3jQmKEE+UVuELUiXf2BzYyL",
-	"aZaV4jEmEMGM5iLaWrvq+zUd96px8dh8LnLPPQWe37nS5b9aMCynxqR68PRpSpURTLXdL+1Izp4qHjMP",
-	"e6S382bt+DnJqvuwPdjzwuwfCPq8yI+QJ+/YtbbDapljFgcT0jAQJtAHQju4yzwLLv+Gq3ysWDjLPFcq",
-	"SdyrbflQ8NyqUMkVtxaOkWDfBASaBHlECEg22qHYXD5BNDNzwyPodtrvdACUBeFWnEUEbbIgjAYIFvj5",
-	"0EmV+7P92kJ6x4I19uJYyyQzjITAlCF5f/bKrjCiSdImxyThhimakFTxawg9J1KmYxpdWWGYcHHVSmRE",
-	"E29gDMVSMnCvVwDNOPYYZWq5QeJ9DkWlfUf/WSUg9Mtx62+09esH989O6/Df2q0Pfxo8ffrL/xwO9dP/",
-	"+w8f/g3+7cOfNkeLKkdri2OzyWpYPB9fyGrItcXvwmrIJeCaEqIFFQUxiUXi+Oo1OFre8uUasgFrQhZb",
-	"fy0gIRYkhUUbXqrZft9OY7dHFBWxnJHx3DC9VNg0GApANgeQQHnTJmdYBsQxPX577DqcS8sXcOmlA/H1",
-	"iqa22btVGKVMgDEUFizsjTlv73Gmj0joraaQSMG0lYzLNl/Y73bI91KwMBiKUrV6bnIRbpr58C71uE3C",
-	"d9Cs1TfsMBnIZJwYlE5cUr4AwuBmjRAM+K/VOu/8900G2YNDcL4vqWV1UVGQ0ZSKS3ZEzFTqUpdFbejc",
-	"NbCcE5caMuOi/LHu52lUTOicpWZOcL1EsZm8zhthfkt1ioEDIW+IFDWqtf3ldeKXserup1IDkgmP2qCy",
-	"BLu+lU1x35aiTmM2H6wyn173vrbW3CRQfuJmWigEmiRvJwBMdD/tdr+9ws/dfVi2UwW7SebrHKmgyE93",
-	"KgqaDFtFosvOLWe6XVrtGYtXBmqPSzGDvC0lyKqAxBkr12guHOqM3S8I+qUwS79clHNVwCvHRfZeP6h5",
-	"IM9Rxch/okkiL4lhSeIKYdCDx2htjnFauNsbQEZKEacStUrukiP6GlVZ7PXDUGoKQehFICquZYCah23C",
-	"52Cw+C+uWf4F0+YMSuBXxIWmNMUqSiMJLSH81vmBQEcWr4+IVoJF9W3KVsb/adE0wXc9kyoumm7mp9my",
-	"WTnYms/t3rcCNXANXFxCZD7wjanzpV1Ks6R073/M1kXpX24IzLtofDUYX5lQv7cddsmXj3J/gbD1agFQ",
-	"cN+W4eXlQ4F4CZniZn5udZEDr2FUMXWc1XZWFXlVKtQqUU1C+6RU/FcwBAbkO3jdleZesXlel4uxGbjh",
-	"Q5fD6nqacjuaJhjnIa2WktAzc8YFXFmAkoTjAuMWW2etiMadXQMXE4lXrMLQCM41FrwDFAlM2DA6cyGn",
-	"wv6IZaTbdhJlC2QpJFhGLIE9t+OVSghbU8oT9NIAGWCACUeBuxPWAWbV6KAK6KWDoXB1YTrwuJj2YYeF",
-	"Bj6eK0X19hC0lfrDH8hzKSwfWPdrKFoEGwWl1ExJRBVIAzu58Ol1NySpYhN+2ybHIOGvmTPbtSuLxTr9",
-	"6+4gN/QhAYMUTd0BSJd4HF1f7YkWN7S+wgHjtp3KdzK2n7cL/ffzt2/ITkhTqDa3Iz39u5YibLYJwLbi",
-	"U6uwne0Uqi+7B/4NB1nocl2CdA6h7QgGxMMCSzbM4QdoktjRqYgxbXUBVdk12f7lQx7oAqseCpPJTlhC",
-	"Yw0DFwOTil9y0U6oAWO3RU5zWGlcpatjRYmn/dwBXwv3x/U+siPG6hr+qWJl//nP//yvZm40kPHcTr3o",
-	"JpAwY9ymkZhfcqPb5I1voqghi3EGM4LSBMhlFMQJlw1tU90k1zVOtQNf8BnThs7SYj93d3cP87VyQd5f",
-	"PMfRZjxSEm9c7bojrrkUMMp7cSXkjXCNFFKqKAIswJiKWXFVlOl3AK8L2uPplCWGTHhimPK3BTxhwiRA",
-	"KOzUprFAHd1w+7Xwh5PjF9iu3avmvP15+P3JRUiUzAwrG9Por0PTdgD11YS6R2+gsfslM46p4CXrCEOA",
-	"xrKH6yyHUmXMYgjIVPr1xSxKqJ1GCjtnpgP3J8t+HEbGzyCMkJuqYtRyLblkArBIYtdjEOLKREgAvImp",
-	"ob6foGtBCC6BYAzybO3YmHMLBwZX71RsvnzXfa446SCGrOC3fI4HdCjWagIn6HNw5KLUdcfcyAUtEhZU",
-	"VmxTGNqhLFcHaLbJMTAIgswgewXEQTQg9AWiY9hJiTIr9Dtdp6B++umnVmmRzC8pPCIUkdcRn8FteMoU",
-	"fFEK0u/stslf2FwPxZghFI7lWNBtO1ijj2fdqghIWAaF1wwAcg7Uc7V0X6oixwjK4eFucShclbuV75C8",
-	"PKOCXjJXGu9+fKJRxeKinl53n9KUt+yfQgiluMfIVCax9uGLoegGnU7HIxbAADuCcWBaTzsrNRxJj0i/",
-	"c0hCD3cBAnLk4EVCklKNfGf3ZSj8+8XrQMhSEH489+DRFdASr7C6BMUIcnZxvIeCG+JQUICpcyAaB/6B",
-	"rw1cKpnHOHGyDuuqQybi0IOXBDVoJQhTkkjNSmAlO5ph0jh69STMkV+QFwt2ye813Voti0Q00xhpt2cT",
-	"r4ytorJHQEN7rbwyHZbh7i0AJsY3JBx4NncGFWxiGbJISJJIedXKUkc2iq1FK5yfV587wk+pJtGUQS01",
-	"N65NJRB8KOxqoMa9KKr2ogNyMkuiAllMD8VxwW/208QwQbGGaJxpLtyiXGiI2D9deqCbwFv5aUKNtaQd",
-	"ehhNoQ7+rN7MQnPMniapc+yH4mSgcdYMfKoq2jwli8xyK5pkgUvsDJbvQ3xEnquSTxYQHrNZKsESx02x",
-	"jzkDuiIaPCy5NY7zI31SSHnQK4obj/wLedp28yHuDOa4oXOrbTWP2RAUuRtnUOQgFItmWmYKL/lKu98H",
-	"+J6J3eeYA2gGts4hO+4IDIYitB6LFVQJ18ZzMlje0FXcnhfsIU0QKtoqqNKqymecCz+1AK3O5bsU73A5",
-	"cxUAR29EaSWu3yrBygrUF1UWGQo9Bd06SRhDRiuh7Ip5PjNn5kI/XW9s2N9R7tqF5bAmViwxjVUjGHn2",
-	"5SIAggTP6QocSSGNEVVFSHfK7UvFFsGla78ZuIKUQuYvQCYCFWkMtm8uKmlJVcVOfOSdaGH1BDkux6z3",
-	"VBosbtGMqivsL7pw3rwsRZFiqWsNDECa3ikdLBLSKDIjBxPnrPGaY9tsk7d+Y135DTqCJQyZOXhFtORr",
-	"lAlDrylP6Jgn3MzhmHikDo1Czorl4nGrMEGfWbIf1ZwMPFB2d9dQv4woA4A8coKSFom8A9jD5E35CcAM",
-	"otiMy9wwlvOww9YF3AIr+yMqLBdab4fFg6FwJ2+h2Zh3skqh4LRYR1BNPao79pbB3Ln3socCDgnOIodf",
-	"gvNfNoRBibpmmNa6rdrE9hTnj91IdUV27JiwfWOZQSWxb+4A/Pkkl1NNryteWcHi299aKeNElHaR1WuW",
-	"yJSR8BOatsXl7l0IfSWsZ2bp3f3nf/5/3U6H7DguJL1O0275fOgIc02TzOc5FJf9OECbQKP+sBi9XeqW",
-	"HxLIJSi38TdyKKwY5CJjoKjKr5Za69snyaWEAaxdkAtLpI8/ma6jHPohQ4Eejg6wsMmSHMnXxO1KlYyz",
-	"CDT0kdOZ/mLXcwEOuJTU4SbVJj/R5Ap5yp44ZjB/ekCU1fdcaAYANBL0G3TvjTPwTizrJldeD1gzZij0",
-	"FU9Tb2WnkL9D4BbMOyIxYykmFyC8dJ4cM+EKbs4YcKDniNNCjXq+gPvqkEylkBkwHglLT7X+wubehyA7",
-	"PoBGbsDxoiTOMKzAcq9qKKZUzQKis2gK25pfh3s7wFpxfwEVrqyNJ1OW79UiJ8Mi/W46wQDrcsbRE+0c",
-	"qsD7mflBwqEGpAxWh4hdzq6Cioi5Rpgt16vchUDHc3dLCv+Cxn5OE9M6gzftlhqVMVfGlH+jzCtDYefj",
-	"JgdSF2YFzANpMQWhHbSdVefhUalysrJeojIrjfudQ8t4Cy9zMco0C918z5hR89YxQol1Q28D+RWyRN6Q",
-	"vU6n1KgdFdJQwEpyXWQUFZpiVnEes/bEZ5MJi4z14fZubyGPm5JIUT1tkkjOoHW2l+4g0AB3HgexpJoo",
-	"xjBBzKh5m5yXN8GfoNRAyiXw5k4kxYRfZgq0tcM77Vlxd1wEs6sG95hdZgLI5jGQGbo5wppnc5mpctp0",
-	"rGQKqQoup3oopMCHrDHYHOBMF2Q4gEZKcskMKl+YfrvmFEmBUYFgKMJ37y8c0t6Lk1cnFycgZ/mlsBTI",
-	"g5M0Qk/sZLH5DwYXfIgSoC6t+RueXNDLsIBlxxaYkMaCvs9QhD9SNR+QhRgBTMR+jrWeS2GUTAY+4Sts",
-	"k3PmkmTs8CivuZUSk9YbKVjrtTXzwqFwNAh3O32rsclrGfMJhya1zq2nGMWBS+yER0xoVgoxv1MyVZwZ",
-	"rEmvBpgXY8tPDVMzXerulQeoG6XWlo1uu9Pu2KesI0tT3hg0dtud9i5WEE4hSP90ymhipr8CSG9d/lCv",
-	"0ymdx1RJuwvAUm3yBmI/QlpbCyKVNHEejMyiKWh+ErOUidj3UcmjwadxY9D4npkf4POlqweYVa/T8YF4",
-	"V3u6GP6FlCfwkDdlMLgvQIS/ttcnLMg6MIkDAXdWiB3455a73Gydrmzh4h5/+rN79DTGj/VxEXWv5It9",
-	"+h2N/fXpXdDY2+aVU2GYEjTJW+3tdXY3v3WOlvZ74QzdhFXubRqDXz4EjRwSrPGKXzNwosGAbAQNQy+h",
-	"0vg1M7Txwb761Fpj802c42pNcomayzfr8vBLfzcwpdfMctUR2evsoktzwzVzEdpEWruPJta1VqhPNNjD",
-	"Nx5se4mxzqBIG+s3fwPesp+f4822euQqz1X5pqxjq1JccSVvXVRiL+jbCXZjVSCYDEEeWoT0Oy6iJLM+",
-	"ww76ZVIk86YV7ZFiBnWt7wMCvtERCfE+JXQpFxh0SalybTqq7GY9jeOUW7MOZKu/dViZ4VM88vQV9ONb",
-	"ldpTevA5WNjbPHk6sZoJFBNk/3w19sc1Q9JvzREo0n4t9RaOQEXdbjoD8LB/9i5oWE286R145i5onFHD",
-	"gMYtpPSG1/LH/b6UBjiDjn2uQcNWgxRvLAykmbnHIPbpu6Dx4xq0Rv/Wjw6l8XNEzG6nv/nkv5HGmziN",
-	"h4mlfqe7+ZX3gjpjzX9nC6n0Uqoxj2Mm8I39rVZzDEAAKMKCRr93uPmtCylfU+Hzn/RvJGtLOlubPCpc",
-	"kq35nz7cBY1U1qXoY06FNaY92EmdP1qWnhgUm4JXb3SeyC4iNsAYK7W+sJ4WLhbo8lJGYUSFkNBW1BVm",
-	"QfoXOXbY09jd1N1sof8a4ZUkhqVDd78VBtY+jabYNADiTIMitD3B+uw8oAVOmgsJumX6YFsl8dS6lP4D",
-	"hTkCcR9/yQZzsl6WkP6uzcePnb7AGPJQFAFLTxuf6e2m4B/IKR25/TBTNoM4YGkObXIshqKMsl/0S3Bh",
-	"1UlmMsVgTaSyJHhpHuI6qldmQ+Hj6Qm/YtAWMNeg0AWr9nqPLN3uDYpLOu+rr7jMw9seKVwYeuEqT9dp",
-	"WuRT1Dv3VrUll9S+jqoRju53Mp5voRXzHKyl4zNl0RX4eGkauCiaK0BTEkF6oYGUPa2YM4Wwvc9mvSvI",
-	"bPvYU329b55d9276t/vzZ79C1ug9lLArWLurJnoZlbG7JQOg+4UNAIc1tMrFEuymCA2VZMWOrpaWNI9I",
-	"+CrH1eJ5oGTBcni1ASPLa7Uy9vN/IyPgG/sO30xJb6Fun0sxSThm4fa7W3ziHZ1bz/FCyldUXaJe7+5t",
-	"sx6dpalUhsWvWcypr6fo93rbvOxiClZDnwhj3aB/UYPCZVrSPFmz3qhYcNqefrpi89P4zqU2szpYvzPX",
-	"m8nHQkuWxVGhHWd07vSCv7FtFrfZmMeBOgsTkHz3lcXkjja5cJ/By21XnprLo9DpHqtKj/CDPl8KbJI8",
-	"1bEUza3cePc6fWKktFpy8arsis3B6BBSsMBdy9YpNiRIrtgWJHZ/FQXjBeH4KOh+94JuO9/qpcxE/K8q",
-	"N5A3N8qNoD6281bUpNdg3ljJ/wjyuHphUtQGAh9qLH7bIMoq42nZ/nmMnDxGTn6vsur/mFDL98xsId7u",
-	"J3H+Yq2mxt0HZ05FPG+eWScl0Qxa106yBK3vM+2xWCFlqmjM7VKqsFk4FaWuQ1yTSj+jAdzFQL4VZBdZ",
-	"9w0zLrgmcjJhmJUEPQapBhMKe7AXY1oLaUV+GdhokKWDbdFceoqLr0AOzOWq2PtzJNXvVsQ/52ZllPzC",
-	"39jHBHc8IOM54fGj1H+U+l9E6v8fFf02i6epJJqdlMj9VVdX9/QT/ovzWGuF7Sqp5TxUuibFtg2JLAxy",
-	"dqw43O84r1TXWqsYP/79ijI3vxWCbBUNHmXZoyz7ErLs0R5dZ4+uOn4lGejKGx5gnb5wQrIwUJfl59Ny",
-	"Ev3a3A13A2embAZtXMvoRyvuxPw1HzwEyeq6uL47qja2rZaj7JKdVQn6PjFk4MINeU6/q+Kwwy68GeSo",
-	"WXkvT65dSrC1tfPeB3njyGad3ZrL+uMyzb665K58bZMUL2/nowz/l5HhjxGFf1EJfjNlKGsqrYkSLr64",
-	"CA8aafblRDPRzJTQwndKojiokaALsjdYFNe+mCvEtYceAQMSKnxZnYGy9DL2hasHWmy0DPhx2CA5T/Mn",
-	"CdWG9IjrmNQm30soAZeTCXzR3SVBTXOhEgy9Yj7rH2x5mAtcCGHmS6Ea4PmFvPuh2MlryrD6w/AkgVFF",
-	"UfkqmkcLHWmFNPmq8T4qf3hOLuVQeDq1ybv3F5BJn1drDOzWGF/7imEgk6MQ1F1u1emq85W66oHZEx4a",
-	"p+G4e+tkh+VpOEDCrRIffjfK1IFQw54A+R+v8R4VWZ0i+22yHP4Ftad0ipJAF63JSp252nfJZbOdzuco",
-	"1toEyzrNWurab6c9k6rwKbTVohBqd6vBWLorxQGgFUyDHNPoKpGXvjx+bBWF1dNYH9btdJpt8i4f1Ho1",
-	"CKkAejIApFVplTwCAQwFgHajO5QjbJXUaqhYZB+GZAmfpFX4ne5Dgas1hPUNhUxij1DDja+9dvrGVXjg",
-	"sw5NRsia+jGs+HSNDKRgALai+SxNPIZYkT9aniOQFb69m4feCJ1CIfjE1fxBxdwTTaJERld5faJfzYiL",
-	"EWZUIs6J3xG3n3l9V9Va4HooAMrE9Xb0tkVRLV4AAhQ4DN7SWjCJoCgOjKI6EydPsR3kJgle60DTzJOL",
-	"49wu8TAwM5oCrYfC57TAHsFmALwHakUy5XZgwDbIZhl8t01+ysvBHAWmVBerHwoDnVwrHjLmfBbwBr6h",
-	"p2vXWZ8RYzmi2ulSf47RUTrgv3wCbQta8bADKHeNwe5B++DgcDdoJPbPrW6v1+53D3v2izk7QVlTb7/V",
-	"7bZ6/Yvus0GnM+h0/tYIGjpl1vB41t6DAMl9zAi/uu8wfPtbWDKVKThYyxUGDUqYG6rRcj0qoyeukgfO",
-	"3kGEx0c759HOWbRzHtM/f5dpXKCTc7QD75He07ACOJu10WAEvIE3hHXjZa5cB2U1UxeSaJNzOmMVpD/r",
-	"aSO4+FKf6JDseHXMYyw6n6UJL8BEUmqmzVVpBrjYC1jO76DMr2g/+RJQPbYaHdlx83OuffBk23Hx+e8g",
-	"+2ObF4oOxFt/w7dq3vZZ6D6vf1cFk3lj97XlkhUVmvd5fwy+P16gPgbsf2f5JnThoH6lq9aimchKHep6",
-	"RTvxAfHt3Q6J6WJlfCWJ2nVrB0QfMqFJgq2tJkPhAfQ8xn+bgJwG9zczAGgJeE3GZ+3luJLuYwjtD+Mh",
-	"vNFQwKSsbp/LzANvsBiAcxzyLoL35K3a7BfDpssDFHHCMN3Qvj7j9t2joYhZgcIkBQmtXqeIXFvqUUFC",
-	"M09ZSARVAERlJEzkios4wH7bYBDgn9GDzUEB0cMxfMbcNDF6z26jJNP8mq0yF058R7rf3FLIm8Jsbyjg",
-	"K6BF7/XKfQ2H8kvbWw/fTGHD9DZrbIce+ailH7X0I8TBV1e6eatPr2qdpM2dUHzg6Sf457q8zrd5l/ga",
-	"vblQblSCt+QOh73UGmUpuQfm9PvN48TprQjx5X1qHqXZozR79Dl+d2VHzMmWJfl3X3FzggKycDQmVLFW",
-	"jnnubk1qBOc7Vy+EV11g+4fYvQSM6DC2YwgP5SDcFZcrOMKbzKU7r6HYKSc+LWQEWbkE1U7ujsFl+VPF",
-	"qIcN92kuOBHEkQZzPr/EFIwq65xETIC7Ad3WFKMaUCMTmvrkm2L6S9gqiJuvGG0PxQm2MUCIcZkZbReJ",
-	"2gFuEN2fRq46a2RfC3MobSi6IpGcMV24T5fWFm5FXEUJIzHXhgKQPp8BuZWkMZnQyMA1N+m2d/GizVLm",
-	"iR4KgNizmwhVXq0rnsgZMwqhpu1fMOOJYI3YTpy5tovYxz5TY7wmvZo9nTaD/MZwKOzGPdFkliWGpwln",
-	"iuywSAo5m5P//b+6gV3ERCpj/6O9uxeQ2wT+9WCvmV894hTJjAs+y2Y4yaFQDsx5ShN/Zw2NQvJGMtgU",
-	"kIRArJGi4pKFRKdUaHLYIf8DLrm7e+R/oAanZijgyaMcnT2aUnXJdGWE9ozeulb8WTpRUhjcjGa+N3kV",
-	"XAnpHCrp7PYA08YeYtt+CK6kI9fphQuC6DzzkbtvDodiZ7fTIeM5cSDSzTZ5jrDdcG3tSlcQml/Bd7P4",
-	"khkA3lm+C+faIRYDXOoKlJyXVLETt4zfGivHlHowu54TjYEVpeRHmjARcUrOTUDOqSAvFRUR15FslO5l",
-	"9w4Pq/ey/Wd3QQMPenXMLnlN1RUz68c73N0vj7d7uHcXAEbPyHUFc9y9fWZamdq5zvy2aDyVDV9l2vlK",
-	"zKp1V4PvvMkIKV7J37gLHtF5/nveAj9e6v53udQFyw0sicyUU+ReVrrdFL501SJ8+sn/6/pyyXwk1xqv",
-	"pDnLWU7lTPGBM/TyNHLf7BZz4rkZCqg6h6TpXO0OSAjodmHgdC6LQ7IDqD5lgLwp1SSlWrO4CbCCADRP",
-	"dnCMo6EoQsCCzkp5SqtKdz5Pt34rJ/8zFMKju//o7j+6+7+Lqs5KH7J1Evve3n8uyosAwKWi6fRjslK0",
-	"n2VCF63s8j6bWhe1Ne/PXuUNnv1z0JQBOx2nLOITJ8/yXpZ6KFxLVCvIr6nilhza9WZgt4YJzaWwf1Dw",
-	"hRYTkYx9m3QI25obaT8L/WINu7Uu1vcnF0MBZTi+2ZEUyRyDCUXKYpQX6APyKTbB+v7kYgDZyr7NhHAN",
-	"JlyPsYUGEOQSWnXtdvouIwkxyYtWjjrIWw4FBIBQHQa+NUYgMAI0WGpziz2Ayn92W9TyjISdbDGYESLT",
-	"Y7tepjThpjkUvhENhh7+9KfzbJzvqf7Tn8hOWP5L2yo+LKuJwyZRmcDto+QnNj7H1oWuNSKUV3ENaVOl",
-	"MEvopwjtU6zR1brRIdHZOFXSyEgmQZ5gfpzKJJHkObYUtRTJ1MfEsgm9OsJ7Y98p+lKyvHFYWPQtGXHB",
-	"7YrRMISkr0/DRqXHx7AxIMNGfUfpYePOuudjJW+0pZiDJdbM5O2opCgv/sihJLuZ+O/ecIFhJES0de1k",
-	"svRS0bjcNQYHhV6OukT1vA82FXhQfEuXaiisMxThd8cvRmcnf31/YneUPM8bSOoBtpDE+Bo0ZnHoPL6h",
-	"IzXLhHPdEKmBPkCphjRucVlq+uHaVXIN2052lrtuQmM1LQUJkbh2NkjdgSM3tmN2XVsJ1UPBRaW35RHp",
-	"93uHRcMIAHxOoMWEQxzudjquz6Zrag3T0siEvu0NNO50CMNkB8GJSx3NXHzPs6HrINeHXsD9fqcL//sM",
-	"/vcQPmIn5fp83XDN2uSERtOiqTWhnjraUGW0qxHMe5XlYb0rNn+iXVDHmr1Dgf2h8wahvnHR8cXJ6NXp",
-	"69OLkxeu3Sk3Td/vyn0LJFoOwNzplJpsDwX17XDDi7dvR6+P3/zH6O27k7Pji9O3b84rHVRrTNu/WhHs",
-	"hPa97Vr3HoyxzS2+e/5HL+3v8c5bP+s3dMbu8d5Jrkm+cppBrZDe3nJ30z1zb4NdsCnKRg0Ma6U3/Dci",
-	"tRQdho5jSt5RdWX3dSqNLDUYimKx1MA+T+WN1fWI9sa7UT/eY/uTg8vedJf3/753tZ8czHrtv6eXjaBh",
-	"d8Ma3v32s4O7oMEMfY21tY2ByJIkaFgrBujloMgag0amY2vOSEOTxqD7bK9jjR9fGXr6ZvTu7O33Zyfn",
-	"57D6wgZAquOtRII+Q7fT6eQBShbbP4Cl/FBi11dyyiibWSGtqPAuJrR4Dx0MEGRLQ393jZIXi5VK3eBe",
-	"vj377vTFi5M3YdNB0eftGFtoSnnIfC+xd8J3J2fnp+cXJy9Gf31/cvYfozdvL0Yv375/8yJsPvpsjz6b",
-	"Y95HqLD7FDZkYsmH2fn+5KJZ8q68ElzdM2PBFcrFg7/QCVG+YPc2pw/CQblcCu0an1gC9qITH1RbA2si",
-	"VbBgR+TtCRd7qXrgSX/TV7gd1HV5PDs5vyhZCoteEIxkqIipivNFlbqkoqwL3McLcXwXBlBFaIWZkuOE",
-	"zQakZ20S3wC8LDex9TVaeVpCRiWs15V17rgL5aL7yFBY2YoGOeD6YN9o32eSwKzIDfTkLvmJbWuBwj1Z",
-	"SeZC8aYTrJjjuTCgq+KEMa1BWmlg5lfh/AOViYWuknm5K0Q7rWmGF4GlOWmDLhjIIOsRWmOybN0XkJ1W",
-	"+C8taEC6HTBpoylVNLJGinUaUTFYc+/V2zffW90Ss9RM7cMEzF5rzwtQjZ7g5ZdenJy8C48It7rAuufg",
-	"MYlMxEyRcDRCNnau+GiEibSwK9Y96XUcJ4Y4svXfuUgz87L0n4apCY2YDrEfdZhKrfk4YRfW7Q391LxF",
-	"24O+rs7oRRPeHwvIQWa3KRUx4Isqeum7q8NCSwikAjv5o7FcXu7zt6/fvTr5OcTL3uPMyBk1PKrpjAwX",
-	"xM5B9S5DcwDV19CAJd+c/FWwfcmfySfXhXFAugHRU9rb2/+B6umd70+KoQ7s/omdlwkdipzH4MPeFHBd",
-	"8wdkyRT44fj8h9Hr0/PXxxfPfwjxwh65Fd6liRTsCABYvTlRuGzuEdeNb42VQXZ6nY7djAmmTPAIpU4E",
-	"HvtQQC169Yi4SuwzWJrv8AeIJ651te807lH87UZDs9MDyLwbigIfw9U6q9JYPlnPrgD28HURQ8lbzBch",
-	"p+ZgoUS1PsgCfWoeHGVBvzLvv+uEqcn0EOJURUN5ENZckLE0U7Jjjzy66znxfPduJ2SCQphyEKGYC4O9",
-	"dREgiGHMS0JnmaBmedCsHsp2dyg+S5Wi0OfJ2cy66aJaNSQI7bKKRuHYI2in0uvajYIyot/dG4owK+7b",
-	"RhDjQsHRhBJzyzPOScYgR8qwO3CbvMtPoaqwD4T4DoYCMjOX2EMKBpzwDjVQXgdRjaQYqB7cERLbMmBD",
-	"1jxIYgmOhFTw7xDZckQdCmCnLnnNv2sCIXKpDQfaab7/n72v3W1bOfO/lfkLBY4EMIotvySR8f+QNjnd",
-	"LNKe1M5BUawKcSyOLMLUDMOhLGvTAP20F7AX0QvrlSzmeRkOKcqxneTY54S7QHMsUcPhcOZ5f34/gWEO",
-	"GwYSsdff6902r/v1tZqtSlX53fcqtcByrZokAofTmz3vefuhxXOOdPln//HyyejoGE5ThButYoPvRT1g",
-	"N8fbhB5Yy428mOuNe/Nk7/DF3gv54kUyGr0YJepodrh3vK/2Z/Lo+Nnes4P9Fwd7s/PZ/jM5U+rwfHS+",
-	"f3B8NE+SgwO1t3ckQyLbfWe9+Ziwu1XqVq0s8uni4HK0PNRH+fGHZ8Vz+6IcXR2sD6+PNsdodlvVuhIv",
-	"0czwypaqztzuBT81eGpTizSMe++dex31PuCg+K9wH/Z/lyZj8ebV/xuIjzB83/39uzRxfxPiUuUW8y0/",
-	"QsJRoPsswC8XnzDk/1GAa1yBd39y/9+731Lc3Rm+QwnL4wmEwITmPr1Uf+kEu8EYGCW+Sf+m6wEUZxV+",
-	"inpo9UL0qxmBSNx28Nal804YNgOvn5lstdS98UHUAzia8f6nv0c9CvfBcUxxEmGNmQwnCTT5sE+GxNns",
-	"PBOY39/dWPeIiXyKfICoWpnXlQcimg7I7hXqQkyfvsMgU1esdftirQePzXTwYV8QEHr309mOiBDlyolW",
-	"f8g6aEdvbmrFT7mCLGblIWGe2rnn+koVTLEBEvhvL//09qRCwgq49VsbjWDsPP1PC3STD1iJJJMEwH5k",
-	"9q5ws0T6EmcxRD2qqkVrepfsa67SQ4W3fxW1OfeRB4+HCB5ORfM07KSD54O2kcvsjgct6NpzqqOUqXbK",
-	"Utp7HrO/uSn8gseMH7k6ZvWndk8B1S4nIpeFhSABxUY38IhifzjCr8CIpINoywK06O0OYtS+jN35/H7O",
-	"p9tKO89nLjdLBqjYwS9OTTgB/h/4uM7jEfRzsVTlwiTIUeXj7ti+46zbmTuqkUitXSkr5EQXaqbSvKw1",
-	"ZkHFkYQQNqFIB7fchll0NnUuN8J3nkUTHXSn5XKDfJ/bniOWK4cpBYZ9xNYvKCjWppzOzUon8RDbipBa",
-	"YGWB9jx2bypTJZQiA28B4EX6X1ZfDyL8EfGl5zJNxEaVE92vfkHFMlP3ZUzB81guzUpTXC5mv4j4wtWH",
-	"lcwg/IEVhnjE3Zhu/vjL6TK1ACnJ0XKRqJnzZhN+MUDdjfiIUL3EqRx6qZFQUOoW099D/Bqr6AAjs0p/",
-	"AOYmXjbl28RVmotKjFItYjfIqlBTSIqcoB9UxXcRC5PIW6mzqtFCxRznsK2s9SCkZbFp5NUuET08kxsr",
-	"0tK9xmJDyNkoZz2/dR+K1+xKZsDwjlumvrep6gvuiQsz0X5laIu7Z4ZqHwrNj4jQtiLHHleAZk8/un8A",
-	"vhZHwfxSa8cYR3HG5OcXEFbH0Cg9CjzsShPHBcYvM1liTVtQ4OdXxl0GQdQLVXIK0S0+zT4S55sSoWvd",
-	"f2CmKJxe1W40Fs5SjN1JLOgjH1W9VCrH0WOaMJTqU4wXu8BkNtEzmWUnIg71Q1jQ716U0UCgL46ur4Md",
-	"A/lFnngiZmYJm5YhaifamvpzIzsIbJj0ph68d/hWvrD97pTjb/duw8OIhiySeuDnndxQDy8LZP+KIazu",
-	"foGni+VvGA5CEYFxlWg76sJHGbd+b9zLl1M34PQqtbKHcahpe/hyZA98+PKwd4coC633w7Dh88veYVXV",
-	"NRmXLns5SUfQKzWn5hLqnum69bpuva5b71fWrTe61f74oyzVWm6+YoOf3FBK2duPnOpg6/0d2+vegiep",
-	"czPEHF8EgPEajdkmuFyMcgua7twICgo1qDIhdQZQ1WrnrD+WzphQrii9CfGhZriDVeTMdsSxz4jwcemM",
-	"8JBwBollGA2ChmCw9QayRESl5PB5M+vibAew/2GQiQZNmBgkSxHqOrUlWI5BeYFWgFRba120Zql4euQ9",
-	"4I/tUPxoCmcC43NFbd6E1EIt8xKfl5pLYkhKVGa9NUUsPOYt2G0TDdfvwKY75fd9V8PkPZibty7x/gZg",
-	"dr9Y9ySt0e3wWnmj0rp2lbldZW4HBfdL4K82Dt7NWi6FHfAR/r2pgf09U2W0Yo7X9M0WU0db8PjUjfV4",
-	"+8RxejvcFliHTp518qzrDn+M3eEFiRaWenCW79MNfopCsWoFdyPfENL/vTGXzmaGCtB6k3otfsmRN/QW",
-	"uKUzlrD+KomZeoGw2SbV87IVTiYWj/6DBSyxmoMQu/t7Pqrqyom+FezXiYhVKadEB7nNawWwaxUYG+FZ",
-	"58Bh0IadFgnGNVvlFInHi6dluqS+BI9yXcYiz1ZYzUNBdtQ957DC5UKlBbQD+F5/8O9YM429l0Ih5xh+",
-	"zQQXTiWJl3qiMeGBY0q9qb8szC5AAsWrvlSHQ/Ur32wsDkejifZfTtmJq3VY4ChjDOvjpVU6BGKw7Vh/",
-	"sATQWIH1+wuZ50pbJjgLEjzj2suGUnmj7WqpkqhBoTnLZLpUyUT3y7VxVzETJrOHkt92ocqgywZ+TjB4",
-	"7I3RW+Mib0KOGdLHMaHJphag3EqlT6B5XG8EpSw4pixS5/zhZ3Zca0zxD2S2XEdOLvElwYqC78i1/e4n",
-	"+I78lQyOE8GXfAwJuw6ySP5SziQBSM6J0EbMC1Utp3aOcAXGCL/VZkq8Kv70us1AO2m9MFUvt/SwkWHh",
-	"9Rwj+Dwe7peFtFMkFZu6H9wqt7Erh+MzFVg7LgFSEdjvoPXi6PoaD+rGrPw2wJgGefaY80m1LYk6ThKb",
-	"HDzM7hSAk6uPI/4PEqBZEytCuRAgc9Yqv3lnQLRe2XJ6/mxnsTHi6BV4bZEUUz0yB/nhh6Pi2D4rR6uD",
-	"q8P10fXx5tl/j0Ch4d0a5dnbAjAAQLnfvO6QRXCv7IEw/KC8fIcljhq0UbTepQa61ECXGvgOgfyc/U3C",
-	"umH+BxGPm7nX3qa2rGpybNB2CwF2q9TY63BvhkYVFRxh+FikIk8Kc4V876RToJ/rFeLdEsOs0/b1fMGT",
-	"wA7eybz2XXCuMe3PHUbuWNoekKWtI2br4mJfTZN/V1H7JlUaive60vKVbbtRZtGLvEoBSoCR41F/jcFC",
-	"Bs0VBcZyVCv+NHP4iqDBhoIaBCc6rPPk6BPC/uOlVVzFX8LBF7oCbkSN3RTEAl4x0JMGPF74PMKhDmsV",
-	"1qF7XM8270CjpZ7Uu2dyH6nwvckB6iRuJ3G7TMRjzEQ0ioxYqN+vwgSETL5qg11SeSZn9V4Cxgwfb1f8",
-	"1PHGvVZoRp1PSOoD/udMZVRy/e6ns/dt1dZ4UYbd3hDNzjKzVolYmitlxxPt8xvi3//zv0IWRXqV6gvx",
-	"D5HqaV6Yi0JZK/5BN8OC+Nhf5X6y87qJjsPv3LVVo8BJrakAy4P8TwG3AgKtTtcxMoWbMcVxYWhE9IAw",
-	"O7TzYdT13c/vgS7bx4oQBoeLrDieTjgHFCt1qkybJyavlnrEGEeIjqpnC6kvqEINkDkggB6JeIUAtJAe",
-	"8ZdB2qBQMsNZA12KBSVOcXdCXW22goyx6mzIKxwT6ecQUDux/8IdDfc44erGEQHeyMyaibYKOhnCTA5Z",
-	"HXJWrmQGMeUBjx12d+Av/SfuqU4ASWui449UEBcRcU941acY8epxwOpN8oD8CXrP4iXH0ek9LAGNNMiF",
-	"VLk1xOhxr/ZMuW3yZs5IxhWML+AdO+umzqLujwHl0uarLBOFygtllS7hTETYLGBWpceFGri1gtfm8ylG",
-	"ZxuRzoU2EJnnvZCWwqZ6BsEHW8pMCTcR2KP7I8joQdwddueU+klqaGaM2cypR/fzNtMJQY7vZT29mYe2",
-	"0L0j8rQft3FagtzYuVtFQIqSBL2EOzCMhHtMAz+ik9B+J22PT4kZ6cSkyXOVCDOft45YDXKHCPp7DyH9",
-	"5QgiX9d+DLCDYDP2gWeKth5zk4HQaiIffKfW4m81Ev7LWHN3D53fIor9LhCAP4L869Ae7mCu/smde3Ky",
-	"ZWb0BVgQWTpXs80sU7cNTNSNQCiUubeh2940C+PX4wELyd1qYLiIflBIA0QBbOEMdoRARFhwPhRvtqoq",
-	"KvV8rpCbMDQhiaE9tDsitLkCjVU3MrCAYsuEaVZKVESBwbJCRQD3l/p4S8NEC01eJ765xCi42Y32bdVZ",
-	"6St/YLJfwL3n3u0fgud4UP49bJztjXvvMqktm1m3p7YLH+SB0uK1tbxJu6e28pW61HhnEPwGDIIul/7N",
-	"LQIUL7tjWO36n1p3b+wi8N2+HgkAKsewlIfKOHfDU/Qr1z0ixR0gUTBj3uHeYcDWwmJwpQEmou8BG2RZ",
-	"qmVeIo4r2BALs9ZioQo1ANQLj7kBQ9w683DvHvdfKqXwmb5sWn2GYejyC11+ocsvPNL8QnVO2xu97p1s",
-	"aJfwGIS+uSuappWlVwj5rSq5jrloC/XPiN4pEy9gmwQOgKwtnbtnJ3p3wNUJewxSkY+2Md5vcneDXjg5",
-	"W0TCU4HdlNZmXqyh+Ct4drhZxgAp9hRctCfIuRULT5H2w0THr91XZ2ZVzFQsEAI+LQcNoHVJfF0nwhNo",
-	"ETt+M2egkD4dqOqkiLEC50phCDEWqSa4RPc8CDxP6Ke5yTLwYhF7xt2NaBWYVyt1ywlPMoYnx0r5OE3G",
-	"mCBx7m+cyFKOY+EUJbByYNf31jwIqC5MM3GsPWq0kFQKuXKMybleyw2CXDE1brO9PZromMrpGVI4ds5v",
-	"9UjEFkdUX0YLZnXzvfZGE36Ph6EHty8A9skNOsD40qxNL5yVQLMlMgvqR5mZJdgusD79eCwWShbluZJl",
-	"PKDR9o+oHN4SXE9emOtUWcS1nGXGYo+KSJNMuUVzr2ooXlbR2JAHTWIig/NJ/cDFj0LHflCjfvNMBH50",
-	"KP1HmpWQL62VRi5XOlxRt4kmGof2RAV9Z5pREQgwUwzGFaNaJA5HL0RcyFJNoUFfJbFY6TLNYJO5NVB2",
-	"KF7y04PMQEpKt7MgEkW8mUx5CHucyBbTcgyLk2oh3cSg94COMdLLFeqKtovoU9sJTRyySBIg8GvEyFGw",
-	"fniMq8OiNMd7ZMjU5w4jDBOemX4s83R6qTZTIgeMmVEBP+XukwHuv/p7OoEID+9fFouyRJZFy5wDQ3HK",
-	"lzEglrTlE5BET968CgWUqMsnMGXTUpxvgJxFZfPBGK1d7sbh1BPknfDmtB+jYKJiLQEujcS7Vtcln6uG",
-	"iCM2QC/ha7JuKN7R0YOupnNVrpXbe2iWT3ThIbEMA9gRzcHS2fAFAoWLpczheKJwIrFfJ9b4wfqtzjuH",
-	"TqkTYYVZXSzcXMqLQp395e1Ex2/fnL1//ef4afznn96/+fFv8LLzwiQrCA1G/kcSBK9KBNgV7ric/eVt",
-	"Wqo2NwG3TpURaink3daqcQDwBdQPLB6g0fsKWryMKJRdLZVv6UlSSxvEWfGpGwttx17ECOW1LdMLI2BL",
-	"ef1W6YtyAVjf20iZ377ilPUMWD9bCrgW1OsFCm2i02Qs9p8dH+4F//eEI8ETDQdVfJww4takN558hjJg",
-	"0osmlAKEq/1g7vNAz01644NP8M53AZSegWx5cuZ2P6y7PUH9XJMfYCzUV4GV/q1RS1noIylTbXgo0BM1",
-	"KyBUptuankh+UfzOvTqqiUYeoC4d+1YR0Qu+W9zExioEoqMS96/lYXaxuO/MFfrRZJlZs/UPTkd/+4gN",
-	"vmYdFrlGa3W+MObyidJJblL9GawoMpJ+sIJ+J/zvmpBRVIyrs81gKM7UrFAco4Ke3AyYC4atfSF/xbFf",
-	"+yk9ghaRXyys1Xj4z3cs+DfQxbi6GFeHTvTt+xy2RF8glun02hrB6Exm2bmcXcKxBFtj11T8lU9B4ve2",
-	"z/0pkXg58+bn07doLoPtLMjVh+rWGOJGlVOD4pay85ep89RqEhpxrN2ADGMtz63JVqUSMXD9xAGghCkF",
-	"PDhgZIi8SK8gPpYZk7vJg4+YpfrySWZmMhMySaCmtU+Uh5CbgJllaamK6gqFrjuVF6D5/+rPZ851grmA",
-	"r+IjIIlyerLYDHYWCboFgdpPC+onFv14vbBqNv33P/8VD8ZAKp9aSpiAU+ZmhlR2pSnA5dNmjePz2+bl",
-	"JkwSUMyMH8EMhxD9CXjuhsLrMmKFqipMMepAPhEFCBAsw5nT/JBunrgRzpFpEYov4O74qmHh3djrsbhS",
-	"RTrfAGJymqgnZ+mFluWqUPFE92k/nDElLG9YQaJqgAyLgBci14CtEIlEJSvUZ4qjXbiTnD8XIfsnrX88",
-	"ur6OxVzaciheivjQ/YXJrXIhtTjce45sgqMXbo2pOxUBl8moliUOPtH9+HB/T/zRaBVDqa7zBIEhDWdA",
-	"Swpo7YQqAlCRAQpEf39P2AGBQXAwwmgP2wFhCAB7pu22LwCw8Qj/OdjDf0di4T5bRGJ/j/9X/Puf/8Iw",
-	"0ESPDsUiqEDEtenHp6osNk8gFlYrMMEgRVoKaQmdwW0JVQx2V540rIJvUHjSLhn5klRtWSY4Mfj5t6wR",
-	"adz1r2m5QGtyJ7KZpzn0WySAV0BRIPqNQz84aSkX4p83DKuuUOQ36Zx2FRyPkMHL0yhvWV3tRtcur/bp",
-	"R/5P6j1NVKZKte3lvoLP6+cfCy1zaowhlZyStQI1mNVHmbmoWVYnwKIOymlpiirJUxqRlkNxqnKFJKGc",
-	"6xOZkmxdQAYRE2nQRMMaD8NY9V6nQ6A/ShEFLE1q1oUv+ljIKwUYXahIKwkJ+TRcE0TBCqQotv1Ucdnq",
-	"adv0FS7gtr5qKIjDXUufnIjmgtENVUKr1lEX/sbjfr9CSYWb99ZyKmqPsf2kVSOF3xZqqwmYKIBXZ/Om",
-	"Fa32i03IB4qA7bLzdlhnXdirC3t1+YxHUdp1W1F4Nzn02hty2GQDAqmNmk4zNd1SLc9VgYZXRNVBkIE3",
-	"VnlZOq+ZfD94AJHBWMSrIoMObYz2xJGIg5sR6Rk3qzsbhcwrwO5kA8sUQmn41Dn+YFL1KcM90UGgozSG",
-	"IlocviKX1ZZyY/EbLvpxIlZZjiVpdV1yOfAYrDlvp1LvTLJS4sJU16/Fz6dvPSuYpgQNMMOhscWXYcRw",
-	"XpilM2fXwugTKoUKH9GZamxYalMzlGHYRFFtVERdQQbLKhYymWg2r8nI5BBJamnZ2A7tU8kDx402Ag6x",
-	"0bRqicoLNcNoXBz4AlOvPmMhs1TayipGYNAUioUK4mLDW1+qvKzq/rBCbaJprzDXWqakVbCl8LmAkIxH",
-	"su4tKVkIo0Xc6prEu3uY26zoe3YL+cZfWs1e1FsVWcDknsui1KqoEbkXaaJ4wvbp1ej2zUWNmT9M0/Ad",
-	"DYkggocHrHM0ugKDx8O//p317pCK+5pxn6eVRrqxyqERzsEyIy8lQudrDCWgSjs1lDtVjtq3XgtBqBng",
-	"n5lVOTNLKj+kTFIB9XxQETszCX2XSQjWB7S5aUkkrO7vzXCiX+vSK1dQVPVq07TgRMTBnkjkxu7E4aR1",
-	"fFWtzndYcEFPv/l8wQV3XHWOZ+d4do7nY6SP0qEf51PofG6/gRt6O/VTqLoC+jK/txVc4iVnlE1bJJGc",
-	"vH5Ygc3Kwbl758onJ8Af4skT6XYUWMisu5yXNE+vVUJ60XthtOgVyTPc/AeLNQPAzE1c71hvIMuATEIn",
-	"GSJGFWpmLnRqodL/hLwyepHQ/IqNHc7tyszFBbKVA3BF6A0D6Qn3Xt3aRoDmHOI9969uQ9gVWDRAxRBA",
-	"Dw6lwckqU0GTUIWGscNpBTQKKnfAwsjWFyD6QT4GqLsJ8xRLK5x7Pqj6h7LMZ4+gL6Ut24OEHE3feMqX",
-	"1jlf8DGIesT9d0iB/wV4GnT8Tv3iPiigBj4Zkk5cldNn5weXH0bXR8tDfZw/L0b2sDy+er4ebQ7v7AZX",
-	"D3gnoI3R17ZxgoXe4QvX6o1WSmizPkE4Xd9mjuEM2syBnM3MxbeC5ug8787z7oo0HqvNBUiTkrUERY2r",
-	"oJqzHL7Eacfw95PClPeF5LqV5VQDoA3EWiMKT52TEOPVKgqLR0Ek+qKMia63QLxaFVzmcVHImRK5KlKT",
-	"iH4Mf07xzyl128aRSIhi4/nx4d6e+P9idCgWA2aB9nKa610lTBTKPMH+g2YsnDMYW2xpAZCSsOu0nC2c",
-	"+ZSp1K4KdSLivdjZY1eGsUVNlvBDk5nl7CGfjEizjJUAPs861YlZc7REFlkK3en02rDUEppIx75pt1wb",
-	"GhDXGUn3NlC+2WY1nLrBmlFxqgZ8SMuh7Q32xgfHe3u3thTwKU5ptdA8clL/W5ZW1u+5yyRwWx1fUlcj",
-	"2Wn5O2r5Tl8/wqJKkKKNKEldzX2Jvi7hGb+Wkq71zuQ3nOiqdeYdAyU3W5YZn6CyTXzPjBuZwSu1WVf9",
-	"vvQNjz6okeA6Y2Ci14jgmQOeAyAQUL9DECWRM+dJZyohJOz+6Pp6gHWlDDSyMGtBsKWiNOYyIvQuyXF/",
-	"p35zJBnleWfppaJ2GEJY99gEwbv1MAWoaiMIYUCoAIInfQw8UEwDn5D4OxmjkzV9PTMyFC+D2gkA6mgU",
-	"T5xg+/529ME9B5QYGOj4h84gwHIAEitM+cOjtkKUvVe2/GyF6VfPELi7niq7ynZmkim7w4E395BdDrnz",
-	"ZH8jsXX08wRAlrT6erfRGtP2RnOu2cFQWLRVGc7fU+lOSF6wXVATVXXxiCjDvwfDFYq13qb6Muaet9t1",
-	"oVeT6PrRb9WPjkr0hvc0+JoZ1OAdf+6n4aV3zL26ffO5a89WM2comgIu7hK2XcL2e2+QF/1Kwgubq8zZ",
-	"doPPtc3fSyt4aqc2teDLORls0IPUX8hUA96bclZ3eoEwdTTTcdWM5dVEFNAHojcQiTxb2ZqyGQs3b1Q5",
-	"cqJJ65DWtCwmqpZ2HGkofrbqLsWirS3CX6Cuvu9m4ZZeYafGbthYTT12f1V0L/XSxdq6fuQudPbQ/ch3",
-	"0XG7XKIbu5TvoQxfvX77+v3rW1S9fAWXqbXvt6aEbt0BTBL39rN/YAHcCdOuA/kRdyDfzfr+JiGZry1s",
-	"ttuZv8TcfaSNzZ+Ln9wsA7tgShdM6arfu7bru8r/L6mCd5NRs1XhLHz343MlC1W8XJWL3vi//u5kK2LS",
-	"74IHJ8R6pIBYnWepXUAxUmpFYmarJcKqOWFocqVlng6dAI4jUftsI5dZPDgRgD6YbSYaEAzHT5/CBwtj",
-	"y/Hzved7MVWzxxdGFCsthk/x9k9nywQ6X2WeUrgFO2U/YmDoE/DpFikg0bmXhh+j0oSSLeqq3bpjbysl",
-	"7RSDioS7AvSec7E4e5ioPDNEXvQJgMrpfW2tXJHmVkjimyjdqwcmEeJ8SApzpbjjWqVFRYk5rADUEU74",
-	"U9Qc++d8XhhdirxIZ8oSRUlhViXW3LtbinKTKygXV7ZMl4DxbTFvzXM6d7sruNuPslD+6rbbQpN7Wnog",
-	"R9z4FH1TVqS6ynSnBc0uuMEf4LctA//emEtkAYGpA4uFBIZuPx8mB0dMR8/TSYV/uKjBrU7TpPVO79z+",
-	"nfFLyAszTzNl/XugL6DyIvEZY3rQSFwYN0ujAecc8Zjc3nAfMsFH+LyvYLC2aZzCC+DbN+bd+osKqhLO",
-	"YQNdFGFFoSGRukmw8iHcYI0qgeqeXtC0v/GqUYVwMG3EyJq0BlA/6OkKGDGzVmhZ3Y0H2XE3mn5LLwx3",
-	"Z+aZ3Ig5g2uauZesXH0Z3AwRutv2gdy4twZRZ2Y7gR0V7AVYYyiu93xyqbWr2vvydEjtT/NhBVX7Tq/M",
-	"5UxxYyppgBIY46X4YyHzxV/eVtJUyyXgZl7LWUmkFEjsPtFrqUuVDAUIKTkWMZqxIBqHF26gD1ks+qkz",
-	"Gm1OwJpAh0ONpjRxuueuI2IXKvHzQUg1b+vLzO3c89o6/EmV0uma/wsAAP//",
+	"7P3rdhs3ti+Kvwr+XL2HpV5FmqSoGzXW2Fux5cTdvkWSk3SH3iywCiTRLAJlABRFpz3G+vR/gHM+7DdY",
+	"L7LfpJ/kDMwJ1IUsXiQ7jpOls87uyFIVCpeJeZ+/+UstktNUCiaMrnV/qY0ZjZmCH5/QaMyeSGGUTOy/",
+	"Y6YjxVPDpah1a2Gq+A01LCBTelunI/YfR82QDKUiseI3TJFUySFPmD4jq482AzKdaVNX7IYmPKaG4avs",
+	"hqmFGXMxIizRjOwZxVMdEMXtpAKScG10YIceMB0QM+aaxDKaTZkw+2ckFLKujVQsJFIQSrRRjE6JHBI7",
+	"Dpml9ku6UQtqir2fccXiWteoGQtqOhqzKbWrZLd0mias1q3tMOtaUDOL1D6sjeJiVPv4Mag9ZaliEcV9",
+	"Wt62y2dPyOlx57CLk9cpSxK7XDvHMSMyZQreJHZlbiAWB0RzETF4xH6XjPgNE4RqQkVPwJhHhy3y1P5p",
+	"L/xfIaEiJm8FvyWaRVLEukvC/9U6Pj1st07bzWZoR28320f1Vqvebl03m134//9u9/AFF5OwJwSdMk24",
+	"0UTPoohpLVWDvJIkvJoJzUxIkFLInv36yeFpZ98OqpkwXZgmTTjVZC7VRMPRmjHriflYJsyu9abV6Ikd",
+	"z6Ew8VpQS6kxTNmt/N//q/4/f27WT9/90gpahx//VHkYF9d0tHoKV0ZJMSLuGKXy289uaWSIsvtuV4In",
+	"YX/alWZ6tYNhm55GrcFx3GGHw6Nmr1Y5r+cxm6bSMGEuWZrQhR125YrZ74RkPmYCqYUKPWfK7jO1k0zo",
+	"IqMbwQhQfuw3m2RfiBb1v7KFXUFhxmI2rXV/rtkv1N5VTfCFXEfCP46ZQlKMFLPUSfakInQ4ZJFh8T5R",
+	"TMuZihiJqCADRhSj8a779/im9Rju/GOj0v74YNKedsRhevT+WJ3oU9O+OZh3bg8XR5V7ekkNe8Gn3MD/",
+	"VJw6/8D8hkU0SZh6pImREybIYBZNmHF7xzWZcBHbR+2cmTZkzy5CE6nIXHHD9H6DXDFhgM3MzJgJw+Gi",
+	"uiPSZD7mCSPKXsjEzkYTquwxLR2DX3i72cxWxIVhI6bKS7pkU8qFXenKsq7tCjRJ2NAQLmB1uJw132qd",
+	"nm77lmZV24eshMyE4UnhM5Yeh7MkIXREuQiIkjMRs5jM0nUTqP48M2pxPjRMrf+0kWROuSEDNpTKUpZR",
+	"Cy5GO1JX9XevPHuzjK9id8eMpNSM7bdnmhEutGE0DizzDXuzZvMgsn+Gn9gZUSz5j14tY5n1G6Y0l6JX",
+	"C3dmITCmvQhzNhhLOakzEaeSC6O3fqTyWvxA1WJ1XefJnC40Cc9nZiwV/wCXPQyIlkSPqWUkkZX/mggr",
+	"lMmU37o7s7P8LI1cObMff/zxvHB7qje/cL+AG9svMX8ae+E3jCqmwv1dZ4XPV07np0u87c8rePHz2M5h",
+	"yJlGBmH3wt42OVMkkSN9Rt7PpGGEG+TXkRSGRsaKdj1LU6l2FiGKve8fDtuDk6gVn7ID2hkcRRXT/WhF",
+	"oaJTZry6xk3FMb8WyQK0H428wU6dmwXZo/hfnczsDKMx0LOmoj5UVERcRzLcb5BzQWZiIuRc4ONW77By",
+	"iLBpahagj9l1cfup9zOmFrWgZjWHWrdmn6++/7XSZ2pBbUpvXzAxMuNa96gT1KZc+H+2qs7pCYqdNbyi",
+	"sGIvn+y7kUkWhNpXcBfsPabCoP5ycHBwur92IThKH15es6JMmerkylQtqA2lmlJT69as0lY3fFqtMfoF",
+	"mSupTPUtkMoqW054zWkyCcicW640ZkQvhKG3/o+w9Eck1FKZsEvCejZ/E5I9weZMm54YcqVNgAolG9JZ",
+	"YvatdAtLD8sktsIPnt0/I5QkjMaWpMN6SKaMCquj6ogJ+8tGT5Te5tprLvZWsCmJKN7bAesCBd0wYR6B",
+	"TLX/cjzukS7NISC0JxSLGE/hT1zrWfYXQawuOMW/uB/xjw1y7b76SBMeB14uajplPRFzxSK7twEZKEYn",
+	"mhjOdIOck2imtAQFa2CFmJ0tvCaVgZtNNcEZWE0BNdiMBn7OCcVYlYrdpomMWa07pIlm1aRlBy5RlJ0y",
+	"3OY/KTasdWv/9jg3zx7jY/pxiVz+yha1j3CFnuO7LbhA+T8cuVGlKDypzQJI1tJmLSe+b0Ck3u06OTF8",
+	"z/uEb2+7UIf3ulBwjhVCTxCZ0vczRgZSTqZUTbokTOmICxAuDcFuTR+JIITrUPhbqthN/rchocT+hsuZ",
+	"7omUjjLN0tIYgSVbijJ0mjKQpvBmYEe1ynpORkSaMVNkyBMDNi4Qm1Q9geI2IJniz2LSaTZJyAUYLn4y",
+	"SIeVO43bsEY8f3/+zej5E3pi3r84mT+n8Xd/mf/UHn2gH/5iXn3baUVP/3776uB5J/qQNF+Kv32IP1x2",
+	"Xv00aU/eHz9tz38at6KDvw2aH/5yeH0yfDMqc/HDVns7G38KfoIqYWsvL3oR4Po6yavIXhirm/6//vO/",
+	"wpy4rPKVrzj2Y+4ma+1wtD04iDrxITsaHo/a4wPe+cfh5Cg5nrZrm2b9DM5r432ByQgyWDhHBbxZkqnO",
+	"VXIHqYpv9Hlcu+eK7ihrLxxfXndMTkct8u/Sgc3HbOOBsXz83Y7MDjjpTI9EOz15f6AO9bFp33TmR7cn",
+	"i/aHTrUPQBs+pYatW8PQmmbMPbS8AKbN5gXkg++2ADvg4PhOhu2FFZU7aD0gUn8/ak9xWRvFz7p1fbXy",
+	"B1a2jty84lMms5stZOZG3JHGbkz/eHAwed++PZx2xFF6otq6Y45uTubtRWf9lK8VTzczNj9/jeKOa+B1",
+	"XXAUhvbHxp9D/wS1GtSYWSm6mDJhCn+SQ/uGFZzwF71ehtkx17O7rV6iJXa3bt2LlG1c99KaJ1zE68gL",
+	"PlGc7SZVLvs6zOVbRdPx9y8ubg0T1qDXq7N5o6SRkUwIyx4CNzD5y9XrV0QO/sEiQ/beXr6oMxHJmMX4",
+	"B8NuzX6QG3q/9GopU5prw+Lv7fx7te4vvVrmSOi2gl5Nj2n78Og7qse9WrdX+9d//lev9vFjuG7h+YzW",
+	"HNZ9PjqMm53T5ik9PY3b7dN2zA6jTvOoxVoRPTw6bh4ftE4PmtEgah3TiLHOoD1oHRwdDuP44IA1m4fU",
+	"zriS3t1ev/YO91ewiFVfJ4/GBa+80/F8zMEaCGomArR0uCFjqolmN0zRBG0Q9xkirZz/7vr6DdEpi/jQ",
+	"uzOG/DZ3KUxZ8oRqRuyGrttlWZpw9Ubba7xp0bD51czJz9evsEFeUsto0b0oZ869EeaHHRIMFVCi2Mie",
+	"rdVTs3N2mvCaxfh/VlILcJY9HndJb8s979X2yS9EG2pmGqX5L8RIQxOrdSsmogX5aP9v0578QBWng4Tp",
+	"6n25ocmM6eXzf6TJjX8v2PkertuNbKj194fHcCu2bcfHzTGHaGGtxlXriEwYsvgo4Za6R0xYYmPanidJ",
+	"5IhHNCnchj1K3r59/pTcdKyRolgkp1MmYhbvB6Rl70b78LAnUsWFsesi0ZgqGjkzJ5IpyyzszB1Po0jO",
+	"LNmBYsaVNpkPHvwdFOaoZkL3hJUv4FnPwiIuBLLX7pCxnCltdW/v3jgDCjVqUXCcWFPNjuclFfoHBjJe",
+	"kBEz9l5S44d33u3BwjAw2+wPzgkT5tGcug/ndAlEb3AhOK79Ei5CoM0HH9oDizD7nZIzO65UZKjkNP81",
+	"j60t6AwGqQiNp9zyo56AaBtuG8TgOu02CXl+1v0JW/QVm2kWh2cuMGFWdhd2jyeJ3VvBxSjoiU7zdHUg",
+	"LvozzUK3cHDa10EnDa25e3h7WzgOIY07EvArm9JOTJGv2CPhLC4oABhYzK/FUiBrzeU4HDajI9Zi9ZO4",
+	"xeqdwTGtn0atYf0gbrMOPRqcRM24rA+0Dw+X7Z9CcPHnXu+23ar3erfHF+/+/U87XKjLTDFbCfq6v5Ax",
+	"UywgAxbRmWaEkniWJuD6JnM5S2ISS6IYTepzqZKYjKmadmGjLd/lBuOqfnft+TSrDhq/Bcdx5/vcE1sv",
+	"NKm6z2QPyHTONSOdZrMnMifF0vzC/XVXvyeyu3++8aLCrcHwp8a/4q13O2Nf6okNV/KsdP8CvHH2SuFM",
+	"3BWyS1h3h2h2a/DKcEGGCR+N4RZtvTU9cb9rQz7x1uxiOPwmt2j4kppoXC13w4trOgq93F2KzC/kjCQU",
+	"mBiNyV747cU1ySPIv9j/PI8/hv4K9UQ45CyJtSVCqUj4Z8eeozEVI2a3fkpjRqTV+HnuTXenbHU7bs5I",
+	"gdJblkxSBdFJbqfUH1KewOVzKQZW56eKaym6hJI5oxOyF/74ONwnho58bM0un+lNhzms4x7tmnVw0io6",
+	"gZonEBosnFqr2d7B+fN8+EoKtuZ0zgWxZ+PFFGFUJdaWRTo+y1Ri3Dy3xqDMw8hBs5MxOAr3sbFhD+xs",
+	"7rgRa2Kif2WLdeb5+Zvn9qYtG+j2FoOBHrhTg9QYFilm1pjsE/jGbvfOjj49EIfp8fu26ugjc3LTnndu",
+	"jxYnHw4Gh5VLWJPk8IaOGNH8A3Mcu9VsNsi5WDg3M+ix613KkKuw1sKDv5a23ilXtW67GRSzGQqeEi7M",
+	"gXM88ulsammvCaTn/lUZlH/Do8ksveZTtj3Kl/JoAukGoErFMxdk2v9E/1cKU+gbPmU7+8BO7uwpurR6",
+	"3TpSBKVvmRBVrDZ6ipQbccdoc6z6oi0P0s77Q3Wkj017dnDTmR/eHi2OP1R7wNFJZPno6qyfyOmU1jVL",
+	"qQJXnZFpPWE3LCH2LTJl04HVFqzZzMxMgQmhU6r0Mm/fb1ghColsPRGiaRdCDg3FxAV8n8UlfzqODwbp",
+	"Mo37aN32oBzKiLuH5bJ9gXjcXUJw1yCoqmnA0vgyCVjzbxMJoODbkQLukWiF893gRQCpOR9LOFYI3sKZ",
+	"J1ybyumv9fndawFtfZAtoHP3kIddXXUgfpm6IVQ3YQsdWO4D+qxiLCCMRmNCDZlKbYgUEauMnfdEIXhO",
+	"sm0rhKvRQkNhtC5o/RQ5cE+UAv0NcoH7U04ACIZUsXD3q3C/+LTfwJXQ9ME97sUVXP0dom0+vQV5xTrS",
+	"wr/u7J/NZ4ApN07v/0bGHD1FP2L8y4fJMJrxjYzhYkRSWAPE/khTtPS4FI//oTGtMiPhFdUKDSFIHlqI",
+	"yB7WDSZo/wx3o2FnmjDDYkiIRec6pIOxmMW1d0FtphKrQhmT6u7jxylVRjDVcB+0rz+2YsJnmGnY/J02",
+	"pHK9uDerbODt5Qt7KyBXyrtYYCXgQAeWoBmmWfCK/CjccJ1KoXGzv6Hxt9SwOd20u6mSg4RN/93v8m7r",
+	"eoNvVa3EypfUpZJrpm54xMiegbRA2HmSKnljhe4+Qe0fbEmw560lhxmw0ZjFPbHnQyF9/06fKSVVuN8g",
+	"ryQmvs+ptlbDlBvMJ4VR4C+5gwt8UdpgUvWSpdddZzw7Z9WARhM5HCITKKT7/1R36W91FEVVu+Uef1zI",
+	"lIMN+4bG7jd3OJgC+UfAiGolLbRmz8FQnnjFE5Lv7XYOmJkzJkgLdscquPaG2H20N+SXWpKlLuPtb/jx",
+	"pkxrOrJfEjNQFPyInle3ms3ax3fZNbcyaG1CnuMk3Q6k7nIDnOs5roD4LzoO9ziWkfYboP+tvM6d794G",
+	"GgVtMffkTWlieSiLrdGZpQlaunQakrVlIZMMjFQ7y4CgxmofUtYcttTqJ+qGDr2/Ezf753fWGgrRZrCf",
+	"tVacHOLrZG/JqNgPkFzzHKssN0Yq+3HGR6LwlstuwdfQe15cmZ1e9o++panQLtblwsEEA0KFqybxFoBz",
+	"5IP5T0vqIlRU9ISZ2+vNBSTpoBsfnQVUFNy8eNNgzVOuNVxbyIr3DAw2b51nDjLtLGvY6FIr7v+KE61B",
+	"rtmtsevD7+5ZBTDAYEsAdvR+Rtxvr5/VTzIr+9XbFz1RdMTbO0TxTYJaEL6JWvlefjWCZrOZE5Pe7+ae",
+	"kIK/z5OK3VU7FqT/iXRmVhhOlm9ez0zZTTxnKbu/mLBeL2XH7zRI/sbSQC71fcdB7NMfg0/inU+kGCY8",
+	"Ml9SpBXZReS+r3OJ4Ss4HmkXQDOgVTGyB0VayLcLZ24UFZq7BPJQyL7LUqI3lCeWrO2vQamniWI0XvRT",
+	"ymPnhYM8gKWblUcjctfq3jqnalARi9hfobYKf/C2k6qo0fF1CvXdChUCKB5y81sz/TsVSXwKoT3Nyske",
+	"xPWDuH4Q1w/i+k7ieqmsdRPnKT4KnmosrNr0SrkKqyST/1trBznTftATvoiecH8y/2waxv3uy+9fLXkm",
+	"1YDHMRNfmsQnSEmoCwxmBqLsluPHEn2Ke+HQzw291n8EgnlgsGXyey4MU4ImF1YZ+aIORgIufCKxnFTz",
+	"GNUxnE64f4bF1jJekIgqxZkmQhL/d90gl7nDz3v3flPZ/XnO45U051HEUtC0vjRLCPHTGcwFjaGIX0gy",
+	"ZTGnoIMjb8jTp1Il41nELLsQ0vRpNvnPyDMervpnIq1ncibiL0lVrySm32fwGEglQzuPBwL5+gjkpYz5",
+	"kLN1qRlLGDHFJCcseinlK4WQK3Vm+YdPclpGWqoXoJY2TboEy7QKN3QHUvHYOJtegWceyCoD0dj0Fjzz",
+	"2UjwDV0kksbXUr6gavTFBSCoG1yTxH5cETOmgrTIS/4N2Qvt3/pGyj788bdmXp9nu68wsvtWZMbol9zx",
+	"cJZ/N0QALc3Uja9qoMpwMfJmMImpoQOqIcdpJiC6DN4o56fCtCcuRj1hdUKXTOLs+EeaxIzGCResHHOO",
+	"pWBn1X6zLPvWeyx7YqgYwzSumWZeA0W3XcnA9gBkv7k76Q7m8TK8ENlDc9mjWazZ/v2yybwlw/HzUO21",
+	"lC+pWLi/69/AcH6kM7oYzOIRwkHp1G7YXqioYehPZrG1Y9RWMnlQgz6PvFqi940v58Bbn40u3wrq0J/Y",
+	"F1aygywZVCqi2I2csNjndJM9y2eLeG2/tez68ccf68sQWJsGWEbM+owHlipp52Y52YUwDkzqt3A0c03m",
+	"LEnqGCsCf5zLeKREzaB4jRoiGIt1xo67UJMzZIohTCY1PRFLhrU07JZrCJS52pqFnGEkhdCpnAmDA2aP",
+	"gxYPf2a3KZRteYwHQCOKWWSFZ+zTv+DJvGhAz7D2ExzgKVeLQoxswhZ99/cwKPjF7e/x4TCLXi17urH4",
+	"aLV+sDp0BYVK+w0SRjJmIdF0AZCE0fgP4+/+XGTv0NlY/JLFnEIp/m+kaVvaC5fzREPgWdkk++B96lt9",
+	"4vesdv8+Pf2fL4Xkwd1SqLzfKRtlZJ99n9R9PvAdycJ96tK9DRr4lpTsQoYKKwFyuOyX799eXP6tf/36",
+	"df/J65dvXlz8ZLfD57Lge5FMZlMBFoAVGbVu6+O7YlqLpUgXyWcJi4wmrXazQ7AABb3+mErDNWk1m80G",
+	"ZLsszwb3DZNTuvaxLCHG0qcdEXb782zUr3IrMziNiAp7GdVMNMi5ruCGmF3iQSqYuGGJTBlKRSFJaHUB",
+	"tJ+t/HejZpLd5UiE316ev/nu+xf9N+eXVxf9Z+fPX1w8xTSP7FGP8F1MtUbsUWolrh/hh/MXz5+eXz9/",
+	"/SobJnB5Kw7LwXIWO+CQQwn3XvjN+dP+26uLy/7zV2/eXkM9ocyDCD3hnYhhCenDyoHXby4u8VuXF1ev",
+	"X7zNPvv28sKOQ3NqGSg5YcLONCfTF69ffRsGpPCbpxcXb8q/caTsV5HBeNSRTMdUj2GPeiLTlMqAKHvh",
+	"m4vLq+dX1xdP+zjsd+dX3/VfPr96eX795Dun3xS9CYgeImThwFADKqCugLYDLiif+oL7eHnx/duLq2tA",
+	"KtU9Ea6jVOdSAfyVTM00miXDUpISWclRCgCJbzVbZggJSSC5XVaSh+bMMrTcKrw1gtPO8nH2H9Jhq4XC",
+	"HzgK+ynb8gcOhj4Qvj/hrzsm+XBO/px+L6HBuwT4HmJ1d6aE32+E7pNWXYA7eQb1jl9cHHk4FLw69uYk",
+	"UoxyJJVScirZq0RogWgEja1ODir+Z9yhh1Dilw0l/qFie3/wiN5DiO3TyON3G1j7jSNdD/Gt/6bxrc/m",
+	"tP806vvjhJnuvw+ZExrGOU95NQptRm1eWchwIZ9nkGuwEIBh02PLklAAAdANxyZrqZIpU8bBtLgh1nSY",
+	"wj+SPcMEFWYfPmq/P2BWr7S6Q6PY6cWOZvoe+mwFQigoNoJZBxXWanZbh93WaaN50Dpt7QoYtnSuxbGf",
+	"jFk0ARi9NA2c98U13hKzxGmhCKK0MijyAe3mu9LtT2Qboo1MsakjF9ZknVnLFvoAwWGUdwlX296pOcDW",
+	"KfL40wDzglpCtelbvlG5TEsHCTWWP5cb+pXQh90+BACNqmIWl1CeCCVTLmYG/OY94bRuxeCqud0CRRMp",
+	"185lqYfQPShk686lig357ZrOFwAwVYBx9T1s4JIFqJVHciQ4wNXCnViAI9Qy7BtGkwycZgaStUwBatL/",
+	"aXAw+f50+qbqRJwSsZ3srE3hHs62kSfYbE2qiW782nuoZMK2sV/kZ5f2ScvoUAxuwPUjeatcv04aGWiW",
+	"6hY5zGCeJ2yxtEgVq/7JtD2B5g4rV2D7mj4WwZZ+riHYmp17PvUg45oZEZX5T4nRlbjI0m0rHXXebRTr",
+	"te1u4d45MCnLrmM01mnypsDGHVBZJWi5dN1BPHTaCqD4ikhY4qTLowrpcL7HsykVOiCsMWqgjmFZLBnL",
+	"xOlnE2yuuhMrLvZIKrT8/HRWTAdgxxaZMXnpKso9mtzMzBRbuSvH9eZR/aB55zYnv86teKQLEJdB1nAj",
+	"wzfPLg08mLWDIjxevUU94UkcDjKED2Bv5BAHCR16n9s9eApuHP5hmTtvvXRbu40U7xxs37bbEFfSJpsn",
+	"i6wdjteWQELlqLSBU40QzbjUQXijfvTfRc353SgqX0g7uKfY/trkLtB+NYOB5C+I+gd41UsdarsEW8MS",
+	"bMCLA2HH3bBBrvK7NGaKdRGJz2ogQs5X+ES+gR9edG5encwv2+ZvR7PvWv/466G8OKZXzfjZwejJ6eCH",
+	"tnj5vvX325M386qtLvDLP4Loz45nPdd7wbWpYnm+w6JjdrpCnlOzO0SpMz4/rmKQ5h0ft9rb+ZPLewpz",
+	"KY21fsWXMqlsPESN07indEFi2V0vv6zE823fufIemqAkyuzfsVUI9uD3ahFSrusGDx+wJw2DWyqwA2Az",
+	"04z63DMrtPqEioglyZqm8egAs0YT9s50sMZR4aXVI3V/ZXF/sNjaFNU/+83iV5ZNyxw+oqL/vj0/YB11",
+	"aI4Wx7M2P5Cd9JAe6eO4Xc1B6XK+Ye1NYjU37EQQV73kQZE/Fbx55e4X0ZZhXkF544OlxrYrdFw8+UIm",
+	"5x2U+B/Hi7zbAs/IgsWrNJHvXXmIZxBFYrfG4d4fNpulfkNCGmTf8zE3jOiURku68PIJLOvq65pc9HpX",
+	"WzfazXrD7gHhVl8be1+dYe5alMzHsrxHn+cGc7OG/177IGJMIg6405/Gfq9gLOhYvsKCq1hp5b4td0Gu",
+	"nrWD6LYbmHBtdDGZEICjt/a1LmxvSejVl/s9+w2ulx4rb3NQu63b0eo3VEHmox02W0otqL3kYqbzX7zD",
+	"bsbQxGx1hS/knKmIakaeX70mnXbrOO94Fsl4icBnGvGi8+4stP7h3S8HH/9URQ3Y6LZKFmcGWDobJDyy",
+	"WviQo+9niX+7KMv6zu9bmetdO/R6oO9Sp+OYkjdUTaqeTsfSyPLjHjU7ikXD3pUSbDauXT/ePK/GP9JR",
+	"UZ7MFK+UA9S48GX29U7j5LgoiORsAJpZ1j3jsNA7I3cgIECiHfOGjXm0XWv+wT1WKREEthZ008vHDPBE",
+	"q24jUss5Jh7wxB38iv8C7h71fi+uLUvmggVOdXEeWMUwDEFSiXBhZM9Z6DNheOL9j/ahnpCC7Wfo4iBA",
+	"4M9UYQ9pSHbgQ0LFApWdZcPX8BvW/yzCNSh0Z/5EIvYL33aMuO1v/NMfc5zLXd4rHpdHuQ9qszT+dVSn",
+	"Zc5ebGXtYfkLH9+NzK6y9W4hNkMnTBPB5sj2i2wdibAW1ORwCD+V2Hn21x04Oc7vtX/D/dOPWrmAt7Di",
+	"OypMELYqDJIvk+oJKPur3PhTKWPp+Nxw60/pTYGGV85GsXzKc6oJNST0QRVoYLEy/THK6BJNnjY38sqD",
+	"o+YWbpksEfnBceP4+PRg46inxUHrp5XDLs2z3mq3G53WaXvjwK2T0sjwz5WhC5v02S0bnTJWZl0njcPK",
+	"Ka/f0yUqSdAlAPelOPXtZPONbzt2h2vh33UdhqyAgGYqVCyI/XTFrfCcVu+svJaneQlfKfc58R2u1nU6",
+	"WdqjfAo77sol09B0a43TYABlOXKYic/Mqlm//LsLGmjsc1PloP5OzsnUbnn+fSidgGmNWRKX1NJWRa+w",
+	"ipy6sjXlPl0QlNu3zp3U3SjqtWC5FkJz1Tdm0AfEk/RGdlUe8SkbKcY0iRIZTaCNIHTQE1KZcWljHpjb",
+	"mvDX0t5DU0Yfhz9o+sRDQu0R5BFttSZB4fNwzPJUXzKjXJdVnE3pw+uYanWDvF+BxV7NplO6rneXM+o0",
+	"PpN1vPbaheYjgc1b0Ym3SvkPJtwnmXBrDbKq87y4YVVZTVdyyjAtA1L/xjRNmWAxtCiPWWLXj2foGkAR",
+	"5vo5abCkEmzdPliQrKUqNqAKuz0R/sLjwGHQFzqLQZrixzBwyOpYiUtiljJ7F6UgIWSTubZ+kF3N389c",
+	"qgw2hSp24bZvsBumFn6+C0KNYdPUdEnM8r7JUhBuGuSlayzo2uPSOGZxlrJ+0/I9OxWbyhufdRNzu2VT",
+	"LqjBSsMpTVN3mL6p1tAVOKyLAMBTWAWBR1HVj2vz21f+OT8A3Cqq0Hbd1Jjs3D1TejFzC256M/M5ll/N",
+	"uoptetU/VH7VB6s3vIiPlF6DcoTNr13hI/jax4zXLF65VoH2RnwMalKw10Mout/Wzq00j4/B9hfK27zL",
+	"G0tz3mFO5U3d6ZXyEW57pZrYdnyrSOAf33m2sy1UhyzjEz3F2bn/hnE6mINP2a0IK3OBQS2BS+4ihr2/",
+	"EyHZG0g5gR7qYelue7R7fw1Csucyw0RPDCRV+SvZ1czeye65/c0Kzyn+0rekLoX6Srd2mecs3c5gteng",
+	"Equp4nrBMhMtOVVWR1xxrsgRE3XXthGO4K9cQCb2M6rYhUtZryRAxSMWY1/3gNjNx5ImETEr07jRKLik",
+	"cv5EblwqvF7vw94UEFmQPZ3MRvu+5Sm22MdZZF5JK93w704BwQFc58M7uMh/3bQbs+OteiFz/KCYa2Np",
+	"oY+tRla3y5+WPRQaE/882RvZtdQjrqKE5b/+v/+HtBoH+6V9OWy22mVL8ahT7YnIrMagFs+wGr3vbIJN",
+	"M3POYmL3xpoTVJCZGlBhTYrJ9HHZNjtqtu48GV9lseIeZtr0B8d38TNvyhK8hg4u2OUaLEvMWYTem24G",
+	"JKKiUDU5YAQ51P3zt6tnuFi/79eF6TzSJOFDBhvPhbffAgIZCizGVYSF7rZnJMx3AJTJ4l9Jmsw0pLuV",
+	"1nPQrOxKvqGSL6hJxUf8TlcBbn0fWiptr9fgEbuEJ61Y4jHrGydkNr12yWN27bSe3Vy6RX6Zu/kLIY81",
+	"DZyRKHD7IXvQH9gZcRXumM6etee2BwGVOWVC+sQkheK9KUQK8g1zYansuMp8rHwmq8yqgkuskO9ShtOW",
+	"fIjift8vHwLD/jPDQGq48BuJEqrBswkLqsxoviv3fi7Smbk7pWev3YNql053zZnlA2/b4XUBoBBqz0In",
+	"4osMA6KNwv8qtuwEqNZpCEj1e1ad8/ySaxJJoWfQyAyySAYLQolGTLzhLIG3uBjtl7UsmEJGPfYn+6Gy",
+	"JuSfWWGhDuXqiVyXkeHxkh7Z2WmDtd6uVZ4cOhgxq9x4dDFY31DRkX1LQ4iU3aZUxCwOesKzW1chnTVj",
+	"UzPh+o6BFxdLglOwpoG2GyTM8MaABzSzcuoCptNyQ+S4Khqb+Jrg3DvcrGTbq6y6AHlWen0Tz2/u4Gn2",
+	"owZuclXk6E7qqTNsqi865mJWZcVpgB0aEpoBm/ldC4ge05TFJOET5nK7E2wD31if6LkysQxLadW3nUGp",
+	"2UdWWUoZa273hb2k0ZgLVrcHDco39oasUK8BTG9Vh9fYX4/HTBg+5ExZvjewavGYSNEl4bPXl988f/r0",
+	"4pU1dZ6/ur64fHX+wv5cxAULemIZby0g1fBvhd+vgrrZcTair5VA1NYBrfVEBdJaQFYQ0169vu4/e/32",
+	"1dOqP5bh1Bo9UdgJTA3NNgMuuL2zlxdX15APpEkB3hKfzgCulpOYs2G3Cmg4w6p7UUBDrA4Bu8qUjEmA",
+	"kmopkaDytpOLoEjkRVVs2WOQ4S4Wde9rq9egtpMVe2b1x0t1Wo1K7zM143XproihSOwj3o8OTBm9smgW",
+	"nzkAOWTH+GeExNvDj+j9zCdLuIjZrf2T41e6bCOhWW+Pwm/ctuw6vyclVMl3WzhJtslVtrePlS0d7ZI2",
+	"36riBAiWWQxY3VlhR5jNXzZHF7egd5RiK5jH4ea2YWPup+edZ/zXl5m6Rq/+1/KGKYQt1CmL+NDVbJOY",
+	"Dblg2jkPNvHsncA+4dsX+XtWISyiT1bdX2tUFiAah0s3WVq9IUBNgBvoYKvZDVM0KRsH15ZidygFAfzE",
+	"6ou2LDUb5CWGARI2NNDldu70Pb/ARgZs+b0dNnQ3jhLFRvbXisX5aKXpIoyjnfTen3jcJc+f/v/2yS/A",
+	"Qfbsv//EY/tvtFLI0N7pX4iRhiZ5ZuZH+39VvCQDDd3x4H5wz/9AkxnDDJ0t9HlxT3n+RkkjI5mQfA+X",
+	"oHzyGEwhwTZc3me7H3wkpEJnw/KpL+UmlF7eak6Xnr70YBlbdsXB3FY7+AwVMVVx4ZI6ju6BZxs+zsW1",
+	"ryHMkYRWNN+egCthuTlWj7JbGplkkQsGTaieuHJFf3MUFWe+hXPocpjnVn7M4XNKilHQE4xGYwee4XWn",
+	"Ir0DTEZj6VfatYH2kTZXHFihl3uX/Q40CUrwx7zB9y93F+JVwvseTA3PqsjVlh0LO4m8ioE+19VZV43p",
+	"MZ13WCZYh6sKmd5oqCzxjTubLNCUWy/z/Ec6Rz0OrIFsmWqJe2JuwDZ/0McdDJvvGE2q9K5zkio5YI/W",
+	"V7rmLrNChudkq467IdtxszrEBUDK2o2a0jTwADdEprjfWF+eG0o0jhXTFYEI94fyzFvkJVUTZsiVCcgV",
+	"FeRZIXJQKGBpVxabVyYIdU5/rQShzqcmCK1NfNl0LOiruqtetnxw2HAecgm9xPv6z/L04OhXOcuD08Mv",
+	"epQvpViDFOQArrggUy4gnseNJnuRZZX76FNJ1tfIVHDeQqnNxmpD/5wVVVa7KxsdJ4fNO4aHlvYDxwzy",
+	"+VRty5tSCLw6xRrMRojIa7szXIAXaU6TSZXYWQuRlHsVQZrbcVDzKfH39l29bUFtTHV/KlWVBqZmLNOQ",
+	"UIEX7Nb0o5nSUoUeysqKiq6b1VAmiZxjrMKu+ZEmCQWodzYlXGD9q92RRxrTgckeFNVJccOEN2OurC5v",
+	"Xw393ML9BnlurAVGJ5nUG0o1pyruiZgr9MhBeWFAaKIlgWRR2HaAkIQ4sJKz0ZiEqWI3fhFdp/opf0iW",
+	"YnvCTjHI3hxJLkYAKR4g0Fk2sS6x4jF0jdwLA3dhW8IGcVUQPYEblCoWsZj5uXFNjEww0as4LUITKdiS",
+	"Q6gkiQdSJoyCm6VwKKuH+IZqq9OS0I/sypSJfQsm4bBuqHP+LKVK1s6/P/9m9PwJPTHvX5zMn9P4u7/M",
+	"f2qPPtAPfzGvvu20oqd/v3118LwTfUiaL8XfPsQfLjuvfpq0J++Pn7bnP41b0cHfBs0Pfzm8Phm+Ge2I",
+	"iHBz9/Xg/v4DEVfAf55RYeB9IZjXZumuvGjIs/htl73EfopnWt6Rwo0NHMOoZk2Q+lGlEkVjqhyl+ypw",
+	"ayY3CCSf4nv1KTNjGRMjJ1boeqy3lCqDPKhCpE6rudfLarkQes5a5mD34NzbEzKaB9etk277sNs5aBy2",
+	"Wu1mZ/c4+n0E0nJ+QUoX/Ul7eiA66eH7I3Ws2+Zg1rk5nB/dHi9oZVrzTnFln1NWFVLeEP1t64NM2+/c",
+	"tUTdHXNhYwoh4S1xWTffe8JMOdKEGy+FlRoueQnToEmIU3Nu9Yy8yNTyBPZ+RpMsF8iRfBcFUpRwO65d",
+	"BXOmPSYkQczOSDJg7tLE6DygZMo19l7hmig2BOTMvU673RNuFn3/RLhPFM0dMm6cykrI6XrxX5j0Gl1r",
+	"p1tUSHDH/2/rzboH9btz6iMLqU5QrGAyLsshY0HWkLzhMVMg+wE6WyoPUFp8bjAzPeHTi81MQZ51Ikcj",
+	"FhOpCDiFuPDZkD3RE4DGOeOJqXNBNJ/OEkhA8h9EpcThLu2TiZBzcAprRqA6Fqetu3aof7p/kX8SOTOR",
+	"nDLyz574Z71eh/9nHwjTaT+iKu7fcE0hL9D9e0q1sZqxiou/pVN2G5J/EpfIp7uk3WyR8kgeItY+53/u",
+	"kk67nSUd5o8EJBxSnswU6yNWa7g8RGloLvRsOOSRvRL94UzE+n4fqRyn9CUf/b/X8O5lGMkNDDVmcNPs",
+	"J/71n/8VOsq63/QRObdMzPClnrhwefEOp9flxSMv8LCUmlAXYMoI1bIOBo1b1qSG5gKjQDGrqGYFHIxO",
+	"CU4gnfZ/pvUPzfpp/92//2kLhskqkykzVMhzoQtgt3uhFSIA9LYls2hZtqyfemub4Nksc5a4zAZxA6mr",
+	"PjWgsl4vO44/h8gmQM2/n4rzuVWbezDgIilXrXmxSpr4T4exuMQgyide+lt1PBYPpkoJet9WB7pjDmdH",
+	"N8fz9u3BovPhkB4NjqP2ZiWookgKv/JIu0hPQMI899qy/dBfrXJubyE7+osA/BR2Y0ctagMlF8sAKsTq",
+	"MldBWg5yXMIyk6vwP/yKic07BDBW7mumSlekrsI15THZC9mNqWJN9tfHg4PJ+/bt4RSg2lRbd8zRzcm8",
+	"XaX2+l/ctSCjMqkuTyhbAmpbi6azZuDKxWMlF1pw4eqLYUBoMgdHxRJFYAu1Ut0VMCx8rYjIsKl0YOlv",
+	"FTtZNkxWMwMLVzUL1zmzdI5pKOCrOctucf5YpqRl4tfl77uJF2941eQ3coDqIp1NV62wEiDJh0t1/0tV",
+	"3vbPe68qxt75apXfrbhdORHc/YLl9Fh5xzaT65qI+53iieeC0JmRU2p4lPcb9V0+7XLOU5kk0t48iKPu",
+	"o9M0d+uP2S25+u683j48cs7ZPO30kQuyAzJcg/wIjlIYOwwguO7yPXQpknmGDlB4AjNDpGA9UUgOQR9f",
+	"lRmtx7R9ePQd1eNNcF2rcyZvr5/VT2CecGQ4yTL5D+Nm57R5Sk9P43b7tB2zw6jTPGqxVkQPj46bxwet",
+	"04NmNIhaxzRirDNoD1oHR4fDOD44YM3mYaWr58Zu+TrERr/nxD11hhB6LWw5opdxHCqCGqsXIqukrPY0",
+	"WAsXGYHdhTevr7D+2BUq17NC5ce/+B+fxx8f29f0b6NSLCVfuUmtKHLzMetPOtMj0U5P3h+oQ31s2jed",
+	"+dHtyaL9YbsbrDhuFZ9ZqSm6N6fMOATHaFyBKbjawB38dXdikXkdzBoiBLQH+4CDtDYSM4+sIA6WHVJl",
+	"C4h8g4n5Tr5rEk7pbRig522WDpUEVw+PKi/zfcyfKS3DKbdb7ZM7211TXs6EbB0dHX5aRHHKHf781qii",
+	"ayNTFW69fPaEnHYOj4nrUOPSujXB1++c3q0FnbA+cMQ1md5lBpg1J60uXrRzKV+DV9I5EzaaUZWJvXkC",
+	"01LFII3GxPlnCBfpzCCatOsYzqUgzs7ZPYXZ7fkzzpJ4bQrUFrsaY4DLrqUumTts1WW/Zq7B7i1Z3Ni6",
+	"acV/Fiy5vYK1bqr9BnmJTfaolgJQGXrCwzIsO5tWv1QNmQs5FytsVbH3/cNhe3ASteJTdkA7g6NoszGf",
+	"43Q0OztVlhhuErZMVoaspUNTqd2dF/t3SRcdxGN/pDPNA+gnIOHjWEba94HS/4aQ5PbgPSB5aQuXnt5w",
+	"S5Z9XMincYXFQIolsdKmb+AUBaqtLDEp3ZVVFpGsTZ/CHAaIrtpXCdcAYIKqUQP3xKpnbk+g5N2MK/+A",
+	"DalW/wSuGmi7i3/6h5aiYUep3Gf8MNYBVRx8ZYGBy5yYul4cHqeo1WxuPZ1sZ/Khq47hkkWMpxX61HOt",
+	"Zz5igRmehYI1r+GT0F76PrCpkOg04RiUdpk1A2QeETfQF5IapntiDzpkDqliQVa0HUDh9L6VxogwXpDJ",
+	"rmOQs1toHJNZmie/yixqFZI9ZenWyuuRZNoL+gRy3bPIC/S0BZjQKeUiBnhnS03+cUZVwpnqAQrj/uZY",
+	"15d3j65wsCjtp+33B6qjD83R7PimPT+47SwOPxzR40E1ADmc668Sbs5poTT2z/mWtU+Og9qEi7jWrVky",
+	"6FsyACAR/0Sr2e5kj3jyKD1xeHCaPQAz+fhuR0HpaP0FF+y5YVOnKq3D2dvsDb5bSPwLxLZLztoqF23h",
+	"dIpUsIEpZBtVyZnteOhrUPj4J6dVYEEAjPVIl/Lscli7e+A4IK3ciTQQLGRpw2GcbG932Le/ug9Xxm1W",
+	"ti8zMoZSdYt8s8AvnYMGgS6grkwE6LMA/ANDJ0yUi4jzW5YXr4PQni4B1Rb/uEy+2bo2Y/a4hXwqao8X",
+	"Sb8tbs8lj9l967JcPTceL+Q9+GLwioKrMrDHeqALsGyknJC90KpVVQ7ObVAgdwloYhW9WjstLG8s9l0Y",
+	"StUgl8WmWVRgC7ozS+Xw/JQuSMIoINdAcZVU4CQDk3qqWTIke1QspGCEJZp1Sad5sF/VSUu05UHaeX+o",
+	"jvSxac8Objrzw9ujxfGH9qcFbovHsY4sqj2wPxSBFs7QLaCJjmjCfBSr6ENlkRRyCg0y5HQoleXWt0n5",
+	"TubPrF5JNw/wf6xlMnbTAW0Pavw1ZqBbtlLl+CiwHM97uyTMGEjYExJUtTBlqj+ZhlDGP+GJnDKjkAEU",
+	"8Xncg9jUEh92DS7lMAdXh9yXnkiY1q7qyzFz/GaDnBeQFEC/QySCAKsb8540ejYNiJaWrqDnDR8O7cCQ",
+	"mUPtX90SM4glAGHIt6BK08uZZ8knU6nrVbphsoWUBjhu7jYA7nNZ0Wzt/irudjmvf7e3Px2Yo4ivUhRB",
+	"bkmlCS7t1LpbV9lNwrf9W99F4su18tnKlnaAKv1W0YiRF+Bu2w0udAsk7z3hQgv9G7bkRcLR7IIJ646o",
+	"lLvrnLCZY9ZyIo/rDk1ai/IFuy1sh4z9Q55D1dZfQT+0S2k2ts3KAUJc92vlXqjA81bshsuZ7uOT/Z36",
+	"iSqWJjRisR8ee4tqPhJWBYIgnP/iI03goK2umgXFR7DVKVNcxgAAs//5gZY39PUTbJ5NFp9b6ddXns98",
+	"rFnU//v09OZv02eLv02fHUU//dCJfvqhxb79+82g/ZdxNP3LmIlnLfbds1b80+g/ttcH4vyCTQewnQDu",
+	"lZr8nZxDub0dgwEKpYsVPfKtQFfJBE6sjydWBmnDbp/dk6OOFXGrX0okoAqvEs2EsZxoAjKDDL5jEtOF",
+	"PiNhM3QdnAGQiGLD7DI+21E1QJu/fkfNzsm2jOGPlTuc9ZqqqkbgZpEBhPOIOUgDO82qhnRMGJRiu+LB",
+	"FT1Ey52YtoqjrVCQq1xvuW6wgvPFfKbXIjW+4dFkliIMdKxkWpfDoUbvZcJRC/a9ZDMr1iuesDnlgrDD",
+	"neGbvLaxe8l4WX/ehnRSZMgFl4o70eV9KU2o8t4axej0oto7sChAzhPAv6ZEwwvWWKJEy2jCskIhKzEF",
+	"NTNFE/swOg58U18zpqYnJMB3Q7/zvBU62ZPY2aLcaB56JPvaMUi7K0CfNch5NpNhT2Tw3tAS5/Ev9j/P",
+	"44+PsQuPDomG2XPAJbFjQTmdc0ZDmg7g3TIRh/tnOX5VT7gVRonU3nMbyZiRTqd5kEGJYXiIhMvRja5r",
+	"wYoBvawF61MJBX/KcivBImzJj4FcqKyasEXXTrVQEwEf7jRblbFdF0bz1hxNeX/CFn23u7Ug+41HbysZ",
+	"dquP7xSQvC6cbeEsG7uBLGVjVpEkIKlUsDinqDkd7oazuQNhh0IVj91IFfMOegfueOaCBpjUjihFhOue",
+	"8OCPYIoOZ0liSQ9/h/FPwCsqY68gvEVIYslc3aY9MrDZQmaoMyQgyJjlgQOYJ1bTZP0o4Vdpyqjy3RxR",
+	"B1nY3yYLO5zrK+WjJwj3l3cuyFp4uGZjHrEogCKPYn5BUcPtCai8iadc6LWKLdkLaRSx1OE0F3Geuein",
+	"So4U0zrc93D0RtphM1cJrBX/AvWjQy5o4quL0JXjujKETilzphPspX0ZNc19OKWqpTjFfC9fy/7axfhJ",
+	"0qFh6M3sCfc+inqoVMrfg8bK9vU9yyhAN9ABMI3c8eknLFP6fsYIj/cJ1XiFx1wbmfWb4ArUTPu8DuBL",
+	"zPsKXOdaLIUSEjEKp1Jlcgg+UnnjC1T02U3Je/Q6LBL655/Pr5j5VL5gd28d5AbQucm5/X1vn8LrMpXD",
+	"4V3UsAKLqYxl2D84pNAUNKDCtSg2K0RvFV2su+n7gKM5TWcmB85la1lOHtIEt9tUxiwB5E6qmIYr3hOZ",
+	"52xKYwgfe8901grRTxD7XUGu4n6DnCMcEUB+Zpd0bG+bg3WH+yNFgcvoJS9t587V/N5PtulYEMyhQtu9",
+	"e7tFPKo7wTPDG32g7A32MDi6LSuT0J1uH4iCxWSWnpEiLmx+BrC9sLP6s9u+94KGLrr+P8WxUpI7u0yg",
+	"eFN3qyN2LTO+cPvJIpr0OnWq3PqjKhG/3NDBN4BYyzacOEYy/OqS9fOD+FpT9VcO5TOl6VePuz1Ff+W9",
+	"Qnp+mTR2T80v9+JY7ZpRbNOxvIcVnWHWUm3eQeQrrR35fZBjebs/Iz1WDLwbQZZfXKbI/NjvSJJ5u5eK",
+	"Ti6FVjDVROl13c2VsEvNbjaWw/6q6vOdNJlfo3IzTwtycbfSctfSTLmR1Pq7v7TF3VyJYQIKyI0TYugC",
+	"LFRxAljL18gqyiT2tXKL0gF9Tm6xOvCO3KL04gq3yAjlrtwi6+10l75PfjHFHm3ridg32HIk7JIl5lQX",
+	"+tk8SLS702hh9z8nhS4PuyN9Fl5boU5HAXelTdf3rIIy845oVXQJqe6VPlaZ1hN2wxLvJ5VDAInG0hCd",
+	"UqXZkpe01IF+a2ubzJxb8Z4sm2iZWZw7Ssp2byZRik6RVa/O0tEWzLIlWRSUHWulTXVfqtzMbbmIWZv+",
+	"T0hEBJ/4b5uFiEu9YXmf/zUO+oTfMESBwjKHXWMzXVLyoKPnCp2qd3Ndoa992X2eQdzt7gevhJD+VKfh",
+	"kgtvtyYBlV6q+3glPouK9+WcG7n2mDGVwqfXkemVVOavlUirREtlIGjlL+YZoSTBHuckrIdkyqjQxL7G",
+	"oICjyN1KjKRe+leZMdUr+VTdJ5Xl+1UeZLV3pP1y/YYqqN62U3BS5Nw+/pKLmS7+AoPe1/hR+GvpN89w",
+	"GvAH+Pmd369in9e1akrW3bOgaWceRikIdPp8UFXupaoUT+Azqiorw+6mqhRfW1ZVPBXcUVXxPVhXVZVC",
+	"d9Yq6boO/OQFH7JoERWz+Brkpbxhuku8XCD/+v//P8QLBvJPUghekn+STNqf9UT2kH1j3WOlP9gHM/Wh",
+	"UYj2Qqi3J8KCWwo74gialAsi/DRrQa3gCyt8pKihFNWT8i5utUIK5F/tsLAn6SDfYB89fpcmmlaAS8sI",
+	"Ek9+lSv9m8m07YKnuOx1Fy5Xju7aJRGz0KYOMCJLS8Wvb4L/33Wfdm8E4MoH1jTr8zFA182xsgESltDm",
+	"hzFIZpWnPaWT5T5WciFNZeEaRBXLD79RfFZZZZ0mdCndvHZ8/s2TVvtg68HDlPzXArcYP2LVbv2IiB5P",
+	"XXv/6go1j21oJInxQcBeRZHjyz1dumNF8Rq+XX0grfqAahYXoM0hu8B9EJVert2nADux8J1795cK/KR+",
+	"HTbAqsuwfUpatjrXegxQqH2jmQzrp7ELTDbsS//TYUdwnF3kfUHIr1dG3AofaVRI5mNapZDYX0/b4g5h",
+	"UEvGIlr0p5X5A0nCXRItBv016sDF/kgZaAmLmOME2KIEgswAA4/4DuWpnnTuXCwJ4N1uHzbnfQMIewE+",
+	"NJ55OPYZlvOUOvumuKjwU+PbW0nLt1nqb0JgLOwj9keDZ5dIekRvGBGWY+zZj8sZ9KGD7MECTkeQ5Qu6",
+	"vhz7S10NqlJY16zizmbmEhtcI3Wwi+xNVh1cuDUZRyl5kJa2sETAnk0s8aJVytmBbW9z4jiuvfBk9qkO",
+	"nWWp8dv6dqoPb010S2RXzdrKKGKgWsa93S1hiO4VmYVjFSwm7dvb/aAnsstI9rhn54gN7lpX5nIsSeRc",
+	"E2pc+4z8eMP9IlCpHagnCiPBtXGvdwklKVNTavePdG5vg5LkBZd7zLW9D3FgR213yJikVGsWL7VErgBI",
+	"DGpuNXeASnQ7f+FmUI23ksG1OfSwXIST50Yv1YzkbQYwcxLyHt0gak21za9poxdXUxz7HPMfYeILEe0s",
+	"q3dPrC8J2uXb9am4Znfki/6AC/lBakmbHRuT6u7jxylVRjDVcH9pRHL6WPGYeew4vVtKkB0/27LyOeze",
+	"amBp9vdsObBMtlDm46i6sv17kWKWBxPSQNcabFKlHdhylsSbfcOVgZfbkazQXKE++7CyH1VOc+s8RhNu",
+	"9SUjQVsKCHQw9PA4kLa4R+EZ6NjDYmLmPIKeNZ1mExCqEHvK6VfQwxOckQDng58PHfO5O9lvRBVxJFih",
+	"fQ60TGaGkRCIMiRvL1/YFUY0SRrknCTcMEUTkip+A37+RMp0QKOJ5ZkJF5N6IiOaeD2kJ1ZqGdrtHHXL",
+	"kUd/pla7N9/lUpR6i3VOSpjuP5/X/07rH965/zbrp//eqL/7c/fx45//d6+nH//Pf3v37/DTuz//aev9",
+	"Kl2tHa7NNuVi+X58JuUiEypfhXKRccANFZBLkgwcIcub42t04Wp5BZlryCuu8JPs/LWAhFhPGWaFPdaw",
+	"PurYaRy0iaIillMyWBimV+oyuz0BfTUAaVXOG+QSqxi5cU2tdgUAxbnUfZmqXrkQv17N5y5ntw6JmgnQ",
+	"mcKchL3O59VCzvQZCb1yFRIpmLaccVU1DDutJvlWChYGPVGA7sg0M8LNfja8q5xokPANdJL3najMDHgy",
+	"Tgwqv0aULyHSuFkjHg3+WAa9yP6+TW+7t9/PN023pC5KAjIaUzFiZ8SMpS60gNaGLlx37QVxKUxTLoof",
+	"a32aRMXU8GlqFgTXSxSbypusS/eXFKfohhByTqSoEK2Nzy8TP49WdzeRGpCZ8BA2apZgS9qixu6bIlVJ",
+	"zP17i8zHN+1fW2puYyg/cjPOBQJNktdDQGm7m3S721nh5z6+W9VTBZsni032VpBXujgRZazeaQWJLtrA",
+	"nOlGYbWXLF7rHT4vuBayntnAqwISz1ixxHzpUs/Yr+J5/VzAz5/PtbrOfXbu8eO9DwG0AdjFs5It8EiT",
+	"RI6IYUniyv3QH4Au4gwousp497/cCtZU8GkVdrBgabnz2iBlczK5H9pXzkM990SZtwr0db+D+RQsK//F",
+	"Dcu/ZtpcAkbIGs/TmKZYP24koQWE9SoTEvaRxZt9riV3VGOXJqFr4xI0b/7jumTOpYrz3uIZX7CUWPTu",
+	"ZlO9c7SiAt6GixFEDAKnIeQrHUmzIr7vfhM3RQ+ebQkYuChBOUhQmlCnvRsk1Od3q38GP/l6fpAT447+",
+	"7NU7gsAxM8XN4spKNYcJxqhi6nxW2UBeZOX5UD9JNQntk1LxD6BSdMk38LrDKJiwRQZQgF4eCFCi8WK1",
+	"BppyO5om6DEi9bqS0Bp8ygWEUkDcwnWBcfOjs/pI7aNdAxdDiRFiYWgE1xyRPwC6CSZsGJ0651WuycQy",
+	"0g07iaIus+JcLCI8wZnb8Qq11PUx5QnaewCR0sUEsMCFtHWA2Uw6KOMk6qAnXK2qDjzcsH3YQUyCtehq",
+	"8r1mBe0R/+3fyJOsI7PuiTrBhncpNWMSUQXcwE4ufHzTCkmq2JDfNsg5MPwb5gwA7fABELDkptXNTAZI",
+	"MyEO6IU7fHLi4cl92Tvq7tDCEQeMG3Yq38jYft4u9C9Xr1+RvZCmALthR3r8Dy1FuN8ggIaNT62DzLdT",
+	"KL/sHvh3HMQ1l69Ayg+hfRZ64MMcojvMcFhoktjRqYgx/XgJrD5EZPuf32UuM7APAKGB7IUFkOswcN40",
+	"qfiIi0ZCDajNdfI8Q+vHVbqCfuR42s8dYAvxfFwPPztirG7gvypW9r//+s//2s/0CjJY2KnnzV0SZow7",
+	"NBLzETe6QV75ZsAakk+nMCMoxoEUVEEcc9nSHd5NclN/eDvwNZ8ybeg0zc/z4ODgNFsrF+Tt9ROyF/49",
+	"3A98txlk3VMeKYmBYVjAXHFjQNWyi/xWPsJ1gVkG1MSEPVul4UlcnGsRriiGLMcU+k9PqVi4/UBoFiIY",
+	"i3UAXNkObjUZfpthOBCj3CX+wJQke+F6jReCvf5fTWKvMSGrz7ebjcMOPgw/NptN+3DVk3ZM6jEeYTf2",
+	"G+SSUbiGdo3uKES+uXC46ozEiPlirROKWPBTu16393A+b8VEyLlwHYNSqihi+MBpKWYFQY4E0wSASWig",
+	"q1OWGDLkiWHKB354woRJgASxl6tGDBR0ldivnVt7d/Vbe6GWCu6LAzrZh89Hcjqldc3skwY6LWizSFjX",
+	"XstpiDvLbtNExvZ3VjcNuwSG+g9Ieg3yMINlK6AujZhgOBo2DtbO4HceH5gf3iIH5oV52S6zj2oyZ0mC",
+	"dAcpux4/BwkNoEQUS+GzyKPy6VhJ1z6CfxcnZnkk7O9A0WjCjN+On98tv/bzu9KLDviYuO7pTgHEzvwa",
+	"wOnPs6aq2WaTEb9hohQN8HwM4GTqJPzu4vxpiLzA6alSODCb8NuL65AoOTOsaJSi38tuCnYK0IS6R+dy",
+	"lsRkxIxjqfCSnGHQBJij6w+MMnXAYnBslrouxyxKqJ1GCgsx4677FU7ajoyfQdBBN1XFqOXZFQduz1pI",
+	"wL2LqaG+K7RrJA2mNbADNzYWCoC4wNU7BTNbvushnMs5EMJW7bFcHsVTT2zUg5yak3VcyMEn9sxcLulQ",
+	"Yb7Lim0L57jWDeUB9hvkHC4xYs0hC7DcF5CaEAELQbLspESRFDrNllPPfvzxx3phkcwvKTwjFNu5IEyT",
+	"O/CUKfiiFKTTPGiQv7KF7okBQ0Q8y1VAs9tDqB6UdFZBgioLUPf2A8CxBeW0jOAjVZ4gCKg4IDF6woHd",
+	"WO0GKi6mVNARcwg57o+PNCqYuKjHN63HNOV1+6sQXJLuMTKWSay9G7AnWoHl2A64CAbYE4wD0fq9szLT",
+	"bekZ6TRPSehRr0A96DuUsZCkVCPd2XPpCf9+/jpsZCGYNVj4jhQl7DKvrrWcnEDKzllwT3BDHBgaEHWG",
+	"R+cwwPC1rssD9VBnTtIj0knIRBx6DLOgArQM0coSqVkBs2xPM6x0Qe8YCTMAOKTFnFyyNAK3VksiEZ1p",
+	"jFjZu4kMzapp9gpoaJKaYcXAMlz8D9DiPAfsejJ35gQcYhG5UEiSSDmpz1K3bRQbxJcoP8ODcRtv9Ylo",
+	"zADdhBvXbBw2vCfsagB1Joc58awD8q4LrAJJTPfEeU5v9tPEMEGxNnMw01y4RTkXK7G/Gnm8u8DbuGlC",
+	"jRWQDmuUpoBMc1ltZKAxYm+T1BkEVH4z0DTZD3w6Omr8BXvEUisaJIFL3g5W44o+ssVVwSMREB6zaSrB",
+	"DsVDsY8587HEGnyvE2saZlf6IufyXjn07QSgOsQePsRvwBg1dGElpOYx64Ea68bp5ik/+aKZljOF4rFw",
+	"+h1QFYf2nGMO2FnYx4/suSvQ7YnQ2uuWUSVcG0/JYHdya/rb+xLNlLZWBXaX4aK4quId58JPLUCbazUm",
+	"6d0NzlgDFPO5KKzEdc0nWA6G8qJMIj2hxyBbhwljSGgF6H6xyGbmjLwpNYCM6FTOheO7dmEZupllS0xj",
+	"qRtGcHyNG6ja8JwuoZLl3BjB1YR0t9y+lB8RqCud/cBV0eU8fwlgGXaRxmD5ZaySFkRV7NgHXEBrv8Pq",
+	"CVJc1gjH71J3+YimVE1QGVy6b56XIkuxu2sVDGhfsVe4WCSkUWT6TsF0tmjFtd1vkNf+YF3NIOp/BSi5",
+	"BfgEaMHSLm4MvaE8oQOecLOAa+KxszQyOcuW88etwAR5Zrf9rOJm4IWyp7th94vAcoDLJ4fIaXGT96Ch",
+	"AXlVfAKgAyl2BjVzxjIadoD9gP1jeX9EhaVCa+uzuNsT7uYtdT71LoZCSCXN1xGUM/2qrr0lMHfvPe+h",
+	"gAyGs8hQGOH+FxVhEKKupbnVbss6sb3F2WNzqSZkz44JxzeQM0CO8B2jgD4fZXxq38uKF5ax9ARyP8tl",
+	"HIvSLvRwwxKZMhL+gqptniTxMYRmVVNu0ET913/+v61mk+x5M6fd3LdHvui5jbmhySyzEDL9EgdokDdU",
+	"QwtdP3oDsiORt4UEcnKohk6S8Asje8KyQS5mDARV8dVUsZt+/iQZSRjA6gUZs8T98TfTtbdFO6Qn0ArV",
+	"AZZZ2i3H7dvH40qVjGcRSOgzJzN9goSnAhxwJTnKTapBfqTJBGnK3jhmsPihS5SV91xoBpBwEuQbsz/G",
+	"M7BOLOkmEy8HrBrTE3rC09Rr2WgpogXnDZGYsRSTdLBnRZZkNuQKItAMKLDRE2g2L1miubVmyaO7YkUj",
+	"zyiXnw5h6r741PX3tJPCSoCBYhSEAvQJc1wOZzNhi0eaxFxhUngD6vY1nsRgQcKCwQqJt3mFqgMnhS4X",
+	"ZbBUIOull8mec59rmBeJ7EqNJAO2f+aqtXN7PawXP2stPat1wYShn4ZXBYtH4JTP3B7uCefMg0329+95",
+	"rrT4WwhZNiEZSyFncM1JWHiq/le28BYb2fPOejIHM5eSeIYuTJbZsD0xpmoaED2LxnCJsiQer3VZnfmv",
+	"oDApq1HLlGU3Y5lvwB77u+PYMJybU0UfaWe+Bt6qz9gWDtUlRYRghEl1WiwUjy00eiEgDyn24ZbBwuV2",
+	"wA9oWmV7YuqX8Ka9QEbNmCvqzL5RvJk9YefjJgcyDmYFJwXJfPlGOzxhqzyFZ4Xi+tJ6iZpZ2ddpntpr",
+	"vvQyF/2ZZqGb7yUzalE/R/zWVug1Tr9Clsg5OWw2QXjh4vFi9ASsJJP8RlGhnf8xi4/5zWfDIYuMtZgP",
+	"b2+hloWSSFE93od7C+DWTlKC+IDWQTiI3aqhYgzTWo1aNMhV8RA8v0oN5JMDbe5FUgz5aKZAN3Ig820r",
+	"XM7zwFnZvBmw0UzAtvn+FAyNSmGV4YWcqWJNSKxkCglWrmCkJ6TAh6zqvd/FmS5JTEDqlmTEDKo6MP1G",
+	"xS2SAn0wlpO8eXvtOMjTixcX1xcg1fhI2B3IAiE0Qrv3Yrl/I7pyfDgE8MWtsRFeXNNRmHfWQX80JN+h",
+	"pdkT4Q9ULbpkySMDE7GfY/UnUhglk65PUw0b5Iq51D47PEpHbrnEsP5KClZ/aZXqsCfcHoQHzY7Vj8hL",
+	"GfMhZ3GYOVEo+swg9SbhEROaFcJZb5RMFWcGcUzKwazlONZjw9RUFxq0ZsGwWqGrea3VaDaa9imZMkFT",
+	"XuvWDhrNxgHkX5oxBAQfjxlNzPgDdEaoynpsN5uF+5gqaU8BSKpBXoGnTUir2UJUhCbOXpSzaAx6FolZ",
+	"ykTsW+Flkafnca1b+5aZ7+DzMCPvUV6bzZM/8vj50G4+7D2k5fggKayp3Wz6kKFDJ1gOVEGaJ3gztmVt",
+	"uflBLLKySTxshzU2E9fexWmMduASTa37knv+MTzsn/0Y1Cy5bXsHnvkY1H7YAFDqn/3BAZP+VHepIvXn",
+	"8bZ3fnKPPo9xBw6anXWvZCfw+JU0nvjt9zp4Gpvf+YbGPoEFXjna6TPn4NqHEPvHoHa4y4eeC8OUoEnW",
+	"avqwebD9rSs0Ct8KZ5MlrBRgr3V/fhfUMqDY2gt+w8DfA7ZOLagZOgIojpfM0No7++pjazgstl07V6yY",
+	"iaNMOFjrnI98EHdMb5i9kmfksHmAetica+YCPom0JgpNqIiYQmGswXSb+/YwK7fyEtRLhBP43V1MO/kF",
+	"5jOphyv5cCXhSmYUvelOFuIHay/mdcnHivZY0UYJshACpKtzESWzmMVkD/0vUiSLfatURIoZ1PJ8E0Hw",
+	"gZyRELMGQpd7iM7VlCrX4698V19wbc5Tbg2KO1/VF9DMe10qbOHBJ2BJ7/SkRxa6kmqnob8Yu8BNgqqa",
+	"CpaR19XY7f6tWMYlNQwOpY5Hs+W17HF/kIUBLqE/uOvzttMg+RtLA2lm7jCIffqPyP1a2195K6izK/x3",
+	"dmBjz6Qa8Dhm4v5MttM+3f7WtZQvqfBZwvo3Ys4FDUmbLFxUYMbZr959DGqprKqBQx5j7T6PyVblOimy",
+	"W/SWj8HdZ3RWKSYi1sXgC+2JMdXj3BsAmlMhZT+iQkhDBswXSEOSNDl3vWlC8Iq6kDe6WiLMVcB4VegC",
+	"32FgTalojE3FwAHdzWNeQ0RdyTzd4E9wsQK3TO+FL1V2TNii7z+QK3/gEPbRd5jTmIJB5h71gSUnYDC4",
+	"1BN5JMPvjS+lclPwD2Q7HbnzgASlvU5RAd1vkHPRE8UuXHk/Ne+JnJmZYrAmUloSvLQIcR3lWHpP+EBb",
+	"wicMmpBnIhd8hJVxf7IS9u/m0XvvVloT5ccwsBQuPrUU49dVohnpFOXO3dXo3HtiX0fRCFf3GxkvdpCK",
+	"WWryyvUZs2gC7og0DZx73VV4K4mNMqBdrb2tmEqMrTNOpu0JJHy/b6uOPjInN+155/ZocfIB6i3uIIRd",
+	"Rfgak9pOIsgyRaBRS4rFDKTwMEb5gUI8YQo2t4faqBWzqo2asY8rakXrM6sVTu1ZtyQ3sxxH3HGVPV2u",
+	"CN0/I+GLDHuUZ57CJX3kxRYcUS8ri81f/kCqxaeoC1+z6N9BiD+RYphwrIDptHb4xBu6sNb/tZQvqBqh",
+	"ttA63GU9epamUhkWv2Qxp74MstNu7/Kyc4tZuX8hjLXGfqdqiitroFllRLWqsmQ7Pv5lwhbP44+urIhV",
+	"QR9fuo6wPhhQ0FfOcpk7pQsnbXyCyH6ePINpYygJMd/R93xcziVrkGv3GcylcagSGT8KnUSzAvoMP+jT",
+	"M0HTyeoKCuGMUoJNu9khRkore5cj8xO2AFVGSMEClwVSJS5xQzJxucSxO+t2MF5ijg+M7qtndLtZbM/k",
+	"TMS/V76BtLmVbwTVLqbXoiKbD9NUC1ZNkAWWcpWi0pl7XxX0y7pm1ilPq/rPgz/mwR/ztfKq/zYOnG+Z",
+	"2YG93Y3j/NVqTbWP75w6FfGsZX8Vl0Q1aFMT+0LnJl/WhpWBKVPYL8csUteeN1U8YhoKD7IWl1yTUkPT",
+	"LsTTIL0Tkhmt+YYJXlwTORwyTIKEzuZUgwqFpUn5mFjWU5nOCjoaZE9hM2aXDee8NpByN1oXAniCW/XV",
+	"svgn3Kz1vV/7lJWY4IkHZLAgPH7g+g9c/7Nw/f9WPnWzfJsKrNlxicxedUXsj3/BH5zFWsls13EtZ6HS",
+	"DRn9DcjkYpC0ZtnhUdNZpbpSW0Wv9NfLytz81jCydXvwwMseeNnn4GUP+ugmfXTd9SvwQFdNdQ/t9Klj",
+	"krmCuso/HxdrdjamkLi4nhmzqWbJkBRBC9dE2nzwEB6C2hidBwXPeoKKBTSIcEU5heq3A7K3rh7I56d0",
+	"nbshKyFyRWN22KU3gwzsMmvmz7XLibe6dtbgKescv1+lt2a8/ry4Z1853y/NdZsMKBLDgwR4kAAPPoyv",
+	"T2bMxwy5W6lhZMLFZxcaQS2dfT5hQDQzhSYlewXmH1Tw7CVuHywLCF+tGuLaQw9wBYkhvm7YAO5GEdrK",
+	"FTwmFJD1MnEAQLOKYQDRJ3okVBvSJq6PZYN8K6GATQ6H8EUXvQLQhlwIGTphvtAGrAeYC4SgMIMnF0bw",
+	"/FKpS0/sZUWzWHBleJLAqCIv7Rf7rjNdRgFCmmzVGAHLHl6QkewJv08N8ubtNRSvZAVSXXs0xhf3o+PJ",
+	"ZDArVeG0Kul4tUY63jsLxCPf1Rx175y0sToNh1y8TfwJNl8RgdsyM74aee16YMARwmk9xBn/6HHG+8m9",
+	"3yYN43cobKWTqwS6fg7Xitj1xlXGyu10PkUOV+aVVglilGGIHmCFj1S50aOt0IVYgFsNOvtdsRwAT2H2",
+	"54BGk0SOPFzIwMoVK9axgrPVbO43yJtsUGt2IcQMiNUAENzl0EGDSdUTAP+F9lqGt1mQwqFikX0YK69d",
+	"FlluGLsPBa4aGNbXEzKJPWIXNx6LwoknV0aEzzp0LSErKjyxAt71UQIwPq6J5tM08YiiedpscY6wrfDt",
+	"g8w3SOgYgDGGrioXalofaRIlMppkFcR+NX0u+phIirhP/kTceWYVmGXlguueAGgn16DbqyI5ekYOkJLj",
+	"0njFbEmDgrJV0KGqNKIss7ibaTAYd4LO5xfX55ka42GxpjSFve4Jn3QDZwSHAXBHKBXJmNuBAetlNp3B",
+	"dxvkx6xg0+0AYCf61feEgf78JRMeU11zuBffld31XK9O2bEUUW5Xrj9FRylc8J9/AWkLUvG0CZi3te7B",
+	"ceP4+PQgqCX21/VWu93otE7b9osZOS1Bmp90m81us/n3WlDTKbOKx0njEDw4d1Ej/Oq+QT/Dqh7xupJB",
+	"eCRnR0X2AH2ZEAFwUoS4sjf7t1COSqtyMNprdCRkWnOqUXc+K8Izr2MxToVCCOkH1elBdVpWnR5SXr/K",
+	"1DUQ8xnEibeJ76irAWLYRg84YorBG4IMECAO3+8WJVeVU6RBruiUlQBvra2PfVCoBoAIAF2Bb4Rkz0t4",
+	"HiPSxDRNeI7XlFIz3l+XWoGLBWCcr6HCMm/P/QyAk3YaHclx5+rN4a7j4vPfQMbLLi+8AQChaz5lO38D",
+	"1rtjMal99hlgEH9Vpad2WtsLT0siFOj2IWTwEDJ4CBl8hTk2dOmi/krh5bzv2VoZio949gEe9oMmieky",
+	"KEEpcbzrYKzShC7IkCYJduEc9oTHKPU9hRoE+DRY1DMDmMEAiWd8pmIG3es+hq2EYDzENOsJmJSV7Qs5",
+	"83g5LAa0LAdAj4hdGeib/WK473IfRZwwTLG0r0+5ffesJ2KWQ69JQUIr16l2SHhZOy0SmkXKQiKoAqw/",
+	"I2EiEy7igIT26EAhwF+jUZzhrqKFY/iUuWli/IDdRslM8xu2Tl248M1zf39YDFnDu901C3wFxO6dXrmr",
+	"plF8aXd144tJeJjedhHvEH0fxPqDWH9Al/jVpXTWxtzLZseaM6sVH3j8C/x3U/Lra+Gb5FUI2qWarALk",
+	"MHe9MQrN2lYyoGBOX2/SE05vjU8wa6T3wM0euNmDkfLV1WYxx1tW+N9d2c0FMsjcMhlSxepZHwoXualg",
+	"nG9cURWG28BYCLGfGmjdYWzHEB7vQrgwm6vKwmjqStytJ/aKuVpLSUyWL0FJmAtKuFIIqhj1rRx8Zg5O",
+	"BLH9Qf/PAqmCUWWtmYgJsE+gRaxiVAO2bEJTny+UT38F1gZ7mShGGz1xga1lsO2DnBltF4nSAaKY7ld9",
+	"V8LWt6+FWXsDqEwjkZwyndtbI6sL1yOuooSRmGtDobkJn8J2K0ljMqSRgVA7aTUOMNhnd+aR7gnAkoQm",
+	"WyRlqj7hiZwyoxD+3/4Gk7QIFtLtxTPXUpoCXc3UAEO1k+njMTaygmPqCXtwjzSZzhLD04QzRfZYJIWc",
+	"Lsj//T+twC5iKJWx/2gcHAbkNoEfjw/3s/AnTpFMueDT2RQn2RPKAeyPaeLj5thkzre2w4bHJITN6isq",
+	"RiwkOqVCk9Mm+R8QaG8dkv+BEpyanoAnz7KOGdGYqhHTpREaU3obIoHM0qGSwuBh7Gdnk5UKFrpPQLmh",
+	"PR4g2ti3PbAfgrB45LpvcUEQGGnRdzHvsCf2DppNMlh4PPT9BnmCrRQgdO7qe7BdioLvzuIRQ1z01Xg8",
+	"1w7XHECV1wAUPaOKXbhl/NYwRf42uSbGimld61pWSn6gCRMRp+TKBOSKCvJMURFxHclaITZ8eHpajg13",
+	"Tj4GNbzo5TFb5CVVE2Y2j3d6cFQc7+D08GMA8Eh916fUUffuyXTF3c5k5jogpJlhpbQAbCppJFLhlwU6",
+	"KpHJOoXQF7mWdcIK7Phtqkv+SvbGx+AB+OiPGWx+iB3/UWLHoO+B/jEzxeS+Z6W+ZbkFXtYjH//if9xc",
+	"iZqN5Fr8FuRtMT+rmBLfdephli/v+/pj8j83PQEF/ZAdngnrLgkBjjAMnKRmcUj2ADCpiGg4ppqkVGsW",
+	"QzvQEJpYkD0c46wnck+zoNNChtW6qqhPk8hfyjXwCQLhwUnw4CR4cBJ8FQWzpY6Smzj2nX0GGSvP3QYj",
+	"RdPx+2Qta7+cCZ03Jc06TWudFxG9vXwR+EY8/jlo+ALd+3XKIj50/CzrSqx7wrV2t4z8hiput0O7vi/s",
+	"1jChuRT2Fwq+UMde5PFZ7uw1c2k/C53KDbu1htm3F9c9AfVGvm2dFMkCXRB5ZmSUYR8AVC12yvr24roL",
+	"eda+hY1wzWtct8il5jLQ9lmTg2bHJT4h6nzelFcHWfO4gAByrWsRYZURsBpgD1ba9WM3t+Kv3RHVPSFh",
+	"R350gYRI9CG0tWdKE272e8I3uUKHxZ//fDUbZGeq//xnshcWf9Owgg/rh+Jwn6iZwOOj5Ec2uMImtK7J",
+	"LdSRcQ3ZWQXnTOinCK2ZrNJVn+uQ6NkgVdLISCZBlhp/nsokkeQJNoe2OzJT7xNLJnRyhuFpB1dERjJv",
+	"jhbmPZH6XHC7YlQMIbfsl16t1D+oV+uSXq3UETrrBt2rfbRG/UDJubY75nCkNTNZY0Epios/c7DWbib+",
+	"u3Mu0PmEEMSuVdUsHSkaFztS4aDQlVcXdt1l3wOhwUXx7aLKDrRmT4TfnD/tX158//bCnih5krUC1l1s",
+	"BoxeOWj65ICPfD82alY3zvW1pQZ6jKUaEtDFqNBQyDUe5hqOneyt9k+GFplaChLi5trZ4O523XbHzFCe",
+	"uP7bhOqe4KLUpfiMdDrt07yfCiB0J9CBxUFEt5pN1zEZbw5OSyMR+pZa0ILZQUKTPUSTLvSmdF5BT4au",
+	"F2gHOu93Os0W/O8J/O8pfMROynVsnHPNGuSCRmOS6YOE+t3RhiqjXTFk1nUycwZiGz90BVm1tydCZoVF",
+	"1urZN0U7v77ov3j+8vn1xVPXuJqbfd+50H0LOFqGmN1s5vPRPUF9Y/Pw+vXr/svzV3/rv35zcXl+/fz1",
+	"q6tSL+wK1fZ7y4Id076zXuvegzF2if2753/w3P4O77z2s35Fp+wO711kkuRXTk6oZNK7a+5uupfubdAL",
+	"tvnmqIFhLfeGfyMITt697Dym5A1VE3uuY2lkoXlZFIvGSgMznzEcq5s+bQ8Ook58yI6Gx6P2+IB3/nE4",
+	"OUqOp+3GP9JRLajZ07CKd6dxcvwxqDFDX2IRca0rZkkS1KwWA/vlUN5q3dpMx1adkYYmtW7r5LBplR9f",
+	"Avv8Vf/N5etvLy+urmD1uQ6Au46xjARthlaz2czcmiy2vwBN+b6bXV2DKqPZ1DJpRYU3Me0V1qFDWIKk",
+	"7CEktyLnxTKrQqfJZ68vv3n+9OnFq3Df9Q7IGuvWUZXyPQ48x94L31xcXj2/ur542v/+7cXl3/qvXl/3",
+	"n71+++ppuP9gsz3YbI54H1DY7lI/MRMrNszetxfX+wXrygvB9U1OlkyhjD34MFCI/AU7Qzp5EHaLVVmo",
+	"1/h0FNAXHfug2ipY/x9737rcuJGl+Sq53I4wGQGxSOpWosIRq3aVL7tVdlmq6nb3wCEkgaSIEZgJIwFR",
+	"nJqKmF/7APsQ82D9JBt5zslEggQlSnW1zZmILksCEnk9ea7fN1VFsKJHOOrTVVZsi+lp44O12cGJQfb8",
+	"+cVrT1NYtYKgpZLLhBeJG5THd42yLqCP1+L4XRRA/aMRZoWaZGI+ZiOjk0C0c0VuBkhsClqeVpC4CeOl",
+	"gtQuhaFruphQGtmKCjlAJkXmOokshy2DXrHFzOjAnp3YNxooRNc8mQtlpyRYMZV0pUGqP4U2jULa4Pez",
+	"oyD7oKjkCmOtK9QFb6dRzTB86PVJE88xyCBjERpl0tfuazRUI/zXBjRmwwGotPGMFzw2SooxGvFiMOre",
+	"i59+/M7cLYnIy5l5mIHaa/R5CVejnXD/pWfPn7+KTllq7gJjnoPFJCuZiIJFl5e4jckUv7zEfF1YFWOe",
+	"jAa0EyNs2djvqcyr8lvvx1IUUx4LHYUSWsmV1ukkE6+N2RvZrlmNdgQM3aT0ogpvjwWkOovbnAOPNpsW",
+	"/AoYm4NQwkA9cFe5xJJcUJb94X7z08tXL57/EmGI+Kwq1ZyXadzCcQ9hZTJQrcnQG0PdODDmuMVxr4Lu",
+	"y75mb4nhdcyGAdMzPjo8+p7r2TvLfYyuDmQWRg59xkPp9hh82KoC8UzE6OleVQW+P7v4/vLlDxcvz15/",
+	"832EYX7crfAuz5QUp4Bt6xFyW5oefITIKu/QMlh3NBiYxZhiokUao9SJwWIPJVTRN48I1ZCfw9AsASZA",
+	"u8x4gTVdokGQYBYaiJSPIV8vlDWyB1VpF15bNsXPjADW8GXtQ2HdNZdTb7xSCdvuZAFioUd7WdCudNze",
+	"JEzLSofgp3LsTSisU8kmqpyxrjnyaK67yQPNsRYyQS1MUxChmEGDvN2IhCTQ56WAjidoGd6YcaoO7nJ8",
+	"lhcFB1Ye0pl1j7xaLVMQmWGlNARL6gQ9d1xQ1ArKiIPhYSijqo63XYKPCwVHD4rjzZ4hIxmdHLlA5vE+",
+	"e+VOYdHYPuDiOw4l5HOubQ8lBeyEV3gDuXKLpielhCLFrlTIeIFkz85JYiYcJ7KA/wbPFk1qKGE7DdnL",
+	"9K89mAgnteFA083H0M2hfUciohS4e7fN6n5+K+KqFLXd/agEDUzyakgiMDid2vPabj/UeCZLuGguvj/b",
+	"Gx0ewWkKcKNZmSSMfXbDs0rgZ3wLrOVDTsx1xp1pMjg4GZzwk5NkNDoZJeIwPhgcDcUw5odHx4Pj/eHJ",
+	"/iCexMNjHgtxMBlNhvtHh9Mk2d8Xg8Eh90myh0Z7cz5h86nUzFpZ5Jez/evR/EAe5ke/HRdP9Uk5utlf",
+	"HNweLo9Q7daidSbOUM1wly3lqpndC3aqN2rV8DSMO6+NeR10fsNG8V9mftn9S5qM2Q/P/kePvYXmu+bn",
+	"v6SJ+ZmgpWqz2H7yLQQcGZrPDOxy9g5d/m8ZmMY1Lvo78/+dx03Fw43hjYkvZ2sqrwfi7voWeE4yGCKy",
+	"gbkr8z2xFD6tfwU6NHVRq+ZeIhwSCwpS4gZxG6jplzHK5rugg8o0ONVWHRuJ2WVOaTVGj8URwedjlVVz",
+	"2RnvBx3A5xkP3/0adMiLCKc8xU74CW/c76QRcLj9+kQzbwwe6N+vpq1HuFreBc7vVM/M89qwYat2zeYZ",
+	"2nmu3v0JfVe7HLDtc8A+u8tnh6f2Hn6mVz9dbHA0UQhe5ULyPO3bO2hDZXGq2U+5gOBobXhh+NtY/fJG",
+	"FJYUBSTwP85evjitocHiQiRClinP2jH+oe08/d8aaEc/Y4ITT5IUyUVfFaaXSDhjNIagQym+qKRvkn2r",
+	"s/S5vOZ/uPSgx8iOz3AcRVwVAPX+b78GDWso1WsnxzuXL0XJ1w/lks+zBx5Kr9zQXDMlT6W5WLl+5JH8",
+	"h+nCJzySdsj1kWyO2owCEm5OWc4LDX4Kcs8uYYhs2B/hn0DhpEOrywJu3O0ObdA+jbuzvDvLbWfZbLuN",
+	"Zznny7mF7djAX0+VRh7QIpjkxpJi9Dqbi3KmEmQrc2ECrFEyWnNsjnXAUq0roRkPZSFikeZlo/oMEqQ4",
+	"eNwJ3dv75DqepdHVc75krrwuCKVXgpfzJTK/rlukmF3tR0AsvibWt0H+s1Tl5VRVMon6WDuFJBOVBlr9",
+	"yKxUJkrInAYGCwDmdG/Wf+4F+BLx8ec8TdhSlKHs1m9Qbs+l+WNEvv6Iz1UlyY0YWXuL+OjFbxXPwMeA",
+	"CZEoDkybpv/45uU81YDdaZ37LBGxsZITuzBADY9AlJBsZSNPtKgBE5CZF9HPffwzJv0BGGkdrQFwU3zs",
+	"0n4mqqNylBGVShaZRqpCXEIM5xTtq9odjaCjRONL5WMrdWKWQx+2ldYO7bUslithwGtEdc/4UrO0NMtY",
+	"LAnRHGWyYzrvQq6drnhmhCptmebepiQ1+CZOTCjdzNAWN2OG5CSKJIyI2rimSR/XMG9P3pp/ACcYW8Fw",
+	"WGtZnPUOjcl/UEAUAD25NBQYbCWJ7QTdrRkvMQXPy0d0M2MeA5/vlShtxNNMPvU+YJNliRjB5j/QreV3",
+	"r66OGjOjgUbmJBb0K+cEvhYix9Yj6jBUFpBLGkvdeBbKmGfZKYv8+8GvPzALpaSARTi8vfV2DIRDbccT",
+	"Fqs5bFqLBRxKrZrjRp4Y2DDpXYWGr3BV3rPG8Nz69R5da4ieEl4kTYfSK76kQmUrkN0SQxTAvIGny8pf",
+	"382EIgL9NcG6N8ceZdz6nXEnn1+aBi9vUs076N+6bPe2jvS+87YedB7gvaH5xsnfpAo5uUqxcWVOKSbQ",
+	"4pBwE1gvsZo6IemxADXO9actS7SbatPwGjemzeh28piOurs8zXWaUFHRrohxV8S4K2L8nRUxjrbaH9/x",
+	"Uiz48gPWPfIlRdqb8tSzEl5Zu8BZCiR17gb4sw8BA4BEpXkV2i9CuQW1iKYFAfkrlLCRGkWrrkA0WqaV",
+	"zhhnr0nkCT6jYSCA9mXMAyQmyIhidG6UfZ9wCImFLLQGNWFxz1dgOgLKsIffr0aNjI4CdgY0Ekq4cROF",
+	"ZDlM3Ka6BA3Vy7qQAnCCGxWdWs2F7R5ZKfiy7rNvVWFUbRxX0Ga1cMnEPC9xvFRzE0FQpTYftCoi5hCH",
+	"QT8MJTy/ARnw3K73QxWg16DWbp35/iVACX6yKlSa1O3gde3OpoXYZTjvMpx3QHyfAi535eDdfS2msAPe",
+	"wr93AQG8tmQprRDxjQtqjaulzQN+btr6cuvtsXubsGJSohDZybOdPNtV2X9pVfYFiRYr9eAsP6aq/hyF",
+	"Yl1Sb1q+I9bwV6WujZINmbTNYv+GY9W6BNG8sKWxEYf5F0lkmTIIGS+sx2vVdlKxbOtfaUBya1gUkfm+",
+	"YySrnwzlVqBrpywSJb8k/tB1ZjMAvauh8Ah+PAfKiTbkuoBZVLkqpxABPnxZpnOq73Cg5GXE8qzC9CXy",
+	"/uPdM4EZLmciLaCswmEmgEFob6axM2vIFx7B25aPxFxJ7EyGEiMx2CaXy+ZiYdgDIjvu6kul31S3NubG",
+	"7GA0CqX746W1+hqVKtjKGOMN+GgdpwHncDvSIkwBFKhgHcSM57mQ2lLceZGncWOxoeRASV3NRRKscK7G",
+	"GU/nIgllt1wo85SlTrV0s2ToXYnSq1aC1wmE0JpvtGrWQUkIPH36dURYvqkGIL1SyFMowpdLRrEU6+xm",
+	"qbEW8Xd63CjwcQNSa7amjXrZR7wZBWPT1kiYV3CN3JMWZCiAP9pjSMiBEN5yj9oQF4ANnTKp2LQQ9XRK",
+	"YznXUJjwrlSXRIPjTq/ZDLSTFjNV18RzB9rpJ7BPMbRg28P9MuP6EmnlLs0LWwVdNgWXXAgFc/A5AFoC",
+	"/yGUsBze3uJBXarKbQN0gpArAINRqdQlkQdy4hOEwWyOTRi5+mUEJkACrCYBM18ueLiojQx6uzMgjCB0",
+	"eTk53pi0jSiGBT5bJMWlHKn9/OC3w+JIH5ejav/mYHF4e7Q8/o8RXGj4tZU093UB6AHJPK5fDwhvmCW7",
+	"B0Gxed+VCvoKsUlCl3U+ICdQe582fAEJ/xt6j3fxShnBLiqxi0rsohJ/QmhFo8mT2F8xJDzfyd2key9S",
+	"XdZpR9orhAbfvhZi7LQBp9AGNQcgoSppZMFPCnUjgtqRzqDC7hniFhNbcapXQxV7nka9kXLvT0G2Z/me",
+	"HtDyjp7vM9Lz7Rj5dh62D3aT/6n8/6sceSjem5eWS97bjPuL9uhNCuAOlgEA768xaMhwcwWeshw08lsp",
+	"d4nA2vqMaitD6aeyWj8W0jfgo7WHxj1i3Tj0BHyISu3JHQaEcnBPKrCd4fcBNnXQSDj3De1moHsDPjBV",
+	"CT88iPyFCt+7DKCdxN1J3F1M40uMaazkN1mh/rjkFhAyedUGhCXyjMfNcgmL4j5eTzZqIsC7W2HVf31K",
+	"Uh8QWWORUVb5q58uXrcllONDGRbKg188y9RCJGyuboQeh9JFSti//u//Y7wo0ptUXrH/ZKm8zAt1VQit",
+	"2X/SxzDnP3JPmVc2PhfKyP+bebauhTht1E1gZpJ7FZBEwGVr7jqLFWJ6TB5haBoxVsBhD5WQ6L999eY1",
+	"8KQ7XxECE9n8LuuZJ+QJ8rqaq0yqPZXXUz2yqFOIVyvjGZdXNtm4KxW64gMWVQgJDIEW9xgEIArBM+w1",
+	"0N5ouMTJg084uKvVLmNMeOvbGY6I7bUPOKpYYmKOhhmOP7tRQBBEPNMqlFpAsYYfEyKtg8dlxTPwTvds",
+	"234BC77pfmNGdQrYZqGM3lIuXkBZ1P5T7yJkEMAG65W0DdrfoPXMzqxHntZhDviwXlSljtIhapJZ2gth",
+	"tskPU4stXQMrAwK10W6a9PnuGFBUblplGStEXggtZAlnIsB6CFWVDqmrZ+YKls1FZpTMliydMqnAx2/3",
+	"QloyncoYnA+65JlgpiOwR4cjiA2CBx925yWVzDTw5SyKtg1imtfbVCeEnX6U9vTD1NeFHu3bp/24jpzj",
+	"RdkmZhYBu4sTGBbuQN+n7uAgXItGQrudtN4+hXi4EZMqz0XC1HTa2mLdyAN88a8dqPcmXY526NqeKNX7",
+	"grV8WH3TQ3+CjnaBX4y2quWkAyG3CjLxJ9Uu/6ie80+j/T3c1b6F1/uVJzC/BXm5A9Z4gHr70px7Msp5",
+	"puQVaBxZOhXxMs7Eto6MptIIKTqPVozb64ih/ab/YMZtAR8oOqzrpfAA1YPViHobXCbMz43vsx/W8jlq",
+	"0T0RyEnpq5xE5e/rKQHqaN4N11RKMPi6pvKs5mjUBJHetEIugi25df6ZFZXOV5GN+LbJTd7H7tSH62JT",
+	"l3MEnX0PzkWztt944/isvItYS9wZd15lXGqrlm1PaegP5I6A/N9ny2aSjp3+Txtxb0z7XYrAahd3Ufed",
+	"7vA71x12YfqPrjygeNnsHmtXFagg+c5SB1fD7OqtIb0Ns4Qo13QzuEe39goEdMd7OB6WHvFgcOBR81gx",
+	"WEkA2eg6uAtelmKelwjaC+rGTC0km4lC9AAzxCGWQBNbBzUejRDwqaIV91Sb0+xbEItd6GIXutiFLr7Q",
+	"0EV9Ttur0R4dx2iX8OjfvrvWm7qVpTfoLxO1XMcwt4YkbcRU5YkTsKtsHQCjzo1lqEO52ZdrhD36s8ic",
+	"WypnYpmvQcEej2cBc7xvd0XMLQlan/0djEDcLGMAb3sC1tweEqxFzPHhfRXK6Ln504WqilhEDPH+07K3",
+	"gqrPiZztlDm2NJaW1hzzwxECGfaBl5CzCJN7bgR6JyOWSgKxNONBlgHCpM1VloHBi8g95mvEoWFJ1FIz",
+	"nTCSMYwc0/mjNBlj7MVYylHCSz6OmLkogYIFa9nX+kGQgH4Ey7rxg5U6l/pCrm1ossMXfMlcNnMd7KqL",
+	"9oNQRpTzb4GeI2Mn10MiakDidVOSWQo/hyCgJKEfOc4BsBA9WKRcoa2Mi6Z1emW0BOotMZdQ0Uys5qC7",
+	"wPx0ozGbCV6UE8HLqEetDQ8pZ18T2FFeqNtUaEQbjTOlsZCGpUkmzKSZpeqzs9px65PecYyRWAd01/MG",
+	"BL4PoNfg+XO0E651qE9ATh2fHK+VMzAX0p9Rs4lCiU07VoquUc0ovwRoSHrjmj4vYAejExYVvBSXADsg",
+	"kohVskwz2GRmDoTuszM7epAZyD9qdhY4rYgk1fJbwh4nZs20HMPkpJJx0zEokKBjjFyChbih7cK6VBtD",
+	"HYcAFQe+gwYLduDNHx7j+rAIaV1D3KdlNIcRmvHPTDfieXp5LZaXxAQZWfoM/K0tkenh/muu0yk4g+z+",
+	"tWKRl0ipqS3BRJ+d28csnBjX5R5Ior0fnvkCijXlE6iyackmS2DiEdm0N0Zt15YM2agWhLTw47QfA6+j",
+	"bMEBR4nEuxS3pT1XKyKOqB+dhG/Iuj57RUcPSq8molwIs/dQLQ9l4QDFlIX/I06LudHhC4RvZ3Oew/FE",
+	"4URiv8mi8pV2W93uHDqlRoQVqrqamb6UV4W4+PlFKKMXP1y8fv5j9CT68afXP3z7D1jsvFBJBV7EwL3E",
+	"QfCKhIFeYY7Lxc8v0lK0mQm4depgU0uO8PqtGnnwaMDzYcUDVKPfQB2aYoXQ1Vy4uqMk1bRBjBafmrZQ",
+	"d+wEFje+sWU6vrPM+dY6w+Ojg4H3f3suXhd05vz2hZBX5Qxw2teRS7+4DFl7eYFKtXarNwfu3ZKhTJMx",
+	"2zgToYTTz96GFgQt7IzDe0gnwk4QUsgSnnaNmd97l2fYGe+/g420CV/2AgTW3oU5UrCY+hQv/YZQAg2k",
+	"OQtWk9gadNbeJEjr1WgeEgpZQ7Xwb+h19YFoolGmT90d15C3toGmyO1qQVRBuLZ4MpQWiA3YI2zOdY2K",
+	"tdBH9zYQWLMV/mpCS0ybfMP7DWcDfslSxfG5OHVKn/uKRCaej2BXr2yKsjA3KIQCeKlccTP20ShMp1YD",
+	"Q8Ij1FONjA3A0YHcvbjgG0RD2NmfjvhJPJwcJwficHo0CDstW+kPac43ZztqsGlHLTMLeNZODa0Z1fGv",
+	"p9tOeeM7rXP9y56xWrK9v1bTKaQHtfRWqsj/GIFRcSjzNx3UwAB9S8T1umlCqFox9IpUJ/ZzBDvodV5W",
+	"c2OYStX5tb3DO6fHzulxj9PjW5VlamHtfHAvdNfvvd6HTOYkJ8hCTGZKXe8JmeQqlfdg3ZE59JVm9B5z",
+	"761C3lFGv8yWvT67EHEhrDcaIAIyYI7ptxaX/R3bfu669AXUmX25+Gors3V/nZRbsp37e+f+3qGrffzq",
+	"qjVZ6clxOr26QTQd8yyb8PgajiVYDOY/3v6FEkj6E5Us/+eTqsjebcYVOk8TdC2ZxjRB0lteR/bm/AXq",
+	"OLkoKJEHoTiqiWlkIhJ2ncokMLpQJrhGjWiMkCXgwsaX5nyJufSCzRVQnHKJ7l3rfJSl9p8CqJApFh+D",
+	"R+NvokinS0vbWxaVLm0OuxnmGPxF87wqBfv+5dk3exffn40Oj5DeNQqrwWA/LuEf0cefCr6AN/GXEbsW",
+	"S6LpxN7bVWAaLiWMuy5mKhMsWsy0iC//9V//HTFU4XoWYT03V1daBsaojJXUJZclZJdTYjWZpDdDTM/+",
+	"Zc/M/95FeiV5WRUiOmWF+HcR4zu65PNcezN2yMgcRg/qUlVFKONMxdeYRv2dYjmPr40Aj67SclZNgOiu",
+	"SBPB8xT+tTe5JhcY0Jd2I5xeYljACbiwLN927zGSOiwTJTgS15/I0knBiyW7wdUqlYKOyVAmIqnw6hLW",
+	"LsCtAV6dLs+0AggkmhFyx9haCKt+pIl1T5q9pWQorW+rLJY9DwiLRaPb28iq6KeM0hLQLbTgRaLb3FLk",
+	"SIKPb+ORwhHQCdAsQtJrYu4wm2ujz8kf5lrW1Lb5WvA25mcYTWNT/1LqXZo0+nbqTyRZZJQP0GfPmsuV",
+	"lluNxNxYdw3GdyuVl8eT/evfRreH8wN5lD8tRvqgPLp5uhgtDzqtTrQV8638Gg9yJdNbG2fAwxzcDOlv",
+	"mVqIIuZasJm4bQqGKQs798sFekYQkBMc3FwUoUSgpFo4LBRLqsKKpKuCx4ItUpmohQMvMg8WCussegGj",
+	"4AqfFkLPQrm2BrA/75pyJzW2nPPy6+Hx0f7x6OhgMDBTdDg6POZPj07EsYjFRCR8f8SnU340ipOY70/5",
+	"4TDmybE4PuYDcXg0nR7uHyWDWDwVw8HT5Okk2WaVzC4c7k24FgmT1Xxi8eVSbcfJSsUSkTlcCtyzUJ6T",
+	"aieF79t+z7CF5d4ZtrrdlAyDzjyV6dyY5kM3mlSW4goQOoN1f9KqxHPePWIksEduY4drUfbJjsp6r83e",
+	"g71qbiYjFN54h+jerru7actZrnddZ6qKOS9xko+8zj9ozrXd+HpsTmSAB9dssqODTYe8nvbGaV8b0jay",
+	"IJS1soDiFD69l4hYYVpXUTpPI557DEeQ4kDCJIeycyNGIHRXiDJgWphLp0T2e53zWOg7BIHtvX6gJLgZ",
+	"Bv/nUP1z+h8/nhz+8+TN36rhcz39eT79248/z+T1P0f5v5+okx+f/fjk+yf5Dwdft+yxB6cpP+BGQ1Pm",
+	"nkTiX35pARaIr6VaZCK5Es3TSKn0EB+HCsduJTNQB6SXmpAp0F9dPN6o1r0+Jk4O1r/2nVnDqSrYlVLJ",
+	"KXOKtC5VrlEjwfA2YFkC2zXzFUtsuW0c56ACEn+JaZ11xa0xcdjB4CmS549OXIVj4Rh7euNNvTAaXUrF",
+	"lmY/GcOl7ctYZHJqG6RtO2QArXaI/+wP8N8Rm5nfzQI2HNj/Zf/6r/+m8PbogM3wfdKn4dvsjEXnplN7",
+	"EOWPGNfXZpbMSDMlr3AlXN49e42wgZp1hwOme6id2sCwkhbnUfvTwHiWXkN44S4yuHPU9QDHEXZJd8UU",
+	"Mtq1MYB67WZYi+/knAwnzThYThCNxK/QZQ91yRF9wMaM0cflKZO66RbDQI5p0HKs8YlWmTF1IiC4jjxQ",
+	"UVUyNFvAj50X6Q2kH2VK5WY/Qwg+S+X1XqZinjGeJFCN3I1nIr4WCaR+4mqkpSjqJwRmRlChB+6LZz9e",
+	"hLIQ0BcIBTsdhi70ZW9jeae9gSKUfBHrelZVbxxKjDFhPirEvE3PwEcPnFYsNYNdYPvOVqPp1vXhdxii",
+	"ocROQ3INLBQq/n3mHIhEhV7XBmNSB0lyyr9AwFRjxdlBmn7iRpig3IYyGPg6LjVMvGl7MbaW0brlF8ou",
+	"7YeNhlcPzVmw0elmCtidhhWgeq3YRFOu8RwemJ8wdxisS0+4kPhAb0AJiwazwEtsPJTd6GA4YEYGRlBk",
+	"3S7jgEqQkGWBX8RDAqUTjYCg60caszzeVwyFspZD3tx0m0LIEzmYA5KWRjBpTyz1NtcArXhWP0IJULt3",
+	"yT6SijXvLnYMXv+YJTgrX/17Ws7Qhb8R3b52Ldkt4gFjWmNq5dD3TlsKt3zDwHNO7+pw/pB1OLsCmS+Q",
+	"tp7OMuNrnusNGtOGUOKTt/Y/CTUsEZkoxbp2+gx+3zz/WPKaE6QJXckpaStQDVv/KlNXDc3qNJQ22Q98",
+	"rDaHtlQsLfvsXOSCOy+zuchZJrjVLsBxhnkkAH9ibzxUUZsoNQfggEsRCT5NGtqFq6mZ8RsBOO14kdYS",
+	"EtKVcU4QCd2TomjO1Glv9Wjb7iucwPX7auWCONg09ckpW50w+qBIaNaa4ngnWv9wJY6/Q0mFm3drORW0",
+	"Jzb8JMVKhURbfkNDwAQeJ59Vb1oZi95bhfxMWQSb9LwN2tkudWCXOrBLIvsiKue2FYUPk0PPnSKHcCcg",
+	"kNbxTqA8QlOJz3wiClS8Aiq+ggIHpYWTpdOGyveVg37tjVlUFRlg66G3JwpY5H3MZjETzCDEmlC9Ar+f",
+	"VbBUwYSE36bOQ0wFBKH0HB2lUuTRsu4rMll1yZca/2JrqoyIFdr6kqS4LW3EawzanNNTCcUkqQS7UvXz",
+	"C/bm/EUjPYIXgs3NjKKyZR9Dj+G0UHOjzi6YkqeUje0P0ahqVrGUqqEoQ7OJoNIzywausGplxpNQWvWa",
+	"lEzrIoH4HDZJk0YVJdZvtGRwiJWkWUtEXogYvXGRZwtcuuszYjxLua61YiSHSaEWC+/MMX36WuRlXVaJ",
+	"BYChpL2C2YWFyATXgvK5zbiALd+2pM0qCV4wJVnUappEm9Hn2rToR+K2OMg2ms1O0KmKrDPugHd3/MSc",
+	"sFKKok/vuKQOl8zx5Ga0PczLSs/vhnuz57NUzFY12V9lYlpCos61EDnxDAAM3acFgnugSuL5AnFAO5Nl",
+	"h8rSdrXvfEifAGSFLssP6UF6Ut9tdyaprziGsHTLSQnfjBtDuF5Ic6FB0B7v8WYqe+Bqo7QRirGaU50o",
+	"xaQKKLyE0uVYJfS3jIPbH0u/7bWKyKjm52U/lM9l6a5puPKaZcGpzcvs7g9Ywpd6IxcLzeOzenZ2+fL3",
+	"Xys2sej+fHmLpbOzeXc2787m/RLZy6VvQrrovT23H8EC3u6+KkTzxno/k7s1y//MBrNVmxOT7MuuX1tv",
+	"bxMgWxQuLtJIygxlIx3Ev+yMgTZNb0VCF6kzAGnSEQ/EBeS/wvRkSO/goXStYDmm4zKVSYYw44WI1ZVM",
+	"NWA4nNp6ZFxIgDXDqgVj8WXq6sr8SiN6qW+IQ8K5RdXZWqkA2BW8o5lbuiUBmGK+AuVhVLriGdRnJ1Um",
+	"vBLpGhJ1g70MkKSUaYGFcK0LwLpeKMjoEpYoB7M6rlOZ9GpkmCxzgStAHGkLNCEf7KpZfmkfbVIO4zCI",
+	"+db8t0eQ+z6gqnT8zt3kflZUVRwZcp7enYr7UAu8HuA99KcuJ1oL6cX81jKk7zO6Rx9aO/KWaEPXG0lS",
+	"lWBSLU6RvclBD6IPho6BJ6EzdfWx4Fp3Rv7OyN9llnyp2hoQm7i8XHJ11/47I/7exz+APvs9W4rzsXSu",
+	"Bt+RJ9ZWQgeEpgWOaSkCP+MVRKLLJAlls1j+2Wq5US6KVCWsG8GPl/jjJRV1RAFLiNH16dHBYMC+hgxt",
+	"gmpzEYllDQRTl1mA5giFi65MwWU2I/ES04u0jGdYBprqqhCnLBpERpO7UZbKRmWJK4dABc1oUi6CkmaZ",
+	"vQTWyqckE7zIUkAspGXD/FAAFhs7ILdyoahBnGfIgpZLyDlt0zfOTWOrrnxKYfycOkfbCnbG+0eDwdY6",
+	"Bo7inGYLFau2S/p7tUB/0soSoYZOm/XUVQ1Cke5E1M5/G4Gxu8vfi/2Pmn3aHOEmBcQcLBzSLo10p1M8",
+	"UKfYaQdfYN4pyOwVb07zUn0f7aCEMX4olaAB0ZDTia4RGnJezvor2a/t2kRtBtbchtuMxCLxrmhRX2n2",
+	"5vxFKLs2tRVqVK4FYMNCPoEi78ub8xe9sStWlglWsKQiYVl6Lajeh8j/1DSU5TIXLDJDBR9AXXhS546K",
+	"TAs2M3afvKsM/xXCK95ZhX+WLfhS2++9d7W9RemClfo18Eomc+zMVgXPu7L7Xdn9rux+V3a/K7vfld3/",
+	"LsruzU374UrvNxe2/6hKxteK9I2e8pX1cliUeQfTWuk+O2M5YGpqQgWkOEt/Yx37h//QNpXk8IEPVk1+",
+	"4SDRa9eXqyMHfYc+JdWiRgOmv1iVzsdE0oRutUB+wRwg5AH0nGqAvfCdP3ksLVl3dHvbw1ory20ws46D",
+	"1Nwb6jogwiBuM1j86aR+r6uM7jB7mqnDLEZPTgCxNYhhIX5xY21whATxYBkErcLVzPHpszMvnxi4AVYS",
+	"ik8RMXw9LGbGAWm3KsBUSBFfA3w84pFB4ibBvrYotK+FLu+tuvrgqSvmq+dCV9nGuBLlKVmhaQa5y4bc",
+	"BUr+IEkfGEbwhfKKEbyNm+CyHfHW5rHb6361WtL+ndLZfSr29STzoK4VRRIL+z54KqGA4UUqryOLA7Ed",
+	"HG7diV2i38cBxsVb946F7X3IXEBvU9z3qv/oA7MIzUa779mLKo6F1qqAh3ephx8t9bA+wo9JQqzffsTN",
+	"VL/8qDuqfv3hiL6NUT/iGqrff+yFVLfwuKupfv+RyL+sW18xTOciM8pl7z484EddS5u9yVFQ11hZgjXH",
+	"4X3FUwkcV8Ko/ekVUnNRT8eej9PeUx5uK5kjAcuzSq/cdt3zb79hJ8cHh+NQRv9reHxyOBqejAYDiF/X",
+	"UwKcTKPB6GhvONwbDcnMsfck3fPayinnaQ1lzTTBootKalFGxqxhC1Vc15BciPOrpuxm2GdvtHhIeVgr",
+	"KNB7XMZ/bnigFnQgc+fesWtXL93H35uPugt3oeOPa2V9kbfag26lB0eM61cfGzv2x/0eUWS/mcfHk39X",
+	"9/MdKEcPuaQ3GZV3Yh894jZ/9vzF89fPt4gOfwCjsxVNqHHRbY0rRFJ9+95/ZiG/E9i/c4H9UOPrYfhH",
+	"vysJtxEd6WFGyEdxjX1okbUOtfQ+ivkXCrp0n1vqbkm681HtfFR/ch/V4y+HnXtrK7CpB7q33qMAtxm2",
+	"f9uZCF6I4qwqZ53xv/1qpDYSnW9i+CEadMiEzKtJluqZJU1KVFzNEUzaiFmVC8nztA98ugFr/G7J51nU",
+	"O2WAuZ4tQwm47eMnT+AXM6XL8dPB00Fk81WuFCsqyfpP8PNP4nliSZzI5YT4QG/R8/auE3RueJEC/rZZ",
+	"Pvw1XseQlU9YQmtf7KwlHZgrRwTMPAE3qjEVbXw4EXmmlmbMfSMgfnXrtTZzRZprxpnpcwHJAVCWypIC",
+	"kguSQt0IizMl0oJl6VTEyzgDLB5KskHmyvW8pDf5tFCyZHmRxgI9dpwVqiqx3Nd8kpXLXEClqtBlOic6",
+	"4gVRu0KfJmZ3eV/7lhfCPd32WYD2SksHX48bn9ybQrNU1rkMaUG98z7wDbzb0vBflQIGBOwZEntxNvX7",
+	"Y6keEMleW/5PqhzCSfU+dZ4mrV96ZfZvbBchL9Q0zYR260B/gGTqRNSJVDDQgF0p00slgecaUWjN3jC/",
+	"zC11vdeJZ9BYWzfOYQHs51f63fpGDdAP53CFUwHzawA8hQrZMbfF32AreSD1N52gaV/xukae0P91YPkE",
+	"aA6gAMlx4FuegEalVv0120jnjrxhzVrK8C2STJ7xJZvadG01dZLVlm95H0My2LZ9wJeWcsOIUDTAzY7y",
+	"9gLMMVTnspzDkWep1lVjvV7hHzaN5rcKyn7NDTPlsbAgOnQDlPwadvJ3Bc9nP7+opankc8gRv+VxmS0J",
+	"zE1kiQ7lgstSJH0GQoqPWYQKMojG/pVp6LcsYt3UqKM6JzqBVDMlCRSHOk7f3HRE9Ewkrj8IJO2sCJ6Z",
+	"nTtpzMNLUXJz1/z/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -40,14 +40,19 @@ func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestOb
 	}, nil
 }
 
-// ListApiKeys lists the account's keys, newest first, revoked ones included.
+// ListApiKeys lists the account's keys, newest first unless sorted otherwise, revoked ones
+// included.
 func (s *Server) ListApiKeys(ctx context.Context, req gen.ListApiKeysRequestObject) (gen.ListApiKeysResponseObject, error) {
 	if err := requireAdmin(ctx, "list API keys"); err != nil {
 		return nil, err
 	}
 	caller := auth.PrincipalFrom(ctx)
-	query := callerQuery(caller, apiKeysRoute)
-	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
+	order, err := parseTimeSort(req.Params.Sort)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(caller, apiKeysRoute, order.spec)
+	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, order, query)
 	if err != nil {
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/rideapi/ride/webhooks"
 )
 
-// ListEvents lists the account's events of the retention window, newest first: the replay
-// fallback of webhook delivery.
+// ListEvents lists the account's events of the retention window, newest first unless sorted
+// otherwise: the replay fallback of webhook delivery.
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
 	if err := requireAdmin(ctx, "list events"); err != nil {
 		return nil, err
@@ -24,8 +24,12 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 	if p.TripId != nil {
 		filter.TripID = *p.TripId
 	}
-	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore), filter.TripID)
-	params, err := s.pageRequest(p.Limit, p.Cursor, query)
+	order, err := parseTimeSort(p.Sort)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore), filter.TripID, order.spec)
+	params, err := s.pageRequest(p.Limit, p.Cursor, order, query)
 	if err != nil {
 		return nil, err
 	}

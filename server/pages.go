@@ -1,6 +1,8 @@
 package server
 
 import (
+	"strings"
+
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
@@ -62,15 +64,51 @@ func pageLimit(limit *int32) int {
 	return int(*limit)
 }
 
-// Lists other than trips have one order, the contract's default walk: newest first, id
-// breaking ties. pageRequest and pageResult are their share of the cursor rules of every
-// list, the same codec and envelope as trips (see listTrips): cursors carry the edge item's
-// time and id, are bound to the query and the caller, and work in both directions.
+// Lists other than trips sort by one key, their time (`created_at`: an event's or endpoint's
+// creation, a receipt's issue, an attempt's), newest first by default, id breaking ties in the
+// same direction. pageRequest and pageResult are their share of the cursor rules of every
+// list, the same codec, sort syntax and envelope as trips (see listTrips): cursors carry the
+// edge item's time and id, are bound to the query, the sort and the caller, and work in both
+// directions.
 
-// pageRequest turns limit and cursor into store paging for the query the cursor must belong to.
-func (s *Server) pageRequest(limit *int32, cursor *string, query string) (store.PageParams, error) {
+// defaultTimeSort is the order of a list other than trips when its `sort` is absent.
+const defaultTimeSort = "-created_at"
+
+// timeSortFields is the one sort key of lists other than trips.
+var timeSortFields = []string{"created_at"}
+
+// timeOrder is a list's `sort` read with the trips' rules (ride.ParseSort): spec is its
+// canonical spelling, which the list's query key (and so its cursors) must include.
+type timeOrder struct {
+	spec        string
+	oldestFirst bool
+}
+
+// parseTimeSort reads the `sort` of a list other than trips.
+func parseTimeSort(sort *gen.CreatedAtSort) (timeOrder, error) {
+	spec := defaultTimeSort
+	if sort != nil {
+		keys := make([]string, len(*sort))
+		for i, k := range *sort {
+			keys[i] = string(k)
+		}
+		spec = strings.Join(keys, ",")
+	}
+	keys, err := ride.ParseSort(spec, timeSortFields)
+	if err != nil {
+		return timeOrder{}, err
+	}
+	if len(keys) != 1 {
+		return timeOrder{}, &ride.FieldError{Param: "sort", Value: spec, Message: "this list sorts by one key: created_at or -created_at"}
+	}
+	return timeOrder{spec: spec, oldestFirst: !keys[0].Desc}, nil
+}
+
+// pageRequest turns limit, cursor and order into store paging for the query the cursor must
+// belong to (a query key that includes order.spec).
+func (s *Server) pageRequest(limit *int32, cursor *string, order timeOrder, query string) (store.PageParams, error) {
 	after, before, err := s.keysetFrom(cursor, query, 1)
-	return store.PageParams{Limit: pageLimit(limit), After: after, Before: before}, err
+	return store.PageParams{Limit: pageLimit(limit), After: after, Before: before, OldestFirst: order.oldestFirst}, err
 }
 
 // pageResult projects a store page to its public items and the envelope's pagination.

@@ -36,7 +36,8 @@ func (s *Server) issueReceipt(ctx context.Context, tx *store.Store, trip store.T
 	})
 }
 
-// ListReceipts lists a trip's receipts, newest first, to the trip's rider or an admin. A rider
+// ListReceipts lists a trip's receipts, newest first unless sorted otherwise, to the trip's
+// rider or an admin. A rider
 // naming a trip that is not theirs, or that does not exist, is refused alike (403), so the
 // answer never tells whether another rider's trip exists; for an admin an unknown trip is an
 // empty list, as an unknown filter value is on every list.
@@ -62,9 +63,12 @@ func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestOb
 			return gen.ListReceipts200JSONResponse{Body: gen.ReceiptList{Data: []gen.Receipt{}}}, nil
 		}
 	}
-	query := ride.QueryKey("/v1/receipts", p.TripId, "-issued_at", caller.Role, caller.Subject, caller.Account)
-	params := store.ReceiptListParams{TripID: p.TripId, Limit: pageLimit(p.Limit)}
-	var err error
+	order, err := parseTimeSort(p.Sort)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(caller, "/v1/receipts", p.TripId, order.spec)
+	params := store.ReceiptListParams{TripID: p.TripId, Limit: pageLimit(p.Limit), OldestFirst: order.oldestFirst}
 	params.After, params.Before, err = s.keysetFrom(p.Cursor, query, 1)
 	if err != nil {
 		return nil, err

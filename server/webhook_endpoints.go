@@ -88,22 +88,27 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	}, nil
 }
 
-// ListWebhookEndpoints lists the caller's account's endpoints, newest first.
+// ListWebhookEndpoints lists the caller's account's endpoints, newest first unless sorted
+// otherwise.
 func (s *Server) ListWebhookEndpoints(ctx context.Context, req gen.ListWebhookEndpointsRequestObject) (gen.ListWebhookEndpointsResponseObject, error) {
-	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor, req.Params.Sort)
 	if err != nil {
 		return nil, err
 	}
 	return gen.ListWebhookEndpoints200JSONResponse{Body: list}, nil
 }
 
-func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string) (gen.WebhookEndpointList, error) {
+func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string, sort *gen.CreatedAtSort) (gen.WebhookEndpointList, error) {
 	if err := requireAdmin(ctx, "list webhook endpoints"); err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
+	order, err := parseTimeSort(sort)
+	if err != nil {
+		return gen.WebhookEndpointList{}, err
+	}
 	caller := auth.PrincipalFrom(ctx)
-	query := callerQuery(caller, webhookEndpointsRoute)
-	params, err := s.pageRequest(limit, cursor, query)
+	query := callerQuery(caller, webhookEndpointsRoute, order.spec)
+	params, err := s.pageRequest(limit, cursor, order, query)
 	if err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
@@ -298,7 +303,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.Rotate
 	}, nil
 }
 
-// ListWebhookDeliveries lists an endpoint's attempt log, newest first.
+// ListWebhookDeliveries lists an endpoint's attempt log, newest first unless sorted otherwise.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookDeliveriesRequestObject) (gen.ListWebhookDeliveriesResponseObject, error) {
 	if err := requireAdmin(ctx, "read deliveries"); err != nil {
 		return nil, err
@@ -307,8 +312,12 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 	if err != nil {
 		return nil, err
 	}
-	query := callerQuery(auth.PrincipalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries")
-	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, query)
+	order, err := parseTimeSort(req.Params.Sort)
+	if err != nil {
+		return nil, err
+	}
+	query := callerQuery(auth.PrincipalFrom(ctx), webhookEndpointsRoute+"/"+w.ID+"/deliveries", order.spec)
+	params, err := s.pageRequest(req.Params.Limit, req.Params.Cursor, order, query)
 	if err != nil {
 		return nil, err
 	}
@@ -370,7 +379,10 @@ func webhookDeliveryView(a store.WebhookAttempt) gen.WebhookDelivery {
 // The deprecated spelling /v1/webhook_endpoints runs the same operations. Every answer on it,
 // errors and 413 included, carries Deprecation and Link (markDeprecatedAlias).
 
-const deprecationTrue = "true"
+// deprecatedSince is the Deprecation header of the alias (RFC 9745): the date it was
+// deprecated, 2026-11-21T00:00:00Z, as an RFC 9651 Date (`@` and Unix seconds). No Sunset
+// header goes with it: the alias works for the whole of v1.
+const deprecatedSince = "@1795219200"
 
 // webhookEndpointsAlias is the deprecated spelling of webhookEndpointsRoute.
 const webhookEndpointsAlias = "/v1/webhook_endpoints"
@@ -387,7 +399,7 @@ func markDeprecatedAlias(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if path := c.Request().URL.EscapedPath(); strings.HasPrefix(path, webhookEndpointsAlias) {
 			h := c.Response().Header()
-			h.Set("Deprecation", deprecationTrue)
+			h.Set("Deprecation", deprecatedSince)
 			h.Set("Link", successorLink(path))
 		}
 		return next(c)
@@ -403,7 +415,7 @@ func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.Cr
 	return gen.CreateWebhookEndpointDeprecated201JSONResponse{
 		Body: created,
 		Headers: gen.CreateWebhookEndpointDeprecated201ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias),
 			Location: webhookEndpointsRoute + "/" + created.Id,
 		},
 	}, nil
@@ -411,14 +423,14 @@ func (s *Server) CreateWebhookEndpointDeprecated(ctx context.Context, req gen.Cr
 
 // ListWebhookEndpointsDeprecated is ListWebhookEndpoints under the seed's spelling.
 func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.ListWebhookEndpointsDeprecatedRequestObject) (gen.ListWebhookEndpointsDeprecatedResponseObject, error) {
-	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor)
+	list, err := s.listWebhookEndpoints(ctx, req.Params.Limit, req.Params.Cursor, req.Params.Sort)
 	if err != nil {
 		return nil, err
 	}
 	return gen.ListWebhookEndpointsDeprecated200JSONResponse{
 		Body: list,
 		Headers: gen.ListWebhookEndpointsDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias),
 		},
 	}, nil
 }
@@ -435,7 +447,7 @@ func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWe
 	return gen.GetWebhookEndpointDeprecated200JSONResponse{
 		Body: webhookEndpointView(w),
 		Headers: gen.GetWebhookEndpointDeprecated200ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
 }
@@ -447,7 +459,7 @@ func (s *Server) DeleteWebhookEndpointDeprecated(ctx context.Context, req gen.De
 	}
 	return gen.DeleteWebhookEndpointDeprecated204Response{
 		Headers: gen.DeleteWebhookEndpointDeprecated204ResponseHeaders{
-			Deprecation: deprecationTrue, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
+			Deprecation: deprecatedSince, Link: successorLink(webhookEndpointsAlias + "/" + url.PathEscape(req.EndpointId)),
 		},
 	}, nil
 }

@@ -27,7 +27,8 @@ type EventFilter struct {
 	CreatedBefore *time.Time
 }
 
-// ListEvents returns one page of events, newest first (created_at, then id, descending).
+// ListEvents returns one page of events, newest first (created_at, then id, descending), or
+// oldest first (p.OldestFirst).
 func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Page[Event], error) {
 	base := func() *gorm.DB {
 		q := s.model(ctx, &Event{}).Where("events.account = ?", f.Account)
@@ -45,8 +46,8 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter, p PageParams) (Pa
 		}
 		return q
 	}
-	return newestFirst[Event](base, "events.created_at", "events.id", p)
+	return byTime[Event](base, "events.created_at", "events.id", p)
 }
 
-// Keyset is the event's position in a newest-first list, for cursors.
+// Keyset is the event's position in a list ordered by its time, for cursors.
 func (e Event) Keyset() Keyset { return timeKeyset(e.CreatedAt, e.ID) }

@@ -160,15 +160,16 @@ func (s *Store) APIKeyByID(ctx context.Context, account, id string) (APIKey, err
 	return k, nil
 }
 
-// ListAPIKeys returns one page of the account's keys, revoked ones included, newest first.
+// ListAPIKeys returns one page of the account's keys, revoked ones included, newest first
+// (or oldest first, p.OldestFirst).
 func (s *Store) ListAPIKeys(ctx context.Context, account string, p PageParams) (Page[APIKey], error) {
 	base := func() *gorm.DB {
 		return s.model(ctx, &APIKey{}).Where("api_keys.account = ?", account)
 	}
-	return newestFirst[APIKey](base, "api_keys.created_at", "api_keys.id", p)
+	return byTime[APIKey](base, "api_keys.created_at", "api_keys.id", p)
 }
 
-// Keyset is the key's position in a newest-first list, for cursors.
+// Keyset is the key's position in a list ordered by its time, for cursors.
 func (k APIKey) Keyset() Keyset { return timeKeyset(k.CreatedAt, k.ID) }
 
 // RevokeAPIKeyParams names the key to revoke and when.

@@ -10,13 +10,15 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// PageParams asks for one page of a list walked newest first: by a time column descending,
-// the id descending breaking ties (the default walk order of every list). At most one of After
-// and Before may be set; their Values hold one Unix-microsecond time. Limit must be positive.
+// PageParams asks for one page of a list walked by a time column, the id breaking ties in the
+// same direction: newest first (the default walk order of every list), or oldest first when
+// OldestFirst is set. At most one of After and Before may be set; their Values hold one
+// Unix-microsecond time. Limit must be positive.
 type PageParams struct {
-	After  *Keyset
-	Before *Keyset
-	Limit  int
+	After       *Keyset
+	Before      *Keyset
+	Limit       int
+	OldestFirst bool
 }
 
 // Page is one page in list order, with whether items follow its last one (MoreAfter) and
@@ -27,17 +29,19 @@ type Page[T any] struct {
 	MoreBefore bool
 }
 
-// newestFirst returns one page of the rows base selects, ordered by timeColumn then idColumn,
-// both descending: keysetPage for the lists that have only the default order. base must
-// return a fresh query each call.
-func newestFirst[T any](base func() *gorm.DB, timeColumn, idColumn string, p PageParams) (Page[T], error) {
+// byTime returns one page of the rows base selects, ordered by timeColumn then idColumn, both
+// descending (newest first) or both ascending (p.OldestFirst): keysetPage for the lists whose
+// one sort key is their time. A btree index on (…, timeColumn, idColumn) serves either
+// direction. base must return a fresh query each call.
+func byTime[T any](base func() *gorm.DB, timeColumn, idColumn string, p PageParams) (Page[T], error) {
 	if p.After != nil && p.Before != nil {
 		return Page[T]{}, fmt.Errorf("%w: both After and Before", ErrInvalidListParams)
 	}
 	if p.Limit < 1 {
 		return Page[T]{}, fmt.Errorf("%w: limit %d", ErrInvalidListParams, p.Limit)
 	}
-	keys := []orderKey{{column: timeColumn, desc: true}, {column: idColumn, desc: true}}
+	desc := !p.OldestFirst
+	keys := []orderKey{{column: timeColumn, desc: desc}, {column: idColumn, desc: desc}}
 	ks, backward := p.After, false
 	if p.Before != nil {
 		ks, backward = p.Before, true
@@ -57,7 +61,7 @@ func newestFirst[T any](base func() *gorm.DB, timeColumn, idColumn string, p Pag
 	return Page[T]{Items: items, MoreAfter: moreAfter, MoreBefore: moreBefore}, nil
 }
 
-// timeKeyset is the keyset of an item in a newest-first list.
+// timeKeyset is the keyset of an item in a list ordered by its time (byTime).
 func timeKeyset(t time.Time, id string) Keyset {
 	return Keyset{Values: []int64{t.UnixMicro()}, ID: id}
 }

@@ -133,13 +133,14 @@ func (s *Store) CreateReceipt(ctx context.Context, r Receipt) (Receipt, error) {
 }
 
 // ReceiptListParams asks for one page of a trip's receipts, newest first (issued_at, then id,
-// both descending). At most one of After and Before; keysets come from Receipt.Keyset. Limit
-// must be positive.
+// both descending), or oldest first when OldestFirst is set. At most one of After and Before;
+// keysets come from Receipt.Keyset. Limit must be positive.
 type ReceiptListParams struct {
-	TripID string
-	After  *Keyset
-	Before *Keyset
-	Limit  int
+	TripID      string
+	After       *Keyset
+	Before      *Keyset
+	Limit       int
+	OldestFirst bool
 }
 
 // ReceiptPage is one page of receipts in list order; MoreAfter and MoreBefore as in TripPage.
@@ -149,11 +150,11 @@ type ReceiptPage struct {
 	MoreBefore bool
 }
 
-// ListReceipts returns one page of a trip's receipts, newest first, by keyset pagination.
+// ListReceipts returns one page of a trip's receipts in p's order, by keyset pagination.
 func (s *Store) ListReceipts(ctx context.Context, p ReceiptListParams) (ReceiptPage, error) {
 	rows := func() *gorm.DB { return s.conn(ctx).Model(&Receipt{}).Where("receipts.trip_id = ?", p.TripID) }
-	page, err := newestFirst[Receipt](rows, "receipts.issued_at", "receipts.id",
-		PageParams{After: p.After, Before: p.Before, Limit: p.Limit})
+	page, err := byTime[Receipt](rows, "receipts.issued_at", "receipts.id",
+		PageParams{After: p.After, Before: p.Before, Limit: p.Limit, OldestFirst: p.OldestFirst})
 	if err != nil {
 		return ReceiptPage{}, err
 	}

@@ -54,7 +54,7 @@ func (w *WebhookEndpoint) normalize() {
 	normalizeTimePtr(&w.PreviousSecretExpiresAt)
 }
 
-// Keyset is the endpoint's position in a newest-first list, for cursors.
+// Keyset is the endpoint's position in a list ordered by its time, for cursors.
 func (w WebhookEndpoint) Keyset() Keyset { return timeKeyset(w.CreatedAt, w.ID) }
 
 // CreateWebhookEndpoint inserts an endpoint and returns it as stored. ErrDuplicate when the id exists.
@@ -75,12 +75,13 @@ func (s *Store) WebhookEndpointByID(ctx context.Context, account, id string) (We
 	return w, nil
 }
 
-// ListWebhookEndpoints returns one page of the account's endpoints, newest first.
+// ListWebhookEndpoints returns one page of the account's endpoints, newest first (or oldest
+// first, p.OldestFirst).
 func (s *Store) ListWebhookEndpoints(ctx context.Context, account string, p PageParams) (Page[WebhookEndpoint], error) {
 	base := func() *gorm.DB {
 		return s.model(ctx, &WebhookEndpoint{}).Where("webhook_endpoints.account = ?", account)
 	}
-	return newestFirst[WebhookEndpoint](base, "webhook_endpoints.created_at", "webhook_endpoints.id", p)
+	return byTime[WebhookEndpoint](base, "webhook_endpoints.created_at", "webhook_endpoints.id", p)
 }
 
 // DeleteWebhookEndpoint removes an endpoint of the account with its deliveries and their
@@ -212,13 +213,14 @@ func (a *WebhookAttempt) AfterFind(*gorm.DB) error {
 	return nil
 }
 
-// Keyset is the attempt's position in a newest-first list, for cursors.
+// Keyset is the attempt's position in a list ordered by its time, for cursors.
 func (a WebhookAttempt) Keyset() Keyset { return timeKeyset(a.AttemptedAt, a.ID) }
 
-// ListWebhookAttempts returns one page of an endpoint's attempt log, newest first.
+// ListWebhookAttempts returns one page of an endpoint's attempt log, newest first (or oldest
+// first, p.OldestFirst).
 func (s *Store) ListWebhookAttempts(ctx context.Context, endpointID string, p PageParams) (Page[WebhookAttempt], error) {
 	base := func() *gorm.DB {
 		return s.model(ctx, &WebhookAttempt{}).Where("webhook_attempts.endpoint_id = ?", endpointID)
 	}
-	return newestFirst[WebhookAttempt](base, "webhook_attempts.attempted_at", "webhook_attempts.id", p)
+	return byTime[WebhookAttempt](base, "webhook_attempts.attempted_at", "webhook_attempts.id", p)
 }

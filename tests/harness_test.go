@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,6 +375,9 @@ func validateResponse(req *http.Request, res *Response) error {
 			return nil // answers of the transport, not of one operation
 		}
 	}
+	if err := declaredHeaders(route, res); err != nil {
+		return err
+	}
 	input := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
 			Request: lookup, PathParams: pathParams, Route: route,
@@ -390,6 +394,47 @@ func validateResponse(req *http.Request, res *Response) error {
 	validateMu.Lock()
 	defer validateMu.Unlock()
 	return openapi3filter.ValidateResponse(context.Background(), input)
+}
+
+// framingHeaders are HTTP's own headers about the message, which no operation declares.
+var framingHeaders = map[string]bool{
+	"Content-Type": true, "Content-Length": true, "Date": true, "Transfer-Encoding": true,
+	"Connection": true, "Keep-Alive": true,
+}
+
+// declaredHeaders checks that every header of the answer is one the document declares for
+// the operation's answer of that status: a header a client cannot learn of from the document
+// is as much a defect as an undeclared status.
+func declaredHeaders(route *routers.Route, res *Response) error {
+	declared := route.Operation.Responses.Status(res.Status)
+	if declared == nil {
+		declared = route.Operation.Responses.Default()
+	}
+	if declared == nil || declared.Value == nil {
+		return nil // the status itself is undeclared: ValidateResponse says so
+	}
+	var missing []string
+	for name := range res.Header {
+		if framingHeaders[name] {
+			continue
+		}
+		found := false
+		for d := range declared.Value.Headers {
+			if strings.EqualFold(d, name) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("%s %s answered %d with headers its document does not declare: %s",
+			route.Method, route.Path, res.Status, strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func validateProblem(res *Response) error {

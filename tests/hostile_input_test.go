@@ -159,7 +159,7 @@ var _ = ForEachEngine("Hostile input", func(h *Harness) {
 		} {
 			res := h.Do(req)
 			Expect(res.Status).To(BeNumerically(">=", 400), req.Path)
-			Expect(res.Header.Get("Deprecation")).To(Equal("true"), req.Path)
+			Expect(res.Header.Get("Deprecation")).To(Equal("@1795219200"), req.Path)
 			Expect(res.Header.Get("Link")).To(HavePrefix("</v1/webhook-endpoints"), req.Path)
 			Expect(res.Header.Get("Link")).NotTo(ContainSubstring("\x00"), req.Path)
 		}

@@ -70,6 +70,7 @@ var _ = Describe("A TypeScript client generated from the document", Label("types
 		for range 3 {
 			h.NewTrip(TripOpts{Driver: driver, Rider: rider})
 		}
+		h.AppendEvent("trip.completed") // its fare is 1850
 
 		if !npmInstalled() {
 			inTS(ctx, nil, "npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
@@ -86,11 +87,13 @@ var _ = Describe("A TypeScript client generated from the document", Label("types
 			Trips   []string `json:"trips"`
 			Trip    string   `json:"trip"`
 			Problem string   `json:"problem"`
+			Fares   []int    `json:"fares"`
 		}
 		Expect(json.Unmarshal([]byte(strings.TrimSpace(out)), &result)).To(Succeed(), out)
 		Expect(result.Journey).To(Equal("ok"))
 		Expect(result.Trips).To(HaveLen(3))
 		Expect(result.Trip).To(Equal(result.Trips[0]))
 		Expect(result.Problem).To(Equal("invalid_limit"))
+		Expect(result.Fares).To(ContainElement(1850), "events narrowed by type")
 	}, NodeTimeout(3*time.Minute))
 })

@@ -237,7 +237,8 @@ var _ = ForEachEngine("Webhook endpoints", func(h *Harness) {
 	Describe("the deprecated spelling /v1/webhook_endpoints", func() {
 		expectDeprecated := func(res *Response, successor string) {
 			GinkgoHelper()
-			Expect(res.Header.Get("Deprecation")).To(Equal("true"))
+			Expect(res.Header.Get("Deprecation")).To(Equal("@1795219200"), "RFC 9745: the date of the deprecation")
+			Expect(res.Header.Get("Sunset")).To(BeEmpty(), "the alias works for the whole of v1")
 			Expect(res.Header.Get("Link")).To(Equal("<" + successor + `>; rel="successor-version"`))
 		}
 

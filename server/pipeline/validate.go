@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -152,7 +153,7 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
 		for _, p := range params {
 			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-				info.queryParams[p.Value.Name] = queryParam{repeatable: repeatable(p.Value)}
+				info.queryParams[p.Value.Name] = describeQueryParam(p.Value)
 			}
 		}
 	}
@@ -272,38 +273,84 @@ type queryParam struct {
 	// repeatable is true for an exploded array (?status=a&status=b); any other parameter
 	// given twice is ambiguous and refused.
 	repeatable bool
+	// list is true for a comma-separated array (form style, not exploded: ?sort=a,b). What
+	// mainstream clients send for an array by default is accepted for it too, and joined
+	// into that form: the name repeated (?sort=a&sort=b, openapi-fetch, axios with
+	// `indexes: null`) or with brackets (?sort[]=a&sort[]=b, axios and qs).
+	list bool
 }
 
-func repeatable(p *openapi3.Parameter) bool {
+func describeQueryParam(p *openapi3.Parameter) queryParam {
 	if p.Schema == nil || p.Schema.Value == nil || !p.Schema.Value.Type.Is(openapi3.TypeArray) {
-		return false
+		return queryParam{}
 	}
-	return (p.Style == "" || p.Style == openapi3.SerializationForm) && (p.Explode == nil || *p.Explode)
+	form := p.Style == "" || p.Style == openapi3.SerializationForm
+	exploded := p.Explode == nil || *p.Explode
+	return queryParam{repeatable: form && exploded, list: form && !exploded}
 }
 
 // rejectUnknownQuery refuses query parameters the operation does not define, and a
-// parameter given more than once unless it is an exploded array.
+// parameter given more than once unless it is an array. A comma-separated array given in
+// pieces (repeated, or as `name[]`) is rewritten into its one comma-separated value before
+// the validator and the handler read the query; an exploded array may be given as `name[]`.
 func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	if req.URL.RawQuery == "" {
 		return nil
 	}
 	var fields []gen.ProblemFieldError
+	rewrite := false
 	for name, values := range req.URL.Query() {
-		param, known := info.queryParams[name]
+		base, bracketed := strings.CutSuffix(name, "[]")
+		param, known := info.queryParams[base]
 		switch {
-		case !known:
+		case !known || (bracketed && !param.list && !param.repeatable):
 			fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: "unknown parameter"})
-		case len(values) > 1 && !param.repeatable:
+		case len(values) > 1 && !param.repeatable && !param.list:
 			fields = append(fields, gen.ProblemFieldError{Location: "query." + name,
 				Message: "given more than once; send one value (lists are comma-separated)"})
+		case bracketed || (param.list && len(values) > 1):
+			rewrite = true
 		}
 	}
-	if len(fields) == 0 {
-		return nil
+	if len(fields) > 0 {
+		sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
+		return &problem.Error{Code: problem.InvalidRequest,
+			Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
 	}
-	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
-	return &problem.Error{Code: problem.InvalidRequest,
-		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
+	if rewrite {
+		req.URL.RawQuery = joinArrayPieces(req.URL.RawQuery, info)
+	}
+	return nil
+}
+
+// joinArrayPieces rewrites a query (already known to parse) so that every array parameter
+// has its own name, and a comma-separated one a single value whose items keep the order in
+// which they were sent.
+func joinArrayPieces(raw string, info *operationInfo) string {
+	var names []string
+	values := map[string][]string{}
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		name, _ := url.QueryUnescape(k)
+		value, _ := url.QueryUnescape(v)
+		name = strings.TrimSuffix(name, "[]")
+		if _, seen := values[name]; !seen {
+			names = append(names, name)
+		}
+		values[name] = append(values[name], value)
+	}
+	out := make(url.Values, len(names))
+	for _, name := range names {
+		if info.queryParams[name].list {
+			out[name] = []string{strings.Join(values[name], ",")}
+		} else {
+			out[name] = values[name]
+		}
+	}
+	return out.Encode()
 }
 
 // validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names

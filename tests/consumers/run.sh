@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Consumer conformance: what users do with openapi/ride.yaml, with tools nobody here wrote.
 #
-#   1. generate clients with openapi-generator (go; typescript-fetch with two generator
-#      versions), @hey-api/openapi-ts and orval, and compile each (oapi-codegen's is gen/);
+#   1. generate clients with openapi-generator (go; typescript-fetch), @hey-api/openapi-ts,
+#      orval, openapi-zod-client and ogen, and compile each (oapi-codegen's is gen/);
 #   2. lint the document with Redocly (recommended) and Spectral (spectral:oas);
 #   3. start the server on a fresh demo database, run graphql-js's default and full
 #      introspection queries and the documented GraphQL operations over POST and GET, and a
 #      partner's whole journey through the
-#      hey-api client, directly and through Prism's validating proxy (no violation of the
+#      hey-api client (every answer also parsed by openapi-zod-client's schemas) and through
+#      ogen's Go client, directly and through Prism's validating proxy (no violation of the
 #      document, request or response), then the error catalogue (400 to 429) through the proxy
 #      (no answer that breaks the document).
 #
@@ -37,10 +38,15 @@ echo '== Client generators'
 # Each language with the generator version that can build it: 4.3.1's typescript-fetch has no
 # type for a JSON value of any kind (`AnyType`, used by GraphQL error paths, which mix field
 # names and list indexes), and 5.0.0-beta2's go writes no models at all, whatever the document.
+# 5.0.0-beta2 declares every enum as a TypeScript `enum` and types a discriminated union as
+# `{ type: 'trip.created' } & TripCreatedEvent`: with the variant's one-value enum that
+# intersection is `never`. Its users map the variants' `type` schemas to `string`, as here.
+variant_types=$(grep -oE '^    [A-Za-z]+EventType:$' "$spec" | grep -v '^    EventType:$' | tr -d ' :' | sed 's/$/=string/' | paste -sd, -)
 for version in 5.0.0-beta2; do
   jar="$here/node_modules/openapi-generator-$version/bin/openapi-generator.jar"
   java -jar "$jar" generate -i "$spec" -g typescript-fetch -o "$out/openapi-generator-$version-ts" \
-    --additional-properties=typescriptThreePlus=true >"$out/logs/openapi-generator-$version-ts.log" 2>&1
+    --additional-properties=typescriptThreePlus=true --type-mappings="$variant_types" \
+    >"$out/logs/openapi-generator-$version-ts.log" 2>&1
   warnings=$(grep ' WARN ' "$out/logs/openapi-generator-$version-ts.log" | grep -Ev "$generator_noise" || true)
   [ -z "$warnings" ] || { echo "$warnings"; echo "openapi-generator $version typescript-fetch warns about the document" >&2; exit 1; }
   (cd "$out/openapi-generator-$version-ts" &&
@@ -60,10 +66,27 @@ summary "openapi-generator 4.3.1 go" "0 warnings, 0 compile errors"
 
 "$bin/openapi-ts" -i "$spec" -o "$out/hey-api" >"$out/logs/hey-api.log" 2>&1
 "$bin/orval" -i "$spec" -o "$out/orval/ride.ts" --client fetch >"$out/logs/orval.log" 2>&1
+# openapi-zod-client's module builds a discriminated union of the Event variants when it is
+# imported: journey.ts imports it, and parses every answer of the journey with its schemas.
+mkdir -p "$out/zod"
+"$bin/openapi-zod-client" "$spec" -o "$out/zod/ride.ts" --export-schemas >"$out/logs/zod.log" 2>&1 ||
+  { cat "$out/logs/zod.log"; exit 1; }
 (cd "$here" && "$bin/tsc" -p tsconfig.json)
-summary "@hey-api/openapi-ts + orval (and journey.ts)" "0 compile errors"
+node -e 'require(process.argv[1])' "$out/build/out/zod/ride.js"
+summary "@hey-api/openapi-ts, orval, openapi-zod-client" "0 compile errors; the zod module imports"
 (cd "$root" && go build ./gen/...)
 summary "oapi-codegen (gen/)" "0 compile errors"
+
+# ogen, pinned as a tool of ogen/go.mod, writes ogen/rideapi for the typed Go journey
+# (ogen/journey.go). It warns, whatever the document says, that it spells header names the
+# canonical Go way (RateLimit-Limit as Ratelimit-Limit) and that it does not check a problem's
+# `status` against the HTTP status; any other warning fails.
+(cd "$here/ogen" && go tool ogen --target rideapi --package rideapi --clean "$spec") >"$out/logs/ogen.log" 2>&1 ||
+  { cat "$out/logs/ogen.log"; exit 1; }
+warnings=$(grep 'WARN' "$out/logs/ogen.log" | grep -Ev 'Header name is not canonical|Ensuring "status" matching HTTP status code' || true)
+[ -z "$warnings" ] || { echo "$warnings"; echo "ogen warns about the document" >&2; exit 1; }
+(cd "$here/ogen" && go vet ./... && go build -o "$out/ogen-journey" .)
+summary "ogen 1.24.0 go (and ogen/journey.go)" "0 warnings about the document, 0 compile errors"
 
 echo '== Linters'
 "$bin/redocly" lint --extends recommended --format stylish "$spec" >"$out/logs/redocly.log" 2>&1 ||
@@ -100,8 +123,10 @@ export RIDE_ADMIN_KEY RIDE_RIDER_KEY
 RIDE_ADMIN_KEY=$("$out/rideapi" keys create --role admin)
 RIDE_RIDER_KEY=$("$out/rideapi" keys create --role rider --subject rdr_dvhfur7vdnh2uqp7pqpr57p7xe)
 
-RIDE_API_URL="http://127.0.0.1:$api_port" node "$out/build/journey.js"
-summary "journey through the hey-api client" "passed"
+RIDE_API_URL="http://127.0.0.1:$api_port" node "$out/build/journey.js" | tee "$out/logs/journey.log"
+summary "journey through the hey-api client" "passed, $(grep -o 'zod accepted [0-9]* answers' "$out/logs/journey.log")"
+RIDE_API_URL="http://127.0.0.1:$api_port" "$out/ogen-journey"
+summary "journey through the ogen client" "passed"
 RIDE_API_URL="http://127.0.0.1:$api_port" node "$here/graphql-client.mjs"
 summary "graphql-js client" "introspection and documented queries passed"
 
@@ -114,6 +139,7 @@ for _ in $(seq 1 150); do
   sleep 0.2
 done
 RIDE_API_URL="$proxy" node "$out/build/journey.js"
+RIDE_API_URL="$proxy" "$out/ogen-journey"
 sleep 0.5
 journey_exchanges=$(grep -c 'Request received' "$out/logs/prism.log" || true)
 if grep -q 'Violation:' "$out/logs/prism.log"; then
@@ -121,7 +147,7 @@ if grep -q 'Violation:' "$out/logs/prism.log"; then
   echo "Prism found violations of the document in the journey" >&2
   exit 1
 fi
-summary "Prism validating proxy, journey" "$journey_exchanges exchanges, 0 violations"
+summary "Prism validating proxy, both journeys" "$journey_exchanges exchanges, 0 violations"
 
 # The error catalogue, each answer a documented problem: 400, 401, 403, 404, 406, 409, 412,
 # 415, 422, 429. Each line: expected status, then curl arguments.

@@ -55,4 +55,15 @@ check(bad.response.status === 400, `limit=500 answered ${bad.response.status}`);
 check(bad.error.code === "invalid_limit", `limit=500 answered code ${bad.error.code}`);
 check(bad.response.headers.get("content-type") === "application/problem+json", "problem is not problem+json");
 
-console.log(JSON.stringify({ journey: "ok", trips: all.map((trip) => trip.id), trip: one.data.id, problem: bad.error.code }));
+// 5. Events narrow by their `type` without a cast: each variant's `type` is a one-value enum,
+// so `e.type === "trip.completed"` leaves the trip.completed variant, whose data has a fare.
+const events = await client.GET("/v1/events", { params: { query: { type: "trip.completed", limit: 5 } } });
+check(events.data !== undefined, `list events answered ${events.response.status}`);
+const fares: number[] = [];
+for (const e of events.data.data) {
+  if (e.type === "trip.completed") fares.push(e.data.fare.total);
+  else if (e.type === "payment.failed") check(false, `a payment.failed event (${e.data.failure_code}) in a list of trip.completed`);
+}
+check(fares.length > 0, "no trip.completed event");
+
+console.log(JSON.stringify({ journey: "ok", trips: all.map((trip) => trip.id), trip: one.data.id, problem: bad.error.code, fares }));

@@ -68,6 +68,7 @@ Usage:
   rideapi [serve]       serve the API (applies migrations; seeds demo data into an empty database)
   rideapi migrate       apply database migrations and exit
   rideapi keys create --role rider|driver|admin [--subject ID] [--account ID]
+                      [--description TEXT] [--expires RFC3339]
                         create an API key and print it alone on stdout
   rideapi keys list [--account ID]
                         list an account's keys (never their secrets)

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -277,5 +279,35 @@ func TestKeysHelpSucceeds(t *testing.T) {
 		if !strings.Contains(out, "usage") {
 			t.Fatalf("%v: help must print the usage on stdout, got %q", args, out)
 		}
+	}
+}
+
+// The guides name the binary's flags; --help must list every one of them, so that a reader
+// who tries `rideapi --help` finds what a guide told them to type.
+func TestHelpListsEveryFlagTheGuidesName(t *testing.T) {
+	out, _, err := runCmd(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guides := []string{"README.md", "server/README.md", "webhooks/README.md", "openapi/README.md", "schema/README.md"}
+	command := regexp.MustCompile(`rideapi (keys (create|list|revoke)|migrate)[^\n` + "`" + `]*`)
+	flag := regexp.MustCompile(`--[a-z][a-z-]*`)
+	named := 0
+	for _, guide := range guides {
+		text, err := os.ReadFile(filepath.Join("..", "..", "..", guide))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range command.FindAllString(string(text), -1) {
+			for _, f := range flag.FindAllString(line, -1) {
+				named++
+				if !strings.Contains(out, f+" ") && !strings.Contains(out, f+"]") {
+					t.Errorf("%s names %s (%q), which rideapi --help does not list", guide, f, line)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no guide names a flag of rideapi: the pattern above no longer matches them")
 	}
 }
