@@ -346,7 +346,7 @@ type ClientInterface interface {
 	// upgrade request's header). A subscription sent as an HTTP request is answered 400
 	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
-	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+	// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
 	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. Each operation a socket starts takes one read from the key's budget (an
 	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
@@ -690,7 +690,7 @@ type ClientInterface interface {
 	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
 	// stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
-	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+	// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 	// itself): when nothing changed since that message, the stream waits for the next
 	// change; otherwise it starts with the current state. Positions in between are not
@@ -1388,7 +1388,7 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // upgrade request's header). A subscription sent as an HTTP request is answered 400
 // `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
-// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
 // it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. Each operation a socket starts takes one read from the key's budget (an
 // `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
@@ -1912,7 +1912,7 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 // server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
 // stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
-// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 // itself): when nothing changed since that message, the stream waits for the next
 // change; otherwise it starts with the current state. Positions in between are not
@@ -5415,7 +5415,7 @@ type ClientWithResponsesInterface interface {
 	// upgrade request's header). A subscription sent as an HTTP request is answered 400
 	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
-	// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+	// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
 	// it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. Each operation a socket starts takes one read from the key's budget (an
 	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
@@ -5775,7 +5775,7 @@ type ClientWithResponsesInterface interface {
 	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
 	// stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
-	// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+	// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 	// itself): when nothing changed since that message, the stream waits for the next
 	// change; otherwise it starts with the current state. Positions in between are not
@@ -14786,7 +14786,7 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // upgrade request's header). A subscription sent as an HTTP request is answered 400
 // `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
-// in `StreamEnd`); 4429 when the key already holds 100 streams and sockets on the server
+// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
 // it reached (1,000 per account); the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. Each operation a socket starts takes one read from the key's budget (an
 // `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
@@ -15254,7 +15254,7 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 // server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
 // stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
-// `event: end` with a `StreamEnd` in its `data:` line (`api_key_revoked` or
+// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
 // itself): when nothing changed since that message, the stream waits for the next
 // change; otherwise it starts with the current state. Positions in between are not

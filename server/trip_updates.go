@@ -110,7 +110,7 @@ func (t *tripStream) VisitStreamTripUpdatesResponse(w http.ResponseWriter) error
 	}
 	if keyEnded {
 		// The client must not reconnect with this key: say why the stream ends.
-		data, _ := json.Marshal(gen.StreamEnd{Code: gen.StreamEndCode(code), Detail: detail})
+		data, _ := json.Marshal(streamEnd{Code: code, Detail: detail})
 		_, _ = w.Write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
 	}
 	_ = rc.Flush()
@@ -218,6 +218,12 @@ func parseLiveUpdateID(id string) (liveVersion, bool) {
 		return liveVersion{}, false
 	}
 	return liveVersion{updated: u, position: p}, true
+}
+
+// streamEnd is the data of a stream's final `end` message (the document's x-events.end).
+type streamEnd struct {
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
 }
 
 var _ gen.StreamTripUpdatesResponseObject = (*tripStream)(nil)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/getkin/kin-openapi/openapi3"
 	"io"
 	"net/http"
 	"strings"
@@ -33,7 +34,7 @@ type tripStream struct {
 	Messages chan liveMessage // closed when the stream ends
 	// Heartbeats counts the comment lines received.
 	Heartbeats atomic.Int32
-	// End is the data of the final `event: end` message (a StreamEnd), when the server sent
+	// End is the data of the final `event: end` message (x-events.end), when the server sent
 	// one; set before Messages is closed.
 	End    map[string]any
 	cancel context.CancelFunc
@@ -66,7 +67,7 @@ func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
 	}
 	Expect(res.Header.Get("Content-Type")).To(Equal("text/event-stream"))
 	schema := validator.doc.Components.Schemas["TripLiveUpdate"].Value
-	endSchema := validator.doc.Components.Schemas["StreamEnd"].Value
+	endSchema := streamEventSchema("end")
 	go func() {
 		defer GinkgoRecover()
 		defer close(s.Messages)
@@ -90,7 +91,7 @@ func (h *Harness) FollowTrip(key, tripID, lastEventID string) *tripStream {
 				data := []byte(strings.TrimPrefix(line, "data: "))
 				var v any
 				Expect(json.Unmarshal(data, &v)).To(Succeed())
-				Expect(endSchema.VisitJSON(v)).To(Succeed(), "the end message breaks StreamEnd: %s", data)
+				Expect(endSchema.VisitJSON(v)).To(Succeed(), "the end message breaks x-events.end: %s", data)
 				Expect(json.Unmarshal(data, &s.End)).To(Succeed())
 			case strings.HasPrefix(line, "data: "):
 				Expect(s.End).To(BeNil(), "nothing after the end message")
@@ -264,4 +265,17 @@ func (h *Harness) bookLiveTrip() liveTrip {
 	l.driverKey, l.riderKey = h.Key(auth.RoleDriver, l.driver.ID), h.Key(auth.RoleRider, l.rider.ID)
 	l.trip = h.BookTrip(l.riderKey, h.NewEstimate(l.riderKey, l.city).EstimateId)
 	return l
+}
+
+// streamEventSchema is the schema the document gives an event of a trip stream, in the
+// text/event-stream media type's x-events.
+func streamEventSchema(event string) *openapi3.Schema {
+	GinkgoHelper()
+	media := validator.doc.Paths.Find("/v1/trips/{tripId}/updates").Get.Responses.Status(200).Value.Content["text/event-stream"]
+	raw, err := json.Marshal(media.Extensions["x-events"])
+	Expect(err).NotTo(HaveOccurred())
+	var events map[string]*openapi3.Schema
+	Expect(json.Unmarshal(raw, &events)).To(Succeed())
+	Expect(events).To(HaveKey(event))
+	return events[event]
 }
