@@ -22,19 +22,19 @@ import (
 )
 
 // BenchmarkLargestInputs measures the largest input of each kind a caller may send, through
-// the real handler (gate, authentication, validation, store), on PostgreSQL when
-// TEST_DATABASE_URL is set and on SQLite otherwise:
+// the real handler (gate, authentication, validation, store):
 //
-//		go test -run XXX -bench LargestInputs -benchmem ./tests/
-//
-//	  - graphql_largest_document: the most fields a document may select (1,000, all of them
-//	    `name` under one driver), well inside the 10,000-character limit;
-//	  - json_body_1mib: a 1 MiB body of valid position reports, far more than a batch may hold;
-//	  - error_list_1mib: a 1 MiB body of unknown members, each of them a finding.
+//   - graphql_largest_document: the most fields a document may select (1,000, all of them
+//     `name` under one driver), well inside the 10,000-character limit;
+//   - json_body_1mib: a 1 MiB body of valid position reports, far more than a batch may hold;
+//   - error_list_1mib: a 1 MiB body of unknown members, each of them a finding.
 //
 // Besides time and allocation per request it reports the answer's size (answer_B) and the
 // heap still in use after the run and a collection (heap_after_MB), which tells whether the
-// memory a burst took comes back.
+// memory a burst took comes back. It runs on PostgreSQL when TEST_DATABASE_URL is set, on
+// SQLite otherwise:
+//
+//	go test -run XXX -bench LargestInputs -benchmem ./tests/
 func BenchmarkLargestInputs(b *testing.B) {
 	ctx := context.Background()
 	engine, url := "sqlite", "sqlite://"+filepath.Join(b.TempDir(), "bench.db")
