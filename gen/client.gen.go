@@ -6236,6 +6236,11 @@ type CreateApiKeyResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateApiKeyResponse408Headers the declared response headers of an HTTP 408 response for CreateApiKey
+type CreateApiKeyResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateApiKeyResponse409Headers the declared response headers of an HTTP 409 response for CreateApiKey
 type CreateApiKeyResponse409Headers struct {
 	IdempotentReplayed *string
@@ -6290,6 +6295,8 @@ type CreateApiKeyResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -6312,6 +6319,8 @@ type CreateApiKeyResponse struct {
 	Headers401 *CreateApiKeyResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateApiKeyResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateApiKeyResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateApiKeyResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -6346,6 +6355,11 @@ func (r CreateApiKeyResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateApiKeyResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateApiKeyResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7337,6 +7351,11 @@ type SetDriverAvailabilityResponse406Headers struct {
 	XRequestId         string
 }
 
+// SetDriverAvailabilityResponse408Headers the declared response headers of an HTTP 408 response for SetDriverAvailability
+type SetDriverAvailabilityResponse408Headers struct {
+	XRequestId string
+}
+
 // SetDriverAvailabilityResponse413Headers the declared response headers of an HTTP 413 response for SetDriverAvailability
 type SetDriverAvailabilityResponse413Headers struct {
 	XRequestId string
@@ -7382,6 +7401,8 @@ type SetDriverAvailabilityResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7404,6 +7425,8 @@ type SetDriverAvailabilityResponse struct {
 	Headers404 *SetDriverAvailabilityResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *SetDriverAvailabilityResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *SetDriverAvailabilityResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SetDriverAvailabilityResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -7444,6 +7467,11 @@ func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7547,6 +7575,11 @@ type ReportDriverPositionsResponse406Headers struct {
 	XRequestId         string
 }
 
+// ReportDriverPositionsResponse408Headers the declared response headers of an HTTP 408 response for ReportDriverPositions
+type ReportDriverPositionsResponse408Headers struct {
+	XRequestId string
+}
+
 // ReportDriverPositionsResponse409Headers the declared response headers of an HTTP 409 response for ReportDriverPositions
 type ReportDriverPositionsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -7605,6 +7638,8 @@ type ReportDriverPositionsResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7631,6 +7666,8 @@ type ReportDriverPositionsResponse struct {
 	Headers404 *ReportDriverPositionsResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *ReportDriverPositionsResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *ReportDriverPositionsResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReportDriverPositionsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -7675,6 +7712,11 @@ func (r ReportDriverPositionsResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r ReportDriverPositionsResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ReportDriverPositionsResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8353,6 +8395,11 @@ type CreateFareEstimateResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateFareEstimateResponse408Headers the declared response headers of an HTTP 408 response for CreateFareEstimate
+type CreateFareEstimateResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateFareEstimateResponse409Headers the declared response headers of an HTTP 409 response for CreateFareEstimate
 type CreateFareEstimateResponse409Headers struct {
 	IdempotentReplayed *string
@@ -8409,6 +8456,8 @@ type CreateFareEstimateResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8433,6 +8482,8 @@ type CreateFareEstimateResponse struct {
 	Headers403 *CreateFareEstimateResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateFareEstimateResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateFareEstimateResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateFareEstimateResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8472,6 +8523,11 @@ func (r CreateFareEstimateResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateFareEstimateResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateFareEstimateResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8946,6 +9002,11 @@ type ExecuteGraphQLResponse406Headers struct {
 	XRequestId         string
 }
 
+// ExecuteGraphQLResponse408Headers the declared response headers of an HTTP 408 response for ExecuteGraphQL
+type ExecuteGraphQLResponse408Headers struct {
+	XRequestId string
+}
+
 // ExecuteGraphQLResponse413Headers the declared response headers of an HTTP 413 response for ExecuteGraphQL
 type ExecuteGraphQLResponse413Headers struct {
 	XRequestId string
@@ -8993,6 +9054,8 @@ type ExecuteGraphQLResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -9011,6 +9074,8 @@ type ExecuteGraphQLResponse struct {
 	Headers401 *ExecuteGraphQLResponse401Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *ExecuteGraphQLResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *ExecuteGraphQLResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ExecuteGraphQLResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -9056,6 +9121,11 @@ func (r ExecuteGraphQLResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r ExecuteGraphQLResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ExecuteGraphQLResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -9401,6 +9471,11 @@ type CreatePaymentResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreatePaymentResponse408Headers the declared response headers of an HTTP 408 response for CreatePayment
+type CreatePaymentResponse408Headers struct {
+	XRequestId string
+}
+
 // CreatePaymentResponse409Headers the declared response headers of an HTTP 409 response for CreatePayment
 type CreatePaymentResponse409Headers struct {
 	IdempotentReplayed *string
@@ -9462,6 +9537,8 @@ type CreatePaymentResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9488,6 +9565,8 @@ type CreatePaymentResponse struct {
 	Headers403 *CreatePaymentResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreatePaymentResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreatePaymentResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreatePaymentResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9529,6 +9608,11 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreatePaymentResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreatePaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10016,6 +10100,11 @@ type CreateRideResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateRideResponse408Headers the declared response headers of an HTTP 408 response for CreateRide
+type CreateRideResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateRideResponse409Headers the declared response headers of an HTTP 409 response for CreateRide
 type CreateRideResponse409Headers struct {
 	IdempotentReplayed *string
@@ -10072,6 +10161,8 @@ type CreateRideResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -10096,6 +10187,8 @@ type CreateRideResponse struct {
 	Headers403 *CreateRideResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateRideResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateRideResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateRideResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10135,6 +10228,11 @@ func (r CreateRideResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateRideResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateRideResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10606,6 +10704,11 @@ type UpdateTripResponse406Headers struct {
 	XRequestId         string
 }
 
+// UpdateTripResponse408Headers the declared response headers of an HTTP 408 response for UpdateTrip
+type UpdateTripResponse408Headers struct {
+	XRequestId string
+}
+
 // UpdateTripResponse409Headers the declared response headers of an HTTP 409 response for UpdateTrip
 type UpdateTripResponse409Headers struct {
 	IdempotentReplayed *string
@@ -10663,6 +10766,8 @@ type UpdateTripResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -10689,6 +10794,8 @@ type UpdateTripResponse struct {
 	Headers404 *UpdateTripResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *UpdateTripResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *UpdateTripResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *UpdateTripResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
@@ -10733,6 +10840,11 @@ func (r UpdateTripResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r UpdateTripResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateTripResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10848,6 +10960,11 @@ type CreateTripCancellationResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateTripCancellationResponse408Headers the declared response headers of an HTTP 408 response for CreateTripCancellation
+type CreateTripCancellationResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateTripCancellationResponse409Headers the declared response headers of an HTTP 409 response for CreateTripCancellation
 type CreateTripCancellationResponse409Headers struct {
 	IdempotentReplayed *string
@@ -10906,6 +11023,8 @@ type CreateTripCancellationResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -10932,6 +11051,8 @@ type CreateTripCancellationResponse struct {
 	Headers404 *CreateTripCancellationResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateTripCancellationResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateTripCancellationResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateTripCancellationResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10976,6 +11097,11 @@ func (r CreateTripCancellationResponse) GetApplicationproblemJSON404() *NotFound
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateTripCancellationResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTripCancellationResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -11629,6 +11755,11 @@ type CreateWebhookEndpointResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse409Headers struct {
 	IdempotentReplayed *string
@@ -11683,6 +11814,8 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -11705,6 +11838,8 @@ type CreateWebhookEndpointResponse struct {
 	Headers401 *CreateWebhookEndpointResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookEndpointResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookEndpointResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -11739,6 +11874,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthori
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -12206,6 +12346,11 @@ type UpdateWebhookEndpointResponse406Headers struct {
 	XRequestId         string
 }
 
+// UpdateWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse408Headers struct {
+	XRequestId string
+}
+
 // UpdateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse413Headers struct {
 	XRequestId string
@@ -12257,6 +12402,8 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -12281,6 +12428,8 @@ type UpdateWebhookEndpointResponse struct {
 	Headers404 *UpdateWebhookEndpointResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *UpdateWebhookEndpointResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *UpdateWebhookEndpointResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdateWebhookEndpointResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -12323,6 +12472,11 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -12628,6 +12782,11 @@ type CreateWebhookRedeliveryResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookRedeliveryResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookRedelivery
+type CreateWebhookRedeliveryResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateWebhookRedeliveryResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookRedelivery
 type CreateWebhookRedeliveryResponse409Headers struct {
 	IdempotentReplayed *string
@@ -12686,6 +12845,8 @@ type CreateWebhookRedeliveryResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -12712,6 +12873,8 @@ type CreateWebhookRedeliveryResponse struct {
 	Headers404 *CreateWebhookRedeliveryResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateWebhookRedeliveryResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookRedeliveryResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookRedeliveryResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12756,6 +12919,11 @@ func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON404() *NotFoun
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -12862,6 +13030,11 @@ type RotateWebhookEndpointSecretResponse404Headers struct {
 	XRequestId         string
 }
 
+// RotateWebhookEndpointSecretResponse408Headers the declared response headers of an HTTP 408 response for RotateWebhookEndpointSecret
+type RotateWebhookEndpointSecretResponse408Headers struct {
+	XRequestId string
+}
+
 // RotateWebhookEndpointSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse409Headers struct {
 	IdempotentReplayed *string
@@ -12918,6 +13091,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -12942,6 +13117,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	Headers403 *RotateWebhookEndpointSecretResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RotateWebhookEndpointSecretResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RotateWebhookEndpointSecretResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RotateWebhookEndpointSecretResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12981,6 +13158,11 @@ func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON403() *For
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -13444,6 +13626,11 @@ type CreateWebhookEndpointDeprecatedResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookEndpointDeprecatedResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookEndpointDeprecated
+type CreateWebhookEndpointDeprecatedResponse408Headers struct {
+	XRequestId string
+}
+
 // CreateWebhookEndpointDeprecatedResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse409Headers struct {
 	IdempotentReplayed *string
@@ -13498,6 +13685,8 @@ type CreateWebhookEndpointDeprecatedResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -13520,6 +13709,8 @@ type CreateWebhookEndpointDeprecatedResponse struct {
 	Headers401 *CreateWebhookEndpointDeprecatedResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookEndpointDeprecatedResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookEndpointDeprecatedResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookEndpointDeprecatedResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -13554,6 +13745,11 @@ func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -15825,6 +16021,13 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16001,6 +16204,16 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateApiKeyResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateApiKeyResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -17870,6 +18083,13 @@ func ParseSetDriverAvailabilityResponse(rsp *http.Response) (*SetDriverAvailabil
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18087,6 +18307,16 @@ func ParseSetDriverAvailabilityResponse(rsp *http.Response) (*SetDriverAvailabil
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers SetDriverAvailabilityResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers SetDriverAvailabilityResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -18232,6 +18462,13 @@ func ParseReportDriverPositionsResponse(rsp *http.Response) (*ReportDriverPositi
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -18464,6 +18701,16 @@ func ParseReportDriverPositionsResponse(rsp *http.Response) (*ReportDriverPositi
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers ReportDriverPositionsResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers ReportDriverPositionsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -19779,6 +20026,13 @@ func ParseCreateFareEstimateResponse(rsp *http.Response) (*CreateFareEstimateRes
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19993,6 +20247,16 @@ func ParseCreateFareEstimateResponse(rsp *http.Response) (*CreateFareEstimateRes
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateFareEstimateResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateFareEstimateResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -20907,6 +21171,13 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21055,6 +21326,16 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers ExecuteGraphQLResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers ExecuteGraphQLResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -21616,6 +21897,13 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21837,6 +22125,16 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreatePaymentResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreatePaymentResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -22771,6 +23069,13 @@ func ParseCreateRideResponse(rsp *http.Response) (*CreateRideResponse, error) {
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22985,6 +23290,16 @@ func ParseCreateRideResponse(rsp *http.Response) (*CreateRideResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateRideResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateRideResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -23871,6 +24186,13 @@ func ParseUpdateTripResponse(rsp *http.Response) (*UpdateTripResponse, error) {
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24109,6 +24431,16 @@ func ParseUpdateTripResponse(rsp *http.Response) (*UpdateTripResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers UpdateTripResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers UpdateTripResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -24288,6 +24620,13 @@ func ParseCreateTripCancellationResponse(rsp *http.Response) (*CreateTripCancell
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -24534,6 +24873,16 @@ func ParseCreateTripCancellationResponse(rsp *http.Response) (*CreateTripCancell
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateTripCancellationResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateTripCancellationResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -25769,6 +26118,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25945,6 +26301,16 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -26810,6 +27176,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27034,6 +27407,16 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers UpdateWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpdateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -27588,6 +27971,13 @@ func ParseCreateWebhookRedeliveryResponse(rsp *http.Response) (*CreateWebhookRed
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27826,6 +28216,16 @@ func ParseCreateWebhookRedeliveryResponse(rsp *http.Response) (*CreateWebhookRed
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookRedeliveryResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookRedeliveryResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -28005,6 +28405,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -28213,6 +28620,16 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers RotateWebhookEndpointSecretResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers RotateWebhookEndpointSecretResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -29082,6 +29499,13 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -29272,6 +29696,16 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookEndpointDeprecatedResponse408Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointDeprecatedResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {

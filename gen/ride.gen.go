@@ -1957,6 +1957,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed An RFC 9457 problem details object.
 type PreconditionFailed = Problem
 
+// RequestTimeout An RFC 9457 problem details object.
+type RequestTimeout = Problem
+
 // ServiceUnavailable An RFC 9457 problem details object.
 type ServiceUnavailable = Problem
 
@@ -5204,6 +5207,15 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 	Headers PreconditionFailedResponseHeaders
 }
 
+type RequestTimeoutResponseHeaders struct {
+	XRequestId string
+}
+type RequestTimeoutApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RequestTimeoutResponseHeaders
+}
+
 type ServiceUnavailableResponseHeaders struct {
 	RetryAfter *int
 	XRequestId string
@@ -5783,6 +5795,23 @@ func (response CreateApiKey403ApplicationProblemPlusJSONResponse) VisitCreateApi
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey408ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7213,6 +7242,23 @@ func (response SetDriverAvailability406ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type SetDriverAvailability408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability408ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SetDriverAvailability413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -7475,6 +7521,23 @@ func (response ReportDriverPositions406ApplicationProblemPlusJSONResponse) Visit
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions408ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8509,6 +8572,23 @@ func (response CreateFareEstimate406ApplicationProblemPlusJSONResponse) VisitCre
 	return err
 }
 
+type CreateFareEstimate408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate408ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateFareEstimate409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9375,6 +9455,23 @@ func (response ExecuteGraphQL406ApplicationProblemPlusJSONResponse) VisitExecute
 	return err
 }
 
+type ExecuteGraphQL408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL408ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteGraphQL413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -9903,6 +10000,23 @@ func (response CreatePayment406ApplicationProblemPlusJSONResponse) VisitCreatePa
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment408ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10698,6 +10812,23 @@ func (response CreateRide406ApplicationProblemPlusJSONResponse) VisitCreateRideR
 	return err
 }
 
+type CreateRide408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide408ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRide409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -11466,6 +11597,23 @@ func (response UpdateTrip406ApplicationProblemPlusJSONResponse) VisitUpdateTripR
 	return err
 }
 
+type UpdateTrip408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip408ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTrip409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -11775,6 +11923,23 @@ func (response CreateTripCancellation406ApplicationProblemPlusJSONResponse) Visi
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation408ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12791,6 +12956,23 @@ func (response CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -13553,6 +13735,23 @@ func (response UpdateWebhookEndpoint406ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -14100,6 +14299,23 @@ func (response CreateWebhookRedelivery406ApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type CreateWebhookRedelivery408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery408ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhookRedelivery409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -14382,6 +14598,23 @@ func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse)
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret408ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15109,6 +15342,23 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated408ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -17370,417 +17620,419 @@ var swaggerSpec = []string{
 	"drtRyqu2Mmhl1ozjJH3IqTfcAOc6wxUQ/0XH4Z7EMtJ+A/Qfquvc+u6toVHQFgvX24wmloey2FqJeS6P",
 	"pUunIVnjE0oTwaq0swwIaqz2IWXtV0utfqJu6NA7KHGzf3lv7ZsQrQD7WQe0Aa+TnQUzYTdAcsXEB/t4",
 	"nn8hlf044xNRestlUOBr6O4ur8xOL/+PoaWp0C5Wz4WhtwQmGBAq5nh1vILvPO9gr9OKujjh10wMhLmx",
-	"15sLSARBvzta91SU/LJ402DNM641XFtIXfUMDDZvlStt145nWcNaH1h5/5e8Xi1yyW4BOAO/u2MVwACj",
-	"IwEYvrs5cb+7fNF8mpvFr9+9HIiy5xxwLvBNB0CCb6JWvlNcjaDdbhfEpHf7heui5KDzpGJ31ZdicZFm",
-	"Zonh5Emhzdw4XcdzFlJwy1mlzUoK61aDFG8sDOTyU7ccxD59F3wS73wmxTjhkfmaIq3MLiL3fV1IDJ9m",
-	"/Y12ES8DWhUjO2OpiOPbpTM3igrNXZZnKOTQJdnQa8oTS9b2z6DU00QxGs+HKeWxc5tBzHzhZhXhg8IX",
-	"urPKCxrUBA92l6itxoG76aRqEul9MnFzu2ziAOvEcX4rpn+vTOZPIbQXUo14HDPxtSntCg8UJeMoQwQn",
-	"y/9i6SGDxn5uaBR+kXN7ZDel+PRWGtvEPvshaXol/J5k4T517t4GAt5gB5W0OFbJGHEa4l/enZ7/dXj5",
-	"5s3w2ZtXb1+e/my3w+t7+F4kk2wm4AIlXNibZDW6QvWzFOmkHUuY5XudbrtH0OuDtWGobnJt9cF2CzTC",
-	"xdngvqEC17eP5UqjpU87Iuz259moL3Ir86STiAp7GVUmWuREk3DxiBxKlk/lYOKaJTJlyNWEJGFMDYW6",
-	"LDYQ+agACGbHdXpE+N35ydvv//Jy+Pbk/OJ0+OLk7OXpc1SF8kd9bVjZvsGsfGq1IT/Cjycvz56fXJ69",
-	"eZ0PEzjdzmU8WM5iBxxzCHTuhN+ePB++uzg9H569fvvuEtzysohUDoSLJ5Cwkg8Tkp3wzdvTc/zW+enF",
-	"m5fv8s++Oz8FiLOCWkZKXlkdcicsyPTlm9ffWelX/OX56enb6l8cKftV5MkuTSTTKdVT2KMBnBNMtZo2",
-	"tBO+PT2/OLu4PH0+xGG/P7n4fvjq7OLVyeWz752gNSWhjzk2QpYODHXcUm4SRAAAKs6rh7iP56d/eXd6",
-	"cQk5/HogwlWUiiSBWUq5bWI0S8YVRZ4s6fEBpFgva5RjUNohXus0dxfHK6wYtwrvD8Zp5zrr7qMOWi8U",
-	"zoRhStDk1LLfr+pbIeC9JBLLXTSP0XDE6YS7xzlUBomoUhyIlvjfdYucF74O79j4fG6N19KcRBFLwTT7",
-	"2lpTiJ8OHVIiZOgYWP6MxZwiuYP6VNzZVMk4i5jVqIQ0Q5pPfkmteiR8f8IvZCbir3m4ryXmrObFrHhY",
-	"YzuPx3NaeU6vZAzIQitCpQuF1eUsAUzYrgT8Q0g2OLa3yWcJlDbdV3avmyE882hW+AN6S+eJpPGllC+p",
-	"mnx1ZgkSgmuS2I87raVDXvFvyU5ofxsaKYfw49IN+6RVl3J1EO7sq0sJn8uDFG0J2kGflYm/xGrq0ot2",
-	"jzHliTtIu8+4QxcYMHkncl/Q19yhMCu+69RRzdS1z+6lynAx8V4oYu2YEdWQOpAJCNqAT9Z5azGbAADw",
-	"rL7hYrROO/1Gk5jR2Fqc1VBOLAU7rvce51lo3m8/EGPFGGZHZJp57cYB11Sg7jxO0JJCew/v1GKtO9lB",
-	"bxWCQrBV+7Fb9VhtSNT5FOK5lPIVFXP3V/0b+K2+0fnxjLJ4gogEOkWjS1HDMLjh79Cm0/ovK9sXyG7t",
-	"ywUYwyeSxztBHQ4A+8oKXJBbmFIRxa7lFYt9KiDZsVynjNyxJHJ++umn5iI6wbqFL4IZfPK+OQRze5tP",
-	"hXHV/b9F8IFrcsOSpOlcAaPM+OwWSlQGlQXUEMFYrHOW1IeE6TFTTET4wEDkLiR2yzX4Mlzi81xmGOQi",
-	"dCYzYXDA/HEQkvAzu00hp95XrgaEDkTMIsvRYx/qhyeLlE+dYWEOBEVSDh4S77W4YvOh+z0MSt4M+3d8",
-	"OMwDi4vRD8wMXy7uqI8qQhb5bouEkYxZSDSda4Rz/XIxkE+jPodaweJX1pCFSsHfSF20JLDs74QbnE9y",
-	"COb2EOD4P5/umPuGYZyTlNeXUOXU5pWFvKjhLE8oLhDK9NSyJBRAkPTFERUoVTJlyriUJTfECkgU/JHs",
-	"GCaoMLvwUfv9EbN6pdUdINsiz76jUWSGPrF3KZ0uKAqmzbZZsQsHVk71ezZl0RUkd6dp4LwdDgJGZIlT",
-	"LzFTcGlQvODaTWQJd0rkK0W04xuprriwJmJmLUlGhdtlu/zaZWycAY8/LY07aCRUm6G977WrsOeXUMCd",
-	"qyJHVUre3DIDqMdRMYsrmYqEurYgCLHqtGXF4Iq4zQAFESnOzgXZzMO2JFVszG9XABBA9mOpKKgC5xig",
-	"mhzJieBQ/AREioi6loNeM5rkmVMZiLoq4aqr4c+jvau/HM3e1m21k+qbycUq+e7hfH94gnA9Ul3ph9OL",
-	"kgnbxOiQc5zbJy1LQYGzJpucFKB+fgE0MoDo7GY/zqsBr9hcL+xZrIZPZ90rKL9fItrNa6rgSf7SwBRf",
-	"O/di6kHOn3LqqDKECkupXOuF+1E5wwKIDpN67G7h3rkURssYYzSLafK2xDBdemxtbat08Aw+YXep7nSJ",
-	"+S6wtsVRhXTloNNsRoUOCGtNWh6cPU3JVCZOE7pC3L2teGMZWKaEBvfpvJGOwGIsc0fyyqUd+RzmzGRq",
-	"4ep1293DZvugude+bLf78P//tuqWfJVb8Y0uFVYEBTyyL4PNLw08mGPoEB4v36KB8CQOBxnCB1zrIRwk",
-	"dDnjbvfgKbhx+INPz9760m3EgyjfOdi+TbchrqVNdpPMczwSr5eATCmqmwKnhGDRWwVccq0m8i+vUPxe",
-	"VIJPlcMPFJBfTcIBldVfZcgzggBzgJeqAhPYJ4jPRxAFEQdyaNItclFQ7ZQp1sdMayvEhbxZupHFzvz6",
-	"snf9+unNedf89SD7vvP3H/bl6SG9aMcv9ibPjkY/dsWrD52/3T59e1O3hyXO9F9ByObHs5q/vOR1/StO",
-	"iEdpc2xF10hOarYvQXEG1d1yjUmBGrfRhiyeXNxTmEtlrNUrPpdJLRIMNU5pndE5iWV/taSwssVj73Ll",
-	"vQ5BRWjY3xG7AdsKegUEKddB8sIH7EnD4JYK7ACN9xXads8s0eozKiKWJCuQe9GpYw0KxN9zZWtR6aXl",
-	"I3W/sng4mm86jWf+2W/nD5UCi8w2omL4oXuzx3pq3xzMD7Mu35O9dJ8e6MO4W8/z6GLOWuNtYpUfrPmO",
-	"617y1WyfWnW3dKnLZXIwr6C6o5VdqiPQ8pGWsgHvoQf/NJ0Xde08P28WLx92sXcLbYIg5MFujStB3m+3",
-	"K8guQhrkyzdTbhgC8lfVycUTWFR3V8EJDAYXGzfazXrN7gFF1t8HexEroND2clb36PNcTW5WMNZLH/GK",
-	"ScShYPDT+OoFjAV4sEu8tY5H1u6bA1Fanu3LvFXM2cUb0ut2DgvEpUjGC8eeaSx/K9AhaPPX9x/37v5Y",
-	"t0cIO1knenLNPs1GCY882H0Nu3KO8tVosxtZzn3xMn3dYgX8OKbkLVVXdU+nU2lk9XFfBBjFomUpqFIF",
-	"iGvXT9bPq/X3dFK2zzLFa7kjNS4ClX+913p6WDbsZDYCRSSv9d8vVfoXlimWZ9kxr9mUR5uVxB/dY7V8",
-	"UiC0mZteMWaAJ1pHo0gtJxg75kkt/vFPUwaeeeodKlxbRsUFC5ykds44bC7BYpJKrJIgO870y/HO5+6h",
-	"gZCC7ebFksBW4WeqENEV4tV8TKiYo2xftKgMv2bDzyJyghJW6icSsV/4pmPEbX/rn74rquy2ea98XL5o",
-	"N2hkaXxPTWGRkZURY335cGnU7ejnIl/IBioy9Aqg0W+wrrksJJC6GkFDjsfwb0vtFYLGbdM+3bymCnJ8",
-	"7Ws4mTf+Zfeffoja2b6D5d1TGYD4QWmQYk1UX4GGusxTP/V8F87KDbf6SN6WKLGu90Q+5RuqCTUk9F5y",
-	"qKpfmv4Ui/or9+OovZbj7R20N/C8hFYtwr3D1uHh0d7aUY/KgzaPaoddmGez0+22ep2j7tqBO08rI8N/",
-	"Lg1d2qTt1XGdMlblLE9b+7VzWb1ZC8efoIEKF6E8p8308K1HJboHvft3HZ6J5d8A3UDF3DWbX6IXzwj1",
-	"1hpXdZrn8JUqqoKHy1mFq7CwR8UUttyVc6YBtGeFCTuCegQ5zqVbroqvXv795YDr+ljjmPxe3pCZ3fLi",
-	"+9gPzE5rypK4ojV2aoCHarKWqiaA+3RJjm3eOndS96OoN4IVSgItNNOYAeqAJ+m1fKg64nM2UYxpAo39",
-	"AWUMALaEVGZa2ZhHrrUi7LGw94DZ5iOme22f2kWoPYIiRKnWRYpXs8LqHF4xoxy6In6mcmKruGU9jNYX",
-	"4J0XvutZbWMbNKZcZ7Qc6dbrA67zppHOV7RM0o+m0yeZTisNobrzxH5/y/micsYwgA5ZU9iUl2GDItcv",
-	"FM9wsd9B0V0OuyjmUIqIYxP2ByL8yOPAIU+UAIogw+suDByeAtYWkpil0KdYChJCIo5DB4PEVP4hc9kK",
-	"iC1TRt8t2uq6+ea9XfskXuqvS145fDIHi0njmMV5tu91J8g7Ac7ktU98iLndshkX1GDt1IymqTtMj80z",
-	"drnhqxzN8BQmkPs2xMuwPuvfvvDP+QHgVlGFNuM6fKMT90zlxdxJte7N3ANWfTUHJ1r3qn+o+qqPPq55",
-	"ER+pvAaZ3Otfu8BHXGPLnNfMX5cA7u+ChhTszRjKiDehQlXmcRdsfqG6zdu8sTDnLeZU3dStXqke4aZX",
-	"6olty7fKBH733rOdTREhZBmf6LfMz/03DAcVfRHqo5euL6DvId93vSfcnQjJzkjKK8BODit324Nr+GsQ",
-	"kh2X6iMGYiSpKl7Jr2b+Tn7P7V+WeE75jx6KthJRqtzaRZ6zcDuDZeyyBVZTx/WCRSZacYkvj7goWV9Q",
-	"xXyrm1oyUzxiscdJt1uMNR8iYlZycd+CRSrnrePG5Qrr1R7idU74OdnRSTbZ9fiICKCNs8h9flaG4e9O",
-	"zcABHEzaPRzQD8yWMFteiryV5x0IQmOPclg0jqvugz8Gu9s0Jv55sjOxk2xGXEUJK/78f/436bT2disL",
-	"3m93ujUdrGv0oNyaCxpxhuWxQ6err5uZ87FCV24CaP0kUyMqrKp/NXtStZkO2p17T8bnly95Ve/bAWl9",
-	"1tbllOVQtmDxYQ4ZIPC5GUAT1aJebISN19C63I5QMI999bZeTisdpBI+ZrCvXHizKSAQpmYxTjIsQVge",
-	"k7BYIKh65V9JmmTY6KRyInvtWmThNSVKQUMqPuH3onS4rUOAOduciM4jdg5PWqHBYzY0TgSse+2cx+zS",
-	"6STbuUjLfK5wfpcCAStQWvHMcfux3b8b5Ji4ilrXosVj8NqDgJKDKif6xIB2+VqU3OzFhgW+66M7riqb",
-	"qp7JMi+qYQJL5LuQ5rIhdl7e74fFzjFEnBkG3N4FpUiUUA0ORVhQbQLpfZnzmUgzc39Kz197ANUunO6K",
-	"MysG3rTDq6InIRTVhE40lxkGxOCE/1Ns2QlQrZPsSPU7Vtny7JBrEkmhMwAXhIyD0ZxQ3y98nCXwFheT",
-	"3aoOBFPIqcf+m/1QVU/xzyyxUIeq80yuit6XegNFUhssYnXwlXLsYIsAGN+hGcH6xopOZtiwTDGrr1AR",
-	"szgYCM9uXelnDpCoMuGwALH7MtQ6pmDrAm23SJjjGwEPaOd1oiUMmUXU07guRpn4YsfCKduuZdvLrLoE",
-	"sVR5fR3Pb2/h4PWjBm5ydeToTuq5MzvqLzom5NWlRmmAORkTutQTKyB6SlMWk4RfMZdKmyDWc2t1tt/S",
-	"xHLslmWXcg7dZB9ZZilVbKvtF/aKRlMuWNMeNCjNiNdaoxYDeNey7q0R87KEbW4kGVl1dkqk6JPwxZvz",
-	"b8+ePz99bQ2Rs9eXp+evT17afy/jEAUDsYjvFJB6uKnS35dBpOw4a9GeKqBNq4CdBqIG2SkgSwhNr99c",
-	"Dl+8eff6ed2PVfim1kCUdgLzA/PNgAtu7+z56cUlZMloUoLTw6dzQJ3FTNZ82I0CGs6w7l6U0NfqQ6qu",
-	"EKBocme1QkuJBJW3rQz4MpGXVbFFez7Heas0sPM9HUtVbNVWWEWGf6vWN0zNdFXOI2K2YSN35+UGpow+",
-	"UzRaj/POB/a08GeE4NrBj+jd3GNKuIjZrf3J8StdNYHQ6LZH4TduUyaW35MKit37DZwk3+Q6m9mHqBaO",
-	"dkGb79RxAgTnK8eJ7q2wI6zfx/VBvQ2wBJXIB+ZFuLmt2ZiH6XknOf/1dXgOfHlTM8eYjblg2hn963j2",
-	"VuCC8O1SH06rEH65dpUVNuM6SG6sB/jwOTtJtqrdQGsbS+ajVaaLsHF20jt/5HGfnD3/H7uk1EDyjzx+",
-	"aIfIoNSWcbuD850kf4SWkUC8G+jz9IHyvK4PaxWjpIiQlNABw8V9tvvBJ0Iq9CUsnvpCSkDl5Y3mdOXp",
-	"c48CsGFXHKxmvWPOUBFTFZcuqePoHuiy5aNQXPuSrQIiZUnzHQi4EpabY7Eeu6XQYygXDJpQfeWqw/zN",
-	"UVQce1j1EMSAJjdWftzA55SEDorQV8T1rXS6U5neof6/tfAn7aDZfRzM1WLV6OXeob4FTYISfFeA7n+8",
-	"vxCvE94PYGp4VmWutuhY2Erk1Qz0ua7OquI3jyG7xTLBOlxWyPRaQ2WBb9zbZNmmRe1onjcXLoH4QteE",
-	"Df6guy0Mm+8ZTer0rhOSKjli36wuLCxcZgVTl1cbddw12YPr1SEuAMLSbtSMpoFH7iAyxf3Gct7CUKJx",
-	"rJiuCSC4H6oz75BXVF0xQy5MQC6oIC9KHv9y78Ta2t7avJze0ZfKy+l9al7OyrSUdceCvqr76mWLB4dN",
-	"ICCFz0u83/9ZHu0dfJGz3Dva/6pH+UqKFRAoDrmHCzLjAuJw3GiyE1lWuYs+lWR15UgN5y0VoKwtOfPP",
-	"WVFltbuq0fF0v33P6M/CfuCYQTGfum15WwlQ16csg9mYYitHA52w7D9uaHJVJ3ZWYr8UXkWQ5nYc1Hwq",
-	"EaFtHGxBY0r1cCZVndKlMub1HvuVsUwSeYOxB1iDMyrt9IuuZyWzfCRlwihY/4LdGtcopq63pbaqFgld",
-	"JxlfQknsW/Aph3hBnU9CxK0ta6Wv7/9RXOzfERwBfK/5ivN+b5ixpGKmqjODCHrr3pW/5d2pTrt0PoGj",
-	"iHrag8h7ncyLplRhfkZe62ntIOxj5yL2zRkzUxkTI6/saXuUopQqg0RWwzNn9eT5qv7ih/7qVINRD7ia",
-	"i5HyCljFQbPTabb3LjtP+939fm+vtd/pdNu97TErHsJxFuPDKZ0Pr7qzPdFL9z8cqEPdNXtZ73r/5uD2",
-	"cE5rs0q3Chz6lJ66mOE9mizeq17VHXNpY0oxvw2BNzffB8K2+J5tY2iTz0ieO4JZqCTEqTm/aU5e2BKJ",
-	"fchokidpOJLvY9m164kOfXKc7YaZIhCUgYaz7tLEvufSjGsE84fm6GPAfNvBXuE4i6F/ItwlihYWtxun",
-	"tgBstpq/lya9QphudYtK+cX4/zberAdQv++ThyykPj+shsm4MPZyb74WOTOlBno5EpZ/bpSZgfDZndhZ",
-	"NiCJnEywPRlY/Vz4ZLSBGAjAkct4YppcEM1nWQIJJP6D2CLQ4Zjskishb8DrpxmBokCctu7bof7h/ov8",
-	"g8jMRHLGyD8G4h/NZhP+1z4QprNhRFU8vOaaQlqW++8Z1caqPiou/5XO2G1I/kFcHpXuk267Q6ojeXBD",
-	"+5z/9z7pdbt5zlfxSEDCMeVJptgQUQbDxSEqQ3Ohs/GYR/ZKDMeZiPXDPlI7TuVLPrz7oOHdyzCSG5jm",
-	"va/tJ/75H/8ZOsp62PQR87FKzPClgTh1ackOYdKlJSMv8MBsmlDfU9ITqmUdDDoBrMjMKwRGiWLWdsHt",
-	"Vaqo09nwF9r8td08Gta22N+QVFJlqJDIQOfAbhca/365Br4VHXutzFngMmvEDSRv+thvbR1Ufhx/Cl2T",
-	"U03rcEy2UXE+t2rzAAZcJuW6Nc+XSRP/02GWLTCI6olXfqsPuOHB1ClBH7pqT/fMfnZwfXjTvd2b937d",
-	"pwejw6i7XgmqqVHBr3zjmwYHJCxSXy3bD/3VqiZdlpJTvwraR2k3ttSi1lByOQu7RqwuchWk5aDA+aoy",
-	"uRoD8yEZp1u4npcuYq4j1yQdwv3jMdkJ2bWp4zn2z4ejvasP3dv9GSAtqa7umYPrpzfdOn3W/2Fpw7Ab",
-	"/eKuYd+aSmkIXGqY/QI5LeQ3V5kx/jYYuF//uKWm7TLmyhhOK/E4qgbAcopV6UrkcQ9n/t1gPF/JbDI9",
-	"zm9L8ViuDOViziUwu9Sp8k2qS+9ee9PqaxHWkXRpJUAhj8RbJd5ifx5Cv9Wc/RoSzh/4IlS8IjJ4r7jH",
-	"iSA0M3JGDY+KPmy++5ndkpNUJom0hA3xnl3Mxyvcj1N2Sy6+P2l29w9c6KRIj/vGBQMB7ahFfoKuoDB2",
-	"GEAQ0MWldSXickxoIgWDJzCCLQUbiFIQG/1JddagntLu/sH3VE/Xge0sz9n1DLbzhGPHSVaPfRy3e0ft",
-	"I3p0FHe7R92Y7Ue99kGHdSK6f3DYPtzrHO21o1HUOaQRY71Rd9TZO9gfx/HeHmu392s9Ftd2y1fBi/k9",
-	"J+6pY4SF6iDmu14s865xvi4TTV6PVW8wW0MNr6PdhbdvLrCK0ZU7NvNyxycf/b+exXdP7Gv6M0vGhewP",
-	"97UlReNmyoZXvdmB6KZPP+ypfX1oute9m4Pbp/Pur5vdNOVx6y7ZUs3CgxmRlwBQKfn+C7CDIu9+BTFB",
-	"UTd0KkfEUiMx08HKq2DRP1JVyMm3mAjsxKAm4YzehgE6grJ0rCR4HnhUeykfoo3PaBWcs9vpPr23GTDj",
-	"1cyrzsHB/qdFMGbcwQtvjGI4PP668M75i2fkqLd/SBzUv0sj1a79+r3TSbWgV2wInG1FZmmVkeXN1+pr",
-	"oexcqlT/Wjrbdq1WX5tIWCRMLBQg0WhKnLsA26UjhKnriMqlIE7t3j5l0u35C86SeGXKxQYzD0TUkqej",
-	"T24c7t+im61Q9HYWDEDsgbHkzgkWvDDBSq/Jbou8wm5FVEsBNdoD4Yu0F30fy1+qh3OEGO8SF1Xsw3B/",
-	"3B09jTrxEdujvdFBtN62LKr2272tMtkNNwlbJCtDVtLhCgWu3AjFNdN2t+gbnWsQQD8BCZ/EMtK+oYb+",
-	"A+Lg2oP3KLiVLVx4es0tWXS5IJ/GFZb9+pbEKpu+hlOUqLY2pb1yV5ZZRLIyXQNjphCRs68SrgHOAFWc",
-	"Fu6JVbPcnkABrJnW/oCdPZZ/As8BtBXEn/6upWjZUWr3GT+MdQc1B1+b0OwitTMHte7hSDrt9sbTyXem",
-	"GLruGM5ZxHhaoxedaZ15BzpmlJUKZLwpQEJ76YfApkKi04RjINNF8kfIPCJuoMEWNUwPxA60GhtTxYK8",
-	"BjSAOsxdK40R1rYkk12nB4o2DI1jkqVFsp3Mgygh2VGWbq28nkimvaBPILc2DwRAc0AA65tRLmKAHrXU",
-	"5B9nVCWcqQGgqO2uD718fW/dEgeL0mHa/bCnenrfHGSH192bvdvefP/XA3o4qgfHhXP9ItHPghYqY/9S",
-	"bFn36WHQuOIibvQblgyGlgwAVsA/0Wl3e/kjnjwqT+zvHeUPwEzu3m8pKB2tv+SCnRk2c6rSKjit9c7J",
-	"+0Vov0KoteI7rPMYlk6nTAVrmEK+UbWc2Y6HeQEKH//kKD8mIMNY3+hKXk+BXvWAsnCklXuRxg/2lcUN",
-	"h3Hyvd1i335wH64NIyxtX25kjKXql/lmiV86Zw3WzUMdiwjQ9wD11oZeMVEtWixuWVEsC0IbEYJKsEul",
-	"HxfJN1/XegQPt5BPxfDwIum3RfE45zF7aB2Iqx/F44UwvC8+rSnwqOIErC6sB8tGyiuyE1q1qs5duAlZ",
-	"4D7xNazaVSunheVUZUzwsVQtcl7uiUIFdhg6tlQOz8/onCSMAsIFFHNIBc4uMKlnmiVjskPFXApGWKJZ",
-	"n/Tae7t1jVJEV+6lvQ/76kAfmm62d9272b89mB/+2v20OGL5OFaRRT22y4/lwu5jdAtooiOaMB9UKbvE",
-	"WSSFnAF4u5yNpbLc+jap3snimeUr6eYB/o+VTMZuOjaQj6TGjEEKbKXO8VFiOZ739kmYM5BwICSoamHK",
-	"1PBqFkLZ8BVP5IwZhQygDPfhHsQuY/iw6zgmxwXEMaRiDETCtHZVJo6Z4zdb5KRUuQ36HVY+B1hNVTRC",
-	"0NksIFpauoJGC3w8tgNDogi1v7ol5lAsUPRdbEGdplcwz4pPplbXq3XD5AupDHDY3m4A3OeqotnZ/lXc",
-	"7Woe8XZvfzoQQBnPoSyC3JIqE1zYqVW3rhbT3Xd1Wo3l/hn6R2zkN1sgEn6naMTIS/CjbYcKuAFS84Go",
-	"gCV49A35d7Dn20A/ur2v5Ig672rucYW22w5wGbrmlQUHgplvRob8L3kOdVt/Ad11zqVZ24SlQBpw/UGV",
-	"e6EGj1exay4zPcQnh1v1gVMsTWjEYj889oTTfCKghzg84r74jSZw0FYJzYPCE9jqlCkuY0CS2L0HUOqa",
-	"9k+C3eSzwOeW2jpV9aKbqWbR8G+zo+u/zl7M/zp7cRD9/GMv+vnHDvvub9ej7r9Po9m/T5l40WHfv+jE",
-	"P0/+vLmCCOcXrNvZzSf7oNzW7+UNFOTaMRigyLlgzje+N9vy+cNRDPEoqjBO2H6t//SgZ4XS8pcSCaig",
-	"y9RwxVhBDQHJIAXskMR0ro9J2A5dr0yALKHYc7SK4HRQD+Hk79VBu/d0U8rpXe0O551L6tLZuZnnyL08",
-	"Yq7o2U6zrm8RE2sandchRpV9OosdTDbKmY0gb8vsbLGyqIalxTzTK6Ha3vLoKksRxjVWMm3K8VijvzHh",
-	"qLf65n653elVRdicypl297cGePH6wfZFpVWNdxMWQpnTlpwg7kQX96Uyobp7C4XtNfTkxJ2ThNec3TjE",
-	"Wkgr91Ba1gJ0/kuHtXXsfKqYgoqgEYTrgfBYXKCpj7MksRcP/4bhIYCPqJbCY7VxWHQ7t+smoNKGzFCn",
-	"Z0EMJs/aBGw1zH3PW0nBn9KUUeUbMSEnn9u/JnM7nOuR4Z3LiL5UwDznQOauI4oHkAggJbscfi3rCQMB",
-	"efLWUtQr1QOyE9IoYqkDtSyDYnIxTJWcKKZ1uOuxe420w+aWJKwVfwHI9TEXNPG1AGjpOgjrcNVccXED",
-	"sVPMdne1NlMXEC7t9Pba6AO6EZVP+R4fekjaQpUe7o/37wbQhZ65+X2vlMLrMpXj8X1YdOlG1Hom7Q8O",
-	"ZywF7lg643IDIFe8Nl9FmLuAwjVLM1PA7rGVN6QIUIARPZMxSwD3iyqmQdkaiNwOntEYgkHez5S3F/IT",
-	"xCYVkEG02yInCGYAgGE5pU6pHggH2QqXQ4rSpVhsTtu7d2Ggt3rXHQuWgtZIwvu3MMKjuhe4I7wxBMpe",
-	"owSD24prsiOhV8wuEAWLSZYekzKqXHEGsL2ws3p7hfdBiJFlD92nmEkV/rfNBMpXcLvqM4dz/bl6NZXR",
-	"I1fJ6yoQd12+aBVe2cMxr7zoThwg4Xy9nNJi635/GaXVHbxPNukihHQpk9T+NBjkP36JLNIaSPSVBFJA",
-	"Z3/tbOLf/ckXW3Pvo6+igS+eff7rFzt8ryKtr/VZQFNfW/DzMK3rXnLySxSdFCFk56OtrGPj/m26PAt7",
-	"1y9EJBNQ+2Ycw0Xjs1SAAnXmX/WuVYnid3jd8s28/3UrYefXXDf/6xe7buUuGquJxbdAcKTiAlg3VJcg",
-	"yx9Zb2Wv7k8JeReHGjrA374UFUCyX60bRabNhF2zxLtC5Bhg+TA5VqdUabbgCKk0zNwIJp5ryksW56L2",
-	"m5sShXFZtRVyPlk2JJct4YV9KWm8Cxw2qPoF3teQg92KTckXeRPRT8i8AC/Xb5t2gUu9ZkVj0hUut4Rf",
-	"M0RhwLxO33kK9uHJR/uPs/juCe67DomGxlLc9EnFJ4bGPWb038+6L/fvLxxiOQ7M9p6tWoy+T/WrLHg5",
-	"tkNhrTXkH2Lffaa+xJ9sJha6zbYNfWEdUpkfajGqiJbKkCs2z2/cMaEkwaaMJGyGZMao0MS+xiAVtcyl",
-	"KgyhWfmvKoNp1vKb5kJ4fF0rYCdvT+zYr7jIdPkP6PS/xMHh18pfXuDn4Af49/d+X8p9qlYK8bw7UUnf",
-	"y70oUhDoVPQoyHNB7vfr3oK86Le0LMjdb19KkK+qIX7JxyyaR+VkgBZ5Ja+Z7hPPRsk//9//j3g+Sv5B",
-	"St578g+Sy8Ljgcgfsm+seqzyg30wF66tUrgDYh0DEZZseUToFjSpJkz6aTaCRsk7UfpIWX6XhXc1dWtt",
-	"r6oFmqy3Pi01OIQS2EcPN6Gt+bl8f2QEYa57tmb+rXj7Zj5dXs8qMnxw93IXzJ65is88bQW//tDu5eV9",
-	"2h5x1OUNrugK4sMFrm1MLdI61s4UhzFKstrTntGrRcB8OZemNmMdAhDVh98qntWWV6UJXcgzaxyefPus",
-	"093bePAwJf+1wC3Gj1i3Wz9hSe5z1+WzPjXdY+wY6duBAgYYMnhf5+GyJmqy1vHt+gPpNEdUs7iEoQgB",
-	"UPdBVP64JkWH0vJ3HgxkH/hJ3fN+s/rCqp9cVV8+bde8ALAIPVR1XsW/FVgiLHj46XXDOM42gZCizeIa",
-	"me5W+I1GuX4zpXVy3f551hX3iJhY+hTRfDirjSEmCfftoiHwp1EXLCOs52XI2HRc5SDHEGgCDHGs2KxO",
-	"9Wnv3uUPgA7p9mF9whfgZZbwqeLMI2dmmKBb6Q2W4qLClTGujTTjEdiH67B7ShuErRPg2QVandBrRoS9",
-	"4zv24zKDFhVCIKao38ogR99zkL3Vve3W5q6sWMW9DaQFxrVCTmCDqeu8kKd0HXIeUHF1LGxhhTL9/V/g",
-	"HssksQWj3eR+WGy7/KmuiEU+/9t6JeoPb0XUQOR3yBqDKBQg/9W93a+gT+2UuYDjASwm3dvb3WAg8ltG",
-	"drjn04gq6braFJInSeSNJtSQcOF4w90yxJUdaCBKI8G1ca/3CSUpUzNq94/0bm+DiqwET2zMtb0PcWBH",
-	"7fbIlKRUaxYvdEurgfwJGm419wD/cTt/6mZQXxqdI6Qs9idvkTOjF5JFC4BaTPKhYwMZE3YQtSJ/9oHd",
-	"VYtpVprTR4DECzOai2hr6arv1wXZi8bFa/OpUCL3ZHj+5ErBf5XUt99PqTKCqUr3fcVj5nFY9HbWrB0/",
-	"37LqOWyPPrsw+wei0C7SIyTuOnKtbflYppjFwYQ0DJgJANNrh793My1grfEbrhSrouEs01ypRmq/FoO+",
-	"oLlVrpIrbjUcI0G/CQh0LfEl6pBstEOx23WC8ErmhkfQfrHXbgNKBOI/OI0I+vaAGw1K6vHzoeMq9yf7",
-	"tZW9jgRr9MWRlklmGAmBKEPy7vylXWFEk6RFTkjCDVM0Iani1+B6TqRMRzS6ssww4eKqmciIJl7BGIgS",
-	"5C8ENgFS1K/ckccwU8sd2+5zKSr9BHpPKw6hX06af6PNX9+7f7abR//War7/U//Jk1/+12Cgn/w/f3j/",
-	"b/Bv7/+02VtUuVpbXJtNWsPi/fhMWkMuLX4XWkPOAdfUNCyIKPBJLG6OL6eBq+U1X64hG7DGZbH11wIS",
-	"YoVEWPQFpZod9Ow09rpEURHLGRnNDdNLlRb9gQCoZUAtkzctco51CdwgvW8NpoVzafqKEr10Ib5cFcc2",
-	"Z7cKNJEJUIbCgoS9Muf1Pc70MQm91hQSKZi2nHFZ5wt7nTb5TgoWBgNRKp/NVS7CzW4+vFUAuZi0SPgW",
-	"ukf6DgImA56ME4PqiwnlC1XhbtZYE47/Wi08zX/fpJA92AXnGyVaUhcVARlNqZiwY2KgL36e664NnbuO",
-	"enPiUkNmXJQ/1vk0iYoJnbPUzAmulyg2k9d5Z76vKU7RcSDkDZGiRrS2Pr9M/Dxa3f1EakAy4cvIVZZg",
-	"G6qyKu5x8usk5u6DReaT6+6XlpqbGMpP3EwLgUCT5M0YkFLuJ93ud1b4ubv3y3qqYDfJfJ0hFRT56U5E",
-	"QddTK0h02bjlTLdKqz1n8UpH7UnJZ5D3yQNeFZA4Y+WisYVLnbH7OUE/F4ji5/NyrnJ45UCt3uoHMQ/b",
-	"c1xR8r/RJJETYliSuCYUaMGjtzYHXSzM7Q2oByWPU2m3SuaS2/Q1orI464e3yc899MACUXAtI2Y87BA+",
-	"BRTCf3HN8i+ZNudQk7vCLzSlacqENYMkoSXI0To7EPaRxes9ohVnUX3fpJX+f1qguPs2TFLFRRfA/DZb",
-	"Mis7W/O53TsqUFM/zsUEPPOB75SbL20izZLQvf81W+elf7HBMe+88VVnfGVCve52YAqf38v9GdzWqxlA",
-	"QX1bupeXLwUWcGeKm/mFlUUOTYNRxdRJVtvqUZCTt2eQWQO1SlST0D4pFf8VFIE++RZeJwi1d8XmHmSP",
-	"oG8GInxoclhZT1NuR9ME/Tyk2VQSmvjNuICQBQhJuC4wbnF0Voto3Nk1cDGWGGIVhkZwr7ECF7ARYMKG",
-	"0ZlzORX6Rywj3bKTKGsgSy7BMoQCnLkdz6Ng8Zg1p5QnaKVBqXIfE44CFxPWAWbV6KCKMKSDgXB1YTrw",
-	"QH32YQfOBDaeK9f0+hD0ufnDH8gzKSwdWPNrIJoEO5dAw/OIKuAGdnLhk+tOSFLFxvy2RU6Aw18zp7Zr",
-	"VzqKhcPXnX7REV3EA0GKLtOA7Ek8sKcv20SNG3rx4IBxy07lWxnbz9uF/vvFm9dkJ6RpmrgG2k/+rqUI",
-	"d1sEcCTxqVVgs3YK1ZfdA/+Ggyy03S1hzIbQBwEd4mEBbhnm9dA0SezoVMSYtroA8+q6/v7yPnd0gVaP",
-	"TeJ3whI8ZBg4H5hUfMJFK6EGlN0mOctxbnGVMqUfMuasFe3nDoA/eD6uGYsdMVbX8E8VK/vPf/7Hf+7m",
-	"SgMZze3UC3jzhBnjDo3EfMKNbpHXvqubhizGGcwIShMgl1EQx1w29HF0k1zXydEOfMlnTBs6S4vz3Nvb",
-	"O8rXygV5d/kMR5vxSEmMuNp1R1xzKWCUd+JKyBvhkN1TqihWfMOYill2lXvm2m0AEIJ+XTpliSFjnhim",
-	"fLSAJ0yYBDYKW0dpLOJGM9x+Lfz+9OQ59o/2ojnvxxx+d3oZEiUzw8rKNNrr0EUaUEY1oe7RG+g0PWHG",
-	"ERW8ZA1hcNBY8nCtrpCrjFgMDplKA7GYRQm100jh5My07/5kyY/DyPgZxDVxU1WMWqolEyYAHCF2Tc/A",
-	"r0yEBASOmBrqG5y5nmhgEgjGIM/Wjo05t3BhcPVOxObLd+2wipsObMgyfkvneEEHYq0kcIw+lwYncHyI",
-	"SYGHHxCHPGyZCqJSxCBpSuc0EL12x4mPn376qVmaAvMfDI8JRaBmeNsfR8oUfFEK0mvvtcgPVuqMGAJn",
-	"SEIHAiTPDlaZ4020DBzSiUEc7QaAUAXC08UDHayRVEUGEI93XeSPUHQ/tAbiBFOLZ1TQCdxKrvyv32gU",
-	"gLioJ9edJzTlTfsnWIjfCKny7cE9GQjvsB7NPfIrU66q2HJNz9w7BK+c3XNHAc7tjZTgEEJQxRoIdxo4",
-	"qfIV6XWPSGjpbAjcD2KUOOlzZtS8eTI2TIW7vp2m5SUwhr3CCZSFDESW5sSDq9cDcZJvFHyOGCYoVpWM",
-	"Ms2FnafELpWCKWL/hIrgyduzwOt9aUKN1a0cwA1NoTL6vF7wooC2Jyh1DpNRnAaK693AJy+iFCzJaLvz",
-	"KKQDl+oXLHvIvY+Wq5KWHhAes1kqQTdzuyNir1LpgSjo0SPnWnXJ05GT9HDvgdMobjw4JWTuWsscPJGg",
-	"oBlro3KhecwGwNrdOP0iKl0smmmZKQz7FCfe7lkNj4+tVhtz6KeP3R3Ijutq3h+I0Oqw9nJgm3zkwqCL",
-	"QeNbe2mwzSlBNFPLskqrKndb5MJPLUA9ZNm77lVwp8AAJt6NKK3EtQQkmGuP5FclkYHQU+C244QxJLQS",
-	"EKSY5zNzig+0fPTix/6Od90uzJUioD7MNNYReF+kA1sCYrO2P3NIeMXd94w5Zx4LUF2wNdjXeiDya05L",
-	"TC8GfYYpf61e2jPwzeygDzGepnZuiWuWyJSR8CPKhSIychcCSrRVa+xnO//8j/+/026THQc9RLrt3WO7",
-	"+IEjHWhH74KERaQMB2gRaLsbFqO3Sr1vQwKBuHJTXiMHwlIMFxmDO11+tdQo1z5JJhIGAHbm6YqMZCZi",
-	"bxO6/jAoxAcC1QMdYFWA3XHcs13kf6mScRaB1/7YsRcfFfH3BAdcioi6SbXITzS5Qkqz15gZTD7sEyVv",
-	"4AYyQG+QwAqgF1+cgWin2FXZXRmaaTYQ+oqnqReCKQS/sVlxTiyMpRiZQ7DIPLI85grczgwQZjxFnBUc",
-	"x9MFBHtCMpVCZqA8krD0VPMHNg+dmkN2vPVprVtobh1nqJOzXCUZiClVs4DoLJrCseaxJM8yrdL/g5cF",
-	"OpIpy88Kj+KbnDnBIv1pYr0PrsspJd9op40EXkmzOlbpVPtF62Z7Le0PXp+BdOK5RiRe13nU+Q9Gcxdi",
-	"gH9BsZbviWmew5v2SK2Z7moA8m+UacVadfHcTQ7MI5gVEA/ElIuNHl6x+VAxy/nC41LZUWW9RGVW+PTa",
-	"R5bwFl7mYphpFpIlMdwnndCLC79Clsgbst9ul9quok9pIGAlliMAhrFRVGiKKXm5w8dvPhuPWWSsZrJ/",
-	"ewtJkJREiurpLonkDBphuogXcnBAkcVB7FaNFWOYXWHUvEUuyofgb1BqIF8JaHMnkmLMJ5kCM8+hl3Wt",
-	"lXVSeIIcThhTZEqtTjfJBGybRzRkIgaxYCXZXGaqnHMYK5lCnM8lJA6EFPiQlZu7fZxpyRLwh245ETMw",
-	"Pk6/VXOLpECVOhiI8O27Swfl9Pz05enlKfBZPhF2B3LLnkZT0MJOF6H8UTP39r01fJXVFMLTSzoJC5BV",
-	"bGgFMWDw0NgP/0jVvE8qyrmbiP0caz6TwiiZ9H22RNgiF8xFmO3wyK+55RLj5mspWPMVNEEeCLcH4V67",
-	"R15LQ17J2Fq9cZhr3RRNIIgAJTxiQrOSf+atkqnizGBBZ9U7s+iYeWKYmulSr47cu9MoNapqdFrtVts+",
-	"JVMmaMob/cZeq93aw/KbKXi4nkwZTcz0V4Dcqwu+d9vt0n1MlbSnACRlzWtrOAlJIsXAzKeJU/ZkFk0B",
-	"2YvELGUi9qjouSvlLG70G98x8z18vuS3g1l1223vxXKFW4u+E8gXgKDRpvCf+wK4x2o7d8GCrK6XOEhP",
-	"Z9bagX9uushA82wlILt7/MnP7tGzGD/Ww0XUvZIv9sm3NPaxh7ugsb/NK2fCMCVokjfO2W/vbX7rAl1y",
-	"7wS9phz9rGWnZ6P/y/ugkePpNF7yawb2RqokdmWgEyjTe8UMbby3rz6x+th8E+W4RO2co+b8zWqHfOId",
-	"a1N6zSxVHZP99h4WEd1wzZx7I5E0JiOaWCtEoTzRgJF246EzlwjrHCocsfjpN6At+/k5hoXUI1V5qsoP",
-	"ZR1Zlcz+lbR1WTFT7aMBEezGikBQGYLCWSAAKTNKspjFZAdtQmsv7VrWHilmUNZ6VG/I+zsmITojQxev",
-	"RPvUGt7Iv6vkZi2Nk5RbtQ54q3fZrQyPF488eQnddVbFxUsPPgMNe5snz8ZWMoFggtD5FyN/XDNkzNVc",
-	"gSJnzu7ewhWoiNtNdwAe9s/eBQ0riTe9A8/cBY1zahjscRN3esNr+eP+XEoDnEP/HQe3vNUgxRsLA2lm",
-	"7jGIffouaPy4BurMv/Wjgzj7FBaz1+5tvvmvpfEqTuNhbKnX7mx+5Z2gTlnz39mCK72QasTjmAl842Cr",
-	"1ZxAFS2ysKDR6x5tfutSyldU+OQB/Rvx2pLM1iZ3oJV4a/6n93dBI5V1+a0YkLTKtEcKqLNHy9wTg3JT",
-	"sOqNzrNARcT66I6i1hbW08LEAlleSseJqBASmoS5qgbInSAnDtwUe5U5xzParxH689GDFzr3cxhY/TSa",
-	"IgQwuOT6hRdwjMWNuZMJjDTnqnLLBNfXYtaWNSn9Bwp1BPw+3gcOc7JWlpDeFQ69H8ICUDuESVmpwnzS",
-	"wjgzmWLwOVL5Grw1D/ETVf927hRM+BUrHOEDCKzXyCM8TeTO9xZIJcPNvo4CBAj8WxnPt5AdeZh/icim",
-	"LLoCSyhNA+drcjUOSiIOJDRNsDSNYXlEhnw6615B8sSHrurpA/P0unvTuz2YP/0VEpPuIapcTcRdNZfA",
-	"qIzdLYnJzmcWkw7OYpUhIthN4UAp3agdXc1e3j0m4cscuoXn7oQF+fpyAwyL5/1leNH/QqLyK2vYX02U",
-	"bSGUnkkxTjgmevU6W3ziLZ1b++pSypdUTVD6dfa3WY/O0lQqw+JXLObUp+z2ut1tXnaWt5Vjp8JYY+Ff",
-	"VOy6ZB6a5wPVi94F0+bJxys2P4vvXPYcq0OOOnf9CLzHsCR/j4tU+xmdO4ngAy27RXgMw58oPzDG7TIH",
-	"Ossx0Uv3GYyWuQqonB+FTupYsXaMH/QheZDceTZNyedZCaF12z1ipLQycjHkdsXmIJoFdpPXpNfu1Qk2",
-	"3JBcsC1w7N6qHYwXmOMjo/vdM7rtLJAX0PX3X5RvIG1u5BtBvQfkjaiJ14OboqylB7n3uVApat1lD1UW",
-	"v66rYZXytKz/PPoXHv0Lv1de9d/GIfEdM1uwt/txnB+s1tS4e+/UqYjnDaPquCSqQetaKJXQm30yJ+bD",
-	"pkwVzSgDF/2CBplUlBpbcE0qLTP6ELGAvCsSUQG+DcxL4JrI8RhUIZcXRjWoUNh3tBjTakgrUltAR4Nc",
-	"Fuz44pI4nBcCMkUmqzzUz3Crfrcs/hk3K33Jlz6uHRM88YCM5oTHj1z/ket/Fq7/38pHbBZvU4k1Oy6R",
-	"26uudOPJR/wXZ7HWMttVXMtZqHRNel8L0j0YZLZYdnjQdlaprtVWMaHx98vK3PxWMLJVe/DIyx552efg",
-	"ZY/66Dp9dNX1K/FAly/9AO30uWOShYK6zD+fuOnxxLXJW5nh4OJUeZ/5an/6UqfAaqb63hqeeVL+9hfn",
-	"gJWvbeKG5W155IX/Mrzw0TL/F+WEN1OGbvhKF4mEi8/OCoNGmt2fxRHNTAHg2iJvRDInIc4w9CXFkLvl",
-	"q1IM1PmVi4lHaPcvdq4EQB7sOJmnfpOEakO6xLWgaJHvJEC7yfEYvugiJ1DLBtXD0BLD0CvmM8FBc4W5",
-	"QPgDsyGCHKEKnl/IxR6IHT8pVxFgeJLAqKLozyh2jxda/Alp8lVj9CV/eE4mciD8PrXI23eXkF2dZ/D3",
-	"7cYaXzqGTg+Tl3XWhXLqPAoXKyXKA3MFPNZAw9Hg1qH95Wk4hKetwvy/G5HnUD3hTGD7H4NWj+KmTtz8",
-	"NjH9f0EZJ504I9CWZLxSsq3W1HPebKfzKeKvNumuTv6V2iDbac+kYqSQEDvOsexWg55jV54BleuYGjei",
-	"0VUiJ766dGQFBZFjVzPUabd3W+RtPuiMzrG5CcrJAKDrpBXFWEc7EICCisVkOWRJSayGikX2YWzH7lKS",
-	"Cisrb6iO9WewvoGQSexL/rlxHM/LG5f1j8+68nwha2qKsArQIUNLwQC8VPNZmnhQliKnsDxH2Fb49l7u",
-	"aCLUshwXUx0IrKL6RpMokdFVXrPmVzPkYoipfCGkYvgTceeZ1/xUtQWuB6LXPsp7cHnd4jgvryzqaYsy",
-	"Zq8PLVp5AzEQoBTVqTh52mU/V0kwiAFdyE4vT3K9xFfuz2gKez0QPoMDzggOQ0jiG3uRKbcDQ2lwNsvg",
-	"uy3y02LD8SnVxeoHwkBrPAii+BkqRqFIqNSvHubm+p/V539Yiqi2DtOfonSULvgvH0HaglQ8agNsUKO/",
-	"d9g6PDzaCxqJ/XOz0+22ep2jrv1iTk5Q6tI9aHY6zW7vsvO032732+2/NYKGTplVPJ629sEdcB81wq/u",
-	"W3RW/haaTGUKDidshUKDHOaGatRcj8twVKv4gdN3EDLrUc951HMW9ZzHZMffZdISyOS8At5bpPdUrAAJ",
-	"Yq3vE7Ei4A1hzXiZC9dKu/s6x0GLXNAZq0AnWUsb0VqXGm+GZMeLYx5jIfIsTTiCyYDAoma6uyqojou9",
-	"hOX8Dkq/in5eLwDpYavRkRw3P+f6MY63HRef/xZyHbZ5oWjpuPU3fO/LbZ+Fdr76d1VEl3fKXVtCVxGh",
-	"eePcRxf5Y7jw0a3+O8uuoAsX9QsFFgt09pUy1DXfdOwD/Nt7bRLTxWrpSsqwa38LKC9kTJMEe4WMB8Lj",
-	"T3nQ5BYBPg3mb2bohAWI4WN8jhoAwmObtpscPBghNBDyZiBgUla2z2XmwRhYDGAqDsoQAV3y3jcOWQ2z",
-	"3kScMEyus6/PuH33eCBiViDzSEFCK9cpQgGWQL9JaOYpC4mgCsCJjISJXHERB9jAFBQC/DNasDmmFlo4",
-	"hs+YmyZ679ltlGQ6b5C9rC6c+hY/v7mmkKPsb68o4CsgRe/1yn0Vh/JL22sPX01gw/Q2S2wHvvYopR+l",
-	"9GPZ+xcXunnvNC9qHafNjVB84MlH+Oe6LMY3edvdGrm5UFzjkSmpdo2NKljzSyk42Ib+d5u1iNNb4eLL",
-	"gf8fudkjN3u0OX53RTbM8ZYl/ndfdnOKDLIwNMZUsWYOGeyiJjWM862rjsFQF+j+IcLBgxIdxnYM4YEL",
-	"hAtxufIajGQuxbwGYqecnlQOf+1iMQzU9rgYg8tpp4pRj7rr01xwIghVDep8HsQUjCprnERMgLkB7WsU",
-	"oxqQBBOa+uSbYvoINVIC9QAkRPtSayBOOQTyEKFXZkbbRaJ0gAii+9PQ1SIN7WshxPIufYkRieSM6cJ8",
-	"mlhduBlxFSWMxFwbKiK0Pux2K0ljMqaRgTA36bT2MNBmd+YbPRAAu2YPEWqamlc8kTNmFAMbyv4FM54I",
-	"VkTtxJnrY4WNgTM1wjDp1ezJdDfII4YDYQ/uG01mWWJ4mnCmyA6LpJCzOfk//7sT2EWMpTL2P1p7+wG5",
-	"TeBfD/d389AjTpG4buA4yYFQ9hIza98lPmYNyOs5Mj92WSIhbNZQUTFhIdEpFZoctcn/hCB3Z5/8T5Tg",
-	"1AwEPHmcgxtHU6omTFdGaM3orettnKVjJYXBw9jNzyav+UJo6jyPC2xTINoYSr5GDD4EIenIQedzjwsz",
-	"H7p4czgQO3vtNhnNiQMW3m2RZwAEjmFrV6iByNYKvpvFE+ZAZpZi4Vw7FFuA0FyBCfOCKnbqlvFbI8OY",
-	"UlNLh8Le6FtWSn6kCRMRp+TCBOSCCvJCURFxHclGKS67f3RUjcv2nt4FDbzo1TE75BVVV8ysH+9o76A8",
-	"3t7R/l0AiDSut3/DUff2mWnl3c5l5tfFnqkc+CrVztcdVrW7GszfTUpI8Ur+xl3wiEXzXzMK/BjU/a8S",
-	"1AXNDTSJzJRT5F5UmkUUtnRVI3zy0f/r+uLAfCTXa6gkOctZTjulwpa+U/R8EnjePRAz17kZCKixhqTp",
-	"XOz2SQiwamHgsdjikOwAhk0Zmm1KNUmp1izeBag5AB8nOzjG8UAULmBBZ6U8pdpY8HfMfJps/VpG/icI",
-	"hEdz/9HcfzT3fxc1jJU2Pus49r2t/5yVFw6AiaLp9EOykrWfZ8Laoa4NTt64TOuitubd+cu8Y6Z/DoD6",
-	"sXVkyiI+dvwsbw6mB8L1mLOM/JoqbrdDO7x+dmuY0NB2HUJv785fNpmIZOz7zoLb1txI+1lowGfYrTWx",
-	"vju9HAgow7Fjc9c9B50JRcpilJejA+Ymdpv57vSyD9nKvvWAcE0HXIuehaYAZALNefbaPZeRhDjVRfct",
-	"HeRtaAIC/WIcLrpVRsAxAnuw1DcQ+8KU/+yOqOkJCVsDojMjRKLH/odMacLN7kD45iToevjTny6yUX6m",
-	"+k9/Ijth+S8tK/iwrCYOd4nKBB4fJT+x0YWMrHElsVcslFdxDWlTJTdL6KcILTWs0tW80SHR2ShV0shI",
-	"JkGeYH6SyiSR5Jnr0CVikqkPiSUTenWMcWPfenMiAcUFP1H0shhywe2KUTGEpK+Pg0al78Og0SeDRn2L",
-	"zkHjzprnIyVvtN0xB1Wrmcl73klRXvxui5zYteQblvcEpQJp3Hfo4NAZKXdjtUn47cnz4fnpX96d4mEs",
-	"qRZ/sVfAXZp76xXuPRhjmyiqe/5Hf9vu8c4bP+vXdMbu8d5pfpO/cJi39pJsrzm56Z67t4Evb/JyUAPD",
-	"2tsD/424EEXXj5OYkrdUXdlznUojS00/olgsdWTNUyljdT2k3dFe1Iv32cH4cNKd7vHe3/evDpLDWbf1",
-	"93TSCBr2NKzi02s9PbwLGszQV1jb2OiLLEmChpUisF8O+KjRb2Q6tuJEGpo0+p2n++1S6+/G2evh2/M3",
-	"352fXlzA6gsejLuOXuEEdbZOu93OHUQstn8ATeWhm11fSSejbGZvmqLCq/jQszR0oCOQrQoNS12LP99D",
-	"Ou/Q9OLN+bdnz5+fvg53HTx0ypQG8MsmijIPY+3bAe6Eb0/PL84uLk+fD//y7vT8r8PXby6HL968e/08",
-	"3H3UmR91Zke8j8BE90ksz8SSDrnz3enlbkm79UJwNY79giqaswfvUA+Rv2BHJScPwn65XGUqLavwgX3Q",
-	"NRz7oPqKxWQsVYBgRnl4Jm8ZFiz0xvIwdz7SUqh91HVeOz+9uCz1l17UQl2/XRFTFeeLKnUuRF4XuI8X",
-	"7PguDKCKyzIz7BXdJ912G+IRGMwq8U3s3Im6opaQ0QbrdWV1Oy6gV3QEGAjLW1EhAuwRbHvpe78RmBW5",
-	"gZaiJT29Bd2o4fmC50LxnGOsmGO3MKCrooMxd49BYyqaCvlVOP1MZWKh01tebgjeJqmhxXN1TtqgCgw8",
-	"yGrk1AqGsoaWAwRa5r+0oD7ptIN2uw1BJRpZJcUq7SgYLt+8Gb588/o7K1tilpqpfZgAXCsXEyJANPoN",
-	"L7/0/PT0bXhMuJUF1jzCtsKZiJki4XCIZOxMoeEQExnhVKyO2W07SgxxZGs/QUvvF6X/NEyNacR0iJ06",
-	"w1RqzUcJu7RmR+inRg2ZScBFiBlLd7GIswPr9dcCckDZbUqhay4ZKzrxzWFhoSW8Q4GdpxEFobzcZ29e",
-	"vX15+nOIwbaTzMgZNTwqRHFurEGAzhkI3nLY7UP160CUDyd/FXRf8mfy0XVG65NOQPSUdvcPvqd6eud7",
-	"BqKpiR35JvZNRehA5DQGH/aqQDRlEXoaF1WB708uvh++Ort4dXL57PsQA6ZIrfAuTaRgxwD36NWJUjtj",
-	"fMR1yFqjZZCdbrttD2OMIWseIdfBnsYDUXSxrnLAFjmHpfmuW4A4gQ1g85aqHjPcHjQ0IDyEzKeBKPAJ",
-	"XK2pKo3lk6XsCuAMXxU2bN4htzD5d/sLJYL1Ru5AfIqVe5z3Hc8DzqjKDsBPUPTDBWbNBRlJMyU79spj",
-	"OkK+eaA5FkwmKJgpBxaKuQjY7xJhVFzTfwl9LIKa5UGvXSib3KH4LFWKQu8VpzPrXedVqNmC0C6LM98U",
-	"HruD7FT6z7pRkEf0OvsDEWZFvGMIPgZkHLtQ4mtpBibuLdWUYcfOFnmb30JVIR9wsRwOBGTGLZEHNicZ",
-	"iLcogfI89Ko5bKB6a0dIBIHHJom44Q7nBDdSwb+DZ8Ft6kAAOXXIK/7tLmxEzrXhQjvJR2JmKE902ZGD",
-	"tda53K2zuk9vWZQZVtjdDwp1Y7pMhROBwZmrPZee/FDjGWEb54vvT5rd/QO4TQESmudJzNpn0HEYP1O2",
-	"wGo+lLO5Rr8xjtu9o/YRPTqKu92jbsz2o177oMM6Ed0/OGwf7nWO9trRKOoc0oix3qg76uwd7I/jeG+P",
-	"tdv7tNxcsmO1t9wnZz/F7a4ZlQ6ne1fdWU/spwcfDtVTfWS613s3vdv9+QGq3ZrV7sQJqhm5sHVZP5Z6",
-	"wU4trVpWPA39xqU1r4PGBxwU/0nsH3f+yOM+OXv+P3bJRxh+x/73H3ls/9sh3hRmsf/kRwj4EDSfCdjl",
-	"5A5drh8JmMYFVPCd/Z/Gw7bi/sbwPVIIfj+OEJjQOHfvVw/dwR54DAKDJ5mfdNWBYrXCu6CBWi94vxY9",
-	"ELElh1y7tNaJhy3A5yOZZDPR6O8FDYAD6Xfu3geNGdOaToCSLH8BOizl+NDyJKF1NdBJy/VRtZYJzO+9",
-	"HesBPpG7IHcQFTtzWlggZNEAWb1Djy6mu/+GTqbHZJntk2V+c9/MI3zTJziE3r65WOERcrFK1+q65WXQ",
-	"itpIrsmblEEUqbCQME5ozXNxzZQH9AcO/NeTVy+PCySiUr/r2kIPGDvl/66hud1vmAlC4xjAVmjyVtlZ",
-	"YrMEqzEEDZfViNr0Kt63uEu/lXv7XyI34iH84PfTnBluxeJtWNmi2V+0OZ0l97xopaopKzoM5cIKS6of",
-	"eM3+aqfwFa+ZX3JxzaqrtquAbINjklKlwUngfKNzWCLptLr4EyiR7iJqo0CKbncRg/ptfLyf/33upyWl",
-	"lfczpfOZBwhY0fPXFUGU8NfAxrUWD3GvkxkzUxljR5zc747lE1a7jexVDQjXOmOa0IFQLGI8NZXCGMj4",
-	"oODCdii+pU8uw9xZnTqlc5JX/gQDUaoOSukcuwsuW46YLloOKXjYPSy9gYROIc1wLDMRhy0s64BHoKJn",
-	"BDkk1hIykAoK2OqA15e/Wfy8G+BLrodxSnlM5swMxE7xBk0Uo/F8aH8MnfM8pDOZCeeXC71dFLr2xR8y",
-	"moD7AzO88IrbMe388c3hjGuA9PPechKzyFqzsT8Y6BiM+HSQguJDOe5QA8Ig1Sh0/93CnzGLaSFBBTAP",
-	"8bGh/0xYhLkUo1oKCKrYQTLFhhAUOUY7qPDvIhahaxXpKlsWSlh8d2MgK61zEEij5gtxtStEb07oXBNu",
-	"7DGquUMu/r/sfd1y2zia9q2gfBKpilYcx0nnk+s7yEzSU6nKdKftdHVtrbZMWIQllCmATVCWtZmumqO9",
-	"gL2IubC+ki28PyBIUY7sOG1Ph3uwmZZJEATA9/95XpSzoZvuAIqH3FLmXlDSkWmebSrdgWfiwkxMWBk6",
-	"4v6dgWuSQvOH1D6zbsU7rgmlnn7y/wB9KI6C+aVOxA5Hccbk55cQVsfQKL0KvOwSkoYmo/hlLiv/0TRw",
-	"bGFl/GUQRJ2pilOIfvFp9ok4X1dIHer/B2aK4unVcI+x8JZi6r/Ekn4KUdVLpQocPaUJQ6k0xXgRhSPz",
-	"iZnKPD8Waawf4oJqv1HWKNiEF9fX0YmB/CJPPBNTu4BDyxShE8PdxPm9vdw4V3Bg9E0YqA+4K18Ifzrh",
-	"+NudYVAY0ZBl1gz8fJBrwlCyQA5bDGF1fwd+XSx/43AQigiMqySbURf+lPHo7433isWZH/DsSju5h3Go",
-	"s+7w5aF7HsKXR3u3iLLQej9M723e7C1WVVOTcelokJP0CQal5tVcRuiFHi3Vo6V6tNS/GVrqcKfz8TdZ",
-	"qZVc3yPASq4ppRzsR051sPX+ge31YMGT1LmZ4osvAsJug8Zsm9wrRbkFoCc/goJCDapM0N4AqqFO3vpj",
-	"6YwJ5bqBMCHuG4Y7WEXebEce8Zzayy0a/YmSidFmmi8zRuPTEEx23UL2o6XjLPzezrp42wHsfxhkYkAT",
-	"ZhabVQh1rV0FlmNUXmAUMIU2oGPOLhRPj7wHvNmNxPe29CYwvlfS5U1II9SiqPB9qbg/haREbdY7W6Yi",
-	"cI6C3TYxcP0WbrAT3u/bGiYfwdzcucT7K5CJ/WHoNVqj3fgy+aDSuvaVuX1lbk/F9UfwX7Y+vJu1nIYT",
-	"8An+vQlA/JFbFdxTP7wTP9bjxeni9La4LbAOvTzr5VmPzn2M6NySRAtLPfiW74LGPUGhWENx/cg3hPT/",
-	"Yu2lt5mhArQJEm7ELznyht4CRalFKmH9VZYy9T1xY03q92UrnEwsHv2JAy6nhoOQ+ueHfkD1lROzE+3S",
-	"sUhVJc+oHd9mXyGgvarJsIhPuAAO+S7uqkQwr9SyoEg8XnxW6QXhEgLLcJWKIl9iNQ8F2VH3nMMKV3Ol",
-	"S4ADBKw1+HesmcbBS6GQcwp3c4MBr5LEazMxmPDAMaVZNzcLswuQQAmqT5t4qEHtm43F0eHhxIQ/nrET",
-	"10BY4ChjDOvjpXU6BGKw3VxrsAQArMD6/bksCmUcN5iKEjzjxmZDqbw1brlQWdJqYTjNpV6obGIG1cr6",
-	"q7gTIXdvJL9tpqoIZQO3Ew0Ze2O0a1zkTcwdI/o5JTZP7YBKq1LmGMC7Zi0oZcExZaG984e/uXEDmBJe",
-	"yG64jpxc4kuiFQXfkWv7/S24R+FKJidJ4I/8GRJ3GGSRwqWcSQKSkmNhrLgoVb2cxjvCNRke3GvsGfW1",
-	"CF+vPwx0klZzG54IvZoY5VMXXl9gBJ/Hw/Myl+4Mmzqd+Rt2ym1sy+GETAXWjkugtIPuYwC9eHF9jR/q",
-	"2i7DMcCYBnn2mPPRxlXUuktSNy94me0pAC9XH0f8HyRAuyZWxHIhYkZsVH7zyYBovXLV2fl3W4uNkces",
-	"xGvLrDwzh/Z5cfTri/Kl+646XD6/Olq9uH65/u6/D0Gh4dNa5dmbAjAioLjbvG6RRfBb9kAcalBevsUS",
-	"Rw3aKlrvUwN9aqBPDXyDRGre/iZh3TL/o4jHzb2v3mtX1TU5LoLdQoDdKTUOOjyYoUndios4VBy2gs5K",
-	"e6WSOpotAM/1BvlGqcOn1/bNfMF+ZAdv7Xz1TfS84rYrtxi575L1gF2y+sZYfVzs3jT5NxW1b7eqQvHe",
-	"VFqhsm07yyd6kVcaqASYuZv0F0CnQHMlkbGcxGH8YWeonvCdt8+KPlJBdpMz0UuvXnr1Uf3HGNVvFeyw",
-	"gLxbtQYImWLZRWHkHf5psy6f+Y/Hm9UzTe7kIGHbEdzjicFMq5hKM1U5lS9/+PH0Y1flMl6UI3IaIsN5",
-	"blcqEwt7pdx4YkKuQPz+P/8rZFnqK21m4h9Cm7OitLNSOSf+QQ/D4vI0XOVv2XrdxKTx3/y1ddH9caNA",
-	"H0ttwq3AAQFBy5F4bZjlwc+YYqIwNLJjQMgaoHEYwfzw80do/RviLkgpwwVLHJsmzgCKOzohhbH7tqiX",
-	"+pD5giAQvTTTuTQzqvYClgsIRicixS73mGoIl0EIvlQyx1lD6wcHupJi2AbHbcMqxljBNeIVTqmB4chV",
-	"siQsg/80/OvEq5smRB4jc2cnxilABcRZEdLgclotZQ7x2SGPHSMl8M7wi3+rY2Clmpj0ExWXJdSEJL7q",
-	"txS5t3HAeid5QP4FPVHxmmPStA8LeanitJCo81TId+O39lT5Y/LugllZa0pS4G71fkOzI3T4DCgvdbHM",
-	"c1GqolROmQq+iQQL7+2yChxLQ79WsG0hN2FNvhb6QhgLUW4+C7oSTpspOPKukrkSfiJwRp8dQnYMYthw",
-	"Os8Im9FgBmP+WU7j+du73HQkbL2T9fTuIraF7hzdpvO4yXkS5ZnO/SoC65IkGiM8gXFUOfADhBG9hA4n",
-	"aXN8SnJILyZtUahM2IuLzhHrQW4Rjf4Y6HC/nI3jfu3HiIcHDuMAeubQ0eM+SyC02iwC36i1+GeNKv8x",
-	"1tztw9A7RIQ/RALwe5B/PXPCLczVv/vvnvK5MrdmBhZEri/UdD3N1a5OftMIhKKTOxu63QBUGL+Zep5L",
-	"Rn6B4SIGUVEKkJ6zhTMci85wgoiLt0fi3UaFQq2ezxX2WYtNSOo2HdsdCdpckcZqGhlYjLBhwrSrDuqm",
-	"Z9GyQnadsZrevoGJtUy02OT14pvLdaKH3Wjf1ijFUEUDk/2CPmJ+b/8avceD9hJDEOreeO9DLo1jM2v3",
-	"Nl3xizxQirmxljdpd+1qX6lPM/cGwZ/AIOjz0l/dIkDxsj2G1a3/CQZ7Y0V+QM4GVD1UYWFZDJVEbqd6",
-	"GNSue0KKO2J14O5fRwdHYjXXuWpU/S0NUC4MAvmBrCq1KCrkRAUbYm5XRsxVqYbAIBH4K2CIJmZsS08v",
-	"v0B3xov/USmFz2CcafWZ0qDPL/T5hT6/8EjzC/V32g2aunOyoVvCYxD6ZoQxTSvXV0ifrWq5jnldB7XE",
-	"yIQpsyBg280QgKVaenfPTcz2gKsX9hikIh9tbYPf5J8GuDI5nSdeOeCVqDMowfHE1VhhBvYSWEFOgY9+",
-	"OBK/gJeHB2cMVF1PwV3bd1Wp5CIVofXTk4lJoSP6qV2WU5UKpFbX1bBFYC4F3nuMaYeVdtz1u50/UNgW",
-	"GlpwSZFiZcuVwnAidEZHGkL/bkjoTqyihc1z8GiR08U/jdoVEIEtoLdTeJMxvDlWoKc6G2OyxLvCaSYr",
-	"OU6FV5rQ7QLR1BvzIAK4OOXEcfekBc2olXPtJJOjvZJrJI/ilp9t2HgyMSmVqTNVb+od4fqVqJUWdv32",
-	"43Kbr4Bht4Z4cQK9O7iAEWFOYdEZxk1zTs+8xUCzpSYRhPOY2gXYMbA+g3Qs5kqW1bmSVTqk0Z69oDJz",
-	"RzQ4RWmvNXdsn+bWIfZD6CxXftH8Vo3E6zoySy9H/CKQ1ODc0iBy95PYyR/WPe7LiQkM/zz6iaJ1YWYi",
-	"6ap9OLr7797EJ1o0DzTYQboS52vokqHyi+EYTSWGRXDeApIWeBTpBZJoBmIlgbeKZINR1xVvROubgNiO",
-	"q8VD4+MYiQ+0VwAvOVfVSmFHfj+fiSkDN5FlJjHim194A7BExmaxkAXsJ55mkhnNDgdPHM3ccYd2Rg/4",
-	"M1/a5Wzu51LNSnX60/uJSd+/O/349of0afrDjx/fff8f8KkWpc2WEFdKwk0SvlSVCVBK/nSe/vReV6rL",
-	"xjyFGdTphI6Kyk2RnEZMS8DBz+cJELdXgLWxolRuuVABW5FpRwfEm4Daj4WGx17CVNGNI7MXh08W8vq9",
-	"MrNqDqTLm5SFX7/0jwUTqM4Nid2ICO1FEnBidDYWz757eXQQ/d8+hxEnBqSh+DRh6qPJ3njyGe72yV4y",
-	"ofwRXB0G879HgnGyN37+G+z5NqbIU/iY90/96Yd1d8co0BtCGrRLcxVYS+xMH8lSArvjbA6/If4HTlFz",
-	"DJg7HjeJgDSqCb4vN6IPuHxj9u73Ns/tik08sCwHm5/C8D6Lbcj+XanzubWX+8pkhdXmM+Q6ZDA+cYLu",
-	"E+G+NscOxjO8ShqOxKmalooDEQBizIHqfdRZSP8Ljv02TOkR1NT/YbGL1st/vsQ77EAfyOgDGT2dy9cv",
-	"DN8QfZFYpq/XNToyej/9XE4v4bMEU2zbVMKVT0Hi721+9yfU9cibKD+fvEezFmxcQT4cNrGG4EDtfKC4",
-	"pRTspfauUkNCI/GvH5B5f+W5s/myUiKF5ihphMC33vPW6IJKUZT6CoIgubWFnzzErXNtLve9/5oLmWVQ",
-	"uDigHnEQgIaZ5bpSZX2Fwr6QlENGM/3ND6fexYG5gE8RXNtMeT1ZrodbK8H8gkCBnwP1k4pBupo7NT37",
-	"/Z//Sodj792BNw1RcXCe/Myw91dlS3DNjF3h+LzbvNxE4gCKmQH33BIO3PqoMdhIBF1GbXTqMkJQqOy7",
-	"UH9MZBfwZi+/pJ8nt4HPmIwCAxu41bDwfuzVWFypUl+sgWJWZ2r/VM+MrJalSidmQOfhlHto8oHlNt5D",
-	"bEkHBAtyBWD0RGQqW6I+UxzGwJPk/a4E2yXS+qeH19epuJCuGonXIj3y/4UZjGoujTg6eIXt1w7/n19j",
-	"gvMhQ60LJjUMPjGD9OjZgfibNSqFekzvsUFLKZwBLSnQWxMNA3DrRbD5wbMD4YaEnq+boQeeA6g1AHZc",
-	"Om7PBDDcvcB/nh/gv4di7n+bJ+LZAf9/8fs//yWWptL5xBweiXlUZoZrM0hPVFWu9yHI0agiwGCCroR0",
-	"BGf3R0KVw+3lBS2r4CtUF3RLRr5Eqw3LBCcGt3/NQoDWU3/R1Rytya1UUKEvXDgiER4dRYEYtD764XFH",
-	"TQjf3jKs+mqAP6Vz2qfpH2HLo9B3dsPq6ja6tnm1Tz/x/ySwXqZyValNL/cN/N78/rGariD0A6lkTdYK",
-	"FNrVP+V21rCsjqHtNCinhS3r6H1lha5G4kQVCrsqckJH5EqydQFpIsyQAFKCNR62QW0CWo6gX4xG2iSd",
-	"NayLkNmfyysFpEaoSGsJCYkSXBOkDYqkKGI76vhp/bZd+goXcFNftRTE0balz45Fe8HogSqjVet7vf3J",
-	"437/hpIKD+/OcirpjrH9aFQrN9sVamsImCTio2bzphMz/MUm5ANFwLbZeVussz7s1Ye9+nzGo6jf2VUU",
-	"3k4OvQ2GHCIpQCB19fIy3MtroRbnqkTDK6GyD8iUW6eCLL1omHxPXCiOGYt0WeYAw8VoT5qINHoYdYli",
-	"RLK3Uci8ArJDNrBsKZSBX73jDybVgDLRExMFOiprKaLF4StyWV0l1w7/wtUcXsQqx7Eko64rrvkcgzUX",
-	"7FQCSGRLJWa2vn4lfj55H9ooGUrQQCstNLb4MowYXpR24c3ZlbDmmGpc4lf0phoblsY2DGUYNlNU9JIQ",
-	"9MNi+cNcZhPD5jUZmRwi0Y6Wje3QAZUmcNxoLeAjtoZWLVNFqaYYjUsjX+AsqM9UyFxLV1vFyKSoXd3/",
-	"fkyPvlRFVRd3YenRxNBZ4eZUuZJOwZHC94IOTjyS87ukZCmsEWmna5JuB6p2WdF3hIQEdCet5l6ytyzz",
-	"qPV1IcvKqLLR+brUmeIJu6dXh7sjSFozfxhk6C0NiSiChx9Y72j0BQaPp2H1NwbQIBV3n3Gfp7VGurHK",
-	"oRXOsRcNLRc7X2MoIFXGq6HCq3LUvs1aCKJGAP/MLqupXVCZIGWSSqi7g1LHqc3ob7mEYH3UZ1TXXfRX",
-	"8/VoYt6aKihXUFTSQSLB/0t0tJiIeH4gMrl2W4kLaR3f1KvzDRZc0NuvP19wwbCa3vHsHc/e8XyM/XZM",
-	"7MeFFDp/t1/BDd1N/ZSqqYC+zO/tZBB4zRll2xVJJCdvEFdKs3Lw7t65CskJ8Id48tSlOIksZNZd3ku6",
-	"0NcqI70YvDBa9LorLjz8icOaAWhlTM2xsd5AVhH7vslypAUq1dTOjHZQkX9MXhltJCAcEQPh3a7czmbY",
-	"3hnYCWJvGLpEMMBmZxsBUBfUKDps3ZoICrBogIohoJ8y1AVny1xF6I+a8mCL0wqUA1TugIWRnRsgBlE+",
-	"BnodE0kkllZ493xYA0PyPGSPRuL1xHRle7CDQds3PuNLm00y8DWoV4P/33HP8C8gTaDP7yQs7oOyJuCb",
-	"IUv/VXX23fnzy18Pr18sjszL4lV56I6ql1evVofro1u7wfUL3opN4fC+bZxoobf4wo16o6USxq6OwXCt",
-	"scQYzqDDHMnZ3M6+Fv9C73n3nndfpPFYbS6gE5SsJShqXAfVvOXwJU47hr/3S1vdlXdpJ8upwTIaibVW",
-	"FJ4AitSlP4mLR0EkhqKMiWlCIN4sSy7zmJVyqkShSm0zMUjhP8/wP88IRpkmIqOeBK9eHh0ciP8vDo/E",
-	"fMhtc4Oc5npXCROFMk+w/wA0hXMGY4stLWDLEW6lq+ncm0+50m5ZqmORHqTeHruyTCBp84xfmswsbw+F",
-	"ZITOc1YC+D4rbTK74miJLHMNEGTaNiy19KNnYz/ewrpKVCtLA+I6Y5eyNZRvdlkNJ36wdlScqgEf0nLo",
-	"2sG98fOXBwc7Wwr4Fie0Wmgeean/NUsrm8/cZhL4o46b1NdI9lr+llq+19ePsKgSpGgrStJUc1+iryt4",
-	"x/tS0g3sTHHDF11DZz4wG24bWswEAbVtEjAzfmRmKDR2VYN96S88+rDRNdQbAxOzQprGolDGKzduqN+I",
-	"ksip96RzlRHd8eDw+nqIdaXMIDG3K0HclKKy9jIhiibJcX+vfgvsysjzzvWlIjgM0WgHDoFobwOdAKra",
-	"BEIYECqA4MkAAw8U08A3pIaHTMTImr6ZGRmJ11HtBDAwtIonjhFmvxl98O8BJQYWkPmADALOBej6gyl/",
-	"eNVOHqqPylWfrTC99wyBf+qJcst8ayaZsjscePMv2eeQe0/2TxJbRz9PALVIp6+3i9Y46waac80OhsKS",
-	"jcpw/juV7sQM9ZsFNUldF4/ML3w/GK5QrPVem8uUMW+7odDrSfR49J3w6KhEb9in4X1mUKM9/tyt8aW3",
-	"zL36c/O5a0+XU28o2hIu7hO2fcL2WwfIi0Et4YUrVO5tu+HnYPN30gqhf0+XWgjlnMwiF5jIZ1IbV6EZ",
-	"a0s9Q/4xmum4BmMFNZHUv5E3kGCD/FjZjIWfN6ocOTGkdUhrOhYTNaQdRxqJn526TbFoJ0T4C9TVtw0W",
-	"7sAKezV2w8Fq67G7q6I7qZc+1tbjkfvQ2UPjkW+j47a5RDeilO+gDN+8ff/249sdql7uwWXqxP02lNDO",
-	"CGCSuLvP/oEFcC9MewTyI0Yg3876/iohmfsWNptw5i8xdx8psPlz8ZObZWAfTOmDKX31ew+7vq38/5Iq",
-	"eD8ZNV2W3sL3N58rWary9bKa743/87+8bEWy9m003vhX4vZfnufazaEYSTuR2elygbRqXhjaQhlZ6JEX",
-	"wGkiGr+t5SJPh8cC2Afz9cQAg+H46VP4YW5dNX518OogpWr2dGZFuTRi9BQf/3S6yAD5KgtN4RZEyn7C",
-	"wNBv0DS11MBE5zcNf0alCSVbhKrdeOLeRkraKwaVCH8F6D3vYnH2MFNFbqlDzW9AKE77tbFypS6ckNRI",
-	"oPJbD+0iiMw/K+2VYsS10mXd93BUE50jnfBvSXvsn4uL0ppKFKWeKkd9KEq7rLDm3j9SVOtCQbm4cpVe",
-	"ABe3w7w1z+ncn67oad/LUoWrux4LIHddBSJHPPgUfVNOaFNnunVJs4se8Fe4t2Pgv1h7ie0dYOrQnkBC",
-	"G+YwH+4AjZyOoRkjFf7hokaPOtFZ55M++PM75U0oSnuhc+XCPtQNOZyfCO05vWgiZtbP0hrgI0c+Jn82",
-	"/I/cuSF+3zcwWNc0TmAD+PGteXfeUVNVwnfYYhdFWlEAJBKaBCsf4gPWqhKonxkETfeO10AV4sF0CTNr",
-	"0hpA/WBoK8CMmY1Cy/ppPMiWp9H0O7AwjM4scrkWF0yuaS+CZOXqy+hhyNDddQ7k2u8aRJ25jQWcqOgs",
-	"wBpDcX1oGqadWzb2K/S86X6bX5dQte/1yoWcKgamkgaooC24FH8rZTH/6X0tTY1cAG/mtZxW1DwCu3dP",
-	"zEqaSmUjAUJKjkWKZiyIxtHMD/RrnoqB9kajK4hYE/qcENCUJk7P3PaJuLnKwnyQUi3Y+jL3J/e8sQ5/",
-	"V5X0uub/AgAA//8=",
+	"15sLSARBv7ubAfiJYo6X2iGLIIRHeSL2qbBP9FQq/CIVAwGBxGd4K5qoe4RWjEN+aDTNhDVPwLHPxcTN",
+	"rVSXCG5jx1pmPG7ab+wGA2GfEyVvMd5/OIkZ1xqYCSTUerYKR7rKwbdrv2vXttYzV6aKJV9ci1yyW4Dz",
+	"wO/uWLU0wJhNABu4m1+5d5cvmk9zY/31u5cDUfbnA/oGvulgUfBNtBV2igsbtNvtgsT1br9wqJTchp6A",
+	"7Vn7AjEu0swsscE8VbWZm8zrOOFCYnA517VZSazdapDijYWBXNbsloPYp++CT+Loz6QYJzwyX1PQlplY",
+	"5L6vCznmk7+/0S4OZ0DXY2RnLBVx0qR05kZRobnLPQ2FHLrUH3pNeWLJ2v4ZTA2aKEbj+TClPHbOPIjk",
+	"L9ysIqhReGh3Vvlmg5qQxu4StdW4lTedVE16v09xbm6X4xxg9TrOb8X075Vf/SmE9kKqEY9jJr42pV3h",
+	"gaK8HmWIK2X5Xyw9kNHYzw1N1S9ybo/sphQ130qPnNhnPyRNbxrckyzcp87d20DAG6yzkm7JKnksTm/9",
+	"y7vT878OL9+8GT578+rty9Of7XZ4LRTfi2SSzQRcoIQLe5OsnlkopJYinbRjCbN8r9Nt9wj6orBiDZVg",
+	"rq2W2m6Bnro4G9w3VCv79rFclbX0aUeE3f48G/VFbmWeChNRYS+jykSLnGgSLh6Rw+7yCSZMXLNEpgy5",
+	"mpAkjKmhUC3GBiIfFWDK7LhOjwi/Oz95+/1fXg7fnpxfnA5fnJy9PH2OqlD+qK9YK1tdWCtArTbkR/jx",
+	"5OXZ85PLszev82ECp3G6PAzLWeyAYw7h153w25Pnw3cXp+fDs9dv311CsEAW8dOBcFEOElaydEKyE755",
+	"e3qO3zo/vXjz8l3+2XfnpwC8VlALqpl2pgWZvnzz+jsr/Yq/PD89fVv9iyNlv4o8BaeJZDqlegp7NIBz",
+	"gqlWk5l2wren5xdnF5enz4c47PcnF98PX51dvDq5fPa9E7SmJPQx80fI0oGhjlvKmIK4BADYefUQ9/H8",
+	"9C/vTi8uobJAD0S4ilKRJDB3KreYjGbJuGJekCXrIoDE72WNcgzqOlgHzp5w0cXCtnKr8F5qnHaus+4+",
+	"6qD1QuFMGKYETU4t+/2qHh8CPlUisQhH8xjNWZxOuHtcGISRtQSBaIn/XbfIeeGB8e6Wz+dseS3NSRSx",
+	"FEyzr601hfjp0OE3Qt6QgeXPWMwpkjuoT8WdTZWMs4hZjUpIM6T55JfUqkfC9yf8QmYi/pqH+1piJm1e",
+	"YouHNbbzeDynlef0SsaAd7QigLtQ7l3OXcA08koaQggpEMf2NvnchdKm+3rzdTOEZx7NCn9Ab+k8kTS+",
+	"lPIlVZOvzixBQnBNEvtxp7V0yCv+LdkJ7W9DI+UQfly6YZ+06lIGEYKwfXUp4TOMkKItQTtAtjLxl1hN",
+	"XdLT7jEmYnEHtPcZd8j9pwOE+418XIGjDxElWcziYMm5zM3UBYI7+x4YyAHaqGsre5NE3gAY20BQ54vO",
+	"UQVCH8MwuMjFEFMsBTvG8Fu+wZ8zJHSBkbJ3Ine3fc1tDrPiu07jd5uGEWJlvKfdai/WVBxRDTkjmYBo",
+	"Hbi9nUMc00gA+bB0Jm5/v9EkZjS2Rn3dBtc66PP0Qx+wGYixYgzTYjLNvALpEIsqGIceIGrJZriHA3AR",
+	"5IDsoEMQ0UDYqv3YrToFN2RofQrxXEr5ioq5+6v+DVyD3+j8eEZZPEEoCp2iXauoYRjV8mxq02n9l1Wf",
+	"Fshu7csFCscnksc7QR0ABPvKOnKQG/FSEcWu5RWLfQ4o2bFcpwzZsiTVf/rpp+YiLMW6hS+iWHzyvjno",
+	"enubT4VxsA6/RXyHa3LDkqTpvC2jzPi0JkpUBiUl1BDBmBN5liX1IVN+zBQTET4wELmXjt1yDe4il/E+",
+	"lxnGEQmdyUwYHDB/HPQQ+JndplBM4UuWA0IHImaR5eixz/GAJ4tcX51hRRbEnVIOTijvGLpi86H7PQxK",
+	"DiP7d3zYeb6oWARSQu4fL1f11AduoXxgt0XCSMYsJJrONeL4frkw06dRn4MrYfErFnMKJaK/kUZuSWDZ",
+	"pQw3OJ/kEDwaQ+jD8PnU89z9DuOcpLy+di6nNq8s5NUsZ3kmeQFNp6eWJaEAgmw/jnBQqZIpU8blqrkh",
+	"VmDh4I9kxzBBhdmFj9rvj5hV3a3uAGk2edoljSIz9BndS3mUQVEpb7ZNh144sHKO57Mpi64gqz9NA+dQ",
+	"ctg/IkuceokpokuD4gXXbiJLgGMiXynCXN9IdcWFtcIza6wzKtwu2+XXLmPjDHj8afn7QSOh2gztfa9d",
+	"hT2/hALgYBUyrFLr6JYZQCGWillcSVEl1PWDQWxdpy0rBlfEbQYoiEhxdi7IZh62JaliY367AnkC0l5L",
+	"1WAVHM8A1eRITgSHqjcgUoRSthz0mtEkT5nLQNRVCVddDX8e7V395Wj2tm6rnVTfTC5WyXcP5/vDE8Rp",
+	"kupKP5xelEzYJkaHnOPcPmlZCgqcNWUEpEBz9AugkQHr0c1+nJeBXrG5XtizWA2fzrpXgLuwRLSb11QB",
+	"Ev2lgbnddu7F1IOcP+XUUWUIFZZSudYL96NyhgUCIWZz2d3CvXO5q5Yxxuh5oMnbEsN0edG1Rc3S4XL4",
+	"TO2lguMl5rvA2hZHFdLVAU+zGRU6IKw1aXlU/jQlU5k4TegKARe34o1lRKESDOCn80Y6AouxzB3JK5fZ",
+	"5ZPXM5OphavXbXcPm+2D5l77st3uw///26pb8lVuxTe6VFETFLjYvv45vzTwYA6eRHi8fIsGwpM4HGQI",
+	"H3A9p3CQ0BULuN2Dp+DG4Q8+L3/rS7cRCKR852D7Nt2GuJY22U0yz4FovF4CMqUoawucEoLVjhVU0bWa",
+	"yL+8QvF7UQk+VQ4/UEB+NQkHVFZ/lSGVC2L4AV6qCj5knyAwI0H4SxzIwYi3yEVBtVOmWB9T7K0QF/Jm",
+	"6UYWO/Pry97166c3513z14Ps+87ff9iXp4f0oh2/2Js8Oxr92BWvPnT+dvv07U3dHpY4038FIZsfz2r+",
+	"8pLXNS45IR6ez7EVXSM5qdm+9sgZVHfLxUUFXOBGG7J4cnFPYS6VsVav+FwmtRBA1DildUbnJJb91ZLC",
+	"yhYPusyV9zoEFaGB7v+in6RXQJByHRYzfMCeNAxuqcAO0HhfoW33zBKtPqMiYkmyArIZnTrWoEDgRVev",
+	"GJVeWj5S9yuLh6P5ptN45p/9dv5QKbDIbCMqhh+6N3usp/bNwfww6/I92Uv36YE+jLv1PI8upgU23iZW",
+	"+cFi/7juJV/G+KnllkuXulwfCfMKqjta2aU6Ai0faSnh8h568E/TeQFowPPzZvHyYRd7t9AfCkIe7Na4",
+	"2vP9drsC6SOkQb58M+WGYSeGqjq5eAKL6u4qHInB4GLjRrtZr9k9oMj6+2AvYgUN3F7O6h59nqvJzQrG",
+	"eukjXjGJOFSKfhpfvYCxAAh4ibfW8cjafXPoWcuzfZn3CDq7eEN63c5hAbUVyXjh2DONdY8FLAht/vr+",
+	"497dH+v2CPFG60RPrtmn2Sjhke9yUMOunKN8NczwRpZzX6BUX7BaQb2OKXlL1VXd0+lUGll93Fd/RrFo",
+	"WQqqlH/i2vWT9fNq/T2dlO2zTPFa7kiNi0DlX++1nh6WDTuZjUARyUEe9ksQD4VlinV5dsxrNuXRZiXx",
+	"R/dYLZ8UiGnnpleMGeCJ1tEoUssJxo55Ugt8/dOUgWeeeocK15ZRccECJ6mdMw67irCYpBILUciOM/1y",
+	"oPu5e2ggpGC7eZUssFX4mSqE8oV4NR8TKuYo2xctKsOv2fCziJygBJL7iUTsF77pGHHb3/qn74ryym3e",
+	"Kx+Xr9YOGlka31NTWGRkZahgXzdeGnU7+rnIF7KBigy9Akz8GyxoLwsJpK5G0JDjMfzbUl+NoHHbtE83",
+	"r6mCNGr7Gk7mjX/Z/acfona272B591QGIH5QGqRYE9VXoKEu89RPPd+Fs3LDrT6StyVKrGs6kk/5hmpC",
+	"DQm9lxzgFJamP0U0h8r9OGqv5Xh7B+0NPC+hVYtw77B1eHi0t3bUo/KgzaPaYRfm2ex0u61e56i7duDO",
+	"08rI8J9LQ5c2aXt1XKeMVTnL09Z+7VxWb9bC8SdooMJFKM9pMz186+Go7kHv/l0HZGP5N2B2UDEn9tM1",
+	"5O4Zod5a46pO8xy+UoXT8DhJqwA1FvaomMKWu3LONKA1rTBhR1DyIce5dMtV8dXLv78ccO0+axyT38sb",
+	"MrNbXnwfG8HZaU1ZEle0xk4N4lRN1lLVBHCfLsmxzVvnTup+FPVGsEJJoIVmGjOAm/AkvZYPVUd8ziaK",
+	"MU2iREZXAC8HyGpCKjOtbMwj11oR9ljYewDr8xHTvXaekEntERQhSrUuUryaFVbn8IoZ5WA18TOVE1vF",
+	"Levx074A77zw7e5qOxqhMeVa4uUQx14fcC1XjXS+omWSfjSdPsl0WmkI1Z0nNnpczheVM4YBdMiawm7M",
+	"DDtTuUaxeIaLjS6KtoLYPjPH0EQAo7A/EOFHHgcOcqSETAUZXndh4CArsHyTxCyFBtVSkBAScRwsHCSm",
+	"8g+Zy1ZAUKEy7HLRT9nNN2/q2yfxUmNl8soB0zk8VBrHLM6zfa87Qd4CciavfeJDzO2WzbigBsvTZjRN",
+	"3WF6UKaxS79f5WiGpzBH3/efXsZzWv/2hX/ODwC3CnLIYTKrga1O3DOVF3Mn1bo3cw9Y9dUclWrdq/6h",
+	"6qs++rjmRXyk8hpkcq9/7QIfcR1Nc14zf13qbHAXNKRgb8ZQqb0JDqwyj7tg8wvVbd7mjYU5bzGn6qZu",
+	"9Ur1CDe9Uk9sW75VJvC7957tbIoIIcv4RL9lfu6/YTioaIhRH710DSGpwCX3XdMRdydCsjOS8gpAs8PK",
+	"3fb4Jf4ahGTHpfqIgRhJqopX8quZv5Pfc/uXJZ5T/qPHIK5ElCq3dpHnLNzOYBm0boHV1HG9YJGJVlzi",
+	"yyMuStYXVDHf46iWzBSPWOwB8u0WY82HiJiVXNz33pHKeeu4cbnCerWHeJ0Tfk52dJJNdj0wJiKn4yxy",
+	"n5+VYfi7UzNwAIePdw8H9AOzJcyWlyLv4XoHgtDYoxwWHQOr++CPwe42jYl/nuxM7CSbEVdRwoo//5//",
+	"TTqtvd3KgvfbnW5N6/IaPSi35oJGnGEF8tDp6utm5nys0I6dQJsGkqkRFVbVv5o9qdpMB+3OvSfj88uX",
+	"vKr3bX21PmvrcspyDGOw+DCHDKAX3Qyge25RkjfCjntoXW5HKJjHvnpbL6eV1mEJHzPYVy682RQQCFOz",
+	"GCcZlrBLj0lYLBBUvfKvJE0y7HBTOZG9di2k9JoSpaAhFZ/we1E63NYh4NttTkTnETuHJ63Q4DEbGicC",
+	"1r12zmN26XSS7VykZT5XOL9LgYAV8Lx45rj9kKzlD+yYuKJl15vHgy/bg4CSgyon+sSAdvlalNzsxYYF",
+	"vt2nO64qm6qeyTIvqmECS+S7kOayIXZe3u+Hxc4xRJwZBtzeBaVIlFANDkVYUG0C6X2Z85lIM3N/Ss9f",
+	"ewDVLpzuijMrBt60w6uiJyEU1YRONJcZBsTghP9TbNkJUK2T7Ej1O1bZ8uyQaxJJoTNAlYSMg9GcUN8o",
+	"fpwl8BYXk92qDgRTyKnH/pv9UFVP8c8ssVAHXPRMrorel5pCRVIbLGJ1uKVy7JChoCOCA4yC9Y0Vncyw",
+	"U51iVl+hImZxMBCe3brSzxwZU2XCwS1i222odUzB1gXabpEwh5ACHtDO60RLMD2LcLdxXYwy8cWOhVO2",
+	"Xcu2l1l1CcWq8vo6nt/ewsHrRw3c5OrI0Z3Uc2d21F90TMirS43SgCQzJnSpGVpA9JSmLCYJv2IulTZB",
+	"zM/W6my/pYnl8DjLLuUcHcs+ssxSqvBh2y/sFY2mXLCmPWhQmhGot0YtBny0Zd1bI6xoCdTeSDKy6uyU",
+	"SNEn4Ys359+ePX9++toaImevL0/PX5+8tP9ehnoKBmIRQisg9Yhepb8v43TZcdYCalVwsVZhZw1EDXhW",
+	"QJZAsF6/uRy+ePPu9fO6H6sIWa2BKO0E5gfmmwEX3N7Z89OLS8iS0aSEWIhP55hFi5ms+bAbBTScYd29",
+	"KAHc1YdUXSFA0d3QaoWWEgkqb1sZ8GUiL6tii/Z8DqVX6Vzom3mWqtiqPdCKDP9WrW+YmumqnEeExcMO",
+	"/s7LDUy5jNd7nLe8sKeFPyPK2Q5+RO/mHlPCRcxu7U+OX+mqCYRGtz0Kv3GbMrH8nlSAAt9v4CT5JtfZ",
+	"zD5EtXC0C9p8p44TIP5hOU50b4UdkRM/rg/qbYAlqEQ+MC/CzW3NxjxMzzvJ+a+vw3Oo25u6eMZszAXT",
+	"zuhfx7O3wm+Eb5casFqF8Mv1Ka2wGdc6dGM9wIfP2UK0VW0DW9tRNB+tMl1E5rOT3vkjj/vk7Pn/2CWl",
+	"zqF/5PFDW4MGpX6c2x2cbyH6I/QKBeLdQJ+nD5TndQ14qxglRYSkBMAYLu6z3Q8+EVKhL2Hx1BdSAiov",
+	"bzSnK0+fexSADbvikEvrHXOGipiquHRJHUf3WKItH4Xi2pdsFRApS5rvQMCVsNwci/XYLYXmUrlg0ITq",
+	"K1cd5m+OouLY4+mHIAY0ubHy4wY+pyS0zoSGMq5hqdOdyvQO9f+thT9ph8nv42CuFqtGL/cO9S1oEpTg",
+	"u6Lbwsf7C/E64f0ApoZnVeZqi46FrURezUCf6+qsKn7zML1bLBOsw2WFTK81VBb4xr1Nlm16E4/meVfp",
+	"Ek4ytMvY4A+628Kw+Z7RpE7vOiGpkiP2zerCwsJlVjB1ebVRx12TPbheHeICUELtRs1oGnjkDiJT3G8s",
+	"5y0MJRrHiumaAIL7oTrzDnlF1RUz5MIE5IIK8qLk8S83zayt7a3Ny+kdfam8nN6n5uWsTEtZdyzoq7qv",
+	"XrZ4cNj9A1L4CnS23/tZHu0dfJGz3Dva/6pH+UqKFRAoDrmHCzLjAuJw3GiyE1lWuYs+lWR15UgN5y0V",
+	"oKwtOfPPWVFltbuq0fF0v33P6M/CfuCYQTGfum15WwlQ16csg9mYYg9PAy3Q7D9uaHJVJ3ZWYr8UXkWQ",
+	"5nYc1HwqEaFtHGxBY0r1cCZVndKlMub1HvuVsUwSeYOxB1iDMyrt9It2dyWzfCRlwihY/4LdGtchqK6p",
+	"qbaqFgldCyFfQknsW/Aph3hBnU9CxK0ta6Wv7/9RXOzfERwBfK/5ivNGf5ixpGKmqjODCHrr3pW/5d2p",
+	"Trt0PoGjiHrag8h7ncyLplRhfkZe62ntIGxg6CL2zRkzUxkTAw2OcpSilCqDRFbDM2f15Pmq/uKH/upU",
+	"g1EPuJqLkfIKWMVBs9NptvcuO0/73f1+b6+13+l0273tMSsewnEW48MpnQ+vurM90Uv3PxyoQ901e1nv",
+	"ev/m4PZwTmuzSrcKHPqUnrqY4T26a96rXtUdc2ljSjG/DYE3N98Hwrb4Zn32WkrBSJ47glmoJMSpOb9p",
+	"Tl7YdYp9yGiSJ2k4ku9j2bVrhg+tiJzthpkiEJSBTsPu0sS+rdWMa+yXAF3xx4D5toNN4nEWQ/9EuEsU",
+	"LSxuN05tAdhsNX8vTXqFMN3qFpXyi/H/bbxZD6B+3yARWUh9flgNk3Fh7OWmjC1yZkqdE3MkLP/cKDMD",
+	"4bM7saVwQBI5mWBfOrD6ufDJaAMxEIAjl/HENLkgms+yBBJI/AexN6TDMdklV0LegNdPMwJFgTht3bdD",
+	"/cP9F/kHkZmJ5IyRfwzEP5rNJvyvfSBMZ8OIqnh4zTWFtCz33zOqjVV9VFz+K52x25D8g7g8Kt0n3XaH",
+	"VEfy4Ib2Of/vfdLrdvOcr+KRgIRjypNMsSGiDIaLQ1SG5kJn4zGP7JUYjjMR64d9pHacypd8ePdBw7uX",
+	"YSQ3MM2bnttP/PM//jN0lPWw6SPmY5WY4UsDcerSkh3CpEtLRl7ggdk0ob7jnydUyzoYNFtYkZlXCIwS",
+	"xaxtf9yrVFGns+EvtPlru3k0fP9vf9wAaLDMZKoMFRIZ6BzY7ULH5y/XubmiY6+VOQtcZo24geRNH/ut",
+	"rYPKj+NPoetuq2kdjsk2Ks7nVm0ewIDLpFy35vkyaeJ/OsyyBQZRPfHKb/UBNzyYOiXoQ1ft6Z7Zzw6u",
+	"D2+6t3vz3q/79GB0GHXXK0E1NSr4lW98t+iAhEXqq2X7ob9a1aTLUnLqV0H7KO3GllrUGkouZ2HXiNVF",
+	"roK0HBQ4X1UmV2NgPiTjdAvX89JFzHXkmqRDuH88JjshuzZ1PMf++XC0d/Whe7s/A6Ql1dU9c3D99KZb",
+	"p8/6PyxtWHJD58u8GFsDVUpD4FLD7BfIaSG/ucqM8bfBwP36xy01bZcxV8ZwWonHUTUAllOsSlcij3s4",
+	"8+8G4/lKZpPpcX5bisdyZSgXcy6B2aVOlW9SXXr32ptWX4uwjqRLKwEKeSTeKvEW+/MQ+q3m7NeQcP7A",
+	"F6HiFZHBe8U9TgShmZEzanhUtLrzDebslpykMkmkJWyI9+xiPl7hfpyyW3Lx/Umzu3/gQidFetw3LhgI",
+	"aEct8hM0XoWxwwCCgC4urSsRl2NCEykYPIERbCnYQJSC2OhPqrMG9ZR29w++p3q6Dmxnec6uLbOdJxw7",
+	"TrJ67OO43TtqH9Gjo7jbPerGbD/qtQ86rBPR/YPD9uFe52ivHY2iziGNGOuNuqPO3sH+OI739li7vV/r",
+	"sbi2W74KXszvOXFPHSMsVAcx3/VimXeN83WZaPJ6rHqD2RpqeB3tLrx9c4FVjK7csZmXOz756P/1LL57",
+	"Yl/Tn1kyLmR/uK8tKRo3Uza86s0ORDd9+mFP7etD073u3RzcPp13f93spimPW3fJlmoWHsyIvASASsn3",
+	"X4AdFHn3K4gJirqhRT0ilhqJmQ5WXgWL/pGqQk6+xURgJwY1CWf0NgzQEZSlYyXB88Cj2kv5EG18Rqvg",
+	"nN1O9+m9zYAZr2ZedQ4O9j8tgjHjDl54YxTD4fHXhXfOXzwjR739Q+Kg/l0aqXZ99++dTqoFvWJD4Gwr",
+	"MkurjCzvb1dfC2XnUqX619LZtmu1+tpEwiJhYqEAiUZT4twF2JEeIUxd01kuBXFq9/Ypk27PX3CWxCtT",
+	"LjaYeSCiljwdfXLjcP8W3WyForezYABiD4wld06w4IUJVnpNdlvkFXYroloKqNEeCF+kvej7WP5SPZwj",
+	"9sZaZGuKfRjuj7ujp1EnPmJ7tDc6iNbblkXVfru3VSa74SZhi2RlyEo6XKHAlRuhuH7l7hZ9o3MNAugn",
+	"IOGTWEbaN9TQf0AcXHvwHgW3soULT6+5JYsuF+TTuMKyX9+SWGXT13CKEtXWprRX7soyi0hWpmtgzBQi",
+	"cvZVwjXAGaCK08I9sWqW2xMogDXT2h+ws8fyT+A5gM6N+NPftRQtO0rtPuOHse6g5uBrE5pdpHbmoNY9",
+	"HEmn3d54OvnOFEPXHcM5ixhPa/SiM60z70DHjLJSgYw3BUhoL/0Q2FRIdJpwDGS6SP4ImUfEDTTYoobp",
+	"gdiBVmNjqliQ14AGUIe5a6UxwtqWZLLr9EDRhqFxTLK0SLaTeRAlJDvK0q2V1xPJtBf0CeTW5oEA6L8I",
+	"YH0zykUM0KOWmvzjjKqEMzUAFLXd9aGXr++tW+JgUTpMux/2VE/vm4Ps8Lp7s3fbm+//ekAPR/XguHCu",
+	"XyT6WdBCZexfii3rPj0MGldcxI1+w5LB0JIBwAr4Jzrtbi9/xJNH5Yn9vaP8AZjJ3fstBaWj9ZdcsDPD",
+	"Zk5VWgWntd45eb8I7VcItVZ8h3Uew9LplKlgDVPIN6qWM9vxMC9A4eOfHOXHBGQY6xtdyesp0KseUBaO",
+	"tHIv0vjBvrK44TBOvrdb7NsP7sO1YYSl7cuNjLFU/TLfLPFL56zBunmoYxEB+h6g3trQKyaqRYvFLSuK",
+	"ZUFoI0JQCXap9OMi+ebrWo/g4RbyqRgeXiT9tige5zxmD60DcfWjeLwQhvfFpzUFHlWcgNWF9WDZSHlF",
+	"dkKrVtW5CzchC9wnvoZVu2rltLCcqowJPpaqRc7LPVGowA5Dx5bK4fkZnZOEUUC4gGIOqcDZBSb1TLNk",
+	"THaomEvBCEs065Nee2+3rlGK6Mq9tPdhXx3oQ9PN9q57N/u3B/PDX7ufFkcsH8cqsqjHdvmxXNh9jG4B",
+	"TXREE+aDKmWXOIukkDMAb5ezsVSWW98m1TtZPLN8Jd08wP+xksnYTcce/ZHUmDFIga3UOT5KLMfz3j4J",
+	"cwYSDoQEVS1MmRpezUIoG77iiZwxo5ABlOE+3IPYZQwfdh3H5LiAOIZUjIFImNauysQxc/xmi5yUKrdB",
+	"v8PK5wCrqYpGCDqbBURLS1fQaIGPx3ZgSBSh9le3xByKBYq+iy2o0/QK5lnxydTqerVumHwhlQEO29sN",
+	"gPtcVTQ727+Ku13NI97u7U8HAijjOZRFkFtSZYILO7Xq1tViuvuuTqux3D9D/4iN/GYLRMLvFI0YeQl+",
+	"tO1QATdAaj4QFbAEj74h/w72fBvoR7f3lRxR513NPa7QdtsBLkPXvLLgQDDzzciQ/yXPoW7rL6C7zrk0",
+	"a5uwFEgDrj+oci/U4PEqds1lpof45HCrPnCKpQmNWOyHx55wmk8E9BCHR9wXv9EEDtoqoXlQeAJbnTLF",
+	"ZQxIErv3AEpd0/5JsJt8FvjcUlunql50M9UsGv5tdnT919mL+V9nLw6in3/sRT//2GHf/e161P33aTT7",
+	"9ykTLzrs+xed+OfJnzdXEOH8gnU7u/lkH5Tb+r28gYJcOwYDFDkXzPnG92ZbPn84iiEeRRXGCduv9Z8e",
+	"9KxQWv5SIgEVdJkarhgrqCEgGaSAHZKYzvUxCduh65UJkCUUe45WEZwO6iGc/L06aPeebko5vavd4bxz",
+	"SV06OzfzHLmXR8wVPdtp1vUtYmJNo/M6xKiyT2exg8lGObMR5G2ZnS1WFtWwtJhneiVU21seXWUpwrjG",
+	"SqZNOR5r9DcmHPVW39wvtzu9qgibUznT7v7WAC9eP9i+qLSq8W7CQihz2pITxJ3o4r5UJlR3b6GwvYae",
+	"nLhzkvCasxuHWAtp5R5Ky1qAzn/psLaOnU8VU1ARNIJwPRAeiws09XGWJPbi4d8wPATwEdVSeKw2Dotu",
+	"53bdBFTakBnq9CyIweRZm4CthrnveSsp+FOaMqp8Iybk5HP712Ruh3M9MrxzGdGXCpjnHMjcdUTxABIB",
+	"pGSXw69lPWEgIE/eWop6pXpAdkIaRSx1oJZlUEwuhqmSE8W0Dnc9dq+RdtjckoS14i8AuT7mgia+FgAt",
+	"XQdhHa6aKy5uIHaK2e6u1mbqAsKlnd5eG31AN6LyKd/jQw9JW6jSw/3x/t0AutAzN7/vlVJ4XaZyPL4P",
+	"iy7diFrPpP3B4YylwB1LZ1xuAOSK1+arCHMXULhmaWYK2D228oYUAQowomcyZgngflHFNChbA5HbwTMa",
+	"QzDI+5ny9kJ+gtikAjKIdlvkBMEMADAsp9Qp1QPhIFvhckhRuhSLzWl79y4M9FbvumPBUtAaSXj/FkZ4",
+	"VPcCd4Q3hkDZa5RgcFtxTXYk9IrZBaJgMcnSY1JGlSvOALYXdlZvr/A+CDGy7KH7FDOpwv+2mUD5Cm5X",
+	"feZwrj9Xr6YyeuQqeV0F4q7LF63CK3s45pUX3YkDJJyvl1NabN3vL6O0uoP3ySZdhJAuZZLanwaD/Mcv",
+	"kUVaA4m+kkAK6OyvnU38uz/5YmvuffRVNPDFs89//WKH71Wk9bU+C2jqawt+HqZ13UtOfomikyKE7Hy0",
+	"lXVs3L9Nl2dh7/qFiGQCat+MY7hofJYKUKDO/KvetSpR/A6vW76Z979uJez8muvmf/1i163cRWM1sfgW",
+	"CI5UXADrhuoSZPkj663s1f0pIe/iUEMH+NuXogJI9qt1o8i0mbBrlnhXiBwDLB8mx+qUKs0WHCGVhpkb",
+	"wcRzTXnJ4lzUfnNTojAuq7ZCzifLhuSyJbywLyWNd4HDBlW/wPsacrBbsSn5Im8i+gmZF+Dl+m3TLnCp",
+	"16xoTLrC5Zbwa4YoDJjX6TtPwT48+Wj/cRbfPcF91yHR0FiKmz6p+MTQuMeM/vtZ9+X+/YVDLMeB2d6z",
+	"VYvR96l+lQUvx3YorLWG/EPsu8/Ul/iTzcRCt9m2oS+sQyrzQy1GFdFSGXLF5vmNOyaUJNiUkYTNkMwY",
+	"FZrY1xikopa5VIUhNCv/VWUwzVp+01wIj69rBezk7Ykd+xUXmS7/AZ3+lzg4/Fr5ywv8HPwA//7e70u5",
+	"T9VKIZ53Jyrpe7kXRQoCnYoeBXkuyP1+3VuQF/2WlgW5++1LCfJVNcQv+ZhF86icDNAir+Q1033i2Sj5",
+	"5//7/xHPR8k/SMl7T/5Bcll4PBD5Q/aNVY9VfrAP5sK1VQp3QKxjIMKSLY8I3YIm1YRJP81G0Ch5J0of",
+	"KcvvsvCupm6t7VW1QJP11qelBodQAvvo4Sa0NT+X74+MIMx1z9bMvxVv38yny+tZRYYP7l7ugtkzV/GZ",
+	"p63g1x/avby8T9sjjrq8wRVdQXy4wLWNqUVax9qZ4jBGSVZ72jN6tQiYL+fS1GasQwCi+vBbxbPa8qo0",
+	"oQt5Zo3Dk2+fdbp7Gw8epuS/FrjF+BHrdusnLMl97rp81qeme4wdI307UMAAQwbv6zxc1kRN1jq+XX8g",
+	"neaIahaXMBQhAOo+iMof16ToUFr+zoOB7AM/qXveb1ZfWPWTq+rLp+2aFwAWoYeqzqv4twJLhAUPP71u",
+	"GMfZJhBStFlcI9PdCr/RKNdvprROrts/z7riHhETS58img9ntTHEJOG+XTQE/jTqgmWE9bwMGZuOqxzk",
+	"GAJNgCGOFZvVqT7t3bv8AdAh3T6sT/gCvMwSPlWceeTMDBN0K73BUlxUuDLGtZFmPAL7cB12T2mDsHUC",
+	"PLtAqxN6zYiwd3zHflxm0KJCCMQU9VsZ5Oh7DrK3urfd2tyVFau4t4G0wLhWyAlsMHWdF/KUrkPOAyqu",
+	"joUtrFCmv/8L3GOZJLZgtJvcD4ttlz/VFbHI539br0T94a2IGoj8DlljEIUC5L+6t/sV9KmdMhdwPIDF",
+	"pHt7uxsMRH7LyA73fBpRJV1Xm0LyJIm80YQaEi4cb7hbhriyAw1EaSS4Nu71PqEkZWpG7f6R3u1tUJGV",
+	"4ImNubb3IQ7sqN0emZKUas3ihW5pNZA/QcOt5h7gP27nT90M6kujc4SUxf7kLXJm9EKyaAFQi0k+dGwg",
+	"Y8IOolbkzz6wu2oxzUpz+giQeGFGcxFtLV31/boge9G4eG0+FUrkngzPn1wp+K+S+vb7KVVGMFXpvq94",
+	"zDwOi97OmrXj51tWPYft0WcXZv9AFNpFeoTEXUeutS0fyxSzOJiQhgEzAWB67fD3bqYFrDV+w5ViVTSc",
+	"ZZor1Ujt12LQFzS3ylVyxa2GYyToNwGBriW+RB2SjXYodrtOEF7J3PAI2i/22m1AiUD8B6cRQd8ecKNB",
+	"ST1+PnRc5f5kv7ay15Fgjb440jLJDCMhEGVI3p2/tCuMaJK0yAlJuGGKJiRV/Bpcz4mU6YhGV5YZJlxc",
+	"NRMZ0cQrGANRgvyFwCZAivqVO/IYZmq5Y9t9LkWln0DvacUh9MtJ82+0+et798928+jfWs33f+o/efLL",
+	"/xoM9JP/5w/v/w3+7f2fNnuLKldri2uzSWtYvB+fSWvIpcXvQmvIOeCamoYFEQU+icXN8eU0cLW85ss1",
+	"ZAPWuCy2/lpAQqyQCIu+oFSzg56dxl6XKCpiOSOjuWF6qdKiPxAAtQyoZfKmRc6xLoEbpPetwbRwLk1f",
+	"UaKXLsSXq+LY5uxWgSYyAcpQWJCwV+a8vseZPiah15pCIgXTljMu63xhr9Mm30nBwmAgSuWzucpFuNnN",
+	"h7cKIBeTFgnfQvdI30HAZMCTcWJQfTGhfKEq3M0aa8LxX6uFp/nvmxSyB7vgfKNES+qiIiCjKRUTdkwM",
+	"9MXPc921oXPXUW9OXGrIjIvyxzqfJlExoXOWmjnB9RLFZvI678z3NcUpOg6EvCFS1IjW1ueXiZ9Hq7uf",
+	"SA1IJnwZucoSbENVVsU9Tn6dxNx9sMh8ct390lJzE0P5iZtpIRBokrwZA1LK/aTb/c4KP3f3fllPFewm",
+	"ma8zpIIiP92JKOh6agWJLhu3nOlWabXnLF7pqD0p+QzyPnnAqwISZ6xcNLZwqTN2Pyfo5wJR/HxezlUO",
+	"rxyo1Vv9IOZhe44rSv43miRyQgxLEteEAi149NbmoIuFub0B9aDkcSrtVslccpu+RlQWZ/3wNvm5hx5Y",
+	"IAquZcSMhx3Cp4BC+C+uWf4l0+YcanJX+IWmNE2ZsGaQJLQEOVpnB8I+sni9R7TiLKrvm7TS/08LFHff",
+	"hkmquOgCmN9mS2ZlZ2s+t3tHBWrqx7mYgGc+8J1y86VNpFkSuve/Zuu89C82OOadN77qjK9MqNfdDkzh",
+	"83u5P4PbejUDKKhvS/fy8qXAAu5McTO/sLLIoWkwqpg6yWpbPQpy8vYMMmugVolqEtonpeK/giLQJ9/C",
+	"6wSh9q7Y3IPsEfTNQIQPTQ4r62nK7WiaoJ+HNJtKQhO/GRcQsgAhCdcFxi2OzmoRjTu7Bi7GEkOswtAI",
+	"7jVW4AI2AkzYMDpzLqdC/4hlpFt2EmUNZMklWIZQgDO343kULB6z5pTyBK00KFXuY8JR4GLCOsCsGh1U",
+	"EYZ0MBCuLkwHHqjPPuzAmcDGc+WaXh+CPjd/+AN5JoWlA2t+DUSTYOcSaHgeUQXcwE4ufHLdCUmq2Jjf",
+	"tsgJcPhr5tR27UpHsXD4utMvOqKLeCBI0WUakD2JB/b0ZZuocUMvHhwwbtmpfCtj+3m70H+/ePOa7IQ0",
+	"TRPXQPvJ37UU4W6LAI4kPrUKbNZOofqye+DfcJCFtrsljNkQ+iCgQzwswC3DvB6aJokdnYoY01YXYF5d",
+	"199f3ueOLtDqsUn8TliChwwD5wOTik+4aCXUgLLbJGc5zi2uUqb0Q8actaL93AHwB8/HNWOxI8bqGv6p",
+	"YmX/+c//+M/dXGkgo7mdegFvnjBj3KGRmE+40S3y2nd105DFOIMZQWkC5DIK4pjLhj6ObpLrOjnagS/5",
+	"jGlDZ2lxnnt7e0f5Wrkg7y6f4WgzHimJEVe77ohrLgWM8k5cCXkjHLJ7ShXFim8YUzHLrnLPXLsNAELQ",
+	"r0unLDFkzBPDlI8W8IQJk8BGYesojUXcaIbbr4Xfn548x/7RXjTn/ZjD704vQ6JkZlhZmUZ7HbpIA8qo",
+	"JtQ9egOdpifMOKKCl6whDA4aSx6u1RVylRGLwSFTaSAWsyihdhopnJyZ9t2fLPlxGBk/g7gmbqqKUUu1",
+	"ZMIEgCPErukZ+JWJkIDAEVNDfYMz1xMNTALBGOTZ2rEx5xYuDK7eidh8+a4dVnHTgQ1Zxm/pHC/oQKyV",
+	"BI7R59LgBI4PMSnw8APikIctU0FUihgkTemcBqLX7jjx8dNPPzVLU2D+g+ExoQjUDG/740iZgi9KQXrt",
+	"vRb5wUqdEUPgDEnoQIDk2cEqc7yJloFDOjGIo90AEKpAeLp4oIM1kqrIAOLxrov8EYruh9ZAnGBq8YwK",
+	"OoFbyZX/9RuNAhAX9eS684SmvGn/BAvxGyFVvj24JwPhHdajuUd+ZcpVFVuu6Zl7h+CVs3vuKMC5vZES",
+	"HEIIqlgD4U4DJ1W+Ir3uEQktnQ2B+0GMEid9zoyaN0/Ghqlw17fTtLwExrBXOIGykIHI0px4cPV6IE7y",
+	"jYLPEcMExaqSUaa5sPOU2KVSMEXsn1ARPHl7Fni9L02osbqVA7ihKVRGn9cLXhTQ9gSlzmEyitNAcb0b",
+	"+ORFlIIlGW13HoV04FL9gmUPuffRclXS0gPCYzZLJehmbndE7FUqPRAFPXrkXKsueTpykh7uPXAaxY0H",
+	"p4TMXWuZgycSFDRjbVQuNI/ZAFi7G6dfRKWLRTMtM4Vhn+LE2z2r4fGx1WpjDv30sbsD2XFdzfsDEVod",
+	"1l4ObJOPXBh0MWh8ay8NtjkliGZqWVZpVeVui1z4qQWohyx7170K7hQYwMS7EaWVuJaABHPtkfyqJDIQ",
+	"egrcdpwwhoRWAoIU83xmTvGBlo9e/Njf8a7bhblSBNSHmcY6Au+LdGBLQGzW9mcOCa+4+54x58xjAaoL",
+	"tgb7Wg9Efs1pienFoM8w5a/VS3sGvpkd9CHG09TOLXHNEpkyEn5EuVBERu5CQIm2ao39bOef//H/d9pt",
+	"suOgh0i3vXtsFz9wpAPt6F2QsIiU4QAtAm13w2L0Vqn3bUggEFduymvkQFiK4SJjcKfLr5Ya5donyUTC",
+	"AMDOPF2RkcxE7G1C1x8GhfhAoHqgA6wKsDuOe7aL/C9VMs4i8NofO/bioyL+nuCASxFRN6kW+YkmV0hp",
+	"9hozg8mHfaLkDdxABugNElgB9OKLMxDtFLsquytDM80GQl/xNPVCMIXgNzYrzomFsRQjcwgWmUeWx1yB",
+	"25kBwoyniLOC43i6gGBPSKZSyAyURxKWnmr+wOahU3PIjrc+rXULza3jDHVylqskAzGlahYQnUVTONY8",
+	"luRZplX6f/CyQEcyZflZ4VF8kzMnWKQ/Taz3wXU5peQb7bSRwCtpVscqnWq/aN1sr6X9weszkE4814jE",
+	"6zqPOv/BaO5CDPAvKNbyPTHNc3jTHqk1010NQP6NMq1Yqy6eu8mBeQSzAuKBmHKx0cMrNh8qZjlfeFwq",
+	"O6qsl6jMCp9e+8gS3sLLXAwzzUKyJIb7pBN6ceFXyBJ5Q/bb7VLbVfQpDQSsxHIEwDA2igpNMSUvd/j4",
+	"zWfjMYuM1Uz2b28hCZKSSFE93SWRnEEjTBfxQg4OKLI4iN2qsWIMsyuMmrfIRfkQ/A1KDeQrAW3uRFKM",
+	"+SRTYOY59LKutbJOCk+Qwwljikyp1ekmmYBt84iGTMQgFqwkm8tMlXMOYyVTiPO5hMSBkAIfsnJzt48z",
+	"LVkC/tAtJ2IGxsfpt2pukRSoUgcDEb59d+mgnJ6fvjy9PAU+yyfC7kBu2dNoClrY6SKUP2rm3r63hq+y",
+	"mkJ4ekknYQGyig2tIAYMHhr74R+pmvdJRTl3E7GfY81nUhglk77Plghb5IK5CLMdHvk1t1xi3HwtBWu+",
+	"gibIA+H2INxr98hracgrGVurNw5zrZuiCQQRoIRHTGhW8s+8VTJVnBks6Kx6ZxYdM08MUzNd6tWRe3ca",
+	"pUZVjU6r3Wrbp2TKBE15o9/Ya7Vbe1h+MwUP15Mpo4mZ/gqQe3XB9267XbqPqZL2FICkrHltDSchSaQY",
+	"mPk0ccqezKIpIHuRmKVMxB4VPXelnMWNfuM7Zr6Hz5f8djCrbrvtvViucGvRdwL5AhA02hT+c18A91ht",
+	"5y5YkNX1Egfp6cxaO/DPTRcZaJ6tBGR3jz/52T16FuPHeriIulfyxT75lsY+9nAXNPa3eeVMGKYETfLG",
+	"Ofvtvc1vXaBL7p2g15Sjn7Xs9Gz0f3kfNHI8ncZLfs3A3kiVxK4MdAJleq+YoY339tUnVh+bb6Icl6id",
+	"c9Scv1ntkE+8Y21Kr5mlqmOy397DIqIbrplzbySSxmREE2uFKJQnGjDSbjx05hJhnUOFIxY//Qa0ZT8/",
+	"x7CQeqQqT1X5oawjq5LZv5K2Litmqn00IILdWBEIKkNQOAsEIGVGSRazmOygTWjtpV3L2iPFDMpaj+oN",
+	"eX/HJERnZOjilWifWsMb+XeV3KylcZJyq9YBb/Uuu5Xh8eKRJy+hu86quHjpwWegYW/z5NnYSiYQTBA6",
+	"/2Lkj2uGjLmaK1DkzNndW7gCFXG76Q7Aw/7Zu6BhJfGmd+CZu6BxTg2DPW7iTm94LX/cn0tpgHPov+Pg",
+	"lrcapHhjYSDNzD0GsU/fBY0f10Cd+bd+dBBnn8Ji9tq9zTf/tTRexWk8jC312p3Nr7wT1Clr/jtbcKUX",
+	"Uo14HDOBbxxstZoTqKJFFhY0et2jzW9dSvmKCp88oH8jXluS2drkDrQSb83/9P4uaKSyLr8VA5JWmfZI",
+	"AXX2aJl7YlBuCla90XkWqIhYH91R1NrCelqYWCDLS+k4ERVCQpMwV9UAuRPkxIGbYq8y53hG+zVCfz56",
+	"8ELnfg4Dq59GU4QABpdcv/ACjrG4MXcygZHmXFVumeD6Wszasial/0ChjoDfx/vAYU7WyhLSu8Kh90NY",
+	"AGqHMCkrVZhPWhhnJlMMPkcqX4O35iF+ourfzp2CCb9ihSN8AIH1GnmEp4nc+d4CqWS42ddRgACBfyvj",
+	"+RayIw/zLxHZlEVXYAmlaeB8Ta7GQUnEgYSmCZamMSyPyJBPZ90rSJ740FU9fWCeXndvercH86e/QmLS",
+	"PUSVq4m4q+YSGJWxuyUx2fnMYtLBWawyRAS7KRwopRu1o6vZy7vHJHyZQ7fw3J2wIF9fboBh8by/DC/6",
+	"X0hUfmUN+6uJsqeb33DTukQfDr62hSx7JsU44Zgf1utsMbO3dG7NskspX1I1QaHZ2d9mG3SWplIZFr9i",
+	"Mac+07fX7W7zsjPYrfg7FcbaGP+i0trlANE8jaheYi9YRE8+XrH5WXznku5YHeDUuWtj4B2NJbF9XGTo",
+	"z+jcCRIfn9ktomoYNUWxg6Fxl3DQWQ6lXrrPYJDNFU7lbCx0wspKw2P8oI/kg8DPk3BKrtJK5K3b7hEj",
+	"pRWti5G6KzYHiS6wCb0mvXavTh7ihuTycIHR91btYLzAUx/54++eP25nuLyAZsH/onwDaXMj3wjqHSdv",
+	"RE2YH7wbZeU+yJ3WhSZS62V7qI75dT0Uq3SuZbXp0S3x6Jb4vfKq/zZ+jO+Y2YK93Y/j/GC1psbde6dO",
+	"RTzvM1XHJVENWtd5qQT67HNAMY02ZaroYRm4oBn01aSi1A+Da1LptNGHQAeka5GICnCJYDoD10SOx6AK",
+	"uXQyqkGFwnalxZhWQ1qREQM6GqTAYKMYl/vhnBeQYDJZ5dh+hlv1u2Xxz7hZ6YK+9OHwmOCJB2Q0Jzx+",
+	"5PqPXP+zcP3/Vq5ls3ibSqzZcYncXnUVH08+4r84i7WW2a7iWs5CpWuyAluQJcIgIcayw4O2s0p1rbaK",
+	"eZC/X1bm5reCka3ag0de9sjLPgcve9RH1+mjq65fiQe6NOsHaKfPHZMsFNRl/vnETY8nrrveysQIF97K",
+	"29NX29qXGgxWE9z31vDMk/K3vzgHrHxtEzcsb8sjL/yX4YWPlvm/KCe8mTJ0w1eaTyRcfHZWGDTS7P4s",
+	"jmhmCtzXFnkjkjkJcYahr0SGlC9fzGKgPLBcgzxCu3+x4SXg+GCjyjxjnCRUG9IlrnNFi3wnARFOjsfw",
+	"RRc5gRI4KDqGThqGXjGfQA6aK8wFwh+YRBHkwFbw/EIK90Ds+Em5QgLDkwRGFUVbR7F7vNAZUEiTrxqj",
+	"L/nDczKRA+H3qUXevruEpOw88b9vN9b4ijN0epi8GrQulFPnUbhYKVEemGLgIQoajga3zghYnoYDhtoq",
+	"O+B3I/IcGCicCWz/Y9DqUdzUiZsH5g78NqkA/4KiUTopSKAJynilQFyt4Ocs3U7nU6RmbYpfndgsNV22",
+	"055JxUghWHacP9qtBh3OrhgE6uQxEW9Eo6tETnwt68jKFyLHrkKp027vtsjbfNAZnWMrFRSvAQDlSSvB",
+	"sWp3IABzFUvXcoCUkjQOFYvsw9j83SVAFcZZ3r4dq91gfQMhk9gDDHDjGKUXU67GAJ91YABC1lQwYc2h",
+	"w6GWggFUquazNPEQMEUGY3mOsK3w7b3cP0Wo5VQuFDsQWLP1jSZRIqOrvELOr2bIxRATB0PI4PAn4s4z",
+	"rzCqKhlcD0SvfZR3/PIqyXFezFlU7xZF016NWjQOB2IgQJeq04zyJM9+rslg7AN6np1enuTqjMcJmNEU",
+	"9nogfOIHnBEchpDEtxEjU24HhkLkbJbBd1vkp8X25lOqi9UPhIFGfBB78TNUjEJJUqk7PszNdVurTxux",
+	"FFFtVKY/RVcpXfBfPoKQBmF61AaQokZ/77B1eHi0FzQS++dmp9tt9TpHXfvFnJygsKZ70Ox0mt3eZedp",
+	"v93ut9t/awQNnTKrrzxt7YMX4T7ah1/dt+jj/C0UoMoUHCrZCj0IOcwN1ajwHpfBr1bxA6cmIUDXo3r0",
+	"qB59JvXoMbXyd5kiBaI8L9P39u899TGAq1jraUVAC3hDkBEilOD7lZ78dW6KFrmgM1bBd7J2PULKLnUH",
+	"DcmOl+I8xmrpWZpwRLwBOUfNdHdVCB8XewnL+R3UpxVNx14AHMVWoyM5bn7ONY0cbzsuPv8tZFZs80LR",
+	"d3Lrb/gGnds+Cz2H9e+q0i9v57u2zq8iefPuvo8O+cfg5KMT/3eWy0EXLuoXCmMWEPIrZajrEOrYB3jT",
+	"99okposl3ZUEZdejF6BoyJgmCTY0GQ+EB8nyyM4tAnwarObM0AkLEGjI+Iw4QK3HXnI3OcIx4nwgLs9A",
+	"wKSsbJ/LzCNGsBgQXxzeIqLO5A16HPwb5tiJOGGYymdfn3H77vFAxKyAD5KChFauU8QrLCGTk9DMUxYS",
+	"QRUgKBkJE7niIg6wyyooBPhnNHxz4C80jAyfMTdNjBWw2yjJdN7Fe1ldOPV9iH5zTSFvBbC9ooCvgBS9",
+	"1yv3VRzKL22vPXw1gQ3T2yyxHULco5R+lNKPtflfXOjmDd68qHWcNjdC8YEnH+Gf63Im3+S9gWvk5kIp",
+	"j4fPpNp1X6oA4i8l/GCv/N9tjiROb4VnMO9O8MjNHrnZo83xuyvpYY63LPG/+7KbU2SQhaExpoo1c1xj",
+	"F2ypYZxvXS0ORshA9w8Rsx6U6DC2YwiPriBcZMwV82AAdClUNhA75WSoctRsF0tvoJLIhSZcBj1VjHpo",
+	"YJ9UgxNBPG1Q5/PYp2BUWeMkYgLMDeixoxjVAHeY0NSn+hTTRzyUEvIIwDXal1oDccoh/ocwwjIz2i4S",
+	"pQMEHt2fhq7yaWhfCyEEeOkLmkgkZ0wX5tPE6sLNiKsoYSTm2lARofVht1tJGpMxjQxEx0mntYfxObsz",
+	"3+iBAGw4e4hQQdW84omcMaMY2FD2L5hfRbD+aifOXLMt7F6cqRFGV69mT6a7QR5oHAh7cN9oMssSw9OE",
+	"M0V2WCSFnM3J//nfncAuYiyVsf/R2tsPyG0C/3q4v5tHLHGKxLUsx0kOhLKXmFn7LvGhboCHz9sHYCso",
+	"EsJmDRUVExYSnVKhyVGb/E+IjXf2yf9ECU7NQMCTxzkCczSlasJ0ZYTWjN66BsxZOlZSGDyM3fxs8goz",
+	"xM/Os8bANgWijaHAbMTgQxDJjhy+P/fgNfOhC1OHA7Gz126T0Zw49OPdFnkGaOUY7XZlIQi/reC7WTxh",
+	"DglnKYTOtYPaBZzPFcA1L6hip24ZvzV8jSl13nRQ8Y2+ZaXkR5owEXFKLkxALqggLxQVEdeRbJTCuftH",
+	"R9Vwbu/pXdDAi14ds0NeUXXFzPrxjvYOyuPtHe3fBQCbM3S9YBx1b58HV97tXGZ+XYCcyoGvUu18lWNV",
+	"u6sBJt6khBSv5G/cBY+AOf81g8ePseD/5rFgUPhAAclMOSHvRaURRmGCVxXJJx/9v66vYMxHcn2USgK3",
+	"nFO1U6q+6Tv90Geq550RMb2em4GAQnDI7M6ldZ+EABkXBh5nLg7JDgDtlGHnplSTlGrN4l2A0QNgdbKD",
+	"YxwPROE5FnRWyoqqDSF/x8ynieSv5Rv4BDny6CV49BI8egl+F4WWlRZF6zj2vZ0GOSsv/AYTRdPph2Ql",
+	"az/PhDVfXYufvCmb1kUB0Lvzl3k3UP8cNCHAtpgpi/jY8bO88ZkeCNc/zzLya6q43Q7tehGwW8OEhpby",
+	"ELF7d/6yyUQkY99TF7y95kbaz0JzQcNurWX23enlQECtkB2bu85A6IMoEiSjvGYe8ESxk853p5d9yI32",
+	"bRWEa6jg2g8tNDwgE2g8tNfuuUQmxOAuOovpIG+xExDoheMw360yAv4U2IOlnojY86b8Z3dETU9I2PYQ",
+	"fSAhEj32dmRKE252B8I3XkGPxZ/+dJGN8jPVf/oT2QnLf2lZwYe1P3G4S1Qm8Pgo+YmNLmRkbTKJfXCh",
+	"BoxryLYqeWdCP0VoF2KVruaNDonORqmSRkYyCfJ09pNUJokkz1z3MRGTTH1ILJnQq2MMN/u2ohMJUDP4",
+	"iaJPx5ALbleMiiHkin0cNCo9LQaNPhk06tuPDhp31qofKXmj7Y45GF7NTN7PT4ry4ndb5MSuJd+wvN8p",
+	"FUjjvvsIh65PuferTcJvT54Pz0//8u4UD2NJtfiLvQLu0txbr3DvwRjbBF/d8z/623aPd974Wb+mM3aP",
+	"907zm/yFo8O1l2R7zclN99y9DXx5k3OEGhjW3h74bwSvKDqanMSUvKXqyp7rVBpZamgSxWKp22yegRmr",
+	"6yHtjvaiXrzPDsaHk+50j/f+vn91kBzOuq2/p5NG0LCnYRWfXuvp4V3QYIa+wgLMRl9kSRI0rBSB/XLo",
+	"TI1+I9OxFSfS0KTR7zzdb5famjfOXg/fnr/57vz04gJWX/Bg3HV0Jieos3Xa7XbuV2Kx/QNoKg/d7Ppy",
+	"PxllM3vTFBVexYd+rKFDRoEkV2jG6toX+v7YefepF2/Ovz17/vz0dbjroK9TpjQgdDZRlHmIbt/qcCd8",
+	"e3p+cXZxefp8+Jd3p+d/Hb5+czl88ebd6+fh7qPO/KgzO+J9RE+6Tz56JpZ0yJ3vTi93S9qtF4KrMfoX",
+	"VNGcPXg/fIj8BbtFOXkQ9svFMVNpWYXPBwBdw7EPqq9YTMZSBYi4lEd18nZowULfL4/F5wM0hdpHXVe5",
+	"89OLy1Lv7EUt1PUSFjFVcb6oUldG5HWB+3jBju/CAGrGLDPDPth90m23IYyBMbAS38SupKgragmJcLBe",
+	"V8S34+KARbeDgbC8FRUiAEjBlp6+rx2BWZEbaJda0tNb0Gkbni94LpTqOcaKqXkLA7qaPRhz9xg0pqJh",
+	"kl+F089UJha62OXFjeBtkhraV1fnpA2qwMCDrEZOrWAoa2g5iqFl/ksL6pNOO2i32xCLopFVUqzSjoLh",
+	"8s2b4cs3r7+zsiVmqZnahwlgynIxIQJEo9/w8kvPT0/fhseEW1lgzSNsmZyJmCkSDodIxs4UGg4x/xFO",
+	"xeqY3bajxBBHtvYTtCt/UfpPw9SYRkyH2IU0TKXWfJSwS2t2hH5q1JCZBPCGmLF0F0tGO7Befy0gdZTd",
+	"phQ6ApOxohPf+BYWWgJlFNhVG6Eayst99ubV25enP4cYozvJjJxRw6NCFOfGGsT1nIHgLYfdPtTaDkT5",
+	"cPJXQfclfyYfXde3PukERE9pd//ge6qnd74fIpqa2G1wYt9UhA5ETmPwYa8KRFMWoadxURX4/uTi++Gr",
+	"s4tXJ5fPvg8xzorUCu/SRAp2DJiUXp0otWrGR1z3rzVaBtnpttv2MMYY6eYRch3s1zwQRYfuKgdskXNY",
+	"mu8oBrAY2Nw2bxfrgc3tQUNzxUNImBqIAkTBVbaq0lg+x8quAM7wVWHD5t1/C5N/t79QkFhv5A7Ep1i5",
+	"x3lP9TxOjarsAPwERa9fYNZckJE0U7JjrzxmMeSbB5pjwWSCgplyYKGYwoC9PBHrhaHPQUKPjqBmedBH",
+	"GIo0dyg+S5Wi0FfG6cx613kVarYgtMvizDe8x84nO5Xeum4U5BG9zv5AhFkR7xiCjwEZxy4UFFuagYl7",
+	"SzVl2I20Rd7mt1BVyAdcLIcDAQl1S+SBjVcG4i1KoDx9vWoOGyj62hESkeqxASRuuANjwY1U8O/gWXCb",
+	"OhBATh3yin+7CxuRc2240E7ykZgZyhNdduRgZXcud+us7tNbFmWGFXb3gyLkmGVT4URgcOZqz6UnP9R4",
+	"Rtii+uL7k2Z3/wBuU4CE5nkSs/YZdFPGz5QtsJoP5Wyu0W+M43bvqH1Ej47ibveoG7P9qNc+6LBORPcP",
+	"DtuHe52jvXY0ijqHNGKsN+qOOnsH++M43ttj7fY+LTfO7FjtLffJ2U9xu2tGpcPp3lV31hP76cGHQ/VU",
+	"H5nu9d5N73Z/foBqt2a1O3GCakYubF2ykKVesFNLq5YVT0O/cWnN66DxAQfFfxL7x50/8rhPzp7/j13y",
+	"EYbfsf/9Rx7b/3awPIVZ7D/5EQI+BM1nAnY5uUOX60cCpnGBZ3xn/6fxsK24vzF8j8yD348jBCY0zt37",
+	"1UN3IAse8cDgSeYnXXWgWK3wLmig1gver0UPRGzJIdcurXXiQRLw+Ugm2Uw0+ntBA8BH+p2790FjxrSm",
+	"E6Aky1+ADkupQbQ8SWjLDXTScj1irWUC83tvx3qAT+QuyB1Exc6cFhYIWTRAVu/Qo4vp7r+hk+kxx2b7",
+	"HJvf3DfziDH19f1Ib99crHAkuRCn6/7d8qJrRSUm1+RNyiD4VBhWGF60Vr24Zso3KwDG/deTVy+PC7ik",
+	"Ugvw2rISGDvl/66h399vmEBC4xgQYWjyVtlZYiMIq2gEDZdDiUr4Kpa5uEu/lVf8XyKl4iFs5PfTrxpu",
+	"xeJtWNm12l+0OZ0l97xopRotK3EM5cLKWKofeM3+aqfwFa+ZX3JxzaqrtquAJIVjklKlwbfgXKpzWCLp",
+	"tLr4E+ie7iJqo0D4bncRg/ptfLyf/33upyWllfczpfOZhyNY0QbZlVyUQOLANLaGEnGvkxkzUxljt5/c",
+	"XY/FGlYpjuxVDQjXOmOa0IFQLGI8NZUyHEgUoeD5dgjFpU8uY/FZVTylc5LXGQUDUapFSukcOycuG5yY",
+	"ZVqORHhsQCz0gTxQIc1wLDMRhy0sIoFHoH5oBKkn1oAykEEKuPEAKpi/Wfy8G+BLrq1zSnlM5swMxE7x",
+	"Bk0Uo/F8aH8Mnc/9/7L3tbtt4+j+t0LkS21AcdM07fTv4P+hu+0sCnR3u0kHi4PjA4uxGJuITGpEOY5P",
+	"d4D9dC7gXMRe2F7JAZ8XipLl1EnTl2k1HyaNI1MUST3vv9+TyqVdGQrnpexOpdTR+deVzCFqgoVh+Ir7",
+	"Mf388ZvTpXbAO8hBdpGpmXeCM94YaKKMJHpQucIZINrURCioUErp9xH+GYufWnUtQMyIl035NmmdHSuV",
+	"dNZALsYPsirVFHIpp+g+1WFhJEykNpiEo2kBZrjhMxwr5wJTZVVuWum4K2SmzuXGCV35bSw3xMqMcjY0",
+	"GB5AzZFbydwLSjoyzbNNFT9wT1yYiQkrQ0fcPzMQYlJE/5hag9bdicc1fdXjD/4HcJziKJiW6sQHcfBn",
+	"TOGBEqLxGFGlR4GHXUGu0WQU9sxl5V+aBmourIy/DGKvc1Vx5tEvPs0+ERebCvlN/T8wwRRPrwaXjIW3",
+	"FFP/Jpb0UQjGXilV4OgpTRgqrCk0jJgfmU/MTOb5qUhj/RDXYfuNskbBJjy7uYlODKQleeKZmNklHFrm",
+	"MZ0YbrDOz+3lxoWCA6NvQ1y9w135RLDVGYft7g26wkCILLNmvOid3BBikwVy2GKIxvtv4NvF8jeOIqGI",
+	"wHBMsh2s4VcZj/7B+KBYTv2A02vt5AGGr6bdUc9j9zREPU8O7hCcofX+Ou3IebN3WFVNTcYVp0FO0isY",
+	"lJpXcxmBHnpsVo/N6rFZPwY263ivY/UnWam13DwgnEtuKIEdzE5OrLDR/47N/GD4k7C6nYeMLwIycoM2",
+	"cJuBLEVxBxArP4KCshCqg9DebqqBVd5oZKGO6eu6pzLRAjTsfTCmvLWPHOk5ddxbNlo2JROjzSxfZUwZ",
+	"QEMwkXeLfgANJGfh83aOx5sc4DbAIBMDCjSz2L9DqBvtKjA4o2IGo4DOtAFUc3apeHrkdOCX3Uj8bEtv",
+	"OeNzJV1OiDRCLYsKn5egBCmkQGpvwNkyFYEYFcy9iYHrdxCYnfF+39WeeQ9W6t4F5Z+B8eyLYeVojfYj",
+	"9eSDSuva1wH3dcA9X9iXIOlsvXi3azkNJ+AD/LwNrvye2zA8UIvAMz/Wt4sKxunt8HZgHXp51suzHgv8",
+	"LWKBSxItLPXgXb4P9vcMhWIN/PUj35IJ+IO1V95mhnrTJiS5EfbkgB16CxTcFqmE9VdZyvz8ROA1qZ+X",
+	"rXAysXj0Rw4IpxoOQurvH3od1VdOzF7cUKciVZWcUofC7Z5JwM1VM3YR6XEBRPddBFuJYPKrVUEBfLx4",
+	"WukloSACFXKViiJfYe0QxeZR91zAClcLpUsAHwRkN/h3rJnGwUuhSHUK3+YuCF4liZdmYjBPgmNKs2lu",
+	"FiYlIO8SVJ828VCD2jcbi5Pj44kJf5yyE9fAc+AoY8wG4KV1FgVCt92EcLAEAONAtMBCFoUyjptnRXmh",
+	"cWOzoTDfGrdaqixpdXWc5VIvVTYxg2pt/VXcnJEbWpLfNldVhOmBrxNXGntjtGtcUk48ISP6OCXKUe2A",
+	"76tS5hSgwmYjKNPBoWihvfOHn7lxAwYTHshuuY6ck+JLohUF35GRBP4ruEfhSqZCSeCP/BoSwRkkn8Kl",
+	"nIACSpRTYay4LFW9nMY7wjVjH3zX2Ck13whvrz8MdJLWCxvuCH2oGFNUl3lfYuCfx8PzspBuig2rpv4L",
+	"e6VEdqV+QoIDK9Ul8O5BZzUAejy7ucEXdWNX4RhgTIM8e0wVaeMqaksmqVMZPMzuzIGXq99G2gAkQLsC",
+	"V8RyIaJvbNSZ88mAIL9y1fTip52lzUi2VuK1ZVZOzbF9Wpz8+qx87n6qjldPr0/Wz26eb37672NQaHi3",
+	"VjH4tgCM6C7uN687JB/8ln0lojcoZt9hiaMGbZXI9xmFPqPQZxR6trd9vQZvtpOMb3kNUaDk9r5eb7Wr",
+	"6gogF2GDIS7vlBoH1R+s16RuM0ZELw6bamelvVZJHQQXADp7hVyq1PTUGwnNNMNhZD7v7Or1Q/Tz4pYy",
+	"dxi57wD2FTuA9U2/+nDagxkAP1Swv92GC8V7U2mFOrrdVKTofF5r4DtgVnLSX4DvAs2VRDZ2Ekf/h50R",
+	"fgKh3j2Z+o0Kstt8kF569dKrTwZ8i8mAVp0PC8j7FXmAkClWXTxLqsjlrIkCYJLm8XbRTZPgOUjYduD3",
+	"dGIwQStm0sxUTsXS7/56/r6rThovyhHeDQHlPLdrlYmlvVZuPDEhxSD+/T//K2RZ6mtt5uIfQptpUdp5",
+	"qZwT/6CbYSl7Gq7yX9l53cSk8d/8tXWJ/2kDDoAVOuGrQFQBsc6ReGmYisLPmEKpMDRSeECkG4B4GPh8",
+	"98t7aGscwjXIe8N1ThzSJmIDClc6IYWxh7aol/qYSY0gfr0ys4U0cyoSAyoOiGEnIsXG/5ihCJdB5L5U",
+	"MsdZQ1sLB7qSQt8Gx22DOMZY+DXiFU6pOePIVbIk5IR/NfzjxKubJsRwI3NnJ8YpwCDEyRTS4HJWrWQO",
+	"Yd0hjx3jMvCb4RP/VKdAnTUx6QeqSUuowUp81W8pEoTjgPVO8oD8CXqi4iWHsmkflvJKxdkkUae3kJTH",
+	"b+258sfkzSVTx9a8qUAw6/2GZrfr8BpQOutyleeiVEWpnDIVvBMJlvnbVRWIoIZ+rWDbQkrDmnwj9KUw",
+	"FoLjfBZ0JZw2M3DkXSVzJfxE4Iw+OYakGoS+4XROCQnSoC9jklzO/vmvd7npyCp7L+vpzWVsC907KE7n",
+	"cZuYJUpPXfhVBGooSVxLeALjYHQgMQgjegkdTtL2+JQbkV5M2qJQmbCXl50j1oPcIYj9PnD2fjplyMPa",
+	"jxFZEBzGAfQDoqPHPaRAaLWpDn5Qa/F7DUZ/GWvui0Wv9wgkv4vk5s8gNnt6hztYuX/24oKyxzK3Zg6G",
+	"R64v1Wwzy9W+sYGm7QglLve2j7tRsjB+M9G9kAxPA3tHDKISGCB0Z8NoOBadUQgRl4qPxJuteohaq18o",
+	"bD0XW57UgDs2VxI01SJF17RNsPRhy/Jp1zjUfeCiZYVcPgNKvVkEE2tZdrGl7KU+FwdFN7vVLK6hlKFm",
+	"Byb7Ca3V/N7+MXqOr9peDZGyB+ODd7k0jq2z/TuXxQ/ylRLajbW8zSjQrnax+qR2b0f8uHZEnwX/7IYE",
+	"SqXdEbNus4EgvrfCBgIqODAGQKkY1u5Q3eZuGotBHShISN9HjBXcEO3k6ESsFzpXjdLElQE6iUEgdpBV",
+	"pZZFhTSxYHos7NqIhSrVENgxAjcHDNEEtu1oc+YX6N5Y+C+VwPgIfptWn+ka+mxGn83osxnfaDajfk+7",
+	"kV33Tm10S3gMed8Og6Zp5foaGcVVLdcxi+yg4BnJQWUWBGy7PwQQd0vvJbqJ2R3e9cIeQ2Lk2m1scLf8",
+	"3QD8JmeLxCsHvBJ1BqVTHrka0MzoY0JUyBlQ9A9H4u/gHOLBGQMN2WPw8g5dVSq5TEXohvVoYlLoLX9u",
+	"V+VMpQLZ5nU1bHG6S4HfPcUkx1o77p/ezlYobLANXcmkSLGO5lph8BJ6zCPFon825LgnotXC5jk4wshX",
+	"4+9GHRyI0xcg5ik8yRieHMvkU52NMTXjPeg0k5Ucp8IrTWgAgpDvrXkQuV2c4OIof9LCj9TKufatyT9f",
+	"yw0SY3EX1Da2PZmYlGrpmb049f5z/UjUXQz7p/txufNZANpbQ5w/gfEePMeIDKiw6EPjpjmn595ioNlS",
+	"3wwCo8zsEuwYWJ9BOhYLJcvqQskqHdJoT55RLbwjip+itDeae9/PcusQoCJ0liu/aH6rRuJlHQemhyPu",
+	"FEihcCZrEEUJkjg2gCfOqfLaH/bQ9IBHP1O0Lsy6JF11CEf38M2r+ESL5oEGO0hX4mIDjUNUfjkco6nE",
+	"2A3OkkCKBI8iPUASzUCsJXBykWww6qbijWi9ExAScrV4aLwcI/GO9gowMBeqWitl2KabmDLwLllmSSMK",
+	"/qU3AEsksRZLWcB+4mkmmdFs+vDI0cwd97pniIM/86VdzRd+LtW8VOd/ezsx6ds35+9f/yV9nP7lr+/f",
+	"/Pwf8KoWpc1WEI5KwpckvKkqE6CU/Ok8/9tbXakuG/McZlAnLzrqN7dFchqxSEFbAj5PAAu+BkCQFaVy",
+	"q6UKAJBMOzog3gTUfiw0PA4SZs9uHJmDOOqylDdvlZlXC+Ch3qZj/PyFhiyYQHVuSexGIOkgkoATo7Ox",
+	"ePLT85Oj6L9Djj5ODEhD8WHCtE6Tg/HkI3T2k4NkQtkquDoM5j+PBOPkYPz0N9jzXSyY5/AyH5770w/r",
+	"7k5RoDeENGiX5iqwltibGpOlBDYM2h5+S/wPnKJ+ITB3PG4SUXNUgfxQbkQfp/nB7N2fbZ7bNZt4YFkO",
+	"tl+F4UOW9pD9u1YXC2uvDpXJCqvNRxiAyGB85AR9T4TvtYmAMJ7hVdJwJM7VrFQciACkZQ7s96POsv2/",
+	"49ivw5S+gQr+Lxa7aD38xwvKww70gYw+kNFzznz+MvQt0ReJZXp7XaNJpffTL+TsCl5LMMV2TSVc+Rgk",
+	"/sH2e39GjaC8ifLL2Vs0a8HGFeTDYV9vCA7UzgeKW8rcXmnvKjUkNJIa+wGZ01heOJuvKiVS6BeTRjQB",
+	"1nveGl1QKYpSX0MQJLe28JOHuHWuzdWh919zIbMMyiQH1DYPAtAws1xXqqyvUNgqk1LPaKa/+su5d3Fg",
+	"LuBTBNc2U15PlpvhzrozvyBQTuhA/aRikK4XTs2m//7nv9Lh2Ht34E1DVBycJz8zbIdW2RJcM2PXOD7v",
+	"Ni83MU2AYmZWAO6SB2591CttJIIuo85CddEiKFT2XahlKFIgeLOXH9LPkzvjZ8yYgYEN3GpYeD/2eiyu",
+	"VakvN0CfqzN1eK7nRlarUqUTM6DzcM5tRfnAcmfzIXbpAxYIuQbEfCIyla1QnykOY+BJ8n5Xgh0kaf3T",
+	"45ubVFxKV43ES5Ge+N8wg1EtpBEnRy+wI93x//NrTOBBZN91waSGwSdmkJ48ORJ/skalUP3pPTbosoUz",
+	"oCUF6m7iigACwAjbP3hyJNyQIP51f/hAxgAlCsD8S8ftiQAavmf44+kR/jwWC//ZIhFPjvj/4t///JdY",
+	"mUrnE3N8IhZRURuuzSA9U1W5OYQgR6P4AIMJuhLSEebeHwlVDndXJbSsgs9QlNAtGfkSrbYsE5wYfP1z",
+	"1g+07vp3XS3QmtzJVxVa5YUjEoHmURSIQeulH552lJLw11uGVV9E8F06p312/7vJ7p+FDr5bxlq3rbbL",
+	"GX78gf9JiMJM5apS287xK/i8KTawdq8giAZpck1GDpT11R/ldt4wyE6hgTfotKUt66B/ZYWuRuJMFQr7",
+	"U3IeSORKslEC2SVMrACcgxUlNpRtom5OoIWORkoonTWMklAQsJDXCgibUP/WghXyK7gmSIkUCV8EoNRh",
+	"1/ppu9QcLuC2mmvplZNdS5+divaC0Q1VRqvWd837zsOFv0NJhYd3bzmVdIfm/mpUK6XbFaFrCJgk4tpm",
+	"q6gT2PzJludXCpztMg93GHV9tKyPlvVpkG+i7GdfUXg3OfQ6GHKI2wCB1NXezHB7s6VaXqgSDa+EqkUg",
+	"wW6dCrL0smHyPXKhpmYs0lWZA1YYg0RpItLoZtQ4i2HT3kYh8wqIHNnAsqVQBj7VFZlUA0pgT0wUH6ms",
+	"pUAYR73I03WV3Dj8CxeBeBGrHIegjLqpuFR0DNZcsFMJjpGtlJjb+vq1+OXsbegsZSivA93F0NjiyzDQ",
+	"eFnapTdn18KaUyqNiR/Rm2psWBrbMJRh2ExRrUxCQBOLVRMLmU0Mm9dkZHJkRTtaNrZDB1TRwOGmjYCX",
+	"2BpatUwVpZphEC+NfIFpUJ+pkLmWrraKkSVSOxF05phufaWKqq4Jw4qliaGzwv26ciWdgiOFzwVNrXgk",
+	"53dJyVJYI9JO1yTdjabtsqLvCUAJEFRazYPkYFXmURPxQpaVUWWjh3ipM8UTdo+vj/fHq7Rm/nXgq3c0",
+	"JKLAH75gvaPR1yX87lt//2BwENKMDxkuelwrsltrKlpRIHvZUI6xzzaGclVlvPYqvAWASrtZeUG0D+DW",
+	"2VU1s0sqSqS8VQlVflBYObMZ/S2XkBqIOrbqivp/+t83o4l5baqgk0G/SQdpC/+TGHox7fH0SGRy43aS",
+	"MtI6vqpX5wcs76Cn33y8vINBPL2/2vurvb/6LbYgMrH7FxL2/N5+Bu91P/VTqqYC+jR3uZPm4CXnr21X",
+	"AJJ8w0Fcl83KwXuJFyrkNMCN4slTv+ckMqxZd3nn6lLfqIz0YnDeaNHr/sJw80cOKxSgKTS1GcfqBllF",
+	"DQlMliPlUalmdm60g/r/U3LmaCMBT4mIC++t5XY+x0bZQKEQO9HQOIPhPHvbCIDxoJbbYes2xKKAJQpU",
+	"egGdqaEKOVvlKsKa1LwMO3xd4EWg4gosw+zcADGI0jjQNZoIMLGQw3v1wxqGkuch6TQSLyemK0mETR3a",
+	"LvWUL232DcHHoPYV/t9x9/VPYHag1+8sLO5XpXbAJ8PGBdfV9KeLp1e/Ht88W56Y58WL8tidVM+vX6yP",
+	"Nyd39p7rB7wT5cPxQ9s40ULvcKEb1U0rJYxdn4LhWiOXMQpChzmSs7mdfy6SiN5h7x32viTkO/PwgWFR",
+	"snKhGHUdwvMGx6f4+hhsPyxtdV9Oqb0MrgbxaiQNWzF/QlFCRNmoJK5wBUkaSkAmponTeLUquahkXsqZ",
+	"EoUqtc3EIIVfp/jrlLCeaSIyatPw4vnJ0ZH4/+L4RCyG3IA4iHcuypUwUahFBbMRkF04Z7DR2EADJiDh",
+	"1rqaLbzVlSvtVqU6FelR6s24a8ucmjbP+KHJOvNmVEh96Dxn3YHPs9Yms2sOssgy14CTpm3DelA/ejb2",
+	"4y2tq0S1tjQgrjP2e9tAjWmXsXHmB2vH4Klk8WsaHF07eDB++vzoaG8DA5/ijFYLrSqvLD5n/Wfznrss",
+	"CX/UcZP6Qs7eOLijcdCr+e+n8hOEbysm09SOn6LmK3jGh9LtDVxQcYsgqGFB75hXuA2bZvKD2qQJeCA/",
+	"MpM2Gruugcz0Fx592Gjb6m2IiVkjc2VRKON14nqhCMsRxWTkzPvtucqIOHpwfHMzxOJXZsdY2LUguk5R",
+	"WXuVEP2U5CyD19oFtsXkeef6ShHUhwjJAz9CtLeBKgE1dAIBEwhMQKhmgGEOiqDgE1LHSeamZAOhmYcZ",
+	"iZdRgQewS7QqPE6RQmA71uGfA+ogLLAOAOoJ+CSgfxLWJcCjdnJsvVeu+mgZ7IPnI/xdz5Rb5TvT3ZRL",
+	"4jCff8g+0d37zd9JJB/dQwG0KZ0u4j5aY9oNoufCIgy8JVvl6/x3qi+Kuf63q36SungfWW34+2DvQkXZ",
+	"W22uUsbz7YewryfRY+33wtqjEr1ln4YPma+N9vhjX40vvWOm15+bj117vpp5Q9GWcHGfHu7Twz86+F8M",
+	"agkvXKFyb9sNP0YJcC+tEDohdamFUHPKDHmBnH0utXEVmrG21HPkVqOZjmvEWFATSf0ZeQOJKPKVayib",
+	"sfDzRpUjJ4a0DmlNx2KihuvjSCPxi1N3qWjthD9/grr6sYHQHThor8ZuOVhtPXZ/VXQv9dKH6HqsdR9x",
+	"+51ire+iGnd5UrcisO+hQ1+9fvv6/es9SnMewNPqxDQ3dNfe6GYS1PvP/ivL7V4G9+jqbxhdfTej/bNE",
+	"ch5a2GxDtT/FSv5GQdsfC7vcLgP7GEwfg+lL9HtI+V3l/6eU6vvJqNmq9Ba+//KFkqUqX66qxcH4P//L",
+	"y1bkr9/FbI5/pXYHq4tcuwWUPmknMjtbLZFpzgtDWygjCz3yAjhNROOzjVzm6fBUACFjvpkYIHUcP34M",
+	"Hyysq8Yvjl4cpVRyn86tKFdGjB7j7R/PlhmgemWhKUqDKOAPGE/6DbrWlhrI+fym4ceoNKFAjBDDW3c8",
+	"2Mpke8WgEuGvAL3nXSxOOmaqyC017fkNONZpv7ZWrtSFE5J6K1R+66GDBvU3yEp7rRhNrnRZd5Ac1dzv",
+	"yLD8W9Ie+5fisrSmEkWpZ8pRa47SrioEBvhbimpTKKhpV67SS6And5ju5jld+NMV3e1nWapwdddtAcCv",
+	"q8BtiQefgnbKCW3qBLkuaXbRDf4I3+0Y+A/WXmHHC5g6dGyQ0Ac7zIdbcCPNZWhrSWWGuKjRrc501nmn",
+	"d/78zngTitJe6ly5sA91jxLnJ0J7Tg+aiLn1s7QGKNqRa8qfDf8hN7OIn/cVDNY1jTPYAL59a96d36jZ",
+	"O+E9bBGuItMqoCYJ8oIFE/EBaxUX1PcMgqZ7x2s0DVGDuoTJRmkNoFoxdFpgEtFGWWd9Nx5kx91o+h2A",
+	"HYaQFrnciEvmG7WXQbJyrWd0MyQt7zoHcuN3DYLV3NkDTlR0FmCNAQEQ+qhp51aN/QptgLqf5tcVQAu8",
+	"XrmUM8XoWdIAFfRll+JPpSwWf3tbS1Mjl0AleiNnFfXTwPbpE7OWplLZSICQkmORohkLonE09wP9mqdi",
+	"oL3R6AriGoXWL4SGpYnTPXe9Im6hsjAfpIsLtr7M/cm9aKzDn1Ulva75vwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

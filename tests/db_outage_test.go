@@ -2,6 +2,8 @@ package tests
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,13 +33,15 @@ type faultProxy struct {
 	mu    sync.Mutex
 	mode  string // "pass", "stall" or "drop"
 	conns map[net.Conn]bool
+	// holding maps the connections whose bytes a stall holds to their other end.
+	holding map[net.Conn]net.Conn
 }
 
 func newFaultProxy(target string) *faultProxy {
 	GinkgoHelper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
-	p := &faultProxy{ln: ln, target: target, mode: "pass", conns: map[net.Conn]bool{}}
+	p := &faultProxy{ln: ln, target: target, mode: "pass", conns: map[net.Conn]bool{}, holding: map[net.Conn]net.Conn{}}
 	go p.accept()
 	DeferCleanup(p.close)
 	return p
@@ -80,6 +84,9 @@ func (p *faultProxy) pipe(src, dst net.Conn) {
 		for {
 			p.mu.Lock()
 			mode := p.mode
+			if mode == "stall" && n > 0 {
+				p.holding[src] = dst
+			}
 			p.mu.Unlock()
 			if mode == "pass" {
 				break
@@ -108,12 +115,37 @@ func (p *faultProxy) set(mode string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mode = mode
+	p.holding = map[net.Conn]net.Conn{}
 	if mode == "drop" {
 		for c := range p.conns {
 			c.Close()
 		}
 		p.conns = map[net.Conn]bool{}
 	}
+}
+
+// held is how many connections a stall holds bytes of.
+func (p *faultProxy) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.holding)
+}
+
+// cutHeld resets the connections whose bytes a stall holds, both ends, and passes everything
+// else again: a network that broke the connections busy at that moment, and only those.
+func (p *faultProxy) cutHeld() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for src, dst := range p.holding {
+		for _, c := range []net.Conn{src, dst} {
+			if tcp, ok := c.(*net.TCPConn); ok {
+				_ = tcp.SetLinger(0)
+			}
+			c.Close()
+		}
+	}
+	p.holding = map[net.Conn]net.Conn{}
+	p.mode = "pass"
 }
 
 func (p *faultProxy) close() {
@@ -139,36 +171,69 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-var _ = Describe("A database that stops answering", Label("postgres"), func() {
-	It("gets fast 503s with Retry-After, a readiness probe that answers, and full recovery with no key left locked", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
-		base := os.Getenv("TEST_DATABASE_URL")
-		if base == "" {
-			Skip("needs PostgreSQL (TEST_DATABASE_URL)")
-		}
-		dbURL, drop, err := storetest.NewPostgresDatabase(ctx, base)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(drop)
-		direct, err := url.Parse(dbURL)
-		Expect(err).NotTo(HaveOccurred())
-		proxy := newFaultProxy(direct.Host)
-		viaProxy := *direct
-		viaProxy.Host = proxy.ln.Addr().String()
+// behindFaultProxy serves a fresh PostgreSQL database reached through a faultProxy, with a
+// logger whose lines the spec reads.
+func behindFaultProxy(ctx context.Context, opts ...store.Option) (*Harness, *faultProxy, *lockedBuffer) {
+	GinkgoHelper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		Skip("needs PostgreSQL (TEST_DATABASE_URL)")
+	}
+	dbURL, drop, err := storetest.NewPostgresDatabase(ctx, base)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(drop)
+	direct, err := url.Parse(dbURL)
+	Expect(err).NotTo(HaveOccurred())
+	proxy := newFaultProxy(direct.Host)
+	viaProxy := *direct
+	viaProxy.Host = proxy.ln.Addr().String()
 
-		st, err := store.Open(ctx, viaProxy.String(), store.WithReadTimeout(time.Second))
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(st.Close)
-		Expect(st.Migrate(ctx)).To(Succeed())
-		logs := &lockedBuffer{}
-		srv, err := server.New(testDefaults(server.Config{}),
-			server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-		Expect(err).NotTo(HaveOccurred())
-		ts := httptest.NewServer(srv)
-		DeferCleanup(func() {
-			ts.Close()
-			_ = srv.Close()
-		})
-		h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
-		h.Admin = h.Key(auth.RoleAdmin, "")
+	st, err := store.Open(ctx, viaProxy.String(), opts...)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(st.Close)
+	Expect(st.Migrate(ctx)).To(Succeed())
+	logs := &lockedBuffer{}
+	srv, err := server.New(testDefaults(server.Config{}),
+		server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewServer(srv)
+	DeferCleanup(func() {
+		ts.Close()
+		_ = srv.Close()
+	})
+	h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
+	h.Admin = h.Key(auth.RoleAdmin, "")
+	return h, proxy, logs
+}
+
+var _ = Describe("A database that stops answering", Label("postgres"), func() {
+	It("answers a request whose connection is reset 503 alone: the next ones are served and no outage is declared", SpecTimeout(time.Minute), func(ctx SpecContext) {
+		h, proxy, logs := behindFaultProxy(ctx)
+		Expect(h.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))
+
+		for round := range 3 {
+			By(fmt.Sprintf("round %d: the connection of a request in flight is reset", round+1))
+			proxy.set("stall")
+			inFlight := make(chan *Response, 1)
+			go func() {
+				defer GinkgoRecover()
+				inFlight <- h.GET("/v1/trips?limit=1", h.Admin)
+			}()
+			Eventually(proxy.held).WithTimeout(10 * time.Second).WithPolling(time.Millisecond).Should(BeNumerically(">", 0))
+			proxy.cutHeld()
+			ExpectProblem(<-inFlight, http.StatusServiceUnavailable, "unavailable")
+			for range 5 {
+				Expect(h.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK),
+					"one reset connection is that request's failure, not an outage")
+			}
+		}
+		Expect(h.GET("/readyz", "").Status).To(Equal(http.StatusOK))
+		Expect(logs.String()).NotTo(ContainSubstring("database unavailable"))
+		Expect(logs.String()).To(ContainSubstring("a request could not reach the database; probing it"))
+	})
+
+	It("gets fast 503s with Retry-After, a readiness probe that answers, and full recovery with no key left locked", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
+		h, proxy, logs := behindFaultProxy(ctx, store.WithReadTimeout(time.Second))
 		city := h.NewCity(CityOpts{})
 		estimate := func(key string) *Response {
 			return h.Do(Request{Method: http.MethodPost, Path: "/v1/fare-estimates", Key: h.Admin,

@@ -45,6 +45,11 @@ func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // limitedBody reads at most left more bytes of body, and fails with 413 when more follow.
+// Every other failure to read it is the client's: the body it announced did not arrive
+// whole, in time, or in valid chunked framing. Such a failure becomes that request's own
+// answer (bodyReadProblem) wherever the body is read, and never reads as a failure of the
+// database, whose own connections fail with the same kinds of errors (an unexpected EOF, a
+// reset, a timeout).
 type limitedBody struct {
 	body io.ReadCloser
 	left int64
@@ -62,14 +67,31 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
 		return n, echo.ErrStatusRequestEntityTooLarge
 	}
+	if err != nil && err != io.EOF {
+		return n, bodyReadProblem(err)
+	}
 	return n, err
+}
+
+// bodyReadProblem is the answer to a request whose body could not be read: 408 when the
+// server's read deadline passed (the request took longer than the transport allows), 400
+// malformed_body for a body cut short, reset, or framed in broken chunks.
+func bodyReadProblem(err error) *problem.Error {
+	var timeout interface{ Timeout() bool }
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		return &problem.Error{Code: problem.RequestTimeout, Err: err,
+			Detail: "The request body did not arrive within the time the server allows for a whole request."}
+	}
+	return &problem.Error{Code: problem.MalformedBody, Err: err,
+		Detail: "The request body could not be read to its end: it was shorter than its Content-Length, its chunked encoding was broken, or the connection failed while it was sent."}
 }
 
 func (b *limitedBody) Close() error { return b.body.Close() }
 
 // checkInput refuses a request whose path parameters, query or JSON body hold input no
-// operation accepts. A JSON body is read, put back, and returned decoded for the validator.
-func checkInput(req *http.Request, pathParams map[string]string) (*jsonBody, error) {
+// operation accepts. A JSON body is read, put back, and returned decoded for the validator;
+// only when hasBody, the operation takes one: a body sent to any other is never read.
+func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (*jsonBody, error) {
 	var fields []gen.ProblemFieldError
 	names := make([]string, 0, len(pathParams))
 	for name := range pathParams {
@@ -110,10 +132,10 @@ func checkInput(req *http.Request, pathParams map[string]string) (*jsonBody, err
 		return nil, &problem.Error{Code: problem.InvalidRequest,
 			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
 	}
-	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
+	if hasBody && isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
-			return nil, err // 413 from limitBody, or the client went away
+			return nil, err // 413 from limitedBody, or the client's body did not arrive whole
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		if len(body) > 0 {

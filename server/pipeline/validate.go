@@ -211,7 +211,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req = req.WithContext(ctx)
 		c.SetRequest(req)
 
-		body, err := checkInput(req, pathParams)
+		body, err := checkInput(req, pathParams, route.Operation.RequestBody != nil)
 		if err != nil {
 			return err
 		}
@@ -308,6 +308,10 @@ func validationProblem(err error, req *http.Request) error {
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {
 		return httpErr // the body limit tripped while the validator read the body
+	}
+	var readErr *problem.Error
+	if errors.As(err, &readErr) {
+		return readErr // the body did not arrive whole while the validator read it
 	}
 	var fields []gen.ProblemFieldError
 	var unsupported, malformed bool
