@@ -64,6 +64,7 @@ func rawExchange(serverURL, path, key string, b brokenBody) *Response {
 	req, err := http.NewRequest(http.MethodPost, serverURL+path, nil)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(validateResponse(req, out)).To(Succeed(), "%s: %d %s", b.name, res.StatusCode, data)
+	Expect(internalWording(data)).To(Succeed(), b.name)
 	return out
 }
 

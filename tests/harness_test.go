@@ -340,6 +340,9 @@ func (h *Harness) Do(r Request) *Response {
 	Expect(validateResponse(req, out)).To(Succeed(), "%s %s answered %d %s", r.Method, r.Path, res.StatusCode, data)
 	Expect(res.Header.Get("X-Request-Id")).To(HavePrefix("req_"), "every response carries X-Request-Id")
 	Expect(leaks(data)).To(Succeed(), "%s %s leaks internal data", r.Method, r.Path)
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+		Expect(internalWording(data)).To(Succeed(), "%s %s", r.Method, r.Path)
+	}
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -185,6 +186,14 @@ func isJSON(contentType string) bool {
 // maxJSONDepth bounds the nesting of a body: no operation takes more than a few levels.
 const maxJSONDepth = 64
 
+// maxJSONMembers and maxJSONItems bound an object's members and an array's items: no
+// operation takes more than a hundred of either, and a body of a million tiny members or items
+// that the validator would report one by one is refused before it is validated.
+const (
+	maxJSONMembers = 1000
+	maxJSONItems   = 1000
+)
+
 // errJSONInvalid stands for every syntax error of a body; the answer says malformed_json.
 var errJSONInvalid = errors.New("invalid JSON")
 
@@ -299,6 +308,9 @@ func (w *jsonWalk) value(depth int) error {
 				w.i++
 				w.space()
 			}
+			if len(seen) == maxJSONMembers {
+				return tooLarge(w.location(""), fmt.Sprintf("holds more than %d members", maxJSONMembers))
+			}
 			name := w.str()
 			if badText(name) != "" {
 				return jsonFieldError(problem.InvalidRequest, w.location(""), "a member name contains a NUL character")
@@ -326,6 +338,9 @@ func (w *jsonWalk) value(depth int) error {
 			if w.b[w.i] == ',' {
 				w.i++
 			}
+			if n == maxJSONItems {
+				return tooLarge(w.location(""), fmt.Sprintf("holds more than %d items", maxJSONItems))
+			}
 			w.path = append(w.path, strconv.Itoa(n))
 			if err := w.value(depth + 1); err != nil {
 				return err
@@ -338,6 +353,13 @@ func (w *jsonWalk) value(depth int) error {
 		}
 	}
 	return nil
+}
+
+// tooLarge refuses an object or array past maxJSONMembers or maxJSONItems.
+func tooLarge(location, message string) *problem.Error {
+	return &problem.Error{Code: problem.InvalidRequest,
+		Detail: "The body holds an object or an array larger than any operation takes; see errors[].",
+		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
 }
 
 func jsonFieldError(code, location, message string) *problem.Error {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -66,7 +68,18 @@ type limiter interface {
 	admit(ctx context.Context, req *http.Request, header http.Header, p auth.Principal, info *operationInfo) (context.Context, error)
 }
 
+// defineFormats makes the validator check formats as the handlers read them: its own
+// date-time pattern lets through what Go's RFC 3339 parser refuses (February 30, an offset of
+// +25:00, a 60th second), which then failed in the handler's binding, in Go's words.
+var defineFormats = sync.OnceFunc(func() {
+	openapi3.DefineStringFormatValidator("date-time", openapi3.NewCallbackValidator(func(s string) error {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err
+	}))
+})
+
 func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool) (*gate, error) {
+	defineFormats()
 	doc, err := gen.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
@@ -283,23 +296,27 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	if req.URL.RawQuery == "" {
 		return nil
 	}
-	var fields []gen.ProblemFieldError
-	for name, values := range req.URL.Query() {
+	query := req.URL.Query()
+	names := make([]string, 0, len(query))
+	for name := range query {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var found findings
+	for _, name := range names {
 		param, known := info.queryParams[name]
 		switch {
 		case !known:
-			fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: "unknown parameter"})
-		case len(values) > 1 && !param.repeatable:
-			fields = append(fields, gen.ProblemFieldError{Location: "query." + name,
-				Message: "given more than once; send one value (lists are comma-separated)"})
+			found.add("query."+problem.Clip(name, maxMemberName), "unknown parameter")
+		case len(query[name]) > 1 && !param.repeatable:
+			found.add("query."+name, "given more than once; send one value (lists are comma-separated)")
 		}
 	}
-	if len(fields) == 0 {
+	if found.total == 0 {
 		return nil
 	}
-	sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
 	return &problem.Error{Code: problem.InvalidRequest,
-		Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
+		Detail: found.detail("The query string does not fit this operation; see errors[]."), Fields: found.list}
 }
 
 // validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names
@@ -313,39 +330,10 @@ func validationProblem(err error, req *http.Request) error {
 	if errors.As(err, &readErr) {
 		return readErr // the body did not arrive whole while the validator read it
 	}
-	var fields []gen.ProblemFieldError
+	var found findings
 	var unsupported, malformed bool
-	var walk func(error)
-	walk = func(err error) {
-		// A RequestError may wrap a MultiError of schema errors: take it before unwrapping
-		// further, or the parameter it names is lost.
-		reqErr, isReqErr := err.(*openapi3filter.RequestError)
-		if !isReqErr {
-			var multi openapi3.MultiError
-			if errors.As(err, &multi) {
-				for _, e := range multi {
-					walk(e)
-				}
-				return
-			}
-			if !errors.As(err, &reqErr) {
-				fields = append(fields, gen.ProblemFieldError{Location: "request", Message: err.Error()})
-				return
-			}
-		}
-		switch {
-		case reqErr.Parameter != nil:
-			location := reqErr.Parameter.In + "." + reqErr.Parameter.Name
-			fields = append(fields, parameterFindings(location, reqErr.Err, reqErr.Reason)...)
-		case strings.HasPrefix(reqErr.Reason, "header Content-Type has unexpected value"):
-			unsupported = true
-		case reqErr.Reason == "failed to decode request body":
-			malformed = true
-		default:
-			fields = append(fields, schemaFindings("body", reqErr.Err, reqErr.Reason)...)
-		}
-	}
-	walk(err)
+	found.request(err, &unsupported, &malformed)
+	fields := found.list
 
 	switch {
 	case unsupported:
@@ -364,7 +352,7 @@ func validationProblem(err error, req *http.Request) error {
 			code, detail = problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID v4 is recommended)."
 		}
 	}
-	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
+	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: found.detail(detail), Fields: fields}
 }
 
 func onlyAt(fields []gen.ProblemFieldError, location string) bool {
@@ -374,42 +362,4 @@ func onlyAt(fields []gen.ProblemFieldError, location string) bool {
 		}
 	}
 	return len(fields) > 0
-}
-
-// parameterFindings names the parameter itself; an item's position goes into the message.
-func parameterFindings(location string, err error, reason string) []gen.ProblemFieldError {
-	findings := schemaFindings(location, err, reason)
-	for i, f := range findings {
-		if item, ok := strings.CutPrefix(f.Location, location+"."); ok {
-			findings[i] = gen.ProblemFieldError{Location: location, Message: "item " + item + ": " + f.Message}
-		}
-	}
-	return findings
-}
-
-// schemaFindings flattens a schema error tree into one entry per failing member.
-func schemaFindings(location string, err error, reason string) []gen.ProblemFieldError {
-	var multi openapi3.MultiError
-	if errors.As(err, &multi) {
-		var out []gen.ProblemFieldError
-		for _, e := range multi {
-			out = append(out, schemaFindings(location, e, reason)...)
-		}
-		return out
-	}
-	var schemaErr *openapi3.SchemaError
-	if errors.As(err, &schemaErr) {
-		if pointer := schemaErr.JSONPointer(); len(pointer) > 0 {
-			location += "." + strings.Join(pointer, ".")
-		}
-		return []gen.ProblemFieldError{{Location: location, Message: schemaErr.Reason}}
-	}
-	message := reason
-	if err != nil {
-		message = err.Error()
-	}
-	if message == "" {
-		message = "invalid"
-	}
-	return []gen.ProblemFieldError{{Location: location, Message: message}}
 }
