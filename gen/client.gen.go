@@ -354,7 +354,12 @@ type ClientInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -393,7 +398,12 @@ type ClientInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -1382,7 +1392,12 @@ func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, r
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -1431,7 +1446,12 @@ func (c *Client) ExecuteGraphQLWithBody(ctx context.Context, contentType string,
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -5249,7 +5269,12 @@ type ClientWithResponsesInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -5288,7 +5313,12 @@ type ClientWithResponsesInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -14588,7 +14618,12 @@ func (c *ClientWithResponses) QueryGraphQLWithResponse(ctx context.Context, para
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -14633,7 +14668,12 @@ func (c *ClientWithResponses) ExecuteGraphQLWithBodyWithResponse(ctx context.Con
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a

@@ -24,10 +24,14 @@ import (
 // BenchmarkLargestInputs measures the largest input of each kind a caller may send, through
 // the real handler (gate, authentication, validation, store):
 //
-//   - graphql_largest_document: the most fields a document may select (1,000, all of them
-//     `name` under one driver), well inside the 10,000-character limit;
+//   - graphql_repeated_fields: one field repeated 999 times under one driver, 1,000 fields
+//     as sent, well inside the 10,000-character limit;
+//   - graphql_largest_document: 1,000 distinct fields (999 aliases of `name`), the most a
+//     document may run;
 //   - json_body_1mib: a 1 MiB body of valid position reports, far more than a batch may hold;
-//   - error_list_1mib: a 1 MiB body of unknown members, each of them a finding.
+//   - error_list_1mib: a 1 MiB body of unknown members, each of them a finding;
+//   - error_list_most_findings: the body with the most findings that is not refused before
+//     validation: 1,000 position reports with four faults each.
 //
 // Besides time and allocation per request it reports the answer's size (answer_B) and the
 // heap still in use after the run and a collection (heap_after_MB), which tells whether the
@@ -61,8 +65,12 @@ func BenchmarkLargestInputs(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	document := `{ driver(id: "` + trip.DriverID + `") {` + strings.Repeat(" name", 999) + ` } }`
-	graphQL, _ := json.Marshal(map[string]any{"query": document})
+	repeated, _ := json.Marshal(map[string]any{"query": `{ driver(id: "` + trip.DriverID + `") {` + strings.Repeat(" name", 999) + ` } }`})
+	var aliases strings.Builder
+	for i := range 999 {
+		fmt.Fprintf(&aliases, " a%d:name", i)
+	}
+	largest, _ := json.Marshal(map[string]any{"query": `{ driver(id: "` + trip.DriverID + `") {` + aliases.String() + ` } }`})
 
 	var positions bytes.Buffer
 	positions.WriteString(`{"positions":[`)
@@ -81,14 +89,26 @@ func BenchmarkLargestInputs(b *testing.B) {
 	}
 	unknown.WriteString(`}`)
 
+	var faulty bytes.Buffer
+	faulty.WriteString(`{"positions":[`)
+	for i := range 1000 {
+		if i > 0 {
+			faulty.WriteByte(',')
+		}
+		faulty.WriteString(`{"lat":"north","lng":500,"recorded_at":"yesterday","altitude":1}`)
+	}
+	faulty.WriteString(`]}`)
+
 	cases := []struct {
 		name, key, path string
 		body            []byte
 		status          int
 	}{
-		{"graphql_largest_document", riderKey, "/v1/graphql", graphQL, http.StatusOK},
+		{"graphql_repeated_fields", riderKey, "/v1/graphql", repeated, http.StatusOK},
+		{"graphql_largest_document", riderKey, "/v1/graphql", largest, http.StatusOK},
 		{"json_body_1mib", driverKey, "/v1/drivers/" + trip.DriverID + "/positions", positions.Bytes(), http.StatusBadRequest},
 		{"error_list_1mib", riderKey, "/v1/fare-estimates", unknown.Bytes(), http.StatusBadRequest},
+		{"error_list_most_findings", driverKey, "/v1/drivers/" + trip.DriverID + "/positions", faulty.Bytes(), http.StatusBadRequest},
 	}
 	for _, c := range cases {
 		b.Run(engine+"/"+c.name, func(b *testing.B) {

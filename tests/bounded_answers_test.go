@@ -2,8 +2,11 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,6 +32,52 @@ var _ = ForEachEngine("Answers to bad input", func(h *Harness) {
 		}
 		return append(b.Bytes(), '}')
 	}
+
+	It("serves the largest input of each kind within the memory budget of a request", func() {
+		driver := h.NewDriver(DriverOpts{})
+		driverKey := h.Key(auth.RoleDriver, driver.ID)
+		var aliases, positions, faulty strings.Builder
+		for i := range 999 {
+			fmt.Fprintf(&aliases, " a%d:name", i)
+		}
+		positions.WriteString(`{"positions":[`)
+		for i := 0; positions.Len() < 1<<20-100; i++ {
+			if i > 0 {
+				positions.WriteByte(',')
+			}
+			positions.WriteString(`{"lat":37.7,"lng":-122.4,"recorded_at":"2026-01-01T00:00:00Z"}`)
+		}
+		positions.WriteString("]}")
+		faulty.WriteString(`{"positions":[`)
+		for i := range 1000 {
+			if i > 0 {
+				faulty.WriteByte(',')
+			}
+			faulty.WriteString(`{"lat":"north","lng":500,"recorded_at":"yesterday","altitude":1}`)
+		}
+		faulty.WriteString("]}")
+		gql := func(query string) []byte {
+			b, err := json.Marshal(map[string]any{"query": query})
+			Expect(err).NotTo(HaveOccurred())
+			return b
+		}
+		for _, c := range []struct {
+			name, key, path string
+			body            []byte
+			status          int
+		}{
+			{"the 990-field document", rider, "/v1/graphql", gql(`{ driver(id: "` + driver.ID + `") {` + strings.Repeat(" name", 990) + ` } }`), http.StatusOK},
+			{"1,000 distinct fields", rider, "/v1/graphql", gql(`{ driver(id: "` + driver.ID + `") {` + aliases.String() + ` } }`), http.StatusOK},
+			{"1 MiB of position reports", driverKey, "/v1/drivers/" + driver.ID + "/positions", []byte(positions.String()), http.StatusBadRequest},
+			{"1 MiB of unknown members", rider, "/v1/fare-estimates", unknownMembers(1 << 20), http.StatusBadRequest},
+			{"1,000 position reports with four faults each", driverKey, "/v1/drivers/" + driver.ID + "/positions", []byte(faulty.String()), http.StatusBadRequest},
+		} {
+			res, allocated := serveInProcess(h, http.MethodPost, c.path, c.key, c.body)
+			Expect(res.Status).To(Equal(c.status), "%s: %.300s", c.name, res.Body)
+			AddReportEntry(c.name+": bytes allocated", allocated)
+			Expect(allocated).To(BeNumerically("<", requestMemoryBudget), c.name)
+		}
+	})
 
 	It("answers 1 MiB of unknown members with a short list, whatever the body holds", func() {
 		body := unknownMembers(1 << 20)
@@ -119,6 +168,30 @@ var _ = ForEachEngine("Answers to bad input", func(h *Harness) {
 			`{"positions":[{"lat":1,"lng":1,"recorded_at":"2026-01-01T00:00:60Z"}]}`, "body.positions.0.recorded_at"),
 	)
 })
+
+// requestMemoryBudget is what one request may allocate (server/README.md, "What one request
+// may cost").
+const requestMemoryBudget = 8 << 20
+
+// serveInProcess serves one request through the harness's handler, in this process, and
+// returns the answer (validated against the document) and the bytes the process allocated
+// meanwhile: the request's own, and the little the server's background work allocated.
+func serveInProcess(h *Harness, method, path, key string, body []byte) (*Response, uint64) {
+	GinkgoHelper()
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	h.server.ServeHTTP(rec, req)
+	runtime.ReadMemStats(&after)
+	res := &Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+	check, err := http.NewRequest(method, h.URL+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(validateResponse(check, res)).To(Succeed(), "%s %s: %.300s", method, path, res.Body)
+	return res, after.TotalAlloc - before.TotalAlloc
+}
 
 // problemClipForLog keeps a failure message short.
 func problemClipForLog(s string) string {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/rideapi/ride/server/problem"
 )
 
 // GraphQL over a WebSocket, in the graphql-transport-ws protocol
@@ -195,7 +197,7 @@ func (s *wsSession) run(ctx context.Context, id, query, operationName string, va
 		return
 	}
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.h.host.Store(ctx), analysis, variables))
-	results, err := s.h.schema.Subscribe(ctx, query, operationName, variables)
+	results, err := s.h.schema.Subscribe(ctx, analysis.query, operationName, variables)
 	if err != nil {
 		s.h.log.ErrorContext(ctx, "graphql subscribe failed", "error", err.Error())
 		return
@@ -207,8 +209,12 @@ func (s *wsSession) run(ctx context.Context, id, query, operationName string, va
 			continue
 		}
 		if first && len(r.Data) == 0 && len(r.Errors) > 0 {
-			errs := make([]graphQLError, 0, len(r.Errors))
-			for _, e := range r.Errors {
+			errs := make([]graphQLError, 0, min(len(r.Errors), problem.MaxFields+1))
+			for i, e := range r.Errors {
+				if i == problem.MaxFields {
+					errs = append(errs, moreErrors(len(r.Errors)-i, errs[i-1]))
+					break
+				}
 				errs = append(errs, s.h.errorFrom(e, false, false))
 			}
 			payload, _ := json.Marshal(errs)
