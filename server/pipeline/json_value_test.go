@@ -45,7 +45,7 @@ func members(n int) string {
 // maxJSONItems items is refused before validation, naming where it is.
 func TestJSONSizeBounds(t *testing.T) {
 	for body, want := range map[string]string{
-		members(maxJSONMembers + 1): "body",
+		members(maxJSONMembers + 1):                                 "body",
 		`{"a":{"b":[` + strings.Repeat("0,", maxJSONItems) + "0]}}": "body.a.b",
 	} {
 		if _, ok := decodeJSON([]byte(body)); ok {
