@@ -144,6 +144,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			RedisURL: cfg.RedisURL, KeyPrefix: cfg.RateLimitKeyPrefix,
 		},
 		IdempotencyTTL:  cfg.IdempotencyTTL,
+		DatabaseTimeout: cfg.databaseTimeout(),
 		OutsideDocument: routesOutsideDocument,
 		Stop:            s.backgroundCtx.Done(),
 	})

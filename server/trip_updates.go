@@ -30,7 +30,9 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 		}
 		return gen.StreamTripUpdates200JSONResponse{Body: current.viewedBy(caller)}, nil
 	}
-	stream := &tripStream{s: s, ctx: ctx, tripID: trip.ID, caller: caller}
+	// A stream outlives the request's bound on its wait for the database; each of its reads
+	// is bounded alone (currentLiveState).
+	stream := &tripStream{s: s, ctx: context.WithoutCancel(ctx), tripID: trip.ID, caller: caller}
 	if req.Params.LastEventID != nil {
 		stream.since, _ = parseLiveUpdateID(*req.Params.LastEventID) // an id of ours, or nothing
 	}
@@ -161,8 +163,11 @@ func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Princ
 	}
 }
 
-// currentLiveState reads a trip's live state from the store.
+// currentLiveState reads a trip's live state from the store, waiting for the database at
+// most the configured bound: a stream reads it again and again, long after its request.
 func (s *Server) currentLiveState(ctx context.Context, tripID string) (liveUpdate, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.databaseTimeout())
+	defer cancel()
 	trip, err := s.store.TripByID(ctx, tripID)
 	if err != nil {
 		return liveUpdate{}, err

@@ -70,11 +70,15 @@ type Store struct {
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
 	reads *tripReads
-	// positions and attempts are small PostgreSQL pools whose commits do not wait for the WAL
-	// flush (see openAsyncCommitPool): they write drivers' positions (RecordDriverPosition)
-	// and the log of webhook delivery attempts (RecordAttempt). Nil on SQLite and for a
+	// async is a small PostgreSQL pool whose commits do not wait for the WAL flush (see
+	// openAsyncCommitPool): it writes drivers' positions (RecordDriverPosition) and the log
+	// of webhook delivery attempts (RecordAttempt). Nil on SQLite and for a
 	// transaction-scoped Store.
-	positions, attempts *sql.DB
+	async *sql.DB
+	// listeners holds the PostgreSQL connections that wait for notifications (ListenEvents,
+	// FollowTripUpdates), apart from the pool they would otherwise hold for good. Nil on SQLite
+	// and for a transaction-scoped Store.
+	listeners *sql.DB
 	// probe holds the one connection Ping uses, apart from the pool: a pool busy with slow
 	// requests (or SQLite's one connection, held by a long write) is not a database that
 	// stopped answering. Nil for a transaction-scoped Store.
@@ -93,9 +97,12 @@ func init() {
 // file; "postgres://…" and "postgresql://…" are PostgreSQL connection URLs. Open does not
 // migrate: call Migrate.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := options{readTimeout: DefaultReadTimeout}
+	o := options{readTimeout: DefaultReadTimeout, pool: DefaultPool}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.pool.check(); err != nil {
+		return nil, err
 	}
 	engine, dialector, pgConfig, liteDSN, err := dialectorFor(url, o)
 	if err != nil {
@@ -132,17 +139,22 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(0)
 		sqlDB.SetConnMaxIdleTime(0)
 	case EnginePostgres:
-		// As many idle as open: under load a connection closed for being one too many idle
-		// is opened again a moment later, and each is a new server process.
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(20)
+		// Under load a connection closed for being one too many idle is opened again a
+		// moment later, and each is a new server process: keep as many idle as configured.
+		pooled := o.pool.MaxConns - sideConns
+		sqlDB.SetMaxOpenConns(pooled)
+		sqlDB.SetMaxIdleConns(min(o.pool.MaxIdleConns, pooled))
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
 	if pgConfig != nil {
-		s.positions = openAsyncCommitPool(pgConfig, positionsPoolSize)
-		s.attempts = openAsyncCommitPool(pgConfig, attemptsPoolSize)
+		s.async = openAsyncCommitPool(pgConfig, asyncConns)
+		// One connection per listener, held while it listens and closed when it stops: a
+		// server runs two (ListenEvents, FollowTripUpdates), the listenConns of the budget.
+		// Not capped, so that servers sharing a Store (tests' replicas) each listen.
+		s.listeners = stdlib.OpenDB(*pgConfig)
+		s.listeners.SetMaxIdleConns(0)
 		s.probe = stdlib.OpenDB(*pgConfig)
 	} else if s.probe, err = sql.Open(sqlite.DriverName, liteDSN); err != nil {
 		_ = sqlDB.Close()
@@ -306,7 +318,7 @@ func (s *Store) Close() error {
 	if s.sqlDB == nil {
 		return nil
 	}
-	for _, pool := range []*sql.DB{s.positions, s.attempts, s.probe} {
+	for _, pool := range []*sql.DB{s.async, s.listeners, s.probe} {
 		if pool != nil {
 			_ = pool.Close()
 		}

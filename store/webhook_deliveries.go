@@ -94,7 +94,7 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []webhooks.Attempt)
 		records[i] = newAttemptRecord(a)
 		disables = disables || a.DisableEndpoint
 	}
-	if s.attempts != nil && !disables {
+	if s.async != nil && !disables {
 		return s.recordOnPool(ctx, records)
 	}
 	return s.WithTx(ctx, func(tx *Store) error {
@@ -134,7 +134,7 @@ func (s *Store) recordOnPool(ctx context.Context, records []attemptRecord) error
 		errs, attempted, due = append(errs, r.row.Error), append(attempted, r.row.AttemptedAt), append(due, r.due)
 		moves, movedAt, held = append(moves, r.status), append(movedAt, r.movedAt), append(held, deliveryPending)
 	}
-	_, err := s.attempts.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
+	_, err := s.async.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
 		statuses, responses, latencies, errs, attempted, due, moves, movedAt, held)
 	return interpretError(err)
 }
@@ -189,9 +189,6 @@ INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type
 SELECT id, delivery_id, endpoint_id, event_id, event_type, attempt, status, response_status,
 	latency_ms, error, attempted_at, next_attempt_at
 FROM input`
-
-// attemptsPoolSize bounds the connections that record attempts: one short statement each.
-const attemptsPoolSize = 4
 
 func deliveryStatus(o webhooks.Outcome) string {
 	switch o {
@@ -261,10 +258,10 @@ func (s *Store) listen(ctx context.Context, channel string, notify func(payload 
 	}
 }
 
-// listenOnce holds one connection of the pool listening on channel, calling notify with each
-// notification's payload, until ctx ends or the connection fails.
+// listenOnce holds one connection of the listeners listening on channel, calling notify with
+// each notification's payload, until ctx ends or the connection fails.
 func (s *Store) listenOnce(ctx context.Context, channel string, notify func(payload string)) error {
-	conn, err := s.sqlDB.Conn(ctx)
+	conn, err := s.listeners.Conn(ctx)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	RateLimits RateLimits
 	// IdempotencyTTL is how long an Idempotency-Key's answer is kept and replayed.
 	IdempotencyTTL time.Duration
+	// DatabaseTimeout bounds a request's wait for the database in all (see gate); zero means
+	// store.DefaultReadTimeout.
+	DatabaseTimeout time.Duration
 	// OutsideDocument lists the Echo routes served beside openapi/ride.yaml (pages, metrics):
 	// the gate lets them through unchecked and the request log names them as they are.
 	OutsideDocument []string
@@ -87,6 +90,10 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, err
 	}
 	g.skipValidation = cfg.SkipValidation
+	g.databaseTimeout = cfg.DatabaseTimeout
+	if g.databaseTimeout <= 0 {
+		g.databaseTimeout = store.DefaultReadTimeout
+	}
 	if pl.limits, err = newRateLimiter(cfg.RateLimits, cfg.Log, cfg.Metrics); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,9 @@ type gate struct {
 	// the unknown-parameter check stay). Only the middleware benchmarks set it, to measure
 	// what validation costs.
 	skipValidation bool
+	// databaseTimeout bounds a request's wait for the database in all: a connection of the
+	// pool, connecting, the answers of its statements, authentication's lookups included.
+	databaseTimeout time.Duration
 }
 
 // limiter spends the caller's request budget for an operation. It may write headers and
@@ -208,8 +211,13 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
 		c.Set(observedOperation, info)
 
+		var waited time.Duration // for the database, while authenticating
 		if info.needsAuth {
-			principal, err := g.auth.Authenticate(ctx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
+			started := time.Now()
+			authCtx, cancel := context.WithTimeout(ctx, g.databaseTimeout)
+			principal, err := g.auth.Authenticate(authCtx, req.Header.Get(echo.HeaderAuthorization), req.RemoteAddr)
+			cancel()
+			waited = time.Since(started)
 			if err != nil {
 				return err
 			}
@@ -240,12 +248,18 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			req = req.WithContext(withMediaType(req.Context(), preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces)))
 			c.SetRequest(req)
 		}
-		if g.skipValidation {
-			return next(c)
+		if !g.skipValidation {
+			if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
+				return validationProblem(err, req)
+			}
 		}
-		if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
-			return validationProblem(err, req)
-		}
+		// From here on the request's statements share what is left of its wait for the
+		// database: a pool whose connections are all taken, a server that does not answer or
+		// takes long to connect cost it this bound in all, then 503. Reading the body, the
+		// client's time, is not counted. Streams detach from it (see tripStream).
+		bounded, cancel := context.WithTimeout(c.Request().Context(), g.databaseTimeout-waited)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(bounded))
 		return next(c)
 	}
 }
