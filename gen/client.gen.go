@@ -762,8 +762,9 @@ type ClientInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -778,8 +779,9 @@ type ClientInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -2030,8 +2032,9 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, endpointId EndpointId, 
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -2056,8 +2059,9 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, endpointId E
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -5699,8 +5703,9 @@ type ClientWithResponsesInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -5715,8 +5720,9 @@ type ClientWithResponsesInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -15186,8 +15192,9 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -15208,8 +15215,9 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //

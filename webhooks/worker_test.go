@@ -196,6 +196,23 @@ var _ = Describe("The worker", func() {
 		}
 	})
 
+	It("sends nothing once the horizon has passed, and records the delivery failed", func() {
+		calls := make(chan struct{}, 1)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls <- struct{}{}
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer receiver.Close()
+		late := delivery(receiver.URL, 0)
+		late.Event.CreatedAt = now.Add(-webhooks.DefaultHorizon) // due at the horizon itself: too late
+		store := &fakeStore{due: []webhooks.Delivery{late}}
+		stop := run(store)
+		Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).Should(ConsistOf(And(
+			HaveField("Outcome", webhooks.Failed), HaveField("ResponseStatus", 0), HaveField("Error", ContainSubstring("horizon")))))
+		stop()
+		Expect(calls).To(BeEmpty(), "the receiver heard nothing")
+	})
+
 	It("purges events past the 30-day retention when it starts", func() {
 		store := &fakeStore{}
 		stop := run(store)
