@@ -66,6 +66,9 @@ type Config struct {
 	// LiveHeartbeat is how often an idle trip stream sends a comment, so that proxies keep it
 	// open. Not read from the environment; tests shorten it. Zero means DefaultLiveHeartbeat.
 	LiveHeartbeat time.Duration
+	// GraphQLInitTimeout is how long a GraphQL socket may stay open without connection_init.
+	// Not read from the environment; tests shorten it. Zero means the protocol's 10 s.
+	GraphQLInitTimeout time.Duration
 
 	// WebhookInsecure allows plain-http webhook URLs and every address, loopback and private
 	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).
@@ -137,8 +140,12 @@ var EnvVars = []EnvVar{
 	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
 	{Name: "RIDE_WEBHOOK_INSECURE", Default: "false", Meaning: "allow plain-http and loopback/private webhook URLs (development, tests)"},
 	{Name: "RIDE_WEBHOOK_RETRY_SCHEDULE", Default: "1m,5m,30m,2h,5h,10h", Meaning: "waits between delivery attempts; the last repeats until the horizon"},
-	{Name: "RIDE_WEBHOOK_HORIZON", Default: "24h", Meaning: "give up on a delivery this long after its event"},
+	{Name: "RIDE_WEBHOOK_HORIZON", Default: "24h", Meaning: "give up on a delivery this long after its event (1m to 720h)"},
 }
+
+// minWebhookHorizon is the shortest RIDE_WEBHOOK_HORIZON: longer than an attempt's lease
+// (webhooks.DefaultTimeout and 30 s), with room for the attempt that takes over.
+const minWebhookHorizon = time.Minute
 
 // Defaults of the rate limits, in requests per second per API key.
 const (
@@ -247,9 +254,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be a duration such as 24h, not %q", v))
-		case d <= 0 || d > webhooks.DefaultRetention:
-			// Beyond the retention, an event could be purged while its deliveries still retry.
-			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be positive and at most %s (the event retention), not %s", webhooks.DefaultRetention, d))
+		case d < minWebhookHorizon || d > webhooks.DefaultRetention:
+			// Beyond the retention, an event could be purged while its deliveries still retry;
+			// within an attempt's lease (the attempt timeout and 30 s), an attempt cut off by
+			// a crash could never be taken over.
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be from %s (longer than an attempt's 40 s lease, after which an attempt cut off by a crash is retried) to %s (the event retention), not %s",
+				minWebhookHorizon, webhooks.DefaultRetention, d))
 		}
 		cfg.WebhookHorizon = d
 	}

@@ -27,7 +27,7 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 	latest := -1
 	for i, p := range req.Body.Positions {
 		if p.RecordedAt.After(now.Add(positionClockSkew)) {
-			location := fmt.Sprintf("body.positions[%d].recorded_at", i)
+			location := fmt.Sprintf("body.positions.%d.recorded_at", i)
 			return nil, &problem.Error{Code: problem.PositionInFuture,
 				Detail: "recorded_at " + p.RecordedAt.UTC().Format(time.RFC3339) + " is more than 30 seconds ahead of the server's clock (" + now.Format(time.RFC3339) + ").",
 				Fields: []gen.ProblemFieldError{{Location: location, Message: "more than 30 seconds in the future"}}}

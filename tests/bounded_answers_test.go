@@ -152,6 +152,7 @@ var _ = ForEachEngine("Answers to bad input", func(h *Harness) {
 		Entry("an offset past 23 hours", http.MethodGet, "/v1/trips?created_before=2026-01-01T10:00:00%2B25:00", "", "query.created_before"),
 		Entry("a date that is no date", http.MethodGet, "/v1/trips?pickup_time_after=soon", "", "query.pickup_time_after"),
 		Entry("an unknown status", http.MethodGet, "/v1/trips?status=flying", "", "query.status"),
+		Entry("an empty trip filter, which would list every event", http.MethodGet, "/v1/events?trip_id=", "", "query.trip_id"),
 		Entry("a latitude that is a string", http.MethodPost, "/v1/fare-estimates",
 			`{"origin":{"lat":"north","lng":0},"destination":{"lat":0,"lng":0},"ride_type":"economy"}`, "body.origin.lat"),
 		Entry("a number too large to read", http.MethodPost, "/v1/fare-estimates",

@@ -229,6 +229,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.PurgeInterval <= 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
 	}
+	if h := cfg.Policy.horizon(); h <= cfg.Lease {
+		// An attempt cut off by a crash is taken over when its lease runs out: past the
+		// horizon, it never would be.
+		return nil, fmt.Errorf("webhooks: a retry horizon of %s must be longer than the attempt lease of %s", h, cfg.Lease)
+	}
 	return &Worker{
 		cfg:   cfg,
 		log:   cfg.Logger.With("component", "webhooks"),

@@ -213,6 +213,13 @@ var _ = Describe("The worker", func() {
 		Expect(calls).To(BeEmpty(), "the receiver heard nothing")
 	})
 
+	It("refuses a horizon within an attempt's lease, which would leave an attempt cut off by a crash unretried", func() {
+		_, err := webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: 30 * time.Second}})
+		Expect(err).To(MatchError(ContainSubstring("longer than the attempt lease of 40s")))
+		_, err = webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: time.Minute}})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
 	It("purges events past the 30-day retention when it starts", func() {
 		store := &fakeStore{}
 		stop := run(store)

@@ -62,6 +62,9 @@ type Config struct {
 	Host   Host
 	Logger *slog.Logger
 	Now    func() time.Time
+	// InitTimeout is how long a socket may stay open without connection_init; zero means
+	// wsInitTimeout.
+	InitTimeout time.Duration
 }
 
 // Handler runs GraphQL requests.
@@ -72,6 +75,7 @@ type Handler struct {
 	schemaDescription *string
 	persisted         *persistedQueries
 	documents         documentCache
+	initTimeout       time.Duration
 }
 
 // New parses the schema and binds the resolvers; a field without one fails here.
@@ -81,6 +85,10 @@ func New(cfg Config) (*Handler, error) {
 		log:               cfg.Logger,
 		schemaDescription: schemaDescription(schema.SDL),
 		persisted:         newPersistedQueries(cfg.Now),
+		initTimeout:       cfg.InitTimeout,
+	}
+	if h.initTimeout <= 0 {
+		h.initTimeout = wsInitTimeout
 	}
 	sch, err := graphql.ParseSchema(schema.SDL, &graphQLQuery{h: h},
 		graphql.UseStringDescriptions(),

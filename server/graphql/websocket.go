@@ -91,13 +91,17 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 		cancel()
 		s.ops.Wait()
 	}()
-	initCtx, initCancel := context.WithTimeout(ctx, wsInitTimeout)
-	first, err := s.read(initCtx)
-	initCancel()
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	// The wait for connection_init ends with the protocol's 4408. A read whose context ends
+	// drops the connection without a close frame (the client sees 1006), so a timer closes
+	// the socket with the code instead, which ends the read.
+	timer := time.AfterFunc(s.h.initTimeout, func() {
 		_ = s.conn.Close(wsInitTimeoutCode, "Connection initialisation timeout")
+	})
+	first, err := s.read(ctx)
+	if !timer.Stop() {
 		return
+	}
+	switch {
 	case err != nil:
 		_ = s.conn.Close(wsBadRequest, "Invalid message")
 		return

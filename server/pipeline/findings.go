@@ -159,6 +159,9 @@ func schemaMessage(e *openapi3.SchemaError) string {
 	case "multipleOf":
 		return "must be a multiple of " + number(s.MultipleOf)
 	case "minLength":
+		if s.MinLength == 1 {
+			return "must not be empty"
+		}
 		return fmt.Sprintf("must be at least %d characters long", s.MinLength)
 	case "maxLength":
 		return fmt.Sprintf("must be at most %d characters long", deref(s.MaxLength))
