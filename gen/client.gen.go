@@ -369,7 +369,12 @@ type ClientInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -408,7 +413,12 @@ type ClientInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -774,8 +784,9 @@ type ClientInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -790,8 +801,9 @@ type ClientInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -1421,7 +1433,12 @@ func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, r
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -1470,7 +1487,12 @@ func (c *Client) ExecuteGraphQLWithBody(ctx context.Context, contentType string,
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -2056,8 +2078,9 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, endpointId EndpointId, 
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -2082,8 +2105,9 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, endpointId E
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -5440,7 +5464,12 @@ type ClientWithResponsesInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -5479,7 +5508,12 @@ type ClientWithResponsesInterface interface {
 	// (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 	// under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 	// and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-	// counted before anything runs (`QUERY_TOO_COMPLEX`).
+	// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+	// selection set (`name name`) runs once and counts once; fields of one response name
+	// must merge (one error names the first two that do not); and checking that they merge
+	// may take at most 20,000 comparisons of fields and fragments side by side
+	// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+	// were left out.
 	//
 	// Automatic persisted queries (the Apollo protocol): send
 	// `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -5867,8 +5901,9 @@ type ClientWithResponsesInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -5883,8 +5918,9 @@ type ClientWithResponsesInterface interface {
 	// `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 	// `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 	// deliveries already due go to the new URL, and events are matched to the new kinds from
-	// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-	// pending resume when it is enabled again (within the retry horizon). The deprecated
+	// now on; while an endpoint is disabled no deliveries are made for it: those it had
+	// pending and those of the events written meanwhile are held, and are sent when it is
+	// enabled again, up to the retry horizon (24 h after each event). The deprecated
 	// `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 	// of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 	//
@@ -6504,6 +6540,14 @@ type CreateApiKeyResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateApiKeyResponse408Headers the declared response headers of an HTTP 408 response for CreateApiKey
+type CreateApiKeyResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateApiKeyResponse409Headers the declared response headers of an HTTP 409 response for CreateApiKey
 type CreateApiKeyResponse409Headers struct {
 	IdempotentReplayed *string
@@ -6558,6 +6602,8 @@ type CreateApiKeyResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -6580,6 +6626,8 @@ type CreateApiKeyResponse struct {
 	Headers401 *CreateApiKeyResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateApiKeyResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateApiKeyResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateApiKeyResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -6614,6 +6662,11 @@ func (r CreateApiKeyResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateApiKeyResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateApiKeyResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7624,6 +7677,14 @@ type SetDriverAvailabilityResponse406Headers struct {
 	XRequestId         string
 }
 
+// SetDriverAvailabilityResponse408Headers the declared response headers of an HTTP 408 response for SetDriverAvailability
+type SetDriverAvailabilityResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // SetDriverAvailabilityResponse413Headers the declared response headers of an HTTP 413 response for SetDriverAvailability
 type SetDriverAvailabilityResponse413Headers struct {
 	XRequestId string
@@ -7669,6 +7730,8 @@ type SetDriverAvailabilityResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7691,6 +7754,8 @@ type SetDriverAvailabilityResponse struct {
 	Headers404 *SetDriverAvailabilityResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *SetDriverAvailabilityResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *SetDriverAvailabilityResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *SetDriverAvailabilityResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -7731,6 +7796,11 @@ func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r SetDriverAvailabilityResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7834,6 +7904,14 @@ type ReportDriverPositionsResponse406Headers struct {
 	XRequestId         string
 }
 
+// ReportDriverPositionsResponse408Headers the declared response headers of an HTTP 408 response for ReportDriverPositions
+type ReportDriverPositionsResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // ReportDriverPositionsResponse409Headers the declared response headers of an HTTP 409 response for ReportDriverPositions
 type ReportDriverPositionsResponse409Headers struct {
 	IdempotentReplayed *string
@@ -7892,6 +7970,8 @@ type ReportDriverPositionsResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7918,6 +7998,8 @@ type ReportDriverPositionsResponse struct {
 	Headers404 *ReportDriverPositionsResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *ReportDriverPositionsResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *ReportDriverPositionsResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ReportDriverPositionsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -7962,6 +8044,11 @@ func (r ReportDriverPositionsResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r ReportDriverPositionsResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ReportDriverPositionsResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8646,6 +8733,14 @@ type CreateFareEstimateResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateFareEstimateResponse408Headers the declared response headers of an HTTP 408 response for CreateFareEstimate
+type CreateFareEstimateResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateFareEstimateResponse409Headers the declared response headers of an HTTP 409 response for CreateFareEstimate
 type CreateFareEstimateResponse409Headers struct {
 	IdempotentReplayed *string
@@ -8702,6 +8797,8 @@ type CreateFareEstimateResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8726,6 +8823,8 @@ type CreateFareEstimateResponse struct {
 	Headers403 *CreateFareEstimateResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateFareEstimateResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateFareEstimateResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateFareEstimateResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8765,6 +8864,11 @@ func (r CreateFareEstimateResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateFareEstimateResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateFareEstimateResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -9243,6 +9347,14 @@ type ExecuteGraphQLResponse406Headers struct {
 	XRequestId         string
 }
 
+// ExecuteGraphQLResponse408Headers the declared response headers of an HTTP 408 response for ExecuteGraphQL
+type ExecuteGraphQLResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // ExecuteGraphQLResponse413Headers the declared response headers of an HTTP 413 response for ExecuteGraphQL
 type ExecuteGraphQLResponse413Headers struct {
 	XRequestId string
@@ -9290,6 +9402,8 @@ type ExecuteGraphQLResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -9308,6 +9422,8 @@ type ExecuteGraphQLResponse struct {
 	Headers401 *ExecuteGraphQLResponse401Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *ExecuteGraphQLResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *ExecuteGraphQLResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ExecuteGraphQLResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -9353,6 +9469,11 @@ func (r ExecuteGraphQLResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r ExecuteGraphQLResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ExecuteGraphQLResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -9704,6 +9825,14 @@ type CreatePaymentResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreatePaymentResponse408Headers the declared response headers of an HTTP 408 response for CreatePayment
+type CreatePaymentResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreatePaymentResponse409Headers the declared response headers of an HTTP 409 response for CreatePayment
 type CreatePaymentResponse409Headers struct {
 	IdempotentReplayed *string
@@ -9765,6 +9894,8 @@ type CreatePaymentResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9791,6 +9922,8 @@ type CreatePaymentResponse struct {
 	Headers403 *CreatePaymentResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreatePaymentResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreatePaymentResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreatePaymentResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9832,6 +9965,11 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreatePaymentResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreatePaymentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10323,6 +10461,14 @@ type CreateRideResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateRideResponse408Headers the declared response headers of an HTTP 408 response for CreateRide
+type CreateRideResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateRideResponse409Headers the declared response headers of an HTTP 409 response for CreateRide
 type CreateRideResponse409Headers struct {
 	IdempotentReplayed *string
@@ -10379,6 +10525,8 @@ type CreateRideResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -10403,6 +10551,8 @@ type CreateRideResponse struct {
 	Headers403 *CreateRideResponse403Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateRideResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateRideResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateRideResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10442,6 +10592,11 @@ func (r CreateRideResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateRideResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateRideResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10917,6 +11072,14 @@ type UpdateTripResponse406Headers struct {
 	XRequestId         string
 }
 
+// UpdateTripResponse408Headers the declared response headers of an HTTP 408 response for UpdateTrip
+type UpdateTripResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // UpdateTripResponse409Headers the declared response headers of an HTTP 409 response for UpdateTrip
 type UpdateTripResponse409Headers struct {
 	IdempotentReplayed *string
@@ -10974,6 +11137,8 @@ type UpdateTripResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -11000,6 +11165,8 @@ type UpdateTripResponse struct {
 	Headers404 *UpdateTripResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *UpdateTripResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *UpdateTripResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *UpdateTripResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
@@ -11044,6 +11211,11 @@ func (r UpdateTripResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r UpdateTripResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateTripResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -11159,6 +11331,14 @@ type CreateTripCancellationResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateTripCancellationResponse408Headers the declared response headers of an HTTP 408 response for CreateTripCancellation
+type CreateTripCancellationResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateTripCancellationResponse409Headers the declared response headers of an HTTP 409 response for CreateTripCancellation
 type CreateTripCancellationResponse409Headers struct {
 	IdempotentReplayed *string
@@ -11217,6 +11397,8 @@ type CreateTripCancellationResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -11243,6 +11425,8 @@ type CreateTripCancellationResponse struct {
 	Headers404 *CreateTripCancellationResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateTripCancellationResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateTripCancellationResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateTripCancellationResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -11287,6 +11471,11 @@ func (r CreateTripCancellationResponse) GetApplicationproblemJSON404() *NotFound
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateTripCancellationResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTripCancellationResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -11963,6 +12152,14 @@ type CreateWebhookEndpointResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse409Headers struct {
 	IdempotentReplayed *string
@@ -12017,6 +12214,8 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -12039,6 +12238,8 @@ type CreateWebhookEndpointResponse struct {
 	Headers401 *CreateWebhookEndpointResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookEndpointResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookEndpointResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -12073,6 +12274,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthori
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -12542,6 +12748,14 @@ type UpdateWebhookEndpointResponse406Headers struct {
 	XRequestId         string
 }
 
+// UpdateWebhookEndpointResponse408Headers the declared response headers of an HTTP 408 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // UpdateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse413Headers struct {
 	XRequestId string
@@ -12593,6 +12807,8 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -12617,6 +12833,8 @@ type UpdateWebhookEndpointResponse struct {
 	Headers404 *UpdateWebhookEndpointResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *UpdateWebhookEndpointResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *UpdateWebhookEndpointResponse408Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdateWebhookEndpointResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -12659,6 +12877,11 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound 
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -12966,6 +13189,14 @@ type CreateWebhookRedeliveryResponse406Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookRedeliveryResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookRedelivery
+type CreateWebhookRedeliveryResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateWebhookRedeliveryResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookRedelivery
 type CreateWebhookRedeliveryResponse409Headers struct {
 	IdempotentReplayed *string
@@ -13024,6 +13255,8 @@ type CreateWebhookRedeliveryResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON406 the response for an HTTP 406 `application/problem+json` response
 	ApplicationproblemJSON406 *NotAcceptable
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -13050,6 +13283,8 @@ type CreateWebhookRedeliveryResponse struct {
 	Headers404 *CreateWebhookRedeliveryResponse404Headers
 	// Headers406 the parsed response headers for an HTTP 406 response
 	Headers406 *CreateWebhookRedeliveryResponse406Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookRedeliveryResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookRedeliveryResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -13094,6 +13329,11 @@ func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON404() *NotFoun
 // GetApplicationproblemJSON406 returns the response for an HTTP 406 `application/problem+json` response
 func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON406() *NotAcceptable {
 	return r.ApplicationproblemJSON406
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookRedeliveryResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -13200,6 +13440,14 @@ type RotateWebhookEndpointSecretResponse404Headers struct {
 	XRequestId         string
 }
 
+// RotateWebhookEndpointSecretResponse408Headers the declared response headers of an HTTP 408 response for RotateWebhookEndpointSecret
+type RotateWebhookEndpointSecretResponse408Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // RotateWebhookEndpointSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse409Headers struct {
 	IdempotentReplayed *string
@@ -13256,6 +13504,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -13280,6 +13530,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	Headers403 *RotateWebhookEndpointSecretResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RotateWebhookEndpointSecretResponse404Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *RotateWebhookEndpointSecretResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RotateWebhookEndpointSecretResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -13319,6 +13571,11 @@ func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON403() *For
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -13806,6 +14063,16 @@ type CreateWebhookEndpointDeprecatedResponse403Headers struct {
 	XRequestId         string
 }
 
+// CreateWebhookEndpointDeprecatedResponse408Headers the declared response headers of an HTTP 408 response for CreateWebhookEndpointDeprecated
+type CreateWebhookEndpointDeprecatedResponse408Headers struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+
 // CreateWebhookEndpointDeprecatedResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpointDeprecated
 type CreateWebhookEndpointDeprecatedResponse409Headers struct {
 	Deprecation        string
@@ -13874,6 +14141,8 @@ type CreateWebhookEndpointDeprecatedResponse struct {
 	ApplicationproblemJSON401 *DeprecatedUnauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *DeprecatedForbidden
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *DeprecatedRequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *DeprecatedConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -13896,6 +14165,8 @@ type CreateWebhookEndpointDeprecatedResponse struct {
 	Headers401 *CreateWebhookEndpointDeprecatedResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookEndpointDeprecatedResponse403Headers
+	// Headers408 the parsed response headers for an HTTP 408 response
+	Headers408 *CreateWebhookEndpointDeprecatedResponse408Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateWebhookEndpointDeprecatedResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -13930,6 +14201,11 @@ func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON401() 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON403() *DeprecatedForbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookEndpointDeprecatedResponse) GetApplicationproblemJSON408() *DeprecatedRequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -14817,7 +15093,12 @@ func (c *ClientWithResponses) QueryGraphQLWithResponse(ctx context.Context, para
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -14862,7 +15143,12 @@ func (c *ClientWithResponses) ExecuteGraphQLWithBodyWithResponse(ctx context.Con
 // (`QUERY_TOO_LONG`), depth 10, counting nested fields (`QUERY_TOO_DEEP`; introspection
 // under `__schema` and `__type` may nest 20, with `fields`, `inputFields`, `interfaces`
 // and `possibleTypes` nested at most 2 deep), and 1,000 fields after expanding fragments,
-// counted before anything runs (`QUERY_TOO_COMPLEX`).
+// counted before anything runs (`QUERY_TOO_COMPLEX`). A selection repeated exactly in one
+// selection set (`name name`) runs once and counts once; fields of one response name
+// must merge (one error names the first two that do not); and checking that they merge
+// may take at most 20,000 comparisons of fields and fragments side by side
+// (`QUERY_TOO_COMPLEX`). An answer lists at most 50 errors, and one more saying how many
+// were left out.
 //
 // Automatic persisted queries (the Apollo protocol): send
 // `extensions.persistedQuery = {version: 1, sha256Hash}` with `query` to register a
@@ -15382,8 +15668,9 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -15404,8 +15691,9 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 // `events`, `description`, and `status` to disable an endpoint or enable it again (after a
 // `410 Gone` too). The signing secret stays. The change applies to the next attempt:
 // deliveries already due go to the new URL, and events are matched to the new kinds from
-// now on; while an endpoint is disabled no deliveries are made for it, and those it had
-// pending resume when it is enabled again (within the retry horizon). The deprecated
+// now on; while an endpoint is disabled no deliveries are made for it: those it had
+// pending and those of the events written meanwhile are held, and are sent when it is
+// enabled again, up to the retry horizon (24 h after each event). The deprecated
 // `/v1/webhook_endpoints` alias does not get this operation: it is kept for the clients
 // of the first release only, and new operations appear on `/v1/webhook-endpoints`.
 //
@@ -16501,6 +16789,13 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16677,6 +16972,37 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateApiKeyResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateApiKeyResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -18643,6 +18969,13 @@ func ParseSetDriverAvailabilityResponse(rsp *http.Response) (*SetDriverAvailabil
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18860,6 +19193,37 @@ func ParseSetDriverAvailabilityResponse(rsp *http.Response) (*SetDriverAvailabil
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers SetDriverAvailabilityResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers SetDriverAvailabilityResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -19005,6 +19369,13 @@ func ParseReportDriverPositionsResponse(rsp *http.Response) (*ReportDriverPositi
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -19237,6 +19608,37 @@ func ParseReportDriverPositionsResponse(rsp *http.Response) (*ReportDriverPositi
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers ReportDriverPositionsResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers ReportDriverPositionsResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -20594,6 +20996,13 @@ func ParseCreateFareEstimateResponse(rsp *http.Response) (*CreateFareEstimateRes
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20808,6 +21217,37 @@ func ParseCreateFareEstimateResponse(rsp *http.Response) (*CreateFareEstimateRes
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateFareEstimateResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateFareEstimateResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -21750,6 +22190,13 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21898,6 +22345,37 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers ExecuteGraphQLResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers ExecuteGraphQLResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -22501,6 +22979,13 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22722,6 +23207,37 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreatePaymentResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreatePaymentResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -23684,6 +24200,13 @@ func ParseCreateRideResponse(rsp *http.Response) (*CreateRideResponse, error) {
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23898,6 +24421,37 @@ func ParseCreateRideResponse(rsp *http.Response) (*CreateRideResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateRideResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateRideResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -24812,6 +25366,13 @@ func ParseUpdateTripResponse(rsp *http.Response) (*UpdateTripResponse, error) {
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25050,6 +25611,37 @@ func ParseUpdateTripResponse(rsp *http.Response) (*UpdateTripResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers UpdateTripResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers UpdateTripResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -25229,6 +25821,13 @@ func ParseCreateTripCancellationResponse(rsp *http.Response) (*CreateTripCancell
 			return nil, err
 		}
 		response.ApplicationproblemJSON406 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -25475,6 +26074,37 @@ func ParseCreateTripCancellationResponse(rsp *http.Response) (*CreateTripCancell
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateTripCancellationResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateTripCancellationResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -26835,6 +27465,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -27011,6 +27648,37 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -27890,6 +28558,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28114,6 +28789,37 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers UpdateWebhookEndpointResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpdateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -28682,6 +29388,13 @@ func ParseCreateWebhookRedeliveryResponse(rsp *http.Response) (*CreateWebhookRed
 		}
 		response.ApplicationproblemJSON406 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -28920,6 +29633,37 @@ func ParseCreateWebhookRedeliveryResponse(rsp *http.Response) (*CreateWebhookRed
 			headers.XRequestId = value
 		}
 		response.Headers406 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookRedeliveryResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookRedeliveryResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -29099,6 +29843,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -29307,6 +30058,37 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			headers.XRequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 408:
+		var headers RotateWebhookEndpointSecretResponse408Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers RotateWebhookEndpointSecretResponse409Headers
 		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
@@ -30302,6 +31084,13 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest DeprecatedRequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest DeprecatedConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30534,6 +31323,51 @@ func ParseCreateWebhookEndpointDeprecatedResponse(rsp *http.Response) (*CreateWe
 			headers.XRequestId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 408:
+		var headers CreateWebhookEndpointDeprecatedResponse408Headers
+		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Deprecation", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Deprecation = value
+		}
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = value
+		}
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers408 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateWebhookEndpointDeprecatedResponse409Headers
 		if values := rsp.Header.Values("Deprecation"); len(values) > 0 {

@@ -1325,7 +1325,8 @@ type Problem struct {
 	// Detail Example: No trip trp_h3k2m4n5p6q7r8s9t2v3w4x5y6.
 	Detail *string `json:"detail,omitempty"`
 
-	// Errors Each invalid input, for validation failures.
+	// Errors Each invalid input, for validation failures: the first 50 (the detail says how
+	// many there were), each `location` and `message` at most 200 characters.
 	Errors *[]ProblemFieldError `json:"errors,omitempty"`
 
 	// FailureCode With `payment_declined`: why the payment provider declined (`card_declined`,
@@ -1914,7 +1915,9 @@ type WebhookEndpoint struct {
 	Id string `json:"id"`
 
 	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
-	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
+	// or an admin disabled it) receive nothing, and the deliveries of the events written
+	// meanwhile are held. `PATCH` the status to enable it again: the held deliveries are sent
+	// then, up to the retry horizon.
 	//
 	//
 	// Example: enabled
@@ -1962,7 +1965,9 @@ type WebhookEndpointSecret struct {
 }
 
 // WebhookEndpointStatus `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
-// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
+// or an admin disabled it) receive nothing, and the deliveries of the events written
+// meanwhile are held. `PATCH` the status to enable it again: the held deliveries are sent
+// then, up to the retry horizon.
 //
 // Example: enabled
 type WebhookEndpointStatus string
@@ -1978,7 +1983,9 @@ type WebhookEndpointUpdate struct {
 	Events *[]EventType `json:"events,omitempty"`
 
 	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
-	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
+	// or an admin disabled it) receive nothing, and the deliveries of the events written
+	// meanwhile are held. `PATCH` the status to enable it again: the held deliveries are sent
+	// then, up to the retry horizon.
 	//
 	//
 	// Example: enabled
@@ -2012,7 +2019,9 @@ type WebhookEndpointWithSecret struct {
 	Secret string `json:"secret"`
 
 	// Status `enabled` endpoints receive deliveries; `disabled` ones (a receiver answered `410 Gone`,
-	// or an admin disabled it) receive nothing. `PATCH` the status to enable it again.
+	// or an admin disabled it) receive nothing, and the deliveries of the events written
+	// meanwhile are held. `PATCH` the status to enable it again: the held deliveries are sent
+	// then, up to the retry horizon.
 	//
 	//
 	// Example: enabled
@@ -2206,6 +2215,9 @@ type DeprecatedNotFound = Problem
 // DeprecatedPayloadTooLarge An RFC 9457 problem details object.
 type DeprecatedPayloadTooLarge = Problem
 
+// DeprecatedRequestTimeout An RFC 9457 problem details object.
+type DeprecatedRequestTimeout = Problem
+
 // DeprecatedServiceUnavailable An RFC 9457 problem details object.
 type DeprecatedServiceUnavailable = Problem
 
@@ -2251,6 +2263,9 @@ type PayloadTooLarge = Problem
 
 // PreconditionFailed An RFC 9457 problem details object.
 type PreconditionFailed = Problem
+
+// RequestTimeout An RFC 9457 problem details object.
+type RequestTimeout = Problem
 
 // ServiceUnavailable An RFC 9457 problem details object.
 type ServiceUnavailable = Problem
@@ -2399,7 +2414,7 @@ type ListEventsParams struct {
 	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
 
 	// TripId Only the events of this trip: its `trip.*` events and the `payment.*` events of its
-	// payments.
+	// payments. An empty value is 400, never every event.
 	TripId *EventTripFilter `form:"trip_id,omitempty" json:"trip_id,omitempty"`
 
 	// CreatedAfter Only events created strictly after this instant (RFC 3339).
@@ -5689,6 +5704,20 @@ type DeprecatedPayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Headers DeprecatedPayloadTooLargeResponseHeaders
 }
 
+type DeprecatedRequestTimeoutResponseHeaders struct {
+	Deprecation        string
+	Link               string
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type DeprecatedRequestTimeoutApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers DeprecatedRequestTimeoutResponseHeaders
+}
+
 type DeprecatedServiceUnavailableResponseHeaders struct {
 	Deprecation string
 	Link        string
@@ -5848,6 +5877,18 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers PreconditionFailedResponseHeaders
+}
+
+type RequestTimeoutResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	XRequestId         string
+}
+type RequestTimeoutApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers RequestTimeoutResponseHeaders
 }
 
 type ServiceUnavailableResponseHeaders struct {
@@ -6537,6 +6578,32 @@ func (response CreateApiKey403ApplicationProblemPlusJSONResponse) VisitCreateApi
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey408ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7994,6 +8061,32 @@ func (response SetDriverAvailability406ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type SetDriverAvailability408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response SetDriverAvailability408ApplicationProblemPlusJSONResponse) VisitSetDriverAvailabilityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SetDriverAvailability413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -8256,6 +8349,32 @@ func (response ReportDriverPositions406ApplicationProblemPlusJSONResponse) Visit
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReportDriverPositions408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ReportDriverPositions408ApplicationProblemPlusJSONResponse) VisitReportDriverPositionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9296,6 +9415,32 @@ func (response CreateFareEstimate406ApplicationProblemPlusJSONResponse) VisitCre
 	return err
 }
 
+type CreateFareEstimate408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateFareEstimate408ApplicationProblemPlusJSONResponse) VisitCreateFareEstimateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateFareEstimate409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -10166,6 +10311,32 @@ func (response ExecuteGraphQL406ApplicationProblemPlusJSONResponse) VisitExecute
 	return err
 }
 
+type ExecuteGraphQL408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ExecuteGraphQL408ApplicationProblemPlusJSONResponse) VisitExecuteGraphQLResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteGraphQL413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -10702,6 +10873,32 @@ func (response CreatePayment406ApplicationProblemPlusJSONResponse) VisitCreatePa
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment408ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11501,6 +11698,32 @@ func (response CreateRide406ApplicationProblemPlusJSONResponse) VisitCreateRideR
 	return err
 }
 
+type CreateRide408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRide408ApplicationProblemPlusJSONResponse) VisitCreateRideResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateRide409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -12273,6 +12496,32 @@ func (response UpdateTrip406ApplicationProblemPlusJSONResponse) VisitUpdateTripR
 	return err
 }
 
+type UpdateTrip408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTrip408ApplicationProblemPlusJSONResponse) VisitUpdateTripResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTrip409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -12582,6 +12831,32 @@ func (response CreateTripCancellation406ApplicationProblemPlusJSONResponse) Visi
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(406)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTripCancellation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTripCancellation408ApplicationProblemPlusJSONResponse) VisitCreateTripCancellationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13664,6 +13939,32 @@ func (response CreateWebhookEndpoint403ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -14428,6 +14729,32 @@ func (response UpdateWebhookEndpoint406ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint408ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -14977,6 +15304,32 @@ func (response CreateWebhookRedelivery406ApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type CreateWebhookRedelivery408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookRedelivery408ApplicationProblemPlusJSONResponse) VisitCreateWebhookRedeliveryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhookRedelivery409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -15259,6 +15612,32 @@ func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse)
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret408ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -16010,6 +16389,34 @@ func (response CreateWebhookEndpointDeprecated403ApplicationProblemPlusJSONRespo
 	}
 	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointDeprecated408ApplicationProblemPlusJSONResponse struct {
+	DeprecatedRequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpointDeprecated408ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointDeprecatedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Deprecation", fmt.Sprint(response.Headers.Deprecation))
+	w.Header().Set("Link", fmt.Sprint(response.Headers.Link))
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	w.Header().Set("X-Request-Id", fmt.Sprint(response.Headers.XRequestId))
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -18237,566 +18644,577 @@ func (sh *strictHandler) GetWebhookEndpointDeprecated(ctx echo.Context, endpoint
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rdhs3ti+Kvwr+XL2HpV5FmqQoyaLGGnsrtpyo27dIcpLu0JsFVoEiWkWgDICi6LTHWJ/+D3DOh/0G",
-	"60X2m/STnIE5gbqxeJHsOE6Wzjq7Y0lVKFwm5n3+5i+NSE5TKZgwutH/pTFhNGYK/vmURhP2VAqjZGJ/",
-	"jpmOFE8Nl6LRb4Sp4jfUsIBM6W2TXrH/OGiHZCwViRW/YYqkSo55wvQxWX60HZDpTJumYjc04TE1DF9l",
-	"N0wtzISLK8ISzciOUTzVAVHcTiogCddGB3boEdMBMROuSSyj2ZQJs3tMQiGb2kjFQiIFoUQbxeiUyDGx",
-	"45BZar+kW42godj7GVcsbvSNmrGgoaMJm1K7SnZLp2nCGv3GFrNuBA2zSO3D2igurhofPwaNZyxVLKK4",
-	"T9VtO3/+lBwd9vb7OHmdsiSxy7VznDAiU6bgTWJX5gZicUA0FxGDR+x3yRW/YYJQTagYCBjzYL9Dntk/",
-	"7YT/KyRUxOSt4LdEs0iKWPdJ+L86h0f73c5Rt90O7ejddveg2ek0u53LdrsP///f7R6+4OI6HAhBp0wT",
-	"bjTRsyhiWkvVIq8kCS9mQjMTEqQUsmO//mT/qLdrB9VMmD5MkyacajKX6lrD0ZoJG4j5RCbMrvWm0xqI",
-	"Lc+hMPFG0EipMUzZrfzf/6v5P39uN4/e/dIJOvsf/1R7GKeX9Gr5FC6MkuKKuGOUym8/u6WRIcruu10J",
-	"noT917Y0M2jsjbv0KOqMDuMe2x8ftAeN2nmdxWyaSsOEOWdpQhd22KUrZr8TkvmECaQWKvScKbvP1E4y",
-	"oYuMbgQjQPmx32ySfSFaNP/KFnYFhRmL2bTR/7lhv9B4VzfBF3IVCf84YQpJMVLMUifZkYrQ8ZhFhsW7",
-	"RDEtZypiJKKCjBhRjMbb7t/jm85juPOPjUqHk73r7rQn9tOD94fqiT4y3Zu9ee92f3FQu6fn1LAXfMoN",
-	"/E/NqfMPzG9YRJOEqUeaGHnNBBnNomtm3N5xTa65iO2jds5MG7JjF6GJVGSuuGF6t0UumDDAZmZmwoTh",
-	"cFHdEWkyn/CEEWUvZGJnowlV9pgqx+AX3m23sxVxYdgVU+UlnbMp5cKudGlZl3YFmiRsbAgXsDpczopv",
-	"dY6ONn1Ls7rtQ1ZCZsLwpPAZS4/jWZIQekW5CIiSMxGzmMzSVROo/zwzanEyNkyt/rSRZE65ISM2lspS",
-	"llELLq62pK7671549mYZX83uThhJqZnYb880I1xow2gcWOYbDmbt9l5k/wz/YsdEseQ/Bo2MZTZvmNJc",
-	"ikEj3JqFwJj2IszZaCLldZOJOJVcGL3xI7XX4geqFsvrOknmdKFJeDIzE6n4B7jsYUC0JHpCLSOJrPzX",
-	"RFihTKb81t2ZreVnaeTamf34448nhdtTv/mF+wXc2H6J+dPYCb9hVDEV7m47K3y+djo/neNtP6vhxWex",
-	"ncOYM40Mwu6FvW1ypkgir/QxeT+ThhFukF9HUhgaGSva9SxNpdpahCj2frg/7o6eRJ34iO3R3uggqpnu",
-	"RysKFZ0y49U1bmqO+bVIFqD9aOQNdurcLMgOxf/qZGZnGE2AnjUVzbGiIuI6kuFui5wIMhPXQs4FPm71",
-	"DiuHCJumZgH6mF0Xt596P2Nq0QgaVnNo9Bv2+fr73yh9phE0pvT2BRNXZtLoH/SCxpQL/2On7pyeothZ",
-	"wSsKK/byyb4bmWRBqH0Fd8HeYyoM6i97e3tHuysXgqMM4eUVK8qUqV6uTDWCxliqKTWNfsMqbU3Dp/Ua",
-	"o1+QuZDK1N8Cqayy5YTXnCbXAZlzy5UmjOiFMPTW/xGW/oiEWioT9knYzOZvQrIj2JxpMxBjrrQJUKFk",
-	"YzpLzK6VbmHpYZnEVvjBs7vHhJKE0diSdNgMyZRRYXVUHTFhf9kaiNLbXHvNxd4KNiURxXs7Yn2goBsm",
-	"zCOQqfYnx+Me6dIcAkIHQrGI8RT+xLWeZX8RxOqCU/yL+yf+sUUu3VcfacLjwMtFTadsIGKuWGT3NiAj",
-	"xei1JoYz3SInJJopLUHBGlkhZmcLr0ll4GZTTXAGVlNADTajgZ9zQjFWpWK3aSJj1uiPaaJZPWnZgUsU",
-	"ZacMt/lPio0b/ca/Pc7Ns8f4mH5cIpe/skXjI1yhM3y3Axco/8GRG1WKwpPaLIBkLW02cuL7BkTq3a6T",
-	"E8P3vE/49qYLtX+vCwXnWCP0BJEpfT9jZCTl9ZSq6z4JU3rFBQiXlmC3ZohEEMJ1KPwtVewm/9uYUGJ/",
-	"w+VMD0RKrzLN0tIYgSVbijJ0mjKQpvBmYEe1ynpORkSaCVNkzBMDNi4Qm1QDgeI2IJniz2LSa7dJyAUY",
-	"Ln4ySIe1O43bsEI8f3/yzdXZU/rEvH/xZH5G4+/+Mv+pe/WBfviLefVtrxM9+/vtq72zXvQhab8Uf/sQ",
-	"fzjvvfrpunv9/vBZd/7TpBPt/W3U/vCX/csn4zdXZS6+3+luZuPPwE9QJ2zt5UUvAlxfJ3kV2QljdTP8",
-	"13/+V5gTl1W+8hXHfsztZK0djnZHe1Ev3mcH48Or7mSP9/6xf32QHE67jXWzfg7ntfa+wGQEGS2cowLe",
-	"LMlU5yq5g1TFN4Y8btxzRXeUtaeOL686JqejFvl36cDmE7b2wFg+/nZHZge87k0PRDd98n5P7etD073p",
-	"zQ9unyy6H3r1PgBt+JQatmoNY2uaMfdQdQFMm/ULyAffbgF2wNHhnQzbUysqt9B6QKT+ftSe4rLWip9V",
-	"6/pq5Q+sbBW5ecWnTGY3G8jMjbgljd2Y4eFo7/p993Z/2hMH6RPV1T1zcPNk3l30Vk/5UvF0PWPz89co",
-	"7rgGXtcHR2Fo/9n6c+ifoFaDmjArRRdTJkzhT3Js37CCE/6iV8swO+ZqdrfRS1Rhd6vWvUjZ2nVX1nzN",
-	"RbyKvOATxdmuU+Wyr8NcvlU0nXz/4vTWMGENer08mzdKGhnJhLDsIXADk79cvH5F5OgfLDJk5+35iyYT",
-	"kYxZjH8w7NbsBrmh98ugkTKluTYs/t7Of9Do/zJoZI6EficYNPSEdvcPvqN6Mmj0B41//ed/DRofP4ar",
-	"Fp7PaMVh3eej47jdO2of0aOjuNs96sZsP+q1DzqsE9H9g8P24V7naK8djaLOIY0Y6426o87ewf44jvf2",
-	"WLu9T+2Ma+nd7fVr73B/BYtY9nXyaFLwyjsdz8ccrIGgZiJAS4cbMqGaaHbDFE3QBnGfIdLK+e8uL98Q",
-	"nbKIj707Y8xvc5fClCVPqWbEbuiqXZalCddvtL3G6xYNm1/PnPx8/Qpb5CW1jBbdi3Lm3BthftghwVAB",
-	"JYpd2bO1emp2zk4TXrEY/2MttQBn2eFxnww23PNBY5f8QrShZqZRmv9CjDQ0sVq3YiJakI/2/9btyQ9U",
-	"cTpKmK7flxuazJiunv8jTW78e8HW93DVbmRDrb4/PIZbsWk7Pq6POUQLazUuW0fkmiGLjxJuqfuKCUts",
-	"TNvzJIm84hFNCrdhh5K3b8+ekZueNVIUi+R0ykTM4t2AdOzd6O7vD0SquDB2XSSaUEUjZ+ZEMmWZhZ25",
-	"42kUyZklO1DMuNIm88GDv4PCHNVM6IGw8gU861lYxIVAdro9MpEzpa3u7d0bx0ChRi0KjhNrqtnxvKRC",
-	"/8BIxgtyxYy9l9T44Z13e7QwDMw2+w/nhAnzaE7Th3P6BKI3uBAc134JFyHQ5oMP7YBFmP1OyZkdVyoy",
-	"VnKa/5rH1hZ0BoNUhMZTbvnRQEC0DbcNYnC9bpeEPD/r4TVbDBWbaRaHxy4wYZZ2F3aPJ4ndW8HFVTAQ",
-	"vfbR8kBcDGeahW7h4LRvgk4aWnN3//a2cBxCGnck4Fc2pZ2YIl+xR8JZXFAAMLCYX4tKIGvF5dgft6MD",
-	"1mHNJ3GHNXujQ9o8ijrj5l7cZT16MHoSteOyPtDd36/aP4Xg4s+DwW230xwMbg9P3/37n7a4UOeZYrYU",
-	"9HV/IROmWEBGLKIzzQgl8SxNwPVN5nKWxCSWRDGaNOdSJTGZUDXtw0ZbvssNxlX97trzadcdNH4LjuPO",
-	"93kgNl5oUnefyQ6Q6ZxrRnrt9kBkTorK/MLdVVd/ILK7f7L2osKtwfCnxr/irXc7Y18aiDVX8rh0/wK8",
-	"cfZK4UzcFbJLWHWHaHZr8MpwQcYJv5rALdp4awbifteGfOKt2cZw+E1u0fglNdGkXu6Gp5f0KvRytxKZ",
-	"X8gZSSgwMRqTnfDb00uSR5B/sf85iz+G/goNRDjmLIm1JUKpSPhnx56jCRVXzG79lMaMSKvx89yb7k7Z",
-	"6nbcHJMCpXcsmaQKopPcTmk4pjyBy+dSDKzOTxXXUvQJJXNGr8lO+OPjcJcYeuVja3b5TK87zHET92jb",
-	"rIMnnaITqP0EQoOFU+u0u1s4f87Gr6RgK07nRBB7Nl5MEUZVYm1ZpOPjTCXGzXNrDMo8jOy1exmDo3Af",
-	"W2v2wM7mjhuxIib6V7ZYZZ6fvDmzN61qoNtbDAZ64E4NUmNYpJhZYbJfwze2u3d29Ome2E8P33dVTx+Y",
-	"Jzfdee/2YPHkw95ov3YJK5Ic3tArRjT/wBzH7rTbLXIiFs7NDHrsapcy5CqstPDgr6Wtd8pVo99tB8Vs",
-	"hoKnhAuz5xyPfDqbWtprA+m5n2qD8m94dD1LL/mUbY7ypTy6hnQDUKXimQsy7X6i/yuFKQwNn7KtfWBP",
-	"7uwpOrd63SpSBKWvSogqVms9RcqNuGW0OVZD0ZV7ae/9vjrQh6Y727vpzfdvDxaHH+o94Ogksnx0edZP",
-	"5XRKm5qlVIGrzsi0mbAblhD7Fpmy6chqC9ZsZmamwITQKVW6ytt3W1aIQiLbQIRo2oWQQ0MxcQHfZ3HJ",
-	"n47jg0FapXEfrdsclEMZcfewXLYvEI+7SwjuEgRVPQ1YGq+SgDX/1pEACr4tKeAeiVY43zVeBJCa84mE",
-	"Y4XgLZx5wrWpnf5Kn9+9FtDVe9kCencPedjV1Qfiq9QNobprttCB5T6gzyrGAsJoNCHUkKnUhkgRsdrY",
-	"+UAUguck27ZCuBotNBRGq4LWz5ADD0Qp0N8ip7g/5QSAYEwVC7e/CveLT/sNXApN793jXlzA1d8i2ubT",
-	"W5BXrCIt/OvW/tl8Bphy4/T+b2TM0VP0I8a/fJgMoxnfyBguRiSFNUDsP2mKlh6X4vE/NKZVZiS8pFqh",
-	"IQTJQwsR2cO6wQTtn+FutOxME2ZYDAmx6FyHdDAWs7jxLmjMVGJVKGNS3X/8OKXKCKZa7oP29cdWTPgM",
-	"Mw2bv9WG1K4X92aZDbw9f2FvBeRKeRcLrAQc6MASNMM0C16TH4UbrlMpNG72NzT+lho2p+t2N1VylLDp",
-	"v/td3m5db/CtupVY+ZK6VHLN1A2PGNkxkBYIO09SJW+s0N0lqP2DLQn2vLXkMAM2mrB4IHZ8KGTo3xky",
-	"paQKd1vklcTE9znV1mqYcoP5pDAK/CV3cIEvShtMqq5Yev1VxrNzVo1odC3HY2QChXT/n5ou/a2Joqhu",
-	"t9zjjwuZcrBh39DY/eYOB1Mg/wgYUaOkhTbsORjKE694QvK93c4RM3PGBOnA7lgF194Qu4/2hvzSSLLU",
-	"Zbz9LT/elGlNr+yXxAwUBT+i59Wddrvx8V12za0MWpmQ5zhJvwepu9wA5zrDFRD/RcfhHscy0n4D9L+V",
-	"17n13VtDo6At5p68KU0sD2WxNTqzNEFLl05DsrYsZJKBkWpnGRDUWO1DyprDllr9RN3Qofd34mb//M5a",
-	"QyHaDPaz1oqTY3yd7FSMit0AyTXPscpyY6SyH2f8ShTectkt+Bp6z4srs9PLfhhamgrtYl0uHEwwIFS4",
-	"ahJvAThHPpj/tKQuQkXFQJi5vd5cQJIOuvHRWUBFwc2LNw3WPOVaw7WFrHjPwGDzVnnmINPOsoa1LrXi",
-	"/i850Vrkkt0auz787o5VAAMMtgRgR+9mxP328nnzSWZlv3r7YiCKjnh7hyi+SVALwjdRK9/Jr0bQbrdz",
-	"YtK7/dwTUvD3eVKxu2rHgvQ/kc7MEsPJ8s2bmSm7judUsvuLCevNUnb8VoPkb1QGcqnvWw5in/4YfBLv",
-	"fCrFOOGR+ZIircguIvd9nUsMX8HxSLsAmgGtipEdKNJCvl04c6Oo0NwlkIdCDl2WEr2hPLFkbX8NSj1N",
-	"FKPxYphSHjsvHOQBVG5WHo3IXas7q5yqQU0sYneJ2mr8wZtOqqZGx9cpNLcrVAigeMjNb8X071Qk8SmE",
-	"9iwrJ3sQ1w/i+kFcP4jrO4nrSlnrOs5TfBQ81VhYte6VchVWSSb/t9YOcqb9oCd8ET3h/mT+2TSM+92X",
-	"379a8lyqEY9jJr40iV8jJaEuMJoZiLJbjh9L9CnuhGM/N/Ra/xEI5oHBlsnvTBimBE1OrTLyRR2MBFz4",
-	"RGI5qeYxqmM4nXD3GIutZbwgEVWKM02EJP7vukXOc4ef9+79prL785zHK2lOooiloGl9aZYQ4qczmAsa",
-	"QxG/kGTKYk5BB0fekKdPpUrGs4hZdiGkGdJs8p+RZzxc9c9EWs/lTMRfkqpeSUy/z+AxkErGdh4PBPL1",
-	"EchLGfMxZ6tSMyoYMcUkJyx6KeUrhZArdWz5h09yqiItNQtQS+smXYJlWoYbugOpeGycda/AMw9klYFo",
-	"rHsLnvlsJPiGLhJJ40spX1B19cUFIKgbXJPEflwRM6GCdMhL/g3ZCe3fhkbKIfzxt2Zen2e7LzCy+1Zk",
-	"xuiX3PFwln83RAAtzdSNr2qgynBx5c1gElNDR1RDjtNMQHQZvFHOT4VpT1xcDYTVCV0yibPjH2kSMxon",
-	"XLByzDmWgh3X+82y7FvvsRyIsWIM07hmmnkNFN12JQPbA5D95u6kO5jHVXghsoPmskezWLH9u2WTeUOG",
-	"4+eh2kspX1KxcH/Xv4Hh/EhndDGaxVcIB6VTu2E7oaKGoT+ZxdaOURvJ5EEN+jzyqkLva1/Ogbc+G12+",
-	"FdShP7EvrGQHWTKoVESxG3nNYp/TTXYsny3itf3WsuvHH39sViGw1g1QRcz6jAeWKmnnZjnZqTAOTOq3",
-	"cDRzTeYsSZoYKwJ/nMt4pETNoHiNGiIYi3XGjvtQkzNmiiFMJjUDEUuGtTTslmsIlLnamoWcYSSF0Kmc",
-	"CYMDZo+DFg9/ZrcplG15jAdAI4pZZIVn7NO/4Mm8aEDPsPYTHOApV4tCjOyaLYbu72FQ8Ivb3+PDYRa9",
-	"qnq6sfhouX6wPnQFhUq7LRJGMmYh0XQBkITR5A/j7/5cZO/Q2Vj8ksWcQin+b6RpW9oLq3miIfCsbJJD",
-	"8D4NrT7xe1a7f5+e/s+XQvLgbilU3m+VjXJln32fNH0+8B3Jwn3q3L0NGviGlOxChgorAXK47Jfv356e",
-	"/214+fr18Onrl29enP5kt8PnsuB7kUxmUwEWgBUZjX7n47tiWoulSBfJZwmLjCadbrtHsAAFvf6YSsM1",
-	"6bTb7RZku1Rng/uGySl9+1iWEGPp044Iu/15NupXuZUZnEZEhb2MaiZa5ETXcEPMLvEgFUzcsESmDKWi",
-	"kCS0ugDaz1b+u1Ezye5yJMJvz0/efPf9i+Gbk/OL0+Hzk7MXp88wzSN71CN8F1OtEXuUWonrR/jh5MXZ",
-	"s5PLs9evsmECl7fisBwsZ7EDjjmUcO+E35w8G769OD0fnr168/YS6gllHkQYCO9EDEtIH1YOvH5zeo7f",
-	"Oj+9eP3ibfbZt+endhyaU8tIyWsm7ExzMn3x+tW3YUAKv3l2evqm/BtHyn4VGYxHE8l0QvUE9mggMk2p",
-	"DIiyE745Pb84u7g8fTbEYb87ufhu+PLs4uXJ5dPvnH5T9CYgeoiQhQNDDaiAugLaDrigfOoL7uP56fdv",
-	"Ty8uAalUD0S4ilKdSwXwVzI102iWjEtJSmQpRykAJL7lbJkxJCSB5HZZSR6aM8vQcqvw1ghOO8vH2X1I",
-	"h60XCn/gKOynbMsfOBj6QPj+hL/umOTDOflz+r2EBu8S4HuI1d2ZEn6/EbpPWnUB7uQ51Dt+cXHk4VDw",
-	"6tibk0hxlSOplJJTyU4tQgtEI2hsdXJQ8T/jDj2EEr9sKPEPFdv7g0f0HkJsn0Yev9vA2m8c6XqIb/03",
-	"jW99Nqf9p1HfHyfMdP99yJzQMM5JyutRaDNq88pChgt5lkGuwUIAhk1PLEtCAQRANxybrKVKpkwZB9Pi",
-	"hljRYQr/SHYME1SYXfio/f6IWb3S6g6tYqcXO5oZeuizJQihoNgIZhVUWKfd7+z3O0et9l7nqLMtYFjl",
-	"XItjP52w6Bpg9NI0cN4X13hLzBKnhSKI0tKgyAe0m+9Stz+RbYg2MsWmjlxYk3VmLVvoAwSHUd4lXG13",
-	"q+YAG6fI408DzAsaCdVmaPlG7TItHSTUWP5cbuhXQh92+xAANKqKWVxCeSKUTLmYGfCbD4TTuhWDq+Z2",
-	"CxRNpFw7l0oPoXtQyMadSxUb89sVnS8AYKoA4+p72MAlC1Arj+SV4ABXC3diAY5Qy7BvGE0ycJoZSNYy",
-	"Bajr4U+jvevvj6Zv6k7EKRGbyc7aFO7hbBt5gs3WpLrWrV97D5VM2Cb2i/zs3D5pGR2KwTW4fiRvlevX",
-	"SSMDzVLdIscZzPM1W1QWqWI1fDLtXkNzh6UrsHlNH4tgSz83EGzNzj2fepBxzYyIyvynxOhKXKRy20pH",
-	"nXcbxXptu1u4dw5MyrLrGI11mrwpsHEHVFYLWi5ddxAPnbYEKL4kEiqctDqqkA7nezKbUqEDwlpXLdQx",
-	"LIslE5k4/ewam6tuxYqLPZIKLT8/nRXTEdixRWZMXrqKco8mNzMzxZbuymGzfdDca9+5zcmvcyse6QLE",
-	"ZZA13MjwzbNLAw9m7aAIj5dv0UB4EoeDDOED2Bs5xEFCh97ndg+eghuHf6hy542XbmO3keKdg+3bdBvi",
-	"Wtpk82SRtcPx2hJIqByVNnCqEaIZlzoIr9WP/ruoOb8bReULaQf3FNtfm9wF2q9nMJD8BVH/AK96qUNt",
-	"n2BrWIINeHEg7LgbtshFfpcmTLE+IvFZDUTI+RKfyDfww4vezasn8/Ou+dvB7LvOP/66L08P6UU7fr53",
-	"9fRo9ENXvHzf+fvtkzfzuq0u8Ms/gujPjmc113vBtaljeb7DomN2ukaeU7M9RKkzPj8uY5DmHR832tv5",
-	"k9U9hbmUxlq94nOZ1DYeosZp3FO6ILHsr5ZfVuL5tu9ceQ9NUBJl9u/YKgR78Hu1CCnXdYOHD9iThsEt",
-	"FdgBsJlpRn3umSVafUpFxJJkRdN4dIBZowl7ZzpY46jw0vKRur+yeDhabGyK6p/9ZvEry6Yqh4+oGL7v",
-	"zvdYT+2bg8XhrMv3ZC/dpwf6MO7Wc1BazTdsvEms5oadCOK6lzwo8qeCNy/d/SLaMswrKG98UGlsu0TH",
-	"xZMvZHLeQYn/cbLIuy3wjCxYvEwT+d6Vh3gOUSR2axzu/X67Xeo3JKRB9j2fcMOITmlU0YWrJ1DV1Vc1",
-	"uRgMLjZutJv1mt0Dwq2/Nva+OsPctSiZT2R5jz7PDeZmBf+99EHEmEQccKc/jf1ewFjQsXyJBdex0tp9",
-	"q3ZBrp+1g+i2G5hwbXQxmRCAozf2tS5sb0noNav9nv0GN0uPlbc5aNw27WjNG6og89EOmy2lETRecjHT",
-	"+S/eYTdjaGK2vMIXcs5URDUjZxevSa/bOcw7nkUyrhD4TCNedN6dhTY/vPtl7+Of6qgBG93WyeLMAEtn",
-	"o4RHVgsfc/T9VPi3i7Ks7vy+kbnetUOvB/oudTqOKXlD1XXd0+lEGll+3KNmR7Fo2btSgs3GtevH6+fV",
-	"+kd6VZQnM8Vr5QA1LnyZfb3XenJYFERyNgLNLOuesV/onZE7EBAg0Y55wyY82qw1/+Aeq5UIAlsLuunl",
-	"YwZ4onW3EanlBBMPeOIOfsl/AXePer8X15Ylc8ECp7o4D6xiGIYgqUS4MLLjLPSZMDzx/kf70EBIwXYz",
-	"dHEQIPBnqrCHNCQ78DGhYoHKTtXwNfyGDT+LcA0K3Zk/kYj9wjcdI277G//0xxzncpv3isflUe6DxiyN",
-	"fx3VqcrZi62sPSx/4ePbkdlFtt4NxGboNdNEsDmy/SJbRyJsBA05HsO/Suw8++sWnBzn99q/4X70o9Yu",
-	"4C2s+I4KE4StCoPky6T6GpT9ZW78qZRROT433OpTelOg4aWzUSyf8pxqQg0JfVAFGlgsTX+CMrpEk0ft",
-	"tbxy76C9gVsmFSLfO2wdHh7trR31qDho86h22Mo8m51ut9XrHHXXDtx5UhoZflwaurBJn92y0SljZdb1",
-	"pLVfO+XVe1qhkgRdAnBfilPfTDbf+LZjd7gW/l3XYcgKCGimQsWC2E/X3ArPafXWymt5mufwlXKfE9/h",
-	"alWnk8oe5VPYclfOmYamWyucBiMoy5HjTHxmVs3q5d9d0EBjn5s6B/V3ck6mdsvz70PpBExrwpK4pJZ2",
-	"anqF1eTUla0p9+mCoNy8de6k7kZRrwXLtRCaq74xgz4gnqTXsqvyiM/YlWJMkyiR0TW0EYQOekIqMylt",
-	"zANzWxH+quw9NGX0cfi9tk88JNQeQR7RVisSFD4PxyxP9SUzynVZxdmUPryKqdY3yPsVWOzFbDqlq3p3",
-	"OaNO4zNZx2uvXWh+JbB5Kzrxlin/wYT7JBNupUFWd56nN6wuq+lCThmmZUDq34SmKRMshhblMUvs+vEM",
-	"XQMowlw/Jw2WVIKt20cLkrVUxQZUYX8gwl94HDgM+kJnMUhT/BgGDlkdK3FJzFJm76IUJIRsMtfWD7Kr",
-	"+fuZS5XBplDFLtz2DXbD1MLPd0GoMWyamj6JWd43WQrCTYu8dI0FXXtcGscszlLWbzq+Z6diU3njs25i",
-	"brdsygU1WGk4pWnqDtM31Rq7AodVEQB4Cqsg8Cjq+nGtf/vCP+cHgFtFFdqu6xqTnbhnSi9mbsF1b2Y+",
-	"x/KrWVexda/6h8qv+mD1mhfxkdJrUI6w/rULfARf+5jxmsUr1yrQ3oiPQUMK9noMRfeb2rmV5vEx2PxC",
-	"eZu3eaMy5y3mVN7UrV4pH+GmV+qJbcu3igT+8Z1nO5tCdcgyPtFTnJ37bxingzn4lN2asDIXGNQSuOQ+",
-	"Ytj7OxGSnZGU19BDPSzdbY92769BSHZcZpgYiJGkKn8lu5rZO9k9t79Z4jnFX/qW1KVQX+nWVnlO5XYG",
-	"y00HK6ymjusFVSZacqosj7jkXJFXTDRd20Y4gr9yAZnYz6lipy5lvZYAFY9YjH3dA2I3H0uaRMSsTONG",
-	"o+CSyvkTuXGp8Hq1D3tdQGRBdnQyu9r1LU+xxT7OIvNKWumGf3cKCA7gOh/ewUX+66bdmC1v1QuZ4wfF",
-	"XBtLC0NsNbK8Xf607KHQmPjnyc6VXUsz4ipKWP7r//t/SKe1t1val/12p1u2FA969Z6IzGoMGvEMq9GH",
-	"ziZYNzPnLCZ2b6w5QQWZqREV1qS4nj4u22YH7c6dJ+OrLJbcw0yb4ejwLn7mdVmCl9DBBbtcg2WJOYvQ",
-	"e9PNgERUFKomR4wgh7p//nb9DBer9/2yMJ1HmiR8zGDjufD2W0AgQ4HFuIqw0N32mIT5DoAyWfwrSZOZ",
-	"hnS30nr22rVdyddU8gUNqfgVv9NVgFs/hJZKm+s1eMTO4UkrlnjMhsYJmXWvnfOYXTqtZzuXbpFf5m7+",
-	"QshjRQNnJArcfsge9Ad2TFyFO6azZ+257UFAZU6ZkD4xSaF4bwqRgnzDXFgqO64yHyufyTKzquESS+Rb",
-	"yXDakA9R3O/75UNg2H9mGEgNF34jUUI1eDZhQbUZzXfl3mcinZm7U3r22j2otnK6K84sH3jTDq8KAIVQ",
-	"exY6EV9kGBBtFP5XsWUnQLVOQ0Cq37HqnOeXXJNICj2DRmaQRTJaEEo0YuKNZwm8xcXVblnLgilk1GP/",
-	"ZT9U1oT8M0ss1KFcPZWrMjI8XtIjOzttsNbbtcqTYwcjZpUbjy4G6xsremXf0hAiZbcpFTGLg4Hw7NZV",
-	"SGfN2NRMuL5j4MXFkuAUrGmg7RYJM7wx4AHtrJy6gOlUbYgc10VjE18TnHuH27Vse5lVFyDPSq+v4/nt",
-	"LTzNftTATa6OHN1JPXOGTf1Fx1zMuqw4DbBDY0IzYDO/awHRE5qymCT8mrnc7gTbwLdWJ3ouTSzDUlr2",
-	"bWdQavaRZZZSxprbfmEvaTThgjXtQYPyjb0ha9RrANNb1uE19tfjMROGjzlTlu+NrFo8IVL0Sfj89fk3",
-	"Z8+enb6yps7Zq8vT81cnL+y/i7hgwUBU8dYCUg//Vvj9MqibHWct+loJRG0V0NpA1CCtBWQJMe3V68vh",
-	"89dvXz2r+2MZTq01EIWdwNTQbDPggts7e356cQn5QJoU4C3x6QzgqprEnA27UUDDGdbdiwIaYn0I2FWm",
-	"ZEwClFRLiQSVt61cBEUiL6piVY9BhrtY1L0vrV6D2k5W7JnVH1fqtFq13mdqJqvSXRFDkdhHvB8dmDJ6",
-	"ZdEsPnYAcsiO8c8IibeDH9G7mU+WcBGzW/snx6902UZCs94ehd+4Tdl1fk9KqJLvNnCSbJPrbG8fK6sc",
-	"bUWb79RxAgTLLAas7qywI8zmL+ujixvQO0qxFczjcHNbszH30/NOMv7ry0xdo1f/a3nDFMIW6pRFfOxq",
-	"tknMxlww7ZwH63j2VmCf8O3T/D2rEBbRJ+vurzUqCxCN48pNllZvCFAT4AY62Gp2wxRNysbBpaXYLUpB",
-	"AD+x/qJVpWaLvMQwQMLGBrrczp2+5xfYyoAtv7fDhu7GUaLYlf21YnE+Wmm6CONoJ73zJx73ydmz/98u",
-	"+QU4yI79+U88tj+jlULG9k7/Qow0NMkzMz/a/6vjJRlo6JYH94N7/geazBhm6Gygz9N7yvM3ShoZyYTk",
-	"e1iB8sljMIUE27C6z3Y/+JWQCp0N1VOv5CaUXt5oTpeePvdgGRt2xcHc1jv4DBUxVXHhkjqO7oFnWz7O",
-	"xbWvIcyRhJY034GAK2G5OVaPslsamWSRCwZNqL525Yr+5igqjn0L59DlMM+t/JjD55QUV8FAMBpNHHiG",
-	"152K9A4wGa3Kr7RrA+0jba44sEYv9y77LWgSlOCPeYPvX+4uxOuE9z2YGp5VkatVHQtbibyagT7X1VlV",
-	"jekxnbdYJliHywqZXmuoVPjGnU0WaMqtqzz/kc5RjwNrIFumWuKemBuwyR/0cQvD5jtGkzq964SkSo7Y",
-	"o9WVrrnLrJDheb1Rx12T7bheHeICIGXtRk1pGniAGyJT3G+sL88NJRrHiumaQIT7Q3nmHfKSqmtmyIUJ",
-	"yAUV5HkhclAoYOnWFpvXJgj1jn6tBKHepyYIrUx8WXcs6Ku6q15WPThsOA+5hF7iff1nebR38Kuc5d7R",
-	"/hc9ypdSrEAKcgBXXJApFxDP40aTnciyyl30qSSra2RqOG+h1GZttaF/zooqq92VjY4n++07hocq+4Fj",
-	"Bvl86rblTSkEXp9iDWYjROS13RkuwIs0p8l1ndhZCZGUexVBmttxUPMp8ffuXb1tQWNC9XAqVZ0GpmYs",
-	"05BQgRfs1gyjmdJShR7KyoqKvpvVWCaJnGOswq75kSYJBah3NiVcYP2r3ZFHGtOByQ4U1Ulxw4Q3Yy6s",
-	"Lm9fDf3cwt0WOTPWAqPXmdQbSzWnKh6ImCv0yEF5YUBooiWBZFHYdoCQhDiwkrOrCQlTxW78IvpO9VP+",
-	"kCzFDoSdYpC9eSW5uAJI8QCBzrKJ9YkVj6Fr5F4YuA/bEraIq4IYCNygVLGIxczPjWtiZIKJXsVpEZpI",
-	"wSoOoZIkHkmZMApulsKhLB/iG6qtTktCP7IrUyb2LZiEw7qhzvlTSZVsnHx/8s3V2VP6xLx/8WR+RuPv",
-	"/jL/qXv1gX74i3n1ba8TPfv77au9s170IWm/FH/7EH8477366bp7/f7wWXf+06QT7f1t1P7wl/3LJ+M3",
-	"V1siItzcfT24v/9AxBXwn2dUGHhfCOa1WborLxryLH7bZVfYT/FMyztSuLGBYxj1rAlSP+pUomhClaN0",
-	"XwVuzeQWgeRTfK85ZWYiY2LktRW6HustpcogD6oRqdN67vWyXi6EnrOWOdg9OPfmhIz23mXnSb+73+/t",
-	"tfY7nW67t30c/T4CqZpfkNLF8Lo73RO9dP/9gTrUXbM3693szw9uDxe0Nq15q7iyzymrCymvif529V6m",
-	"7ffuWqLujrmwMYWQ8Ia4rJvvPWGmHGnCjZfCSg2XvIRp0CTEqTm3ekZeZGp5Ans/o0mWC+RIvo8CKUq4",
-	"HdeugjnTHhOSIGZnJBkxd2lidB5QMuUae69wTRQbA3LmTq/bHQg3i6F/ItwliuYOGTdObSXkdLX4L0x6",
-	"ha611S0qJLjj/7fxZt2D+t05DZGF1Cco1jAZl+WQsSBrSN7wmCmQ/QCdLZUHKC0+N5qZgfDpxWamIM86",
-	"kVdXLCZSEXAKceGzIQdiIACNc8YT0+SCaD6dJZCA5D+ISonDXdol10LOwSmsGYHqWJy27tuh/ul+Iv8k",
-	"cmYiOWXknwPxz2azCf/PPhCm02FEVTy84ZpCXqD7eUq1sZqxiou/pVN2G5J/EpfIp/uk2+6Q8kgeItY+",
-	"5//dJ71uN0s6zB8JSDimPJkpNkSs1rA6RGloLvRsPOaRvRLD8UzE+n4fqR2n9CUf/b/X8O5lGMkNDDVm",
-	"cNPsJ/71n/8VOsq63/QRObdMzPClgTh1efEOp9flxSMv8LCUmlAXYMoI1bIOBo1bVqSG5gKjQDHLqGYF",
-	"HIxeCU4gnQ5/ps0P7ebR8N2//2kDhskykykzVMhzoQtgtzuhFSIA9LYhs6gqW1ZPvbNJ8KyXORUus0bc",
-	"QOqqTw2ordfLjuPPIbIJUPPvp+J8btXmHgy4SMp1a14skyb+6DAWKwyifOKlv9XHY/Fg6pSg9121p3tm",
-	"f3Zwczjv3u4teh/26cHoMOquV4JqiqTwK4+0i/QEJMxzry3bD/3VKuf2FrKjvwjAT2E3ttSi1lBysQyg",
-	"RqxWuQrScpDjEpaZXI3/4VdMbN4igLF0XzNVuiZ1Fa4pj8lOyG5MHWuyvz4c7V2/797uTwGqTXV1zxzc",
-	"PJl369Re/4u7FmTUJtXlCWUVoLaVaDorBq5dPFZyoQUXLr8YBoQmc3BUVCgCW6iV6q6AYeFrRUSGdaUD",
-	"lb/V7GTZMFnODCxc1Sxc58zSOaahgK/mOLvF+WOZkpaJX5e/7yZevOF1k1/LAeqLdNZdtcJKgCQfLtX9",
-	"L1V52z/vvaoZe+urVX635nblRHD3C5bTY+0dW0+uKyLud4onnghCZ0ZOqeFR3m/Ud/m0yzlJZZJIe/Mg",
-	"jrqLTtPcrT9ht+Tiu5Nmd//AOWfztNNHLsgOyHAt8iM4SmHsMIDgusv30KVI5jE6QOEJzAyRgg1EITkE",
-	"fXx1ZrSe0O7+wXdUT9bBdS3Pmby9fN58AvOEI8NJlsl/HLd7R+0jenQUd7tH3ZjtR732QYd1Irp/cNg+",
-	"3Osc7bWjUdQ5pBFjvVF31Nk72B/H8d4ea7f3a109N3bLVyE2+j0n7qljhNDrYMsRXcVxqAlqLF+IrJKy",
-	"3tNgLVxkBHYX3ry+wPpjV6jczAqVH//i/3kWf3xsX9O/jUpRSb5yk1pS5OYTNrzuTQ9EN33yfk/t60PT",
-	"venND26fLLofNrvBiuPW8ZmlmqJ7c8qMQ3CMxhWYgqsN3MJfdycWmdfBrCBCQHuwDzhIayMx88gK4qDq",
-	"kCpbQOQbTMx38l2TcEpvwwA9b7N0rCS4enhUe5nvY/5MaRlOudvpPrmz3TXl5UzIzsHB/qdFFKfc4c9v",
-	"jCq6NjJ14dbz50/JUW//kLgONS6tWxN8/c7p3VrQazYEjrgi07vMALPmpPXFi3Yu5WvwSjpnwlozqjax",
-	"N09gqlQM0mhCnH+GcJHODKJJu47hXAri7JztU5jdnj/nLIlXpkBtsKsxBlh1LfXJ3GGrVv2auQa7U7G4",
-	"sXXTkv8sqLi9gpVuqt0WeYlN9qiWAlAZBsLDMlSdTctfqofMhZyLJbaq2Pvh/rg7ehJ14iO2R3ujg2i9",
-	"MZ/jdLR7W1WWGG4SViUrQ1bSoanV7k6K/bukiw7isT/SmeYB9BOQ8HEsI+37QOl/Q0hye/AekLy0hZWn",
-	"19ySqo8L+TSusBhIsSRW2vQ1nKJAtbUlJqW7sswikpXpU5jDANFV+yrhGgBMUDVq4Z5Y9cztCZS8m0nt",
-	"H7Ah1fKfwFUDbXfxT//QUrTsKLX7jB/GOqCag68tMHCZE1PXi8PjFHXa7Y2nk+1MPnTdMZyziPG0Rp86",
-	"03rmIxaY4VkoWPMaPgntpR8CmwqJThOOQWmXWTNC5hFxA30hqWF6IHagQ+aYKhZkRdsBFE7vWmmMCOMF",
-	"mew6Bjm7hcYxmaV58qvMolYh2VGWbq28vpJMe0GfQK57FnmBnrYAEzqlXMQA72ypyT/OqEo4UwNAYdxd",
-	"H+v68u7RJQ4WpcO0+35P9fS+OZgd3nTne7e9xf6HA3o4qgcgh3P9VcLNOS2Uxv4537Luk8Ogcc1F3Og3",
-	"LBkMLRkAkIh/otPu9rJHPHmUntjfO8oegJl8fLeloHS0/oILdmbY1KlKq3D21nuD7xYS/wKx7ZKzts5F",
-	"WzidIhWsYQrZRtVyZjse+hoUPv7JaRVYEABjPdKlPLsc1u4eOA5IK3ciDQQLqWw4jJPt7Rb79lf34dq4",
-	"zdL2ZUbGWKp+kW8W+KVz0CDQBdSViQB9FoB/YOg1E+Ui4vyW5cXrILSnFaDa4h+r5Jutaz1mj1vIp6L2",
-	"eJH02+L2nPOY3bcuy9Vz4/FC3oMvBq8puCoDe6wGugDLRsprshNatarOwbkJCuQuAU2solcrp4XljcW+",
-	"C2OpWuS82DSLCmxBd2ypHJ6f0gVJGAXkGiiukgqcZGBSTzVLxmSHioUUjLBEsz7ptfd26zppia7cS3vv",
-	"99WBPjTd2d5Nb75/e7A4/ND9tMBt8ThWkUW9B/aHItDCMboFNNERTZiPYhV9qCySQk6hQYacjqWy3Po2",
-	"Kd/J/JnlK+nmAf6PlUzGbjqg7UGNv8YMdMtW6hwfBZbjeW+fhBkDCQdCgqoWpkwNr6chlPFf80ROmVHI",
-	"AIr4PO5BbGqJD7sGl3Kcg6tD7stAJExrV/XlmDl+s0VOCkgKoN8hEkGA1Y15Txo9mwZES0tX0POGj8d2",
-	"YMjMofavbokZxBKAMORbUKfp5cyz5JOp1fVq3TDZQkoDHLa3GwD3uaxodrZ/FXe7nNe/3dufDsxRxFcp",
-	"iiC3pNIEKzu16tbVdpPwbf9Wd5H4cq18NrKlLaBKv1U0YuQFuNu2gwvdAMl7T7jQQv+GDXmRcDTbYMK6",
-	"Iyrl7jonbOaYtZzI47pDk9aifMFuC5shY/+Q51C39RfQD+1cmrVts3KAENf9WrkXavC8FbvhcqaH+ORw",
-	"q36iiqUJjVjsh8feoppfCasCQRDOf/GRJnDQVlfNguJXsNUpU1zGAACz+/mBltf09RNsnk0Wn1vq11ee",
-	"z3yiWTT8+/To5m/T54u/TZ8fRD/90It++qHDvv37zaj7l0k0/cuEiecd9t3zTvzT1X9srg/E+QXrDmAz",
-	"AdwrNfk7OYdyezsGAxRKFyt65FuBLpMJnNgQT6wM0obdPvtPDnpWxC1/KZGAKrxMNNeM5UQTkBlk8B2S",
-	"mC70MQnboevgDIBEFBtml/HZDuoB2vz1O2j3nmzKGP5Yu8NZr6m6agRuFhlAOI+YgzSw06xrSMeEQSm2",
-	"LR5c0UNU7cS0URxthIJc5nrVusEazhfzmV6J1PiGR9ezFGGgYyXTphyPNXovE45asO8lm1mxXvGEzSkX",
-	"hO1vDd/ktY3tS8bL+vMmpJMiQy64VNyJVvelNKG6ewuwFTX05KSiE5g3nM0d4jVUBXigPGtPOm+oQ9I7",
-	"dh5azCBGSBjC9UB4pD3Q+8ezJLEXD3+HwSYAhykDXSCWQEhiyVyRHJ0C0OhAhMxQp7VBRCdLugXkRCxd",
-	"yJr/wa/SlFHlW+chw1/Y3yYLO5xr4uNd1YitlsPEZ/0SXGcnDw8TQEZ9MZhbVCcGAsocrN2pV2oRZCek",
-	"UcRSB4pbBNXlYpgqeaWY1uGux/420g6b2aWwVvwLFOuNuaCJL+VAu9lB4IdOAjo9FfbSvoxifRdOqW4p",
-	"Tgvaydeyu3IxfpJ0bBi6jgbCvY98FcpC8vegi619fcfqW8CIdQC6V+5l8hOWKX0/Y4THu4RqDHxPuDYy",
-	"A/fnCmS6fV4H8CXmDTPXJhTrTnyr/6lU2aWHj9SGzgtU9Nn19ns0lisS+uefz6+YZlK+YHfv0+IG0Ll+",
-	"v/l9bwzA6zKV4/FdZF6BxdQ6ju0fHCxjCuKmcC2KneHQNUAXq276LoAWTtOZyVFK2UqWk8ePwMcxlTFL",
-	"ACaRKqbhig9E5qaY0hhidd4NmPWd8xPE5kKQGLbbIieI/QL4itklndjb5jC04f5IUeAy1ebyvTuXTnun",
-	"xLpjwcr5GtXi7r3t8KjuhIULbwyBstcYH+BVtKxMQiuwXSAKFpNZekyKIJz5GcD2ws7qz25o3AuHt+hn",
-	"/RQrtiR3tplA8aZuV7Tp+hN84V5/RejeVepUuc9CXdZzGT3fo+2vZBtOHCMZfnWZ0flBfK150UuH8ply",
-	"ouvH3ZwPvfReIRe6TBrb50GXGx8stygo9kSo7mFNG46VVJu3a/hKE/V/H+RY3u7PSI81A29HkOUXqxSZ",
-	"H/sdSTLvrVHTNqPQd6OeKL2uu77ssNJZZG3t4a+qPt9Jk/k1yuTyHAwX5CgtdyXNlLv2rL77lS3u50oM",
-	"E1Cta5wQQ39LoWQOkDG+RlZRJrGvlVuUDuhzcovlgbfkFqUXl7hFRih35RZZI527NNnxiyk2xFpNxL6b",
-	"kSNhF5meU11oHvIg0e5Oo4Xd/5wUWh12S/osvLZEnY4C7kqbrslUDWXm7afq6BLyimt9rDJtJuyGJd5P",
-	"KseAyIt5+DqlSrOKl7TU7ntjH5HMnFvynlRNtMwszh0lZbs3kyhFp8iyV6dytAWzrCKLgrJjrbSp7ku1",
-	"m7kp8Svrif4JWV/gE/9tU75wqTcsb6q+wkGf8BuGkDuYU+77XMI+PP7F/ucs/vgYD0KHREMbS276pORB",
-	"R88VOlXv5rpCX3vVfZ7hiW3vB6/F6/1Up2HFhbcdInutl+o+XonPouJ9OedGrj1mTKXw6VVkeiGV+Wst",
-	"rCXRUhlyzRbZxTwmlCTYUJqEzZBMGRWa2NcYZMsXuVuJkTRLP5UZU7OWTzV9Bk++X+VBlhv12S83b6iC",
-	"Ulk7BSdFTuzjL7mY6eIvMMJ4iR+Fv5Z+8xynAX+Af7/z+1VsqrlSTclaKRY07czDKAWBtooPqsq9VJXi",
-	"CXxGVWVp2O1UleJrVVXFU8EdVRXf8HJZVSm0wqyTrquQJl7wMYsWUTFlqkVeyhum+8TLBfKv////Q7xg",
-	"IP8kheAl+SfJpP3xQGQP2TdWPVb6g30wUx9ahWgvhHoHIiy4pbD9iKBJOfvcT7MRNAq+sMJHihpKUT0p",
-	"7+JGK6RA/vUOC3uSDl8L9tGDJWmiaQ2Sr4wgyv+rXOnfTKZtFjzFZa+6cLlydNeWdJjyM3XV+VkOIH59",
-	"Hdb6tvu0Peq6y9Ve0RnNxwBd67zabjNYr5gfxiiZ1Z72lF5XmwbJhTS1VUIQVSw//EbxWW1Ja5rQSm5v",
-	"4/Dkm6ed7t7Gg4cp+a8FbjF+xLrd+hHhE565Xur15UAeSM5I33QdgC5R5PjaOpdbVlMphG/XH0inOaKa",
-	"xQUcacgucB9EpZdrkveBL37n3s18Aj+pX4cNsPqa1x9dwXW2OtfnCSB/fVePDFiltQ0mMezL8NMxHnCc",
-	"beR9QcivVkbcCh9pVEjmE1qnkNhfT7viDmFQS8YiWgyntfkDScJdxiIG/TXqwMVmNBlCBIuY4wTYDwKC",
-	"zIC5jcX05ak+6d25Mg2Qkt0+rE+yBcTrAlZjPPPY1zOsnSi1UU1xUeGnxrc3kpbvaTNcB3dX2EdsRgXP",
-	"Vkj6it4wIizH2LEflzNo+iWEQ0d3Ox5kgLWuCcJuBUK+Ll9wxSrubGZW2OAKqYMtO2+yUszCrck4SsmD",
-	"VNnCEgF7NlHhRcuUswXb3uTEcVx74cnsUx06Vanx2/p26g9vRXRLZFfN2sooYqA0wb3dLwE27hSZhWMV",
-	"LCbd29vdYCCyy0h2uGfnCMTs+gTmcixJ5FwTalyvgvx4w90iKqQdaCAKI8G1ca/3CSUpU1Nq94/0bm+D",
-	"kuQFl3vMtb0PcWBH7fbIhKRUaxZX+s/WoNEFDbeaO+DSuZ0/dTOoB7fIsLEcVFMuwsmZ0ZUE/RzTHTMn",
-	"Ie/RDaJWlDb8un3v89UUxz7B/EeY+EJEW8vq7bOYS4K2ers+FUTqjnzRH3AhP0hVtNmJManuP36cUmUE",
-	"Uy33l1Ykp48Vj5kH6tLbpQTZ8bMtK5/D9rjuldnfE9+9SrZQU+GourbXdpFiqoMJaaBFCHYE0g7ZNkvi",
-	"zb7ham7LvR+WaK5QDLtf2/wnp7lVHqNrbvUlI0FbCgi0i/NYJJC2uEPhGWiPwmJi5jyCBiG9dhvggBDo",
-	"x+lX0DARnJGAnYKfDx3zuTvZr4VwcCRYo32OtExmhpEQiDIkb89f2BVGNEla5IQk3DBFE5IqfgN+/kTK",
-	"dESja8szEy6um4mMaOL1kIEogOlDAB7Auv3KHXkMZ2q5Ve5dLkWpkVPvSQlA++eT5t9p88M799928+jf",
-	"W813f+4/fvzz/x4M9OP/+W/v/h3+9e7Pf9p4v0pXa4trs0m5qN6Pz6RcZELlq1AuMg64ptysIsnAEVLd",
-	"HF8QCVfLK8hcQ15xjZ9k668FJMTitTBvyE41O+jZaex1iaIillMyWhiml4rg+gMBTQwA1lLOW+QcS8a4",
-	"cR2EtkVbxLk0fU2gXroQv16B3TZntwr2lwnQmcKchL3O59VCzvQxCb1yFRIpmLaccVk1DHudNvlWChYG",
-	"A1HAScg0M8LNbja8q5xokfANtO32bX/MDHgyTgwK464or8B/uFkj+Af+s4wwkP19k952b7+f71BtSV2U",
-	"BGQ0oeKKHRMzkbrQb1cbunCtjBfEpTBNuSh+rPNpEhVTw6epWRBcL1FsKm+ylshfUpyiG0LIOZGiRrS2",
-	"Pr9M/Dxa3d1EakBmwuOFqFmC/T+LGrvvQFMnMXfvLTIf33R/bam5iaH8yM0kFwg0SV6PARLrbtLtbmeF",
-	"n/v4bllPFWyeLNbZW0Fe6eJEFLSbt4JEF21gznSrsNpzFq/0Dp8UXAtZg2LgVQGJZ6xYz1u51DP2q3he",
-	"PxfK7udzra5yn514sG7vQwBtAHbxuGQLPNIkkVfEsCRx5X7oD0AXcYbKW2e8+19uRMYp+LQKO1iwtNx5",
-	"rZGyOZncD1op56Gee6LMW0ZVut/BfApwkP/imuVfMm3OAZBhhedpQtOUCWtBSUILcNZ1JiTsI4vX+1xL",
-	"7qjWNh0ZV8YlaN5pxbUknEsV542cM75gKbHo3c2meudoRQ2WCBdXEDEInIaQr/RKmiXxffebuC568HxD",
-	"wMBFCcpBgtKEet3t8Hc+v1v9M/jJV/ODnBi39Gcv3xFE6ZgpbhYXVqo5ACZGFVMns9pu3YKcvDmDTCeo",
-	"n6SahPZJqfgHUCn65Bt4nSA66zVbeFxWgl4eCFCi8WK1BppyO5om6DEizaaS0Id5ygWEUkDcwnWBcfOj",
-	"s/pI46NdAxdjiRFiYWgE1xxhFgAnByZsGJ0651WuycQy0i07iaIus+RcLMLpwJnb8Qq11M0J5Qnae4BH",
-	"0ccEsMCFtHWA2Uw6KIPS6WAgXK2qDjy2q33Y4fmBtehq8r1mBb3o/u3fyNOs/a0eiCbB7mIpNRMSUQXc",
-	"wE4ufHzTCUmq2JjftsgJMPwb5gwA7fABEB3iptPPTAZIMyEOVYM7MGjisaB92Tvq7tAvDweMW3Yq38jY",
-	"ft4u9C8Xr1+RnZCmacIxqfHxP7QU4W6LAPQwPrUKn9xOofyye+DfcRDXybsGljyEXkXogQ9zPOQwA72g",
-	"SWJHpyLG9OMKMniIMOI/v8tcZmAfAEID2QkLiMJh4LxpUvErLloJNaA2N8lZBo2Oq3QF/cjxtJ87YMTh",
-	"+biGaXbEWN3Af1Ws7H//9Z//tZvpFWS0sFPPO2kkzBh3aCTmV9zoFnnlO69qSD6dwoygGAdSUAVxzGVD",
-	"K243yXXNuO3Al3zKtKHTND/Pvb29o2ytXJC3l0/JTvj3cDfwrT2QdU95pCQGhmEBc8WNAVXLLvJb+QjX",
-	"BWYZUBMT9myVhidxca4fs6IYspxQaPY7pWLh9sP+yA0RjMU6AK5sB7eaDL/NMByIUe4Sf2BKkp1wtcYL",
-	"wV7/U5vYa0zI8vPddmu/hw/DP9vttn247kk7JvWAerAbuy1yzihcQ7vGrGt9trlwuOqYxBLAQqx1QhF4",
-	"e2rX6/YezuetuBZyLlx7lpQqioApcFqKWUGQeU/bbUDzg26lOmWJIWOeGKZ84IcnTJgESBAbZ2rEQEFX",
-	"if3aibV3l7+1E2qp4L44oJNd+Hwkp1Pa1Mw+aQDWXptFwvr2Wk5D3Fl2myYytr+zumnYJzDUf0DSa5CH",
-	"GSxbAXXpigmGo2GXVu0MfufxgfnhLXLISZiX7TL7qCZzliRId5Cy69tAI6EBlIhiKXwWeVQ+HSvpugfw",
-	"c3FilkfC/o4Uja6Z8dvx87vqaz+/K73oUGZJ3sEdMuqgDboGJPCTrINlttnkit8wUYoGeD4GcDJNEn53",
-	"evIsRF7g9FQpHJhN+O3pZUiUnBlWNErR72U3BWHZNaHu0bmcJTG5YsaxVHhJzjBoAszRNWNFmTpiMTg2",
-	"Sy1uYxYl1E4jhYWYSd/9CidtR8bPIMKbm6pi1PLsmgO3Zy0kgIzF1FDfgtd17QXTGtiBGxsLBUBc4Oqd",
-	"gpkt3zVszeUcCGGr9lguj+JpINbqQU7NyeDtc/CJHTOXFR0qzHdZsU3hHIeTXx5gt0VO4BIjsBeyAMt9",
-	"oRmEJUiE9ophUqJICr12x6lnP/74Y7OwSOaXFB4Tir0zQA/0B54yBV+UgvTaey3yV7bQAzFiCD9muQpo",
-	"djsI1YOSzipIUGUB6t5uAKChoJyWEXykyhMEARUHJMZAOLAbq91AxcWUCnrFHEKO++MjjQomLurxTecx",
-	"TXnT/ioEl6R7jExkEmvvBhyITmA5tgMuggF2BONAtH7vrMx0W3pMeu0jEtKUD6/ZYgjqwVBZxYHFIUmp",
-	"Rrqz5zIQ/v38ddjIQjBrtPDw/0w57BKrB3l1rePkBFJ2zoIHghuruFmdEYg6A/9yrezxtb7LA7VyglEv",
-	"XhzSSchEHBLXvcAeyLeKppPvXwyElpZ74dNRIrXl3zEjvV57j+xoxjaW5ABV5oSTJRS4VVtiiehMY+zK",
-	"3lJkbVZhs5dBQ2/KDDUGFuQigQS4u+OFfU/wzrCA4ywCxglJEimvm7PUbSDFvtylO5Ahw7gjsJpFNGGA",
-	"c8KN6/EMWz8QdjWAP5MDnngmAhnYBaaBxKYH4iSnPPtpYpigWKU5mmku3KKcs5XYX6H5e/LmLPDWbppQ",
-	"Y0Wlg3ikKWDUnNebG2iW2HsldQYGld8RNFJ2A5+Yjrp/wTKxdIumSeDSuIPlCKOPcXFV8E0EhMdsmkqw",
-	"SPFQ7GPOkCwxCd9iwhqJ2eU+zfm9VxM9ijvUidjDh0gOmKWGLqys1DxmA1Bo3Tj9PPknXzTTcqZQUBZO",
-	"vwdK49iec8wBRQvbp5Eddxn6AxFay92yrIRr4ykZLFAuCDf25kQzpa19gU09uCiuqnjbufBTC9D6Wo5O",
-	"eseDM9sAPHouCitxzcoJFoah5CiTyEDoCUjZccIYEloBMV0sspk5cw+a0XvVEPRpGNouLMM5swyKaSx6",
-	"w1iOr3YDpRue0yV8spwvI8yakO6W25fyIwLFpbcbuHq6nPtXcG1hF2kMNmDGNGlBaMWOfWRt3GH1BCku",
-	"6z/id6lfPaIpVdeoFlbum+eqyFLs7lpVA7oG7BQuFglpFJmhUzWdVVpzbXdb5LU/WFc9iJpgAVRuAd4B",
-	"WrC5ixtDbyhP6Ign3CzgmngULY1MzjLo/HErOkGy2W0/rrkZeKHs6a7Z/SLEHCD0yTFyWtzkHcCRJ6+K",
-	"TwCIIMWGjGbOWEbDDicdUIAs74+osFRorX4W9wfC3bxKw0nvbCgEV9J8HUE556/u2lsCc/fe8x4KGGE4",
-	"iwyPEe5/USUGceo6SVs9t6wd21ucPTaX6prs2DHh+EZyBhgSvlEP0OejjE/telnxwjIW3zvechnHorQL",
-	"QtywRKaMhL+gkpunS3wMoUfQlBs0Vv/1n/9vp90mO97g6bZ37ZEvBm5jbmgyy2yFTNPEAVrkDdXQudSP",
-	"3oI8SeRtIYHsHKqhgR/8wsiBsGyQixkDQVV8NVXsZpg/Sa4kDGD1goxZ4v74m+m6iqJFMhBoj+oACy7t",
-	"luP27eJxpUrGswgk9LGTmT5VwlMBDriUJuUm1SI/0uQaacreOGawDKJPlJX3XGgG4HAS5Bu0vo9nYKdY",
-	"0k2uvRywasxA6Guepl7fRpsRbTlvksSMpZiug60CsnSzMVcQi2ZAga2BQAO6YpPmdpslj/6SPY08o1yI",
-	"Ooap+zJU11bRTgprAkaKURAK0J7JcTmczTVbPNIk5grTw1tQwa/xJEYLEhZMV0jBzWtVHUwpNBcow6YC",
-	"WVdeJjvOka5hXiSyKzWSjNjusavbzi33sFn8rLX5rNYFE4Y2Bl4VLB6BUz5zy3ggnFsPNtnfv7NcafG3",
-	"EPJtQjKRQs7gmpOw8FTzr2zhbTey4932ZA4GLyXxDJ2ZLLNmB2JC1TQgehZN4BJl6Txe67I6819BYVKM",
-	"6EimLLsZVb4Be+zvjmPDcG5OFX2knSEbePs+Y1s4VD+nK7tDAJjqtFgoI1to9EdARlLsAy+jhcvygH+g",
-	"kZXtiWmew5v2Ahk1Y668M/tG8WYOhJ2PmxzIOJgVnBSk9eUbDTaWYlZ5Co8LZfal9RI1s7Kv1z6y17zy",
-	"MhfDmWahm+85M2rRPEEk107oNU6/QpbIOdlvt0F44eLxYgwErCST/EZRoZ0nMouU+c1n4zGLjLWd929v",
-	"oaqFkkhRPdmFe2vJ3ctSEB/QsQUHsVs1VoxhgqtRixa5KB6C51epgcxyoM2dSIoxv5op0I0ctnfXCpeT",
-	"PIRWNm9G7GomYNt8WwCG5qWwyvBCzlSxOiRWMoVUK1c6MhBS4ENW9d7t40wrEtOuxPJ9ZlDVgem3am6R",
-	"FOiNsZzkzdtLx0Genb44vTwFqcavhN2BLCRCI7SAT6tt89Cp4wMj1Bq91tgITy/pVZg3NEHPNKThoaU5",
-	"EOEPVC36pOKbgYnYz7HmUymMkknfJ6yGLXLBXJKfHR6lI7dcYtx8JQVrvrRKdTgQbg/CvXbP6kfkpYz5",
-	"mEPfeudOoeg9gySchEdMaFYIbL1RMlWcGUQ0KYe1qhGtx4apqS70xczCYo1CM+lGp9Vute1TMmWCprzR",
-	"b+y12q09yMQ0EwgNPp4wmpjJBwCkr8t/7LbbhfuYKmlPAUiqRV6Bz01Iq9lCfIQmzl6Us2gCehaJWcpE",
-	"7DuQZTGos7jRb3zLzHfweZiR9y2vzOvJH3l8NrabD3sPCTo+XApr6rbbPnjocAqqIStI+ISsn035W25+",
-	"EJWs7c0N22GNzcR11XAaox24RFOrvuSefwwP+2c/Bg1LbpvegWc+Bo0f1kCV+md/cBClPzVd0kjzLN70",
-	"zk/u0bMYd2Cv3Vv1SnYCj19J44nffq+Hp7H+nW9o7FNZ4JWDrT5zAk5+CLZ/DBr723zoTBimBE2yDr/7",
-	"7b3Nb12gUfhWOJssYaVQe6P/87ugkUHGNl7wGwb+HrB1GkHD0CsA5XjJDG28s68+tobDYtO1c2WLmTjK",
-	"hIO1zvmVD+dO6A2zV/KY7Lf3UA+bc81c6CeR1kShCRURUyiMNZhuc9+VY+lWnoN6icACv7uLaSe/wMwm",
-	"9XAlH64kXMmMotfdyUIkYeXFvCz5WNEeK9ooQRZMgMR1LqJkFrOY7KD/RYpksWuVikgxg1qe790GPpBj",
-	"EmL+QOiyENG5mlLlWquV7+oLrs1Jyq1Bceer+gJ6KK9Kii08+BQs6a2e9BhDF1JtNfQXYxe4SVBfU8My",
-	"8gobu92/Fcs4p4bBoTTxaDa8lj3uD7IwwDm0ZXbttbYaJH+jMpBm5g6D2Kf/iNyvs/mVt4I6u8J/Zws2",
-	"9lyqEY9jJu7PZHvdo81vXUr5kgqfL6x/I+Zc0JC0ycJFBWac/erdx6CRyrpqOOQx1u7z6Gx1rpMiu0Vv",
-	"+QTcfUZnNWMiYn0MvtCBmFA9yb0BoDkVkvcjKoSE3vGuVBrSpcmJ61KDLexd8BtdLRFmLWC8KnQh8DCw",
-	"plQ0wV5O4IDu5zGvMeKvZJ5u8Ce4WIFbpvfCl2o8rtli6D+QK3/gEPZxeJjThIJB5h71gSUnYDC4NBB5",
-	"JMPvjS+qclPwD2Q7HbnzgFSlnV5RAd1tkRMxEGHefy3M21h5T+TMzBSDNZHSkuClRYjrKEfVB8IH2hJ+",
-	"zaD3cyZywUdYmwFAlhIA+nkc37uVVsT7MQwshYtPVaL9uk40I52i3Lm7Gp17T+zrKBrh6n4j48UWUjFL",
-	"Ul66PhMWXYM7Ik0D5153td5KYssM6BJqbysmFWMTjSfT7jWkfr/vqp4+ME9uuvPe7cHiyQeovLiDEHa1",
-	"4StMajuJIMsZgZYtKZY1kMLDGOUHCvGEKdjcHmqrUcyvNmrGPi6pFZ3PrFY4tWfVktzMckRxx1V2dLk2",
-	"dPeYhC8yFFKeeQor+siLDYiiXlYW28D8gVSLT1EXvmbRv4UQfyrFOOFYC9PrbPGJN3Rhrf9LKV9QdYXa",
-	"Qmd/m/XoWZpKZVj8ksWc+oLIXre7zcvOLWbl/qkw1hr7naoprsCBZjUS9apKxXZ8/Ms1W5zFH12BEasD",
-	"QT53jTh9MKCgrxznMndKF07a+ASR3Tx5BhPIUBJi5qPL+e1Us8pa5NJ9BnNpHL5Exo9CJ9GsgD7GD/pE",
-	"TdB0sgqDQjijlGDTbfeIkdLK3mpk/potQJURUrDAZYHUiUvckExcVjh2b9UOxhXm+MDovnpGt53F9lzO",
-	"RPx75RtImxv5RlDvYnotarL5MGG1YNUEWWApVylqnbn3VUG/rGtmlfK0rP88+GMe/DFfK6/6b+PA+ZaZ",
-	"Ldjb3TjOX63W1Pj4zqlTEc86pddxSVSD1vUOL/Rw8gVuWCOYMoWdc8widY16U8UjpqEEIWt2yTUptTbt",
-	"QzwN0jshmdGab5jgxTWR4zHDJMixVIxQDSoUFinlY2KBT206K+hokD2FbZldNpzz2kDK3dWqEMBT3Kqv",
-	"lsU/5Wal7/3Sp6zEBE88IKMF4fED13/g+p+F6/+38qmb6m0qsGbHJTJ71ZWzP/4F/+Es1lpmu4prOQuV",
-	"rsnob0EmF4OkNcsOD9rOKtW12ip6pb9eVubmt4KRrdqDB172wMs+By970EfX6aOrrl+BB7pqqntop88c",
-	"k8wV1GX++bhYs7M2hcTF9cyETTVLxqQIX7gi0uaDh/AQ1MboPCh4PBBULKBVhCvKKVS/7ZGdVfVAPj+l",
-	"79wNWQmRKxqzw1beDDLYy6ytP9cuJ97q2lmrp6yH/G6d3prx+pPinn3lfL80100yoEgMDxLgQQI8+DC+",
-	"PpkxnzDkbqXWkQkXn11oBI109vmEAdHMFNqV7BSYf1DDsyvcPqgKCF+tGuLaQw91BYkhvm7YAAJHEeTK",
-	"FTwmFDD2MnEAkLOKYQDRJ3okVBvSJa6jZYt8K6GATY7H8EUXvQL4hlwIGXrNfKENWA8wFwhBYQZPLozg",
-	"+Uqpy0DsZEWzWHBleJLAqCIv7Re7rkddRgFCmmzVGAHLHl6QKzkQfp9a5M3bSyheyQqk+vZojC/uR8eT",
-	"yQBX6sJpddLxYoV0vHcWiMfAazjq3jppY3kaDsN4k/gTbL4kAjdlZnw18tp1w4AjhNN6iDP+0eOM95N7",
-	"v00axu9Q2EonVwn0/xyvFLGrjauMldvpfIocrs0rrRPEKMMQPcAKH6lyo0dboQuxALcadPa7YjmAoMLs",
-	"zxGNrhN55eFCRlauWLGOFZyddnu3Rd5kg1qzCyFmQKwGgOUuxw4kTKqBACAwtNcy5M2CFA4Vi+zDWHnt",
-	"sshyw9h9KHDVwLC+gZBJ7LG7uPFYFE48uTIifNbhbAlZU+GJFfCuoxLA8nFNNJ+miccWzdNmi3OEbYVv",
-	"72W+QUInAIwxdlW5UNP6SJMokdF1VkHsVzPkYoiJpIgA5U/EnWdWgVlWLrgeCAB5cq26vSqSo2fkACk5",
-	"Lo1XzCoaFJStgg5VpxFlmcX9TIPBuBP0QD+9PMnUGA+QNaUp7PVA+KQbOCM4DIA7QqlIJtwODFgvs+kM",
-	"vtsiP2YFm24HAEXRr34gDHTqL5nwmOqaw734/uwO6qk+ZcdSRLlxuf4UHaVwwX/+BaQtSMWjNqDfNvp7",
-	"h63Dw6O9oJHYXzc73W6r1znq2i9m5FQBN3/Sb7f77fbfG0FDp8wqHk9a++DBuYsa4Vf3DfoZlvWI17UM",
-	"wmM6OyqyB+jLhAjAlCLElb3Zv4VyVFqVA9ReoSMh05pTjbrzcRGoeRWLcSoUgkk/qE4PqlNVdXpIef0q",
-	"U9dAzGcQJ94mvqOuBohhaz3giCkGbwgyQoA4fL9flFx1TpEWuaBTVoK+tbY+dkShugJbGJIdL+F5jEgT",
-	"0zThOV5TSs1kd1VqBS4WgHG+hgrLvFH3cwBO2mp0JMetqzfH246Lz38DGS/bvPAGAIQu+ZRt/Q1Y75bF",
-	"pPbZ54BG/FWVntppbS48LYlQoNuHkMFDyOAhZPAV5tjQykX9lcLLeQe0lTIUH/HsAzzse20S0yooQSlx",
-	"vO9grNKELsiYJgn24xwPhMco9d2FWgT4NFjUMwPowQCJZ3ymYgbd6z6GTYVgPMQ0GwiYlJXtCznzeDks",
-	"BrQsB0WPiF0Z6Jv9Yrjrch9FnDBMsbSvT7l993ggYpZDr0lBQivXqXZIeFljLRKaRcpCIqgCrD8jYSLX",
-	"XMQBCe3RgUKAv0ajOMNdRQvH8Clz08T4AbuNkpnmN2yVunDq2+j+/rAYstZ322sW+AqI3Tu9cldNo/jS",
-	"9urGF5PwML3NIt4h+j6I9Qex/oAu8atL6ayhuZfNjjVnVis+8PgX+O+65NfXwrfLqxG0lZqsAuQwd10y",
-	"Cm3bljKgYE5fb9ITTm+FTzBrqffAzR642YOR8tXVZjHHW5b4313ZzSkyyNwyGVPFmlkfChe5qWGcb1xR",
-	"FYbbwFgIsbMaaN1hbMcQHu9CuDCbq8rCaOpS3G0gdoq5WpUkJsuXoCTMBSVcKQRVjPpWDj4zByeC2P6g",
-	"/2eBVMGostZMxATYJ9AsVjGqAVs2oanPF8qnvwRrg71MFKOtgTjFJjPY9kHOjLaLROkAUUz3q6ErYRva",
-	"18KsvQFUppFITpnO7a0rqws3I66ihJGYa0OhuQmfwnYrSWMyppGBUDvptPYw2Gd35pEeCMCShHZbJGWq",
-	"ec0TOWVGIfy//Q0maREspNuJZ665NAW6mqkRhmqvp48n2NIKjmkg7ME90mQ6SwxPE84U2WGRFHK6IP/3",
-	"/3QCu4ixVMb+0NrbD8htAv883N/Nwp84RTLlgk9nU5zkQCgHsD+hiY+bY7s53+QOWx+TEDZrqKi4YiHR",
-	"KRWaHLXJ/4BAe2ef/A+U4NQMBDx5nHXMiCZUXTFdGqE1pbchEsgsHSspDB7GbnY2WalgofsElBva4wGi",
-	"jX3bA/shCItHrg8XFwSBkRZDF/MOB2Jnr90mo4XHQ99tkafYSgFC566+B9ulKPjuLL5iiIu+HI/n2uGa",
-	"A6jyCoCi51SxU7eM3xqmyN8m185YMa0bfctKyQ80YSLilFyYgFxQQZ4rKiKuI9koxIb3j47KseHek49B",
-	"Ay96ecwOeUnVNTPrxzvaOyiOt3e0/zEAeKSh61jqqHv7ZLribmcycxUQ0sywUloAtpc0EqnwywIdlchk",
-	"lULoi1zLOmENdvwm1SV/JXvjY/AAfPTHDDY/xI7/KLFj0PdA/5iZYnLf81LfstwCL+uRj3/x/1xfiZqN",
-	"5Jr9FuRtMT+rmBLfd+phli/vO/xj8j83AwEF/ZAdngnrPgkBjjAMnKRmcUh2ADCpiGg4oZqkVGsWQ2PQ",
-	"EJpYkB0c43ggck+zoNNChtWqqqhPk8hfyjXwCQLhwUnw4CR4cBJ8FQWzpY6S6zj2nX0GGSvP3QZXiqaT",
-	"98lK1n4+EzpvT5r1nNY6LyJ6e/4i8I14/HPQ8AX6+OuURXzs+FnWn1gPhGvybhn5DVXcbod2fV/YrWFC",
-	"cynsLxR8oYldyePj3Nlr5tJ+FnqWG3ZrDbNvTy8HAuqNfNs6KZIFuiDyzMgowz4AqFrslPXt6WUf8qx9",
-	"Cxvhmte4bpGV5jLQAFqTvXbPJT4h6nzenlcHWfO4gAByrWsRYZURsBpgD5Ya92M3t+Kv3RE1PSFhb350",
-	"gYRI9CE0uGdKE252B8I3uUKHxZ//fDEbZWeq//xnshMWf9Oygg/rh+Jwl6iZwOOj5Ec2usB2tK7dLdSR",
-	"cQ3ZWQXnTOinCK2ZrNLVnOuQ6NkoVdLISCZBlhp/ksokkeQptom2OzJT7xNLJvT6GMPTDq6IXMm8OVqY",
-	"90QacsHtilExhNyyXwaNUv+gQaNPBo1Sb+isL/Sg8dEa9SMl59rumMOR1sxkjQWlKC7+2MFau5n47865",
-	"QOcTQhC7VlWz9ErRuNiRCgeFrry6sOsu+x4IDS6KbxdVdqC1ByL85uTZ8Pz0+7en9kTJ06wpsO5jW2D0",
-	"ykHTJwd85PuxUbO8ca6vLTXQYyzVkIAurgoNhVwLYq7h2MnOcidlaJGppSAhbq6dDe5u3213zAzlievE",
-	"TageCH+Q0Pk4C92UeiTvHpNer3uUN1kB2O4E2rI43OhOu+0exuuEc9VImb7PFnRodjjRZAchpgsNK52r",
-	"0NOmaxDag8b8vV67A//7BP73CD5iJ+XaOM65Zi1ySqMJyZREQv2WaUOV0a5CMmtFmXkIsbcf+oesLjwQ",
-	"IbMSJOsE7TulnVyeDl+cvTy7PH3m+lpzs+vbGbpvAZvLYLTb7Xw+eiCo73seXr5+PXx58upvw9dvTs9P",
-	"Ls9ev7ootcqu0Xe/t3zZcfI7K7vuPRhjm4QA9/wPXgTc4Z3Xftav6JTd4b3TTLz8yhkLtZx7e3XeTffc",
-	"vQ3KwiaHHTUwrL1U8DMi4+QtzU5iSt5QdW3PdSKNLHQ0i2LRWupq5tOIY3UzpN3RXtSL99nB+PCqO9nj",
-	"vX/sXx8kh9Nu6x/pVSNo2NOw2niv9eTwY9Bghr7EyuJGX8ySJGhY1Qb2y0G/NfqNmY6tjiMNTRr9zpP9",
-	"ttWIfF3s2avhm/PX356fXlzA6nPFAHcdAxwJGhKddrud+TpZbH8B6vN9N7u+MFVGs6nlXYoKb3faK6xD",
-	"B7sEmdpjyHhFdoy1V4X2k89fn39z9uzZ6atw1zUUyLrtNlG/8o0PPBvfCd+cnl+cXVyePht+//b0/G/D",
-	"V68vh89fv331LNx9MOQeDDlHvA/QbHcpqpiJJcNm59vTy92CyeWF4OrOJxX7KGMPPjYUIn/BdpFOHoT9",
-	"YqkW6jU+RwWUSMc+qLZa11iqoKJHZP1Qq62yPdCnDxrmtgh1bWXPTy8uC5pC1TSCkQwVMVVxtqhCE2zk",
-	"dYH7eM6OP4YBFEVaZqbkKGHTPulanQRCoBW+GWC3U9DytIRsTlivq1LdcTph3kNmICxvRS0dcJRCK05C",
-	"39iWwKzIfGIV44Lx2LJqKYTcCjwXalEdY8X80sqArigVxrQKaanpn1+FMxrUTFTa2GbVu+ACtarZ/8fe",
-	"1y+3jWN7vgpWO1WRqmhFkr9iubpqPZ30JLtJOmMn0z0z7BIhErK4pgA2QVnWzU3V/WsfYB9iHmye5BbO",
-	"OQBBibJl57O7dW/VpG3zAwCB831+P8wpemPSRH4MMsi4icaY9E3+CiLVCP+1CQ1ZvwcmbTzlBY+NkWI8",
-	"SVQMxtx7+ePrvxjdkoi8nJqLGZi9xsiXoBrtgvs3PX327E10ylKjC4zPDm6UnMtEFCwajXAbk38+GmER",
-	"L3wV47MMerQTI3yycepTmc/LH7wfS1FMeCx0FEp4Sq60TseZeGt84cgOzVq0A6DtJqMXTXh7LKD+Wdzk",
-	"HMi12aTgl0DjHIQSJuohvsol9umCsexP9/sfX715+eznCPPGZ/NSzXiZxg3E95BrJq/VugydITSTA42O",
-	"+zjuVrB92XfsPdG+Dlk/YHrKB4dHz7mefrCEyBj/QLphJNZnPJRuj8GLrSkQT0WM4e9VU+D52cXz0asX",
-	"F6/O3n7/PMLcP+5WuJdnSopTALz1WLotdw9eQgyWt1gZrD3o9czHmGD1RRqj1InBjQ8ltNbXjwg1lp/D",
-	"1CwrJuC9THmBjV6ixppgPjSwKx9DEV8oK7gPat0uvGfZuj8zA/iGr6rACmuvxaE6w5X22ObIC7ANPTj0",
-	"gn6lI/wmYVrOdQjBK0fphMI6lWysyilrmyOPPrxbPLAcKyETVMI0BRGKZTVI5o3wSAIDYQo4eoKG6Q0Z",
-	"p5bhNsdreVFwoOohm1l3KNTVsASRmVZKU7BMTzByRxBFT0EZcdA/DGU0r5JwIwh8oeDoQMe82TPkJGPk",
-	"IxdIR95lb9wpLGrbB+J+x6GEIs+17aGkgJ3wBjWQ68Goh1dK6FxsS4U0GMgA7SInZsFxIQv4bwh30aKG",
-	"ErZTn71K/9yBhXBSGw40aT6GsQ/tRxcRusDp3Sav+9mNiOelqPzuB1VtYOVXTRKBw+nMnrd2+6HFM16C",
-	"orl4frY3ODyC0xTgRrMySRj/7Jpnc4Gv8T2whhc5MdcatiZJ7+Ckd8JPTpLB4GSQiMP4oHfUF/2YHx4d",
-	"9473+yf7vXgc9495LMTBeDDu7x8dTpJkf1/0eofcZ87uG+vNBYrNq1KzamWRj6b7V4PZgTzMj349Lp7o",
-	"k3Jwvb84uDlcHqHZrUXjSpyhmeGULRWwmd0Lfqo3a1WLNAxbb417HbR+xYfiv8z8sv2nNBmyF0//R4e9",
-	"h8e3zc9/ShPzM+FNVW6xfeV7yEIydJ8Z+OXsA+YB3jNwjSuw9A/m/1sPW4r7O8Mbq2HO1kxeD9ndjS3w",
-	"gmQwRaQIcyrzIwEWvmx8BQY0cams+l4icBKLFFLiBnEbqB6XMcbmh6CFxjQE1VYDG4nZZc5oNU6PBRfB",
-	"62OVzWeyNdwPWgDaM+x/+CVoURQRTnmKg/Cr4Lg/SCPgcPt1iXveODwwvl/Msx4QavkQuLhTtTLPKseG",
-	"rfo1m1doF7n68AeMXe0Kw7YvDPvqIZ8dyNpHxJne/HixIdBEeXmVC8nztGt10IZ241SzH3MBGdPK8cKc",
-	"uPH65bUoLFMKSOC/n716eVrhhcWFSIQsU541A//Ds/P0f2vgIv2KVU88SVJkHH1TmFEiC42xGIIW1f2i",
-	"kb5J9q2u0teKmv/uaoYeIju+wnEU8bwA/Pd//hLUvKFUr50c71y+EiVfP5RLPsvueSi9HkSjZkqeSqNY",
-	"uX7gkfy7GcIXPJJ2ytWRrM/azAKqcE5ZzgsNcQoKzy5hiqzfHeCfwOCkQ6vLAjTudoc2aF7G3VneneWm",
-	"s2y23caznPPlzGJ5bCC1p/YjD30RXHLjSTG6nc1EOVUJUpi5NAE2LhmrOTbHOmCp1nOhGQ9lIWKR5mWt",
-	"JQ2qpjhE3Any23vlOsilsdVzvmSu5y4IpdeXl/Ml0sGue6RYcu1nQCzoJja9QVG0VOVoouYyibrYUIXM",
-	"E3MNXPuR+VKZKKGcGmgtAK3T3Vn9uRPgTUTSn/M0YUtRhrJd3UG1PSPzx4hi/RGfqbmkMGJk/S0iqRe/",
-	"znkGMQaskkRxYJ5pxo93jmapBkBPG9xniYiNl5zYDwN88YhOCRVYNvNEHzVgAsr1Ivq5i3/GSkBAKK2y",
-	"NYB4ipeN7GuiKitHZVKpZJF5yLwQI8jhnKJ/VYWjEYmUuH2pp2ylecwS68O20tpBwJbFciUNeIVQ7xlf",
-	"apaW5jMWS4I5R5ns6M/bUICn5zwzQpW2TH1vU+UavBMXJpRuZWiLmzlDcRJlEgbEd1xxpw8r7LfH780/",
-	"AB6MT8F0WGOvnI0ODSl+UEAWACO5NBWY7FwSBQqGWzNeYl2eV6ToVsZcBjHfS1HajKdZfBp9wMbLEoGD",
-	"zX9gWMsfXtUyNWTGAo3MSSzoVy4IfCVEjk+PaMDQbkAhaex/41koY55lpyzy9YPflGA+lJICPsLhzY23",
-	"YyAdageesFjNYNNagOBQalWfN5LHwIZJb+s+fINf5SMbD89tXO/BDYgYKeFFUg8oveFLqhq0Atl9YsgC",
-	"mDvwdFn564eZUERgvCZYj+bYo4xbvzVs5bOReeDoOtW8hfGtUXO0daD3XbT1oHWP6A2tNy7+JlPIyVXK",
-	"jStzSrGqFqeEm8BGidXECUmPGqh2rr9sr6LdVJumV9OYtszbyWM66k55GnWaUKfRrrNx19m462z8jXU2",
-	"DrbaH3/hpVjw5SdshuRLyrTX5annJbyxfoHzFEjq3I76Zy8CWgCJRvMq3l+EcgsaFM0TBNSvUMFGagyt",
-	"qi3RWJlWOmOevWKWJ0yNmoMA1pdxD5CtICPe0Zkx9n0WImQbsngb9AgLhr6C3RFQhT38fjVrZGwU8DPg",
-	"IaEEjZsoZNBh4ibVJVioXtWFFAAeXGvz1Gom7PDIS8GbdZf9oApjauO8giavhUsmZnmJ86VGnAiSKpX7",
-	"oFURMQdDDPZhKOH6DXCB5/Z739cAegtm7daV798CvuAXa02lRd0Oc9fubPoQuwrnXYXzDp3vS2Dorhy8",
-	"29ViCjvgPfx7GzrAW8ug0ogbX1NQawQuTRHwc/Osb7cJH4e3CUAmJV6RnTzbybNd6/231npfkGixUg/O",
-	"8kNa7c9RKFZ99ubJt+Qa/qzUlTGyoZK2jgBQC6zakCC6F7Y1NuKw/iKJLH0GweWF1Xyt2U4mln36Iw3w",
-	"bjWPIjLvdzRl1ZWh3AqJ7ZRFouQjIhVdpzsDJLwKH48wyXPgoWiCswuYhZqb55QiwItHZTqj/g6HVF5G",
-	"LM/mWL5E0X/UPWNY4XIq0gLaKhyQAjiEVjMNnVtDsfAI7rYkJUYlsTMZSszE4DO5XNY/FqY9ILPjVF8q",
-	"/Ue1K2duyA4Gg1C6P46s11frVMGnDDHfgJdWeRoIDjfDL8ISQIMK9kFMeZ4LqS3vnZd5GtY+NrQcKKnn",
-	"M5EEK0SsccbTmUhC2S4Xylxl+VQtBy05epei9LqV4HZCJrTuG301G6AkWJ4u/dp2iaca0PVKIU+hM18u",
-	"GeVSbLCbpcZbxN/pYa3Bx01IrfmaNutlL/FWFJxN2yNhbsFv5K60yEMB/NEeQ4IThPSWu9SmuACB6JRJ",
-	"xSaFqJZTGs+5wseEe6UaETeOO71mM9BOWkxV1RPPHZKnX8A+wdSCfR7ulynXI+SaG5kbtkq6bEouuRQK",
-	"1uBzQLkEUkRoYTm8ucGDulRztw0wCEKhAExGpVKXxCjIiWQQJrM5N2Hk6reRmAAJsFoEzHy54IGl1iro",
-	"7c6ANILQ5Wh8vLFoG6ENC7y2SIqRHKj9/ODXw+JIH5eD+f71weLw5mh5/B8DUGj4tpUy93UB6KHLPGxc",
-	"90hvmE92B6xiXd+VCsYKuUmCnHUxICdQO182fQEF/xtGj7p4pY1gl5XYZSV2WYk/IN6iseRJ7K84El7s",
-	"5HYmvpepLquyI+01QkNsXwsxdNaAM2iDihiQoJY0UuMnhboWQRVIZ9Bh9xTBjInCONWrqYo9z6LeyMP3",
-	"h2DgsyRQ93jyjrPvK3L27Wj6dhG2T6bJ/1Dx/1XiPBTvdaXlivc2gwGjP3qdAriDpQVA/TUECxk0V+AZ",
-	"y0GtvpVqlwisrcuotzKUfimrjWMhpwNeWkVo3CU2jENXwIuo1Z7CYcAyB3pSge8Mvw/wUQe1gnPf0a4n",
-	"ujeABlOX8P2TyN+o8L3NAdpJ3J3E3eU0vsWcxkp9kxXqDytuASGTz5uAsESe8bjeLmGh3YfrxUZ1WHin",
-	"FVbj16ck9QGmNRYZVZW/+fHibVNBOV6UYaM8xMWzTC1EwmbqWuhhKF2mhP37//1/xosivU7lJftPlspR",
-	"XqjLQmjN/pNehjX/kbvK3LLxulBG/t/MtVUvxGmtbwIrk9ytgCQCIVuj6yxWiBkxRYTh0YixAgF76ITE",
-	"+O2bd2+BPN3FihCYyNZ32cg8IU9Q1NWoMqn2VF4t9cCiTiGIrYynXF7aYuO2VBiKD1g0R5xgSLS4yyAB",
-	"UQie4aiBC0eDEqcIPoHjrna7DLHgrWtXOCIK2C7gqGKLiTkaZjr+6kYBQRDxTKtQagHNGn5OiKwOHpdz",
-	"nkF0umOf7Tew4J3uN2ZWp4BtFsroPdXiBVRF7V/1IUJaAXxg9SXtA+1v0HtmZzYiT99hBviwXlalytIh",
-	"apL5tBfCbJMXEws4XaEtAyy1sW7qnPruGFBWbjLPMlaIvBBayBLORID9EGpeOqSujlkr+GwuM6NktmTp",
-	"hEkFMX67F9KS6VTGEHzQJc8EMwOBPdofQG4QIviwO0fUMlPDl7PQ2jaJaW5vMp0Qi/pB1tOLiW8LPTi2",
-	"T/txHTnHy7KNzSoCdhcnMCzcgX5M3cFBuCcaCe120vrzKcXDjZhUeS4SpiaTxidWD7lHLP6tQ/reZMvR",
-	"Dl3bE6X6WLCWT2tveuhPMNA2kI7RVrVEdSDkVkEm/qDW5e81cv5lrL/7h9q3iHq/8QTmDyAvd8Aa9zBv",
-	"X5lzT045z5S8BIsjSyciXsaZ2DaQUTcaoUTnwYZxcx8xPL8eP5hy28AHhg5reyU8wP9gLaLOhpAJ82vj",
-	"u+zFWj1HJbrHAokqfZOT+P19OyVAG83TcHWjBJOvaybPao1GxRrpLSvUItiWWxefWTHpfBPZiG9b3OS9",
-	"7FZ7uGo2dTVHMNiPIGI03/Z7bx5flYwRe4lbw9abjEttzbLteQ79idySkP9puqwX6djl/7IZ99qy32YI",
-	"rA5xl3Xf2Q6/cdthl6b/7MYDipfN4bFmU4Eakm9tdXA9zK7f2tHcBLbWdDO4R7uKCgSk4z0cD8uZeNA7",
-	"8Ph6rBicSwDZaDu4C16WYpaXCNoL5sZULSSbikJ0ADPEIZbAI7ZOajwYIeBLZSvu6Dan1bcgFrvUxS51",
-	"sUtdfKOpi+qcNnejPTiP0SzhMb59e683DStLrzFeJiq5jmluDUXaiKnKEydgV9k6AEadG89Qh3JzLNcI",
-	"e4xnkTu3VM7FMm+Dhj0eTwPmyOBuy5hbErQu+wmcQNwsQwBvewze3B4SrEXMkeQ9CmX0zPzpQs2LWEQM",
-	"8f7TsrOCqs+JnO2UObY0lpbWHfPTEQJp94GskLMIi3uuBUYnI5ZKArE080GWAcKkzVWWgcOLyD3mbcSh",
-	"YUnUUrOcMJMhzBzL+aM0GWLuxXjKUcJLPoyYUZRAwYK97GvjIEhAP4Nlw/jBSp9LpZArH5r88AVfMlfN",
-	"XCW7qqb9IJQR1fxboOfI+MnVlIgvkHjdlGSW188hCChJ6EeOcwA8RA8WKVfoK+NH0zq9NFYCjZaYS6hp",
-	"JlYzsF1gfdrRkE0FL8qx4GXUoaf1D6lmXxPYUV6om1RoRBuNM6WxkYalSSbMoplP1WVnVeDWJ73jmCOx",
-	"Aei2Fw0I/BhAp8bz52gn3NOhPwE5dXxyvEbOwFxIf0XNJgolPtqxUrSNaUb1JUBD0hlW9HkBOxicsKjg",
-	"pRgB7IBIIjaXZZrBJjNrIHSXndnZg8xAUlKzsyBoRcyplvQS9jjRbablEBYnlYybgUGDBB1j5BIsxDVt",
-	"F9am3hgaOCSoOPAd1KixA2/98BhXhwWoGYlGxz8fKVJsAstjK2Bhi9gdW0Y8RTxPR1diOSKayMjSaOBv",
-	"batMB/dh/XudQlDI7mMrHnmJfJvaEk102bm9zMKKcV3ugUTae/HUF1SsLqfApE1LNl4CI4/IJp0hWr22",
-	"dchmtyC1hS+nfRl4A2ULDnhKJOaluCnt+VoRdUQB6SR9TeZ12Rs6gtCCNRblQpg9iOZ5KAsHLKYsDCBx",
-	"W8yMLV8gjDub8RyOKQopEv91NpVH2m15u4PotBpRVqj55dSMpbwsxMVfX4Yyevni4u2z19Hj6PWPb1/8",
-	"8HeQwHmhkjlEEwN3EwcBLBIG9oU5Nhd/fZmWoslduIARVEmnhlrhde0aeTBpwPdhxQR0pV9DP5pihdDz",
-	"mXD9R0mqaYMYaz41z0IbshVY/Pjalmn5QTMXY2v1j48Oet7/7bm8XdCa8ZuXQl6WU8BrX0cw/eYqZa0S",
-	"A9NqTbvXJ+5py1CmyZBtXIlQgmRg70MLhha2huEd5BNhKwgpdQlXu4eZ33tKNGwN9z/ARtqEM3sBgmvv",
-	"whwp+Jh6iMq/JrCg8o/VbABflfJQ1peoMjdQ/E6cOqqJRvsID9kR6xpQRoBwa0c3e3CPthzRIEVgOubB",
-	"9qhKy726so+Clr0fvpBM1tfARmhJiMNruTOFwFK0cOOo6gLLhwUAgbycFzwztw2x+bBZ9UAW2lL/WuVS",
-	"V46gY4hnFxnPfE0DuJG4MtZcNMoOkjT+uW77a9w5NV+nPnzSoyhTjRJC2mObaLgXFXGXPVXIVFfUVYrf",
-	"3zgkm9XyHMEFB70+frDcQyC3XB3mS81nxjVZ0YatoLWiCVtArmEP3vrla/sBx18/r2+9z+Z9pyZkZT9o",
-	"/08crnvmL2vo6RWFx70EzKZiAjTKkCHvXid0zRInGvatzqfmS+OCrZ4SkfgavQ1Ht6Jjf6TZFke3Q6C4",
-	"664MayBz72ygk2crbPIEU5rW2b/3a1E+fJPlaOQzceoOvXuLRAqszxDQWpHCZWFMV8jB8VI5VAEco/FU",
-	"Tq3rg0xj6CAaoyaACCOSZuP22KCLw9b+ZMBP4v74ODkQh5OjXthq3N6/wzhafbWjGrd91LCyACTv/L/Y",
-	"fENM3MJfT7dd8tp7Gtf6572zOBbZ3p/nkwnU5TWMVqrIfxmhwHHA1zAD1EC9frM0bpQR6zXfXVUemdcd",
-	"PravI7xPb/AkdqXyhFltwLto4y7aeEe08QeVZWphA2wQ12uvG5qdT1lFTdHHhRhPlbraEzLJVSrvAJmk",
-	"OMQjzeg+5u5bxZqkVhqZLTtddiHiQtg0EGBzZEDZ1G3s6vwJn/3MDekbaPD8doENV1br7gZF98l2eadd",
-	"3mkHa/j52xrXZKUnx+n06hrDe8yzbMzjK/TAr0lEvP8TVW51xypZ/s/H8yL7sBnQ6zxN0EMzD9Pkp1pC",
-	"Vfbu/CXaOLnxTK5dkYCej81DxiJhV6lMAmMLZYJrtIjIXQcvFW+a8SU2sQg2U8AtzCXmVWzUX5bavwow",
-	"eibY9Q8hxL+JIp0sbXygLOa6tM0jZppDcJNn+bwU7Pmrs+/3Lp6fDQ6PkFeZPO4SXesu/lTwBdxJ/rbx",
-	"UMmDxtHbr8A0KCUseFhMVSZYtJhqEY/+/V//ihiacB1LbZBziF4ELIXEhy65LKGtgzoaKAZ03ce+iJ/3",
-	"zPrvXaSXEO0Q0SkrhHFw4R5d8lmuvRU7ZBR/wtTFUs2LUMaZiq+wf+EviuU8vjICPLpMy+l8DAyTRZoI",
-	"nqfwr9XkmmLOwBvcjnB5idoEF+DC0uvbvcdI6rBMlBBkWb8iS8cFL5bsGr9WqRQMTIbGqZ2j6hLWL8Ct",
-	"AWHUNs+0AuwxWhGKf9omJGt+pInNC5i9pWQobTC5LJYdD4GORYObm8ia6KeM6oEwDrvgRaKb4sAUuYWX",
-	"bxMCxhnQCdAsQrZ5oswxm2tjkNef5lq54raFknA3FkYZS2PT+FIaHWDDVWM79ReSPDIqxOmyp/XPlZZb",
-	"zcRorNsm48dxy9HxeP/q18HN4exAHuVPioE+KI+unywGy4NWY9R6xX0rv8ODPJfpjU3w4WEOrvv0t0wt",
-	"RBFzLdhU3NQFw4SFrbvlAl0jCEENDm4uilAiQlklHBaKJfPCiqTLgseCLVKZqIVDDTMXFgobnDoBo6wm",
-	"nxRCT0O59g1gf9625E5qbLnm5Xf946P948HRQa9nluhwcHjMnxydiGMRi7FI+P6ATyb8aBAnMd+f8MN+",
-	"zJNjcXzMe+LwaDI53D9KerF4Ivq9J8mTcbLNVzK7sL835lokTM5nYwvsmGo7T1YqlojMAcLgnoW+uFQ7",
-	"KXzX9nuKT1juneFTt1uSftCapTKdGde872aTylJcAjRusB5PWpV4LhZIVCD2yG0ccCXKvthRWR+12Xuw",
-	"V41mMkLhnXeI7hy6001brnK161oTVcx4iYt85A3+Xmuu7cbXQ3MiAzy4ZpMdHWw65NWy10772pS2kQWh",
-	"rIwFFKfw6r1ExArrKYvSRRrx3GP+jwwHEiY54D0YMQI580KUAdPCKJ1SJGy8ZDrnsdC3CAI7en1PSXDd",
-	"D/7PofrH5D9enxz+4+Td3+b9Z3ry19nkb6//OpVX/xjk//dEnbx++vrx88f5i4PvGvbYvfsD7qHR0JW5",
-	"o4L/558bED3iK6kWmUguRf00Ug8LFKZAa3F7LjMwB6RXE5QpsF9dIYwxrTtdrFjurb/tL+YbTlTBLpVK",
-	"TpkzpHWpco0WCdaVAIgs0Mwz37DEJzfN4xxMQCIOMk9nbXFjXBx20HsCDzwYnLjW4sJRZXWGm0ZhLLqU",
-	"upzNfjKOS9Obsbvr1D6Qtm2fAabhIf6z38N/B2xqfjcNWL9n/5f9+7/+RXUlgwM2xfvJnoZ3szMWnZtB",
-	"7UF5TcS4vjKrZGaaKXmJX8I1vLC3iNepWbvfY7qD1qmtxFDSAqxqfxkYz9IrSC/cxsJ4jrYeAKjCLmmv",
-	"uELGujYOUKfZDWuInZyT46QZB88J0v/4FlL2AAgQ0QtskQbGuDxjUtfDYpjIMQ+05IZ8rFVmXJ0ImOUj",
-	"D81XlQzdFohj50V6DXV/mVK52c9Q85Kl8movUzHPGE8SgAFox1MRX4kEaq7xa6SlKKorBJYkUYcV7oun",
-	"ry9CWQgYC9ReOBuGFPqys7Gv2mqgCCVfxNqeV9UZhhJzTFgIDkUmZmQQowcyOZaayS7w+c5Xo+XW1eF3",
-	"4L2hxEFDVRt8KDT8u8wFENlYQKWTa8rHaiqS5JTGRKRi48XZSZpx4kYYo9yG/jN4O35qWHjz7MXQekbr",
-	"nl8o27QfNjpeHXRnwUcnzRSwWx0rgNNb8YkmXOM5PDA/YdE+eJeecCHxgdGAEj4arAIv8eGhbEcH/R4z",
-	"MjACdINmGQccngTpDMQ+HgQvnWhE4l0/0pjX/lgxFMpKDnlr064LIU/kYNEVVAAQNC6Kpc7m5ruVyOpn",
-	"6L1rji7ZS1KxFt3FgcHtn7P3beWtP6XlFEP4G2klqtCS3SIeIq11plYOfee0oWPSdwy84PSuAe532QC3",
-	"60z79mLW1tphfC1yvcFi2pBKfPze/ifB9SUiE6VYt06fwu/r5x97zXPCEiKVnJK1Am3o1a8ydVmzrE6h",
-	"wAqUE8RYbfF6qVhadtm5yAV3UWajyFkmuCu34TNbRwK4Q1bjoYlah4c6gABcihQMaVKzLlwz25RfCyBI",
-	"QEVaSUjoE8A1QQoCT4qiO1PVmVazbdJXuIDr+mpFQRxsWvrklK0uGL1QJLRqdXG8E62/u97i36Ckws27",
-	"tZwKmgsbfpRipTWpqb6hJmACjwzTmjeNVGEfbUJ+pSqCTXbeButsVzqwKx3YFZF9Ey2r24rC+8mhZ86Q",
-	"Q5whEEjrQEPQj6Spt242FgUaXgF1PUJHkdLCydJJzeR75DCXO0MWzYsMQC2pIDpgkfcyW8VM+J6Qa0Lz",
-	"CuJ+1sBSBRMSfpu6CDF17ITSC3SUSlFEy4avyGXVJV9q/IttZjQiVmgbS5LiprQZryFYc85OJfigZC7Y",
-	"paquX7B35y9r5RG8EGxmVhSNLXsZRgwnhZoZc3bBlDylamx/isZUs4alVDVDGR6bCOr5tDT8CtvEpjwJ",
-	"pTWvyci0IRLIz+EjadGohcvGjZYMDrGStGqJyAsRYzQu8nyBkVOfEeNZynVlFSMrUwpNkKgzbdPDlcjL",
-	"qp8ZO29DSXsFqwsLkQmuBdVzm3mZBXNP0uYrCV4wJVnU6JpEm2Efm6zoBwImOaxEWs1W0JoXWWvYguju",
-	"8LE5YaUURZfucUUdrpjj8fVge3yllZHfjrNoz2epmG0jtL/KxKSEQp0rIXIi+AD8xy+LwHhPk8SLBeKE",
-	"di7LDg6pSbXvYkhfAN2IlOWnjCA9rnTbrUXqK4EhbPRyUsJ344aQrhfSKDRI2qMer5eyB643ShuhGKsZ",
-	"NWZTTqqATmfADIhVQn/LOIT9EXPBqlWEJDY/L7uhfCZLp6ZB5dX78VNbl9ne77GEL/VGEiRax6fV6uzq",
-	"5e9WK7aw6O56eQtitfN5dz7vzuf9BuvrPfH+SFfZe3tuP4MHvJ2+KkRdY32cy91Y5X9mk9mqKYhJ/mXb",
-	"B7Ow2gRYToXLi9SKMkNZKwfxlZ1x0CbpjUhIkToHkBYdgXhcQv4RlidDeQcPpXsKtmM6EmGZZNjyX4hY",
-	"XcpUA2jKqe1Hxg8JeILYtWA8vkxdXppfaYRA8B1xKDi3cFZbGxWAF4A6mrlPtyTkYKxXoDqMuZ7zDPqy",
-	"k3kmvBbpCot4g78MWMBUaYGNcI0fgLW9VJCxJSxDFVZ1XKUy6VSQTFnmElcA9dOUaEIi5lW3fGQvrXN9",
-	"4zSIctr8t8dM/TFoxnT8zt3iflU4Y5wZkg3fXop7Xw+8muAdvMOuJloL6eX81iqk73K6B5/aOvI+0Yah",
-	"14qk5oJJtThF2jSH+YkxGDoGnoTO1OXnwkneOfk7J39XWfKtWmvAKOTqcinUXcXvjPj7mPgAxuz3bCvO",
-	"57K5akRjnlhbSR0QqCAEpqUI/IpXEImukiSU9Wb5p6vtRrkoUpWwdgQ/jvDHETV1RAFLiEr5ydFBr8e+",
-	"gwptwkh0GYllBQRTtVmA5QiNi65NwVU2I+MZ04u0jKfYBprqeSFOWdSLjCV3rSyHlMoS1w6BBhogL9kM",
-	"SpplVgmstU9JJniRpQAVSp8N60MBTWjoEBTLhaIH4jpDFbRcQs1pk71xbh62GsqnEsavaXM0fcHWcP+o",
-	"19vaxsBZnNNqoWHVpKSfqwXGk1Y+EVrotFlPXdcgNOmORRX8txkYu7v8vdj9rNWn9RluMkDMwcIp7cpI",
-	"dzbFPW2KnXXwDdadgsxeiebUlerHWAclzPFTmQQ1iIacTnSF0JDzctpdqX5ttiYqN7AiFd1mJhYCe8WK",
-	"eqTZu/OXoWzb0lboUbkSAMoM9QSKoi/vzl92hq5ZWSbYwZKKhGXplaB+H2LdVJNQlstcsMhMFWIAVeNJ",
-	"VTsqMi3Y1Ph98rY2/DeIZ3prF/5ZtuBLbd/30d32FqULvlQN/zDHwWzV8Lxru9+13e/a7ndt97u2+13b",
-	"/W+i7d5o2k/Xer+5sf21Khlfa9I3dsojG+Ww9A4OpnWuu+yM5YCpqQkVkPIs3Y197J/+Rdt0ksMLPlk3",
-	"+YXjIKhCX66PHOwdepVUC9bWAlNL9Bdr0vmYSJrQrRZI7JkDgDawDFAPsJe+8xePpSVrD25uOthrZUlF",
-	"pjZwkBq9oa4CYuritoLFX04a97rJ6A6zZ5k6zGKM5ASQW4McFuIX174NzpAgHix1pzW46jU+XXbm1RMD",
-	"KcdKQfEpQvSvp8XMPKDsVgVYCiniK+BrQDwyKNwk2NcGg/at0OWdXVefvHTFvPVc6Hm2Ma9EdUpWaJpJ",
-	"7qohd4mS30nRB6YRfKG84gRvEyYYNSPe2jp2q+5XuyXt36mcXU1uKTSAJgXqFUXWGHs/RCqhgeFlKq8i",
-	"iwOxHRxuNYhdod/nAcZFrXvLh+18ylpAb1Pcdat/6T2rCM1Gu+vai3kcC61VARfvSg8/W+lhdYQfUoRY",
-	"3f0AzVTd/CAdVd1+f0Tf2qwfoIaq+x+qkKonPEw1Vfc/EPmXtSsVw3QuMmNcdu7CA36QWtocTY6CqsfK",
-	"Mhs68vxLnkoglxPG7E8vkROPRjr0YpxWT3m4reSOBCzP5npF27XPf/ienRwfHA5DGf2v/vHJ4aB/Muj1",
-	"IH9dLQmQoA16g6O9fn9v0Cc3x+pJ0vPayikXaQ1lxTTBoou51KKMAiARUsVVBcmFOL9qwq77XfZOi/u0",
-	"hzWCAn2EMv5jwwM1oAMZnXvLrl1Vug/Xmw/ShbvU8ef1sr5JrXYvrXTvjHF160Nzx/68PyKL7D/m4fnk",
-	"35R+vgXl6D5KepNTeSv20QO0+dNnL5+9fbZFdvgTOJ2NaEI1Rbc1rhBJ9e1H/5WF/E5g/8YF9n2dr/vh",
-	"H/2mJNxGdKT7OSGfJTT2qUXWOtTSxxjm3yjo0l1hqdsl6S5GtYtR/cFjVA9XDrvw1lZgU/cMb31EA249",
-	"bf++NRa8EMXZvJy2hv/8xUhtpN3dxPBDpLxQCZnPx1mqp5Y0KVHxfIZg0kbMqlxInqdd4NMNWO13Sz7L",
-	"os4pA8z1bBlKwG0fPn4Mv5gqXQ6f9J70IluvcqlYMZes+xhf/zieJZbEiUJOiA/0HiNvH1pB65oXKeBv",
-	"m8+Hv0Z1DFX5hCW09sbWWtGBUTkiYOYK0KjGVbT54UTkmVqaOXeNgPjFfa+1lSvSXDPOzJgLKA5Atu+k",
-	"gOKCpFDXwuJMibRgWToR8TLOAIuHimyQuXK9LuldPimULFlepLHAiB1nhZqX2O5rXgk0ydCpKnSZzoiO",
-	"eEHUrjCmsdld3tt+4IVwVze9FqC90tLB1+PGp/Cm0CyVVS1DWtDovBd8D/c2PPjPSgEDAo4Mib04m/jj",
-	"sVQPiGSvLf8ndQ7honqvOk+Txje9Mfs3th8hL9QkzYR234H+AMXUiagKqWCiAbtUZpRKAis2otCavWF+",
-	"mSudQieVN4in8LCmYZzDB7CvXxl34x0VQD+cwxVOBayvAfAUamTH2hZ/g63UgVTvdIKm+YtXPfKE/q8D",
-	"yydAa4C08+W0UPPLqeMJqHVqVW+zD2ndUjesWUMbvkWSyTO+ZBNbrq0mTrLa9i3vZUgG27QP+NJSbhgR",
-	"ig642VHeXoA1hu5clnM48izVel77Xm/wD5tm8+sc2n6NhpnwWFgQHdIAJb+CnWwZ9J00lXwGNeI3PC6z",
-	"JYG5iSzRoVxwWYqky0BI8SGL0EAG0di9NA/6NYtYOzXmqM6JTiDVTEkCxaGB0zs3HRE9FYkbDwJJOy+C",
-	"Z2bnjmvr8EqU3Oia/w4AAP//",
+	"7L3rdhu5tS76KjhM9rCUFGmSom7UWGMvtS13O/GtZbm7k6a3CqwCSURFoAygRNGOx1i/zgOc82O/wXqR",
+	"/SZ5kj0wJ1AXsniR7Ha7Ozrr7LQlVaFwmZj3+c0PjUhOUymYMLrR/9CYMBozBf98RKMJeySFUTKxP8dM",
+	"R4qnhkvR6DfCVPFralhApvSmScfsPw7aIRlJRWLFr5kiqZIjnjB9QpYfbQdkmmnTVOyaJjymhuGr7Jqp",
+	"uZlwMSYs0YzsGMVTHRDF7aQCknBtdGCHHjIdEDPhmsQyyqZMmN0TEgrZ1EYqFhIpCCXaKEanRI6IHYdk",
+	"qf2SbjWChmLvMq5Y3OgblbGgoaMJm1K7SnZDp2nCGv3GFrNuBA0zT+3D2iguxo2PH4PGY5YqFlHcp8Vt",
+	"O3/yiBwf9vb7OHmdsiSxy7VznDAiU6bgTWJX5gZicUA0FxGDR+x3yZhfM0GoJlQMBIx5sN8hj+2fdsL/",
+	"DAkVMXkj+A3RLJIi1n0S/mfn8Hi/2znuttuhHb3b7h40O51mt3PRbvfh//+73cNnXFyFAyHolGnCjSY6",
+	"iyKmtVQt8kKS8HUmNDMhQUohO/brR/vHvV07qGbC9GGaNOFUk5lUVxqO1kzYQMwmMmF2rded1kBseQ6l",
+	"iTeCRkqNYcpu5f/6z+b//LndPH77oRN09j/+sfYwzi7oePkUXhslxZi4Y5TKbz+7oZEhyu67XQmehP3X",
+	"tjQzaOyNuvQ46gwP4x7bHx20B43aeT2N2TSVhglzztKEzu2wS1fMfickswkTSC1U6BlTdp+pnWRC5znd",
+	"CEaA8mO/2ST/QjRv/pXN7QpKMxbZtNH/uWG/0HhbN8FnchUJ/zhhCkkxUsxSJ9mRitDRiEWGxbtEMS0z",
+	"FTESUUGGjChG42337+F15yHc+YdGpZeTvavutCf204N3h+pIH5vu9d6sd7M/P6jd03Nq2DM+5Qb+p+bU",
+	"+XvmNyyiScLUA02MvGKCDLPoihm3d1yTKy5i+6idM9OG7NhFaCIVmSlumN5tkddMGGAzmZkwYThcVHdE",
+	"mswmPGFE2QuZ2NloQpU9poVj8Avvttv5irgwbMxUdUnnbEq5sCtdWtaFXYEmCRsZwgWsDpez4lud4+NN",
+	"39KsbvuQlZBMGJ6UPmPpcZQlCaFjykVAlMxEzGKSpasmUP95ZtT8dGSYWv1pI8mMckOGbCSVpSyj5lyM",
+	"t6Su+u++9uzNMr6a3Z0wklIzsd/ONCNcaMNoHFjmGw6ydnsvsn+Gf7EToljyH4NGzjKb10xpLsWgEW7N",
+	"QmBMexFmbDiR8qrJRJxKLoze+JHaa/EDVfPldZ0mMzrXJDzNzEQq/h4uexgQLYmeUMtIIiv/NRFWKJMp",
+	"v3F3Zmv5WRm5dmY//vjjaen21G9+6X4BN7ZfYv40dsJvGFVMhbvbzgqfr53OT+d425/W8OKnsZ3DiDON",
+	"DMLuhb1tMlMkkWN9Qt5l0jDCDfLrSApDI2NFu87SVKqtRYhi7y73R93hUdSJj9ke7Q0PoprpfrSiUNEp",
+	"M15d46bmmF+KZA7aj0beYKfOzZzsUPyvTjI7w2gC9KypaI4UFRHXkQx3W+RUkExcCTkT+LjVO6wcImya",
+	"mjnoY3Zd3H7qXcbUvBE0rObQ6Dfs8/X3v1H5TCNoTOnNMybGZtLoH/SCxpQL/2On7pweodhZwStKK/by",
+	"yb4bmWROqH0Fd8HeYyoM6i97e3vHuysXgqNcwssrVpQrU71CmWoEjZFUU2oa/YZV2pqGT+s1Rr8g81oq",
+	"U38LpLLKlhNeM5pcBWTGLVeaMKLnwtAb/0dY+gMSaqlM2CdhM5+/CcmOYDOmzUCMuNImQIWSjWiWmF0r",
+	"3cLKwzKJrfCDZ3dPCCUJo7El6bAZkimjwuqoOmLC/rI1EJW3ufaai70VbEoiivd2yPpAQddMmAcgU+1P",
+	"jsc90JU5BIQOhGIR4yn8iWud5X8RxOqCU/yL+yf+sUUu3FcfaMLjwMtFTadsIGKuWGT3NiBDxeiVJoYz",
+	"3SKnJMqUlqBgDa0Qs7OF16QycLOpJjgDqymgBpvTwM8FoRirUrGbNJExa/RHNNGsnrTswBWKslOG2/xH",
+	"xUaNfuMPDwvz7CE+ph9WyOWvbN74CFfoKb7bgQtU/ODIjSpF4Ult5kCyljYbBfF9AyL1dtfJieE73id8",
+	"e9OF2r/ThYJzrBF6gsiUvssYGUp5NaXqqk/ClI65AOHSEuzGXCIRhHAdSn9LFbsu/jYilNjfcJnpgUjp",
+	"ONcsLY0RWLKlKEOnKQNpCm8GdlSrrBdkRKSZMEVGPDFg4wKxSTUQKG4Dkiv+LCa9dpuEXIDh4ieDdFi7",
+	"07gNK8Tz96ffjJ8+okfm3bOj2VMaf/eX2U/d8Xv6/i/mxbe9TvT47zcv9p72ovdJ+7n42/v4/XnvxU9X",
+	"3at3h4+7s58mnWjvb8P2+7/sXxyNXo2rXHy/093Mxh+Dn6BO2NrLi14EuL5O8iqyE8bq+vJf//XfYUFc",
+	"VvkqVhz7MbeTtXY42h3uRb14nx2MDsfdyR7v/WP/6iA5nHYb62b9BM5r7X2ByQgynDtHBbxZkanOVXIL",
+	"qYpvXPK4cccV3VLWnjm+vOqYnI5a5t+VA5tN2NoDY8X42x2ZHfCqNz0Q3fTo3Z7a14eme92bHdwczbvv",
+	"e/U+AG34lBq2ag0ja5ox99DiApg26xdQDL7dAuyAw8NbGbZnVlRuofWASP3tqD3lZa0VP6vW9dXKH1jZ",
+	"KnLzik+VzK43kJkbcUsauzaXh8O9q3fdm/1pTxykR6qre+bg+mjWnfdWT/lC8XQ9Y/Pz1yjuuAZe1wdH",
+	"YWj/2fpT6J+gVoOaMCtF51MmTOlPcmTfsIIT/qKBKyL3u6ZJZuWjlXWBsz7BL4zvrpZ29uurGeNGf9Jt",
+	"GSPs1zxla/drYa+uuIhXkSV8ojz3dSpg/nWYy7eKppPvn53dGCY0l0Ivz+aVkkZGMiEsfwjcx+Qvr1++",
+	"IHL4DxYZsvPm/FmTiUjGLMY/GHZjdoPCQPwwaKRMaa4Ni7+38x80+h8GjdwB0e8Eg4ae0O7+wXdUTwaN",
+	"/qDxr//670Hj48dw1cKLGa04urt8dBS3e8ftY3p8HHe7x92Y7Ue99kGHdSK6f3DYPtzrHO+1o2HUOaQR",
+	"Y71hd9jZO9gfxfHeHmu396mdce09cXv90jvqX8Ailn2kPJqUvPlON/SxCmtYqEwEaCFxQyZUE22pnCZo",
+	"u7jPEGnJ/7uLi1dEpyziI+8GGfGbwhUxZckjqhmxG7pql2VlwvUbba//ukXD5tczNT9fv8IWeU4tg0a3",
+	"pMycWyQsDjskGGKgRLGxPVur3+bn7DToFYvxP9ZSC3CkHR73yWDDrR80dskHog01mUYt4AMx0tDEauuK",
+	"iWhOPtr/W7cnP1DF6TBhun5fgJvpxfN/oMm1fy/Y+h6u2o18qNX3h8dwKzZtx8f1sYpobq3NZauKXDEU",
+	"DVHCLXWPmbDExrQ9T5LIMY9oUroNO5S8efP0MbnuWT6vWCSnUyZiFu8GpGPvRnd/fyBSxYWx6yLRhCoa",
+	"OfMokinLLfPcjU+jSGaW7ECh40qb3HcPfhIKc1SZ0ANh5RJ45PNwigud7HR7ZCIzpa3O7t0iJ0ChRs1L",
+	"Dhdr4tnxvIRDv8JQxnMyZsbeS2r88M4rPpwbBuae/Ydz3oRFFKjpw0B9AlEfXAiOa7+EixBoK8KHdsCS",
+	"zH+nZGbHlYqMlJwWv+axtSGdoSEVofGUW340EBClw22D2F2v2yUhL8768orNLxXLNIvDExfQMEu7C7vH",
+	"k8TureBiHAxEr328PBAXl5lmoVs4OPuboMuG1kzev7kpHYeQxh0J+KNNZSemyFfskXAWl9QBDEgW12Ih",
+	"ALbicuyP2tEB67DmUdxhzd7wkDaPo86ouRd3WY8eDI+idlzVDrr7+4vqQSko+fNgcNPtNAeDm8Ozt3/+",
+	"4xYX6jxX6JaCxe4vZMIUC8iQRTTTjFASZ2kCLnMyk1kSk1gSxWjSnEmVxGRC1bQPG235LjcYj/W7a8+n",
+	"XXfQ+C04jlvf54HYeKFJ3X0mO0CmM66Z1fcGInduLMwv3F119Qciv/unay8q3BoMm2r8K956tzP2pYFY",
+	"cyVPKvcvwBtnrxTOxF0hu4RVd4jmtwavDBdklPDxxKC6u+HWDMTdrg35xFuzjcHxq9yi0XNqokm93A3P",
+	"Lug49HJ3IaI/lxlJKDAxGpOd8NuzC1JEnj/Y/zyNP4b+Cg1EOOIsibUlQqlI+CfHnqMJFWOwVaY0ZkRa",
+	"jZ8XXnh3yla34+aElCi9Y8kkVRDV5HZKlyPKE7h8LjXB6vxUcS1Fn1AyY/SK7IQ/Pgx3iaFjH5Ozy2d6",
+	"3WGOmrhH22YrHHXKzqP2EYQUS6fWaXe3sI2ejl5IwVaczqkg9my8mCKMqsTawEjHJ7lKjJvn1hhUeRjZ",
+	"a/dyBkfhPrbW7IGdzS03YkUs9a9svsqsP3311N60RcPe3mIw7L0tCyk1LFLMrDD1r+Ab2907O/p0T+yn",
+	"h++6qqcPzNF1d9a7OZgfvd8b7tcuYUVyxCs6ZkTz98xx7E67bY3yuXNP51Z5vSsachxWWnjw18rWO+Wq",
+	"0e+2g3IWRMnDwoXZcw5LPs2mlvbaQHrup9pg/iseXWXpBZ+yzdHBlEdXkKYAqlScueDU7if6zVKYwqXh",
+	"U7a17+zo1h6mc6vXrSJFUPoWCVHFaq2HSbkRt4xSx+pSdOVe2nu3rw70oelme9e92f7Nwfzwfb3nHJ1L",
+	"lo8uz/qRnE5pU7OUKnDxGZk2E3bNEmLfIlM2HVptwZrNzGQKTAidUqUXeftuywpRSIAbiBBNuxBybygm",
+	"POD7LK744XF8MEgXadxH+TYH81BG3D6cl+8LxPFuE7q7AEFVTwOWxhdJwJp/60gABd+WFHCHBC2c7xov",
+	"AkjN2UTCsULQF8484drUTn+lB/BOC+jqvXwBvdt7BO3q6gP4i9QNIb4rNteB5T6gzyrGAsJoNCHUkKnU",
+	"hkgRsdqY+0CUgu4k37ZSmBstNBRGq4Ldj5EDD0QlQaBFznB/qokDwYgqFm5/Fe4W1/YbuBTS3rvDvXgN",
+	"V3+LKJ1Pi0FesYq08K9b+2eLGWCqjtP7v5ExR0/Rjxg38+E1jIJ8I2O4GJEU1gCx/6QpWnpciof/0JiO",
+	"mZPwkmqFhhAkHc1FZA/rGhO7f4a70bIzTZhhMSTSolMe0shYzOLG26CRqcSqUMakuv/wYUqVEUy13Aft",
+	"6w+tmPCZaRo2f6sNqV0v7s0yG3hz/szeCsix8i4WWAk40IElaIbpGbwmrwo3XKdSaNzsb2j8LTVsRtft",
+	"bqrkMGHTP/td3m5dr/CtupVY+ZK6FHTN1DWPGNkxkE4IO09SJa+t0N0lqP2DLQn2vLXkMHM2mrB4IHZ8",
+	"COXSv3PJlJIq3G2RFxIT5mdUW6thyg3mocIo8JfCwQW+KG0wGXvB0uuvMp6ds2pIoys5GiETKJUJ/NR0",
+	"aXNNFEV1u+Uef1jKsIMN+4bG7je3OJgS+UfAiBoVLbRhz8FQnnjFE5L27XYOmZkxJkgHdscquPaG2H20",
+	"N+RDI8lTnvH2t/x4U6Y1HdsviQwUBT+i59Wddrvx8W1+za0MWpnI5zhJvwcpv9wA53qKKyD+i47DPYxl",
+	"pP0G6D9U17n13VtDo6AtFp68KU0sD2WxNTrz9EJLl05DsrYsZKCBkWpnGRDUWO1DyprDllr9RN3Qofd3",
+	"4mb//NZaQyHaDPaz1oqTI3yd7CwYFbsBkmuRm5Xn1EhlP874WJTeclkx+Bp6z8srs9PLf7i0NBXaxboc",
+	"OphgQKhwVSjeAnCOfDD/aUVdhEqMgTAze725gOQedOO7GYDbKeZ4qalS/JoRrIMoT8Q+FfaJnkiFX6Ri",
+	"ICCo+ghvRRN1j9CKcUhZjyaZsPYLxAm4GLu5RVIIFPjohXasZcrjpv3GbjAQmHEXLtx/OIkp1xqYCeT4",
+	"e7YKR7rKXwh5g3Ztax19ZapYcu21yAW7MXbX8bs7Vi0NMAQUwAbu5lfuzcWT5lFu+79482wgyuEBe7Mp",
+	"vklQN8M30VbYKS5s0G63CxLXu/3CP1PyQnoCtmdtx4JkRpFm4Gy0E3ug3WlrMpFJXHAEGN/bLWCNYBGA",
+	"skZI9SlQjsiOkCWXqqFXTJOpVGzXkmdC1Zj5zDGi2CjT9lhcAoSrYwElz00UN5LbW90q3TusoMq/v98m",
+	"Iw6KpD7BW4ask2g7y4mckSkV4ApWjFiTaIn750UDzdyvsE4ALJRolKsOmpUSh60GKd5YGMjVL2w5iH36",
+	"Y/BJguyRFKOER+ZL6hdl3h257+tCfPsynAfaRTMNqLiM7EClHQrREqkbRYXmrgogFPLSpZrRa8oTe5vt",
+	"r8HCooliNJ5fppTHziUKyRwLDKUIDRV+7p1VHu6gJjC0u0RtNc75TSdVU2jli02a21WbBFAB5ua3Yvq3",
+	"qnT5FEJ7nNcE3utO97rT71l3utdSPoOWsshAF2qT13Ge8qMQNsDquHWvVEvpKjL531o7KJj2vZ7wRfSE",
+	"u5P5Z9Mw7nZffvtqyROphjyOmfjSJH6FlIS6wDAzkPJgOX4s0cG7E4783DCE8HsgmHsGWyW/p8IwJWhy",
+	"ZpWRL+rtJRBPIRJrgjWPUR3D6YS7J4UzKKJKcaaJkMT/XbfIeeF99a7WX1V2f57zeCHNaRSxFDStL80S",
+	"Qvx0jlVCY0BiEJJMWcwp6ODIGwrHS6pknEXMsgshzSXNJ/8Zecb9Vf9MpPVEZiL+klT1QmItRI5xglQy",
+	"svO4J5Cvj0Cey5iPOFuVJ7MA9FPOOMPKpUryWAiJayeWf/iMs0W4rGYJL2vdpCvYWsuYUbcgFQ9wtO4V",
+	"eOaerHIklHVvwTOfjQRf0XkiaXwh5TOqxl9cAIK6wbUPH5gJFaRDnvNvyE5o/3ZppLyEP/7azOvzbLf7",
+	"wwWfMpn9WkZ24LZdREkWszhYCv5xM3GJOp19D9CGEXemrq2akiRyBqhpA0FdrDAHogq9n9TgIhdTAGIp",
+	"2AmmR3CDAf97L9BXJpheYzbIG5H7TL4kqYZZ8d2wXyY8zIJSxkeTrbIcU0OHVEPcMROQkQJOU+dOxVRJ",
+	"LsYDUaJrR6MPNIkZjRMuWB2R1rp384x971gfiJFiDFM/M828oYTe5YofyN+lX53eb+HFWYQyIzvo1fHI",
+	"OSu2f7fq2dmQFf15qPZCyudUzN3f9a/g33mgc7oYZvEYoed0ajdsJ1TUMAx7sNia22ojmdwzxc/DFBfo",
+	"fe3LBcjfZ6PLN4I6pDn2hW3BIE8gl4oodi2vWOzrQMiO5bNlbMhfW8X68ccfm4twe+sGWETn+4wHlipp",
+	"52Y52ZkwDrju14iHcE1mLEmaGNIEt7HLkqZEZVDwSg0RjDkNzbLjPtTxjZhiCMlLzUDEkmH9HbvhGuK5",
+	"rh5vLjMM+BE6lZkwOGD+OBib8Gd2k0Kpp8eTAeSzmEVWeMY+ZRSeLAqNdIb14hCnSbmal0K5V2x+6f4e",
+	"BqXwjf09PhzmQdbFgAwWLC7XHNdHWKG4cbdFwkjGLMTUodmER5PfTVjmc5G9Q4Jk8XMWcwrwHb+SQWhp",
+	"L1zMLQ+BZ+WTvAQn6aXVJ37L1uFvMyD1+TKd7o2vElrHVklTY/vsu6TpawhuSRbuU+fubdDAN5RxlBKp",
+	"WAXExyVpff/m7PxvlxcvX14+evn81bOzn+x2+JQrfC+SSTYVYAFYkdHodz6+LWdfWYp0CScsgXzVTrfd",
+	"I1i0hsEpzPjimnTa7XYLkrIWZ4P7hjlUfftYnrdl6dOOCLv9eTbqF7mVOQRPRIW9jCoTLXKqa7ghJkF5",
+	"YBsmrlkiU3TfECFJaHUBtJ+t/Hej5pLdpfKE356fvvru+2eXr07PX59dPjl9+uzsMWYj5Y/6bgLl8gzE",
+	"OaZW4voRfjh99vTx6cXTly/yYQKXXuXwXyxnsQOOOMA+7ITfnD6+fPP67Pzy6YtXby6gBrmUZDwQ3tcd",
+	"VtCBrBx4+ersHL91fvb65bM3+WffnJ/ZcWhBLZiPbmdakOmzly++DQNS+s3js7NX1d84UvaryKF/mkim",
+	"E6onsEcDkWtKVRClnfDV2fnrp68vzh5f4rDfnb7+7vL509fPTy8efef0m7I3ARGHhCwdGGpAJaQm0HbA",
+	"U+oztHAfz8++f3P2+gJQkfVAhKso1blUALMpVzONZsmokktHllLpAkD9XE7qGkHeHEhulzznYYDzREK3",
+	"Cm+N4LTztLHd+6zteqHwO04W+JRt+R3H7O8J35/w1x06vz8nf06/lQj2beLQ9yHlW1PCbzeQ/EmrLkEk",
+	"PYFCxi8ujjyEEl4de3MSKcYF+lIlh5rs1KI6QTSClgKyn2+H7iPeW0W87+UJnODvIPAcQB2VNeHKlc4S",
+	"0ICwxignvgLXbyksje09pIAYrCWkEXx1IHYK+uTC0mUZCrRfRiGLpLUl89GpwUFraHMgtot0k20D3QOx",
+	"KtL9uwo9/84DzvcR4E8jj99s3PdXDsTeh1//TcOvny2m9GnU9/uJgt59H/IYCYxzmvJ6YPWc2ryykEMd",
+	"P81RRGEhgCyqJ5YloQAC7DaO/UZTJVOmjEMec0OsaLaIfyQ7hgkqzC581H5/yKzZY3WHVrnpmR3NXHo0",
+	"zyVUvKDcE20V+mWn3e/s9zvHrfZe57izLQbmwrmWx340YdEVIMOmaeCcg64HpcgSp/YiLuDSoMgHtJvv",
+	"UuNbkW+INjLF/sZcjE+IHdi1xIPDqO4Srra7VZ+cjVPk8adhwAaNhGpzaflG7TItHSTUWP5c7W1bAdR3",
+	"+xAA2reKWVwBLiSUTLnIDIR1rLoKar5icNXcboGiiZRr57LQTu8OFLJx51LFRvxmRRMowEwsIZP7dm5w",
+	"yQJUyyM5FhwQ2OFOzMFPbxn2NaNJjreWgWStUoC6uvxpuHf1/fH0Vd2JOCViM9lZo8I9nG8jT7DvqFRX",
+	"uvVL76GSCdvEfpGfndsnLaNDMbgGqpYUXeP9OmlkwB/gFjnKOxdcsfnCIlWsLo+m3Svoc7R0BTav6WMZ",
+	"P/DnBuKH2rkXUw9yrpkTUZX/VBhdhYss3LbKUReNtxH1wu4W7p3DR7TsOkZfEk1eldi4w96s7cMhXaMs",
+	"jwa61CNjSSQscNLFUYV0rSsm2ZQKHRDWGrdQx7AsFoCvtD+56tmsYcXldoGl7tefzorpEOzYMjMmzx0u",
+	"hwdIzUym2NJdOWy2D5p77Vt3/PplbsUDXUJtDvIeUnnLjvzSwIN5Z0TC4+VbNBCexOEgQ/gAoCSTEAcJ",
+	"HSCt2z14Cm4c/mGRO2+8dAvguevvHGzfptsQ19ImmyXzvDOc15ZAQhVA64FTjRCgv9JMf61+9O+i5vxm",
+	"FJUvpB3cUWx/bXIXaL+ewUBuIiSlBHjVK83a+wS7pBPsRY8DYfP5sEVeF3dpwhTrI7is1UCEnC3xiWID",
+	"3z/rXb84mp13zd8Osu86//jrvjw7pK/b8ZO98aPj4Q9d8fxd5+83R69mdVtd4pe/B9GfH89qrveMa1PH",
+	"8nyzYcfsdI08p2Z71G1nfH5chtUumh9vtLeLJxf3FOZSGWv1is9lUttLjxqncU/pnMSyv1p+WYkHBG0m",
+	"jCvvoQkqogzDTJBABYEmrxYh5YpsChKJYxMRHNxSgR0A+3rn1OeeWaLVR1RELElovUKFDjBrNGEbaYfU",
+	"H5VeWj5S91cWXw7nG/uD+2e/mf/CsmmRw0dUXL7rzvZYT+2bg/lh1uV7spfu0wN9GHfrOShdTIdtvEqs",
+	"5obNdeK6lzzO/6f2I1i6++UGAjCvoLrxwUKP9yU6Lp98KdH4Fkr8j5N50UCI52TB4mWaKPauOsQTCCOx",
+	"G+Nauey325UWekIaZN+zCTeM6JRGC7rw4gks6uqr+jYNBq83brSb9ZrdA8Ktvzb2vjrD3HXdmk1kdY8+",
+	"zw3mZgX/vfBRy5hEHFopfBr7fQ1j2e8ts+A6Vlq7b641tPHdE+pn7bpO2A1EGOBSriv0QqhtN0FK3SZK",
+	"21sRes3qtSg2uFl5rLrNQeOmaUdrXlMFibl22HwpjaDxnItMF794i439oS/n8gqfyRlTEdWMPH39kvS6",
+	"ncOiiWck4wUCzzS2QCgajtHm+7cf9j7+sY4asOd7nSzODbA0GyY8slr4iKPvZ4F/uyhLMQVNRXOkqIi4",
+	"juQ2zPW2zep974pK0/+YkldUXdU9nU6kkdXHfSOIKBYte1cqnSBw7frh+nm1/pGOy/IkU7xWDlDjwpf5",
+	"13uto8OyIJLZEDSzvCHUfqkdVOFAQJhZO+Y1m/Bos9b8g3usViII7JbrpleMGeCJ1t1GpJZTzHTgiTv4",
+	"Jf8F3D3q/V5cW5bMBQuc6uI8sIphGIKkEkEXyY6z0DNheOL9j/ahgZCC7eYNM0CAwJ+pYvAZyK7gI0LF",
+	"HJWdRcPX8Gt2+VmEq2e7l59OxH7hm44Rt/2Vf/pjgRa8zXvl4/KNW4JGlsa/jOq0yNnzzQqKTjOlj29H",
+	"Zq/z9W4gNgSXF2yGbL/M1pEIG0FDjkbwrwo7z/+6BSfH+b30b7gf/ai1C3gDK76lwgRhq9IgxTKpvgJl",
+	"f5kbfyplLByfG271Kb0q0fDS2ShWTHlGAZw/9EEV6Mm0NP0JyugKTR631/LKvYP2Bm6ZLBD53mHr8PB4",
+	"b+2ox+VBm8e1wy7Ms9npdlu9znF37cCdo8rI8OPS0KVN+uyWjU4Zq7Kuo9Z+7ZRX7+kClSToEoD7Up76",
+	"ZrL5xnfSvMW18O+6pnlWQEB/MCrmxH665lZ4Tqu3Vl6r0zyHr1Rbd/mmjauady3sUTGFLXflnGnoI7nC",
+	"aTCEqjE5ysVnbtWsXv7tBQ30qruuc1B/51toFN+Hyh6Y1oQlcUUt7dS0v6zJqataU+7TJUG5eevcSd2O",
+	"ol4KVmghtFB9YwatrTxJr2VX1REfs7FiTJMokdEVdMaFprBCKjOpbMw9c1sR/lrYe+gz7OPwe+08lZXa",
+	"Iygi2mpFgsLn4ZjVqT5nRrnG4TibyodXMdX6nq+/AIt9nU2ndFU7SmfUaXzG71+uXWg+FtiPHJ14y5R/",
+	"b8J9kgm30iCrO8+za1aX1fRaThmmZUDq34SmKRMsDgi1nCux68czdD0NCXMtCqFrEzhKWEyGc5J3Ccee",
+	"imF/IMIPPA5cJ49Ss0xIU/wYBq4/BRaKk5ilzN5FKUgI2WSuUy1kV/N3mUuVwT6H3oiDHnxSEHbN1NzP",
+	"d06oMWyamj6JWZxh+ho8xk2LPHc9p1zHdxrHLM7B2a47vg21YlN57bNuYm63bMoFNVgIO6Vp6g7T94kc",
+	"ufqbVREAeAqLdPAo6lpMrn/7tX/ODwC3CopIYDKre22eumcqL+ZuwXVv5j7H6qt5o8x1r/qHqq/6YPWa",
+	"F/GRymtQ/7D+tdf4CL72Mec18xeu+629ER+DhhTs5QgwITZ1KK3M42Ow+YXqNm/zxsKct5hTdVO3eqV6",
+	"hJteqSe2Ld8qE/jHt57tbArVIcv4RE9xfu6/YpwO5uBTdmvCylxgUEvgkvvYCcTfiZDsDKW8YvGuaxGS",
+	"323fM8Rfg5DsuMwwMRBDSVXxSn4183fye25/s8Rzyr909XjVUF/l1i7ynIXbGSz30V1gNXVcL1hkohWn",
+	"yvKIS84VOWai6ToRwxH8lQvIxH5CFTtzKeu1BKh4xGKiZGZYQOzmI3iniJiVadxoFFxSOX8iNy4VXq/2",
+	"Ya8LiMzJjk6y8a7v4k2NVf5wFrlX0ko3/LtTQHAA18z3Fi7yXzbtxmx5q57JAt4q5tpYWrjEhk3L2+VP",
+	"yx4KjYl/nuyM7VqaEVdRwopf/5//TTqtvd3Kvuy3O92qpXjQq/dE5FZj0IgzBEu4dDbBupk5ZzGxe2PN",
+	"CSpIpoZUWJPiavqwapsdtDu3noyvslhyDzNtLoeHt/Ezr8sSvIA+WHYnDVqWmLMI7aTdDEhERamod8gI",
+	"cqi752/Xz3C+et8vStN5oEnCRww2ngtvvwUEMhRYjKsISw3bT0hY7AAok+W/kjTJNKS7Vdaz127XeBrW",
+	"VfIFDan4mN/qKsCtv4TGdJvrNXjEzuFJK5Z4zC6NEzLrXjvnMbtwWs92Lt0yvyzc/KWQx/LRAMdCosDt",
+	"h+xBf2AnxAEwYDp7iNPAg4DKnCohfWKSQvnelCIFxYa5sFR+XFU+Vj2TZWZVwyWWyHchw2lDPkR5v++W",
+	"D4Fh/8wwkBou/EaihGrwbMKCajOab8u9n4o0M7en9Py1O1DtwumuOLNi4E07vCoAFELtWehEfJlhQLRR",
+	"+F/Flp0A1ToNAal+x6pznl9yTSIpdAbtICGLZDgnlGiEbBxlCbzFxXi3qmXBFHLqsf+yH6pqQv6ZJRbq",
+	"QNgeyVUZGR7O64GdnTZYqO0ajsqRQ7mzyo0Hv4P1jRQd27c0hEjZTUpFzOJgIDy7dRXSeUtLlQnXvRG8",
+	"uFgSnII1DbTdImEOhwc8oJ2XU5cgxxZ7/Md10djE1wQX3uF2LdteZtUlRL7K6+t4fnsLT7MfNXCTqyNH",
+	"d1KPnWFTf9ExF7MuK04DKtaI0Bx3z+9aQPSEpiwmCb9iLrc7wfL/1upEz6WJ5VBfy77tHOnPPrLMUqpQ",
+	"iNsv7DmNJlywpj1oUL6xw26Neg1Yj8s6vMYupTxmwvARZ8ryvaFViydEij4Jn7w8/+bp48dnL6yp8/TF",
+	"xdn5i9Nn9t9l2LpgIBbhAANSj05Y+v0y5qAdZy04YAXjbxUO4EDUAAEGZAnQ78XLi8snL9+8eFz3xyra",
+	"X2sgSjuBqaH5ZsAFt3f2/Oz1BeQDaVJCX8Wnc/y1xSTmfNiNAhrOsO5elMA660PArjIlZxKgpFpKJKi8",
+	"beUiKBN5WRVb9BjksKBl3fvC6jWo7eTFnnn98UKdVqvW+0zNZFW6K0J8EvuI96MDU0avLJrFJ0W/fOX/",
+	"jIiNO/gRvZv7ZAkXMbuxf3L8SldtJDTr7VH4jduUXef3pAJ6+nYDJ8k3uc729rGyhaNd0OY7dZwAsVzL",
+	"AatbK+yIAvthfXRxA3pHJbaCeRxubms25m563mnOf32ZqWuX7X8tr5lCVE2dsoiPXM02idmIC6ad82Ad",
+	"z94Kixa+fVa8ZxXCMjhq3f21RmUJQXS0cJOl1RsC1AS4Afwaza6ZoknVOLiwFLtFKQjAe9ZftEWp2SLP",
+	"MQyQsJGBXuEzp+/5BbZy3NXv7bChu3GUKDa2v1YsLkarTBdRRu2kd/7I4z55+vj/2SUfgIPs2J//yGP7",
+	"M1opZGTv9AdipKFJkZn50f5fHS/JMW23PLgf3PM/0CRjmKGzgT7P7ijPXylpZCQTUuzhApRPEYMpJdiG",
+	"i/ts94OPhVTobFg89YXchMrLG83pytPnHixjw644FOZ6B5+hIqYqLl1Sx9E9LnLLx7m49jWEBZLQkuY7",
+	"EHAlLDfH6lF2QyOTzAvBoAnVV65c0d8cRcWJb4QfuhzmmZUfM/ickmIcDASj0cSBZ3jdqUzvAJPRWviV",
+	"ds30faTNFQfW6OXeZb8FTYIS/DHI0b0/3F6I1wnvOzA1PKsyV1t0LGwl8moG+lxXZ1U1pocc32KZYB0u",
+	"K2R6raGywDdubbJcw3uLPP+BLkC5A2sgW6Za4Z6YG7DJH/RxC8PmO0aTOr3rlKRKDtmD1ZWuhcuslOF5",
+	"tVHHXZPtuF4d4gIQj+1GTWkaeIAbIlPcb6wvLwwlGseK6ZpAhPtDdeYd8pyqK2bIaxOQ11SQJ6XIQamA",
+	"pVtbbF6bINQ7/qUShHqfmiC0MvFl3bGgr+q2etniwZExv2ag1dICAPJrP8vjvYNf5Cz3jve/6FE+l2IF",
+	"UpADuOKCTLmAeB43muxEllXuok8lWV0jU8N5S6U2a6sN/XNWVFntrmp0HO23bxkeWtgPHDMo5lO3La8q",
+	"IfD6FGswGyEir+3OcAFepBlNrurEzkqIpMKrCNLcjoOaT4W/d2/rbQsaE6ovp1LVaWAqY7mGhAq8YDfm",
+	"MsqUlir0UFZWVPTdrEYySeQMYxV2zQ80SSh0ImBTwgXWv9odeaAxHZjsQFGdFNdMeDPmtdXl7auhn1u4",
+	"2yJPjbXA6FUu9UZSzaiKByLmygFySpHMA0ITLQkki8K2A4QkxIGVzMYTEqaKXftF9J3qp/whWYodCDvF",
+	"IH9zLLkYA+J9gEBn+cT6xIrHEPlQeeA+bEvYIq4KYiBwg1LFIhYzPzeuiZEJJnqVp0VoIgVbcAhVJPFQ",
+	"yoRRcLOUDmX5EF9RbXVaEvqRXZkysW/BJBzWDXXOn4VUycbp96ffjJ8+okfm3bOj2VMaf/eX2U/d8Xv6",
+	"/i/mxbe9TvT47zcv9p72ovdJ+7n42/v4/XnvxU9X3at3h4+7s58mnWjvb8P2+7/sXxyNXo23RES4vv16",
+	"cH//gYgr4D/PqTDwvhDMa7N0V1005Fn8usteYD/lM63uSOnGBo5h1LMmSP2oU4miCVWO0n0VuDWTWwSS",
+	"T/G95pSZiYyJkVdW6Hqst5QqgzyoRqRO67nX83q5EHrOWuVgd+DcmxMy2nsXnaN+d7/f22vtdzrddm/7",
+	"OPpdBNJifkFK55dX3eme6KX77w7Uoe6avax3vT87uDmc09q05q3iyj6nrC6kvCb629V7ubbfu22Jujvm",
+	"0saUQsIb4rJuvneEmXKkCTdeCis1XPISpkGTEKfm3Oo5eZGp5QnsXUaTPBfIkXwfBVKUcDuuXQVzpj0m",
+	"JEHMzkgyZO7SxOg8oGTKNbYG4pooNgLkzJ1etzsQbhaX/olwlyhaOGTcOLWVkNPV4r806RW61la3qJTg",
+	"jv/fxpt1B+p353SJLKQ+QbGGybgsh5wFWUPymsdMgewHrG6pPEBp+blhZgbCpxebTEGedSLHYxYTqQg4",
+	"hbjw2ZADMRCAxpnxxDS5IJpPswQSkPwHUSnx8NvkSsgZOIU1I1Adi9PWfTvUP91P5J9EZiaSU0b+ORD/",
+	"bDab8P/sA2E6vYyoii+vuaaQF+h+nlJtrGas4vJv6ZTdhOSfxCXy6T7ptjukOpKHiLXP+X/3Sa/bzZMO",
+	"i0cCEo4oTzLFLhGrNVwcojI0FzobjXhkr8TlKBOxvttHasepfMlH/+80vHsZRnIDQ40Z3DT7iX/913+H",
+	"jrLuNn1Ezq0SM3xpIM5cXrzD6XV58cgLPCylJtQFmHJCtayDQV+hFamhhcAoUcwyqlkJB6NXgRNIp5c/",
+	"0+b7dvP48u2f/7gBw2SZyVQZKuS50Dmw253QChEAetuQWbQoW1ZPvbNJ8KyXOQtcZo24gdRVnxpQW6+X",
+	"H8efQmQToObfTcX53KrNHRhwmZTr1jxfJk380WEsLjCI6olX/lYfj8WDqVOC3nXVnu6Z/ezg+nDWvdmb",
+	"997v04PhYdRdrwTVFEnhVx5oF+kJSFjkXlu2H/qrVc3tLWVHfxGAn9JubKlFraHkchlAjVhd5CpIy0GB",
+	"S1hlcjX+h18wsXmLAMbSfc1V6ZrUVbimPCY7Ibs2dazJ/vpwuHf1rnuzPwWoNtXVPXNwfTTr1qm9/he3",
+	"LcioTaorEsoWgNpWoumsGLh28VjJhRZcuPxiGBCazMBRsUAR2OGvUncFDAtfKyMyrCsdWPhbzU5WDZPl",
+	"zMDSVc3Ddc4snWEaCvhqTvJbXDyWK2m5+HX5+27i5RteN/m1HKC+SGfdVSutBEjy/lLd/VJVt/3z3qua",
+	"sbe+WtV3a25XQQS3v2AFPdbesfXkuiLifqt44qkgNDNySg2Pina4vgmtXc5pKpNE2psHcVTXkKhw60/Y",
+	"DXn93Wmzu3/gnLNF2ukDF2QHZLgW+REcpTB2GEBw3eV76Eok8wQdoPAEZoZIwQailByCPr46M1pPaHf/",
+	"4DuqJ+vgupbnTN5cPGkewTzhyHCSVfIfxe3ecfuYHh/H3e5xN2b7Ua990GGdiO4fHLYP9zrHe+1oGHUO",
+	"acRYb9gddvYO9kdxvLfH2u39WlfPtd3yVYiNfs+Je+oEIfQ62HJEL+I41AQ1li9EXklZ72mwFi4yArsL",
+	"r16+xvpjV6jczAuVH37w/3waf3xoX9O/jkqxkHzlJrWkyM0m7PKqNz0Q3fTo3Z7a14eme92bHdwczbvv",
+	"N7vByuPW8ZmlmqI7c8qcQ3CMxpWYgqsN3MJfdysWWdTBrCBCQHuwDzhIayMx88gK4mDRIVW1gMg3mJjv",
+	"5Lsm4ZTehAF63rJ0pCS4enhUe5nvYv5MaRVOudvpHt3a7pryaiZk5+Bg/9MiilPu8Oc3RhVdG5m6cOv5",
+	"k0fkuLd/SFyHGpfWrQm+fuv0bi3oFbsEjrgi07vKAPPeufXFi3Yu1WvwQjpnwlozqjaxt0hgWqgYpNGE",
+	"OP8M4SLNDKJJu4b2XAri7BxdDu/tt71fz84SA3kTORsIQMoxEK6dMcV2AwK5XKFPnnYOZZepG+ZIJ90K",
+	"wClS71apVu6An3CWxHm+VQFetN9ezr7aYNJj+HHRq9UnMwfruuhSLZTnnQVjH7tGLbnuggWPW7DSQ7bb",
+	"Is+xvx/VUgAgxEB4RIhFP9fyl+rRerET5yKLVezd5f6oOzyKOvEx26O94UG03o9QQIS0e1sVtRhuErZI",
+	"0YasvAKmVrE8LbcOky4wiUTwQOdKDxBbQMKHsYy0b0Gl/4Bo6PbgPRZ6ZQsXnl5zQRfdaygicIXlGI4l",
+	"scqmr2FSJRqurW6pXNNl7pSszNzC9AkI7NpXCdeAnYJaWQv3xGqGbk+g2t5Mav+AvbCW/wReImhIjX/6",
+	"h5aiZUep3Wf8MJYg1Rx8bW2DS9qYujYgnnF02u2Np5PvTDF03TGcs4jxtEaVe6p15oMlmFxaqpXzxgUJ",
+	"7aW/BKYVEp0mHOPhLqlniMwj4gZaUlLD9EDsQHPOEbQ99ZWcAdRs71pFAMHNS+qAa1bkTCYaxyRLi7xb",
+	"mQfMQrKjLN1aVWEsmfY6RgJp9nnQB7o9A0LplHIRA7K0pSb/OKMq4UwNAAByd32Y7ct7Zpc4WJRept13",
+	"e6qn981Bdnjdne3d9Ob77w/o4bAe+xzO9ReJdBe0UBn752LLukeHQeOKi7jRb1gyuLRkABgm/olOu9vL",
+	"H/HkUXlif+84fwBm8vHtlmLT0fozLpiVlE5LWwXxt94Rfbto/BcIq1f8xHXe4dLplKlgDVPIN6qWM9vx",
+	"0M2h8PFPzujAWgQY64GupPgViHp3gJBAWrkVaSBOycKGwzj53m6xb391H64NGS1tX27fjKTql/lmiV86",
+	"3xBibEBJmwjQXQLQC4ZeMVGtXy5uWVE3D0J7uoCRW/7jIvnm61oPF+QW8qmAQV4k/bqQQec8ZnctCXOl",
+	"5Hi8kHLh69Brar2qmCKrMTbAqJLyiuyEVq2q861uQiG5TSwVC/jVymlhZWW55cNIqhY5L/frogK7351Y",
+	"Kofnp3ROEkYBNAfquqQC/xxY81PNkhHZoWIuBSMs0axPeu293bomXqIr99Leu311oA9NN9u77s32bw7m",
+	"h++7nxYzLh/HKrKod/7+UMZ4OEGPhCY6ognzAbSy+5ZFUsgp9OaQ05FUllvfJNU7WTyzfCXdPMD1spLJ",
+	"2E0HoD+AF8De8MBW6nwuJZbjeW+fhDkDCQdCgqoWpkxdXk1DQBC44omcMqOQAZShgdyD2E8TH3a9NeWo",
+	"wHWHtJuBSJjWruDMMXP8ZouclkAcQL9DEIQACyuLdjg6mwZES0tX0G6Hj0Z2YEgKovavbok5uhPgPxRb",
+	"UKfpFcyz4g6q1fVqPUD5QioDHLa3GwD3uapodrZ/FXe7WlKw3dufjglShnYpiyC3pMoEF3Zq1a2rbWTh",
+	"Ow6ubmDx5boIbWRLW6CkfqtoxMgz8PRth1S6AQ34jkilpdYRG1Iy4Wi2gaN1R1RJG3b+39wnbDmRh5SH",
+	"/rBl+YKNHjaj1f4uz6Fu619DK7ZzadZ27CqwSVzjbeVeqIESV+yay0xf4pOXW7UyVSxNaMRiPzy2NdV8",
+	"LKwKBB5T/8UHmsBBW101j8ePYatTpriMAXtm9/NjPK9pKSjYLJ8sPrfUKrA6n9lEs+jy79Pj679Nn8z/",
+	"Nn1yEP30Qy/66YcO+/bv18PuXybR9C8TJp502HdPOvFP4//YXJqI8wvWHcBmArhTVvR3cgaV/nYMBgCY",
+	"Lkz1wHchXSYTOLFLPLEqPhw2Gu0fHfSsiFv+UiIB0HiZaK4YK4gmIBkkDx6SmM71CQnboWseDVhIFHt1",
+	"V6HhDuqx4fz1O2j3jjYlK3+s3eG8zVVdIQQ38xybnEfMoSnYadb1wmPCoBTbFoqu7CFabAK1URxtRKFc",
+	"5nqLJYs1nC/mmV4JEvmKR1dZigjUsZJpU45GGr2XCUct2Lexza1Yr3jC5lRr0fa3Ro7y2sb21epV/XkT",
+	"yEqZIZdcKu5EF/elMqG6ewuIGTX05KSiE5jXnM0c2DbEjzxGn7UnnTfUgfidOA8tJi8jGg3heiA8yB/o",
+	"/aMsSezFw99hnAtwaaoYGwhjEJJYMlefR6eAcToQITPUaW0Q0cnzfQG0Easm8r6D8Ks0ZVT5rn3I8Of2",
+	"t8ncDuf6B+VxMnRw5Aj1easG11TKI9MEkMxfjiOX1YmBgAoLa3fqlVoE2QlpFLHU4fGW8Xy5uEyVHCum",
+	"dbjrYceNtMPmdimsFf8CdYIjLmjiq0jQbnbo+6GTgE5Phb20L6NY34VTqluK04J2irXsrlyMnyQdGYau",
+	"o4Fw7yNfhYqU4j1ooGtf37H6FjBiHYDuVXiZ/IRlSt9ljPB4l1CNMfcJ10bmfQW4Aplun9cBfIl5w8x1",
+	"KMWSFyERi24qVX7p4SO1UfsSFX12vf0OPe3KhP755/MLZrhUL9jtW8S4AXSh329+3xsD8LpM5Wh0G5lX",
+	"YjG1jmP7B4cImYK4KV2LclM6dA3Q+aqbvgt4idM0MwVAKlvJcor4Efg4pjJmCSA0UsU0XPGByN0UUxpD",
+	"rM67AfOWd36C2NcIctJ2W+QUYWcA2jG/pBN72xx8N9wfKUpcZrGvfe/WVdveKbHuWLBov0a1uH1bPTyq",
+	"W8HwwhuXQNlrjA/wKlpWJqEL2S4QBYtJlp6QMv5ncQawvbCz+rMbGneCAC77WT/Fiq3InW0mUL6p29WL",
+	"utYIX7jNYBk1eJU6VW3xUJdwXQXu90D/K9mGE8dIhl9dUnZxEF9rSvbSoXymdOz6cTenYi+9V0rDrpLG",
+	"9inY1Z4Ly90Ryu0YFvewpgPISqotOkV8pTUCvw1yrG73Z6THmoG3I8jqi4sUWRz7LUmyaOtR07Gj1PKj",
+	"nii9rru+4nGhqcnassdfVH2+lSbzS1ToFTkYLshRWe5Kmqk2DFp99xe2uF8oMUxAobBxQgz9LaVqPQDl",
+	"+BpZRZXEvlZuUTmgz8ktlgfekltUXlziFjmh3JZb5D18btPfxy+m3ItrNRH7RkqOhF1kekZ1qW/JvUS7",
+	"PY2Wdv9zUujisFvSZ+m1Jep0FHBb2nT9rWoos+h8VUeXkFdc62OVaTNh1yzxflI5AjBgLAHQKVWaLXhJ",
+	"K53GN7Ywyc25Je/JoomWm8WFo6Rq9+YSpewUWfbqLBxtySxbkEVB1bFW2VT3pdrN3JT4lbdj/4SsL/CJ",
+	"/7opX7jUa1b0c1/hoE/4NUO0H8wp9y02YR8efrD/eRp/fIgHoUOioYMmN31S8aCj5wqdqrdzXaGvfdF9",
+	"nkOZbe8Hr4UK/lSn4YILbzsw+Fov1V28Ep9Fxftyzo1Ce8yZSunTq8j0tVTmr7WImkRLZcgVm+cX84RQ",
+	"kmAvaxI2QzJlVGhiX2OQLV/mbhVG0qz8VGVMzVo+1fQZPMV+VQdZ7hFov9y8pgqqdO0UnBQ5tY8/5yLT",
+	"5V9ghPECPwp/rfzmCU4D/gD/fuv3q9zPc6WakndxLGnauYdRCgIdHe9VlTupKuUT+IyqytKw26kq5dcW",
+	"VRVPBbdUVXyvzWVVpdSFs066rgK5eMZHLJpH5ZSpFnkur5nuEy8XyL/+3/+PeMFA/klKwUvyT5JL+5OB",
+	"yB+yb6x6rPIH+2CuPrRK0V4I9Q5EWHJLYecTQZNq9rmfZiNolHxhpY+UNZSyelLdxY1WSIn86x0W9iQd",
+	"tBfso8dp0kTTGhBhGUGU/xe50r+aTNsseMrLXnXhCuXott3wMOVn6oAB8hxA/Po6mPdt92l7wHeXq72i",
+	"KZuPAbqufbWNbrBesTiMYZLVnvaUXi32K5JzaWqrhCCqWH34leJZbUlrmtCF3N7G4ek3jzrdvY0HD1Py",
+	"XwvcYvyIdbv1IyI3PHZt3OvLgTyGnZG+3ztgbKLI8bV1LresplII364/kE5zSDWLSxDWkF3gPohKL9ek",
+	"aEFf/s6d+wgFflK/DBtg9TWvP7qC63x1rsUUoA37hiI5pktrGzhk2JfLT4eXwHG2kfclIb9aGXErfKBR",
+	"IZlNaJ1CYn897YpbhEEtGYtofjmtzR9IEu4yFjHor1EHLvfBycEpWMQcJ8BWFBBkBjwALKavTvWod+vK",
+	"NABpdvuwPskWwLZLMJFx5mG3M6ydqHRwTXFR4afGtzeSlm+nc7kOaa+0j9gHC55dIOkxvWZEWI6xYz8u",
+	"M+g3JoQDZnc7HuRYua7/wu4Cen1dvuCKVdzazFxggyukDnYLvc5LMUu3JucoFQ/SwhZWCNiziQVetEw5",
+	"W7DtTU4cx7Xnnsw+1aGzKDV+Xd9O/eGtiG6J/KpZWxlFDJQmuLf7FazInTKzcKyCxaR7c7MbDER+GckO",
+	"9+wcMaBdi8JCjiWJnGlCjWuTUBxvuFsGpLQDDURpJLg27vU+oSRlakrt/pHezU1Qkbzgco+5tvchDuyo",
+	"3R6ZkJRqzeKF1rc1QHhBw63mFpB4bufP3AzqwS1yWC6HElWIcPLU6IUE/QJOHjMnIe/RDaJWlDb8si33",
+	"i9WUxz7F/EeY+FxEW8vq7bOYK4J28XZ9Kn7VLfmiP+BSfpBa0GYnxqS6//BhSpURTLXcX1qRnD5UPGYe",
+	"I0xvlxJkx8+3rHoO20PKL8z+jtDyi2QLNRWOqmvbfJcpZnEwIQ10J8FmRNqB6uZJvPk3XM1tte3EEs2V",
+	"imH3a/sOFTS3ymN0xa2+ZCRoSw7dyGORQNriDoVnoDMLi4mZ8Qh6k/TabYADQqAfp19Br0ZwRgJ2Cn4+",
+	"3L0F/lGF7NdCODgSrNE+h1ommWEkBKIMyZvzZ3aFEU2SFjklCTdM0YSkil+Dnz+RMh3S6MryzISLq2Yi",
+	"I5p4PWQgSjj+EIAHnHC/ckcel5la7tJ7m0tR6SHVO6pgd/982vw7bb5/6/7bbh7/udV8+6f+w4c//6/B",
+	"QD/8n394+2f419s//XHj/apcrS2uzSblYvF+fCblIhcqX4VykXPANeVmC5IMHCGLm+MLIuFqeQWZa8gr",
+	"rvGTbP21gIRYvBYWveCpZgc9O429LlFUxHJKhnPD9FIRXH8goH8CIGrKWYucY8kYN6550bZAjziXpq8J",
+	"1EsX4pcrsNvm7FYhDjMBOlNYkLDX+bxayJk+IaFXrkIiBdOWMy6rhmGv0ybfSsHCYCBKOAm5Zka42c2H",
+	"d5UTRQP/4nveF+J8mTPFjWFiIKzaiiE/qhiZsCRukfAV9Bv3/YpMBhwdlwVldWPKBcY87Avlr9hBNBMG",
+	"QpXCl+eh2mvUnEyk4u/lAvKI2zDEHcF/VsEN8r9vUhnv7HL0fbntLRMV2RxNqBizE2ImUpe6DGtD566B",
+	"85y47KkpF+WPdT5NmGNW+jQ1c4LrJYpN5XXeCPpLSnL0gAg5I1LUSPXW5xfHn0ehvJ00D0gmPFSJyhK8",
+	"NGVjwffdqRPWu3eW1g+vu7+0wN7Ey37kZlLIIpokL0eAxnU7wXq7s8LPfXy7rCILNkvm60y9oCiycdIR",
+	"muxbGabL5jdnulVa7TmLVzqmT0tejbwtMzC6gMQZK5cSL1zqjP0iTt/PhS38+by6qzx3px6i3LsvQBGB",
+	"XTypmCEPNEnkmBiWJK7SEF0R6J3OsYjr/Ab+lxtBeUrutNIOlow8d15rBHxBJndDdSp4qOeeQEc1gE53",
+	"O5hPwSzyX1yz/AumzTlgQaxwek1omjJhjTdJaAnEu856hX1k8Xp3b8UT1tqmD+XKkAgt+su4RowzqeKi",
+	"fXWhqSRyXHYs51O9daCkBsaEizEEKwKnIRQrHUuzJL5vfxPXBS6ebIhVuABFNT5RmVCvux30z+f36H8G",
+	"F/1qflAQ45au9OU7ggAhmeJm/tpKNYf9xKhi6jSr7VEuyOmrp5BkBaWbVJPQPmnVYFAp+uQbeJ0gMOwV",
+	"m3tIWIIOJoiNot1ktQaacjuaJuisIs2mktB9esoFRHFA3MJ1gXGLo7P6SOOjXQMXI4nBaWFoBNccER4A",
+	"ogcmbBidOr9ZocnEMtItO4myLrPk1ywj+cCZ2/FKZdzNCeUJmpoAhdHH3LPARdN1gIlUOqji4elgIFyZ",
+	"rA48rKx92EEJgs3j4AC8ZgUd+P7wB/Iob/qrB6JJsKdaSs2ERFQBN7CTCx9ed0KSKjbiNy1yCgz/mjkD",
+	"QDtoAgSmuO70c5MBMlyIA/TgDoeaeBhqX3GPujt0CcQB45adyjcy9mbTX16/fEF2QpqmCcd8yof/0FKE",
+	"uy0CqMf41CpUdjuF6svugT/jIK5/eQ0YewgdmtD5HxZQzGGOt0GTxI5ORYyZzwt46CGCp//8NvfWgX0A",
+	"4BBkJyyBGYeBc+RJxcdctBJqQG1ukqc5IDyu0mEJIMfTfu4AT4fn49rE2RFjdQ3/VbGy//3Xf/33bq5X",
+	"kOHcTr3oH5IwY9yhkZiPudEt8sL3m9WQ9zqFGUEdEGS/CuKYy4YG5G6S61qQ24Ev+JRpQ6dpcZ57e3vH",
+	"+Vq5IG8uHpGd8O/hbuAbmiDrnvJISYxJwwKcEQ9wC4R8Kx/gusAsA2piwp6tQnMfF+dg6hXFaOmEQotj",
+	"wKXH/bA/ckMEY7EOgCvbwa0mw29y+AhilLvE75mSZCdcrfFCnNn/1Cb2GhOy/Hy33drv4cPwz3a7bR+u",
+	"e9KOST2WH+zGboucMwrX0K4x79Wfby4crjohsQScEmudUMT8ntr1ur2H83kjroScCdeUJqWKIlYLnJZi",
+	"VhDkjtt2G4AEoUerTlliyIgnhikfc+IJEyYBEsR2oRrhV8BLA187tfbu8rd2Qi0V3BeHsbILn4/kdEqb",
+	"mtknDSDqazNPWN9ey2mIO8tu0kTG9ndWNw37BIb6D8i3DYoIh2UroC6NmWA4Gvam1c7gd84mmB/eIgfa",
+	"hCnhLqmQajJjSYJ0B9nCvvk1EhqgmCiWwmeRRxXTsZKuewA/lydmeSTs71DR6IoZvx0/v1187ee3lRcd",
+	"wC0p+tZDMh80f9cAQn6a9+3MN5uM+TUTlUCE52OAZNMk4Xdnp49D5AVOT5XC4eiE355dhETJzLCyUYpO",
+	"M7spiAivCXWPzmSWxGTMjGOp8JLMMF4DzNG1oEWZOmQx+FQrjX1jFiXUTiOFhZhJ3/0KJ21Hxs8guJyb",
+	"qmLU8uyaA7dnLSTgm8XUUN942PUqBtMa2IEbG2sUQFzg6p2CmS/ftakt5BwIYav2WC6P4mkg1upBTs3J",
+	"kfUL3IsdM5MLOlRY7LJimyJJDqK/OsBui5zCJUZMMWQBlvtCHwpLkIgqFsOkRJkUeu2OU89+/PHHZmmR",
+	"zC8pPCEUO4aAHugPPGUKvigF6bX3WuSvbK4HYsgQ+cxyFdDsdhAlCCWdVZCgwAPUvd0A8EpBOa2CB0lV",
+	"5CYCIA9IjIFwODtWu4FijykVdMwcOI/74wONCiYu6uF15yFNedP+KgSXpHuMTGQSa+8GHIhOYDm2w0yC",
+	"AXYE40C0fu+szHRbekJ67WMS0pRfXrH5JagHl8oqDiwOSUo10p09l4Hw7xevw0aW4mjDue88wJSDTbF6",
+	"kFfXOk5OIGUXLHgguLGKm9UZgahz3DHXwB9f67sUVCsnGPXixYGshEzEIXGNE+yBfKtoOvn+2UBoabkX",
+	"Ph0lUlv+HTPS67X3yI5mbGM1EFBlQTh5LoNbtSWWiGYaw2b2liJrswqbvQwaOnLmgDWwIBeEJMDdHS/s",
+	"e4J3hgUcZxmrTkiSSHnVzFK3gRS7kVfuQA5K447AahbRhAHECjeuszVs/UDY1QD0TYG14pkIJH+XmAYS",
+	"mx6I04Ly7KeJYYJigegw01y4RTlnK7G/QvP39NXTwFu7aUKNFZUOXZKmAI9zXm9uoFli75XUOQ5VcUfQ",
+	"SNkNfE486v4ly8TSLZomgYu6BMvBTR+p4arkmwgIj9k0lWCR4qHYx5whWWESvruFNRLzy31W8HuvJnoA",
+	"eShRsYcPQSQwSw2dW1mpecwGoNC6cfpF3lGxaKZlplBQlk6/B0rjyJ5zzAHAC5vGkR13GfoDEVrL3bKs",
+	"hGvjKRksUC4IN/bmRJnS1r7AfiJclFdVvu1c+KkFaH0tB0a948GZbYBbPROllbgW7QRr0lByVElkIPQE",
+	"pOwoYQwJrQTWLub5zJy5By34vWoI+jQMbReWQ6xZBsU01tthLMcX2oHSDc/pCjRawZcR4U1Id8vtS8UR",
+	"geLS2w1cKV/B/RcgdWEXaQw2YM40aUloxY595M3rYfUEKS5vfeJ3qb94RFOqrlAtXLhvnqsiS7G7a1UN",
+	"aFiwU7pYJKRRZC6dqums0ppru9siL/3BusJF1ARLeHZz8A7Qks1d3hh6TXlChzzhZg7XxAN4aWRylkEX",
+	"j1vRCZLNbvtJzc3AC2VPd83ul9HtABxQjpDT4ibvAIQ9eVF+AvALKbahNDPGchp2EO0AQGR5f0SFpUJr",
+	"9bO4PxDu5i202fTOhlJwJS3WEVTTDeuuvSUwd+8976EAT4azyKEg4f6XVWIQp65/ttVzq9qxvcX5YzOp",
+	"rsiOHROObygzgK/wPYKAPh/kfGrXy4pnlrH4jvmWyzgWpV0Q4polMmUk/IBKbpGp8TGE9kRTbtBY/dd/",
+	"/f+ddpvseIOn2961Rz4fuI25pkmW2wq5pokDtMgrqqFfqx+9BSmayNtCAolBVEPbQviFkQNh2SAXGQNB",
+	"VX41Vez6sniSjCUMYPWCnFni/vib6XqpokUyEGiP6gBrPe2W4/bt4nGlSsZZBBL6xMlMn6XhqQAHXMrQ",
+	"cpNqkR9pcoU0ZW8cM1iB0SfKynsuNANcOgnyDRr+xxnYKZZ0kysvB6waMxD6iqep17fRZkRbzpskMWMp",
+	"Zgphl4I80w377lmSsRTYGgg0oBds0sJus+TRX7KnkWdUa2BHMHVfAeuaSdpJYTnCUDEKQgE6Qzkuh7O5",
+	"YvMHmsRcYWZ6C8ADNJ7EcE7CkukK2b9FmaxDSIW+BlXEViDrhZfJjnOka5gXiexKjSRDtnviSsYLyz1s",
+	"lj9rbT6rdcGEoYOCVwXLR+CUz8IyHgjn1oNN9vfvaaG0+FsIqT4hmUghM7jmJCw91fwrm3vbjex4tz2Z",
+	"gcFLSZyhM5Pl1uxATKiaBkRn0QQuUZ5J5LUuqzP/FRQmxYiOZMrym7HIN2CP/d1xbBjOzamiD7QzZANv",
+	"3+dsC4fqF3RldwiwWp0WCxVsc43+CEiGin3gZTh3WR7wDzSy8j0xzXN4014gozLmKkvzb5Rv5kDY+bjJ",
+	"gYyDWcFJQUZhsdFgYylmlafwpFThX1kvUZmVfb32sb3mCy9zcZlpFrr5njOj5s1TBJHthF7j9CtkiZyR",
+	"/XYbhBcuHi/GQMBKcslvFBXaeSLzSJnffDYaschY23n/5gYKaiiJFNWTXbi3lty9LAXxAc1icBC7VSPF",
+	"GObWGjVvkdflQ/D8KjWQ1A60uRNJMeLjTIFu5GDFu1a4nBYhtKp5M2TjTMC2+Y4EDM1LYZXhucxUuTAl",
+	"VjKFLC9XtTIQUuBDVvXe7bsMqarEtCuxfJ8ZVHVg+q2aWyQFemMsJ3n15sJxkMdnz84uzkCq8bGwO5CH",
+	"RGiEFvDZYsc+dOr4wAi1Rq81NsKzCzoOi14q6JmGDEC0NAci/IGqeZ8s+GZgIvZzrPlICqNk0ve5smGL",
+	"vGYuVc0Oj9KRWy4xar6QgjWfW6U6HAi3B+Feu2f1I/JcxnzEoVu/c6dQ9J5BEk7CIyY0KwW2XimZKs4M",
+	"gqlUw1qLEa2HhqmpLrXkzMNijVIL7Uan1W617VMyZYKmvNFv7LXarT1IAjUTCA0+nDCamMl7wMKvS73s",
+	"ttul+5gqaU8BSKpFXoDPTUir2UJ8hCbOXpRZNAE9i8QsZSL2zc/yGNTTuNFvfMvMd/B5mJH3La/M6yke",
+	"efh0ZDcf9h4SdHy4FNbUbbd98NBBJCyGrCDXFLJ+NuVvuflBVLK2IzlshzU2E9fQw2mMduAKTa36knv+",
+	"ITzsn/0YNCy5bXoHnvkYNH5Yg5Lqn/3BoaP+1HRJI82n8aZ3fnKPPo1xB/bavVWv5Cfw8IU0nvjt93p4",
+	"Guvf+YbGPpUFXjnY6jOn4OSHYPvHoLG/zYeeCsOUoEneani/vbf5rddoFL4RziZLWCXU3uj//DZo5Gi1",
+	"jWf8moG/B2ydRtAwdAx4IM+ZoY239tWH1nCYb7p2rmIyF0e5cLDWOR/7cO6EXjN7JU/IfnsP9bAZ18yF",
+	"fhJpTRSaUBExhcJYg+k28w1Blm7lOaiXiGnwm7uYdvJzzGxS91fy/krClcwpet2dLEUSVl7Mi4qPFe2x",
+	"so0S5MEEyJnnIkqymMVkB/0vUiTzXatURIoZ1PJ82zjwgZyQEPMHQpeFiM7VlCrX1a16V59xbU5Tbg2K",
+	"W1/VZ9C+eVVSbOnBR2BJb/Wkhzd6LdVWQ38xdoGbBKU9NSyjKO6x2/1rsYxzahgcShOPZsNr+eP+IEsD",
+	"nENHaNfZa6tBijcWBtLM3GIQ+/Tvkft1Nr/yRlBnV/jvbMHGnkg15HHMxN2ZbK97vPmtCymfU+HzhfWv",
+	"xJxLGpI2ebioxIzzX739GDRSWVeIhzzG2n0eGK7OdVJmt+gtn4C7z+i8XE1ErI/BFzoQE6onhTcANKdS",
+	"8n5EhZDQtt5VaUO6NDl1DXKwe74LfqOrJcKsBYxXhS4EHgbWlIom2EYKHND9IuY1QuiX3NMN/gQXK3DL",
+	"9F74So3HFZtf+g8Uyh84hH0cHuY0oWCQuUd9YMkJGAwuDUQRyfB74+u53BT8A/lOR+48IFVpp1dWQHdb",
+	"5FQMRFi0fguLDlreE5mZTDFYE6ksCV6ah7iOalR9IHygLeFXDNpO5yIXfIS1GQBkKQGgX8TxvVtpRbwf",
+	"w8BSuPjUQrRf14lmpFOUO7dXowvviX0dRSNc3W9kPN9CKuZJykvXZ8KiK3BHpGng3OuuzFxJ7NYBDUrt",
+	"bcWkYuzfcTTtXkHq97uu6ukDc3TdnfVuDuZH76Hy4hZC2JWlrzCp7SSCPGcEusWkWNZASg9jlB8oxBOm",
+	"YDN7qK1GOb/aqIx9XFIrOp9ZrXBqz6oluZkVYOaOq+zoalnq7gkJn+UAqDz3FC7oI882gJl6WVnuQPM7",
+	"Ui0+RV34mkX/0eY33LQu0D2Lr20h+x9JMUo4ltD0OlvM7BWdJ5LGF1I+o2qMSkZnf5tt0FmaSmVY/JzF",
+	"nPo6yl63u83Lzptm1YUzYawR9xvVblxdBM1LK+o1nAWT8+GHKzZ/Gn90dUmsDrb53LUO9TGEkppzUojq",
+	"KZ07IeXzSnaLnBvMO0MBigmTLlW4s5iM1iIX7jOYguMQMXI2FjpBaOX6CX7Q53eCgpQXJpSiIJW8nG67",
+	"R4yUVmQvBvSv2Bw0ICEFC1zySJ2UxQ3JpewCo++t2sF4gafe88evnj9uZ+g9kZmIf6t8A2lzI98I6j1T",
+	"L0VNEiDmuZaMoSCPRxWaSK0P+K6a65f16KzSuZbVpns3zr0b52vlVf82fp9vmdmCvd2O4/zVak2Nj2+d",
+	"OhXxvLd7HZdENWhdt/NS1ylfF4elhSlT2OvHzFPXWjhVPGIaKhfy9pxck0oz1j6E4SArFHIgrdWHeWFc",
+	"EzkaMcydHEnFCNWgQmFtUzEm1gXVZsGCjgZJV9hI2iXROWcPZOqNV0UOHuFWfbUs/hE3K132Fz7TJSZ4",
+	"4gEZzgmP77n+Pdf/LFz/38oVbxZvU4k1Oy6R26uuCv7hB/yHs1hrme0qruUsVLqmEKAFCWAMct0sOzxo",
+	"O6tU12qr6Mz+elmZm98KRrZqD+552T0v+xy87F4fXaePrrp+JR7oirDuoJ0+dkyyUFCX+efDcqnP2swT",
+	"Fw40EzbVLBmRMuDiigCdjznCQ1BSo4tY4slAUDGH5haulqdUNLdHdlaVEfm0lr5zN+SVR67WzA678GaB",
+	"+ejrmOznMJXe6tp5c6q86/1und6a8/rT8p595Xy/MtdNMqBMDPcS4F4C3Pswvj6ZMZsw5G6VZpcJF59d",
+	"aASNNPt8woBoZkoNVnZKzD+o4dkL3D5YFBC+yDXEtYceIQvySXy5sQHgjjI2lquTTChA8+XiAJBqFcMA",
+	"os8PSag2pEtcD84W+VZC3ZscjeCLLnoFqA+FEDL0ivn6HLAeYC4QgsLEn0IYwfMLFTIDsZPX2mKdluFJ",
+	"AqOKAhFA7LquejkFCGnyVWMELH94TsZyIPw+tcirNxdQ85LXVfXt0RiPCYCOJ5PjtNSF0+qk4+sV0vHO",
+	"ySMeOq/hqHvrXI/laTjo403iT7DZkgjclNDx1chr178DjhBO6z7O+HuPM95N7t0x3ePXyd74Dcpo6cQx",
+	"gUano5WSebVNlksAO51PEd+1Wax18htFH2IVWJklVWEraSurIYTgVoMxAleaB4BXmGs6pNFVIscenGRo",
+	"xZHVBrBetNNu77bIq3xQa60hoA1I4wCQ4+XIQZJJNRAAO4ZmXo7zWRLeoWKRfRjrvF3OWmFPuw8FrvYY",
+	"1jcQMok9Uhg3Hvkibw0ARUv4rEP1ErKmnhTr7V3rKAAB5JpoPk0Tj2RaJOmW5wjbCt/ey12KhE4AhmPk",
+	"aoChgvaBJlEio6u8Xtmv5pKLS0xbRbwpfyLuPPN6z6pOwvVAAKSU60nuNZgCq6OAYylQcLw+t6B4QZEs",
+	"qF51ilSex9zPFR8MV0Gz97OL01z78XBcU5rCXg+Ez9WBM4LDAHAlFKZkwu3AgCyTTTP4bov8mJeHuh0A",
+	"zEa/+oGwyw+qlj8m1hbgMr4RvQOWqs/0sRRR7dCuP0W1KV3wnz+AkAZhetwGrN1Gf++wdXh4vBc0Evvr",
+	"ZqfbbfU6x137xZycFqDUj/rtdr/d/nsjaOiUWX3lqLUPjp/baB9+dd+ge2JZ/XhZyyA8grSjInuAviiJ",
+	"ACgqAmrZm/1r6FSVVTn47hWqFTKtGdWocp+UYaFXsRineSF09b3Gda9xfSaN6z7B9qtMlAPtIMdh8Rb4",
+	"LVU8gDVb629H4DN4Q5Ahotjh+/2ywKtzwbTIazplFXxeEQ8Etm2hegFbMSQ7XjHgMcJhTNOEF6BSKTWT",
+	"3VWJHLhYQO/5GspAi0bmTwDdaavRkRy3LjEdbTsuPv8N5Nds88IrQDmyLGDrb8B6t6x4tc8+Acjkr6o+",
+	"1k5rc3VsRfIC3d4HKO4DFPcBiq8wo4cuXNRfKJhdtGlbKUNdQz/HPsCfv9cmMV1ETqikqfcd1laa0DkZ",
+	"0STBfqWjgfBAqr4FUosAnwZDPDMAcQy4fcbnReb4wu5j2PkIxkPgtYGASVnZPpeZB/VhMUB6Obx8hBXL",
+	"kensF8Ndl2kp4oRhQqd9fcrtuycDEbMCH04KElq5TrWD68u7f5HQzFMWEkEVABIaCRO54iIOSGiPDhQC",
+	"/DXa0jk4LBpGhk+ZmyZGK9hNlGSaX7NV6sKZbzP82wOMyPvzba9Z4Csgdm/1ym01jfJL26sbX0zCw/Q2",
+	"i3gHO3wv1u/F+j0Exi8upfOG7142O9acW634wMMP8N91qbYvhe/pVyNoFyrASrjI3LXyKPWWW8q3gjl9",
+	"vSlWOL0VrsS87989N7vnZvdGyldXCcYcb1nif7dlN2fIIAvLZEQVa+bNMlzAp4ZxvnIlXBilA2MhxPZv",
+	"oHWHsR1DeFAO4aJzrgYMg7BL4bqB2Clnhi2kTFm+BAVoLpbhCi+oYtT3m/B5QDgRbEAA+n8efxWMKmvN",
+	"REyAfQIdbRWjGgBwE5r67KRi+kvYO9hwRTHaGogz7ISDvSlkZrRdJEoHCH66X126grlL+1qY92CAOjgS",
+	"ySnThb01trpwM+IqShiJuTYUOrDwKWy3kjQmIxoZiNCTTmsPY4R2Zx7ogQDAS+gJRlKmmlc8kVNmFPYo",
+	"sL/BlDCCZXs7ceY6YFOgq0wNMcJ7NX04wb5bcEwDYQ/ugSbTLDE8TThTZIdFUsjpnPyf/90J7CJGUhn7",
+	"Q2tvPyA3CfzzcH83j5riFMmUCz7NpjjJgVCuC8CEJqNSW/miEx/2ZyYhbNalomLMQqJTKjQ5bpP/AfH5",
+	"zj75HyjBqRkIePIkb+sRTagaM10ZoTWlNyESSJaOlBQGD2M3P5u8MLHUIgOKG+3xANHGvjeD/RBE0yPX",
+	"LIwLguhN80sXKg8HYmev3SbDuQdt322RR9jvASLurpoIe7oo+G4WjxmCty+H8bl24OuA/LwCRekJVezM",
+	"LePXxlLyt8n1XFZM60bfslLyA02YiDglr01AXlNBnigqIq4j2SiFlPePj6sh5d7Rx6CBF706Zoc8p+qK",
+	"mfXjHe8dlMfbO97/GACG06Vrq+qoe/vUvfJu5zJzFVpTZlglmwB7YBqJVPhl0ZgqZLJKIfQltVWdsAbg",
+	"fpPqUrySv/ExuEdn+n3GqO9Dzv/mIWdQE0FtyUw5lfBJpSdbYbhX1c+HH/w/15fL5iO5RsYlMV3OBivn",
+	"7fedVpkn9SNusK9Q4GYgAHUAUthzGd8nIUAthoET8CwOyQ6gOpXRGidUk5RqzWJoehpCgw6yg2OcDETh",
+	"oBZ0WsrnWlW69WmC/Et5FD5Bjtz7Fu59C/e+ha+iqrfSLXMdx761qyFn5YW3YaxoOnmXrGTt55nQRevV",
+	"vJ+21kWl05vzZ4FvMuSfg2Y2311cvCI6ZREfOX6W917WA+Ea2FtGfk0Vt9uhXU8bdmOY0FwK+wsFX2hi",
+	"x/X4pPARm5m0n4V+7IbdWHvu27OLgYCiKN+ST4pkjp6LIg8zygEaAIYXu4B9e3bRh6xu355HuMY8rhPm",
+	"QuMcaG6tyV675/KlEFG/aD2sg7wxXkAAlde1v7DKCBgbsAeLzD7ETnXlX7sjanpC+jM8h56TEIk+hOb9",
+	"TGnCze5A+AZe6Of4059eZ8P8TPWf/kR2wvJvWlbwYZFTHO4SlQk8Pkp+ZMPX2GrXtfKFYjeuIamr5NMJ",
+	"/RSh7ZRVupozHRKdDVMljYxkEuSJ+KepTBJJHmELbLsjmXqXWDKhVycY1XaYSmQsi8ZvYdHv6ZILbleM",
+	"iiGkpH0YNCq9kQaNPhk0Kn2v857Xg8bHcCB2hkrOtN0xh5GtmcmbJkpRXvyJg+x2M/HfnXGBPiuEV3Zt",
+	"uLJ0rGhc7raFg0LHYV3adZfrD4QGF8W3wqr63doDEX5z+vjy/Oz7N2f2RMmjvOGx7mPLY3TmQUMrh87k",
+	"e81Rs7xxrmcvNdA/LdWQ7i7GpWZJrr0y13DsZGe5SzS0/9RSkBA3184Gd7fvtjtmhvLEdRknVA+EP0jo",
+	"6pxHfCr9n3dPSK/XPS4ayAAkeQItZxwmdqfddg/jdcK5aqRM30MMuk87DGyyg/DZpWaczsPoadM1P+31",
+	"2u3A/m8H/vcI/vcYPmIn5VpUzrhmLXJGownJlURC/ZZpQ5XRrowzb7OZOxaxbyG6lawuPBAhsxIk73Lt",
+	"u8CdXpxdPnv6/OnF2WPXs5ubXd+q0X0L2FwOEd5uF/PRA0F9T/fw4uXLy+enL/52+fLV2fnpxdOXL15X",
+	"2oDX6LvfW77sOPmtlV33HoyxTR6Be/4HLwJu8c5LP+sXdMpu8d5ZLl5+4USHWs69vTrvpnvu3gZlYZOf",
+	"jxoY1l4q+Pn/svety20jWZqvksvtCJMREE1SN5uKjlh1WVXlXV9Ukt1d3c0KIgkkRbTATBQSEMXxOGJ+",
+	"7QPsQ8yD9ZNs5DknEwkSlCn5WlWciWiXJCCR15Pn+n0I31PRtZ3GnJ3z/Nqs60wVymNri2LZXWNss9nH",
+	"cX4z5oPJfnQQH4qj6fHVYLafHPzr8PooPZ4Puv/KrlpBy6yG0cYPuk+O3wctUfCXWP7cGsoyTYOWUW1g",
+	"vgifrjVslTo2Oo4qeNoa9p8c9oxGZIt3n78an1+8/uHi7PISRl8pBjjrGBdJ0ZDo93o95yIVsfkFqM8P",
+	"nezm6lkVlXMju3Iurd1pjrAOCRsKErynkCiL4hgrvTxqze9fX/zl+bNnZ6/CDpElOCbhPdSvLKmDFePt",
+	"8Pzs4vL55ZuzZ+Of3p5d/H386vWb8fev3756FnZ2htzOkKPNu8OPu08tRinXDJv2D2dvOp7JZS/Bzawu",
+	"K/aREw82pBSifEEqTLoPwqFfGIZ6jU1tASWSxAfXRuuaqjxY0SMc1+sqDbhFI7WxxsoW4USZe3F2+cbT",
+	"FFZNI2ip4DLmeewG5RF8o6wL6OOVOH4fBlCCaYRZriapmA/ZwOgkEDldkZsBMrmClqcVJIHCeKkmtk06",
+	"YcWPM5JGtqKWDmBPoblOQkvay6BXbDEzirFnPHaNWgqROk/mQuUrCVZMS11pkEpgoU2jkNYIDe0oyGjI",
+	"S7lC0etqhcEFalQzDEV6fdJE7AwyyJiJRpn0Vf4Kx9UI/7UBDVm/ByptNOM5j4ySYixJvBiMuvfi9asf",
+	"zN0Si6yYmYcZqL1GyZdwNdoJ9196dnZ2Hp6wxNwFxmYHM0qWMhY5C8dj3MZkn4/HmPsLq2JslkGPdmKI",
+	"LRujPpFZWXzv/ViIfMojocORhFYypXUyScUbYwuHtmtWox0AJTkpvajC22MBadPiNuNAHM6mOb8Ciupg",
+	"JGGgHiytXGJVMCjL/nC/e/3y/MXZzyHaZSIlKmHHzG3PI5ajj2T1iDEU26FRp8B3jBazxp0OIWmMKZuf",
+	"T2yX1ZSsAZRO8OJIQlrDXORXAjn5cRtXDmnMLi8WChWJWJkjALxCMYtmIkJ2dCJqX2JLeFSMAVLNJO0W",
+	"Nc94nmgqubWTKeNqAoEvmU2W8G99T/nzJe1mTxNdVDbIYY9Z8QD0N1Jgpa/mS9PRmVqwOXD9m43OUjGF",
+	"fA04Cqdloea8SKJKFXIeHEgRIK+BNdk6Q4AOAIomdzjcq2B7sD+zd0QpPGT9gOkZHxwe/cj17L0l20b/",
+	"E1JZXwHCHOMj6c44fNiqYjDfEH5YVcV+PL38cfzy+eXL0zff/RhiygZKC3iXp0qKE0BF9hjgLS8UPkLs",
+	"qHdoeaw96PXMYZhi0kwSodSPwI1itqeMdV1EEYzABQzNMq4CKNCM51ifJ2rUGmbRgLn7GHIvR7LChKFC",
+	"/dxry6ZrmhHAGr6sHFusveYH7AxXiqGbPV/AZPVg1xfa9Y5Mni6zotQjcB46ujC8LBPJJqqYsbYRuehD",
+	"cZMHp6oS8kF1mSVwhWE2FBLFI4aWQEekAv6noGF4Q8apQLzN8Vme5xxooMhm0R1yNTZMQWiGldAQLIsY",
+	"9NyRj1ErKKMP+ocjGZZVEHQMjkcU3B3ARzB7hsQSep4ygVT3XXbuTmFe2z7gdz0eScjNXdseSgrYCeeo",
+	"AbjSmbp7q4CC07ZUyJWC7OLOc2UmHCcyh/8GdyNN6kjCduqzl8lfOjAR7taEA02aB0Pfk/a9uwhU4fSe",
+	"Jq/H2a2IykJUfo8HJdtgwl5NEoHB79TON3b7ocY5WcJFf/nj6d7g8AhOU4AbzcokYezjG56WAj/jW8AN",
+	"H3JirjVsTePewdPeU/70aTwYPB3E4jA66B31RT/ih0fHveP9/tP9XjSJ+sc8EuJgMpj0948Op3G8vy96",
+	"vUPus7L3jfbsHPXmU4mZtSLPxrP968H8QB5mR78e50/002Jws784uD1cHqHZo0XjTJyimueUHco7hBuJ",
+	"58Iftap5eoatN3mStYLWr9go/svML9t/SuIhe/7sf3TYO2i+bX7+UxKbnwmUrHJL2E++g0uXofuCgV+E",
+	"vcc4zDsGrokKUf+9+f/Ww6bi/s6IjUlMp2smhwf/7/oWeE5KGCLSz7kr8yPhNL6sfws6NHWhxPpeIiga",
+	"iwtT4AZxG6juFzPK/vughdoKODVXHUux2WXOaDBGp4WSwecjlZZz2RruBy2AaBr23/8StMiLC6c8wU74",
+	"yYvc76QRcLj9uuBjLWbG4IT+/WLaeoCr633g/H7VzJxVhiVbtSs3z9DOc/j+D+g73OXzbZ/P99Vdbjsk",
+	"vi/vHjx/fbnBP0jpFCoTkmdJ115dG4rLE81eZwIC3ZW9hqkMAYuUvBG5ZeEBwf3305cvTipQuSgXsZBF",
+	"wtNmUgloO0v+twZ63K+YrMbjOEES3PPc9BIZjoyiEbQoyxt1+00ic3WWvlaw43eX6vUQkfMVjqOIyhy4",
+	"Bf75S1AzohK9dnK8c/lSFHz9UC75PL3nofQqTs3tVPBEmvuY6wceyb+bLnzBI2mHXB3J+qjNKCB56oRl",
+	"PNfg3iCv+hKGyPrdAf4J9FQ6tLrI4aLe7tAGzdO4O8u7s9x0ls2223iWM76cW+SW5ojcd1Rs5kF0giVv",
+	"DDBGr7O5KGYqRno8F93BMjWjbEfmWAcs0boUmvGRzEUkkqyoFSBCshuHoADByXufXEdCNSp+xpfMVVgG",
+	"I+lVYWboJecNhixmyvuBK4vMiiWOkMsuVTGeqlLGYRfL55DVpNQFm0D6nDHMCsiCB8oUgHR1b1Z/7gT4",
+	"klTwYsaTmC1FMZLt6g1KyRqbP4YUogn5XJWSvI+hNdNCbEz8WvIUXBOY3IriwLRp+o9vjueJBtTXEEsA",
+	"T1ksImNcx3ZhEs0shCkkztmAIS1qwARkWYb0cxf/jAmcAGNbBdkAFhcfG9vPhFUwlbLbEslC00iZizGE",
+	"3k7QLKu82AhXS7zRVEG4UiqIbkiO20prhxNc5MuV6O010gikfKlZUphlzJcEoY8y2THytyFvUpc8NUKV",
+	"tkx9b1PCIXwTJ2Yk3czQFjdjhpwyCkAMiEu7ovMfVkh/j9+ZfwBhGlvBKGZjZaR1Kg29OJZ1ANNQYLCl",
+	"pGARemlTXmA6pZdb6mbGPAau4itR2EC1mXzqfcAmywLRpc1/oDfM715VIDdkRgMNzUnM6VfOd3wtRIat",
+	"h9RhqBIhTzZWO/J0JCOepics9O8Hv5bELJSSAhbh8PbW2zEQxbYdj1mk5rBpLYr0SGpVHzcSE8GGSe6q",
+	"NT3HVfnIMtML6w58cLkpOlh4Htf9UOd8ScmeViC7JYbggXkDT5eVv753CkUEunmCdSeQPcq49VvDVjYf",
+	"mwbHN4nmLXSLjZudtAO975y0B617OH1ovnHyN6lCTq5SSoMypxSToXFIuAmsc1lNnZD0aKdq5/rLVqba",
+	"TbVpeLUb02bnO3lMR91dnuY6jalAbFfHuqtj3dWx/jHqWAdbbasfeCEWfPkJS1/5kuL6dTHsGRfn1pxw",
+	"BgYJq7uhIe1DNrEHmQLqoJAhijsoRzUtCMhWovSQxOhnVRGqUU6tUMeovs1ESwoCXqnZFaC0GasCmTBS",
+	"osKdGxvBJ8ZCAiwLykJNWKD9FYCXgOop4PerMSqj2oB5Ao2MJCUkIakTE7eJLkCx9XI8pACE6VpRr1Zz",
+	"YbtHxg2+rLvse5UbDR3HFTQZO1wyMc8KHC+VXYUQwqmsDq3ykDmsalArRxKe34ApeWHX+7560xvQhreu",
+	"c/gWQCi/WCEyTep2wMx2Z9NC7PLZd/nsOwjHLwG0vHLw7r4WE9gB7+Dfu7Ag3lh2nkZygdoFtUYO1OQ4",
+	"vzBtfbuQC9i9TShDCXHW7OTZTp7tgBa+NaCFnESLlXpwlh8CrHCBQrFCVTAt3xGi+ItS10bJhrzdOt5D",
+	"zR9rPYloXthC6JDD/Is4tBwrhKk4qsZr1XZSsWzrjzRgANYsitB831HgVU+O5FZwfScsFAUfE8/tOpUe",
+	"wCVWIIoEXJ8BWUkT5mHALB5hmVFkAR8eF8mcqnkcnH0RsiwtMVmKggZ490xghouZSHIoonGwGWAQ2ptp",
+	"6MwacqGH8LZlsjFXEjuVI4kBHGyTy2V9sTBaAgEhd/Ul0m+qXRlzQ3YwGIyk++PYWn21uiRsZYhhCny0",
+	"Cu+AT7kZoxOmAMqRsOplxrNMSG05Fb2A1bC22FDgoKQu5yIOVriBo5QncxGPZLtYKPOUpfi1tMhk6F2J",
+	"wqtNg9cJvtKab7Rq1q9JIExd+rXFBEg0QDAWQp4ADoNcMgrBWB85S4y1iL/Tw1o5lxuQWrM1bbDMPuLN",
+	"KBibtiLDvIJr5J60OFMB/NEeQ8KchKiYe9RGxgBv6oRJxaa5qKZTGsu5AlGFd6UaE4GSO71mM9BOWsxU",
+	"hYDAHdyrny4/xYiEbQ/3y4zrMfIYjs0LW8VqNsWkXOQFM/45QKEC4SYUzBze3uJBXarSbQN0gpArAGNY",
+	"idQFsVVyIrCEwWwOaRi5+m3EM0ACrKYcM18ueIi6tXx9uzMg+iB0MZ4cb0wRR/zLHJ/N43wsB2o/O/j1",
+	"MD/Sx8Wg3L85WBzeHi2P/2MAFxp+bSWpfl0AelhCD+vXPaIiZsk+gL1Zv+8KBX2FkCbhEjsfkBOonS8b",
+	"9YDygg29x7t4pWhhF8zYBTN2wYwdKOe29ocxAOi2WLE/PJfL3SyPL6D2tnBcj1W1PIQEtBBDp0Q4PTio",
+	"SCcJj0tj7XCcqxsRVP53BmWAzxAom1i1jbpRj3DseYr4Ro7HPwS7oyUYu0fLOz7Ir8gHuaOA3DnmPpkC",
+	"8IcKG6ySMqJ4r19aLlVwM2I0mrE3CSCAWMoJvL+GoFjDzRV4OnZQy6alTClC9OsyKgAdST9x1rq/kC8E",
+	"H60cO+4R6/2hJ+BDhAdAXjRgMIR7EjA48PcBNnVQS2/37fN6fHwDsjSVMt8/9vyNCt+77KadxN1J3F0o",
+	"5FsMhaykRVmh/rCcGBAyWdmEliaylEf14gyL/z9cz1Gqcwe4W2HV7X1CUh+wfCORUg77+evLN03p6/hQ",
+	"itX84E5PU7UQMZurG6GHI+kCLOzf//f/MZ7nyU0ir9h/skSOs1xd5UJr9p/0MawwCN1T5pWNz41k6P/N",
+	"PFtVXpzUqjQwocm9CnAn4Ok1d50FNDE9JkcyNI1AMODnh7pLdPuev30DxPzOxYToSTYtzDr0CR6DnLXm",
+	"KpNqT2XVVA8sNBkiHctoxuWVTW1uS4Ue/ICFJYJJQ3zGPQZxi1zwFHsNPEsaLnFy/BOC8mptzRDz5Lp2",
+	"hkOiF+4C2C4WtJijYYbjz24YEE4ST7UaSS2gNMQPJZHWwaOi5Ck4tTu2bb9cBt90vzGjOgEAvJEM31EK",
+	"X0A52/5T70PknsAGq5W0DdrfoPXMTq0jn9ZhDiDCXjCmCu4htJNZ2kthtsnzqUUlryC5AbvcaDfhD2dN",
+	"x4CCedMyTVkuslxoIQs4EwFWX6iycHBuHTNXsGwuoKNkumTJlEkFoQG7F5KC6URG4HzQBU8FMx2BPdof",
+	"QEgRHP+wO8dUoFMDIbT46zb2aV5vUp0QsPxB2tPzqa8LPTgkQPtxHd7HC85NzCwCwBgnxC7cgb4r3mFW",
+	"uBaNhHY7ab19igxxIyZVlomYqem0scWqkXu48N84OPhNuhzt0LU9UaiPRZT5tPqmB1EFHW0DoR1tVUuC",
+	"CEJuFQnjD6pd/l4d7l9G+/tiHvotnOXnnpz9HsTsDv3jHlrxSyMuyJbnqZJXoKikyVREyygV2/o/6rom",
+	"JAQ9WJ9uLnaG9utuhxm3VYagH7G2lzAE3CJWkeps8LQwPxO/y56vZY9UEn8ikDvV11RR+66pNwGqdt7F",
+	"WNdlMNS7pimtZoRURKbetELmg60Ldm6dFU3Q16yN1LepVN7H7lSjq4pYl+EEnf0IblCztt954/iq/KBY",
+	"8Nwats5TLrXV5ran3vQHckf4/2+zZT0lyE7/l43v16b9Lv1htYu7GP9O5fhjqhy7pIDPrnOgVNrsjGvW",
+	"MKjY+s56DFef7WrJHfNSYBNiNwOXtCsfRECqgYdRYmk8D3oHHoWUlZ6lBACRtoPy4EUh5lmBOMagpczU",
+	"QrKZyEUH8FAcGgs0sXUI5cHoB18qNvKBSnqafQvQsQuU7AIlu0DJNxooqc5pc8ncg6MmzRIevel3F6RT",
+	"t9LkBr1zopLrGFTXkEmOMLM8dgJ2lUAGkOW5MSj1SG72HBthj94zsgKXyllm5mtQVcijWcAcP+Fd8XnL",
+	"y9dlfwPbETfLEIDpHoMRuIecfyFzvI2PRjI8M3+6VGUeiZAhBUJSdFaIBjjxBZ4wR+DHksJacX7wQwDw",
+	"egD8mZyFmEp0I9AXGrJEEkCnGQ8SLxBMb6bSFOxkRCUyXyNaF8vrl5jphJEMYeRYcxAm8TB0ZBlhzAs+",
+	"DJm5KIEVCAvu1/pBcId+vMwGDYKVYpzqQq5MbzLfF3zJXMp1FVqrkAWCkQypMMFiX4fGvK6GRBSWRDWo",
+	"JLNUkw7mQElCdnI0DGBYepBPmUITGxdN6+TKaAnUWyLTocqeSM1Bd4H5aYdDNhM8LyaCF2GHWusfUmGB",
+	"JiCnLFe3idCIpBqlSmO1D0viVJhJM0vVZaeVm9jnYeQYkbHu7rbnRAh810GnRj3pmDhc61BEgTRPPl9j",
+	"I41lJqQ/o2YTjSQ27Yg62kY1o2wWYMbpDCtGx4AdDJ6yMOeFGAM2gohDVsoiSWGTmTkQustO7ehBZiBP",
+	"rtlZ4OsiMl/Lwwp7nBhgk2IIk5NIxk3HoIqDjjHSW+bihrYLa1MBD3UcwmEcKCBqbO2BN394jKvDAmyh",
+	"xOzkn48EWV+BeLQVsFGLCEdbRjyFPEvG12I5JubS0DKL4G9tPU8H92F9vU7Al2T3sRWPvEAKWG25N7rs",
+	"wj5mIdO4LvZAIu09f+YLKlaXU6DSJgWbLIEkSqTTzhC1XlvfZGNpEEjDj9O+DLyOsgUHrCgS81LcFvZ8",
+	"rYg6YiV1kr4m87rsnI4g1IlNRLEQZg+iej6SuQNNUxbikOg+5kaXzxHZns15BscUhRSJ/zrBzCPttrzd",
+	"QXRajSjLVXk1M30prnJx+dOLkQxfPL98c/YqfBy+ev3m+fd/Bwmc5SouwQkZuJc4CGARM9AvzLG5/OlF",
+	"Uogmc+ESelCFuBoyk9dv19CDgAMKFCsmoHT+BormFMuFLufCFUnFiaYNYrT5xLSFOmQrsJD6tS3T8n1t",
+	"zjXX6h8fHfS8/9tzUcKgNee3L4S8KmYAYb+OzvrN5eXaSwxUq7XbvT5w77YcySQeso0zMZIgGdi7kQV6",
+	"G7WGow/wcYxawYgCpfC0a8z83rtER63h/nvYSJswdC9BcO1dmiMFi6mHePnXBBbkGbKaDuBfpXwk61NU",
+	"qRsofqfuOqqJRtuEh1qJWRQoI0C4tcPbPXhHW9pykCIwHNOwParS0gGv7KOgZd+HFZLx+hxYxy4Jcfgs",
+	"d6oQaIoWSh2vusBStAH4IS/KnKfmtSFWSDZfPRDztmzU9nKpX45wxxD1M5Lw+TcNYGLizFh10Vx2ENvx",
+	"z3Xbn+POiVmdevfpHkWZai4hZOK28Yl7sWN32TOF5Il5/UrxizCHpLNa6id44KDXxwXLPHR1S19iVqqc",
+	"G9Nk5TZsBa2Vm7AFfCP24K0/vrYfsP/18/rGWzZvnZpQo31f/z+xu67NX9aQ4StWk3sJmE2pC6iUIWnj",
+	"vU7omiYeIF3XVudT86UxwVZPiYj9G70NR3fuiNQeabbF0e0Q4O+6KQOa0AoNWcdl2JjBQpYQldk/n+6Z",
+	"y4BSiQiCNakT0u/XvHz4JUsbyufixB169xWJrGCfwaG1IoWL3KiuELrjhXLQB9hHY6mcWNMHydfQQDRK",
+	"TQAeRuRxx+2x4S4etfanA/406k+O4wNxOD3qjVqN2/t36Eerz3Z4So4miomuzyyA5Dv7LzJriPFe+OvJ",
+	"tlNe+07jXP+8dxpFIt37SzmdQhZgQ2+lCv2PEVQdBxAQ00EtwFJcGjPKiPWa7a4qi8wrYZ/YzxGWqdd5",
+	"ErtSecKs1uGdt3HnbfyAt/F7laZqYR1s4NdrryuanU+Zs03ex4WYzJS63hMyzlQiP4CESX6IR5rRe8y9",
+	"twqISYU7Ml12uuxSRLmwYSAAEEmBxarbWEP6N2z7zHXpGygn/XbRF1dm68PlkG7JdnGnXdxph734+Yso",
+	"12SlJ8fp9JIop6y/iKfphEfXaIHfkIh49ydK+OpOVLz8n4/LPH2/GXXsIonRQjONabJTLccse3vxAnWc",
+	"zFgmNy5JQJcT08hExOw6kXFgdKFUcI0aEZnrYKXiS3O+xJIZYv8uZlxiXMV6/WWh/acASGiKGAPgQvyr",
+	"yJPp0voHirzUhS1VMcMcgpk8z8pCsB9fnn63d/nj6eDwCKmmyeIu0LTu4k85X8CbZG8bC5UsaOy9XQWm",
+	"4VLChIfFTKWChYuZFtH43//13yFDFa5jaRsyDt6LgCUQ+NAFlwUUkVD9BPmAbvpYhfHznpn/vcvkCrwd",
+	"IjxhuTAGLryjCz7PtDdjh4z8Txi6WKoyH8koVdE1Vkv8oFjGo2sjwMOrpJiVEyDdzJNY8CyBf+1Nrsnn",
+	"DFTK7RCnl2hbcAIuCy5jnsfM7j1GUoelogAny/oTaTLJeb5kN7hahVLQMTkyRm2JV5ewdgFuDXCjtnmq",
+	"FQCk0YyQ/9OWPFn1I4ltXMDsLSVH0jqTi3zZ8WDyWDi4vQ2tin7CKB8I/bALnse6yQ9Mnlv4+DYuYBwB",
+	"nQDNQuDRtnRAZnNtdPL6w1zLctw2vxLexsQoo2ls6l9CvQMAu6pvJ/5EkkVGiThd9qy+XEmx1UjMjXXX",
+	"YHw/bjE+nuxf/zq4PZwfyKPsST7QB8XRzZPFYHnQavRar5hvxZ/xIJcyubUBPjzMwU2f/paqhcgjrgWb",
+	"idu6YJiyUevDcoGeEQTzBgc3E/lIIoxaJRwWisVlbkXSVc4jwRaJjNXCQZuZB3OF5VSdgFFUk09zoWcj",
+	"ubYGsD/vmnInNbac8+LP/eOj/ePB0UGvZ6bocHB4zJ8cPRXHIhITEfP9AZ9O+dEgiiO+P+WH/YjHx+L4",
+	"mPfE4dF0erh/FPci8UT0e0/iJ5N4m1Uyu7C/N+FaxEyW84lFn0y0HScrFItF6uBncM9CFV6inRT+0PZ7",
+	"hi0s906x1e2mpB+05olM5sY077vRJLIQV4DfG6z7k1YlnvMFEs2JPXIbO1yJsi92VNZ7bfYe7FVzMxmh",
+	"8NY7RB/surubtpzlate1piqf8wIn+cjr/L3mXNuNr4fmRAZ4cM0mOzrYdMiraa+d9rUhbSMLRrJSFlCc",
+	"wqf3YhEpzKfMC+dpxHOP8T9SHEiYZIAuYcQIxMxzUQRMC3PpFCJmkyXTGY+EvkMQ2N7re0qCm37wfw7V",
+	"P6b/8erp4T+evv1r2T/T05/m07+++mkmr/8xyP71VD199ezV4x8fZ88P/tywx+5dVnCPGw1NmQ8k/v/8",
+	"cwN+SHQt1SIV8ZWon0YqfYHEFChkbpcyBXVAejlBqQL91SXCGNW608WM5d76134wazhVObtSKj5hTpHW",
+	"hco0aiSYVwJIt8C8z3zFEltuGscFqIBEimRaZ21xa0wcdtB7Ag0eDJ66Qubc0YB1hpt6YTS6hGqqzX4y",
+	"hkvTl7Eo7MQ2SNu2zwB48RD/2e/hvwM2M7+bBazfs//L/v1f/015JYMDNsP3SZ+Gb7NTFl6YTu1Bek3I",
+	"uL42s2RGmip5hSvh6mQY5adr1u73mO6gdmozMZS0KLDanwbG0+Qawgt3MUxeoK4HKK+wS9orppDRro0B",
+	"1Gk2wxp8JxdkOGnGwXKC8D9+hS57gB8I6QM2SQN9XJ4yqetuMQzkmAYtcSOfaJUaUycEsv3QgxxWBUOz",
+	"BfzYWZ7cQN5fqlRm9jPkvKSJvN5LVcRTxuMYQAfa0UxE1yKGnGtcjaQQefWEwJQkKszCffHs1eVI5gL6",
+	"ArkXToehC33Z2VjFbW+gECVfyNqeVdUZjiTGmDARHJJMTM/ARw9EeSwxg11g+85Wo+nW1eF3CMMjiZ2G",
+	"rDZYKFT8u8w5ENlEQKaTgwDAbCqS5BTGRDhlY8XZQZp+4kaYoNyGsjX4Oi41TLxpezG0ltG65TeSbdoP",
+	"Gw2vDpqzYKPTzRSwOw0rAO9bsYmmXOM5PDA/YdI+WJeecCHxgd6AAhYNZoEX2PhItsODfo8ZGRgClkKz",
+	"jAN+UsKdBvYhDyeYTjTCBa8faYxrf6wYGslKDnlz064LIU/kYNIVZAAQfi+Kpc7mmr0Vz+pnKNlr9i7Z",
+	"RxKx5t3FjsHrn7NkbuWrf0uKGbrwN3JfVK4lu0U82FxrTK0c+s5JQ6Glbxh4zuld3dzvsm5uV9D2uylo",
+	"s0oS42sO7w2K1oYI5ON39j8JUzAWqSjEulL7DH5fFxtY2Z4R4BHd5AkpOVD0Xv0qVVc1hewE8rLgTgPX",
+	"rM15LxRLii67EJngzjlt7n+WCu6ydPjcpp8AOJK9KFGzrWNYHYDfLkF6iSSuKSWuBm7GbwSQP+D9WwlW",
+	"KC/AOUF6BU/4ohVUpadWo2265nAC16+5lXvlYNPUxydsdcLogyKmWatL8Z1E/t1VMv8GJRVu3q3lVNCc",
+	"D/FaipWKpqa0iJqACTyiT6sVNdKgfbTm+ZWSDzaphxuUul3GwS7jYJd79k1Uum4rCu8nh86cIoeoRiCQ",
+	"1mGNoIxJU0nefCJyVLwCKpaEQiSlhZOl05rK98gBQ3eGLCzzFJA3KY86YKH3MZv8TCCkEKJC9QrchVbB",
+	"UjkTEn6bOMcyFfqMpOcfKZQiR5j1epGlqwu+1PgXWwNpRKzQ1gUlxW1hA2VD0OacnkpgRXEp2JWqnl+w",
+	"txcvalkVPBdsbmYUlS37GDoap7maG3V2wZQ8oSRuf4hGVbOKpVQ1RRmajQWVig5p7hOjkcYjaVVrLH4w",
+	"f7HLgb2y4E1zwSV9NhdsJtIYO29+Aq3a+mOMNouz7byQZWYHhCRVcPSVZG3P5+OXscBExyLLRYQewdAz",
+	"LMbuLg4ZTxOuKxUb6asSKMTEC9gWXlyLrKhqqrH6dyRppJjhmItUcDN8yCk3QzOz71rSZskFz5mSLGy0",
+	"c8LNQJdNKvkDsZ4cOiTNcStolXnaGrbAwzx8bI5rIUXepXdcYolLKHl8M9geGmql53cjS9rDXihmSxnt",
+	"r1IxLSBZ6FqIjChNAPHyy2JO3lO/8fyROKCd/bNDcvqESE47P9YXAGaiC/tTerEeV/frnfn1K84prFFz",
+	"wsU3JYeQaSCkuR4h3wB1iXoWfuDKurSRpZGaU005hdNyKNIGuINIxfS3lEPEAuEi7CWN2M3m52V3JM9k",
+	"4VQFuCnrUAKJTSlt7/dYzJd6I1sUzeOzanZ2qf4fvo1sTtSHU/0t/tbO7t7Z3Tu7+xssDfDE+yNdJR7Y",
+	"c/sZrPDt7qtc1G+sjzP7GwsUTm0cXjU5UsmabPs4HPY2ARZZ4WIztXzSkaxlsviXnbHrpsmtiOkidXYj",
+	"TTpiCDlT9hFmVkNmCh9J1wpWkjqSZhmniFaQi0hdyUQD3suJLaXGhQQoRCy4MIZiqq6uzK80ojf4zgDI",
+	"lbdIXFsrFQB1gHc0c0u3JKxkTLWgFJJSlzyFkvK4TIVX3V2hLyNay5r1DejHlCSCNXyNC8DaXjjK6BKW",
+	"ygsTUq4TGXcqNKk0dcEzQClqCnYh0fWqNT+2j9a51HEYROlt/ttj/v4Y/GY6fhducr8qgDOODMmc784i",
+	"vq/hXg3wA7zOLp1bC+nFHdeSuz9kqw8+tXbkLdGGrtfyu0rBpFqcIL+cgytF1w0dA09Cp+rqcyFD73wD",
+	"O9/ALinmd+ZMAMYml4lMTu3KW2ik5se4FTDcsGeLjz6XqlYjcvOk4UrUg2AUwQ0uReDn+IIkdUkwI1mH",
+	"B3i2WmCViTxRMWuH8OMYfxxTGUsYsJioqp8cHfR67M+Qk06okC6Ysqygb6rCElA4IXTgCjNcLjcyyjG9",
+	"SIpohoWviS5zccLCXmgUwBtlObpUGrsCENTrAGvKBn+SNLV3x1rBmGSC52kC4Ki0bJgRC/hJQ4cZWSwU",
+	"NYjzDHnfcglZtk1qyoVpbDVwQEmbX1NVaVrB1nD/qNfbWjXBUVzQbKE+1nS3/6gW6IZaWSJU7Gmznrg6",
+	"SShLnogq1GDjPXZ3+Xux+1nzbesj3KS3mIOFQ9olzu5UkXuqIjul4veTaQuifsV3VL+LP0apKGCMn0qT",
+	"qGFZZCQIKiiLjBez7kq+b7MSUhmdFdfrNiOxWOErytcjzd5evBjJtk3mhWKeawHo1ZBBocjX8/biRWfo",
+	"qrpljKU+iYhZmlwLKowiMlQ1HclimQkWmqGCx6Gq0KmyZUWqBZsZK1PehVdwjsCvd8IVnKYLvtT2ex8N",
+	"S2DhzGClakCRGXZmq8rwHT7BDp9gh0+wwyfY4RPs8Al+E/gE5qb9dBgFmxEAXqmC8TU0A6OnPLLOEcuD",
+	"4fBsS91lpywD8FFN8IkU1eluLPj/9B/apuQePvDJyu4vHVlD5TFzBfeg79CnpFqwthYYyKK/WJXOB4/S",
+	"BAO2QOLUDJDGgY6BiqW9YKE/eSwpWHtwe9vB6jLLvjKz/obE3BvqOiBKM27zZfzppH6vq4zuMHuaqQN3",
+	"RgdQAJE8iJgh0HNtbXCEhIVhqVGtwlXPKOqyUy+DGthLVlKoT5DLYD0IZ8YBicYqwHxNEV0DsQUCt0F2",
+	"KeHjNii0b4QuPlhn9skTZcxXL4Qu041RLMqKskLTDHKXsrkLy/xOUkww+uAL5RUjeBs3wbgZGtgm29vr",
+	"frU+1P6dcu7V9I60BijLoOpYpNex74ODE0o2XiTyOrSAGdvhBled2KUVfh4EYbx171jYzqfMPPQ2xYde",
+	"9R+9Z86i2WgfevayjCKhtcrh4V2i42dLdKyO8ENSHqu3H3AzVS8/6I6qXr8/9HFt1A+4hqr3H3ohVS08",
+	"7Gqq3n8gRDJrV1cM05lIjXLZ+RBw8oOupc3e5DCoCsEsBaStb4PYPbDwCaP2J1dIHkg9HXo+TntPeQC3",
+	"ZI4ELEtLvXLbtS++/449PT44HI5k+L/6x08PB/2ng14Pwt7VlABb3KA3ONrr9/cGfTJz7D1J97y2csp5",
+	"WkeyouRg4WUptSjCANiWVH5dYZchILKaspt+l73V4j41bI3oSR9xGf+xcZQaYJTMnXvHrl29dB9+bz7o",
+	"LtxFnD+vlfVN3mpP7vPuAwPNVQP3DjlXrz40+OxP3EeEof1mHh6Q/k1d8HcAQ93nlt9kld4JF/UAdeDZ",
+	"2YuzN2dbhJc/gdXaCMBUuym3hmKia2H73n/lW2In8X/jEv++1tv9IKN+UxJuI6DU/ayYz+Jb+9Qiax2d",
+	"6mM0+28Up+pDfq27JenOybVzcv3BnVwPvxx2/rGt8Lnu6R/7iHrhetz/XWsieC7y07KYtYb//MVIbSQ4",
+	"3sSlRPTHkEqZlZM00TNLTxWrqJwjbLcRsyoTkmdJF5iLA1b73ZLP07BzwgDdPl2OJCDkDx8/hl/MlC6G",
+	"T3pPeqFNeLlSLC8l6z7Gzz+O5rGlyyKfFaIgvUPX3ftW0LrheQJI52b58Nd4HUM1ACEmrX2xtZa1YK4c",
+	"ETDzBNyoxlS0AeZYZKlamjF3jYD4xa3X2szlSaYZZ6bPOWQXIK96nEN2QpyrG+JYQ8CNNJmKaBmlgDhE",
+	"WTrIEbqe2PQ2m+ZKFizLk0igy4+zXJUFViebTwIhNRTWCl0kcyJ+XhCJLvRpYnaX97XveS7c002fBTS0",
+	"pHBEAbjxyT8qNEtklQyR5NQ77wPfwbsNDf9FKeCawJ4hhRpnU78/llQDOQO0ZVqliiWcVO9TF0nc+KVz",
+	"s38juwhZrqZJKrRbB/oDZGPHosrEgoEG7EqZXioJ/OMI3Gv2hvllpnQCFVxeJ55BY03duIAFsJ9f6Xfj",
+	"GxUVApzDFfYKTNABrBequ8fkGH+DrSSSVN90gqZ5xauSfuJZ0IFlbqA5QIL/Ypar8mrmGBlqFWLV12wj",
+	"rTsSjzVrQA2wwDdZypdsavO91dRJVls25n0MaXeb9gFfWnITI0LRADc7ytsLMMdQTMwyDkeeJVqXtfU6",
+	"xz9sGs2vJVQpmxtmyiNhMX/oBij4NezkH3KezX56UUlTyeeQZH7LoyJdEmSdSGM9kgsuCxF3GQgpPmQh",
+	"KsggGrtXpqFf05C1E6OO6oyIGxLNlCQMH+o4fXPTEdEzEbv+IPa2syJ4anbupDYPL0XBzV3z/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

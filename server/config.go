@@ -23,6 +23,15 @@ type Config struct {
 	// DatabaseURL selects the store: empty for the embedded SQLite file ride.db,
 	// sqlite://PATH, or postgres://… (DATABASE_URL).
 	DatabaseURL string
+	// DatabasePool is how many connections to PostgreSQL the replica opens, all uses
+	// together, and how many of its pool stay open while idle (RIDE_DB_MAX_CONNS,
+	// RIDE_DB_MAX_IDLE_CONNS). The zero value means store.DefaultPool.
+	DatabasePool store.Pool
+	// DatabaseTimeout is the longest a request waits for the database, in all: for a
+	// connection of the pool, to connect, and for the answers to its statements
+	// (RIDE_DB_TIMEOUT); past it the request is answered 503. Zero means
+	// DefaultDatabaseTimeout.
+	DatabaseTimeout time.Duration
 	// DemoData seeds demo cities, drivers, riders and trips into an empty database and prints a
 	// key of each role (RIDE_DEMO_DATA).
 	DemoData bool
@@ -57,6 +66,9 @@ type Config struct {
 	// LiveHeartbeat is how often an idle trip stream sends a comment, so that proxies keep it
 	// open. Not read from the environment; tests shorten it. Zero means DefaultLiveHeartbeat.
 	LiveHeartbeat time.Duration
+	// GraphQLInitTimeout is how long a GraphQL socket may stay open without connection_init.
+	// Not read from the environment; tests shorten it. Zero means the protocol's 10 s.
+	GraphQLInitTimeout time.Duration
 
 	// WebhookInsecure allows plain-http webhook URLs and every address, loopback and private
 	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).
@@ -79,6 +91,17 @@ type Config struct {
 // DefaultEstimateTTL is the fare estimate lifetime of the contract: five minutes, long enough to
 // decide, short enough that prices stay current.
 const DefaultEstimateTTL = 300 * time.Second
+
+// DefaultDatabaseTimeout bounds a request's wait for the database: no statement of the
+// service comes near it, and a database that stopped answering costs a request this long.
+const DefaultDatabaseTimeout = store.DefaultReadTimeout
+
+// Bounds of RIDE_DB_TIMEOUT and RIDE_DB_MAX_CONNS.
+const (
+	minDatabaseTimeout = time.Second
+	maxDatabaseTimeout = time.Minute
+	maxDatabaseConns   = 10_000
+)
 
 // DefaultLiveHeartbeat is the heartbeat of trip streams: well inside the minute after which
 // common proxies close an idle connection.
@@ -105,6 +128,9 @@ type EnvVar struct {
 var EnvVars = []EnvVar{
 	{Name: "RIDE_ADDR", Default: ":8080", Meaning: "listen address"},
 	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
+	{Name: "RIDE_DB_MAX_CONNS", Default: "10", Meaning: "PostgreSQL connections of this replica, all uses together: 1 listens, 1 probes, 2 write positions and delivery attempts, the rest (6) serve requests; 8 replicas fit a default max_connections of 100"},
+	{Name: "RIDE_DB_MAX_IDLE_CONNS", Default: "(all of the pool: 5)", Meaning: "connections of the pool kept open while idle (0 to RIDE_DB_MAX_CONNS minus 5)"},
+	{Name: "RIDE_DB_TIMEOUT", Default: "5s", Meaning: "the longest a request waits for the database in all (a pooled connection, connecting, answers), then 503 (1s to 60s)"},
 	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
 	{Name: "RIDE_ESTIMATE_TTL", Default: "300s", Meaning: "fare estimate lifetime (whole seconds, 1s to 24h)"},
@@ -115,8 +141,12 @@ var EnvVars = []EnvVar{
 	{Name: "REDIS_URL", Default: "(unset: buckets kept in the process)", Meaning: "redis://[:password@]host:port[/db] shares rate-limit buckets between replicas", Secret: true},
 	{Name: "RIDE_WEBHOOK_INSECURE", Default: "false", Meaning: "allow plain-http and loopback/private webhook URLs (development, tests)"},
 	{Name: "RIDE_WEBHOOK_RETRY_SCHEDULE", Default: "1m,5m,30m,2h,5h,10h", Meaning: "waits between delivery attempts; the last repeats until the horizon"},
-	{Name: "RIDE_WEBHOOK_HORIZON", Default: "24h", Meaning: "give up on a delivery this long after its event"},
+	{Name: "RIDE_WEBHOOK_HORIZON", Default: "24h", Meaning: "give up on a delivery this long after its event (1m to 720h)"},
 }
+
+// minWebhookHorizon is the shortest RIDE_WEBHOOK_HORIZON: longer than an attempt's lease
+// (webhooks.DefaultTimeout and 30 s), with room for the attempt that takes over.
+const minWebhookHorizon = time.Minute
 
 // Defaults of the rate limits, in requests per second per API key.
 const (
@@ -140,6 +170,15 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite://"))
 		}
 		cfg.DatabaseURL = v
+	}
+	cfg.DatabasePool, errs = databasePool(getenv, errs)
+	if v := getenv("RIDE_DB_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < minDatabaseTimeout || d > maxDatabaseTimeout {
+			errs = append(errs, fmt.Errorf("RIDE_DB_TIMEOUT must be a duration from 1s to 60s, such as 5s, not %q", v))
+		} else {
+			cfg.DatabaseTimeout = d
+		}
 	}
 	if v := getenv("RIDE_DEMO_DATA"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -224,13 +263,49 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be a duration such as 24h, not %q", v))
-		case d <= 0 || d > webhooks.DefaultRetention:
-			// Beyond the retention, an event could be purged while its deliveries still retry.
-			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be positive and at most %s (the event retention), not %s", webhooks.DefaultRetention, d))
+		case d < minWebhookHorizon || d > webhooks.DefaultRetention:
+			// Beyond the retention, an event could be purged while its deliveries still retry;
+			// within an attempt's lease (the attempt timeout and 30 s), an attempt cut off by
+			// a crash could never be taken over.
+			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be from %s (longer than an attempt's 40 s lease, after which an attempt cut off by a crash is retried) to %s (the event retention), not %s",
+				minWebhookHorizon, webhooks.DefaultRetention, d))
 		}
 		cfg.WebhookHorizon = d
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// databasePool reads RIDE_DB_MAX_CONNS and RIDE_DB_MAX_IDLE_CONNS: by default the idle
+// connections are the whole pool.
+func databasePool(getenv func(string) string, errs []error) (store.Pool, []error) {
+	pool := store.DefaultPool
+	if v := getenv("RIDE_DB_MAX_CONNS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < store.MinPoolConns || n > maxDatabaseConns {
+			return pool, append(errs, fmt.Errorf("RIDE_DB_MAX_CONNS must be a whole number of connections from %d (1 listens, 1 probes, 2 write, 1 in the pool) to %d, not %q",
+				store.MinPoolConns, maxDatabaseConns, v))
+		}
+		pool = store.Pool{MaxConns: n, MaxIdleConns: store.Pool{MaxConns: n}.PoolSize()}
+	}
+	if v := getenv("RIDE_DB_MAX_IDLE_CONNS"); v != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 || n > pool.PoolSize() {
+			return pool, append(errs, fmt.Errorf("RIDE_DB_MAX_IDLE_CONNS must be a whole number from 0 to %d (the pool of RIDE_DB_MAX_CONNS=%d), not %q",
+				pool.PoolSize(), pool.MaxConns, v))
+		}
+		pool.MaxIdleConns = n
+	}
+	return pool, errs
+}
+
+// StoreOptions are the options of store.Open that this configuration sets: the pool and the
+// bound of a wait for the database.
+func (c Config) StoreOptions() []store.Option {
+	return []store.Option{store.WithReadTimeout(c.databaseTimeout()), store.WithPool(c.pool())}
+}
+
+func (c Config) databaseTimeout() time.Duration {
+	return orDefault(c.DatabaseTimeout, DefaultDatabaseTimeout)
 }
 
 // LogValue is the resolved configuration as the startup log shows it, one member per
@@ -251,6 +326,9 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("RIDE_ADDR", c.Addr),
 		slog.String("DATABASE_URL", database),
+		slog.String("RIDE_DB_MAX_CONNS", poolText(c.pool())),
+		slog.Int("RIDE_DB_MAX_IDLE_CONNS", c.pool().MaxIdleConns),
+		slog.String("RIDE_DB_TIMEOUT", c.databaseTimeout().String()),
 		slog.Bool("RIDE_DEMO_DATA", c.DemoData),
 		slog.String("RIDE_CURSOR_SECRET", cursorSecret),
 		slog.String("RIDE_ESTIMATE_TTL", c.EstimateTTL.String()),
@@ -263,6 +341,19 @@ func (c Config) LogValue() slog.Value {
 		slog.String("RIDE_WEBHOOK_RETRY_SCHEDULE", scheduleText(c.WebhookRetrySchedule)),
 		slog.String("RIDE_WEBHOOK_HORIZON", orDefault(c.WebhookHorizon, webhooks.DefaultHorizon).String()),
 	)
+}
+
+// poolText shows the connections in effect.
+func poolText(p store.Pool) string {
+	return fmt.Sprintf("%d (%d in the pool)", p.MaxConns, p.PoolSize())
+}
+
+// pool is the pool in effect.
+func (c Config) pool() store.Pool {
+	if c.DatabasePool == (store.Pool{}) {
+		return store.DefaultPool
+	}
+	return c.DatabasePool
 }
 
 // scheduleText shows the retry schedule in effect, the default when none is configured.

@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/store"
 )
 
 // env is a fake environment for ConfigFromEnv.
@@ -31,6 +33,8 @@ var _ = Describe("ConfigFromEnv", func() {
 		Expect(cfg.RedisURL).To(BeEmpty())
 		Expect(cfg.EstimateTTL).To(Equal(300 * time.Second))
 		Expect(cfg.IdempotencyTTL).To(Equal(24 * time.Hour))
+		Expect(cfg.DatabasePool).To(Equal(store.Pool{MaxConns: 10, MaxIdleConns: 6}))
+		Expect(cfg.databaseTimeout()).To(Equal(5 * time.Second))
 	})
 
 	It("reads exactly the variables EnvVars documents, so --help cannot drift", func() {
@@ -77,6 +81,13 @@ var _ = Describe("ConfigFromEnv", func() {
 		Entry("an estimate lifetime in minutes", env{"RIDE_ESTIMATE_TTL": "5m"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(5 * time.Minute)) }),
 		Entry("the longest estimate lifetime", env{"RIDE_ESTIMATE_TTL": "24h"}, func(c Config) { Expect(c.EstimateTTL).To(Equal(24 * time.Hour)) }),
 		Entry("an idempotency retention", env{"RIDE_IDEMPOTENCY_TTL": "48h"}, func(c Config) { Expect(c.IdempotencyTTL).To(Equal(48 * time.Hour)) }),
+		Entry("a pool, kept whole while idle", env{"RIDE_DB_MAX_CONNS": "25"}, func(c Config) {
+			Expect(c.DatabasePool).To(Equal(store.Pool{MaxConns: 25, MaxIdleConns: 21}))
+		}),
+		Entry("a pool and its idle connections", env{"RIDE_DB_MAX_CONNS": "6", "RIDE_DB_MAX_IDLE_CONNS": "0"}, func(c Config) {
+			Expect(c.DatabasePool).To(Equal(store.Pool{MaxConns: 6, MaxIdleConns: 0}))
+		}),
+		Entry("a database timeout", env{"RIDE_DB_TIMEOUT": "2s"}, func(c Config) { Expect(c.DatabaseTimeout).To(Equal(2 * time.Second)) }),
 	)
 
 	DescribeTable("rejects, naming the variable and never echoing a secret",
@@ -106,6 +117,13 @@ var _ = Describe("ConfigFromEnv", func() {
 		Entry("an estimate lifetime in words", env{"RIDE_ESTIMATE_TTL": "soon"}, "RIDE_ESTIMATE_TTL"),
 		Entry("an idempotency retention under a day", env{"RIDE_IDEMPOTENCY_TTL": "1h"}, "RIDE_IDEMPOTENCY_TTL"),
 		Entry("an idempotency retention over three days", env{"RIDE_IDEMPOTENCY_TTL": "96h"}, "RIDE_IDEMPOTENCY_TTL"),
+		Entry("a pool too small for the side connections", env{"RIDE_DB_MAX_CONNS": "4"}, "RIDE_DB_MAX_CONNS"),
+		Entry("a pool in words", env{"RIDE_DB_MAX_CONNS": "many"}, "RIDE_DB_MAX_CONNS"),
+		Entry("more idle connections than the pool holds", env{"RIDE_DB_MAX_CONNS": "8", "RIDE_DB_MAX_IDLE_CONNS": "5"}, "RIDE_DB_MAX_IDLE_CONNS"),
+		Entry("negative idle connections", env{"RIDE_DB_MAX_IDLE_CONNS": "-1"}, "RIDE_DB_MAX_IDLE_CONNS"),
+		Entry("a database timeout without a unit", env{"RIDE_DB_TIMEOUT": "5"}, "RIDE_DB_TIMEOUT"),
+		Entry("a database timeout under a second", env{"RIDE_DB_TIMEOUT": "500ms"}, "RIDE_DB_TIMEOUT"),
+		Entry("a database timeout over a minute", env{"RIDE_DB_TIMEOUT": "2m"}, "RIDE_DB_TIMEOUT"),
 	)
 
 	It("reports every invalid variable at once", func() {

@@ -52,11 +52,16 @@ func TestWebhookConfigErrorsNameTheVariable(t *testing.T) {
 		{"RIDE_WEBHOOK_HORIZON", "a day"},
 		{"RIDE_WEBHOOK_HORIZON", "0s"},
 		{"RIDE_WEBHOOK_HORIZON", "1000h"},
+		// Within an attempt's 40 s lease, an attempt cut off by a crash would never be retried.
+		{"RIDE_WEBHOOK_HORIZON", "30s"},
 	} {
 		_, err := ConfigFromEnv(envOf(map[string]string{tc.name: tc.value}))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {
 			t.Errorf("%s=%q: error %v does not name the variable", tc.name, tc.value, err)
 		}
+	}
+	if _, err := ConfigFromEnv(envOf(map[string]string{"RIDE_WEBHOOK_HORIZON": "1m"})); err != nil {
+		t.Errorf("the shortest horizon is refused: %v", err)
 	}
 	for _, v := range []string{"RIDE_WEBHOOK_INSECURE", "RIDE_WEBHOOK_RETRY_SCHEDULE", "RIDE_WEBHOOK_HORIZON"} {
 		found := false

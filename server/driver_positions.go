@@ -27,7 +27,7 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 	latest := -1
 	for i, p := range req.Body.Positions {
 		if p.RecordedAt.After(now.Add(positionClockSkew)) {
-			location := fmt.Sprintf("body.positions[%d].recorded_at", i)
+			location := fmt.Sprintf("body.positions.%d.recorded_at", i)
 			return nil, &problem.Error{Code: problem.PositionInFuture,
 				Detail: "recorded_at " + p.RecordedAt.UTC().Format(time.RFC3339) + " is more than 30 seconds ahead of the server's clock (" + now.Format(time.RFC3339) + ").",
 				Fields: []gen.ProblemFieldError{{Location: location, Message: "more than 30 seconds in the future"}}}
@@ -48,13 +48,18 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 		return nil, problem.New(problem.DriverOffline,
 			"The driver is offline and drives no trip. Go online first: PUT /v1/drivers/{driverId}/availability.")
 	}
-	if report.Taken && report.ActiveTripID != "" {
-		// The trip's followers get the position; a report that stored it but failed to tell
-		// them is still a success for the driver, whose next report tells them.
-		if trip, err := st.TripWithin(ctx, report.ActiveTripID, store.TripReach{DriverID: req.DriverId}); err == nil {
-			if err := publishTripUpdate(ctx, st, &trip, now); err != nil {
-				s.log.WarnContext(ctx, "publish trip update", "trip_id", trip.ID, "error", err.Error())
-			}
+	// The report is the driver's position (taken now, or by an earlier try of the same report
+	// whose answer was lost): the trip's followers get it. A report whose update could not be
+	// published fails (503 when the database is away), and its retry publishes it: a report
+	// answered 200 is one its followers got.
+	reported := p.RecordedAt.UTC().Truncate(time.Microsecond)
+	if report.ActiveTripID != "" && (report.Taken || report.Position.RecordedAt.Equal(reported)) {
+		trip, err := st.TripWithin(ctx, report.ActiveTripID, store.TripReach{DriverID: req.DriverId})
+		if err != nil {
+			return nil, err
+		}
+		if err := publishTripUpdate(ctx, st, &trip, now); err != nil {
+			return nil, err
 		}
 	}
 	return gen.ReportDriverPositions200JSONResponse{Body: gen.DriverPositionBatchResult{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,8 +20,9 @@ import (
 )
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
-// validation and framework errors meet HTTP.
-func problemFor(err error) *problem.Error {
+// validation and framework errors meet HTTP. req is the request answered, for naming its
+// inputs.
+func problemFor(err error, req *http.Request) *problem.Error {
 	var apiErr *problem.Error
 	if errors.As(err, &apiErr) {
 		return apiErr
@@ -101,7 +103,7 @@ func problemFor(err error) *problem.Error {
 	}
 	var httpErr *echo.HTTPError
 	if errors.As(err, &httpErr) {
-		return echoProblem(httpErr)
+		return echoProblem(httpErr, req)
 	}
 	if store.Unavailable(err) {
 		return pipeline.Unavailable(err)
@@ -110,8 +112,9 @@ func problemFor(err error) *problem.Error {
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
 }
 
-// echoProblem turns Echo's own errors (routing, body limit, binding) into problems.
-func echoProblem(e *echo.HTTPError) *problem.Error {
+// echoProblem turns Echo's own errors (routing, body limit, binding) into problems, in the
+// API's words: Echo's messages quote Go's parsers and decoders, so none is passed on.
+func echoProblem(e *echo.HTTPError, req *http.Request) *problem.Error {
 	switch e.Code {
 	case http.StatusNotFound:
 		return problem.New(problem.NotFound, "No such route.")
@@ -123,13 +126,63 @@ func echoProblem(e *echo.HTTPError) *problem.Error {
 	case http.StatusUnsupportedMediaType:
 		return problem.New(problem.UnsupportedMediaType, "Send the body as application/json.")
 	case http.StatusBadRequest:
-		return problem.New(problem.InvalidRequest, fmt.Sprint(e.Message))
+		return bindingProblem(e, req)
 	}
 	if e.Code >= 400 && e.Code < 500 {
-		return &problem.Error{Status: e.Code, Code: problem.InvalidRequest, Detail: fmt.Sprint(e.Message)}
+		return &problem.Error{Status: e.Code, Code: problem.InvalidRequest, Detail: http.StatusText(e.Code) + "."}
 	}
 	return &problem.Error{Code: problem.Internal,
 		Detail: "Something went wrong on our side.", Err: e}
+}
+
+// bindingProblem names the input a generated handler could not bind. The gate has checked
+// every input against the document before, so this answers only what the document cannot
+// express; each finding still names its input.
+func bindingProblem(e *echo.HTTPError, req *http.Request) *problem.Error {
+	invalid := func(location, message string) *problem.Error {
+		return &problem.Error{Code: problem.InvalidRequest, Detail: "The request does not match the API description; see errors[].",
+			Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
+	}
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	message := fmt.Sprint(e.Message)
+	switch {
+	case errors.As(e, &syntaxErr):
+		return problem.New(problem.MalformedJSON, "The body is not valid JSON.")
+	case errors.As(e, &typeErr):
+		location := "body"
+		if typeErr.Field != "" {
+			location += "." + typeErr.Field
+		}
+		return invalid(location, "has a type or a value this member cannot take")
+	case strings.HasPrefix(message, "Invalid format for parameter "):
+		name, _, _ := strings.Cut(strings.TrimPrefix(message, "Invalid format for parameter "), ":")
+		return invalid(parameterLocation(req, name), "is not a value this parameter can take")
+	case strings.HasPrefix(message, "Expected one value for "):
+		name, _, _ := strings.Cut(strings.TrimPrefix(message, "Expected one value for "), ",")
+		return invalid("header."+name, "given more than once; send it once")
+	case strings.HasPrefix(message, "Header parameter "):
+		name, _, _ := strings.Cut(strings.TrimPrefix(message, "Header parameter "), " ")
+		return invalid("header."+name, "is required")
+	case strings.HasPrefix(message, "Query argument "):
+		name, _, _ := strings.Cut(strings.TrimPrefix(message, "Query argument "), " ")
+		return invalid("query."+name, "is required")
+	}
+	return problem.New(problem.InvalidRequest, "The request does not match the API description.")
+}
+
+// parameterLocation says where a parameter named name came from: the query or the headers
+// when the request has it there, the path otherwise.
+func parameterLocation(req *http.Request, name string) string {
+	switch {
+	case req == nil:
+		return "request." + name
+	case req.URL.Query().Has(name):
+		return "query." + name
+	case req.Header.Get(name) != "":
+		return "header." + name
+	}
+	return "path." + name
 }
 
 // renderError is the error boundary: every error becomes an RFC 9457 problem. A 5xx body says
@@ -138,7 +191,7 @@ func (s *Server) renderError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	p := problemFor(err)
+	p := problemFor(err, c.Request()).Bounded()
 	requestID := pipeline.RequestID(c.Request().Context())
 	switch {
 	case p.Code == problem.Unavailable:

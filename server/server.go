@@ -128,7 +128,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.docs = docs
 	s.graphql, err = graphqlapi.New(graphqlapi.Config{
-		Host: graphQLHost{s}, Logger: deps.Logger, Now: s.now,
+		Host: graphQLHost{s}, Logger: deps.Logger, Now: s.now, InitTimeout: cfg.GraphQLInitTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -144,6 +144,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			RedisURL: cfg.RedisURL, KeyPrefix: cfg.RateLimitKeyPrefix,
 		},
 		IdempotencyTTL:  cfg.IdempotencyTTL,
+		DatabaseTimeout: cfg.databaseTimeout(),
 		OutsideDocument: routesOutsideDocument,
 		Stop:            s.backgroundCtx.Done(),
 	})

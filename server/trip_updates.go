@@ -30,9 +30,11 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 		}
 		return gen.StreamTripUpdates200JSONResponse{Body: current.viewedBy(caller)}, nil
 	}
-	// The stream holds a session under the caller's key: it ends when the key is revoked (on
-	// any replica) or expires, with a final `end` message that says so.
-	held, release, err := s.auth.Hold(ctx, caller)
+	// A stream outlives the request's bound on its wait for the database (each of its reads
+	// is bounded alone, currentLiveState), but not its key: it holds a session under the
+	// caller's key, which ends when the key is revoked (on any replica) or expires, with a
+	// final `end` message that says so.
+	held, release, err := s.auth.Hold(context.WithoutCancel(ctx), caller)
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +178,11 @@ func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Princ
 	}
 }
 
-// currentLiveState reads a trip's live state from the store.
+// currentLiveState reads a trip's live state from the store, waiting for the database at
+// most the configured bound: a stream reads it again and again, long after its request.
 func (s *Server) currentLiveState(ctx context.Context, tripID string) (liveUpdate, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.databaseTimeout())
+	defer cancel()
 	trip, err := s.store.TripByID(ctx, tripID)
 	if err != nil {
 		return liveUpdate{}, err

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -27,11 +28,64 @@ type Option func(*options)
 
 type options struct {
 	readTimeout time.Duration
+	pool        Pool
 }
 
 // WithReadTimeout replaces DefaultReadTimeout; zero leaves reads unbounded.
 func WithReadTimeout(d time.Duration) Option {
 	return func(o *options) { o.readTimeout = d }
+}
+
+// Pool is how many connections a Store opens to PostgreSQL (SQLite has one, and one for
+// Ping). A PostgreSQL server takes a fixed number of connections (max_connections, 100 by
+// default, 3 of them kept for superusers): the replicas of the service, the command line and
+// the operators' tools share them, so each replica's share is a setting.
+type Pool struct {
+	// MaxConns is the most connections the Store holds at once, all uses together: two
+	// that listen for notifications (webhook events, trip updates), one for Ping, two that
+	// write without waiting for the WAL flush (positions, the attempt log), and the rest in
+	// the pool that serves requests and background work. At least MinPoolConns.
+	MaxConns int
+	// MaxIdleConns is how many of the pool's connections stay open while idle, at most the
+	// pool's size: opening one costs the server a process.
+	MaxIdleConns int
+}
+
+// The connections a Store holds besides its pool.
+const (
+	listenConns = 1
+	probeConns  = 1
+	asyncConns  = 2
+	sideConns   = listenConns + probeConns + asyncConns
+)
+
+// pgTooManyConnections is the SQLSTATE of a connection refused for want of a free one.
+const pgTooManyConnections = "53300"
+
+// MinPoolConns is the least Pool.MaxConns: the side connections and one in the pool.
+const MinPoolConns = sideConns + 1
+
+// DefaultPool lets 8 replicas share a PostgreSQL of the default max_connections (100, 97 for
+// other roles than superusers) with 17 to spare: 10 connections each, 5 of them in the pool,
+// all 5 kept while idle.
+var DefaultPool = Pool{MaxConns: 10, MaxIdleConns: 10 - sideConns}
+
+// PoolSize is how many of MaxConns connections serve requests and background work.
+func (p Pool) PoolSize() int { return p.MaxConns - sideConns }
+
+func (p Pool) check() error {
+	switch {
+	case p.MaxConns < MinPoolConns:
+		return fmt.Errorf("store: a pool of %d connections is too small: %d at least (%d listen, probe and write apart)", p.MaxConns, MinPoolConns, sideConns)
+	case p.MaxIdleConns < 0 || p.MaxIdleConns > p.PoolSize():
+		return fmt.Errorf("store: %d idle connections do not fit a pool of %d", p.MaxIdleConns, p.PoolSize())
+	}
+	return nil
+}
+
+// WithPool replaces DefaultPool.
+func WithPool(p Pool) Option {
+	return func(o *options) { o.pool = p }
 }
 
 // boundReads makes every connection of cfg bound its reads by timeout. The bound sits on the
@@ -104,15 +158,21 @@ func waitWithoutBound(conn net.Conn) {
 
 // Unavailable reports whether err means the database could not be reached or stopped
 // answering, as opposed to refusing a statement: the connection was refused, reset or cut, a
-// deadline ran out waiting for it, or PostgreSQL said it is shutting down or starting
-// (SQLSTATE class 08, 57P01 to 57P03). Such a request may succeed when retried later.
+// deadline ran out waiting for it (or for a connection of the pool), PostgreSQL said it is
+// shutting down or starting (SQLSTATE class 08, 57P01 to 57P03), or it has no connection to
+// spare (53300: max_connections, or the role's or the database's limit). Such a request may
+// succeed when retried later.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", pgTooManyConnections:
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08")
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error

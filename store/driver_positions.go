@@ -44,10 +44,6 @@ SELECT d.online, COALESCE((SELECT id FROM active), ''), EXISTS (SELECT 1 FROM ta
        d.lat, d.lng, d.heading, d.speed, d.position_at
 FROM drivers d WHERE d.id = ?`)
 
-// positionsPoolSize bounds the connections that write positions: each write is one short
-// statement, so a few connections carry thousands a second.
-const positionsPoolSize = 4
-
 // sqlText is one statement in both placeholder syntaxes: ? for GORM, $1… for pgx.
 type sqlText struct{ marked, numbered string }
 
@@ -118,8 +114,8 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 	}
 	args := []any{driverID, p.Lat, p.Lng, p.Heading, p.Speed, at, driverID, at, driverID}
 	var row *sql.Row
-	if s.positions != nil {
-		row = s.positions.QueryRowContext(ctx, recordPositionSQL.numbered, args...)
+	if s.async != nil {
+		row = s.async.QueryRowContext(ctx, recordPositionSQL.numbered, args...)
 	} else {
 		row = s.conn(ctx).Raw(recordPositionSQL.marked, args...).Row() // inside a request's transaction
 	}

@@ -29,3 +29,10 @@ func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 func (s *Store) TestDB() *gorm.DB {
 	return s.db
 }
+
+// TripReadsRunning is how many statements read single trips right now.
+func (s *Store) TripReadsRunning() int {
+	s.reads.mu.Lock()
+	defer s.reads.mu.Unlock()
+	return s.reads.running
+}

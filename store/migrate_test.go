@@ -115,6 +115,24 @@ var _ = Describe("Migrations", func() {
 			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(HaveField("Event.ID", next.ID)))
 		})
 
+		It("give a disabled endpoint the events of the last day it did not get, held until it is enabled", func(ctx SpecContext) {
+			st := openStore(ctx, e.newDatabase(ctx))
+			Expect(st.MigrateTo(ctx, 12)).To(Succeed())
+			paused := createEndpoint(ctx, st, endpointOpts{CreatedAt: time.Now().Add(-72 * time.Hour), Disabled: true})
+			other := createEndpoint(ctx, st, endpointOpts{CreatedAt: time.Now().Add(-72 * time.Hour), Events: []string{"trip.created"}})
+			appendEvent(ctx, st, "trip.completed", time.Now().Add(-49*time.Hour)) // past the day
+			recent := appendEvent(ctx, st, "trip.completed", time.Now().Add(-time.Hour))
+			appendEvent(ctx, st, "trip.created", time.Now().Add(-time.Hour)) // not a kind it takes
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(HaveField("EndpointID", other.ID)))
+
+			Expect(st.Migrate(ctx)).To(Succeed())
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(BeEmpty(), "held while the endpoint is disabled")
+			enabled := store.WebhookEnabled
+			_, err := st.UpdateWebhookEndpoint(ctx, paused.Account, paused.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(And(HaveField("EndpointID", paused.ID), HaveField("Event.ID", recent.ID))))
+		})
+
 		It("run concurrently for several stores in one process", func(ctx SpecContext) {
 			// Two databases, plus a second handle on the first: goose state is per call, and
 			// the same database migrated twice at once must not fail either.

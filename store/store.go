@@ -70,11 +70,20 @@ type Store struct {
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.
 	reads *tripReads
-	// positions and attempts are small PostgreSQL pools whose commits do not wait for the WAL
-	// flush (see openAsyncCommitPool): they write drivers' positions (RecordDriverPosition)
-	// and the log of webhook delivery attempts (RecordAttempt). Nil on SQLite and for a
+	// async is a small PostgreSQL pool whose commits do not wait for the WAL flush (see
+	// openAsyncCommitPool): it writes drivers' positions (RecordDriverPosition) and the log
+	// of webhook delivery attempts (RecordAttempt). Nil on SQLite and for a
 	// transaction-scoped Store.
-	positions, attempts *sql.DB
+	async *sql.DB
+	// listeners holds the PostgreSQL connection that waits for notifications (notify: every
+	// channel on one connection), apart from the pool it would otherwise hold for good. Nil on
+	// SQLite and for a transaction-scoped Store.
+	listeners *sql.DB
+	notify    *notifications
+	// probe holds the one connection Ping uses, apart from the pool: a pool busy with slow
+	// requests (or SQLite's one connection, held by a long write) is not a database that
+	// stopped answering. Nil for a transaction-scoped Store.
+	probe *sql.DB
 }
 
 // The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
@@ -89,11 +98,14 @@ func init() {
 // file; "postgres://…" and "postgresql://…" are PostgreSQL connection URLs. Open does not
 // migrate: call Migrate.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	o := options{readTimeout: DefaultReadTimeout}
+	o := options{readTimeout: DefaultReadTimeout, pool: DefaultPool}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	engine, dialector, pgConfig, err := dialectorFor(url, o)
+	if err := o.pool.check(); err != nil {
+		return nil, err
+	}
+	engine, dialector, pgConfig, liteDSN, err := dialectorFor(url, o)
 	if err != nil {
 		return nil, err
 	}
@@ -128,42 +140,55 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(0)
 		sqlDB.SetConnMaxIdleTime(0)
 	case EnginePostgres:
-		// As many idle as open: under load a connection closed for being one too many idle
-		// is opened again a moment later, and each is a new server process.
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(20)
+		// Under load a connection closed for being one too many idle is opened again a
+		// moment later, and each is a new server process: keep as many idle as configured.
+		pooled := o.pool.MaxConns - sideConns
+		sqlDB.SetMaxOpenConns(pooled)
+		sqlDB.SetMaxIdleConns(min(o.pool.MaxIdleConns, pooled))
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
 	if pgConfig != nil {
-		s.positions = openAsyncCommitPool(pgConfig, positionsPoolSize)
-		s.attempts = openAsyncCommitPool(pgConfig, attemptsPoolSize)
+		s.async = openAsyncCommitPool(pgConfig, asyncConns)
+		// One connection listens on every channel for everyone following them, held while
+		// anyone listens and closed when nobody does: the listenConns of the budget.
+		s.listeners = stdlib.OpenDB(*pgConfig)
+		s.listeners.SetMaxIdleConns(0)
+		s.notify = &notifications{s: s, followers: map[*follower]struct{}{}}
+		s.probe = stdlib.OpenDB(*pgConfig)
+	} else if s.probe, err = sql.Open(sqlite.DriverName, liteDSN); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("store: open %s: %w", engine, err)
 	}
+	s.probe.SetMaxOpenConns(1)
+	s.probe.SetMaxIdleConns(1)
 	s.reads = &tripReads{s: s}
 	if err := s.Ping(ctx); err != nil {
-		_ = sqlDB.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)
 	}
 	return s, nil
 }
 
-// dialectorFor picks the engine and GORM dialector for a database URL, and for PostgreSQL
-// the connection settings.
-func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfig, error) {
+// dialectorFor picks the engine and GORM dialector for a database URL, and the connection
+// settings: for PostgreSQL pgx's, for SQLite the data source name.
+func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfig, string, error) {
 	switch {
 	case raw == "":
-		return EngineSQLite, sqlite.Open(sqliteDSN(DefaultSQLitePath)), nil, nil
+		dsn := sqliteDSN(DefaultSQLitePath)
+		return EngineSQLite, sqlite.Open(dsn), nil, dsn, nil
 	case strings.HasPrefix(raw, "sqlite://"):
 		path := strings.TrimPrefix(raw, "sqlite://")
 		if path == "" {
-			return "", nil, nil, errors.New("store: sqlite:// URL without a file path")
+			return "", nil, nil, "", errors.New("store: sqlite:// URL without a file path")
 		}
-		return EngineSQLite, sqlite.Open(sqliteDSN(path)), nil, nil
+		dsn := sqliteDSN(path)
+		return EngineSQLite, sqlite.Open(dsn), nil, dsn, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
 		if _, err := url.Parse(raw); err != nil {
 			// url.Error quotes the URL, password included: report only the kind of problem.
-			return "", nil, nil, errors.New("store: malformed PostgreSQL URL")
+			return "", nil, nil, "", errors.New("store: malformed PostgreSQL URL")
 		}
 		if !strings.Contains(raw, "connect_timeout=") {
 			// A server that does not answer must not hold a request for the TCP timeout.
@@ -175,13 +200,13 @@ func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfi
 		}
 		cfg, err := pgx.ParseConfig(raw)
 		if err != nil {
-			return "", nil, nil, errors.New("store: malformed PostgreSQL URL") // its text may quote the password
+			return "", nil, nil, "", errors.New("store: malformed PostgreSQL URL") // its text may quote the password
 		}
 		boundReads(cfg, o.readTimeout)
-		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), cfg, nil
+		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), cfg, "", nil
 	default:
 		scheme, _, _ := strings.Cut(raw, "://")
-		return "", nil, nil, fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)
+		return "", nil, nil, "", fmt.Errorf("store: unsupported database URL scheme %q (want sqlite:// or postgres://)", scheme)
 	}
 }
 
@@ -278,12 +303,14 @@ func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 	return nil
 }
 
-// Ping reports whether the database answers, for readiness checks.
+// Ping reports whether the database answers, for readiness checks and outage probes. It
+// asks on a connection of its own, so a pool whose connections are all busy does not make a
+// database that answers look unreachable.
 func (s *Store) Ping(ctx context.Context) error {
-	if s.sqlDB == nil {
+	if s.probe == nil {
 		return s.db.WithContext(ctx).Exec("SELECT 1").Error
 	}
-	return s.sqlDB.PingContext(ctx)
+	return s.probe.PingContext(ctx)
 }
 
 // Close releases the connection pool. Closing a transaction-scoped Store does nothing: the
@@ -292,7 +319,7 @@ func (s *Store) Close() error {
 	if s.sqlDB == nil {
 		return nil
 	}
-	for _, pool := range []*sql.DB{s.positions, s.attempts} {
+	for _, pool := range []*sql.DB{s.async, s.listeners, s.probe} {
 		if pool != nil {
 			_ = pool.Close()
 		}

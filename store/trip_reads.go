@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // Reading one trip by id is the hottest query there is (GET /v1/trips/{id}, GraphQL's trip),
@@ -42,8 +43,10 @@ type tripReads struct {
 type tripRead struct {
 	id    string
 	reach TripReach
-	trip  Trip
-	err   error
+	// deadline is when its caller stops waiting (ctx's deadline); zero for never.
+	deadline time.Time
+	trip     Trip
+	err      error
 	// lead, when set as the read wakes, is the batch it must now run (itself first).
 	lead []*tripRead
 	wake chan struct{}
@@ -54,10 +57,13 @@ var tripReadPool = sync.Pool{New: func() any { return &tripRead{wake: make(chan 
 // errTripReadAbandoned answers reads whose statement panicked.
 var errTripReadAbandoned = errors.New("store: trip read abandoned")
 
-// read returns the trip with id within reach, with its driver, or ErrNotFound.
+// read returns the trip with id within reach, with its driver, or ErrNotFound. A read that
+// waits for a statement waits no longer than ctx allows: a database that stalls the
+// statements under way must not hold the reads behind them past their callers' bound.
 func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip, error) {
 	r := tripReadPool.Get().(*tripRead)
 	r.id, r.reach = id, reach
+	r.deadline, _ = ctx.Deadline()
 	t.mu.Lock()
 	if t.running < tripReadStatements {
 		t.running++
@@ -66,7 +72,16 @@ func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip,
 	} else {
 		t.waiting = append(t.waiting, r)
 		t.mu.Unlock()
-		<-r.wake
+		select {
+		case <-r.wake:
+		case <-ctx.Done():
+			if t.leave(r) {
+				*r = tripRead{wake: r.wake}
+				tripReadPool.Put(r)
+				return Trip{}, ctx.Err()
+			}
+			<-r.wake // a statement took it meanwhile: its answer, or its batch to lead, comes
+		}
 		if r.lead != nil {
 			t.run(ctx, r.lead)
 		}
@@ -84,14 +99,40 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 	for _, r := range batch {
 		r.err = errTripReadAbandoned
 	}
+	if len(batch) > 1 {
+		// The statement answers every read of the batch: it must not fail because the caller
+		// leading it went away, and must end by the first deadline of the others, so that
+		// none of their callers waits past its own. A read whose caller's deadline passed while
+		// it waited is answered so, and left out.
+		ctx = context.WithoutCancel(ctx)
+		now := time.Now()
+		live := make([]*tripRead, 0, len(batch))
+		var first time.Time
+		for _, r := range batch {
+			switch {
+			case r.deadline.IsZero():
+			case !r.deadline.After(now):
+				r.err = context.DeadlineExceeded
+				continue
+			case first.IsZero() || r.deadline.Before(first):
+				first = r.deadline
+			}
+			live = append(live, r)
+		}
+		if !first.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, first)
+			defer cancel()
+		}
+		batch = live
+		if len(batch) == 0 {
+			return
+		}
+	}
 	n := len(batch)
 	vars := make([]any, 3*n)
 	for i, r := range batch {
 		vars[i], vars[n+i], vars[2*n+i] = r.id, r.reach.Account, r.reach.DriverID
-	}
-	if n > 1 {
-		// The other reads must not fail because the caller leading them went away.
-		ctx = context.WithoutCancel(ctx)
 	}
 	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsWithin[n], vars...)
 	for _, r := range batch {
@@ -109,6 +150,19 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 			}
 		}
 	}
+}
+
+// leave takes r out of the waiting reads, unless a statement has taken it already (false).
+func (t *tripReads) leave(r *tripRead) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, w := range t.waiting {
+		if w == r {
+			t.waiting = append(t.waiting[:i:i], t.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 func (t *tripReads) finish(batch []*tripRead) {

@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -97,6 +99,41 @@ var _ = Describe("Reads of single trips", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.ID).To(Equal(trips[0].ID))
 			Expect(st.TripReadsWaiting()).To(BeZero())
+		})
+
+		It(fmt.Sprintf("wait for a statement no longer than their callers do, on %s", e.name), func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			trip := createTrip(ctx, st, tripOpts{})
+			release := make(chan struct{})
+			var holding sync.WaitGroup
+			Expect(st.TestDB().Callback().Row().Before("gorm:row").Register("test:hold", func(db *gorm.DB) {
+				if db.Statement.Table == "trips" {
+					<-release
+				}
+			})).To(Succeed())
+			for range store.TripReadStatements {
+				holding.Go(func() {
+					_, err := st.TripWithin(ctx, trip.ID, store.TripReach{Account: store.DefaultAccount})
+					Expect(err).NotTo(HaveOccurred())
+				})
+			}
+			Eventually(st.TripReadsRunning).Should(Equal(store.TripReadStatements))
+
+			// Every statement slot is held, as by a database that stopped answering: reads
+			// behind them give up at their deadline, the statements still held.
+			for range 3 {
+				bounded, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+				_, err := st.TripWithin(bounded, trip.ID, store.TripReach{Account: store.DefaultAccount})
+				cancel()
+				Expect(err).To(MatchError(context.DeadlineExceeded))
+			}
+			Expect(st.TripReadsWaiting()).To(BeZero(), "the reads that gave up left the queue")
+			close(release)
+			holding.Wait()
+			got, err := st.TripWithin(ctx, trip.ID, store.TripReach{Account: store.DefaultAccount})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.ID).To(Equal(trip.ID))
 		})
 	}
 })

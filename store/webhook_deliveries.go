@@ -2,12 +2,8 @@ package store
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/rideapi/ride/webhooks"
 )
@@ -94,7 +90,7 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []webhooks.Attempt)
 		records[i] = newAttemptRecord(a)
 		disables = disables || a.DisableEndpoint
 	}
-	if s.attempts != nil && !disables {
+	if s.async != nil && !disables {
 		return s.recordOnPool(ctx, records)
 	}
 	return s.WithTx(ctx, func(tx *Store) error {
@@ -134,7 +130,7 @@ func (s *Store) recordOnPool(ctx context.Context, records []attemptRecord) error
 		errs, attempted, due = append(errs, r.row.Error), append(attempted, r.row.AttemptedAt), append(due, r.due)
 		moves, movedAt, held = append(moves, r.status), append(movedAt, r.movedAt), append(held, deliveryPending)
 	}
-	_, err := s.attempts.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
+	_, err := s.async.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
 		statuses, responses, latencies, errs, attempted, due, moves, movedAt, held)
 	return interpretError(err)
 }
@@ -190,9 +186,6 @@ SELECT id, delivery_id, endpoint_id, event_id, event_type, attempt, status, resp
 	latency_ms, error, attempted_at, next_attempt_at
 FROM input`
 
-// attemptsPoolSize bounds the connections that record attempts: one short statement each.
-const attemptsPoolSize = 4
-
 func deliveryStatus(o webhooks.Outcome) string {
 	switch o {
 	case webhooks.Succeeded:
@@ -239,59 +232,6 @@ func (s *Store) ListenEvents(ctx context.Context, notify func()) error {
 	// connection may have hidden notifications: wake once, then listen again.
 	s.listen(ctx, eventsChannel, func(string) { notify() }, notify)
 	return nil
-}
-
-// listenRetryWait is how long listen waits before listening again after a lost connection.
-const listenRetryWait = time.Second
-
-// listen listens on channel until ctx ends, calling notify with each notification's payload;
-// after a lost connection it calls lost (notifications may have been missed meanwhile) and
-// listens again after listenRetryWait.
-func (s *Store) listen(ctx context.Context, channel string, notify func(payload string), lost func()) {
-	for ctx.Err() == nil {
-		_ = s.listenOnce(ctx, channel, notify)
-		if ctx.Err() != nil {
-			return
-		}
-		lost()
-		select {
-		case <-ctx.Done():
-		case <-time.After(listenRetryWait):
-		}
-	}
-}
-
-// listenOnce holds one connection of the pool listening on channel, calling notify with each
-// notification's payload, until ctx ends or the connection fails.
-func (s *Store) listenOnce(ctx context.Context, channel string, notify func(payload string)) error {
-	conn, err := s.sqlDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.Raw(func(driverConn any) error {
-		c, ok := driverConn.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("store: listen: unexpected driver connection %T", driverConn)
-		}
-		pg := c.Conn()
-		waitWithoutBound(pg.PgConn().Conn()) // it waits for notifications on purpose
-		err := func() error {
-			if _, err := pg.Exec(ctx, "LISTEN "+channel); err != nil {
-				return err
-			}
-			for {
-				n, err := pg.WaitForNotification(ctx)
-				if err != nil {
-					return err
-				}
-				notify(n.Payload)
-			}
-		}()
-		// The connection listens (or was interrupted mid-wait): database/sql discards a
-		// connection whose Raw call fails with ErrBadConn instead of pooling it again.
-		return fmt.Errorf("store: listen: %w (%w)", err, driver.ErrBadConn)
-	})
 }
 
 // Redeliver makes the delivery of an event to an endpoint due at now again, or creates it when

@@ -11,8 +11,9 @@ import (
 const (
 	// WebhookEnabled endpoints receive deliveries.
 	WebhookEnabled = "enabled"
-	// WebhookDisabled endpoints receive nothing; a receiver answering 410 Gone disables its
-	// endpoint. Delete and register again to resume.
+	// WebhookDisabled endpoints receive nothing: their deliveries, those of the events
+	// written meanwhile included, are held until the endpoint is enabled again. A receiver
+	// answering 410 Gone disables its endpoint.
 	WebhookDisabled = "disabled"
 )
 

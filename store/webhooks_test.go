@@ -62,11 +62,11 @@ var _ = Describe("Webhook deliveries", func() {
 		var st *store.Store
 		BeforeEach(func() { st = e.shared })
 
-		It("makes an event's deliveries as it is written, for the enabled endpoints of its account that subscribe", func(ctx SpecContext) {
+		It("makes an event's deliveries as it is written, for the endpoints of its account that subscribe, held for disabled ones", func(ctx SpecContext) {
 			now := time.Now()
 			wanted := createEndpoint(ctx, st, endpointOpts{Events: []string{"trip.created", "trip.completed"}})
 			createEndpoint(ctx, st, endpointOpts{Events: []string{"trip.created"}})
-			createEndpoint(ctx, st, endpointOpts{Disabled: true})
+			paused := createEndpoint(ctx, st, endpointOpts{Disabled: true})
 			createEndpoint(ctx, st, endpointOpts{Account: "acct_other"})
 			event := appendEvent(ctx, st, "trip.completed", now)
 			createEndpoint(ctx, st, endpointOpts{}) // registered after the event
@@ -82,6 +82,12 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(d.Event.Type).To(Equal("trip.completed"))
 			Expect(d.Event.CreatedAt).To(Equal(event.CreatedAt))
 			Expect(d.Event.Data).To(MatchJSON(`{"trip_id":"trp_x"}`))
+
+			enabled := store.WebhookEnabled
+			_, err := st.UpdateWebhookEndpoint(ctx, paused.Account, paused.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(And(HaveField("EndpointID", paused.ID), HaveField("Event.ID", event.ID))),
+				"the event written while the endpoint was disabled, once it is enabled")
 		})
 
 		It("claims a backlog larger than one claim in the order it fell due, each delivery once", func(ctx SpecContext) {
@@ -235,8 +241,14 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.Status).To(Equal(store.WebhookDisabled))
 			Expect(claimAll(ctx, st, now.Add(time.Hour), time.Minute)).To(BeEmpty())
-			appendEvent(ctx, st, "trip.completed", time.Now())
+			later := appendEvent(ctx, st, "trip.completed", time.Now())
 			Expect(claimAll(ctx, st, time.Now().Add(time.Hour), time.Minute)).To(BeEmpty(), "no deliveries for a disabled endpoint")
+
+			enabled := store.WebhookEnabled
+			_, err = st.UpdateWebhookEndpoint(ctx, w.Account, w.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(HaveField("Event.ID", later.ID)),
+				"the event written after the 410 was held; the ones pending then stay failed")
 		})
 
 		It("holds the deliveries of a disabled endpoint, without holding up others, until it is enabled again", func(ctx SpecContext) {

@@ -282,11 +282,56 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			var bomb strings.Builder
 			bomb.WriteString("{ ...F0 }\n")
 			for i := 0; i < 40; i++ {
-				fmt.Fprintf(&bomb, "fragment F%d on Query { ...F%d ...F%d }\n", i, i+1, i+1)
+				fmt.Fprintf(&bomb, "fragment F%d on Query { ...A%d ...B%d }\n", i, i, i)
+				fmt.Fprintf(&bomb, "fragment A%d on Query { ...F%d }\nfragment B%d on Query { ...F%d }\n", i, i+1, i, i+1)
 			}
 			bomb.WriteString("fragment F40 on Query { __typename }")
 			answer = expectRejected(h.GQL(h.Admin, map[string]any{"query": bomb.String()}), "QUERY_TOO_COMPLEX")
 			Expect(answer.Extensions.Cost.Requested).To(Equal(1<<31-1), "the count saturates instead of overflowing")
+		})
+
+		It("runs a field repeated 990 times once, and counts it once", func() {
+			doc := `{ driver(id: "` + driver.ID + `") {` + strings.Repeat("\n  name", 990) + "\n  photo\n  nope\n} }"
+			res := h.GQL(h.Admin, map[string]any{"query": doc})
+			answer := expectRejected(res, "GRAPHQL_VALIDATION_FAILED")
+			Expect(answer.Errors).To(HaveLen(1))
+			Expect(answer.Errors[0].Locations).To(HaveLen(1))
+			Expect(answer.Errors[0].Locations[0].Line).To(Equal(993), "errors point into the document as sent: %s", res.Body)
+			Expect(answer.Errors[0].Locations[0].Column).To(Equal(3), "errors point into the document as sent: %s", res.Body)
+
+			doc = `{ driver(id: "` + driver.ID + `") {` + strings.Repeat(" name", 990) + ` } }`
+			answer = gqlDecode(h.GQL(h.Admin, map[string]any{"query": doc}))
+			Expect(answer.Errors).To(BeEmpty())
+			Expect(answer.Extensions.Cost.Requested).To(Equal(2))
+			Expect(answer.Data).To(Equal(map[string]any{"driver": map[string]any{"name": driver.Name}}))
+		})
+
+		It("names one conflict of a document of conflicting fields, and refuses one of too many fragments side by side", func() {
+			var conflicting strings.Builder
+			conflicting.WriteString("{")
+			for i := range 300 {
+				fmt.Fprintf(&conflicting, ` a: driver(id: "%d") { name }`, i)
+			}
+			conflicting.WriteString(" }")
+			answer := expectRejected(h.GQL(h.Admin, map[string]any{"query": conflicting.String()}), "GRAPHQL_VALIDATION_FAILED")
+			Expect(answer.Errors).To(HaveLen(1))
+			Expect(answer.Errors[0].Message).To(ContainSubstring(`Fields "a" conflict because they have differing arguments`))
+
+			var fragments strings.Builder
+			fragments.WriteString(`{ driver(id: "` + driver.ID + `") {`)
+			for i := range 600 {
+				fmt.Fprintf(&fragments, ` ...{a%d:name}`, i)
+			}
+			fragments.WriteString(" } }")
+			answer = expectRejected(h.GQL(h.Admin, map[string]any{"query": fragments.String()}), "QUERY_TOO_COMPLEX")
+			Expect(answer.Errors[0].Message).To(ContainSubstring("comparisons"))
+		})
+
+		It("lists at most 50 errors, and says how many more there were", func() {
+			doc := `{ driver(id: "` + driver.ID + `") {` + aliases(120, func(i int) string { return fmt.Sprintf("nope%d", i) }) + ` } }`
+			answer := expectRejected(h.GQL(h.Admin, map[string]any{"query": doc}), "GRAPHQL_VALIDATION_FAILED")
+			Expect(answer.Errors).To(HaveLen(51))
+			Expect(answer.Errors[50].Message).To(Equal("70 more errors are not listed; an answer lists the first 50."))
 		})
 
 		It("rejects malformed and invalid documents with GraphQL errors, never a 5xx", func() {

@@ -347,6 +347,9 @@ func (h *Harness) Send(req *http.Request) *Response {
 	Expect(validateResponse(req, out)).To(Succeed(), "%s %s answered %d %s", req.Method, req.URL.Path, res.StatusCode, data)
 	Expect(res.Header.Get("X-Request-Id")).To(HavePrefix("req_"), "every response carries X-Request-Id")
 	Expect(leaks(data)).To(Succeed(), "%s %s leaks internal data", req.Method, req.URL.Path)
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/problem+json") {
+		Expect(internalWording(data)).To(Succeed(), "%s %s", req.Method, req.URL.Path)
+	}
 	return out
 }
 

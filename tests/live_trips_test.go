@@ -175,7 +175,7 @@ var _ = ForEachEngine("Live trips", func(h *Harness) {
 		Expect(res.Problem().Errors).To(HaveValue(ContainElement(HaveField("Location", "body.positions.0.lat"))))
 		res = post(driverKey, here(city.CenterLat, city.CenterLng, at(0)), here(city.CenterLat, city.CenterLng, at(time.Hour)))
 		ExpectProblem(res, http.StatusUnprocessableEntity, "position_in_future")
-		Expect(res.Problem().Errors).To(HaveValue(ContainElement(HaveField("Location", "body.positions[1].recorded_at"))))
+		Expect(res.Problem().Errors).To(HaveValue(ContainElement(HaveField("Location", "body.positions.1.recorded_at"))))
 
 		// Late, out of order and twice: the latest recorded position stays.
 		latest := post(driverKey, here(city.CenterLat+0.01, city.CenterLng, at(2*time.Second)), here(city.CenterLat+0.02, city.CenterLng, at(time.Second)))

@@ -382,7 +382,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 				`{"trip_id":"` + p.trip.ID + `","amount":2358,"currency":"USD","payment_method":"pm_card_visa"}`:       "body.currency",
 				`{"trip_id":"` + p.trip.ID + `","amount":-1,"currency":"usd","payment_method":"pm_card_visa"}`:         "body.amount",
 				`{"trip_id":"` + p.trip.ID + `","amount":2358,"currency":"usd","payment_method":"card"}`:               "body.payment_method",
-				`{"trip_id":"` + p.trip.ID + `","amount":2358,"currency":"usd","payment_method":"pm_card_visa","x":1}`: "body",
+				`{"trip_id":"` + p.trip.ID + `","amount":2358,"currency":"usd","payment_method":"pm_card_visa","x":1}`: "body.x",
 			} {
 				res := h.pay(p.riderKey, key, body)
 				Expect(res.Status).To(Equal(400), body)

@@ -44,22 +44,33 @@ var _ = ForEachEngine("Changing a webhook endpoint", func(h *Harness) {
 			HaveKeyWithValue("description", BeNil()), HaveKeyWithValue("url", after.URL)))
 	})
 
-	It("holds deliveries while disabled and sends them when enabled again, after a 410 too", func() {
+	It("holds deliveries while disabled, the events written meanwhile included, and sends them when enabled again, after a 410 too", func() {
 		receiver, fix := NewBrokenReceiver(http.StatusGone)
 		id, _ := h.RegisterEndpoint(receiver.URL, "payment.failed")
 		first := h.AppendEvent("payment.failed")
 		Eventually(func() any { return h.GET("/v1/webhook-endpoints/"+id, h.Admin).JSON()["status"] }).
 			WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(Equal("disabled"))
 		Expect(receiver.CallsFor(first.ID)).To(HaveLen(1))
+		afterGone := h.AppendEvent("payment.failed") // written while the 410 keeps it disabled
 
 		fix()
 		Expect(patch(h.Admin, id, map[string]any{"status": "enabled"}).JSON()["status"]).To(Equal("enabled"))
+		Eventually(deliveredTo(receiver, afterGone.ID)).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))
 		second := h.AppendEvent("payment.failed")
 		Eventually(deliveredTo(receiver, second.ID)).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1))
 
 		Expect(patch(h.Admin, id, map[string]any{"status": "disabled"}).JSON()["status"]).To(Equal("disabled"))
-		third := h.AppendEvent("payment.failed")
-		Consistently(deliveredTo(receiver, third.ID), 300*time.Millisecond).Should(BeEmpty())
+		var meanwhile []string
+		for range 12 {
+			meanwhile = append(meanwhile, h.AppendEvent("payment.failed").ID)
+		}
+		Consistently(deliveredTo(receiver, meanwhile[0]), 300*time.Millisecond).Should(BeEmpty(), "held while disabled")
+		Expect(patch(h.Admin, id, map[string]any{"status": "enabled"}).JSON()["status"]).To(Equal("enabled"))
+		for _, event := range meanwhile {
+			Eventually(deliveredTo(receiver, event)).WithTimeout(firstAttemptWithin).WithPolling(pollEvery).Should(HaveLen(1),
+				"every event written while it was disabled, once")
+		}
+		Expect(receiver.CallsFor(first.ID)).To(HaveLen(1), "the event answered 410 is not sent again")
 	})
 
 	It("holds a changed URL to the rules of registration", func(ctx SpecContext) {

@@ -21,8 +21,9 @@ import (
 // replicas sharing the database.
 //
 // The Store makes the deliveries: each event written gets, in the same transaction, a pending
-// delivery due at once for every enabled endpoint that subscribes to its kind, so that a
-// delivery exists exactly when its event committed.
+// delivery due at once for every endpoint that subscribes to its kind, so that a delivery
+// exists exactly when its event committed; those of a disabled endpoint are held until it is
+// enabled again.
 type Store interface {
 	// ClaimDeliveries takes up to p.Limit pending deliveries due at p.Now for enabled endpoints,
 	// numbers each claim's attempt (one more than the last) and leases it until p.LeaseUntil:
@@ -228,6 +229,11 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.PurgeInterval <= 0 {
 		cfg.PurgeInterval = DefaultPurgeInterval
 	}
+	if h := cfg.Policy.horizon(); h <= cfg.Lease {
+		// An attempt cut off by a crash is taken over when its lease runs out: past the
+		// horizon, it never would be.
+		return nil, fmt.Errorf("webhooks: a retry horizon of %s must be longer than the attempt lease of %s", h, cfg.Lease)
+	}
 	return &Worker{
 		cfg:   cfg,
 		log:   cfg.Logger.With("component", "webhooks"),
@@ -337,6 +343,14 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 		ID: w.cfg.NewAttemptID(), DeliveryID: d.ID, EndpointID: d.EndpointID,
 		EventID: d.Event.ID, EventType: d.Event.Type, Number: d.Attempt,
 	}
+	if now := w.now(); !now.Before(d.Event.CreatedAt.Add(w.cfg.Policy.horizon())) {
+		// Held past its horizon (its endpoint was disabled longer), or claimed that late: a
+		// delivery is attempted until the horizon, never after.
+		rec.AttemptedAt, rec.Outcome = now.Truncate(time.Microsecond), Failed
+		rec.Error = "not sent: the retry horizon had passed (the endpoint was disabled, or the delivery waited, until then)"
+		w.finish(d, rec)
+		return
+	}
 	status, retryAfter, latency, sendErr := w.send(ctx, d)
 	now := w.now()
 	rec.AttemptedAt = now.Add(-latency).Truncate(time.Microsecond)
@@ -374,7 +388,12 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 	if len(rec.Error) > maxErrorLength {
 		rec.Error = rec.Error[:maxErrorLength]
 	}
+	w.finish(d, rec)
+}
 
+// finish records the attempt rec of d; a failure to record leaves the delivery leased, and
+// it is attempted again when the lease runs out.
+func (w *Worker) finish(d Delivery, rec Attempt) {
 	if err := w.record(rec); err != nil {
 		// The lease runs out and the delivery is attempted again: at least once.
 		w.log.Error("recording a delivery attempt failed", "event_id", d.Event.ID,
@@ -385,7 +404,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery) {
 		w.cfg.OnAttempt(rec)
 	}
 	w.log.Debug("delivery attempt", "event_id", d.Event.ID, "endpoint_id", d.EndpointID,
-		"attempt", d.Attempt, "outcome", rec.Outcome, "status", status, "latency", latency)
+		"attempt", d.Attempt, "outcome", rec.Outcome, "status", rec.ResponseStatus, "latency", rec.Latency)
 }
 
 // record records an attempt: with the attempts ending meanwhile through the recorder of a

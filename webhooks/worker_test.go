@@ -196,6 +196,30 @@ var _ = Describe("The worker", func() {
 		}
 	})
 
+	It("sends nothing once the horizon has passed, and records the delivery failed", func() {
+		calls := make(chan struct{}, 1)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls <- struct{}{}
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer receiver.Close()
+		late := delivery(receiver.URL, 0)
+		late.Event.CreatedAt = now.Add(-webhooks.DefaultHorizon) // due at the horizon itself: too late
+		store := &fakeStore{due: []webhooks.Delivery{late}}
+		stop := run(store)
+		Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).Should(ConsistOf(And(
+			HaveField("Outcome", webhooks.Failed), HaveField("ResponseStatus", 0), HaveField("Error", ContainSubstring("horizon")))))
+		stop()
+		Expect(calls).To(BeEmpty(), "the receiver heard nothing")
+	})
+
+	It("refuses a horizon within an attempt's lease, which would leave an attempt cut off by a crash unretried", func() {
+		_, err := webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: 30 * time.Second}})
+		Expect(err).To(MatchError(ContainSubstring("longer than the attempt lease of 40s")))
+		_, err = webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: time.Minute}})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
 	It("purges events past the 30-day retention when it starts", func() {
 		store := &fakeStore{}
 		stop := run(store)

@@ -33,9 +33,14 @@ const (
 	// cyclic, so depth alone lets a short query fan out exponentially. graphql-js's
 	// MaxIntrospectionDepthRule sets the same bound; real introspection queries nest one.
 	graphQLMaxIntrospectionLists = 2
-	// graphQLMaxCost is the field budget of one request: every field counts 1, after fragments
-	// are expanded at each place they are spread.
+	// graphQLMaxCost is the field budget of one request: every field that runs counts 1,
+	// fragments expanded at each place they are spread, a selection repeated exactly in one
+	// selection set once (it runs once).
 	graphQLMaxCost = 1_000
+	// graphQLMaxOverlapPairs bounds the pairs of selections graphql-go compares to check that
+	// fields of one response name merge: fields of one name side by side, and each fragment
+	// with everything beside it. Documents of a client count a few hundred.
+	graphQLMaxOverlapPairs = 20_000
 )
 
 // GraphQL error codes (`extensions.code`) of the protocol, the ones Apollo's clients and
@@ -82,9 +87,13 @@ func (e *requestError) at(pos *ast.Position) *requestError {
 
 // documentAnalysis is what the server learns from a document before running it.
 type documentAnalysis struct {
+	// query is the document to run: the one sent, with exact repeats of a selection blanked
+	// out (withoutRepeatedSelections); doc is it parsed.
+	query     string
 	doc       *ast.QueryDocument
 	operation *ast.OperationDefinition
-	// cost is the number of fields the operation selects once fragments are expanded.
+	// cost is the number of fields the operation runs: fragments expanded at each place
+	// they are spread, a selection repeated exactly in one selection set counted once.
 	cost int
 }
 
@@ -143,7 +152,14 @@ func analyzeDocument(query, operationName string) (documentAnalysis, *requestErr
 	if err != nil {
 		return a, parseError(err)
 	}
-	a.doc = doc
+	if without, repeated := withoutRepeatedSelections(query, doc); repeated {
+		// The same document with fewer selections, at the same positions: it parses.
+		if doc, err = parser.ParseQuery(&ast.Source{Input: without}); err != nil {
+			return a, parseError(err)
+		}
+		query = without
+	}
+	a.query, a.doc = query, doc
 	op, reqErr := selectOperation(doc, operationName)
 	if reqErr != nil {
 		return a, reqErr
@@ -172,6 +188,10 @@ func analyzeDocument(query, operationName string) (documentAnalysis, *requestErr
 	case m.fields > graphQLMaxCost:
 		return a, newRequestError(gqlCodeTooComplex,
 			"The query selects %d fields; the limit is %d. Ask for fewer fields, or split the query.", m.fields, graphQLMaxCost).at(op.Position)
+	}
+	// Within the cost, fields expanded: checking that they merge is linear in it.
+	if err := mergeConflict(doc, op); err != nil {
+		return a, err
 	}
 	return a, nil
 }

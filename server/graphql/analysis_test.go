@@ -24,7 +24,22 @@ var _ = Describe("GraphQL document analysis", func() {
 		Entry("unused fragments do not count", `{ __typename } fragment U on Trip { id status city }`, 1),
 		Entry("an unknown fragment counts nothing (validation names it)", `{ ...Missing }`, 0),
 		Entry("introspection counts like data", `{ __schema { types { name } } }`, 3),
+		Entry("a field repeated exactly runs once and counts once", `{ driver(id: "x") { name name name } }`, 2),
+		Entry("a repeated subtree counts once", `{ trip(id: "x") { id driver { name } } trip(id: "x") { id driver { name } } }`, 4),
+		Entry("a repeated inline fragment or spread counts once", `{ trip(id: "x") { ... on Trip { id } ... on Trip { id } ...T ...T } } fragment T on Trip { status }`, 3),
+		Entry("other arguments, aliases or directives are other fields", `{ a: trip(id: "x") { id } trip(id: "x") { id } b: trip(id: "y") { id } trip(id: "x") @skip(if: true) { id } }`, 8),
 	)
+
+	It("blanks the repeats out of the document it runs, keeping every other token where it was", func() {
+		doc := "{\n  driver(id: \"x\") {\n    name, name # twice\n    rating\n    name @include(if: true)\n  name\n  }\n  driver(id: \"x\") { name }\n}"
+		a, err := analyzeDocument(doc, "")
+		Expect(err).To(BeNil())
+		Expect(a.query).To(Equal("{\n  driver(id: \"x\") {\n    name,             \n    rating\n    name @include(if: true)\n      \n  }\n  driver(id: \"x\") { name }\n}"))
+		Expect(a.cost).To(Equal(6))
+		same, err := analyzeDocument(`{ driver(id: "x") { name } }`, "")
+		Expect(err).To(BeNil())
+		Expect(same.query).To(Equal(`{ driver(id: "x") { name } }`), "a document without repeats runs as sent")
+	})
 
 	DescribeTable("refuses documents over a limit, before running them",
 		func(doc, code, message string) {
@@ -49,7 +64,26 @@ var _ = Describe("GraphQL document analysis", func() {
 		Entry("a mutation", `mutation { cancel }`, gqlCodeBadRequest, "mutation operations are not supported"),
 		Entry("no operation", `fragment F on Query { __typename }`, gqlCodeOperationResolutionFailure, "no operation"),
 		Entry("two anonymous operations", `{ a } { b }`, gqlCodeOperationResolutionFailure, "operationName"),
+		Entry("fields of one name with other arguments", `{ a: trip(id: "x") { id } a: trip(id: "y") { id } }`, gqlCodeValidationFailed, `Fields "a" conflict because they have differing arguments`),
+		Entry("fields of one name that are other fields", `{ driver(id: "x") { a: name a: rating } }`, gqlCodeValidationFailed, `"name" and "rating" are different fields`),
+		Entry("a conflict brought by a fragment", `{ driver(id: "x") { a: name ...D } } fragment D on Driver { a: photo }`, gqlCodeValidationFailed, `Fields "a" conflict`),
+		Entry("a conflict between the selections of fields that merge", `{ trip(id: "x") { driver { n: name } } trip(id: "x") { driver { n: rating } } }`, gqlCodeValidationFailed, `Fields "n" conflict`),
 	)
+
+	It("reports one conflict of a document full of them, at both fields", func() {
+		var doc strings.Builder
+		doc.WriteString("{")
+		for i := range 300 {
+			fmt.Fprintf(&doc, " a: driver(id: \"%d\") { name }", i)
+		}
+		doc.WriteString(" }")
+		_, err := analyzeDocument(doc.String(), "")
+		Expect(err).NotTo(BeNil())
+		Expect(err.code).To(Equal(gqlCodeValidationFailed))
+		Expect(err.locations).To(HaveLen(2))
+		_, err = analyzeDocument(`{ trip(id: "x") { id } trip(id: "x") { status } a: driver(id: "y") { name } ...D } fragment D on Query { a: driver(id: "y") { rating } }`, "")
+		Expect(err).To(BeNil(), "same field, same arguments: the selections merge")
+	})
 
 	It("accepts exactly the limits", func() {
 		deep := `{ a { b { c { d { e { f { g { h { i { j } } } } } } } } } }`
@@ -74,7 +108,8 @@ var _ = Describe("GraphQL document analysis", func() {
 		var doc strings.Builder
 		doc.WriteString("{ ...F0 }\n")
 		for i := 0; i < 62; i++ {
-			fmt.Fprintf(&doc, "fragment F%d on Query { ...F%d ...F%d }\n", i, i+1, i+1)
+			fmt.Fprintf(&doc, "fragment F%d on Query { ...A%d ...B%d }\n", i, i, i)
+			fmt.Fprintf(&doc, "fragment A%d on Query { ...F%d }\nfragment B%d on Query { ...F%d }\n", i, i+1, i, i+1)
 		}
 		doc.WriteString("fragment F62 on Query { __typename }")
 		a, err := analyzeDocument(doc.String(), "")
@@ -137,7 +172,16 @@ var _ = Describe("the document cache", func() {
 	})
 })
 
-// spreads is a document that spreads, n times, a fragment of 100 fields.
+// spreads is a document of n trips, each spreading a fragment of 99 fields: 100 n fields.
 func spreads(n int) string {
-	return "{ " + strings.Repeat("...F ", n) + "} fragment F on Query { " + strings.Repeat("__typename ", 100) + "}"
+	var doc strings.Builder
+	doc.WriteString("{ ")
+	for i := range n {
+		fmt.Fprintf(&doc, "t%d: trip(id: \"x\") { ...F } ", i)
+	}
+	doc.WriteString("} fragment F on Trip { ")
+	for i := range 99 {
+		fmt.Fprintf(&doc, "f%d: id ", i)
+	}
+	return doc.String() + "}"
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/schema"
+	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -65,6 +66,9 @@ type Config struct {
 	Host   Host
 	Logger *slog.Logger
 	Now    func() time.Time
+	// InitTimeout is how long a socket may stay open without connection_init; zero means
+	// wsInitTimeout.
+	InitTimeout time.Duration
 }
 
 // Handler runs GraphQL requests.
@@ -75,6 +79,7 @@ type Handler struct {
 	schemaDescription *string
 	persisted         *persistedQueries
 	documents         documentCache
+	initTimeout       time.Duration
 }
 
 // New parses the schema and binds the resolvers; a field without one fails here.
@@ -84,6 +89,10 @@ func New(cfg Config) (*Handler, error) {
 		log:               cfg.Logger,
 		schemaDescription: schemaDescription(schema.SDL),
 		persisted:         newPersistedQueries(cfg.Now),
+		initTimeout:       cfg.InitTimeout,
+	}
+	if h.initTimeout <= 0 {
+		h.initTimeout = wsInitTimeout
 	}
 	sch, err := graphql.ParseSchema(schema.SDL, &graphQLQuery{h: h},
 		graphql.UseStringDescriptions(),
@@ -91,6 +100,10 @@ func New(cfg Config) (*Handler, error) {
 		// analyzeDocument enforces the limits first; these are graphql-go's own backstops.
 		graphql.MaxDepth(graphQLMaxIntrospectionDepth),
 		graphql.MaxQueryLength(4*graphQLMaxLength),
+		// Its check that fields of one response name can be merged compares them in pairs,
+		// and every fragment with everything beside it: bounded here, or a document of a few
+		// hundred fragments costs a second and hundreds of megabytes.
+		graphql.OverlapValidationLimit(graphQLMaxOverlapPairs),
 		graphql.Logger(gqllog.LoggerFunc(func(ctx context.Context, value any) {
 			h.log.ErrorContext(ctx, "graphql resolver panicked",
 				slog.String("request_id", h.host.RequestID(ctx)), slog.String("panic", fmt.Sprint(value)))
@@ -183,7 +196,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 	}
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables))
-	run, patch := rewriteIntrospection(analysis.doc, query, h.schemaDescription)
+	run, patch := rewriteIntrospection(analysis.doc, analysis.query, h.schemaDescription)
 	res := h.schema.Exec(ctx, run, r.operationName, r.variables)
 	ran := graphQLRan(res)
 	if ran && register {
@@ -196,7 +209,11 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 		Errors:     make([]graphQLError, 0, len(res.Errors)),
 		Extensions: graphQLExtensions{Cost: graphQLCost{Requested: analysis.cost, Limit: graphQLMaxCost}},
 	}
-	for _, e := range res.Errors {
+	for i, e := range res.Errors {
+		if i == problem.MaxFields {
+			env.Errors = append(env.Errors, moreErrors(len(res.Errors)-i, env.Errors[i-1]))
+			break
+		}
 		env.Errors = append(env.Errors, h.errorFrom(e, ran, len(res.Data) > 0))
 	}
 	if !ran {
@@ -240,6 +257,9 @@ func (h *Handler) errorFrom(e *gqlerrors.QueryError, ran, executing bool) graphQ
 		code = gqlCodeBadUserInput
 	case e.Rule == "MaxDepthExceeded":
 		code = gqlCodeTooDeep
+	case e.Rule == "OverlapValidationLimitExceeded":
+		code = gqlCodeTooComplex
+		out.Message = fmt.Sprintf("The document's fields and fragments take more than %d comparisons to check that they merge; the limit is %d. Use fewer fragments or fewer fields of one name side by side.", graphQLMaxOverlapPairs, graphQLMaxOverlapPairs)
 	case e.Rule != "":
 		code = gqlCodeValidationFailed
 	default:
@@ -252,6 +272,13 @@ func (h *Handler) errorFrom(e *gqlerrors.QueryError, ran, executing bool) graphQ
 	ext["code"] = code
 	out.Extensions = ext
 	return out
+}
+
+// moreErrors stands for the errors past the first problem.MaxFields of an answer, which
+// lists no more: n of them, of last's kind.
+func moreErrors(n int, last graphQLError) graphQLError {
+	return graphQLError{Message: fmt.Sprintf("%d more errors are not listed; an answer lists the first %d.", n, problem.MaxFields),
+		Extensions: map[string]any{"code": last.Extensions["code"]}}
 }
 
 // graphQLEnvelope is the standard GraphQL response; errors come first, as the specification

@@ -3,6 +3,7 @@ package graphql
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -236,11 +237,15 @@ func (e *graphQLFieldError) Extensions() map[string]any {
 }
 
 // graphQLInternal logs a fault with the request id and returns the error the client sees, which
-// tells nothing of it (the same rule as the REST 500).
+// tells nothing of it (the same rule as the REST 500). A field whose operation stopped while it
+// was read (the socket closed, or the client completed the subscription) failed for that
+// alone: nobody reads its error, and it is no fault.
 func (h *Handler) internal(ctx context.Context, err error) error {
 	requestID := h.host.RequestID(ctx)
-	h.log.ErrorContext(ctx, "graphql field failed",
-		slog.String("request_id", requestID), slog.String("error", err.Error()))
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		h.log.ErrorContext(ctx, "graphql field failed",
+			slog.String("request_id", requestID), slog.String("error", err.Error()))
+	}
 	return &graphQLFieldError{
 		code:      gqlCodeInternal,
 		message:   "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.",

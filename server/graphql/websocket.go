@@ -13,6 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/rideapi/ride/server/problem"
 )
 
 // GraphQL over a WebSocket, in the graphql-transport-ws protocol
@@ -130,13 +132,17 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 		cancel()
 		s.ops.Wait()
 	}()
-	initCtx, initCancel := context.WithTimeout(ctx, wsInitTimeout)
-	first, err := s.read(initCtx)
-	initCancel()
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	// The wait for connection_init ends with the protocol's 4408. A read whose context ends
+	// drops the connection without a close frame (the client sees 1006), so a timer closes
+	// the socket with the code instead, which ends the read.
+	timer := time.AfterFunc(s.h.initTimeout, func() {
 		_ = s.conn.Close(wsInitTimeoutCode, "Connection initialisation timeout")
+	})
+	first, err := s.read(ctx)
+	if !timer.Stop() {
 		return
+	}
+	switch {
 	case err != nil:
 		_ = s.conn.Close(wsBadRequest, "Invalid message")
 		return
@@ -280,7 +286,7 @@ func (s *wsSession) run(ctx context.Context, id, query, operationName string, va
 		return
 	}
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(s.h.host.Store(ctx), s.h.host.TripReach(ctx), analysis, variables))
-	results, err := s.h.schema.Subscribe(ctx, query, operationName, variables)
+	results, err := s.h.schema.Subscribe(ctx, analysis.query, operationName, variables)
 	if err != nil {
 		s.h.log.ErrorContext(ctx, "graphql subscribe failed", "error", err.Error())
 		return
@@ -292,8 +298,12 @@ func (s *wsSession) run(ctx context.Context, id, query, operationName string, va
 			continue
 		}
 		if first && len(r.Data) == 0 && len(r.Errors) > 0 {
-			errs := make([]graphQLError, 0, len(r.Errors))
-			for _, e := range r.Errors {
+			errs := make([]graphQLError, 0, min(len(r.Errors), problem.MaxFields+1))
+			for i, e := range r.Errors {
+				if i == problem.MaxFields {
+					errs = append(errs, moreErrors(len(r.Errors)-i, errs[i-1]))
+					break
+				}
 				errs = append(errs, s.h.errorFrom(e, false, false))
 			}
 			payload, _ := json.Marshal(errs)

@@ -24,9 +24,9 @@ const ReadinessTimeout = 800 * time.Millisecond
 // outageProbeEvery is how often a server whose database went away checks that it is back.
 const outageProbeEvery = 500 * time.Millisecond
 
-// FailFastInOutage answers API requests 503 at once while the database is known to be away,
-// instead of each waiting out the store's read timeout (store.DefaultReadTimeout); the
-// outage's probe finds out when it is back.
+// FailFastInOutage answers API requests 503 at once while the database is known to be away
+// (a probe found it so), instead of each waiting out the store's bound; the probe finds out
+// when it is back.
 func (pl *Pipeline) FailFastInOutage(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if pl.outage.isDown() && needsDatabase(c.Request().URL.Path) {
@@ -52,19 +52,28 @@ func Unavailable(err error) *problem.Error {
 	return p
 }
 
-// outage follows the database's unavailability as requests meet it: the first failure is
-// logged and starts a probe, the others are counted silently, and when the probe gets an
-// answer the recovery is logged and the idempotency keys that could not be released meanwhile
-// are released.
+// outage follows the database's availability as requests meet it. A request that fails for
+// want of the database is answered 503 alone: one connection reset, or one statement that
+// waited too long, says nothing of the others. It starts a probe, which pings the database on
+// a connection of its own (store.Ping); only when the probe gets no answer is the database
+// declared away, and API requests are answered 503 at once until a later probe gets one. A
+// client's broken bytes never come here: they are that request's own 4xx (bodyReadProblem).
+//
+// The first failure of a check is logged as a warning, a declared outage once as an error
+// when it starts and once when it ends; the idempotency keys that could not be released
+// meanwhile are released when the database answers.
 type outage struct {
 	store *store.Store
 	log   *slog.Logger
 	stop  <-chan struct{}
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// probing is true while a probe runs: checking a failure, or waiting out an outage.
+	probing bool
+	// down is true once a probe failed, until one succeeds: requests get 503 at once.
 	down     bool
 	since    time.Time
-	failed   int
+	failed   int // requests answered 503 for want of the database since the probe started
 	releases []idempotencyRelease
 }
 
@@ -77,59 +86,70 @@ func (o *outage) isDown() bool {
 	return o.down
 }
 
-// report records a request that failed for want of the database.
+// report records a request that failed for want of the database, and has the database
+// probed unless a probe runs already.
 func (o *outage) report(ctx context.Context, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failed++
-	if o.down {
+	if o.probing {
 		return
 	}
-	o.down, o.since, o.failed = true, time.Now(), 1
-	o.log.ErrorContext(ctx, "database unavailable; answering 503 until it is back",
+	o.probing, o.since, o.failed = true, time.Now(), 1
+	o.log.WarnContext(ctx, "a request could not reach the database; probing it",
 		slog.String("request_id", RequestID(ctx)), slog.String("error", err.Error()))
 	go o.probe()
 }
 
-// releaseLater keeps a key to release once the database answers again.
+// releaseLater keeps a key to release once the database answers, and has it probed.
 func (o *outage) releaseLater(account, key, owner string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.releases = append(o.releases, idempotencyRelease{account, key, owner})
-	if !o.down {
-		o.down, o.since = true, time.Now()
+	if !o.probing {
+		o.probing, o.since, o.failed = true, time.Now(), 0
 		go o.probe()
 	}
 }
 
+// probe pings the database at once and, while it gets no answer, every outageProbeEvery:
+// the first failed ping declares the outage. The first answer ends the probe (and the
+// outage), and releases the keys kept meanwhile.
 func (o *outage) probe() {
-	ticker := time.NewTicker(outageProbeEvery)
-	defer ticker.Stop()
+	declared := false
 	for {
-		select {
-		case <-o.stop:
-			return
-		case <-ticker.C:
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), ReadinessTimeout)
 		err := o.store.Ping(ctx)
 		cancel()
-		if err != nil {
-			continue
+		if err == nil {
+			break
 		}
-		o.mu.Lock()
-		releases, failed, since := o.releases, o.failed, o.since
-		o.releases, o.down, o.failed = nil, false, 0
-		o.mu.Unlock()
-		for _, r := range releases {
-			ctx, cancel := context.WithTimeout(context.Background(), store.DefaultReadTimeout)
-			if err := o.store.FailIdempotencyRecord(ctx, r.account, r.key, r.owner); err != nil {
-				o.log.Warn("release idempotency key after the outage", slog.String("error", err.Error()))
-			}
-			cancel()
+		if !declared {
+			declared = true
+			o.mu.Lock()
+			o.down = true
+			o.mu.Unlock()
+			o.log.Error("database unavailable; answering 503 until it is back", slog.String("error", err.Error()))
 		}
+		select {
+		case <-o.stop:
+			return
+		case <-time.After(outageProbeEvery):
+		}
+	}
+	o.mu.Lock()
+	releases, failed, since := o.releases, o.failed, o.since
+	o.releases, o.probing, o.down, o.failed = nil, false, false, 0
+	o.mu.Unlock()
+	for _, r := range releases {
+		ctx, cancel := context.WithTimeout(context.Background(), store.DefaultReadTimeout)
+		if err := o.store.FailIdempotencyRecord(ctx, r.account, r.key, r.owner); err != nil {
+			o.log.Warn("release idempotency key after the outage", slog.String("error", err.Error()))
+		}
+		cancel()
+	}
+	if declared {
 		o.log.Info("database answers again", slog.Duration("outage", time.Since(since).Round(time.Millisecond)),
 			slog.Int("requests_answered_503", failed), slog.Int("idempotency_keys_released", len(releases)))
-		return
 	}
 }

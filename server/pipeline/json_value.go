@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -27,8 +30,8 @@ func decodeJSON(body []byte) (value any, ok bool) {
 }
 
 // jsonDecoder reads JSON text from b at i. Its methods return ok false at the first byte
-// that checkJSON would refuse: a syntax error, a member given twice, a NUL in a string, or
-// nesting deeper than maxJSONDepth.
+// that checkJSON would refuse: a syntax error, a member given twice, a NUL in a string,
+// nesting deeper than maxJSONDepth, or more than maxJSONMembers members or maxJSONItems items.
 type jsonDecoder struct {
 	b []byte
 	i int
@@ -93,6 +96,9 @@ func (d *jsonDecoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		members[name] = v
+		if len(members) > maxJSONMembers {
+			return nil, false
+		}
 		switch d.next() {
 		case ',':
 			d.i++
@@ -119,6 +125,9 @@ func (d *jsonDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		items = append(items, v)
+		if len(items) > maxJSONItems {
+			return nil, false
+		}
 		switch d.next() {
 		case ',':
 			d.i++
@@ -189,7 +198,10 @@ func (d *jsonDecoder) literal(word string) bool {
 	return true
 }
 
-// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? as a json.Number.
+// number reads -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? as a json.Number. A number
+// with a fraction or an exponent whose value is a whole number (1.0, 2e3) is given in its
+// integer form: JSON Schema's integer is a value, not a spelling, so the validator accepts
+// 1.0 where the document says integer, and the handler's binding into an int64 must too.
 func (d *jsonDecoder) number() (any, bool) {
 	start := d.i
 	if d.i < len(d.b) && d.b[d.i] == '-' {
@@ -216,8 +228,17 @@ func (d *jsonDecoder) number() (any, bool) {
 			return nil, false
 		}
 	}
-	return json.Number(d.b[start:d.i]), true
+	n := json.Number(d.b[start:d.i])
+	if bytes.ContainsAny(d.b[start:d.i], ".eE") {
+		if f, err := strconv.ParseFloat(string(n), 64); err == nil && f == math.Trunc(f) && math.Abs(f) <= maxExactInteger {
+			return json.Number(strconv.FormatInt(int64(f), 10)), true
+		}
+	}
+	return n, true
 }
+
+// maxExactInteger is the largest whole number every float64 below it holds exactly, 2^53.
+const maxExactInteger = 1 << 53
 
 // digits skips decimal digits and says how many there were.
 func (d *jsonDecoder) digits() int {

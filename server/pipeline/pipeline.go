@@ -9,7 +9,7 @@
 //     (validate.go, ratelimit.go; authentication itself is package auth);
 //   - idempotency: the Idempotency-Key layer and the request's transaction (idempotency.go,
 //     tx.go);
-//   - availability: 503 at once while the database is known to be down (availability.go).
+//   - availability: 503 at once while a probe finds the database down (availability.go).
 //
 // The server composes the layers (Compose) around its Echo routes; errors from any layer or
 // handler reach the server's error boundary, Config.Render.
@@ -40,6 +40,9 @@ type Config struct {
 	RateLimits RateLimits
 	// IdempotencyTTL is how long an Idempotency-Key's answer is kept and replayed.
 	IdempotencyTTL time.Duration
+	// DatabaseTimeout bounds a request's wait for the database in all (see gate); zero means
+	// store.DefaultReadTimeout.
+	DatabaseTimeout time.Duration
 	// OutsideDocument lists the Echo routes served beside openapi/ride.yaml (pages, metrics):
 	// the gate lets them through unchecked and the request log names them as they are.
 	OutsideDocument []string
@@ -87,6 +90,10 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, err
 	}
 	g.skipValidation = cfg.SkipValidation
+	g.databaseTimeout = cfg.DatabaseTimeout
+	if g.databaseTimeout <= 0 {
+		g.databaseTimeout = store.DefaultReadTimeout
+	}
 	if pl.limits, err = newRateLimiter(cfg.RateLimits, cfg.Log, cfg.Metrics); err != nil {
 		return nil, err
 	}
@@ -100,9 +107,10 @@ func New(cfg Config) (*Pipeline, error) {
 // Gate is the layer that checks a request against openapi/ride.yaml (see gate).
 func (pl *Pipeline) Gate(next echo.HandlerFunc) echo.HandlerFunc { return pl.gate.middleware(next) }
 
-// ReportOutage tells the pipeline that the database failed a request as unreachable: the
-// first report of an outage logs it and starts probing, and until a probe succeeds requests
-// that need the database are answered 503 at once.
+// ReportOutage tells the pipeline that the database failed a request as unreachable. That
+// request alone is answered 503; the report has the database probed, and only a probe that
+// gets no answer makes requests that need the database be answered 503 at once, until a
+// later probe gets one.
 func (pl *Pipeline) ReportOutage(ctx context.Context, err error) { pl.outage.report(ctx, err) }
 
 // Close releases the pipeline's own connections (Redis).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -45,6 +46,11 @@ func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // limitedBody reads at most left more bytes of body, and fails with 413 when more follow.
+// Every other failure to read it is the client's: the body it announced did not arrive
+// whole, in time, or in valid chunked framing. Such a failure becomes that request's own
+// answer (bodyReadProblem) wherever the body is read, and never reads as a failure of the
+// database, whose own connections fail with the same kinds of errors (an unexpected EOF, a
+// reset, a timeout).
 type limitedBody struct {
 	body io.ReadCloser
 	left int64
@@ -62,14 +68,31 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
 		return n, echo.ErrStatusRequestEntityTooLarge
 	}
+	if err != nil && err != io.EOF {
+		return n, bodyReadProblem(err)
+	}
 	return n, err
+}
+
+// bodyReadProblem is the answer to a request whose body could not be read: 408 when the
+// server's read deadline passed (the request took longer than the transport allows), 400
+// malformed_body for a body cut short, reset, or framed in broken chunks.
+func bodyReadProblem(err error) *problem.Error {
+	var timeout interface{ Timeout() bool }
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		return &problem.Error{Code: problem.RequestTimeout, Err: err,
+			Detail: "The request body did not arrive within the time the server allows for a whole request."}
+	}
+	return &problem.Error{Code: problem.MalformedBody, Err: err,
+		Detail: "The request body could not be read to its end: it was shorter than its Content-Length, its chunked encoding was broken, or the connection failed while it was sent."}
 }
 
 func (b *limitedBody) Close() error { return b.body.Close() }
 
 // checkInput refuses a request whose path parameters, query or JSON body hold input no
-// operation accepts. A JSON body is read, put back, and returned decoded for the validator.
-func checkInput(req *http.Request, pathParams map[string]string) (*jsonBody, error) {
+// operation accepts. A JSON body is read, put back, and returned decoded for the validator;
+// only when hasBody, the operation takes one: a body sent to any other is never read.
+func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (*jsonBody, error) {
 	var fields []gen.ProblemFieldError
 	names := make([]string, 0, len(pathParams))
 	for name := range pathParams {
@@ -110,10 +133,10 @@ func checkInput(req *http.Request, pathParams map[string]string) (*jsonBody, err
 		return nil, &problem.Error{Code: problem.InvalidRequest,
 			Detail: "Text must be UTF-8 without NUL characters; see errors[].", Fields: fields}
 	}
-	if isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
+	if hasBody && isJSON(req.Header.Get(echo.HeaderContentType)) && req.Body != nil && req.Body != http.NoBody {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
-			return nil, err // 413 from limitBody, or the client went away
+			return nil, err // 413 from limitedBody, or the client's body did not arrive whole
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		if len(body) > 0 {
@@ -162,6 +185,14 @@ func isJSON(contentType string) bool {
 
 // maxJSONDepth bounds the nesting of a body: no operation takes more than a few levels.
 const maxJSONDepth = 64
+
+// maxJSONMembers and maxJSONItems bound an object's members and an array's items: no
+// operation takes more than a hundred of either, and a body of a million tiny members or items
+// that the validator would report one by one is refused before it is validated.
+const (
+	maxJSONMembers = 1000
+	maxJSONItems   = 1000
+)
 
 // errJSONInvalid stands for every syntax error of a body; the answer says malformed_json.
 var errJSONInvalid = errors.New("invalid JSON")
@@ -277,6 +308,9 @@ func (w *jsonWalk) value(depth int) error {
 				w.i++
 				w.space()
 			}
+			if len(seen) == maxJSONMembers {
+				return tooLarge(w.location(""), fmt.Sprintf("holds more than %d members", maxJSONMembers))
+			}
 			name := w.str()
 			if badText(name) != "" {
 				return jsonFieldError(problem.InvalidRequest, w.location(""), "a member name contains a NUL character")
@@ -304,6 +338,9 @@ func (w *jsonWalk) value(depth int) error {
 			if w.b[w.i] == ',' {
 				w.i++
 			}
+			if n == maxJSONItems {
+				return tooLarge(w.location(""), fmt.Sprintf("holds more than %d items", maxJSONItems))
+			}
 			w.path = append(w.path, strconv.Itoa(n))
 			if err := w.value(depth + 1); err != nil {
 				return err
@@ -316,6 +353,13 @@ func (w *jsonWalk) value(depth int) error {
 		}
 	}
 	return nil
+}
+
+// tooLarge refuses an object or array past maxJSONMembers or maxJSONItems.
+func tooLarge(location, message string) *problem.Error {
+	return &problem.Error{Code: problem.InvalidRequest,
+		Detail: "The body holds an object or an array larger than any operation takes; see errors[].",
+		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
 }
 
 func jsonFieldError(code, location, message string) *problem.Error {

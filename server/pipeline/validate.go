@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -59,6 +61,9 @@ type gate struct {
 	// the unknown-parameter check stay). Only the middleware benchmarks set it, to measure
 	// what validation costs.
 	skipValidation bool
+	// databaseTimeout bounds a request's wait for the database in all: a connection of the
+	// pool, connecting, the answers of its statements, authentication's lookups included.
+	databaseTimeout time.Duration
 }
 
 // limiter spends the caller's request budget for an operation. It may write headers and
@@ -67,7 +72,18 @@ type limiter interface {
 	admit(ctx context.Context, req *http.Request, header http.Header, p auth.Principal, info *operationInfo) (context.Context, error)
 }
 
+// defineFormats makes the validator check formats as the handlers read them: its own
+// date-time pattern lets through what Go's RFC 3339 parser refuses (February 30, an offset of
+// +25:00, a 60th second), which then failed in the handler's binding, in Go's words.
+var defineFormats = sync.OnceFunc(func() {
+	openapi3.DefineStringFormatValidator("date-time", openapi3.NewCallbackValidator(func(s string) error {
+		_, err := time.Parse(time.RFC3339Nano, s)
+		return err
+	}))
+})
+
 func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool) (*gate, error) {
+	defineFormats()
 	doc, err := gen.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
@@ -196,12 +212,17 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
 		c.Set(observedOperation, info)
 
+		var waited time.Duration // for the database, while authenticating
 		if info.needsAuth {
 			authorization, err := AuthorizationHeader(req)
 			if err != nil {
 				return err
 			}
-			principal, err := g.auth.Authenticate(ctx, authorization)
+			started := time.Now()
+			authCtx, cancel := context.WithTimeout(ctx, g.databaseTimeout)
+			principal, err := g.auth.Authenticate(authCtx, authorization)
+			cancel()
+			waited = time.Since(started)
 			if err != nil {
 				return err
 			}
@@ -216,7 +237,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req = req.WithContext(ctx)
 		c.SetRequest(req)
 
-		body, err := checkInput(req, pathParams)
+		body, err := checkInput(req, pathParams, route.Operation.RequestBody != nil)
 		if err != nil {
 			return err
 		}
@@ -232,12 +253,18 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			req = req.WithContext(withMediaType(req.Context(), preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces)))
 			c.SetRequest(req)
 		}
-		if g.skipValidation {
-			return next(c)
+		if !g.skipValidation {
+			if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
+				return validationProblem(err, req)
+			}
 		}
-		if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
-			return validationProblem(err, req)
-		}
+		// From here on the request's statements share what is left of its wait for the
+		// database: a pool whose connections are all taken, a server that does not answer or
+		// takes long to connect cost it this bound in all, then 503. Reading the body, the
+		// client's time, is not counted. Streams detach from it (see tripStream).
+		bounded, cancel := context.WithTimeout(c.Request().Context(), g.databaseTimeout-waited)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(bounded))
 		return next(c)
 	}
 }
@@ -297,25 +324,30 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 	if req.URL.RawQuery == "" {
 		return nil
 	}
-	var fields []gen.ProblemFieldError
+	query := req.URL.Query()
+	names := make([]string, 0, len(query))
+	for name := range query {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var found findings
 	rewrite := false
-	for name, values := range req.URL.Query() {
+	for _, name := range names {
+		values := query[name]
 		base, bracketed := strings.CutSuffix(name, "[]")
 		param, known := info.queryParams[base]
 		switch {
 		case !known || (bracketed && !param.list && !param.repeatable):
-			fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: "unknown parameter"})
+			found.add("query."+problem.Clip(name, maxMemberName), "unknown parameter")
 		case len(values) > 1 && !param.repeatable && !param.list:
-			fields = append(fields, gen.ProblemFieldError{Location: "query." + name,
-				Message: "given more than once; send one value (lists are comma-separated)"})
+			found.add("query."+name, "given more than once; send one value (lists are comma-separated)")
 		case bracketed || (param.list && len(values) > 1):
 			rewrite = true
 		}
 	}
-	if len(fields) > 0 {
-		sort.Slice(fields, func(i, j int) bool { return fields[i].Location < fields[j].Location })
+	if found.total > 0 {
 		return &problem.Error{Code: problem.InvalidRequest,
-			Detail: "The query string does not fit this operation; see errors[].", Fields: fields}
+			Detail: found.detail("The query string does not fit this operation; see errors[]."), Fields: found.list}
 	}
 	if rewrite {
 		req.URL.RawQuery = joinArrayPieces(req.URL.RawQuery, info)
@@ -360,39 +392,14 @@ func validationProblem(err error, req *http.Request) error {
 	if errors.As(err, &httpErr) {
 		return httpErr // the body limit tripped while the validator read the body
 	}
-	var fields []gen.ProblemFieldError
-	var unsupported, malformed bool
-	var walk func(error)
-	walk = func(err error) {
-		// A RequestError may wrap a MultiError of schema errors: take it before unwrapping
-		// further, or the parameter it names is lost.
-		reqErr, isReqErr := err.(*openapi3filter.RequestError)
-		if !isReqErr {
-			var multi openapi3.MultiError
-			if errors.As(err, &multi) {
-				for _, e := range multi {
-					walk(e)
-				}
-				return
-			}
-			if !errors.As(err, &reqErr) {
-				fields = append(fields, gen.ProblemFieldError{Location: "request", Message: err.Error()})
-				return
-			}
-		}
-		switch {
-		case reqErr.Parameter != nil:
-			location := reqErr.Parameter.In + "." + reqErr.Parameter.Name
-			fields = append(fields, parameterFindings(location, reqErr.Err, reqErr.Reason)...)
-		case strings.HasPrefix(reqErr.Reason, "header Content-Type has unexpected value"):
-			unsupported = true
-		case reqErr.Reason == "failed to decode request body":
-			malformed = true
-		default:
-			fields = append(fields, schemaFindings("body", reqErr.Err, reqErr.Reason)...)
-		}
+	var readErr *problem.Error
+	if errors.As(err, &readErr) {
+		return readErr // the body did not arrive whole while the validator read it
 	}
-	walk(err)
+	var found findings
+	var unsupported, malformed bool
+	found.request(err, &unsupported, &malformed)
+	fields := found.list
 
 	switch {
 	case unsupported:
@@ -411,7 +418,7 @@ func validationProblem(err error, req *http.Request) error {
 			code, detail = problem.InvalidIdempotencyKey, "The Idempotency-Key header must be 1 to 255 printable ASCII characters (a UUID v4 is recommended)."
 		}
 	}
-	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail, Fields: fields}
+	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: found.detail(detail), Fields: fields}
 }
 
 func onlyAt(fields []gen.ProblemFieldError, location string) bool {
@@ -421,42 +428,4 @@ func onlyAt(fields []gen.ProblemFieldError, location string) bool {
 		}
 	}
 	return len(fields) > 0
-}
-
-// parameterFindings names the parameter itself; an item's position goes into the message.
-func parameterFindings(location string, err error, reason string) []gen.ProblemFieldError {
-	findings := schemaFindings(location, err, reason)
-	for i, f := range findings {
-		if item, ok := strings.CutPrefix(f.Location, location+"."); ok {
-			findings[i] = gen.ProblemFieldError{Location: location, Message: "item " + item + ": " + f.Message}
-		}
-	}
-	return findings
-}
-
-// schemaFindings flattens a schema error tree into one entry per failing member.
-func schemaFindings(location string, err error, reason string) []gen.ProblemFieldError {
-	var multi openapi3.MultiError
-	if errors.As(err, &multi) {
-		var out []gen.ProblemFieldError
-		for _, e := range multi {
-			out = append(out, schemaFindings(location, e, reason)...)
-		}
-		return out
-	}
-	var schemaErr *openapi3.SchemaError
-	if errors.As(err, &schemaErr) {
-		if pointer := schemaErr.JSONPointer(); len(pointer) > 0 {
-			location += "." + strings.Join(pointer, ".")
-		}
-		return []gen.ProblemFieldError{{Location: location, Message: schemaErr.Reason}}
-	}
-	message := reason
-	if err != nil {
-		message = err.Error()
-	}
-	if message == "" {
-		message = "invalid"
-	}
-	return []gen.ProblemFieldError{{Location: location, Message: message}}
 }

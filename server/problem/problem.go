@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/rideapi/ride/gen"
 )
@@ -103,6 +105,58 @@ func (e *Error) Title() string {
 		return k.Title
 	}
 	return http.StatusText(e.HTTPStatus())
+}
+
+// Bounds of an answer: whatever a request sends, its problem stays small. A body of 1 MiB of
+// unknown members is one finding each, and member names are as long as the client likes.
+const (
+	// MaxFields is the longest errors[] an answer lists; further findings are counted in
+	// the detail.
+	MaxFields = 50
+	// maxFieldText bounds each location and message of errors[], in characters.
+	maxFieldText = 200
+	// maxDetail bounds the detail, in characters.
+	maxDetail = 1000
+)
+
+// Bounded returns e with at most MaxFields findings, each location and message at most
+// maxFieldText characters, and a detail of at most maxDetail; e itself when it is within
+// them. The error boundary applies it to every answer.
+func (e *Error) Bounded() *Error {
+	within := len(e.Fields) <= MaxFields && utf8.RuneCountInString(e.Detail) <= maxDetail
+	for _, f := range e.Fields {
+		within = within && utf8.RuneCountInString(f.Location) <= maxFieldText && utf8.RuneCountInString(f.Message) <= maxFieldText
+	}
+	if within {
+		return e
+	}
+	out := *e
+	out.Detail = Clip(e.Detail, maxDetail)
+	fields := e.Fields
+	if len(fields) > MaxFields {
+		fields = fields[:MaxFields]
+		out.Detail += " errors[] lists the first " + strconv.Itoa(MaxFields) + " findings of " + strconv.Itoa(len(e.Fields)) + "."
+	}
+	out.Fields = make([]gen.ProblemFieldError, len(fields))
+	for i, f := range fields {
+		out.Fields[i] = gen.ProblemFieldError{Location: Clip(f.Location, maxFieldText), Message: Clip(f.Message, maxFieldText)}
+	}
+	return &out
+}
+
+// Clip keeps the first n characters of s, marking a cut with an ellipsis.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i = range s {
+		if count == n {
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
 }
 
 // TruncateID keeps an id quoted in a detail to 64 characters, so that an over-long id from a

@@ -114,11 +114,12 @@ cleanup() {
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null && break
+# Each wait lasts as long as the host takes (seeding the demo data on a busy one, say) and ends
+# when what it waits for has stopped: no check passes or fails with the host's speed.
+until curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null; do
+  kill -0 "$server_pid" 2>/dev/null || { cat "$out/logs/server.log"; echo "the server stopped before it was ready" >&2; exit 1; }
   sleep 0.2
 done
-curl -sf "http://127.0.0.1:$api_port/readyz" >/dev/null || { cat "$out/logs/server.log"; exit 1; }
 export RIDE_ADMIN_KEY RIDE_RIDER_KEY
 RIDE_ADMIN_KEY=$("$out/rideapi" keys create --role admin)
 RIDE_RIDER_KEY=$("$out/rideapi" keys create --role rider --subject rdr_dvhfur7vdnh2uqp7pqpr57p7xe)
@@ -134,14 +135,24 @@ summary "graphql-js client" "introspection and documented queries passed"
   --errors=false >"$out/logs/prism.log" 2>&1 &
 prism_pid=$!
 proxy="http://127.0.0.1:$prism_port"
-for _ in $(seq 1 150); do
-  curl -s -o /dev/null "$proxy/healthz" && break
+until curl -s -o /dev/null "$proxy/healthz"; do
+  kill -0 "$prism_pid" 2>/dev/null || { cat "$out/logs/prism.log"; echo "Prism stopped before it answered" >&2; exit 1; }
   sleep 0.2
 done
+# settle_prism_log NAME sends a last request through Prism, recognisable in its log by NAME,
+# and waits until the log shows it: Prism logs each exchange, its violations included, before
+# it answers, in order, so every line of the exchanges before is there too.
+settle_prism_log() {
+  curl -s -o /dev/null "$proxy/readyz?settled=$1"
+  until grep -q "readyz?settled=$1" "$out/logs/prism.log"; do
+    kill -0 "$prism_pid" 2>/dev/null || { cat "$out/logs/prism.log"; echo "Prism stopped" >&2; exit 1; }
+    sleep 0.1
+  done
+}
 RIDE_API_URL="$proxy" node "$out/build/journey.js"
 RIDE_API_URL="$proxy" "$out/ogen-journey"
-sleep 0.5
-journey_exchanges=$(grep -c 'Request received' "$out/logs/prism.log" || true)
+settle_prism_log journey
+journey_exchanges=$(($(grep -c 'Request received' "$out/logs/prism.log" || true) - 1))
 if grep -q 'Violation:' "$out/logs/prism.log"; then
   grep -B2 -A6 'Violation:' "$out/logs/prism.log" | head -80
   echo "Prism found violations of the document in the journey" >&2
@@ -190,10 +201,10 @@ expect 200 "${budget[@]}" "$proxy/v1/cities"
 expect 200 "${budget[@]}" "$proxy/v1/cities"
 expect 429 "${budget[@]}" "$proxy/v1/cities"
 
-sleep 0.5
+settle_prism_log catalogue
 # The catalogue's requests break the document on purpose, and Prism says so; its answers may not.
 exchanges=$(grep -c 'Request received' "$out/logs/prism.log" || true)
-exchanges=$((exchanges - journey_exchanges))
+exchanges=$((exchanges - journey_exchanges - 2))
 if grep -q 'Violation: response' "$out/logs/prism.log"; then
   grep -B2 -A6 'Violation: response' "$out/logs/prism.log" | head -80
   echo "Prism found answers that break the document" >&2

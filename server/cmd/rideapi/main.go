@@ -99,7 +99,7 @@ func migratedStore(ctx context.Context) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.StoreOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.StoreOptions()...)
 	if err != nil {
 		return err
 	}
