@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // Config is the whole configuration of the server, read once from the environment.
@@ -74,17 +74,17 @@ type Config struct {
 	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).
 	WebhookInsecure bool
 	// WebhookRetrySchedule is the wait after each failed delivery attempt; the last entry
-	// repeats (RIDE_WEBHOOK_RETRY_SCHEDULE). Empty means webhooks.DefaultSchedule.
+	// repeats (RIDE_WEBHOOK_RETRY_SCHEDULE). Empty means delivery.DefaultSchedule.
 	WebhookRetrySchedule []time.Duration
 	// WebhookHorizon is how long after its event a delivery is retried (RIDE_WEBHOOK_HORIZON).
-	// Zero means webhooks.DefaultHorizon.
+	// Zero means delivery.DefaultHorizon.
 	WebhookHorizon time.Duration
 	// WebhookDrain is how long delivery attempts in flight may finish when the server stops.
 	// Not read from the environment; tests shorten it. Zero means webhooks' default (the
 	// attempt timeout plus 2 s), inside the 20 s shutdown window.
 	WebhookDrain time.Duration
 	// WebhookTimeout bounds one delivery attempt. Not read from the environment (the contract
-	// fixes 10 s); tests shorten it. Zero means webhooks.DefaultTimeout.
+	// fixes 10 s); tests shorten it. Zero means delivery.DefaultTimeout.
 	WebhookTimeout time.Duration
 }
 
@@ -145,7 +145,7 @@ var EnvVars = []EnvVar{
 }
 
 // minWebhookHorizon is the shortest RIDE_WEBHOOK_HORIZON: longer than an attempt's lease
-// (webhooks.DefaultTimeout and 30 s), with room for the attempt that takes over.
+// (delivery.DefaultTimeout and 30 s), with room for the attempt that takes over.
 const minWebhookHorizon = time.Minute
 
 // Defaults of the rate limits, in requests per second per API key.
@@ -252,7 +252,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.WebhookInsecure = b
 	}
 	if v := getenv("RIDE_WEBHOOK_RETRY_SCHEDULE"); v != "" {
-		schedule, err := webhooks.ParseSchedule(v)
+		schedule, err := delivery.ParseSchedule(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_RETRY_SCHEDULE must be comma-separated positive durations such as 1m,5m,30m: %w", err))
 		}
@@ -263,12 +263,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be a duration such as 24h, not %q", v))
-		case d < minWebhookHorizon || d > webhooks.DefaultRetention:
+		case d < minWebhookHorizon || d > delivery.DefaultRetention:
 			// Beyond the retention, an event could be purged while its deliveries still retry;
 			// within an attempt's lease (the attempt timeout and 30 s), an attempt cut off by
 			// a crash could never be taken over.
 			errs = append(errs, fmt.Errorf("RIDE_WEBHOOK_HORIZON must be from %s (longer than an attempt's 40 s lease, after which an attempt cut off by a crash is retried) to %s (the event retention), not %s",
-				minWebhookHorizon, webhooks.DefaultRetention, d))
+				minWebhookHorizon, delivery.DefaultRetention, d))
 		}
 		cfg.WebhookHorizon = d
 	}
@@ -339,7 +339,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("REDIS_URL", redisURL),
 		slog.Bool("RIDE_WEBHOOK_INSECURE", c.WebhookInsecure),
 		slog.String("RIDE_WEBHOOK_RETRY_SCHEDULE", scheduleText(c.WebhookRetrySchedule)),
-		slog.String("RIDE_WEBHOOK_HORIZON", orDefault(c.WebhookHorizon, webhooks.DefaultHorizon).String()),
+		slog.String("RIDE_WEBHOOK_HORIZON", orDefault(c.WebhookHorizon, delivery.DefaultHorizon).String()),
 	)
 }
 
@@ -359,7 +359,7 @@ func (c Config) pool() store.Pool {
 // scheduleText shows the retry schedule in effect, the default when none is configured.
 func scheduleText(schedule []time.Duration) string {
 	if len(schedule) == 0 {
-		schedule = webhooks.DefaultSchedule
+		schedule = delivery.DefaultSchedule
 	}
 	parts := make([]string, len(schedule))
 	for i, d := range schedule {

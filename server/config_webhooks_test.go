@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 func envOf(vars map[string]string) func(string) string {
@@ -20,7 +20,7 @@ func TestWebhookConfigDefaults(t *testing.T) {
 	if cfg.WebhookInsecure || cfg.WebhookRetrySchedule != nil || cfg.WebhookHorizon != 0 {
 		t.Fatalf("unset variables must leave the contract's defaults to the webhooks package, got %+v", cfg)
 	}
-	p := webhooks.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon}
+	p := delivery.RetryPolicy{Schedule: cfg.WebhookRetrySchedule, Horizon: cfg.WebhookHorizon}
 	if p.Delay(1) != time.Minute || p.Delay(6) != 10*time.Hour || p.Delay(99) != 10*time.Hour {
 		t.Fatal("the default schedule is 1m,5m,30m,2h,5h,10h, the last repeating")
 	}

@@ -8,8 +8,9 @@ import (
 	"path"
 
 	"github.com/labstack/echo/v4"
-	"github.com/rideapi/ride/server/problem"
 	swaggerfiles "github.com/swaggo/files/v2"
+
+	"github.com/rideapi/ride/server/problem"
 )
 
 // Routes served beside the OpenAPI document rather than from it: the metrics scrape and the

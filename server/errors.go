@@ -16,7 +16,7 @@ import (
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // problemFor maps any error to its public answer. It is the one place where domain, store,
@@ -93,7 +93,7 @@ func problemFor(err error, req *http.Request) *problem.Error {
 			Detail: "The payment provider could not complete the charge; nothing was recorded. Retry with the same Idempotency-Key, with backoff.",
 			Err:    err}
 	}
-	var urlErr *webhooks.URLError
+	var urlErr *delivery.URLError
 	if errors.As(err, &urlErr) {
 		return &problem.Error{
 			Status: http.StatusUnprocessableEntity, Code: problem.InvalidWebhookURL,

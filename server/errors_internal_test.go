@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/rideapi/ride/server/pipeline"
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"

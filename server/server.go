@@ -22,7 +22,7 @@ import (
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // Deps are the implementations the server runs on; main and the tests wire them.
@@ -112,7 +112,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 
 		payments:      deps.PaymentProvider,
 		faults:        deps.Faults,
-		webhookClient: webhooks.NewClient(webhooks.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
+		webhookClient: delivery.NewClient(delivery.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
 		estimateTTL:   cfg.EstimateTTL,
 		liveHeartbeat: cfg.LiveHeartbeat,
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // prefixWebhookAttempt marks the attempts of the deliveries log ("webhook attempt").
@@ -59,7 +60,7 @@ func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEnd
 	if body == nil {
 		return gen.WebhookEndpointWithSecret{}, problem.New(problem.InvalidRequest, "Send the endpoint as a JSON body.")
 	}
-	if _, err := webhooks.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
+	if _, err := delivery.CheckURL(body.Url, s.cfg.WebhookInsecure); err != nil {
 		return gen.WebhookEndpointWithSecret{}, err
 	}
 	types, err := eventKinds(body.Events)
@@ -150,7 +151,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 	b := req.Body
 	change := store.WebhookEndpointChange{URL: b.Url, Description: b.Description, Now: s.now()}
 	if b.Url != nil {
-		if _, err := webhooks.CheckURL(*b.Url, s.cfg.WebhookInsecure); err != nil {
+		if _, err := delivery.CheckURL(*b.Url, s.cfg.WebhookInsecure); err != nil {
 			return nil, err
 		}
 	}
@@ -193,12 +194,12 @@ func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEnd
 	if w.PreviousSecret != nil && w.PreviousSecretExpiresAt != nil {
 		previous, previousExpiresAt = *w.PreviousSecret, *w.PreviousSecretExpiresAt
 	}
-	secrets := webhooks.SigningSecrets(w.Secret, previous, previousExpiresAt, now)
-	res, latency, err := webhooks.Post(ctx, s.webhookClient, w.URL, event, 1, secrets, now)
+	secrets := delivery.SigningSecrets(w.Secret, previous, previousExpiresAt, now)
+	res, latency, err := delivery.Post(ctx, s.webhookClient, w.URL, event, 1, secrets, now)
 	result := gen.WebhookTestResult{EventId: event.ID, LatencyMs: latency.Milliseconds()}
 	switch {
 	case err != nil:
-		reason := webhooks.DescribeSendError(err, s.webhookClient.Timeout)
+		reason := delivery.DescribeSendError(err, s.webhookClient.Timeout)
 		result.Error = &reason
 	default:
 		status := int32(res.StatusCode)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // claimedDelivery is a claimed delivery joined with its event and endpoint.
@@ -88,8 +89,8 @@ WHERE d.id IN ?
 ORDER BY d.id`
 )
 
-// ClaimDeliveries claims due deliveries for one worker (see webhooks.Store).
-func (s *Store) ClaimDeliveries(ctx context.Context, p webhooks.ClaimParams) ([]webhooks.Delivery, error) {
+// ClaimDeliveries claims due deliveries for one worker (see delivery.Store).
+func (s *Store) ClaimDeliveries(ctx context.Context, p delivery.ClaimParams) ([]delivery.Delivery, error) {
 	if p.Limit < 1 {
 		return nil, nil
 	}
@@ -152,10 +153,10 @@ func (s *Store) ClaimDeliveries(ctx context.Context, p webhooks.ClaimParams) ([]
 	if err := s.logLostAttempts(ctx, rows, now, p.NewAttemptID); err != nil {
 		return nil, err
 	}
-	out := make([]webhooks.Delivery, len(rows))
+	out := make([]delivery.Delivery, len(rows))
 	for i, r := range rows {
 		normalizeTime(&r.EventCreatedAt)
-		d := webhooks.Delivery{
+		d := delivery.Delivery{
 			ID: r.ID, Attempt: r.Attempts, EndpointID: r.EndpointID, URL: r.URL, Secret: r.Secret,
 			Event: webhooks.Event{ID: r.EventID, Type: r.EventType, CreatedAt: r.EventCreatedAt, Data: []byte(r.EventData)},
 		}

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"time"
 
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // Store is the database of the webhook delivery worker.
 var (
-	_ webhooks.Store         = (*Store)(nil)
-	_ webhooks.EventListener = (*Store)(nil)
-	_ webhooks.BatchRecorder = (*Store)(nil)
+	_ delivery.Store         = (*Store)(nil)
+	_ delivery.EventListener = (*Store)(nil)
+	_ delivery.BatchRecorder = (*Store)(nil)
 )
 
 // Delivery statuses, as stored.
@@ -46,7 +46,7 @@ type attemptRecord struct {
 	due *time.Time
 }
 
-func newAttemptRecord(a webhooks.Attempt) attemptRecord {
+func newAttemptRecord(a delivery.Attempt) attemptRecord {
 	r := attemptRecord{
 		row: WebhookAttempt{
 			ID: a.ID, DeliveryID: a.DeliveryID, EndpointID: a.EndpointID, EventID: a.EventID,
@@ -64,7 +64,7 @@ func newAttemptRecord(a webhooks.Attempt) attemptRecord {
 	if a.Error != "" {
 		r.row.Error = &a.Error
 	}
-	if a.Outcome == webhooks.Pending {
+	if a.Outcome == delivery.Pending {
 		next := floorMicro(a.NextAttemptAt)
 		r.due = &next
 	}
@@ -72,9 +72,9 @@ func newAttemptRecord(a webhooks.Attempt) attemptRecord {
 	return r
 }
 
-// RecordAttempt logs one attempt and moves its delivery on (see webhooks.Store).
-func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
-	err := s.RecordAttempts(ctx, []webhooks.Attempt{a})
+// RecordAttempt logs one attempt and moves its delivery on (see delivery.Store).
+func (s *Store) RecordAttempt(ctx context.Context, a delivery.Attempt) error {
+	err := s.RecordAttempts(ctx, []delivery.Attempt{a})
 	if errors.Is(err, ErrInvalidReference) {
 		return nil // the endpoint, and with it the delivery, was deleted meanwhile
 	}
@@ -82,8 +82,8 @@ func (s *Store) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
 }
 
 // RecordAttempts records attempts as RecordAttempt does each, all or none, in one round trip
-// on PostgreSQL (see webhooks.BatchRecorder). A deleted delivery fails the batch.
-func (s *Store) RecordAttempts(ctx context.Context, attempts []webhooks.Attempt) error {
+// on PostgreSQL (see delivery.BatchRecorder). A deleted delivery fails the batch.
+func (s *Store) RecordAttempts(ctx context.Context, attempts []delivery.Attempt) error {
 	records := make([]attemptRecord, len(attempts))
 	disables := false
 	for i, a := range attempts {
@@ -186,11 +186,11 @@ SELECT id, delivery_id, endpoint_id, event_id, event_type, attempt, status, resp
 	latency_ms, error, attempted_at, next_attempt_at
 FROM input`
 
-func deliveryStatus(o webhooks.Outcome) string {
+func deliveryStatus(o delivery.Outcome) string {
 	switch o {
-	case webhooks.Succeeded:
+	case delivery.Succeeded:
 		return deliverySucceeded
-	case webhooks.Failed:
+	case delivery.Failed:
 		return deliveryFailed
 	}
 	return deliveryPending

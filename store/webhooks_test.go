@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 type endpointOpts struct {
@@ -51,8 +51,8 @@ func appendEvent(ctx context.Context, st *store.Store, eventType string, at time
 	return e
 }
 
-func claimAll(ctx context.Context, st *store.Store, now time.Time, lease time.Duration) []webhooks.Delivery {
-	ds, err := st.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(lease), Limit: 100})
+func claimAll(ctx context.Context, st *store.Store, now time.Time, lease time.Duration) []delivery.Delivery {
+	ds, err := st.ClaimDeliveries(ctx, delivery.ClaimParams{Now: now, LeaseUntil: now.Add(lease), Limit: 100})
 	Expect(err).NotTo(HaveOccurred())
 	return ds
 }
@@ -127,7 +127,7 @@ var _ = Describe("Webhook deliveries", func() {
 				wg.Go(func() {
 					defer GinkgoRecover()
 					now := time.Now()
-					ds, err := st.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 7})
+					ds, err := st.ClaimDeliveries(ctx, delivery.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 7})
 					Expect(err).NotTo(HaveOccurred())
 					mu.Lock()
 					defer mu.Unlock()
@@ -151,8 +151,8 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(claimAll(ctx, st, t0.Add(59*time.Second), time.Minute)).To(BeEmpty(), "leased")
 
 			// A failed attempt due again in 10 minutes.
-			Expect(st.RecordAttempt(ctx, webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
-				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: webhooks.Pending, ResponseStatus: 503,
+			Expect(st.RecordAttempt(ctx, delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
+				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: delivery.Pending, ResponseStatus: 503,
 				Error: "503", AttemptedAt: t0, NextAttemptAt: t0.Add(10 * time.Minute)})).To(Succeed())
 			Expect(claimAll(ctx, st, t0.Add(9*time.Minute), time.Minute)).To(BeEmpty())
 			d2 := claimAll(ctx, st, t0.Add(10*time.Minute), time.Minute)
@@ -164,8 +164,8 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(d3).To(HaveLen(1))
 			Expect(d3[0].Attempt).To(Equal(3))
 			// ... and a late record of attempt 2 is logged but does not move the delivery on.
-			Expect(st.RecordAttempt(ctx, webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
-				EventID: d.Event.ID, EventType: d.Event.Type, Number: 2, Outcome: webhooks.Succeeded, ResponseStatus: 200,
+			Expect(st.RecordAttempt(ctx, delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
+				EventID: d.Event.ID, EventType: d.Event.Type, Number: 2, Outcome: delivery.Succeeded, ResponseStatus: 200,
 				AttemptedAt: t0.Add(10 * time.Minute)})).To(Succeed())
 			Expect(claimAll(ctx, st, t0.Add(13*time.Minute), time.Minute)).To(HaveLen(1), "attempt 3's lease ran out: still pending")
 
@@ -181,8 +181,8 @@ var _ = Describe("Webhook deliveries", func() {
 			createEndpoint(ctx, st, endpointOpts{})
 			appendEvent(ctx, st, "trip.completed", time.Now())
 			d := claimAll(ctx, st, time.Now(), time.Minute)[0]
-			a := webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
-				EventType: d.Event.Type, Number: 1, Outcome: webhooks.Succeeded, ResponseStatus: 200, AttemptedAt: time.Now()}
+			a := delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
+				EventType: d.Event.Type, Number: 1, Outcome: delivery.Succeeded, ResponseStatus: 200, AttemptedAt: time.Now()}
 			Expect(st.RecordAttempt(ctx, a)).To(Succeed())
 			a.ID = newID("wha_")
 			Expect(st.RecordAttempt(ctx, a)).To(MatchError(store.ErrDuplicate))
@@ -196,26 +196,26 @@ var _ = Describe("Webhook deliveries", func() {
 			now := time.Now()
 			ds := claimAll(ctx, st, now, time.Minute)
 			Expect(ds).To(HaveLen(3))
-			attempt := func(d webhooks.Delivery, outcome webhooks.Outcome) webhooks.Attempt {
-				a := webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
+			attempt := func(d delivery.Delivery, outcome delivery.Outcome) delivery.Attempt {
+				a := delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID, EventID: d.Event.ID,
 					EventType: d.Event.Type, Number: d.Attempt, Outcome: outcome, ResponseStatus: 200, AttemptedAt: now}
-				if outcome == webhooks.Pending {
+				if outcome == delivery.Pending {
 					a.ResponseStatus, a.Error, a.NextAttemptAt = 503, "503", now.Add(time.Hour)
 				}
 				return a
 			}
-			first := attempt(ds[0], webhooks.Succeeded)
+			first := attempt(ds[0], delivery.Succeeded)
 			Expect(st.RecordAttempt(ctx, first)).To(Succeed())
 
 			// A batch holding a second entry for a logged attempt records nothing.
 			again := first
 			again.ID = newID("wha_")
-			Expect(st.RecordAttempts(ctx, []webhooks.Attempt{attempt(ds[1], webhooks.Succeeded), again})).To(MatchError(store.ErrDuplicate))
+			Expect(st.RecordAttempts(ctx, []delivery.Attempt{attempt(ds[1], delivery.Succeeded), again})).To(MatchError(store.ErrDuplicate))
 			page, err := st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page.Items).To(HaveLen(1))
 
-			Expect(st.RecordAttempts(ctx, []webhooks.Attempt{attempt(ds[1], webhooks.Succeeded), attempt(ds[2], webhooks.Pending)})).To(Succeed())
+			Expect(st.RecordAttempts(ctx, []delivery.Attempt{attempt(ds[1], delivery.Succeeded), attempt(ds[2], delivery.Pending)})).To(Succeed())
 			page, err = st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page.Items).To(HaveLen(3))
@@ -231,11 +231,11 @@ var _ = Describe("Webhook deliveries", func() {
 				appendEvent(ctx, st, "trip.completed", time.Now())
 			}
 			now := time.Now()
-			ds, err := st.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 1})
+			ds, err := st.ClaimDeliveries(ctx, delivery.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 1})
 			Expect(err).NotTo(HaveOccurred())
 			d := ds[0]
-			Expect(st.RecordAttempt(ctx, webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
-				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: webhooks.Failed, ResponseStatus: 410,
+			Expect(st.RecordAttempt(ctx, delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
+				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: delivery.Failed, ResponseStatus: 410,
 				AttemptedAt: now, DisableEndpoint: true})).To(Succeed())
 			got, err := st.WebhookEndpointByID(ctx, w.Account, w.ID)
 			Expect(err).NotTo(HaveOccurred())
@@ -265,9 +265,9 @@ var _ = Describe("Webhook deliveries", func() {
 
 			// The five fell due first: the claim that meets them holds them, and they are out of
 			// the way of the next one.
-			claim := func() []webhooks.Delivery {
+			claim := func() []delivery.Delivery {
 				now := time.Now()
-				ds, err := st.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 5})
+				ds, err := st.ClaimDeliveries(ctx, delivery.ClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Limit: 5})
 				Expect(err).NotTo(HaveOccurred())
 				return ds
 			}
@@ -291,8 +291,8 @@ var _ = Describe("Webhook deliveries", func() {
 			Expect(st.DeleteWebhookEndpoint(ctx, w.Account, w.ID)).To(Succeed())
 			Expect(st.DeleteWebhookEndpoint(ctx, w.Account, w.ID)).To(MatchError(store.ErrNotFound))
 			// The attempt in flight finishes after the deletion: nothing to record, no error.
-			Expect(st.RecordAttempt(ctx, webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: w.ID,
-				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: webhooks.Succeeded, AttemptedAt: time.Now()})).To(Succeed())
+			Expect(st.RecordAttempt(ctx, delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: w.ID,
+				EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: delivery.Succeeded, AttemptedAt: time.Now()})).To(Succeed())
 			page, err := st.ListWebhookAttempts(ctx, w.ID, store.PageParams{Limit: 10})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(page.Items).To(BeEmpty())
@@ -345,8 +345,8 @@ var _ = Describe("Webhook deliveries", func() {
 			old := appendEvent(ctx, st, "trip.completed", time.Now().Add(-31*24*time.Hour))
 			fresh := appendEvent(ctx, st, "trip.completed", time.Now())
 			for _, d := range claimAll(ctx, st, time.Now(), time.Minute) {
-				Expect(st.RecordAttempt(ctx, webhooks.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
-					EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: webhooks.Succeeded, AttemptedAt: time.Now()})).To(Succeed())
+				Expect(st.RecordAttempt(ctx, delivery.Attempt{ID: newID("wha_"), DeliveryID: d.ID, EndpointID: d.EndpointID,
+					EventID: d.Event.ID, EventType: d.Event.Type, Number: 1, Outcome: delivery.Succeeded, AttemptedAt: time.Now()})).To(Succeed())
 			}
 			n, err := st.PurgeEvents(ctx, time.Now().Add(-30*24*time.Hour))
 			Expect(err).NotTo(HaveOccurred())
@@ -381,7 +381,7 @@ var _ = Describe("Webhook deliveries", func() {
 					})
 				}()
 				<-enabledNotCommitted
-				claimed := make(chan []webhooks.Delivery)
+				claimed := make(chan []delivery.Delivery)
 				go func() {
 					defer GinkgoRecover()
 					claimed <- claimAll(ctx, st, time.Now(), time.Minute)

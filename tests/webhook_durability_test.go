@@ -14,7 +14,7 @@ import (
 
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store/storetest"
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 var _ = ForEachEngine("Webhook durability", func(h *Harness) {
@@ -96,7 +96,7 @@ var _ = ForEachEngine("Webhook durability", func(h *Harness) {
 
 		// A worker that claims, then dies without sending or recording anything.
 		now := time.Now()
-		claimed, err := a.Store.ClaimDeliveries(ctx, webhooks.ClaimParams{Now: now, LeaseUntil: now.Add(2 * time.Second), Limit: 10})
+		claimed, err := a.Store.ClaimDeliveries(ctx, delivery.ClaimParams{Now: now, LeaseUntil: now.Add(2 * time.Second), Limit: 10})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(claimed).To(HaveLen(1))
 		Expect(claimed[0].Attempt).To(Equal(1))

@@ -1,4 +1,4 @@
-package webhooks_test
+package delivery_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 var _ = Describe("The guarded client", func() {
 	DescribeTable("forbidden addresses",
 		func(addr string, forbidden bool) {
-			Expect(webhooks.ForbiddenAddress(netip.MustParseAddr(addr))).To(Equal(forbidden))
+			Expect(delivery.ForbiddenAddress(netip.MustParseAddr(addr))).To(Equal(forbidden))
 		},
 		Entry("loopback", "127.0.0.1", true),
 		Entry("loopback, elsewhere in 127/8", "127.5.6.7", true),
@@ -39,14 +39,14 @@ var _ = Describe("The guarded client", func() {
 	)
 
 	Context("outside insecure mode", func() {
-		client := webhooks.NewClient(webhooks.ClientOptions{Timeout: 2 * time.Second})
+		client := delivery.NewClient(delivery.ClientOptions{Timeout: 2 * time.Second})
 
 		DescribeTable("refuses at dial time, after resolution",
 			func(url string) {
 				req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, nil)
 				Expect(err).NotTo(HaveOccurred())
 				_, err = client.Do(req)
-				Expect(err).To(MatchError(webhooks.ErrForbiddenAddress))
+				Expect(err).To(MatchError(delivery.ErrForbiddenAddress))
 			},
 			Entry("127.0.0.1", "http://127.0.0.1:9/hook"),
 			Entry("10.x", "http://10.20.30.40/hook"),
@@ -61,13 +61,13 @@ var _ = Describe("The guarded client", func() {
 			}))
 			defer receiver.Close()
 			_, err := client.Post(receiver.URL, "application/json", nil)
-			Expect(err).To(MatchError(webhooks.ErrForbiddenAddress))
+			Expect(err).To(MatchError(delivery.ErrForbiddenAddress))
 		})
 	})
 
 	Context("in insecure mode", func() {
 		It("reaches a local receiver, follows no redirect, and times out", func() {
-			client := webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 200 * time.Millisecond})
+			client := delivery.NewClient(delivery.ClientOptions{Insecure: true, Timeout: 200 * time.Millisecond})
 			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/redirect":
@@ -100,11 +100,11 @@ var _ = Describe("The guarded client", func() {
 
 	DescribeTable("registration-time URL checks",
 		func(url string, insecure bool, ok bool) {
-			_, err := webhooks.CheckURL(url, insecure)
+			_, err := delivery.CheckURL(url, insecure)
 			if ok {
 				Expect(err).NotTo(HaveOccurred())
 			} else {
-				var urlErr *webhooks.URLError
+				var urlErr *delivery.URLError
 				Expect(err).To(BeAssignableToTypeOf(urlErr))
 			}
 		},

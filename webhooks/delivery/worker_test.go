@@ -1,4 +1,4 @@
-package webhooks_test
+package delivery_test
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 // fakeStore hands out the deliveries it is given and remembers what the worker asked.
 type fakeStore struct {
 	mu       sync.Mutex
-	due      []webhooks.Delivery
+	due      []delivery.Delivery
 	limits   []int
-	attempts []webhooks.Attempt
+	attempts []delivery.Attempt
 	purged   []time.Time
 }
 
@@ -28,7 +29,7 @@ type fakeStore struct {
 // announces it.
 type listeningStore struct {
 	*fakeStore
-	later webhooks.Delivery
+	later delivery.Delivery
 }
 
 func (l listeningStore) ListenEvents(ctx context.Context, notify func()) error {
@@ -41,7 +42,7 @@ func (l listeningStore) ListenEvents(ctx context.Context, notify func()) error {
 	return nil
 }
 
-func (f *fakeStore) ClaimDeliveries(_ context.Context, p webhooks.ClaimParams) ([]webhooks.Delivery, error) {
+func (f *fakeStore) ClaimDeliveries(_ context.Context, p delivery.ClaimParams) ([]delivery.Delivery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.limits = append(f.limits, p.Limit)
@@ -51,7 +52,7 @@ func (f *fakeStore) ClaimDeliveries(_ context.Context, p webhooks.ClaimParams) (
 	return out, nil
 }
 
-func (f *fakeStore) RecordAttempt(_ context.Context, a webhooks.Attempt) error {
+func (f *fakeStore) RecordAttempt(_ context.Context, a delivery.Attempt) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts = append(f.attempts, a)
@@ -67,12 +68,12 @@ type batchStore struct {
 	batches     []int // sizes of the batches recorded
 }
 
-func (b *batchStore) RecordAttempt(ctx context.Context, a webhooks.Attempt) error {
+func (b *batchStore) RecordAttempt(ctx context.Context, a delivery.Attempt) error {
 	b.slowOnce.Do(func() { time.Sleep(300 * time.Millisecond) })
 	return b.fakeStore.RecordAttempt(ctx, a)
 }
 
-func (b *batchStore) RecordAttempts(_ context.Context, as []webhooks.Attempt) error {
+func (b *batchStore) RecordAttempts(_ context.Context, as []delivery.Attempt) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.failBatches {
@@ -90,21 +91,21 @@ func (f *fakeStore) PurgeEvents(_ context.Context, before time.Time) (int64, err
 	return 0, nil
 }
 
-func (f *fakeStore) snapshot() (limits []int, attempts []webhooks.Attempt, purged []time.Time) {
+func (f *fakeStore) snapshot() (limits []int, attempts []delivery.Attempt, purged []time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]int(nil), f.limits...), append([]webhooks.Attempt(nil), f.attempts...), append([]time.Time(nil), f.purged...)
+	return append([]int(nil), f.limits...), append([]delivery.Attempt(nil), f.attempts...), append([]time.Time(nil), f.purged...)
 }
 
 var _ = Describe("The worker", func() {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	delivery := func(url string, n int) webhooks.Delivery {
-		return webhooks.Delivery{ID: int64(n), Attempt: 1, URL: url, EndpointID: "whe_1", Secret: "whsec_c2VjcmV0",
+	claimed := func(url string, n int) delivery.Delivery {
+		return delivery.Delivery{ID: int64(n), Attempt: 1, URL: url, EndpointID: "whe_1", Secret: "whsec_c2VjcmV0",
 			Event: webhooks.Event{ID: "evt_" + string(rune('a'+n)), Type: "trip.completed", CreatedAt: now, Data: []byte(`{}`)}}
 	}
 	runDraining := func(store *fakeStore, drain time.Duration) (stop func()) {
-		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
-			Store: store, Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
+		w, err := delivery.NewWorker(delivery.WorkerConfig{
+			Store: store, Client: delivery.NewClient(delivery.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
 			Now: func() time.Time { return now }, NewAttemptID: func() string { return "wha_1" },
 			Concurrency: 2, PollInterval: 10 * time.Millisecond, Drain: drain,
 		})
@@ -129,14 +130,14 @@ var _ = Describe("The worker", func() {
 			w.WriteHeader(http.StatusOK)
 		}))
 		defer receiver.Close()
-		store := &fakeStore{due: []webhooks.Delivery{delivery(receiver.URL, 0), delivery(receiver.URL, 1)}}
+		store := &fakeStore{due: []delivery.Delivery{claimed(receiver.URL, 0), claimed(receiver.URL, 1)}}
 		stop := runDraining(store, 0) // the default drain: the client's timeout and 2 s
 		Eventually(arrived).Should(HaveLen(2))
 		stop()
 		_, attempts, _ := store.snapshot()
 		Expect(attempts).To(HaveLen(2))
 		for _, a := range attempts {
-			Expect(a.Outcome).To(Equal(webhooks.Succeeded), "finished, not cut off: the next worker sends nothing twice")
+			Expect(a.Outcome).To(Equal(delivery.Succeeded), "finished, not cut off: the next worker sends nothing twice")
 		}
 	})
 
@@ -147,9 +148,9 @@ var _ = Describe("The worker", func() {
 		}))
 		defer receiver.Close()
 		store := &fakeStore{}
-		w, err := webhooks.NewWorker(webhooks.WorkerConfig{
-			Store: listeningStore{store, delivery(receiver.URL, 0)}, Now: func() time.Time { return now },
-			Client:       webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
+		w, err := delivery.NewWorker(delivery.WorkerConfig{
+			Store: listeningStore{store, claimed(receiver.URL, 0)}, Now: func() time.Time { return now },
+			Client:       delivery.NewClient(delivery.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
 			NewAttemptID: func() string { return "wha_1" }, PollInterval: time.Hour,
 		})
 		Expect(err).NotTo(HaveOccurred())
@@ -158,8 +159,8 @@ var _ = Describe("The worker", func() {
 		go func() { defer close(done); _ = w.Run(ctx) }()
 		defer func() { cancel(); <-done }()
 		// With an hour between polls, only the announcement can make this attempt.
-		Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).
-			WithTimeout(5 * time.Second).Should(ConsistOf(HaveField("Outcome", webhooks.Succeeded)))
+		Eventually(func() []delivery.Attempt { _, a, _ := store.snapshot(); return a }).
+			WithTimeout(5 * time.Second).Should(ConsistOf(HaveField("Outcome", delivery.Succeeded)))
 	})
 
 	It("records the attempts that end during a record together in the next one, each alone when that fails", func() {
@@ -171,10 +172,10 @@ var _ = Describe("The worker", func() {
 		for _, failBatches := range []bool{false, true} {
 			store := &batchStore{fakeStore: &fakeStore{}, failBatches: failBatches}
 			for i := range 8 {
-				store.due = append(store.due, delivery(receiver.URL, i))
+				store.due = append(store.due, claimed(receiver.URL, i))
 			}
-			w, err := webhooks.NewWorker(webhooks.WorkerConfig{
-				Store: store, Client: webhooks.NewClient(webhooks.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
+			w, err := delivery.NewWorker(delivery.WorkerConfig{
+				Store: store, Client: delivery.NewClient(delivery.ClientOptions{Insecure: true, Timeout: 5 * time.Second}),
 				Now: func() time.Time { return now }, NewAttemptID: func() string { return "wha_1" },
 				Concurrency: 8, PollInterval: 10 * time.Millisecond,
 			})
@@ -182,7 +183,7 @@ var _ = Describe("The worker", func() {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { defer close(done); _ = w.Run(ctx) }()
-			Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).
+			Eventually(func() []delivery.Attempt { _, a, _ := store.snapshot(); return a }).
 				WithTimeout(5 * time.Second).Should(HaveLen(8))
 			cancel()
 			<-done
@@ -203,20 +204,20 @@ var _ = Describe("The worker", func() {
 			w.WriteHeader(http.StatusOK)
 		}))
 		defer receiver.Close()
-		late := delivery(receiver.URL, 0)
-		late.Event.CreatedAt = now.Add(-webhooks.DefaultHorizon) // due at the horizon itself: too late
-		store := &fakeStore{due: []webhooks.Delivery{late}}
+		late := claimed(receiver.URL, 0)
+		late.Event.CreatedAt = now.Add(-delivery.DefaultHorizon) // due at the horizon itself: too late
+		store := &fakeStore{due: []delivery.Delivery{late}}
 		stop := run(store)
-		Eventually(func() []webhooks.Attempt { _, a, _ := store.snapshot(); return a }).Should(ConsistOf(And(
-			HaveField("Outcome", webhooks.Failed), HaveField("ResponseStatus", 0), HaveField("Error", ContainSubstring("horizon")))))
+		Eventually(func() []delivery.Attempt { _, a, _ := store.snapshot(); return a }).Should(ConsistOf(And(
+			HaveField("Outcome", delivery.Failed), HaveField("ResponseStatus", 0), HaveField("Error", ContainSubstring("horizon")))))
 		stop()
 		Expect(calls).To(BeEmpty(), "the receiver heard nothing")
 	})
 
 	It("refuses a horizon within an attempt's lease, which would leave an attempt cut off by a crash unretried", func() {
-		_, err := webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: 30 * time.Second}})
+		_, err := delivery.NewWorker(delivery.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: delivery.RetryPolicy{Horizon: 30 * time.Second}})
 		Expect(err).To(MatchError(ContainSubstring("longer than the attempt lease of 40s")))
-		_, err = webhooks.NewWorker(webhooks.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: webhooks.RetryPolicy{Horizon: time.Minute}})
+		_, err = delivery.NewWorker(delivery.WorkerConfig{Store: &fakeStore{}, NewAttemptID: func() string { return "wha_1" }, Policy: delivery.RetryPolicy{Horizon: time.Minute}})
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -236,7 +237,7 @@ var _ = Describe("The worker", func() {
 		defer receiver.Close()
 		store := &fakeStore{}
 		for i := range 5 {
-			store.due = append(store.due, delivery(receiver.URL, i))
+			store.due = append(store.due, claimed(receiver.URL, i))
 		}
 		stop := run(store)
 		Eventually(func() []int { l, _, _ := store.snapshot(); return l }).Should(ContainElement(2))
@@ -247,7 +248,7 @@ var _ = Describe("The worker", func() {
 		Expect(limits).To(HaveEach(BeNumerically("<=", 2)))
 		Expect(attempts).To(HaveLen(2), "the two in flight, cut off by the stop")
 		for _, a := range attempts {
-			Expect(a.Outcome).To(Equal(webhooks.Pending))
+			Expect(a.Outcome).To(Equal(delivery.Pending))
 			Expect(a.NextAttemptAt).To(Equal(now))
 			Expect(a.Error).To(ContainSubstring("interrupted"))
 		}

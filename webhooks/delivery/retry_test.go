@@ -1,4 +1,4 @@
-package webhooks_test
+package delivery_test
 
 import (
 	"math"
@@ -8,11 +8,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 var _ = Describe("Retries", func() {
-	contract := webhooks.RetryPolicy{} // the defaults are the contract's schedule and horizon
+	contract := delivery.RetryPolicy{} // the defaults are the contract's schedule and horizon
 
 	DescribeTable("the delay after a failed attempt is bounded for any attempt number",
 		func(attempt int, want time.Duration) {
@@ -34,7 +34,7 @@ var _ = Describe("Retries", func() {
 	event := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 
 	DescribeTable("the next attempt",
-		func(policy webhooks.RetryPolicy, elapsed time.Duration, attempt int, retryAfter time.Duration, wantAfter time.Duration, wantOK bool) {
+		func(policy delivery.RetryPolicy, elapsed time.Duration, attempt int, retryAfter time.Duration, wantAfter time.Duration, wantOK bool) {
 			next, ok := policy.Next(event, event.Add(elapsed), attempt, retryAfter)
 			Expect(ok).To(Equal(wantOK))
 			if ok {
@@ -49,14 +49,14 @@ var _ = Describe("Retries", func() {
 		Entry("the schedule is cut at the horizon for a last attempt", contract, 20*time.Hour, 7, time.Duration(0), 24*time.Hour, true),
 		Entry("nothing after the horizon", contract, 24*time.Hour, 8, time.Duration(0), time.Duration(0), false),
 		Entry("a huge Retry-After does not overflow", contract, time.Hour, 1, time.Duration(math.MaxInt64), 24*time.Hour, true),
-		Entry("a second-scale schedule", webhooks.RetryPolicy{Schedule: []time.Duration{time.Second, 2 * time.Second}, Horizon: time.Minute},
+		Entry("a second-scale schedule", delivery.RetryPolicy{Schedule: []time.Duration{time.Second, 2 * time.Second}, Horizon: time.Minute},
 			10*time.Second, 5, time.Duration(0), 12*time.Second, true),
 	)
 
 	DescribeTable("Retry-After is read as seconds or an HTTP date, clamped",
 		func(header string, want time.Duration) {
 			now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-			Expect(webhooks.RetryAfter(header, now, 24*time.Hour)).To(Equal(want))
+			Expect(delivery.RetryAfter(header, now, 24*time.Hour)).To(Equal(want))
 		},
 		Entry("absent", "", time.Duration(0)),
 		Entry("seconds", "120", 2*time.Minute),
@@ -69,12 +69,12 @@ var _ = Describe("Retries", func() {
 	)
 
 	It("reads a schedule and names what is wrong", func() {
-		s, err := webhooks.ParseSchedule("1s, 2s,1m")
+		s, err := delivery.ParseSchedule("1s, 2s,1m")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s).To(Equal([]time.Duration{time.Second, 2 * time.Second, time.Minute}))
-		_, err = webhooks.ParseSchedule("1s,soon")
+		_, err = delivery.ParseSchedule("1s,soon")
 		Expect(err).To(MatchError(ContainSubstring(`"soon"`)))
-		_, err = webhooks.ParseSchedule("0s")
+		_, err = delivery.ParseSchedule("0s")
 		Expect(err).To(MatchError(ContainSubstring("not positive")))
 	})
 })

@@ -1,4 +1,4 @@
-package webhooks_test
+package delivery_test
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/webhooks"
+	"github.com/rideapi/ride/webhooks/delivery"
 )
 
 var _ = Describe("The error a delivery records", func() {
-	describe := func(err error) string { return webhooks.DescribeSendError(err, time.Second) }
+	describe := func(err error) string { return delivery.DescribeSendError(err, time.Second) }
 
 	It("says what failed without the resolver, addresses or URL of the sending network", func() {
 		dns := &url.Error{Op: "Post", URL: "https://partner2.example.com/hooks", Err: &net.OpError{

@@ -1,4 +1,4 @@
-package webhooks
+package delivery
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rideapi/ride/webhooks"
 )
 
 // Store is what the Worker needs from the database; the server's store implements it. Every
@@ -76,7 +78,7 @@ type Delivery struct {
 	ID int64
 	// Attempt is this attempt's 1-based number.
 	Attempt    int
-	Event      Event
+	Event      webhooks.Event
 	EndpointID string
 	URL        string
 	// Secret is the endpoint's current secret. PreviousSecret, when not empty, also signs
@@ -479,12 +481,12 @@ func (w *Worker) send(ctx context.Context, d Delivery) (status int, retryAfter, 
 // Post sends event to url once, as attempt number attempt, signed at signedAt with secrets;
 // the answer's body is read and closed. client is NewClient's. It returns the answer (nil
 // without one) and how long the exchange took.
-func Post(ctx context.Context, client *http.Client, url string, event Event, attempt int, secrets []string, signedAt time.Time) (*http.Response, time.Duration, error) {
+func Post(ctx context.Context, client *http.Client, url string, event webhooks.Event, attempt int, secrets []string, signedAt time.Time) (*http.Response, time.Duration, error) {
 	body, err := event.Body()
 	if err != nil {
 		return nil, 0, err
 	}
-	header, err := Headers(event.ID, event.Type, attempt, signedAt, body, secrets)
+	header, err := webhooks.Headers(event.ID, event.Type, attempt, signedAt, body, secrets)
 	if err != nil {
 		return nil, 0, err
 	}
