@@ -30,7 +30,7 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 			location := fmt.Sprintf("body.positions.%d.recorded_at", i)
 			return nil, &problem.Error{Code: problem.PositionInFuture,
 				Detail: "recorded_at " + p.RecordedAt.UTC().Format(time.RFC3339) + " is more than 30 seconds ahead of the server's clock (" + now.Format(time.RFC3339) + ").",
-				Fields: []gen.ProblemFieldError{{Location: location, Message: "more than 30 seconds in the future"}}}
+				Fields: []problem.FieldError{{Location: location, Message: "more than 30 seconds in the future"}}}
 		}
 		if latest < 0 || p.RecordedAt.After(req.Body.Positions[latest].RecordedAt) {
 			latest = i

@@ -47,11 +47,11 @@ func problemFor(err error, req *http.Request) *problem.Error {
 	case errors.Is(err, ride.ErrEstimateNotFound):
 		return &problem.Error{Code: problem.EstimateNotFound,
 			Detail: "No fare estimate of yours has this id. Request an estimate first.",
-			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
+			Fields: []problem.FieldError{{Location: "body.estimate_id", Message: "no such estimate of yours"}}}
 	case errors.Is(err, ride.ErrEstimateExpired):
 		return &problem.Error{Code: problem.EstimateExpired,
 			Detail: "The fare estimate has expired. Request a new one.",
-			Fields: []gen.ProblemFieldError{{Location: "body.estimate_id", Message: "expired"}}}
+			Fields: []problem.FieldError{{Location: "body.estimate_id", Message: "expired"}}}
 	case errors.Is(err, ride.ErrEstimateAlreadyUsed):
 		return problem.New(problem.EstimateUsed, "The fare estimate was booked already; its trip_id names the trip.")
 	// The store's refusals come from the partial unique indexes, when a concurrent booking
@@ -65,13 +65,13 @@ func problemFor(err error, req *http.Request) *problem.Error {
 		return &problem.Error{
 			Status: http.StatusBadRequest, Code: problem.InvalidRequest,
 			Detail: fmt.Sprintf("Invalid %s %q: %s.", fieldErr.Param, fieldErr.Value, fieldErr.Message),
-			Fields: []gen.ProblemFieldError{{Location: "query." + fieldErr.Param, Message: fieldErr.Message}},
+			Fields: []problem.FieldError{{Location: "query." + fieldErr.Param, Message: fieldErr.Message}},
 		}
 	case errors.Is(err, ride.ErrInvalidCursor):
 		return &problem.Error{
 			Status: http.StatusBadRequest, Code: problem.InvalidCursor,
 			Detail: "The cursor is malformed, tampered with, or was issued for another query. Start the walk again without a cursor.",
-			Fields: []gen.ProblemFieldError{{Location: "query.cursor", Message: "not a cursor of this query"}},
+			Fields: []problem.FieldError{{Location: "query.cursor", Message: "not a cursor of this query"}},
 		}
 	case errors.Is(err, store.ErrNotFound):
 		return problem.New(problem.NotFound, "No such resource.")
@@ -83,7 +83,7 @@ func problemFor(err error, req *http.Request) *problem.Error {
 	case errors.As(err, &mismatchErr):
 		return &problem.Error{Code: problem.AmountMismatch,
 			Detail: fmt.Sprintf("amount and currency must equal the trip's fare, %d %s.", mismatchErr.FareTotal, mismatchErr.FareCurrency),
-			Fields: []gen.ProblemFieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
+			Fields: []problem.FieldError{{Location: "body.amount", Message: "does not match the trip's fare"}}}
 	case errors.As(err, &declinedErr):
 		return &problem.Error{Code: problem.PaymentDeclined,
 			Detail:      "The payment provider declined the charge (" + declinedErr.FailureCode + "). Try another payment method with a new Idempotency-Key.",
@@ -98,7 +98,7 @@ func problemFor(err error, req *http.Request) *problem.Error {
 		return &problem.Error{
 			Status: http.StatusUnprocessableEntity, Code: problem.InvalidWebhookURL,
 			Detail: "The webhook URL " + urlErr.Reason + ".",
-			Fields: []gen.ProblemFieldError{{Location: "body.url", Message: urlErr.Reason}},
+			Fields: []problem.FieldError{{Location: "body.url", Message: urlErr.Reason}},
 		}
 	}
 	var httpErr *echo.HTTPError
@@ -141,7 +141,7 @@ func echoProblem(e *echo.HTTPError, req *http.Request) *problem.Error {
 func bindingProblem(e *echo.HTTPError, req *http.Request) *problem.Error {
 	invalid := func(location, message string) *problem.Error {
 		return &problem.Error{Code: problem.InvalidRequest, Detail: "The request does not match the API description; see errors[].",
-			Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
+			Fields: []problem.FieldError{{Location: location, Message: message}}}
 	}
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
@@ -218,7 +218,11 @@ func (s *Server) renderError(err error, c echo.Context) {
 		body.Detail = &p.Detail
 	}
 	if len(p.Fields) > 0 {
-		body.Errors = &p.Fields
+		fields := make([]gen.ProblemFieldError, len(p.Fields))
+		for i, f := range p.Fields {
+			fields[i] = gen.ProblemFieldError{Location: f.Location, Message: f.Message}
+		}
+		body.Errors = &fields
 	}
 	if p.FailureCode != "" {
 		body.FailureCode = &p.FailureCode

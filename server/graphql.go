@@ -168,7 +168,7 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 func checkUpgrade(r *http.Request) error {
 	invalid := func(header, message string) error {
 		return &problem.Error{Code: problem.InvalidRequest, Detail: "This WebSocket upgrade is invalid: " + message + ".",
-			Fields: []gen.ProblemFieldError{{Location: "header." + header, Message: message}}}
+			Fields: []problem.FieldError{{Location: "header." + header, Message: message}}}
 	}
 	upgrade := false
 	for _, v := range r.Header.Values("Connection") {

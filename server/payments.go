@@ -114,7 +114,7 @@ func (s *Server) CreatePayment(ctx context.Context, req gen.CreatePaymentRequest
 // not the path), 403 when it is another rider's.
 func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.Trip, error) {
 	notFound := problem.New(problem.TripNotFound, "No trip "+problem.TruncateID(tripID)+".")
-	notFound.Fields = []gen.ProblemFieldError{{Location: "body.trip_id", Message: "no such trip"}}
+	notFound.Fields = []problem.FieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
 		return store.Trip{}, notFound
 	}

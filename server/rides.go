@@ -49,7 +49,7 @@ func bookingRider(caller auth.Principal, named *string) (string, error) {
 		if named == nil {
 			return "", &problem.Error{Code: problem.RiderIDRequired,
 				Detail: "An admin books for a rider: name them in rider_id.",
-				Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "required when an admin books"}}}
+				Fields: []problem.FieldError{{Location: "body.rider_id", Message: "required when an admin books"}}}
 		}
 		return *named, nil
 	}
@@ -157,7 +157,7 @@ func bookableEstimate(ctx context.Context, tx *store.Store, caller auth.Principa
 func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID string) error {
 	unknown := &problem.Error{Code: problem.RiderNotFound,
 		Detail: "No rider has this id.",
-		Fields: []gen.ProblemFieldError{{Location: "body.rider_id", Message: "no such rider"}}}
+		Fields: []problem.FieldError{{Location: "body.rider_id", Message: "no such rider"}}}
 	if !ride.ValidID(ride.PrefixRider, riderID) {
 		return unknown
 	}

@@ -132,7 +132,7 @@ func eventKinds(events []gen.EventType) ([]string, error) {
 			// compile) and says "each at most once" in words; the check is here.
 			return nil, &problem.Error{Code: problem.InvalidRequest,
 				Detail: "Name each event kind at most once; see errors[].",
-				Fields: []gen.ProblemFieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
+				Fields: []problem.FieldError{{Location: "body.events", Message: fmt.Sprintf("item %d: %s is listed twice", i, t)}}}
 		}
 		types[i] = string(t)
 	}
@@ -224,7 +224,7 @@ func (s *Server) CreateWebhookRedelivery(ctx context.Context, req gen.CreateWebh
 	eventID := req.Body.EventId
 	noEvent := &problem.Error{Code: problem.EventNotFound,
 		Detail: "No event of this account has the id " + problem.TruncateID(eventID) + " (events are kept 30 days).",
-		Fields: []gen.ProblemFieldError{{Location: "body.event_id", Message: "no such event of yours"}}}
+		Fields: []problem.FieldError{{Location: "body.event_id", Message: "no such event of yours"}}}
 	if !ride.ValidID(ride.PrefixEvent, eventID) {
 		return nil, noEvent
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -149,7 +148,7 @@ func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error
 
 func keyParamsError(code, location, detail string) *problem.Error {
 	return &problem.Error{Status: http.StatusUnprocessableEntity, Code: code, Detail: detail,
-		Fields: []gen.ProblemFieldError{{Location: location, Message: detail}}}
+		Fields: []problem.FieldError{{Location: location, Message: detail}}}
 }
 
 // apiKeyChecksum is the checksum part of a key: the CRC-32 of its random part, base64url.

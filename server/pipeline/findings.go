@@ -9,7 +9,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -23,14 +22,14 @@ import (
 // findings collects the entries of errors[], keeping the first problem.MaxFields and counting
 // the others.
 type findings struct {
-	list  []gen.ProblemFieldError
+	list  []problem.FieldError
 	total int
 }
 
 func (f *findings) add(location, message string) {
 	f.total++
 	if len(f.list) < problem.MaxFields {
-		f.list = append(f.list, gen.ProblemFieldError{Location: location, Message: message})
+		f.list = append(f.list, problem.FieldError{Location: location, Message: message})
 	}
 }
 
@@ -72,7 +71,7 @@ func (f *findings) parameter(location string, param *openapi3.Parameter, err err
 	f.total += items.total - len(items.list)
 	for _, item := range items.list {
 		if rest, ok := strings.CutPrefix(item.Location, location+"."); ok {
-			item = gen.ProblemFieldError{Location: location, Message: "item " + rest + ": " + item.Message}
+			item = problem.FieldError{Location: location, Message: "item " + rest + ": " + item.Message}
 		}
 		f.add(item.Location, item.Message)
 	}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
@@ -85,7 +84,7 @@ func (pl *Pipeline) Idempotency(next echo.HandlerFunc) echo.HandlerFunc {
 		if len(key) != 1 || !validIdempotencyKey(key[0]) {
 			return &problem.Error{Code: problem.InvalidIdempotencyKey,
 				Detail: "Send one Idempotency-Key header of 1 to 255 printable characters (a UUID v4 is recommended).",
-				Fields: []gen.ProblemFieldError{{Location: "header." + headerIdempotencyKey, Message: "must be 1 to 255 printable ASCII characters"}}}
+				Fields: []problem.FieldError{{Location: "header." + headerIdempotencyKey, Message: "must be 1 to 255 printable ASCII characters"}}}
 		}
 		attempt := idempotencyAttempt{account: caller.Account, key: key[0], owner: newOwnerToken()}
 		fingerprint, err := requestFingerprint(req, info.path, caller)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 )

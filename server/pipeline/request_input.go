@@ -17,7 +17,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -93,7 +92,7 @@ func (b *limitedBody) Close() error { return b.body.Close() }
 // operation accepts. A JSON body is read, put back, and returned decoded for the validator;
 // only when hasBody, the operation takes one: a body sent to any other is never read.
 func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (*jsonBody, error) {
-	var fields []gen.ProblemFieldError
+	var fields []problem.FieldError
 	names := make([]string, 0, len(pathParams))
 	for name := range pathParams {
 		names = append(names, name)
@@ -105,7 +104,7 @@ func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (
 			value = unescaped // the document's router may hand over a segment still escaped
 		}
 		if msg := badText(value); msg != "" {
-			fields = append(fields, gen.ProblemFieldError{Location: "path." + name, Message: msg})
+			fields = append(fields, problem.FieldError{Location: "path." + name, Message: msg})
 		}
 	}
 	if req.URL.RawQuery != "" {
@@ -113,16 +112,16 @@ func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (
 		if err != nil {
 			return nil, &problem.Error{Code: problem.InvalidRequest,
 				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
-				Fields: []gen.ProblemFieldError{{Location: "query", Message: queryParseReason(err)}}}
+				Fields: []problem.FieldError{{Location: "query", Message: queryParseReason(err)}}}
 		}
 		for name, values := range query {
 			if msg := badText(name); msg != "" {
-				fields = append(fields, gen.ProblemFieldError{Location: "query", Message: "a parameter name " + msg})
+				fields = append(fields, problem.FieldError{Location: "query", Message: "a parameter name " + msg})
 				continue
 			}
 			for _, v := range values {
 				if msg := badText(v); msg != "" {
-					fields = append(fields, gen.ProblemFieldError{Location: "query." + name, Message: msg})
+					fields = append(fields, problem.FieldError{Location: "query." + name, Message: msg})
 					break
 				}
 			}
@@ -359,7 +358,7 @@ func (w *jsonWalk) value(depth int) error {
 func tooLarge(location, message string) *problem.Error {
 	return &problem.Error{Code: problem.InvalidRequest,
 		Detail: "The body holds an object or an array larger than any operation takes; see errors[].",
-		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
+		Fields: []problem.FieldError{{Location: location, Message: message}}}
 }
 
 func jsonFieldError(code, location, message string) *problem.Error {
@@ -368,7 +367,7 @@ func jsonFieldError(code, location, message string) *problem.Error {
 		detail = "Text must be UTF-8 without NUL characters; see errors[]."
 	}
 	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: detail,
-		Fields: []gen.ProblemFieldError{{Location: location, Message: message}}}
+		Fields: []problem.FieldError{{Location: location, Message: message}}}
 }
 
 // AuthorizationHeader is the request's one Authorization value. Sent twice, it is a 400: which
@@ -378,7 +377,7 @@ func AuthorizationHeader(req *http.Request) (string, error) {
 	if len(values) > 1 {
 		return "", &problem.Error{Code: problem.InvalidRequest,
 			Detail: "Send one Authorization header, not " + strconv.Itoa(len(values)) + ".",
-			Fields: []gen.ProblemFieldError{{Location: "header.Authorization", Message: "sent more than once"}}}
+			Fields: []problem.FieldError{{Location: "header.Authorization", Message: "sent more than once"}}}
 	}
 	if len(values) == 0 {
 		return "", nil

@@ -421,7 +421,7 @@ func validationProblem(err error, req *http.Request) error {
 	return &problem.Error{Status: http.StatusBadRequest, Code: code, Detail: found.detail(detail), Fields: fields}
 }
 
-func onlyAt(fields []gen.ProblemFieldError, location string) bool {
+func onlyAt(fields []problem.FieldError, location string) bool {
 	for _, f := range fields {
 		if f.Location != location {
 			return false

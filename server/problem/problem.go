@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/rideapi/ride/gen"
 )
 
 // Kind is what the catalogue knows of a code.
@@ -58,6 +56,13 @@ func Catalogue() []Kind {
 	return kinds
 }
 
+// FieldError is one invalid input of a request: where it is (query.limit, body.origin.lat)
+// and what is wrong with it, the members of errors[] in the answer.
+type FieldError struct {
+	Location string
+	Message  string
+}
+
 // Error is an error that already knows its HTTP answer.
 type Error struct {
 	// Status overrides the catalogue's status of Code; zero (nearly always) keeps it.
@@ -65,7 +70,7 @@ type Error struct {
 	Code   string
 	Detail string
 	// Fields lists each invalid input of a validation failure.
-	Fields []gen.ProblemFieldError
+	Fields []FieldError
 	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
 	Header http.Header
 	// FailureCode is the provider's reason of a payment_declined answer.
@@ -137,9 +142,9 @@ func (e *Error) Bounded() *Error {
 		fields = fields[:MaxFields]
 		out.Detail += " errors[] lists the first " + strconv.Itoa(MaxFields) + " findings of " + strconv.Itoa(len(e.Fields)) + "."
 	}
-	out.Fields = make([]gen.ProblemFieldError, len(fields))
+	out.Fields = make([]FieldError, len(fields))
 	for i, f := range fields {
-		out.Fields[i] = gen.ProblemFieldError{Location: Clip(f.Location, maxFieldText), Message: Clip(f.Message, maxFieldText)}
+		out.Fields[i] = FieldError{Location: Clip(f.Location, maxFieldText), Message: Clip(f.Message, maxFieldText)}
 	}
 	return &out
 }
