@@ -2,58 +2,76 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/webhooks"
 )
 
-// tripStatusData is the payload of every trip.* event but trip.completed.
-type tripStatusData struct {
-	TripID     string    `json:"trip_id"`
-	Status     string    `json:"status"`
-	OccurredAt time.Time `json:"occurred_at"`
-}
-
-// tripCompletedData is the payload of trip.completed, as the contract names it.
-type tripCompletedData struct {
-	TripID      string    `json:"trip_id"`
-	Fare        gen.Money `json:"fare"`
-	CompletedAt time.Time `json:"completed_at"`
-}
-
-// appendTripEvent writes the event of the status trip has just entered, on tx, and publishes
-// the trip's live update: both commit or roll back with the change. Entering accepted is
-// booking (trip.created).
-func appendTripEvent(ctx context.Context, tx *store.Store, trip store.Trip, at time.Time) error {
-	status := ride.TripStatus(trip.Status)
-	eventType := ride.EventType(status)
-	var data any = tripStatusData{TripID: trip.ID, Status: trip.Status, OccurredAt: at.UTC()}
-	switch {
-	case status == ride.StatusAccepted:
-		eventType = ride.EventTripCreated
-	case status == ride.StatusCompleted && trip.CompletedAt != nil:
-		data = tripCompletedData{
-			TripID:      trip.ID,
-			Fare:        gen.Money{Total: trip.FareTotal, Currency: trip.FareCurrency},
-			CompletedAt: trip.CompletedAt.UTC(),
-		}
+// ListEvents lists the account's events of the retention window, newest first unless sorted
+// otherwise: the replay fallback of webhook delivery.
+func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
+	if err := requireAdmin(ctx, "list events"); err != nil {
+		return nil, err
 	}
-	if eventType == "" {
-		return fmt.Errorf("no event for trip status %q", trip.Status)
+	p := req.Params
+	filter := store.EventFilter{Account: auth.PrincipalFrom(ctx).Account, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore}
+	if p.Type != nil {
+		filter.Type = string(*p.Type)
 	}
-	payload, err := json.Marshal(data)
+	if p.TripId != nil {
+		filter.TripID = *p.TripId
+	}
+	order, err := parseTimeSort(p.Sort)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err = tx.AppendEvent(ctx, store.Event{
-		ID: ride.NewID(ride.PrefixEvent), Account: trip.Account, Type: eventType, SubjectID: trip.ID,
-		Data: string(payload), CreatedAt: at,
-	}); err != nil {
-		return err
+	query := callerQuery(auth.PrincipalFrom(ctx), "/v1/events", filter.Type, timeKey(p.CreatedAfter), timeKey(p.CreatedBefore), filter.TripID, order.spec)
+	params, err := s.pageRequest(p.Limit, p.Cursor, order, query)
+	if err != nil {
+		return nil, err
 	}
-	return publishTripUpdate(ctx, tx, &trip, at)
+	page, err := s.storeFor(ctx).ListEvents(ctx, filter, params)
+	if err != nil {
+		return nil, err
+	}
+	data, pagination, err := pageResult(s, page, query, eventView)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListEvents200JSONResponse{Body: gen.EventList{Data: data, Pagination: pagination}}, nil
+}
+
+// GetEvent returns one of the account's events exactly as it is delivered; another account's
+// is 404.
+func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
+	if err := requireAdmin(ctx, "read events"); err != nil {
+		return nil, err
+	}
+	if !ride.ValidID(ride.PrefixEvent, req.EventId) {
+		return nil, notFound("event", req.EventId)
+	}
+	e, err := s.storeFor(ctx).EventByID(ctx, auth.PrincipalFrom(ctx).Account, req.EventId)
+	if err != nil {
+		return nil, notFoundAs(err, "event", req.EventId)
+	}
+	v, err := eventView(e)
+	if err != nil {
+		return nil, err
+	}
+	return gen.GetEvent200JSONResponse{Body: v}, nil
+}
+
+// eventView is the public form of an outbox row: the very bytes a delivery sends, so that a
+// replayed event and a delivered one are the same document.
+func eventView(e store.Event) (gen.Event, error) {
+	body, err := webhooks.Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt, Data: []byte(e.Data)}.Body()
+	if err != nil {
+		return gen.Event{}, err
+	}
+	var v gen.Event
+	err = v.UnmarshalJSON(body)
+	return v, err
 }
