@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +18,20 @@ var _ = Describe("Open", func() {
 	It("refuses URLs of other engines", func(ctx SpecContext) {
 		_, err := store.Open(ctx, "mysql://root@localhost/ride")
 		Expect(err).To(MatchError(ContainSubstring(`unsupported database URL scheme "mysql"`)))
+	})
+
+	It("carry the same numbers on both engines", func() {
+		numbers := func(dir string) []string {
+			entries, err := os.ReadDir(filepath.Join("migrations", dir))
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			for _, e := range entries {
+				number, _, _ := strings.Cut(e.Name(), "_")
+				out = append(out, number)
+			}
+			return out
+		}
+		Expect(numbers("sqlite")).To(Equal(numbers("postgres")))
 	})
 
 	It("refuses a sqlite URL without a path", func(ctx SpecContext) {
@@ -131,6 +148,15 @@ var _ = Describe("Migrations", func() {
 			_, err := st.UpdateWebhookEndpoint(ctx, paused.Account, paused.ID, store.WebhookEndpointChange{Status: &enabled, Now: time.Now()})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(claimAll(ctx, st, time.Now(), time.Minute)).To(ConsistOf(And(HaveField("EndpointID", paused.ID), HaveField("Event.ID", recent.ID))))
+		})
+
+		It("bring a database of every earlier version up to the newest", func(ctx SpecContext) {
+			for _, version := range []int64{1, 5, 9, 10, 11, 12} {
+				st := openStore(ctx, e.newDatabase(ctx))
+				Expect(st.MigrateTo(ctx, version)).To(Succeed(), "to version %d", version)
+				Expect(st.Migrate(ctx)).To(Succeed(), "from version %d", version)
+				createTrip(ctx, st, tripOpts{})
+			}
 		})
 
 		It("run concurrently for several stores in one process", func(ctx SpecContext) {
