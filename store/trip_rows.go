@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -118,24 +119,88 @@ type TripRider struct {
 }
 
 // The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
-// drivers through this fixed column list and scanTrips, not through GORM's Joins and
+// drivers and riders through tripReadColumns and scanTripRows, not through GORM's Joins and
 // reflection: GORM would rebuild the same SELECT on every call and look each joined column up
-// by name in every row, which cost more than the query itself on PostgreSQL. The join is
-// inner: driver_id is NOT NULL and references drivers, so every trip has its driver.
+// by name in every row, which cost more than the query itself on PostgreSQL. The joins are
+// inner: driver_id and rider_id are NOT NULL and reference their tables.
 //
-// The list leaves out the internal columns (route_polyline, matching_score, driver_payout,
+// tripReadColumns is the one description of a trip as the store reads it: each column with
+// the place its value goes. The SELECT list, its length and the scan destinations all come
+// from it, so a column cannot be selected without being read, or read into the wrong place.
+// It leaves out the internal columns (route_polyline, matching_score, driver_payout,
 // platform_cost): no view shows them, and every column is a value for PostgreSQL to format and
-// for database/sql to convert, with allocations of its own.
-const (
-	tripWithDriverColumns = `trips.id, trips.account, trips.status, trips.ride_type, trips.city, trips.rider_id, trips.driver_id,
-	trips.pickup_lat, trips.pickup_lng, trips.pickup_address, trips.dropoff_lat, trips.dropoff_lng,
-	trips.dropoff_address, trips.pickup_time, trips.fare_total, trips.fare_currency, trips.eta_minutes,
-	trips.created_at, trips.updated_at, trips.completed_at, trips.cancelled_at,
-	drivers.name, drivers.rating, drivers.photo,
-	drivers.lat, drivers.lng, drivers.heading, drivers.speed, drivers.position_at,
-	riders.name, riders.rating`
-	joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id JOIN riders ON riders.id = trips.rider_id`
+// for database/sql to convert, with allocations of its own. tests/trip_shape_test.go walks
+// every field of Trip through a write and both read paths of the API, so a field added to
+// Trip but not here (or not to the views) fails it.
+var tripReadColumns = []struct {
+	sql string
+	to  func(r *tripRow) any
+}{
+	{"trips.id", func(r *tripRow) any { return &r.t.ID }},
+	{"trips.account", func(r *tripRow) any { return &r.t.Account }},
+	{"trips.status", func(r *tripRow) any { return &r.t.Status }},
+	{"trips.ride_type", func(r *tripRow) any { return &r.t.RideType }},
+	{"trips.city", func(r *tripRow) any { return &r.t.City }},
+	{"trips.rider_id", func(r *tripRow) any { return &r.t.RiderID }},
+	{"trips.driver_id", func(r *tripRow) any { return &r.t.DriverID }},
+	{"trips.pickup_lat", func(r *tripRow) any { return &r.t.PickupLat }},
+	{"trips.pickup_lng", func(r *tripRow) any { return &r.t.PickupLng }},
+	{"trips.pickup_address", func(r *tripRow) any { return &r.t.PickupAddress }},
+	{"trips.dropoff_lat", func(r *tripRow) any { return &r.t.DropoffLat }},
+	{"trips.dropoff_lng", func(r *tripRow) any { return &r.t.DropoffLng }},
+	{"trips.dropoff_address", func(r *tripRow) any { return &r.t.DropoffAddress }},
+	{"trips.pickup_time", func(r *tripRow) any { return &r.t.PickupTime }},
+	{"trips.fare_total", func(r *tripRow) any { return &r.t.FareTotal }},
+	{"trips.fare_currency", func(r *tripRow) any { return &r.t.FareCurrency }},
+	{"trips.eta_minutes", func(r *tripRow) any { return &r.t.ETAMinutes }},
+	{"trips.created_at", func(r *tripRow) any { return &r.t.CreatedAt }},
+	{"trips.updated_at", func(r *tripRow) any { return &r.t.UpdatedAt }},
+	{"trips.completed_at", func(r *tripRow) any { return &r.t.CompletedAt }},
+	{"trips.cancelled_at", func(r *tripRow) any { return &r.t.CancelledAt }},
+	{"drivers.name", func(r *tripRow) any { return &r.t.Driver.Name }},
+	{"drivers.rating", func(r *tripRow) any { return &r.t.Driver.Rating }},
+	{"drivers.photo", func(r *tripRow) any { return &r.t.Driver.Photo }},
+	{"drivers.lat", func(r *tripRow) any { return &r.lat }},
+	{"drivers.lng", func(r *tripRow) any { return &r.lng }},
+	{"drivers.heading", func(r *tripRow) any { return &r.heading }},
+	{"drivers.speed", func(r *tripRow) any { return &r.speed }},
+	{"drivers.position_at", func(r *tripRow) any { return &r.positionAt }},
+	{"riders.name", func(r *tripRow) any { return &r.t.Rider.Name }},
+	{"riders.rating", func(r *tripRow) any { return &r.t.Rider.Rating }},
+}
 
+// tripRow is one row being scanned: the trip, and the driver's position columns until they
+// become its Driver.Position.
+type tripRow struct {
+	t              *Trip
+	lat, lng       float64
+	heading, speed *float64
+	positionAt     *time.Time
+}
+
+// finish completes a scanned trip from what the columns alone cannot say.
+func (r *tripRow) finish() {
+	t := r.t
+	t.Driver.ID, t.Rider.ID = t.DriverID, t.RiderID
+	if r.positionAt != nil {
+		t.Driver.Position = &DriverPosition{Lat: r.lat, Lng: r.lng, Heading: r.heading, Speed: r.speed, RecordedAt: r.positionAt.UTC()}
+	}
+	r.heading, r.speed, r.positionAt = nil, nil, nil
+	_ = t.AfterFind(nil) // UTC times
+}
+
+// tripWithDriverColumns is the SELECT list of tripReadColumns.
+var tripWithDriverColumns = func() string {
+	cols := make([]string, len(tripReadColumns))
+	for i, c := range tripReadColumns {
+		cols[i] = c.sql
+	}
+	return strings.Join(cols, ", ")
+}()
+
+const joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id JOIN riders ON riders.id = trips.rider_id`
+
+var (
 	tripByIDSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers + ` WHERE trips.id = ? LIMIT 1`
 
 	// tripsWithinSQL reads trips by id within reach (TripReach): of the accounts given, or
@@ -220,42 +285,26 @@ func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
 	return scanTripRows(rows, 1)
 }
 
-// tripColumnCount is how many columns tripWithDriverColumns selects.
-const tripColumnCount = 31
-
-// scanTripRows reads rows of tripWithDriverColumns followed by one column per extra, into
-// extra (the same value on every row: the last row's stays). Each row is scanned straight into
-// its place in the result, which has room for expected rows, through one reused list of
+// scanTripRows reads rows of tripReadColumns followed by one column per extra, into extra
+// (the same value on every row: the last row's stays). Each row is scanned straight into its
+// place in the result, which has room for expected rows, through one reused list of
 // destinations: no per-row copies.
 func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
 	defer rows.Close()
 	trips := make([]Trip, 0, expected)
-	dest := make([]any, tripColumnCount, tripColumnCount+len(extra))
+	dest := make([]any, len(tripReadColumns), len(tripReadColumns)+len(extra))
 	dest = append(dest, extra...)
-	var (
-		lat, lng       float64
-		heading, speed *float64
-		positionAt     *time.Time
-	)
+	var row tripRow
 	for rows.Next() {
 		trips = append(trips, Trip{})
-		t := &trips[len(trips)-1]
-		d := &t.Driver
-		copy(dest, []any{&t.ID, &t.Account, &t.Status, &t.RideType, &t.City, &t.RiderID, &t.DriverID,
-			&t.PickupLat, &t.PickupLng, &t.PickupAddress, &t.DropoffLat, &t.DropoffLng,
-			&t.DropoffAddress, &t.PickupTime, &t.FareTotal, &t.FareCurrency, &t.ETAMinutes,
-			&t.CreatedAt, &t.UpdatedAt, &t.CompletedAt, &t.CancelledAt,
-			&d.Name, &d.Rating, &d.Photo, &lat, &lng, &heading, &speed, &positionAt,
-			&t.Rider.Name, &t.Rider.Rating})
+		row.t = &trips[len(trips)-1]
+		for i, c := range tripReadColumns {
+			dest[i] = c.to(&row)
+		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, interpretError(err)
 		}
-		d.ID, t.Rider.ID = t.DriverID, t.RiderID
-		if positionAt != nil {
-			d.Position = &DriverPosition{Lat: lat, Lng: lng, Heading: heading, Speed: speed, RecordedAt: positionAt.UTC()}
-			heading, speed, positionAt = nil, nil, nil
-		}
-		_ = t.AfterFind(nil) // UTC times
+		row.finish()
 	}
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
