@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
@@ -15,17 +17,13 @@ const apiKeysRoute = "/v1/api-keys"
 
 // CreateApiKey creates a key in the caller's account and shows its secret once.
 func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestObject) (gen.CreateApiKeyResponseObject, error) {
-	if err := requireAdmin(ctx, "create API keys"); err != nil {
-		return nil, err
-	}
 	if req.Body == nil {
 		return nil, problem.New(problem.InvalidRequest, "Send the key as a JSON body.")
 	}
 	body := req.Body
-	secret, key, err := auth.NewAPIKey(ctx, s.storeFor(ctx), auth.APIKeyParams{
-		Role: string(body.Role), Subject: deref(body.Subject), Account: auth.PrincipalFrom(ctx).Account,
-		Description: body.Description, ExpiresAt: body.ExpiresAt,
-	}, s.now())
+	secret, key, err := s.app.CreateAPIKey(ctx, auth.PrincipalFrom(ctx), app.APIKeyParams{
+		Role: string(body.Role), Subject: deref(body.Subject), Description: body.Description, ExpiresAt: body.ExpiresAt,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +41,7 @@ func (s *Server) CreateApiKey(ctx context.Context, req gen.CreateApiKeyRequestOb
 // ListApiKeys lists the account's keys, newest first unless sorted otherwise, revoked ones
 // included.
 func (s *Server) ListApiKeys(ctx context.Context, req gen.ListApiKeysRequestObject) (gen.ListApiKeysResponseObject, error) {
-	if err := requireAdmin(ctx, "list API keys"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "list API keys"); err != nil {
 		return nil, err
 	}
 	caller := auth.PrincipalFrom(ctx)
@@ -71,15 +69,15 @@ func (s *Server) ListApiKeys(ctx context.Context, req gen.ListApiKeysRequestObje
 
 // GetApiKey returns one of the account's keys, without its secret.
 func (s *Server) GetApiKey(ctx context.Context, req gen.GetApiKeyRequestObject) (gen.GetApiKeyResponseObject, error) {
-	if err := requireAdmin(ctx, "read API keys"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "read API keys"); err != nil {
 		return nil, err
 	}
 	if !ride.ValidID(ride.PrefixAPIKey, req.KeyId) {
-		return nil, notFound("API key", req.KeyId)
+		return nil, app.NotFound("API key", req.KeyId)
 	}
 	key, err := s.storeFor(ctx).APIKeyByID(ctx, auth.PrincipalFrom(ctx).Account, req.KeyId)
 	if err != nil {
-		return nil, notFoundAs(err, "API key", req.KeyId)
+		return nil, app.NotFoundAs(err, "API key", req.KeyId)
 	}
 	return gen.GetApiKey200JSONResponse{Body: apiKeyView(key)}, nil
 }
@@ -87,17 +85,8 @@ func (s *Server) GetApiKey(ctx context.Context, req gen.GetApiKeyRequestObject) 
 // RevokeApiKey revokes one of the account's keys. This replica forgets it at once; the others
 // when they next poll the revocation revision (auth.Authenticator.Watch).
 func (s *Server) RevokeApiKey(ctx context.Context, req gen.RevokeApiKeyRequestObject) (gen.RevokeApiKeyResponseObject, error) {
-	if err := requireAdmin(ctx, "revoke API keys"); err != nil {
+	if _, err := s.app.RevokeAPIKey(ctx, auth.PrincipalFrom(ctx), req.KeyId); err != nil {
 		return nil, err
-	}
-	if !ride.ValidID(ride.PrefixAPIKey, req.KeyId) {
-		return nil, notFound("API key", req.KeyId)
-	}
-	_, err := s.storeFor(ctx).RevokeAPIKey(ctx, store.RevokeAPIKeyParams{
-		Account: auth.PrincipalFrom(ctx).Account, ID: req.KeyId, At: s.now(),
-	})
-	if err != nil {
-		return nil, notFoundAs(err, "API key", req.KeyId)
 	}
 	s.auth.Forget(req.KeyId)
 	return gen.RevokeApiKey204Response{}, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
@@ -21,7 +22,7 @@ const positionClockSkew = 30 * time.Second
 // the trip's live updates.
 func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriverPositionsRequestObject) (gen.ReportDriverPositionsResponseObject, error) {
 	if !auth.PrincipalFrom(ctx).Is(auth.RoleDriver, req.DriverId) {
-		return nil, forbidden("Only the driver themself reports their positions.")
+		return nil, app.Forbidden("Only the driver themself reports their positions.")
 	}
 	now := s.now()
 	latest := -1
@@ -43,7 +44,7 @@ func (s *Server) ReportDriverPositions(ctx context.Context, req gen.ReportDriver
 	})
 	switch {
 	case err != nil:
-		return nil, notFoundAs(err, "driver", req.DriverId)
+		return nil, app.NotFoundAs(err, "driver", req.DriverId)
 	case !report.Online && report.ActiveTripID == "":
 		return nil, problem.New(problem.DriverOffline,
 			"The driver is offline and drives no trip. Go online first: PUT /v1/drivers/{driverId}/availability.")

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
@@ -32,7 +33,7 @@ func problemFor(err error, req *http.Request) *problem.Error {
 		earlyErr      *ride.TripNotCompletedError
 		mismatchErr   *ride.AmountMismatchError
 		declinedErr   *ride.PaymentDeclinedError
-		providerErr   *PaymentProviderError
+		providerErr   *app.PaymentProviderError
 		transitionErr *ride.TransitionError
 	)
 	switch {
@@ -230,23 +231,4 @@ func (s *Server) renderError(err error, c echo.Context) {
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.HTTPStatus())
 	_ = json.NewEncoder(c.Response()).Encode(body)
-}
-
-// Answers shared by the handlers.
-
-func forbidden(detail string) *problem.Error {
-	return problem.New(problem.Forbidden, detail)
-}
-
-// notFound answers 404 naming what is missing; an over-long id is cut.
-func notFound(kind, id string) *problem.Error {
-	return problem.New(problem.NotFound, "No "+kind+" "+problem.TruncateID(id)+".")
-}
-
-// notFoundAs names the missing resource when err is the store's ErrNotFound.
-func notFoundAs(err error, kind, id string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(kind, id)
-	}
-	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -13,7 +14,7 @@ import (
 // ListEvents lists the account's events of the retention window, newest first unless sorted
 // otherwise: the replay fallback of webhook delivery.
 func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject) (gen.ListEventsResponseObject, error) {
-	if err := requireAdmin(ctx, "list events"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "list events"); err != nil {
 		return nil, err
 	}
 	p := req.Params
@@ -47,15 +48,15 @@ func (s *Server) ListEvents(ctx context.Context, req gen.ListEventsRequestObject
 // GetEvent returns one of the account's events exactly as it is delivered; another account's
 // is 404.
 func (s *Server) GetEvent(ctx context.Context, req gen.GetEventRequestObject) (gen.GetEventResponseObject, error) {
-	if err := requireAdmin(ctx, "read events"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "read events"); err != nil {
 		return nil, err
 	}
 	if !ride.ValidID(ride.PrefixEvent, req.EventId) {
-		return nil, notFound("event", req.EventId)
+		return nil, app.NotFound("event", req.EventId)
 	}
 	e, err := s.storeFor(ctx).EventByID(ctx, auth.PrincipalFrom(ctx).Account, req.EventId)
 	if err != nil {
-		return nil, notFoundAs(err, "event", req.EventId)
+		return nil, app.NotFoundAs(err, "event", req.EventId)
 	}
 	v, err := eventView(e)
 	if err != nil {

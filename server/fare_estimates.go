@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -15,7 +16,7 @@ import (
 func (s *Server) CreateFareEstimate(ctx context.Context, req gen.CreateFareEstimateRequestObject) (gen.CreateFareEstimateResponseObject, error) {
 	caller := auth.PrincipalFrom(ctx)
 	if caller.Role != auth.RoleRider && !caller.IsAdmin() {
-		return nil, forbidden("Only riders and admins may request fare estimates.")
+		return nil, app.Forbidden("Only riders and admins may request fare estimates.")
 	}
 	body := req.Body
 	origin := ride.Point{Lat: body.Origin.Lat, Lng: body.Origin.Lng}
@@ -63,14 +64,14 @@ func (s *Server) CreateFareEstimate(ctx context.Context, req gen.CreateFareEstim
 // GetFareEstimate returns an estimate to its creator or an admin, with its status now.
 func (s *Server) GetFareEstimate(ctx context.Context, req gen.GetFareEstimateRequestObject) (gen.GetFareEstimateResponseObject, error) {
 	if !ride.ValidID(ride.PrefixEstimate, req.EstimateId) {
-		return nil, notFound("fare estimate", req.EstimateId)
+		return nil, app.NotFound("fare estimate", req.EstimateId)
 	}
 	est, err := s.storeFor(ctx).FareEstimateByID(ctx, auth.PrincipalFrom(ctx).Account, req.EstimateId)
 	if err != nil {
-		return nil, notFoundAs(err, "fare estimate", req.EstimateId)
+		return nil, app.NotFoundAs(err, "fare estimate", req.EstimateId)
 	}
-	if !ownsEstimate(auth.PrincipalFrom(ctx), est) {
-		return nil, forbidden("A fare estimate is visible to its creator and admins only.")
+	if !app.OwnsEstimate(auth.PrincipalFrom(ctx), est) {
+		return nil, app.Forbidden("A fare estimate is visible to its creator and admins only.")
 	}
 	return gen.GetFareEstimate200JSONResponse{Body: estimateView(est, s.now())}, nil
 }
@@ -93,13 +94,6 @@ func servingCity(ctx context.Context, st *store.Store, origin, destination ride.
 		return store.City{}, ride.ErrOutsideServiceArea
 	}
 	return byID[area.ID], nil
-}
-
-// ownsEstimate tells whether p may read and book e: its creator (same role, subject and
-// account) or an admin of its account.
-func ownsEstimate(p auth.Principal, e store.FareEstimate) bool {
-	return p.Account == e.CreatorAccount &&
-		(p.IsAdmin() || (p.Role == e.CreatorRole && p.Subject == e.CreatorSubject))
 }
 
 // estimateView is the public projection of an estimate at now; the creator stays internal.

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/server/pipeline"
@@ -76,11 +77,11 @@ func (h graphQLHost) Store(ctx context.Context) *store.Store { return h.s.storeF
 func (h graphQLHost) ETAMinutes(t *store.Trip) *int { return liveETA(t) }
 
 func (h graphQLHost) TripReach(ctx context.Context) store.TripReach {
-	return tripReach(auth.PrincipalFrom(ctx))
+	return app.TripReach(auth.PrincipalFrom(ctx))
 }
 
 func (h graphQLHost) MayReadTrip(ctx context.Context, t store.Trip) bool {
-	return canSeeTrip(auth.PrincipalFrom(ctx), t)
+	return app.CanSeeTrip(auth.PrincipalFrom(ctx), t)
 }
 
 func (h graphQLHost) RequestID(ctx context.Context) string { return pipeline.RequestID(ctx) }
@@ -88,7 +89,7 @@ func (h graphQLHost) RequestID(ctx context.Context) string { return pipeline.Req
 func (h graphQLHost) Account(ctx context.Context) string { return auth.PrincipalFrom(ctx).Account }
 
 func (h graphQLHost) DriverLocation(ctx context.Context, t *store.Trip) *store.DriverPosition {
-	if !seesDriverLocation(t, auth.PrincipalFrom(ctx)) {
+	if !app.SeesDriverLocation(t, auth.PrincipalFrom(ctx)) {
 		return nil
 	}
 	return t.Driver.Position

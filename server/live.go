@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -46,7 +47,7 @@ func liveUpdateOf(t *store.Trip) liveUpdate {
 // viewedBy is u as caller may see it: driver_location for the trip's rider and admins only.
 func (u liveUpdate) viewedBy(caller auth.Principal) gen.TripLiveUpdate {
 	update := u.TripLiveUpdate
-	if !locatesDriverOf(caller, u.RiderID) {
+	if !app.LocatesDriverOf(caller, u.RiderID) {
 		update.DriverLocation = nil
 	}
 	return update

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/server/ride"
@@ -107,7 +109,7 @@ func oracleFixture(b *testing.B, url string) (http.Handler, string, []string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleAdmin, Account: "acct_oracle_" + strings.ToLower(rand.Text()[:8])}, time.Now())
+	key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleAdmin, Account: "acct_oracle_" + strings.ToLower(rand.Text()[:8])}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -64,7 +66,7 @@ func BenchmarkPositionReport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
+		key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
 		if err != nil {
 			b.Fatal(err)
 		}

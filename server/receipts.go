@@ -7,34 +7,11 @@ import (
 	"fmt"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
-
-// issueReceipt writes the receipt of a successful payment on the payment's transaction. The
-// lines split the amount by the trip's city rates over its route (ride.ReceiptLines).
-func (s *Server) issueReceipt(ctx context.Context, tx *store.Store, trip store.Trip, p store.Payment) (store.Receipt, error) {
-	city, err := tx.CityByID(ctx, trip.City)
-	if err != nil {
-		return store.Receipt{}, fmt.Errorf("receipt of %s: city %s: %w", p.ID, trip.City, err)
-	}
-	lines := ride.ReceiptLines(p.Amount,
-		ride.Point{Lat: trip.PickupLat, Lng: trip.PickupLng}, ride.Point{Lat: trip.DropoffLat, Lng: trip.DropoffLng},
-		ride.Rates{Currency: city.Currency, BaseFare: city.BaseFare, PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare})
-	items := make([]gen.ReceiptLineItem, len(lines))
-	for i, l := range lines {
-		items[i] = gen.ReceiptLineItem{Kind: gen.ReceiptLineItemKind(l.Kind), Amount: l.Amount}
-	}
-	data, err := json.Marshal(items)
-	if err != nil {
-		return store.Receipt{}, err
-	}
-	return tx.CreateReceipt(ctx, store.Receipt{
-		ID: ride.NewID(ride.PrefixReceipt), TripID: trip.ID, PaymentID: p.ID, Amount: p.Amount, Currency: p.Currency,
-		LineItems: string(data), IssuedAt: p.CreatedAt,
-	})
-}
 
 // ListReceipts lists a trip's receipts, newest first unless sorted otherwise, to the trip's
 // rider or an admin. A rider
@@ -50,7 +27,7 @@ func (s *Server) ListReceipts(ctx context.Context, req gen.ListReceiptsRequestOb
 			return nil, err
 		}
 		if !ok {
-			return nil, forbidden("Only the trip's rider or an admin may list its receipts.")
+			return nil, app.Forbidden("Only the trip's rider or an admin may list its receipts.")
 		}
 	}
 	if caller.IsAdmin() {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 )
@@ -13,14 +14,14 @@ import (
 func (s *Server) GetRider(ctx context.Context, req gen.GetRiderRequestObject) (gen.GetRiderResponseObject, error) {
 	caller := auth.PrincipalFrom(ctx)
 	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, req.RiderId) {
-		return nil, forbidden("Only the rider themself or an admin may read a rider.")
+		return nil, app.Forbidden("Only the rider themself or an admin may read a rider.")
 	}
 	if !ride.ValidID(ride.PrefixRider, req.RiderId) {
-		return nil, notFound("rider", req.RiderId)
+		return nil, app.NotFound("rider", req.RiderId)
 	}
 	r, err := s.storeFor(ctx).RiderOfAccount(ctx, caller.Account, req.RiderId)
 	if err != nil {
-		return nil, notFoundAs(err, "rider", req.RiderId)
+		return nil, app.NotFoundAs(err, "rider", req.RiderId)
 	}
 	return gen.GetRider200JSONResponse{Body: gen.Rider{
 		Id: r.ID, Name: r.Name, Rating: r.Rating, CreatedAt: r.CreatedAt.UTC(),

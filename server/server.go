@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/server/pipeline"
@@ -31,8 +32,8 @@ type Deps struct {
 	// Now is the clock; tests pass a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// PaymentProvider charges payments; nil means the built-in SimulatedProvider.
-	PaymentProvider PaymentProvider
+	// PaymentProvider charges payments; nil means the built-in app.SimulatedProvider.
+	PaymentProvider app.PaymentProvider
 	// Faults, when set, is called at named points of a request's work (see the fault*
 	// constants) with the subject at hand, and a non-nil error (or a panic) fails the request
 	// there. Only tests set it, to prove a failure half-way through leaves nothing behind.
@@ -62,8 +63,8 @@ type Server struct {
 	// graphql runs /v1/graphql: schema/ride.graphql bound to its resolvers.
 	graphql *graphqlapi.Handler
 
-	payments PaymentProvider
-	faults   func(ctx context.Context, point, subject string) error
+	// app is what the service does, whoever asks: REST's handlers here translate to it.
+	app *app.App
 	// webhookClient sends the delivery worker's attempts and the test events, with the same
 	// guards against private addresses.
 	webhookClient *http.Client
@@ -97,9 +98,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()
 	}
-	if deps.PaymentProvider == nil {
-		deps.PaymentProvider = SimulatedProvider{}
-	}
 	if cfg.IdempotencyTTL == 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
 	}
@@ -110,8 +108,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:     deps.Logger,
 		cursors: ride.NewCursorCodec(cfg.CursorSecret),
 
-		payments:      deps.PaymentProvider,
-		faults:        deps.Faults,
 		webhookClient: delivery.NewClient(delivery.ClientOptions{Insecure: cfg.WebhookInsecure, Timeout: cfg.WebhookTimeout}),
 		estimateTTL:   cfg.EstimateTTL,
 		liveHeartbeat: cfg.LiveHeartbeat,
@@ -122,6 +118,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.estimateTTL <= 0 {
 		s.estimateTTL = DefaultEstimateTTL
 	}
+	s.app = app.New(app.Config{
+		Store: deps.Store, Now: s.now, Payments: deps.PaymentProvider, EstimateTTL: s.estimateTTL,
+		TripChanged: publishTripUpdate, Faults: deps.Faults,
+	})
 	docs, err := newPublishedDocuments()
 	if err != nil {
 		return nil, err

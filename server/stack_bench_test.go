@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
@@ -65,7 +67,7 @@ func newBenchFixture(b *testing.B) *benchFixture {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	admin, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
+	admin, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,7 +129,7 @@ type cannedTrip struct {
 
 func (c cannedTrip) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen.GetTripResponseObject, error) {
 	if auth.PrincipalFrom(ctx).Role == "" {
-		return nil, forbidden("no caller")
+		return nil, app.Forbidden("no caller")
 	}
 	return jsonAnswer[gen.Trip]{body: c.trip}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -51,10 +52,10 @@ func (s *Server) ListTrips(ctx context.Context, req gen.ListTripsRequestObject) 
 func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsRequestObject) (gen.ListDriverTripsResponseObject, error) {
 	caller := auth.PrincipalFrom(ctx)
 	if !caller.IsAdmin() && !caller.Is(auth.RoleDriver, req.DriverId) {
-		return nil, forbidden("Only the driver themself or an admin may list a driver's trips.")
+		return nil, app.Forbidden("Only the driver themself or an admin may list a driver's trips.")
 	}
 	if !ride.ValidID(ride.PrefixDriver, req.DriverId) {
-		return nil, notFound("driver", req.DriverId)
+		return nil, app.NotFound("driver", req.DriverId)
 	}
 	p := req.Params
 	list, err := s.listTrips(ctx, tripListRequest{
@@ -65,7 +66,7 @@ func (s *Server) ListDriverTrips(ctx context.Context, req gen.ListDriverTripsReq
 	// A page with trips proves the driver exists (each trip is read joined with its driver).
 	// Otherwise an absent driver is a 404 whatever the list said, as if it had been checked first.
 	if err != nil || len(list.Data) == 0 {
-		if _, derr := s.driver(ctx, req.DriverId); derr != nil {
+		if _, derr := s.app.Driver(ctx, req.DriverId); derr != nil {
 			return nil, derr
 		}
 	}
@@ -88,46 +89,9 @@ func (s *Server) GetTrip(ctx context.Context, req gen.GetTripRequestObject) (gen
 	return jsonAnswer[gen.Trip]{body: tripView(trip, fields, auth.PrincipalFrom(ctx))}, nil
 }
 
-// seesRider reports whether caller is shown the rider's public profile on the trip: its
-// driver or an admin, while the trip is active.
-func seesRider(t *store.Trip, caller auth.Principal) bool {
-	return ride.TripStatus(t.Status).Active() && (caller.IsAdmin() || caller.Is(auth.RoleDriver, t.DriverID))
-}
-
-// visibleTrip loads a trip the caller may see: 404 when absent or beyond the caller's reach
-// (another account's trip, or for a driver one it does not drive), 403 when someone else's in
-// the caller's account. The read itself is bounded by the reach, so a trip beyond it costs what
-// a missing one does.
+// visibleTrip loads a trip the caller may see (app.VisibleTrip).
 func (s *Server) visibleTrip(ctx context.Context, id string) (store.Trip, error) {
-	if !ride.ValidID(ride.PrefixTrip, id) {
-		return store.Trip{}, notFound("trip", id)
-	}
-	caller := auth.PrincipalFrom(ctx)
-	trip, err := s.storeFor(ctx).TripWithin(ctx, id, tripReach(caller))
-	if err != nil {
-		return store.Trip{}, notFoundAs(err, "trip", id)
-	}
-	if !canSeeTrip(caller, trip) {
-		return store.Trip{}, forbidden("This trip belongs to another rider or driver.")
-	}
-	return trip, nil
-}
-
-// tripReach is which trips exist as far as the caller is concerned: a rider's or an admin's,
-// those of its account; a driver's, those it drives, whatever their account (drivers are the
-// platform's shared fleet and serve every account). Beyond its reach a trip is answered as if
-// it did not exist.
-func tripReach(p auth.Principal) store.TripReach {
-	if p.Role == auth.RoleDriver {
-		return store.TripReach{DriverID: p.Subject}
-	}
-	return store.TripReach{Account: p.Account}
-}
-
-// canSeeTrip reports whether the caller may read a trip within its reach: an admin, the trip's
-// rider or its driver.
-func canSeeTrip(p auth.Principal, t store.Trip) bool {
-	return p.IsAdmin() || p.Is(auth.RoleRider, t.RiderID) || p.Is(auth.RoleDriver, t.DriverID)
+	return s.app.VisibleTrip(ctx, auth.PrincipalFrom(ctx), id)
 }
 
 func (s *Server) listTrips(ctx context.Context, req tripListRequest) (gen.TripList, error) {
@@ -318,11 +282,11 @@ func tripViewIn(t *store.Trip, keep tripFieldSet, v *tripValues, caller auth.Pri
 			view.EtaMinutes = &v.eta
 		}
 	}
-	if want(gen.TripFieldRiderSummary) && seesRider(t, caller) && t.Rider.Name != "" {
+	if want(gen.TripFieldRiderSummary) && app.SeesRider(t, caller) && t.Rider.Name != "" {
 		v.rider = gen.RiderSummary{Id: t.RiderID, Name: t.Rider.Name, Rating: t.Rider.Rating}
 		view.RiderSummary = &v.rider
 	}
-	if want(gen.TripFieldDriverLocation) && seesDriverLocation(t, caller) {
+	if want(gen.TripFieldDriverLocation) && app.SeesDriverLocation(t, caller) {
 		v.driverAt = positionView(*t.Driver.Position)
 		view.DriverLocation = &v.driverAt
 	}
@@ -353,18 +317,6 @@ func liveETA(t *store.Trip) *int {
 		driverAt = &ride.Point{Lat: p.Lat, Lng: p.Lng}
 	}
 	return ride.LiveETA(ride.TripStatus(t.Status), t.ETAMinutes, ride.Point{Lat: t.PickupLat, Lng: t.PickupLng}, driverAt)
-}
-
-// seesDriverLocation reports whether caller may see where the trip's driver is: its rider or
-// an admin, while the trip is active and the driver has reported a position.
-func seesDriverLocation(t *store.Trip, caller auth.Principal) bool {
-	return t.Driver.Position != nil && ride.TripStatus(t.Status).Active() && locatesDriverOf(caller, t.RiderID)
-}
-
-// locatesDriverOf reports whether caller may see where the driver of riderID's trip is: that
-// rider, or an admin. REST views, streams and GraphQL all ask here.
-func locatesDriverOf(caller auth.Principal, riderID string) bool {
-	return caller.IsAdmin() || caller.Is(auth.RoleRider, riderID)
 }
 
 // positionView is the public view of a driver's position.

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
@@ -32,15 +33,6 @@ const defaultGracePeriod = 24 * time.Hour
 // /v1/webhook_endpoints shares its operations and its cursors.
 const webhookEndpointsRoute = "/v1/webhook-endpoints"
 
-// requireAdmin refuses everyone but admins: webhook endpoints and events are account
-// configuration and deployment-wide data.
-func requireAdmin(ctx context.Context, what string) error {
-	if !auth.PrincipalFrom(ctx).IsAdmin() {
-		return forbidden("Only an admin may " + what + ".")
-	}
-	return nil
-}
-
 // CreateWebhookEndpoint registers an endpoint for the caller's account and shows its secret once.
 func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhookEndpointRequestObject) (gen.CreateWebhookEndpointResponseObject, error) {
 	created, err := s.createWebhookEndpoint(ctx, req.Body)
@@ -54,7 +46,7 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req gen.CreateWebhoo
 }
 
 func (s *Server) createWebhookEndpoint(ctx context.Context, body *gen.WebhookEndpointCreate) (gen.WebhookEndpointWithSecret, error) {
-	if err := requireAdmin(ctx, "register webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "register webhook endpoints"); err != nil {
 		return gen.WebhookEndpointWithSecret{}, err
 	}
 	if body == nil {
@@ -100,7 +92,7 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, req gen.ListWebhookEn
 }
 
 func (s *Server) listWebhookEndpoints(ctx context.Context, limit *int32, cursor *string, sort *gen.CreatedAtSort) (gen.WebhookEndpointList, error) {
-	if err := requireAdmin(ctx, "list webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "list webhook endpoints"); err != nil {
 		return gen.WebhookEndpointList{}, err
 	}
 	order, err := parseTimeSort(sort)
@@ -142,7 +134,7 @@ func eventKinds(events []gen.EventType) ([]string, error) {
 // UpdateWebhookEndpoint changes the members sent of one of the account's endpoints; its
 // secret stays, and the change applies to the next attempt.
 func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhookEndpointRequestObject) (gen.UpdateWebhookEndpointResponseObject, error) {
-	if err := requireAdmin(ctx, "change webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "change webhook endpoints"); err != nil {
 		return nil, err
 	}
 	if _, err := s.webhookEndpoint(ctx, req.EndpointId); err != nil {
@@ -168,7 +160,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 	}
 	w, err := s.storeFor(ctx).UpdateWebhookEndpoint(ctx, auth.PrincipalFrom(ctx).Account, req.EndpointId, change)
 	if err != nil {
-		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
+		return nil, app.NotFoundAs(err, "webhook endpoint", req.EndpointId)
 	}
 	return gen.UpdateWebhookEndpoint200JSONResponse{Body: webhookEndpointView(w)}, nil
 }
@@ -176,7 +168,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req gen.UpdateWebhoo
 // TestWebhookEndpoint sends the endpoint a signed ping now and answers what happened; the ping
 // is neither retried nor logged.
 func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEndpointRequestObject) (gen.TestWebhookEndpointResponseObject, error) {
-	if err := requireAdmin(ctx, "test webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "test webhook endpoints"); err != nil {
 		return nil, err
 	}
 	w, err := s.webhookEndpoint(ctx, req.EndpointId)
@@ -215,7 +207,7 @@ func (s *Server) TestWebhookEndpoint(ctx context.Context, req gen.TestWebhookEnd
 
 // CreateWebhookRedelivery sends one of the account's events to the endpoint again.
 func (s *Server) CreateWebhookRedelivery(ctx context.Context, req gen.CreateWebhookRedeliveryRequestObject) (gen.CreateWebhookRedeliveryResponseObject, error) {
-	if err := requireAdmin(ctx, "redeliver events"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "redeliver events"); err != nil {
 		return nil, err
 	}
 	if _, err := s.webhookEndpoint(ctx, req.EndpointId); err != nil {
@@ -246,7 +238,7 @@ func (s *Server) CreateWebhookRedelivery(ctx context.Context, req gen.CreateWebh
 
 // GetWebhookEndpoint returns one of the account's endpoints, without its secret.
 func (s *Server) GetWebhookEndpoint(ctx context.Context, req gen.GetWebhookEndpointRequestObject) (gen.GetWebhookEndpointResponseObject, error) {
-	if err := requireAdmin(ctx, "read webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "read webhook endpoints"); err != nil {
 		return nil, err
 	}
 	w, err := s.webhookEndpoint(ctx, req.EndpointId)
@@ -266,24 +258,24 @@ func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req gen.DeleteWebhoo
 }
 
 func (s *Server) deleteWebhookEndpoint(ctx context.Context, id string) error {
-	if err := requireAdmin(ctx, "delete webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "delete webhook endpoints"); err != nil {
 		return err
 	}
 	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
-		return notFound("webhook endpoint", id)
+		return app.NotFound("webhook endpoint", id)
 	}
 	err := s.storeFor(ctx).DeleteWebhookEndpoint(ctx, auth.PrincipalFrom(ctx).Account, id)
-	return notFoundAs(err, "webhook endpoint", id)
+	return app.NotFoundAs(err, "webhook endpoint", id)
 }
 
 // RotateWebhookEndpointSecret gives the endpoint a new secret; the old one keeps signing for
 // the grace period.
 func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.RotateWebhookEndpointSecretRequestObject) (gen.RotateWebhookEndpointSecretResponseObject, error) {
-	if err := requireAdmin(ctx, "rotate webhook secrets"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "rotate webhook secrets"); err != nil {
 		return nil, err
 	}
 	if !ride.ValidID(ride.PrefixWebhookEndpoint, req.EndpointId) {
-		return nil, notFound("webhook endpoint", req.EndpointId)
+		return nil, app.NotFound("webhook endpoint", req.EndpointId)
 	}
 	grace := defaultGracePeriod
 	if req.Body != nil && req.Body.GracePeriodSeconds != nil {
@@ -296,7 +288,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.Rotate
 		PreviousExpiresAt: now.Add(grace), Now: now,
 	})
 	if err != nil {
-		return nil, notFoundAs(err, "webhook endpoint", req.EndpointId)
+		return nil, app.NotFoundAs(err, "webhook endpoint", req.EndpointId)
 	}
 	return gen.RotateWebhookEndpointSecret201JSONResponse{
 		Body:    gen.SecretRotation{Secret: secret, PreviousSecretExpiresAt: now.Add(grace)},
@@ -306,7 +298,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req gen.Rotate
 
 // ListWebhookDeliveries lists an endpoint's attempt log, newest first unless sorted otherwise.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookDeliveriesRequestObject) (gen.ListWebhookDeliveriesResponseObject, error) {
-	if err := requireAdmin(ctx, "read deliveries"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "read deliveries"); err != nil {
 		return nil, err
 	}
 	w, err := s.webhookEndpoint(ctx, req.EndpointId)
@@ -339,11 +331,11 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req gen.ListWebhookD
 // account's, so an id tells nothing across accounts.
 func (s *Server) webhookEndpoint(ctx context.Context, id string) (store.WebhookEndpoint, error) {
 	if !ride.ValidID(ride.PrefixWebhookEndpoint, id) {
-		return store.WebhookEndpoint{}, notFound("webhook endpoint", id)
+		return store.WebhookEndpoint{}, app.NotFound("webhook endpoint", id)
 	}
 	w, err := s.storeFor(ctx).WebhookEndpointByID(ctx, auth.PrincipalFrom(ctx).Account, id)
 	if err != nil {
-		return store.WebhookEndpoint{}, notFoundAs(err, "webhook endpoint", id)
+		return store.WebhookEndpoint{}, app.NotFoundAs(err, "webhook endpoint", id)
 	}
 	return w, nil
 }
@@ -438,7 +430,7 @@ func (s *Server) ListWebhookEndpointsDeprecated(ctx context.Context, req gen.Lis
 
 // GetWebhookEndpointDeprecated is GetWebhookEndpoint under the seed's spelling.
 func (s *Server) GetWebhookEndpointDeprecated(ctx context.Context, req gen.GetWebhookEndpointDeprecatedRequestObject) (gen.GetWebhookEndpointDeprecatedResponseObject, error) {
-	if err := requireAdmin(ctx, "read webhook endpoints"); err != nil {
+	if err := app.RequireAdmin(auth.PrincipalFrom(ctx), "read webhook endpoints"); err != nil {
 		return nil, err
 	}
 	w, err := s.webhookEndpoint(ctx, req.EndpointId)

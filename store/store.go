@@ -376,3 +376,26 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 func (s *Store) conn(ctx context.Context) *gorm.DB {
 	return s.db.WithContext(ctx)
 }
+
+type txKey struct{}
+
+// ContextWithTx makes tx, a transaction-scoped Store, the store of everything done with the
+// returned context: the request pipeline runs a keyed write inside one transaction, so that
+// its recorded answer commits with its effect, or neither does.
+func ContextWithTx(ctx context.Context, tx *Store) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// Within is the transaction ctx carries (ContextWithTx), or s when it carries none.
+func (s *Store) Within(ctx context.Context) *Store {
+	if tx, _ := ctx.Value(txKey{}).(*Store); tx != nil {
+		return tx
+	}
+	return s
+}
+
+// InTx tells whether ctx carries a transaction (ContextWithTx).
+func InTx(ctx context.Context) bool {
+	tx, _ := ctx.Value(txKey{}).(*Store)
+	return tx != nil
+}

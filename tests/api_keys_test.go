@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/rideapi/ride/server/auth"
@@ -200,7 +202,7 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 	It("are at most 1,000 active ones per account: past that, 409 until one is revoked", func(ctx SpecContext) {
 		account := newAccount("limit")
 		admin := h.KeyIn(auth.RoleAdmin, "", account)
-		storetest.CreateAPIKeys(ctx, h.Store, account, auth.MaxActiveAPIKeys-2) // with admin, one short of the limit
+		storetest.CreateAPIKeys(ctx, h.Store, account, app.MaxActiveAPIKeys-2) // with admin, one short of the limit
 		create := func() *Response {
 			return h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: admin, Body: map[string]any{"role": "admin"}})
 		}
@@ -209,7 +211,7 @@ var _ = ForEachEngine("API keys", func(h *Harness) {
 		res := create()
 		ExpectProblem(res, http.StatusConflict, "api_key_limit_reached")
 		Expect(*res.Problem().Detail).To(ContainSubstring("1000 active API keys"))
-		_, _, err := auth.NewAPIKey(ctx, h.Store, auth.APIKeyParams{Role: auth.RoleAdmin, Account: account}, time.Now())
+		_, _, err := app.NewAPIKey(ctx, h.Store, app.APIKeyParams{Role: auth.RoleAdmin, Account: account}, time.Now())
 		Expect(err).To(HaveOccurred(), "the command line meets the same limit")
 
 		Expect(h.Do(Request{Method: http.MethodDelete, Path: "/v1/api-keys/" + last.JSON()["id"].(string), Key: admin}).Status).To(Equal(http.StatusNoContent))

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store/storetest"
@@ -60,7 +62,7 @@ func BenchmarkLargestInputs(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = srv.Close() })
 	trip, riderKey := benchTrip(b, st)
-	driverKey, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleDriver, Subject: trip.DriverID}, time.Now())
+	driverKey, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleDriver, Subject: trip.DriverID}, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
@@ -121,7 +123,7 @@ func benchTrip(b *testing.B, st *store.Store) (store.Trip, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
+	key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
-	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
 )
 
@@ -117,7 +116,7 @@ var _ = ForEachEngine("Fare estimates", func(h *Harness) {
 		// An unknown member is named as the input at fault, as an unknown query parameter is.
 		res := post(riderKey, map[string]any{"origin": loc(city, 0, 0), "destination": loc(city, 10, 0), "ride_type": "xl", "tip": 5})
 		ExpectProblem(res, http.StatusBadRequest, "invalid_request")
-		Expect(*res.Problem().Errors).To(ContainElement(problem.FieldError{Location: "body.tip", Message: "is not a member of this object"}))
+		Expect(*res.Problem().Errors).To(ContainElement(gen.ProblemFieldError{Location: "body.tip", Message: "is not a member of this object"}))
 		res = post(riderKey, map[string]any{"origin": loc(city, 0, 0), "ride_type": "economy"})
 		ExpectProblem(res, http.StatusBadRequest, "invalid_request")
 		ExpectProblem(post(riderKey, `{"origin":`), http.StatusBadRequest, "malformed_json")

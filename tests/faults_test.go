@@ -3,9 +3,9 @@ package tests
 import (
 	"context"
 
-	. "github.com/onsi/ginkgo/v2"
+	"github.com/rideapi/ride/server/app"
 
-	"github.com/rideapi/ride/server"
+	. "github.com/onsi/ginkgo/v2"
 )
 
 // FaultFunc fails a request at a named point of its work (server.Deps.Faults) by returning an
@@ -27,7 +27,7 @@ func (h *Harness) fault(ctx context.Context, point, subject string) error {
 }
 
 // SetProvider replaces the payment provider for the rest of the current spec.
-func (h *Harness) SetProvider(p server.PaymentProvider) {
+func (h *Harness) SetProvider(p app.PaymentProvider) {
 	h.provider.Store(&p)
 	DeferCleanup(func() { h.provider.Store(nil) })
 }
@@ -36,17 +36,17 @@ func (h *Harness) SetProvider(p server.PaymentProvider) {
 // installed another.
 type switchableProvider struct{ h *Harness }
 
-func (p switchableProvider) Charge(ctx context.Context, c server.Charge) (server.ChargeResult, error) {
+func (p switchableProvider) Charge(ctx context.Context, c app.Charge) (app.ChargeResult, error) {
 	if override := p.h.provider.Load(); override != nil {
 		return (*override).Charge(ctx, c)
 	}
-	return server.SimulatedProvider{}.Charge(ctx, c)
+	return app.SimulatedProvider{}.Charge(ctx, c)
 }
 
-// ProviderFunc adapts a function to server.PaymentProvider.
-type ProviderFunc func(ctx context.Context, c server.Charge) (server.ChargeResult, error)
+// ProviderFunc adapts a function to app.PaymentProvider.
+type ProviderFunc func(ctx context.Context, c app.Charge) (app.ChargeResult, error)
 
 // Charge calls f.
-func (f ProviderFunc) Charge(ctx context.Context, c server.Charge) (server.ChargeResult, error) {
+func (f ProviderFunc) Charge(ctx context.Context, c app.Charge) (app.ChargeResult, error) {
 	return f(ctx, c)
 }

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -50,7 +52,7 @@ type Harness struct {
 	// faults and provider let a spec fail or replace parts of a request's work; see
 	// payments_test.go. Both are nil between specs.
 	faults   atomic.Pointer[FaultFunc]
-	provider atomic.Pointer[server.PaymentProvider]
+	provider atomic.Pointer[app.PaymentProvider]
 }
 
 var (
@@ -259,8 +261,8 @@ func (h *Harness) Key(role, subject string) string {
 
 // KeyIn creates an API key of the given account.
 func (h *Harness) KeyIn(role, subject, account string) string {
-	secret, _, err := auth.NewAPIKey(context.Background(), h.Store,
-		auth.APIKeyParams{Role: role, Subject: subject, Account: account}, time.Now())
+	secret, _, err := app.NewAPIKey(context.Background(), h.Store,
+		app.APIKeyParams{Role: role, Subject: subject, Account: account}, time.Now())
 	Expect(err).NotTo(HaveOccurred())
 	return secret
 }

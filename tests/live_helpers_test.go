@@ -6,12 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/getkin/kin-openapi/openapi3"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/coder/websocket"
 	. "github.com/onsi/ginkgo/v2"

@@ -9,10 +9,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
@@ -108,13 +109,13 @@ var _ = ForEachEngine("Paying for a trip when a step fails", func(h *Harness) {
 		It("answers 502 when the provider fails, records nothing and lets the key be retried", func() {
 			p := h.newPayable("completed")
 			key := newIdempotencyKey()
-			var charges []server.Charge
-			h.SetProvider(ProviderFunc(func(ctx context.Context, c server.Charge) (server.ChargeResult, error) {
+			var charges []app.Charge
+			h.SetProvider(ProviderFunc(func(ctx context.Context, c app.Charge) (app.ChargeResult, error) {
 				charges = append(charges, c)
 				if len(charges) == 1 {
-					return server.ChargeResult{}, errors.New("connection reset by provider")
+					return app.ChargeResult{}, errors.New("connection reset by provider")
 				}
-				return server.SimulatedProvider{}.Charge(ctx, c)
+				return app.SimulatedProvider{}.Charge(ctx, c)
 			}))
 			res := h.pay(p.riderKey, key, paymentOf(p.trip, "pm_card_visa"))
 			Expect(res.Status).To(Equal(502))

@@ -1,22 +1,13 @@
 package auth
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"hash/crc32"
-	"net/http"
 	"strings"
-	"time"
-
-	"github.com/rideapi/ride/server/problem"
-	"github.com/rideapi/ride/server/ride"
-	"github.com/rideapi/ride/store"
 )
 
 // Key secrets are apiKeyPrefix, 32 random bytes in unpadded base64url (43 characters) and a
@@ -33,122 +24,17 @@ const (
 	apiKeyShownPrefix = len(apiKeyPrefix) + 8
 )
 
-// APIKeyParams describes a key to create.
-type APIKeyParams struct {
-	Role string
-	// Subject is the rider (of Account) or driver the key acts for; empty for admin keys.
-	Subject string
-	// Account is the tenant; empty means DefaultAccount.
-	Account     string
-	Description *string
-	// ExpiresAt, when set, must be after now.
-	ExpiresAt *time.Time
-}
-
-// NewAPIKey creates a key and stores only its hash. The returned secret is shown once and
-// cannot be recovered. Invalid parameters are an *problem.Error naming the member at fault (422),
-// which the command line prints as its detail.
-func NewAPIKey(ctx context.Context, st *store.Store, p APIKeyParams, now time.Time) (string, store.APIKey, error) {
-	if p.Account == "" {
-		p.Account = DefaultAccount
-	}
-	if err := checkKeySubject(ctx, st, p); err != nil {
-		return "", store.APIKey{}, err
-	}
-	now = now.UTC().Truncate(time.Microsecond)
-	if p.ExpiresAt != nil && !p.ExpiresAt.After(now) {
-		return "", store.APIKey{}, keyParamsError(problem.InvalidKeyExpiry, "body.expires_at",
-			"expires_at must lie in the future.")
-	}
+// NewSecret makes a key's secret: apiKeyPrefix, 32 random bytes and their checksum. It returns
+// the secret, which is shown once and never stored, its hash, which is stored, and the start
+// of it that the key's views show to tell keys apart.
+func NewSecret() (secret, hash, shown string, err error) {
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", store.APIKey{}, err
+		return "", "", "", err
 	}
 	random := base64.RawURLEncoding.EncodeToString(raw[:])
-	secret := apiKeyPrefix + random + apiKeyChecksum(random)
-	key := store.APIKey{
-		ID:          ride.NewID(ride.PrefixAPIKey),
-		Hash:        hashAPIKey(secret),
-		Prefix:      secret[:apiKeyShownPrefix],
-		Role:        p.Role,
-		Account:     p.Account,
-		Description: p.Description,
-		CreatedAt:   now,
-		ExpiresAt:   p.ExpiresAt,
-	}
-	if p.Subject != "" {
-		key.Subject = &p.Subject
-	}
-	key, err := st.CreateAPIKey(ctx, store.CreateAPIKeyParams{Key: key, MaxActive: MaxActiveAPIKeys})
-	if errors.Is(err, store.ErrLimitReached) {
-		return "", store.APIKey{}, problem.New(problem.APIKeyLimitReached, fmt.Sprintf(
-			"Account %s holds %d active API keys, the most it may. Revoke keys it no longer uses, then create this one.",
-			p.Account, MaxActiveAPIKeys))
-	} else if err != nil {
-		return "", store.APIKey{}, err
-	}
-	return secret, key, nil
-}
-
-// MaxActiveAPIKeys is how many keys that are neither revoked nor expired an account may hold.
-const MaxActiveAPIKeys = 1000
-
-// checkKeySubject refuses a key that could never act: a rider or driver key needs a subject
-// that exists (a rider of the key's account, any driver of the fleet), an admin key has none.
-func checkKeySubject(ctx context.Context, st *store.Store, p APIKeyParams) error {
-	switch p.Role {
-	case RoleRider, RoleDriver:
-		if p.Subject == "" {
-			return keyParamsError(problem.InvalidKeySubject, "body.subject",
-				fmt.Sprintf("A %s key needs a subject: the %s's id.", p.Role, p.Role))
-		}
-	case RoleAdmin:
-		if p.Subject != "" {
-			return keyParamsError(problem.InvalidKeySubject, "body.subject", "An admin key has no subject.")
-		}
-		return nil
-	default:
-		return keyParamsError(problem.InvalidRequest, "body.role",
-			fmt.Sprintf("Unknown role %q: use rider, driver or admin.", p.Role))
-	}
-	var err error
-	switch p.Role {
-	case RoleRider:
-		if ride.ValidID(ride.PrefixRider, p.Subject) {
-			_, err = st.RiderOfAccount(ctx, p.Account, p.Subject)
-		} else {
-			err = store.ErrNotFound
-		}
-	case RoleDriver:
-		// Drivers are the platform's fleet: a key that acts for one is the platform's to give.
-		platform, perr := st.IsPlatformAccount(ctx, p.Account)
-		if perr != nil {
-			return perr
-		}
-		if !platform {
-			return problem.New(problem.Forbidden, "Only the platform's admins create driver keys: "+
-				"drivers are the platform's shared fleet, not an account's.")
-		}
-		if ride.ValidID(ride.PrefixDriver, p.Subject) {
-			_, err = st.DriverByID(ctx, p.Subject)
-		} else {
-			err = store.ErrNotFound
-		}
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		where := "of account " + p.Account
-		if p.Role == RoleDriver {
-			where = "of the fleet"
-		}
-		return keyParamsError(problem.InvalidKeySubject, "body.subject",
-			fmt.Sprintf("No %s %s has the id %s.", p.Role, where, problem.TruncateID(p.Subject)))
-	}
-	return err
-}
-
-func keyParamsError(code, location, detail string) *problem.Error {
-	return &problem.Error{Status: http.StatusUnprocessableEntity, Code: code, Detail: detail,
-		Fields: []problem.FieldError{{Location: location, Message: detail}}}
+	secret = apiKeyPrefix + random + apiKeyChecksum(random)
+	return secret, hashAPIKey(secret), secret[:apiKeyShownPrefix], nil
 }
 
 // apiKeyChecksum is the checksum part of a key: the CRC-32 of its random part, base64url.

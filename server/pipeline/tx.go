@@ -6,17 +6,9 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
-type txKey struct{}
-
 // withTx makes st, a transaction-scoped store, the store of every handler below ctx. The
 // Idempotency layer runs a keyed POST inside one transaction so the recorded answer commits
 // with the effect, or neither does.
 func withTx(ctx context.Context, st *store.Store) context.Context {
-	return context.WithValue(ctx, txKey{}, st)
-}
-
-// RequestTx is the transaction the request runs in, or nil.
-func RequestTx(ctx context.Context) *store.Store {
-	tx, _ := ctx.Value(txKey{}).(*store.Store)
-	return tx
+	return store.ContextWithTx(ctx, st)
 }

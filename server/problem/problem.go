@@ -9,7 +9,6 @@ package problem
 
 import (
 	"fmt"
-	"net/http"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -71,8 +70,9 @@ type Error struct {
 	Detail string
 	// Fields lists each invalid input of a validation failure.
 	Fields []FieldError
-	// Header carries headers the answer needs, such as Allow or WWW-Authenticate.
-	Header http.Header
+	// Header carries headers the answer needs, such as Allow or WWW-Authenticate (an
+	// http.Header, which the catalogue need not know).
+	Header map[string][]string
 	// FailureCode is the provider's reason of a payment_declined answer.
 	FailureCode string
 	// Err is the cause, logged for 5xx and never rendered.
@@ -101,15 +101,16 @@ func (e *Error) HTTPStatus() int {
 	if k, ok := catalogue[e.Code]; ok {
 		return k.Status
 	}
-	return http.StatusInternalServerError
+	return catalogue[Internal].Status
 }
 
-// Title is the catalogue's title of the answer's code, or the status text for a code it lacks.
+// Title is the catalogue's title of the answer's code, or that of internal for a code it
+// lacks.
 func (e *Error) Title() string {
 	if k, ok := catalogue[e.Code]; ok {
 		return k.Title
 	}
-	return http.StatusText(e.HTTPStatus())
+	return catalogue[Internal].Title
 }
 
 // Bounds of an answer: whatever a request sends, its problem stays small. A body of 1 MiB of

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
@@ -101,7 +103,7 @@ func (b *bench) load(ctx context.Context) error {
 	if b.riders, err = benchkit.CreateRiders(ctx, b.st, b.o.movers); err != nil {
 		return err
 	}
-	b.admin, _, err = auth.NewAPIKey(ctx, b.st, auth.APIKeyParams{Role: auth.RoleAdmin}, time.Now())
+	b.admin, _, err = app.NewAPIKey(ctx, b.st, app.APIKeyParams{Role: auth.RoleAdmin}, time.Now())
 	return err
 }
 

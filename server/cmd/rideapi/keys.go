@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/store"
@@ -75,7 +77,7 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if (*role == auth.RoleRider || *role == auth.RoleDriver) && *subject == "" {
 		return fmt.Errorf("a %s key needs --subject (the %s's id)", *role, *role)
 	}
-	p := auth.APIKeyParams{Role: *role, Subject: *subject, Account: *account}
+	p := app.APIKeyParams{Role: *role, Subject: *subject, Account: *account}
 	if *description != "" {
 		p.Description = description
 	}
@@ -91,7 +93,7 @@ func createKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	secret, _, err := auth.NewAPIKey(ctx, st, p, time.Now())
+	secret, _, err := app.New(app.Config{Store: st, Now: now}).CreateAPIKey(ctx, app.Operator(p.Account), p)
 	if err != nil {
 		return err
 	}
@@ -113,7 +115,7 @@ func listKeys(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintln(w, "ID\tPREFIX\tROLE\tSUBJECT\tCREATED\tLAST USED\tEXPIRES\tREVOKED\tDESCRIPTION")
 	page := store.PageParams{Limit: 100}
 	for {
-		keys, err := st.ListAPIKeys(ctx, *account, page)
+		keys, err := app.New(app.Config{Store: st, Now: now}).APIKeys(ctx, app.Operator(*account), page)
 		if err != nil {
 			return err
 		}
@@ -146,8 +148,9 @@ func revokeKey(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	key, err := st.RevokeAPIKey(ctx, store.RevokeAPIKeyParams{Account: *account, ID: fs.Arg(0), At: time.Now()})
-	if errors.Is(err, store.ErrNotFound) {
+	key, err := app.New(app.Config{Store: st, Now: now}).RevokeAPIKey(ctx, app.Operator(*account), fs.Arg(0))
+	var refused *problem.Error
+	if errors.As(err, &refused) && refused.Code == problem.NotFound {
 		return fmt.Errorf("no key %s in account %s", fs.Arg(0), *account)
 	} else if err != nil {
 		return err
@@ -169,3 +172,6 @@ func timeOrDash(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// now is the command line's clock, as the server's: UTC at microsecond precision.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }

@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
@@ -273,7 +275,7 @@ func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "Database already has trips; no demo data seeded. Create a key with: rideapi keys create --role admin")
 		return nil
 	}
-	keys := []auth.APIKeyParams{
+	keys := []app.APIKeyParams{
 		{Role: auth.RoleAdmin, Account: auth.DefaultAccount},
 		{Role: auth.RoleRider, Subject: seeded.RiderID, Account: auth.DefaultAccount},
 		{Role: auth.RoleDriver, Subject: seeded.DriverID, Account: auth.DefaultAccount},
@@ -282,7 +284,7 @@ func seedDemo(ctx context.Context, st *store.Store, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "Demo data seeded. Demo API keys (shown once; only their hashes are stored):")
 	for _, k := range keys {
-		secret, _, err := auth.NewAPIKey(ctx, st, k, now)
+		secret, _, err := app.NewAPIKey(ctx, st, k, now)
 		if err != nil {
 			return fmt.Errorf("create demo %s key of %s: %w", k.Role, k.Account, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rideapi/ride/server/app"
+
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -57,7 +59,7 @@ func CreateFleet(ctx context.Context, st *store.Store, n int, meters float64) (s
 		if err != nil {
 			return store.City{}, nil, err
 		}
-		key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
+		key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleDriver, Subject: d.ID}, now)
 		if err != nil {
 			return store.City{}, nil, err
 		}
@@ -75,7 +77,7 @@ func CreateRiders(ctx context.Context, st *store.Store, n int) ([]string, error)
 		if err != nil {
 			return nil, err
 		}
-		key, _, err := auth.NewAPIKey(ctx, st, auth.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
+		key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleRider, Subject: rider.ID}, now)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 )
 
-// PaymentProvider charges payment methods. The server declares it, the consumer side, so that
-// a real provider's client (or a test double) plugs in through Deps without the server knowing
+// PaymentProvider charges payment methods. The app declares it, the consumer side, so that a
+// real provider's client (or a test double) plugs in through Config without the app knowing
 // more than this.
 type PaymentProvider interface {
 	// Charge asks for c.Amount of c.Currency from c.Method. A decline is a result (Succeeded
