@@ -178,7 +178,7 @@ func parameterLocation(req *http.Request, name string) string {
 	switch {
 	case req == nil:
 		return "request." + name
-	case req.URL.Query().Has(name):
+	case pipeline.QueryOf(req).Has(name):
 		return "query." + name
 	case req.Header.Get(name) != "":
 		return "header." + name

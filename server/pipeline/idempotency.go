@@ -319,7 +319,7 @@ func requestFingerprint(req *http.Request, route string, caller auth.Principal) 
 	if err != nil {
 		return "", err
 	}
-	key := ride.QueryKey(req.Method, route, req.URL.EscapedPath(), req.URL.Query().Encode(),
+	key := ride.QueryKey(req.Method, route, req.URL.EscapedPath(), QueryOf(req).Encode(),
 		caller.Role, caller.Subject, string(body))
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:]), nil

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func (b *limitedBody) Close() error { return b.body.Close() }
 // checkInput refuses a request whose path parameters, query or JSON body hold input no
 // operation accepts. A JSON body is read, put back, and returned decoded for the validator;
 // only when hasBody, the operation takes one: a body sent to any other is never read.
-func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (*jsonBody, error) {
+func checkInput(req *http.Request, pathParams map[string]string, query url.Values, hasBody bool) (*jsonBody, error) {
 	var fields []problem.FieldError
 	names := make([]string, 0, len(pathParams))
 	for name := range pathParams {
@@ -107,13 +108,7 @@ func checkInput(req *http.Request, pathParams map[string]string, hasBody bool) (
 			fields = append(fields, problem.FieldError{Location: "path." + name, Message: msg})
 		}
 	}
-	if req.URL.RawQuery != "" {
-		query, err := url.ParseQuery(req.URL.RawQuery)
-		if err != nil {
-			return nil, &problem.Error{Code: problem.InvalidRequest,
-				Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
-				Fields: []problem.FieldError{{Location: "query", Message: queryParseReason(err)}}}
-		}
+	{
 		for name, values := range query {
 			if msg := badText(name); msg != "" {
 				fields = append(fields, problem.FieldError{Location: "query", Message: "a parameter name " + msg})
@@ -164,6 +159,48 @@ func badText(s string) string {
 	}
 	return ""
 }
+
+// parseQuery reads the query string, the one time a request's query is parsed: the gate checks,
+// validates and rewrites the values in place, and the handler binds the same ones
+// (withQuery). An unreadable query string is 400, in the API's words.
+func parseQuery(raw string) (url.Values, error) {
+	if raw == "" {
+		return url.Values{}, nil
+	}
+	query, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, &problem.Error{Code: problem.InvalidRequest,
+			Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
+			Fields: []problem.FieldError{{Location: "query", Message: queryParseReason(err)}}}
+	}
+	return query, nil
+}
+
+type queryKey struct{}
+
+// withQuery keeps the parsed query in the request's context, for the layers after the gate.
+func withQuery(ctx context.Context, query url.Values) context.Context {
+	return context.WithValue(ctx, queryKey{}, query)
+}
+
+// QueryOf is the request's query as the gate parsed, checked and rewrote it; parsed anew only
+// for a request that did not pass the gate.
+func QueryOf(req *http.Request) url.Values {
+	if q, ok := req.Context().Value(queryKey{}).(url.Values); ok {
+		return q
+	}
+	return req.URL.Query()
+}
+
+// queryContext hands the handler the query the gate parsed: Echo's own QueryParams would parse
+// the query string again.
+type queryContext struct {
+	echo.Context
+	query url.Values
+}
+
+func (c queryContext) QueryParams() url.Values       { return c.query }
+func (c queryContext) QueryParam(name string) string { return c.query.Get(name) }
 
 // queryParseReason words a url.ParseQuery failure without quoting the input.
 func queryParseReason(err error) string {

@@ -14,7 +14,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
@@ -41,13 +40,14 @@ type operationInfo struct {
 // member matches its schema.
 type gate struct {
 	doc        *openapi3.T
-	router     routers.Router
 	operations map[*openapi3.Operation]*operationInfo
 	// routes are the document's routes by method and Echo path (/v1/trips/:tripId): Echo has
-	// already matched the request, so the gate looks its route up instead of matching the
-	// path again with the document's router, which remains for what Echo did not match.
+	// matched the request, the one routing decision a request gets, and the gate looks up
+	// what it matched.
 	routes map[echoRoute]*routers.Route
-	auth   *auth.Authenticator
+	// allowed lists the methods of each Echo path, for the Allow header of a 405.
+	allowed map[string][]string
+	auth    *auth.Authenticator
 	// outsideDocument are the routes served beside the document, let through unchecked.
 	outsideDocument map[string]bool
 	options         *openapi3filter.Options
@@ -88,15 +88,8 @@ func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool)
 	if err != nil {
 		return nil, fmt.Errorf("load embedded OpenAPI document: %w", err)
 	}
-	// Route on paths alone: the servers list names example hosts, not where we run.
-	doc.Servers = nil
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("build OpenAPI router: %w", err)
-	}
 	g := &gate{
 		doc:             doc,
-		router:          router,
 		operations:      map[*openapi3.Operation]*operationInfo{},
 		auth:            authenticator,
 		outsideDocument: outsideDocument,
@@ -111,6 +104,7 @@ func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool)
 	parameters.ExcludeRequestBody = true
 	g.parameterOptions = &parameters
 	g.routes = map[echoRoute]*routers.Route{}
+	g.allowed = map[string][]string{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			info := describeOperation(doc, path, item, op)
@@ -126,6 +120,14 @@ func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool)
 				Spec: doc, Path: path, PathItem: item, Method: method, Operation: &unsecured,
 			}
 		}
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if item.GetOperation(method) != nil {
+				g.allowed[echoPath(path)] = append(g.allowed[echoPath(path)], method)
+				if method == http.MethodGet {
+					g.allowed[echoPath(path)] = append(g.allowed[echoPath(path)], http.MethodHead)
+				}
+			}
+		}
 	}
 	return g, nil
 }
@@ -139,24 +141,36 @@ func echoPath(template string) string {
 	return strings.NewReplacer("{", ":", "}", "").Replace(template)
 }
 
-// findRoute returns the document's route of the request and its path parameters. A request
-// Echo matched to a route of the document is looked up; anything else (no route, a path with
-// escaped characters, an empty parameter) goes through the document's router, whose errors
-// tell 404 from 405.
+// findRoute returns the document's route of the request and its path parameters, from what
+// Echo matched: a path Echo knows with another method is 405 (with Allow), a path it does not
+// know, or a parameter left empty, 404.
 func (g *gate) findRoute(c echo.Context) (*routers.Route, map[string]string, error) {
 	req := c.Request()
-	if route, ok := g.routes[echoRoute{method: req.Method, path: c.Path()}]; ok && req.URL.RawPath == "" {
-		names, values := c.ParamNames(), c.ParamValues()
-		params := make(map[string]string, len(names))
-		for i, name := range names {
-			if i >= len(values) || values[i] == "" {
-				return g.router.FindRoute(req)
-			}
-			params[name] = values[i]
+	route, ok := g.routes[echoRoute{method: req.Method, path: c.Path()}]
+	if !ok {
+		if allowed := g.allowed[c.Path()]; len(allowed) > 0 {
+			p := problem.New(problem.MethodNotAllowed, req.Method+" is not supported on this path.")
+			p.Header = http.Header{"Allow": {strings.Join(allowed, ", ")}}
+			return nil, nil, p
 		}
-		return route, params, nil
+		return nil, nil, problem.New(problem.NotFound, "No route "+problem.Clip(req.URL.Path, maxMemberName)+".")
 	}
-	return g.router.FindRoute(req)
+	names, values := c.ParamNames(), c.ParamValues()
+	params := make(map[string]string, len(names))
+	for i, name := range names {
+		value := ""
+		if i < len(values) {
+			value = values[i]
+		}
+		if unescaped, err := url.PathUnescape(value); err == nil {
+			value = unescaped // Echo matches on the escaped path and hands the segment as sent
+		}
+		if value == "" {
+			return nil, nil, problem.New(problem.NotFound, "No route "+problem.Clip(req.URL.Path, maxMemberName)+".")
+		}
+		params[name] = value
+	}
+	return route, params, nil
 }
 
 func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op *openapi3.Operation) *operationInfo {
@@ -206,7 +220,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req := c.Request()
 		route, pathParams, err := g.findRoute(c)
 		if err != nil {
-			return g.routeError(req, err)
+			return err
 		}
 		info := g.operations[route.Operation]
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
@@ -237,13 +251,19 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		req = req.WithContext(ctx)
 		c.SetRequest(req)
 
-		body, err := checkInput(req, pathParams, route.Operation.RequestBody != nil)
+		query, err := parseQuery(req.URL.RawQuery)
 		if err != nil {
 			return err
 		}
-		if err := rejectUnknownQuery(req, info); err != nil {
+		body, err := checkInput(req, pathParams, query, route.Operation.RequestBody != nil)
+		if err != nil {
 			return err
 		}
+		if query, err = rejectUnknownQuery(req.URL.RawQuery, query, info); err != nil {
+			return err
+		}
+		req = req.WithContext(withQuery(req.Context(), query))
+		c.SetRequest(req)
 		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
 			return problem.New(problem.NotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")
@@ -254,7 +274,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			c.SetRequest(req)
 		}
 		if !g.skipValidation {
-			if err := g.validateRequest(ctx, req, route, pathParams, body); err != nil {
+			if err := g.validateRequest(ctx, req, route, pathParams, query, body); err != nil {
 				return validationProblem(err, req)
 			}
 		}
@@ -265,34 +285,8 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		bounded, cancel := context.WithTimeout(c.Request().Context(), g.databaseTimeout-waited)
 		defer cancel()
 		c.SetRequest(c.Request().WithContext(bounded))
-		return next(c)
+		return next(queryContext{Context: c, query: query})
 	}
-}
-
-func (g *gate) routeError(req *http.Request, err error) error {
-	if errors.Is(err, routers.ErrMethodNotAllowed) {
-		p := problem.New(problem.MethodNotAllowed,
-			req.Method+" is not supported on this path.")
-		p.Header = http.Header{"Allow": {strings.Join(g.allowedMethods(req), ", ")}}
-		return p
-	}
-	return problem.New(problem.NotFound, "No route "+req.URL.Path+".")
-}
-
-// allowedMethods lists the methods of the path item that matches req, for the Allow header.
-func (g *gate) allowedMethods(req *http.Request) []string {
-	var methods []string
-	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		probe := req.Clone(req.Context())
-		probe.Method = method
-		if _, _, err := g.router.FindRoute(probe); err == nil {
-			methods = append(methods, method)
-			if method == http.MethodGet {
-				methods = append(methods, http.MethodHead)
-			}
-		}
-	}
-	return methods
 }
 
 // queryParam is what the gate needs to know of a query parameter before the validator runs.
@@ -320,11 +314,10 @@ func describeQueryParam(p *openapi3.Parameter) queryParam {
 // parameter given more than once unless it is an array. A comma-separated array given in
 // pieces (repeated, or as `name[]`) is rewritten into its one comma-separated value before
 // the validator and the handler read the query; an exploded array may be given as `name[]`.
-func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
-	if req.URL.RawQuery == "" {
-		return nil
+func rejectUnknownQuery(raw string, query url.Values, info *operationInfo) (url.Values, error) {
+	if len(query) == 0 {
+		return query, nil
 	}
-	query := req.URL.Query()
 	names := make([]string, 0, len(query))
 	for name := range query {
 		names = append(names, name)
@@ -346,19 +339,21 @@ func rejectUnknownQuery(req *http.Request, info *operationInfo) error {
 		}
 	}
 	if found.total > 0 {
-		return &problem.Error{Code: problem.InvalidRequest,
+		return nil, &problem.Error{Code: problem.InvalidRequest,
 			Detail: found.detail("The query string does not fit this operation; see errors[]."), Fields: found.list}
 	}
 	if rewrite {
-		req.URL.RawQuery = joinArrayPieces(req.URL.RawQuery, info)
+		// Pieces of one array may come under two spellings (sort=a&sort[]=b): their order is
+		// the query string's, which the parsed values no longer hold.
+		return joinArrayPieces(raw, info), nil
 	}
-	return nil
+	return query, nil
 }
 
 // joinArrayPieces rewrites a query (already known to parse) so that every array parameter
 // has its own name, and a comma-separated one a single value whose items keep the order in
 // which they were sent.
-func joinArrayPieces(raw string, info *operationInfo) string {
+func joinArrayPieces(raw string, info *operationInfo) url.Values {
 	var names []string
 	values := map[string][]string{}
 	for pair := range strings.SplitSeq(raw, "&") {
@@ -382,7 +377,7 @@ func joinArrayPieces(raw string, info *operationInfo) string {
 			out[name] = values[name]
 		}
 	}
-	return out.Encode()
+	return out
 }
 
 // validationProblem turns kin-openapi's findings into one 400 (or 413/415) problem that names

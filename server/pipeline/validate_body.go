@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -17,12 +18,13 @@ import (
 // openapi/ride.yaml. openapi3filter.ValidateRequest reads and decodes a body itself; a JSON
 // body that checkInput has decoded already is instead validated as that value
 // (validateJSONBody), which the handler then binds: one decode per request instead of three.
-func (g *gate) validateRequest(ctx context.Context, req *http.Request, route *routers.Route, pathParams map[string]string, body *jsonBody) error {
+func (g *gate) validateRequest(ctx context.Context, req *http.Request, route *routers.Route, pathParams map[string]string, query url.Values, body *jsonBody) error {
 	input := &openapi3filter.RequestValidationInput{
-		Request:    req,
-		PathParams: pathParams,
-		Route:      route,
-		Options:    g.options,
+		Request:     req,
+		PathParams:  pathParams,
+		QueryParams: query,
+		Route:       route,
+		Options:     g.options,
 	}
 	media := decodedBodyMedia(req, route.Operation.RequestBody, body)
 	if media == nil {
