@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -123,25 +121,14 @@ func (h graphQLHost) FollowTrip(ctx context.Context, t store.Trip) <-chan graphq
 }
 
 // graphQLSockets serves GraphQL subscriptions: a WebSocket upgrade of GET /v1/graphql
-// (graphql-transport-ws) is answered here, before the pipeline's gate, because its API key
-// arrives in the socket's first message rather than in a header. Everything else goes on.
+// (graphql-transport-ws), which has come through the pipeline like any request (the gate has
+// checked the upgrade, and leaves its key to the socket's first message). It is the route's
+// own middleware: a plain GET goes on to the generated handler.
 func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.Method != http.MethodGet || r.URL.Path != "/v1/graphql" || !graphqlapi.IsWebSocket(r) {
+		if !pipeline.IsUpgrade(r) {
 			return next(c)
-		}
-		// The socket is named like any request, in its answer, its refusals and its log line.
-		id := pipeline.NewRequestID()
-		c.Response().Header().Set("X-Request-Id", id)
-		r = r.WithContext(pipeline.WithRequestID(r.Context(), id))
-		c.SetRequest(r)
-		authorization, err := pipeline.AuthorizationHeader(r)
-		if err != nil {
-			return err
-		}
-		if err := checkUpgrade(r); err != nil {
-			return err
 		}
 		w := c.Response().Writer
 		// A socket lives longer than any answer: the server's read and write timeouts do not
@@ -152,6 +139,7 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(s.backgroundCtx, cancel)()
+		authorization, _ := pipeline.AuthorizationHeader(r) // once at most: the gate checked
 		r.Header.Set(echo.HeaderAuthorization, authorization)
 		s.graphql.ServeWebSocket(ctx, w, r, func(ctx context.Context, authorization string) (graphqlapi.Session, error) {
 			session, p, err := s.socketSession(ctx, authorization)
@@ -162,31 +150,6 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		})
 		return nil
 	}
-}
-
-// checkUpgrade refuses, as any other invalid request, a WebSocket upgrade that RFC 6455 does
-// not allow, before the WebSocket library answers it in plain text.
-func checkUpgrade(r *http.Request) error {
-	invalid := func(header, message string) error {
-		return &problem.Error{Code: problem.InvalidRequest, Detail: "This WebSocket upgrade is invalid: " + message + ".",
-			Fields: []problem.FieldError{{Location: "header." + header, Message: message}}}
-	}
-	upgrade := false
-	for _, v := range r.Header.Values("Connection") {
-		for _, token := range strings.Split(v, ",") {
-			upgrade = upgrade || strings.EqualFold(strings.TrimSpace(token), "upgrade")
-		}
-	}
-	if !upgrade {
-		return invalid("Connection", "must include upgrade")
-	}
-	if r.Header.Get("Sec-WebSocket-Version") != "13" {
-		return invalid("Sec-WebSocket-Version", "must be 13")
-	}
-	if key, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key")); err != nil || len(key) != 16 {
-		return invalid("Sec-WebSocket-Key", "must be 16 bytes in base64")
-	}
-	return nil
 }
 
 // socketSession authenticates a GraphQL socket's key and holds a session under it, which ends

@@ -1,7 +1,8 @@
-// Package server is the HTTP face of Ride API: its construction (New), the strict-server
-// implementation of openapi/ride.yaml over the store (one file per resource), and the error
-// boundary (errors.go). The layers around the handlers are package pipeline; who calls is
-// package auth; the error catalogue is package problem.
+// Package server is the HTTP face of Ride API: its construction (New) and the strict-server
+// implementation of openapi/ride.yaml, one file per resource, each handler a translation of
+// the generated request into a call of package app (the rules) and of its result into the
+// generated answer. The layers around the handlers, the error boundary included, are package
+// pipeline; who calls is package auth; the error catalogue is package problem.
 package server
 
 import (
@@ -138,7 +139,6 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
 	s.pipeline, err = pipeline.New(pipeline.Config{
 		Store: deps.Store, Now: s.now, Log: deps.Logger, Metrics: s.metrics, Auth: s.auth,
-		Render: s.renderError,
 		RateLimits: pipeline.RateLimits{
 			Read: cfg.RateLimitRead, Write: cfg.RateLimitWrite, Period: cfg.RateLimitPeriod,
 			RedisURL: cfg.RedisURL, KeyPrefix: cfg.RateLimitKeyPrefix,
@@ -146,6 +146,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		IdempotencyTTL:  cfg.IdempotencyTTL,
 		DatabaseTimeout: cfg.databaseTimeout(),
 		OutsideDocument: routesOutsideDocument,
+		Sockets:         []string{"/v1/graphql"},
+		Deprecated:      []pipeline.DeprecatedPath{webhookEndpointsAliasPath},
 		Stop:            s.backgroundCtx.Done(),
 	})
 	if err != nil {
@@ -166,14 +168,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = s.renderError
-	gen.RegisterHandlers(e, gen.NewStrictHandler(s, nil))
+	e.HTTPErrorHandler = s.pipeline.Render
+	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
+		// A WebSocket upgrade of GET /v1/graphql is a subscriptions socket, not a query.
+		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"queryGraphQL": {s.graphQLSockets}},
+	})
 	s.registerOutsideDocument(e)
 	s.echo = e
-	// Pre-routing layers see unmatched paths too, and Respond routes HEAD as GET. GraphQL's
-	// sockets are served before Respond, which holds answers back and would hold the upgrade.
+	// Pre-routing layers see unmatched paths too, and Respond routes HEAD as GET.
 	p := s.pipeline
-	s.handler = pipeline.Compose(e, []echo.MiddlewareFunc{p.Observe, s.graphQLSockets, p.Respond, markDeprecatedAlias}, []echo.MiddlewareFunc{
+	s.handler = pipeline.Compose(e, []echo.MiddlewareFunc{p.Observe, p.Respond}, []echo.MiddlewareFunc{
 		pipeline.RecoverPanics,
 		p.FailFastInOutage,
 		pipeline.LimitBody,

@@ -85,7 +85,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 	s := f.s
 	p, err := pipeline.New(pipeline.Config{
 		Store: f.st, Now: s.now, Log: s.log, Metrics: pipeline.NewMetrics(nil),
-		Auth: auth.New(f.st, s.now, pipeline.NewMetrics(nil).Auth), Render: s.renderError,
+		Auth:           auth.New(f.st, s.now, pipeline.NewMetrics(nil).Auth),
 		IdempotencyTTL: s.cfg.IdempotencyTTL, OutsideDocument: routesOutsideDocument,
 		SkipValidation: !l.validate,
 	})
@@ -93,7 +93,7 @@ func (f *benchFixture) stack(b *testing.B, l stackLayers) http.Handler {
 		b.Fatal(err)
 	}
 	e := echo.New()
-	e.HTTPErrorHandler = s.renderError
+	e.HTTPErrorHandler = p.Render
 	var pre []echo.MiddlewareFunc
 	if l.observe {
 		pre = append(pre, p.Observe)

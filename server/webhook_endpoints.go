@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -370,7 +368,7 @@ func webhookDeliveryView(a store.WebhookAttempt) gen.WebhookDelivery {
 }
 
 // The deprecated spelling /v1/webhook_endpoints runs the same operations. Every answer on it,
-// errors and 413 included, carries Deprecation and Link (markDeprecatedAlias).
+// errors and 413 included, carries Deprecation and Link (webhookEndpointsAliasPath).
 
 // deprecatedSince is the Deprecation header of the alias (RFC 9745): the date it was
 // deprecated, 2026-11-21T00:00:00Z, as an RFC 9651 Date (`@` and Unix seconds). No Sunset
@@ -380,23 +378,15 @@ const deprecatedSince = "@1795219200"
 // webhookEndpointsAlias is the deprecated spelling of webhookEndpointsRoute.
 const webhookEndpointsAlias = "/v1/webhook_endpoints"
 
-// successorLink is the Link header of a deprecated alias path, given escaped as it travels
-// (a header carries no raw bytes of a path): the same path spelt the current way.
-func successorLink(escapedPath string) string {
-	return "<" + strings.Replace(escapedPath, webhookEndpointsAlias, webhookEndpointsRoute, 1) + `>; rel="successor-version"`
+// webhookEndpointsAliasPath is how the pipeline marks every answer on the alias, errors and
+// 413 included (pipeline.Config.Deprecated).
+var webhookEndpointsAliasPath = pipeline.DeprecatedPath{
+	Prefix: webhookEndpointsAlias, Successor: webhookEndpointsRoute, Deprecation: deprecatedSince,
 }
 
-// markDeprecatedAlias marks every answer on the deprecated alias, whatever it is, before any
-// layer can refuse the request.
-func markDeprecatedAlias(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if path := c.Request().URL.EscapedPath(); strings.HasPrefix(path, webhookEndpointsAlias) {
-			h := c.Response().Header()
-			h.Set("Deprecation", deprecatedSince)
-			h.Set("Link", successorLink(path))
-		}
-		return next(c)
-	}
+// successorLink is the Link header of a deprecated alias path, given escaped.
+func successorLink(escapedPath string) string {
+	return webhookEndpointsAliasPath.SuccessorLink(escapedPath)
 }
 
 // CreateWebhookEndpointDeprecated is CreateWebhookEndpoint under the seed's spelling.

@@ -206,7 +206,7 @@ func (pl *Pipeline) runOnce(c echo.Context, next echo.HandlerFunc, a idempotency
 	txErr := pl.store.WithTx(ctx, func(tx *store.Store) error {
 		c.SetRequest(req.WithContext(withTx(ctx, tx)))
 		if err := callRecovering(c, next); err != nil {
-			pl.render(err, c) // into the capture, like any answer
+			pl.Render(err, c) // into the capture, like any answer
 		}
 		status := captured.statusCode()
 		if status >= http.StatusInternalServerError {

@@ -12,7 +12,7 @@
 //   - availability: 503 at once while a probe finds the database down (availability.go).
 //
 // The server composes the layers (Compose) around its Echo routes; errors from any layer or
-// handler reach the server's error boundary, Config.Render.
+// handler reach the one error boundary, Render (errors.go), which also answers Echo's own.
 package pipeline
 
 import (
@@ -34,8 +34,6 @@ type Config struct {
 	Log     *slog.Logger
 	Metrics *Metrics
 	Auth    *auth.Authenticator
-	// Render is the error boundary: it writes any error as the answer.
-	Render func(err error, c echo.Context)
 	// RateLimits are the per-key budgets; the zero value turns rate limiting off.
 	RateLimits RateLimits
 	// IdempotencyTTL is how long an Idempotency-Key's answer is kept and replayed.
@@ -46,6 +44,13 @@ type Config struct {
 	// OutsideDocument lists the Echo routes served beside openapi/ride.yaml (pages, metrics):
 	// the gate lets them through unchecked and the request log names them as they are.
 	OutsideDocument []string
+	// Sockets are the OpenAPI paths whose GET requests may upgrade to a WebSocket that carries
+	// its API key inside its own protocol (GraphQL's connection_init): the gate lets such an
+	// upgrade through to its handler unauthenticated, after checking the upgrade itself.
+	Sockets []string
+	// Deprecated are paths kept under an old spelling: every answer on them, whatever it is,
+	// carries Deprecation and a Link to the path's successor.
+	Deprecated []DeprecatedPath
 	// Stop ends the pipeline's background probes.
 	Stop <-chan struct{}
 	// SkipValidation leaves out the parameter and body checks (route, authentication and the
@@ -60,11 +65,11 @@ type Pipeline struct {
 	now     func() time.Time
 	log     *slog.Logger
 	metrics *Metrics
-	render  func(err error, c echo.Context)
 
 	gate            *gate
 	limits          *rateLimiter // nil when rate limits are off
 	outsideDocument map[string]bool
+	deprecated      []DeprecatedPath
 	idempotencyTTL  time.Duration
 	executing       executingKeys
 	// outage follows a database that stopped answering, so that it is logged once.
@@ -73,11 +78,11 @@ type Pipeline struct {
 
 // New builds the pipeline's layers.
 func New(cfg Config) (*Pipeline, error) {
-	if cfg.Store == nil || cfg.Auth == nil || cfg.Render == nil || cfg.Metrics == nil {
-		return nil, errors.New("pipeline.New: Store, Auth, Render and Metrics are required")
+	if cfg.Store == nil || cfg.Auth == nil || cfg.Metrics == nil {
+		return nil, errors.New("pipeline.New: Store, Auth and Metrics are required")
 	}
 	pl := &Pipeline{
-		store: cfg.Store, now: cfg.Now, log: cfg.Log, metrics: cfg.Metrics, render: cfg.Render,
+		store: cfg.Store, now: cfg.Now, log: cfg.Log, metrics: cfg.Metrics,
 		idempotencyTTL:  cfg.IdempotencyTTL,
 		outsideDocument: map[string]bool{},
 		outage:          &outage{store: cfg.Store, log: cfg.Log, stop: cfg.Stop},
@@ -85,11 +90,15 @@ func New(cfg Config) (*Pipeline, error) {
 	for _, route := range cfg.OutsideDocument {
 		pl.outsideDocument[route] = true
 	}
+	pl.deprecated = cfg.Deprecated
 	g, err := newGate(cfg.Auth, pl.outsideDocument)
 	if err != nil {
 		return nil, err
 	}
 	g.skipValidation = cfg.SkipValidation
+	for _, path := range cfg.Sockets {
+		g.sockets[path] = true
+	}
 	g.databaseTimeout = cfg.DatabaseTimeout
 	if g.databaseTimeout <= 0 {
 		g.databaseTimeout = store.DefaultReadTimeout

@@ -63,10 +63,12 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		res := c.Response()
 		res.Header()[headerRequestID] = []string{requestID}
 
-		if req.Method != http.MethodGet {
+		pl.markDeprecated(req, res.Header())
+		if req.Method != http.MethodGet || IsUpgrade(req) {
+			// Answered as written: a write, or a socket, whose connection its handler takes.
 			res.Writer = stampedWriter{ResponseWriter: res.Writer, requestID: requestID}
 			if err := next(c); err != nil {
-				pl.render(err, c)
+				pl.Render(err, c)
 			}
 			return nil
 		}
@@ -79,7 +81,7 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		original := res.Writer
 		res.Writer = held
 		if err := next(c); err != nil {
-			pl.render(err, c)
+			pl.Render(err, c)
 		}
 		res.Writer = original
 		if held.streaming {
@@ -108,7 +110,7 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 			// The bucket was empty: the request ran only to learn whether it was a 304.
 			keepOnlyRateLimitHeaders(header)
 			res.Committed = false
-			pl.render(denied, c)
+			pl.Render(denied, c)
 			return nil
 		}
 		header.Set("Content-Length", strconv.Itoa(held.body.Len()))
@@ -130,6 +132,41 @@ type stampedWriter struct {
 func (w stampedWriter) WriteHeader(status int) {
 	stampRequestID(w.Header(), w.requestID)
 	w.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the connection (a socket's upgrade hijacks it).
+func (w stampedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// DeprecatedPath is a path kept under an old spelling (Config.Deprecated).
+type DeprecatedPath struct {
+	// Prefix is the old spelling, e.g. /v1/webhook_endpoints.
+	Prefix string
+	// Successor is the current spelling that replaces Prefix in the Link header.
+	Successor string
+	// Deprecation is the header's value (RFC 9745: @ and the Unix seconds of the date).
+	Deprecation string
+}
+
+// markDeprecated stamps Deprecation and Link on every answer of a deprecated path, before any
+// layer can refuse the request.
+func (pl *Pipeline) markDeprecated(req *http.Request, h http.Header) {
+	if len(pl.deprecated) == 0 {
+		return
+	}
+	path := req.URL.EscapedPath()
+	for _, d := range pl.deprecated {
+		if strings.HasPrefix(path, d.Prefix) {
+			h.Set("Deprecation", d.Deprecation)
+			h.Set("Link", d.SuccessorLink(path))
+			return
+		}
+	}
+}
+
+// SuccessorLink is the Link header of an answer on escapedPath (a header carries no raw bytes
+// of a path): the same path spelt the current way.
+func (d DeprecatedPath) SuccessorLink(escapedPath string) string {
+	return "<" + strings.Replace(escapedPath, d.Prefix, d.Successor, 1) + `>; rel="successor-version"`
 }
 
 // stampRequestID repairs the header after generated code, which sets every declared header

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,6 +48,9 @@ type gate struct {
 	routes map[echoRoute]*routers.Route
 	// allowed lists the methods of each Echo path, for the Allow header of a 405.
 	allowed map[string][]string
+	// sockets are the OpenAPI paths whose GET upgrades carry their key in their own protocol
+	// (Config.Sockets).
+	sockets map[string]bool
 	auth    *auth.Authenticator
 	// outsideDocument are the routes served beside the document, let through unchecked.
 	outsideDocument map[string]bool
@@ -105,6 +109,7 @@ func newGate(authenticator *auth.Authenticator, outsideDocument map[string]bool)
 	g.parameterOptions = &parameters
 	g.routes = map[echoRoute]*routers.Route{}
 	g.allowed = map[string][]string{}
+	g.sockets = map[string]bool{}
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			info := describeOperation(doc, path, item, op)
@@ -225,6 +230,18 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		info := g.operations[route.Operation]
 		ctx := context.WithValue(req.Context(), operationKey{}, info)
 		c.Set(observedOperation, info)
+		if IsUpgrade(req) && req.Method == http.MethodGet && g.sockets[info.path] {
+			// The socket's key arrives in its first message: its handler authenticates it and
+			// meters what it runs. What the gate can check of the upgrade, it checks here.
+			if _, err := AuthorizationHeader(req); err != nil {
+				return err
+			}
+			if err := checkUpgrade(req); err != nil {
+				return err
+			}
+			c.SetRequest(req.WithContext(ctx))
+			return next(c)
+		}
 
 		var waited time.Duration // for the database, while authenticating
 		if info.needsAuth {
@@ -423,4 +440,34 @@ func onlyAt(fields []problem.FieldError, location string) bool {
 		}
 	}
 	return len(fields) > 0
+}
+
+// IsUpgrade tells whether r asks to upgrade to a WebSocket.
+func IsUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// checkUpgrade refuses, as any other invalid request, a WebSocket upgrade that RFC 6455 does
+// not allow, before a WebSocket library answers it in plain text.
+func checkUpgrade(r *http.Request) error {
+	invalid := func(header, message string) error {
+		return &problem.Error{Code: problem.InvalidRequest, Detail: "This WebSocket upgrade is invalid: " + message + ".",
+			Fields: []problem.FieldError{{Location: "header." + header, Message: message}}}
+	}
+	upgrade := false
+	for _, v := range r.Header.Values("Connection") {
+		for _, token := range strings.Split(v, ",") {
+			upgrade = upgrade || strings.EqualFold(strings.TrimSpace(token), "upgrade")
+		}
+	}
+	if !upgrade {
+		return invalid("Connection", "must include upgrade")
+	}
+	if r.Header.Get("Sec-WebSocket-Version") != "13" {
+		return invalid("Sec-WebSocket-Version", "must be 13")
+	}
+	if key, err := base64.StdEncoding.DecodeString(r.Header.Get("Sec-WebSocket-Key")); err != nil || len(key) != 16 {
+		return invalid("Sec-WebSocket-Key", "must be 16 bytes in base64")
+	}
+	return nil
 }

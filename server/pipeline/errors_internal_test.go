@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"encoding/json"
@@ -10,22 +10,20 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/rideapi/ride/server/pipeline"
 )
 
 // A panic must reach the client as a bare 500 problem: its text belongs in the log only.
 func TestPanicBecomesOpaque500(t *testing.T) {
 	var logged strings.Builder
-	s := &Server{log: slog.New(slog.NewTextHandler(&logged, nil))}
+	pl := &Pipeline{log: slog.New(slog.NewTextHandler(&logged, nil))}
 	e := echo.New()
 	req := httptest.NewRequest(http.MethodGet, "/v1/trips", nil)
-	req = req.WithContext(pipeline.WithRequestID(req.Context(), "req_test"))
+	req = req.WithContext(WithRequestID(req.Context(), "req_test"))
 	rec := httptest.NewRecorder()
 	c := e.NewContext(req, rec)
 
-	handler := pipeline.RecoverPanics(func(echo.Context) error { panic("db password is hunter2") })
-	s.renderError(handler(c), c)
+	handler := RecoverPanics(func(echo.Context) error { panic("db password is hunter2") })
+	pl.Render(handler(c), c)
 
 	res := rec.Result()
 	body, _ := io.ReadAll(res.Body)

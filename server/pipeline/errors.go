@@ -1,4 +1,4 @@
-package server
+package pipeline
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/app"
-	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -107,7 +106,7 @@ func problemFor(err error, req *http.Request) *problem.Error {
 		return echoProblem(httpErr, req)
 	}
 	if store.Unavailable(err) {
-		return pipeline.Unavailable(err)
+		return Unavailable(err)
 	}
 	return &problem.Error{Code: problem.Internal,
 		Detail: "Something went wrong on our side. Retry with backoff; quote the request_id if it persists.", Err: err}
@@ -123,7 +122,7 @@ func echoProblem(e *echo.HTTPError, req *http.Request) *problem.Error {
 		return problem.New(problem.MethodNotAllowed, "This route does not support the method.")
 	case http.StatusRequestEntityTooLarge:
 		return problem.New(problem.BodyTooLarge,
-			"The request body is larger than "+strconv.Itoa(pipeline.MaxBodyBytes)+" bytes.")
+			"The request body is larger than "+strconv.Itoa(MaxBodyBytes)+" bytes.")
 	case http.StatusUnsupportedMediaType:
 		return problem.New(problem.UnsupportedMediaType, "Send the body as application/json.")
 	case http.StatusBadRequest:
@@ -178,7 +177,7 @@ func parameterLocation(req *http.Request, name string) string {
 	switch {
 	case req == nil:
 		return "request." + name
-	case pipeline.QueryOf(req).Has(name):
+	case QueryOf(req).Has(name):
 		return "query." + name
 	case req.Header.Get(name) != "":
 		return "header." + name
@@ -186,21 +185,22 @@ func parameterLocation(req *http.Request, name string) string {
 	return "path." + name
 }
 
-// renderError is the error boundary: every error becomes an RFC 9457 problem. A 5xx body says
-// nothing of its cause; the log has it, under the same request id.
-func (s *Server) renderError(err error, c echo.Context) {
+// Render is the error boundary, the one place an error becomes an answer: every error, of a
+// layer, a handler or Echo itself, becomes an RFC 9457 problem. A 5xx body says nothing of its
+// cause; the log has it, under the same request id.
+func (pl *Pipeline) Render(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	p := problemFor(err, c.Request()).Bounded()
-	requestID := pipeline.RequestID(c.Request().Context())
+	requestID := RequestID(c.Request().Context())
 	switch {
 	case p.Code == problem.Unavailable:
 		if p.Err != nil {
-			s.pipeline.ReportOutage(c.Request().Context(), p.Err) // logged once per outage
+			pl.ReportOutage(c.Request().Context(), p.Err) // logged once per outage
 		} // otherwise starting, stopping or a known outage, logged already
 	case p.HTTPStatus() >= 500:
-		s.log.ErrorContext(c.Request().Context(), "request failed",
+		pl.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))
 	}
 	for name, values := range p.Header {
