@@ -12,6 +12,7 @@ import (
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
 )
 
 // StreamTripUpdates follows a trip live, as Server-Sent Events, for the callers who may read
@@ -34,7 +35,7 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 	// is bounded alone, currentLiveState), but not its key: it holds a session under the
 	// caller's key, which ends when the key is revoked (on any replica) or expires, with a
 	// final `end` message that says so.
-	held, release, err := s.auth.Hold(context.WithoutCancel(ctx), caller)
+	held, release, err := s.auth.Hold(store.WithoutDeadline(context.WithoutCancel(ctx)), caller)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +180,12 @@ func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Princ
 }
 
 // currentLiveState reads a trip's live state from the store, waiting for the database at
-// most the configured bound: a stream reads it again and again, long after its request.
+// most the request's bound, or the configured one for a stream, which reads it again and
+// again long after its request.
 func (s *Server) currentLiveState(ctx context.Context, tripID string) (liveUpdate, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.databaseTimeout())
-	defer cancel()
+	if _, bounded := store.Deadline(ctx); !bounded {
+		ctx = store.WithDeadline(ctx, time.Now().Add(s.cfg.databaseTimeout()))
+	}
 	trip, err := s.store.TripByID(ctx, tripID)
 	if err != nil {
 		return liveUpdate{}, err

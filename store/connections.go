@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/tls"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -88,41 +87,60 @@ func WithPool(p Pool) Option {
 	return func(o *options) { o.pool = p }
 }
 
-// boundReads makes every connection of cfg bound its reads by timeout. The bound sits on the
-// connection rather than on each statement's context: a cancellable context would cost every
-// query a watcher goroutine in database/sql, and the request contexts are not cancellable.
+// boundReads makes every connection of cfg bound its reads by timeout (none when zero), and
+// by the bound of the statement under way (see WithDeadline). The bounds sit on the connection
+// rather than on each statement's context: a cancellable context would cost every query a
+// watcher goroutine in database/sql and another in pgx.
 func boundReads(cfg *pgx.ConnConfig, timeout time.Duration) {
-	if timeout <= 0 {
-		return
-	}
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// A connection opened for a bounded statement connects within its bound too.
+		bound := boundOf(ctx)
+		if bound != 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, time.Unix(0, bound))
+			defer cancel()
+		}
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return &boundedConn{Conn: c, timeout: timeout}, nil
+		bc := &boundedConn{Conn: c, timeout: timeout}
+		bc.bound.Store(bound)
+		return bc, nil
 	}
+	cfg.Tracer = readBound{}
 }
 
 // boundedConn sets a read deadline before each read, unless unbounded (a connection that
-// listens for notifications waits on purpose). A deadline pgx sets itself (to interrupt a
-// read when a statement's context ends) is kept when it comes sooner.
+// listens for notifications waits on purpose): its timeout from now, or sooner the bound of
+// the statement under way, or sooner still a deadline pgx set itself (to interrupt a read
+// when a statement's context ends).
 type boundedConn struct {
 	net.Conn
 	timeout   time.Duration
 	unbounded atomic.Bool
-	// external is the read deadline pgx asked for, in Unix nanoseconds; 0 for none.
-	external atomic.Int64
+	// bound is the statement's bound, and external the read deadline pgx asked for, in Unix
+	// nanoseconds; 0 for none.
+	bound, external atomic.Int64
 }
 
 func (c *boundedConn) Read(p []byte) (int, error) {
 	if !c.unbounded.Load() {
-		deadline := time.Now().Add(c.timeout)
-		if ext := c.external.Load(); ext != 0 && ext < deadline.UnixNano() {
-			deadline = time.Unix(0, ext)
+		var deadline int64
+		if c.timeout > 0 {
+			deadline = time.Now().Add(c.timeout).UnixNano()
 		}
-		_ = c.Conn.SetReadDeadline(deadline)
+		for _, t := range [...]int64{c.bound.Load(), c.external.Load()} {
+			if t != 0 && (deadline == 0 || t < deadline) {
+				deadline = t
+			}
+		}
+		at := time.Time{}
+		if deadline != 0 {
+			at = time.Unix(0, deadline)
+		}
+		_ = c.Conn.SetReadDeadline(at)
 	}
 	return c.Conn.Read(p)
 }
@@ -147,10 +165,7 @@ func (c *boundedConn) remember(t time.Time) {
 
 // waitWithoutBound lets conn's reads wait as long as their context says.
 func waitWithoutBound(conn net.Conn) {
-	if t, ok := conn.(*tls.Conn); ok {
-		conn = t.NetConn()
-	}
-	if c, ok := conn.(*boundedConn); ok {
+	if c := boundedOf(conn); c != nil {
 		c.unbounded.Store(true)
 		_ = c.Conn.SetReadDeadline(time.Time{})
 	}

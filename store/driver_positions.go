@@ -115,6 +115,10 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 	args := []any{driverID, p.Lat, p.Lng, p.Heading, p.Speed, at, driverID, at, driverID}
 	var row *sql.Row
 	if s.async != nil {
+		if err := s.asyncTurns.enter(ctx); err != nil {
+			return PositionReport{}, interpretError(err)
+		}
+		defer s.asyncTurns.leave()
 		row = s.async.QueryRowContext(ctx, recordPositionSQL.numbered, args...)
 	} else {
 		row = s.conn(ctx).Raw(recordPositionSQL.marked, args...).Row() // inside a request's transaction

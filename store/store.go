@@ -84,6 +84,9 @@ type Store struct {
 	// requests (or SQLite's one connection, held by a long write) is not a database that
 	// stopped answering. Nil for a transaction-scoped Store.
 	probe *sql.DB
+	// turns admits statements to the pool, and asyncTurns to async (see admission); nil for
+	// a transaction-scoped Store.
+	turns, asyncTurns *admission
 }
 
 // The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
@@ -149,8 +152,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	}
 	s := &Store{db: db, engine: engine, sqlDB: sqlDB, sql: prebuild(db, engine)}
+	s.turns = newAdmission(sqlDB.Stats().MaxOpenConnections)
+	if err := s.turns.register(db); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	if pgConfig != nil {
 		s.async = openAsyncCommitPool(pgConfig, asyncConns)
+		s.asyncTurns = newAdmission(asyncConns)
 		// One connection listens on every channel for everyone following them, held while
 		// anyone listens and closed when nobody does: the listenConns of the budget.
 		s.listeners = stdlib.OpenDB(*pgConfig)
@@ -366,6 +375,14 @@ func (s *Store) Pool() *sql.DB { return s.sqlDB }
 //
 // On SQLite the transaction holds the only connection: inside fn, use fn's Store, never s.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.turns != nil {
+		// The transaction holds its connection, and its turn, until it ends; its statements
+		// take none.
+		if err := s.turns.enter(ctx); err != nil {
+			return interpretError(err)
+		}
+		defer s.turns.leave()
+	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
 	})

@@ -63,7 +63,7 @@ var errTripReadAbandoned = errors.New("store: trip read abandoned")
 func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip, error) {
 	r := tripReadPool.Get().(*tripRead)
 	r.id, r.reach = id, reach
-	r.deadline, _ = ctx.Deadline()
+	r.deadline, _ = Deadline(ctx)
 	t.mu.Lock()
 	if t.running < tripReadStatements {
 		t.running++
@@ -72,15 +72,10 @@ func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip,
 	} else {
 		t.waiting = append(t.waiting, r)
 		t.mu.Unlock()
-		select {
-		case <-r.wake:
-		case <-ctx.Done():
-			if t.leave(r) {
-				*r = tripRead{wake: r.wake}
-				tripReadPool.Put(r)
-				return Trip{}, ctx.Err()
-			}
-			<-r.wake // a statement took it meanwhile: its answer, or its batch to lead, comes
+		if err := t.await(ctx, r); err != nil {
+			*r = tripRead{wake: r.wake}
+			tripReadPool.Put(r)
+			return Trip{}, err
 		}
 		if r.lead != nil {
 			t.run(ctx, r.lead)
@@ -120,9 +115,9 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 			live = append(live, r)
 		}
 		if !first.IsZero() {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, first)
-			defer cancel()
+			ctx = WithDeadline(ctx, first)
+		} else {
+			ctx = WithoutDeadline(ctx)
 		}
 		batch = live
 		if len(batch) == 0 {
@@ -150,6 +145,31 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 			}
 		}
 	}
+}
+
+// await waits until a statement takes r, unless ctx ends or r's deadline passes first: then r
+// has left the waiting reads, and the error says why.
+func (t *tripReads) await(ctx context.Context, r *tripRead) error {
+	var expired <-chan time.Time
+	if !r.deadline.IsZero() {
+		timer := time.NewTimer(time.Until(r.deadline))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	var err error
+	select {
+	case <-r.wake:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
+	}
+	if t.leave(r) {
+		return err
+	}
+	<-r.wake // a statement took it meanwhile: its answer, or its batch to lead, comes
+	return nil
 }
 
 // leave takes r out of the waiting reads, unless a statement has taken it already (false).

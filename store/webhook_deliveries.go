@@ -130,6 +130,10 @@ func (s *Store) recordOnPool(ctx context.Context, records []attemptRecord) error
 		errs, attempted, due = append(errs, r.row.Error), append(attempted, r.row.AttemptedAt), append(due, r.due)
 		moves, movedAt, held = append(moves, r.status), append(movedAt, r.movedAt), append(held, deliveryPending)
 	}
+	if err := s.asyncTurns.enter(ctx); err != nil {
+		return interpretError(err)
+	}
+	defer s.asyncTurns.leave()
 	_, err := s.async.ExecContext(ctx, pgRecordAttempts, ids, deliveries, endpoints, events, types, numbers,
 		statuses, responses, latencies, errs, attempted, due, moves, movedAt, held)
 	return interpretError(err)

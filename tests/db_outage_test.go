@@ -236,7 +236,7 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 	It("answers every request within its bound while the database stalls, more at once than the pool holds, then recovers with no key left locked", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
 		// The bound of this server (RIDE_DB_TIMEOUT), and what an answer may take beyond it:
 		// writing the 503 and the client's own work.
-		const bound, slack = time.Second, 500 * time.Millisecond
+		const bound, slack = time.Second, time.Second
 		h, proxy, logs := behindFaultProxy(ctx, server.Config{DatabaseTimeout: bound}, store.WithReadTimeout(bound))
 		city := h.NewCity(CityOpts{})
 		estimate := func(key string) *Response {

@@ -576,11 +576,28 @@ func (r *refresher) since(ctx context.Context, after time.Time) (bool, error) {
 			go r.start(wait)
 		}
 		r.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return false, ctx.Err()
+		if err := awaitRefresh(ctx, wait); err != nil {
+			return false, err
 		}
+	}
+}
+
+// awaitRefresh waits until wait closes, or ctx ends, or the bound of its database work
+// passes (store.Deadline).
+func awaitRefresh(ctx context.Context, wait <-chan struct{}) error {
+	var expired <-chan time.Time
+	if at, ok := store.Deadline(ctx); ok {
+		timer := time.NewTimer(time.Until(at))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case <-wait:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return context.DeadlineExceeded
 	}
 }
 

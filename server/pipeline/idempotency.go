@@ -245,7 +245,7 @@ func (pl *Pipeline) runOnce(c echo.Context, next echo.HandlerFunc, a idempotency
 	if pl.outage.isDown() || store.Unavailable(txErr) {
 		pl.outage.releaseLater(a.account, a.key, a.owner)
 	} else {
-		release, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReadinessTimeout)
+		release, cancel := context.WithTimeout(store.WithoutDeadline(context.WithoutCancel(ctx)), ReadinessTimeout)
 		defer cancel()
 		if err := pl.store.FailIdempotencyRecord(release, a.account, a.key, a.owner); err != nil {
 			if store.Unavailable(err) {

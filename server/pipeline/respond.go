@@ -56,8 +56,8 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// to the retry. So the handlers get a context the client's disconnect does not
 		// cancel. That also spares database/sql a watcher goroutine per query and per
 		// transaction, which it starts for every cancellable context (measured in
-		// tests/ridebench/README.md). On PostgreSQL the store bounds each wait for the
-		// database itself (store.DefaultReadTimeout).
+		// tests/ridebench/README.md). The gate bounds the request's wait for the database
+		// with a value the store reads instead (store.WithDeadline).
 		ctx := withClientGone(context.WithoutCancel(req.Context()), req.Context().Done())
 		c.SetRequest(req.WithContext(WithRequestID(ctx, requestID)))
 		res := c.Response()

@@ -20,6 +20,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/problem"
+	"github.com/rideapi/ride/store"
 )
 
 // operationInfo is what the gate precomputes per operation, so a request pays for a map
@@ -250,9 +251,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			started := time.Now()
-			authCtx, cancel := context.WithTimeout(ctx, g.databaseTimeout)
-			principal, err := g.auth.Authenticate(authCtx, authorization)
-			cancel()
+			principal, err := g.auth.Authenticate(store.WithDeadline(ctx, started.Add(g.databaseTimeout)), authorization)
 			waited = time.Since(started)
 			if err != nil {
 				return err
@@ -298,9 +297,9 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		// From here on the request's statements share what is left of its wait for the
 		// database: a pool whose connections are all taken, a server that does not answer or
 		// takes long to connect cost it this bound in all, then 503. Reading the body, the
-		// client's time, is not counted. Streams detach from it (see tripStream).
-		bounded, cancel := context.WithTimeout(c.Request().Context(), g.databaseTimeout-waited)
-		defer cancel()
+		// client's time, is not counted. Streams detach from it (see tripStream). The bound
+		// is a value the store reads, not a cancellable context (see store.WithDeadline).
+		bounded := store.WithDeadline(c.Request().Context(), time.Now().Add(g.databaseTimeout-waited))
 		c.SetRequest(c.Request().WithContext(bounded))
 		return next(queryContext{Context: c, query: query})
 	}
