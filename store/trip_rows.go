@@ -111,7 +111,7 @@ type TripDriver struct {
 }
 
 // TripRider is what a trip shows of its rider: the public profile, which its driver sees while
-// the trip is active.
+// the trip is active. Trip reads fill Name and Rating only while it is (see activeOnly).
 type TripRider struct {
 	ID     string
 	Name   string
@@ -119,7 +119,7 @@ type TripRider struct {
 }
 
 // The trip queries on the hot paths (a trip by id, a list page) read trips joined with their
-// drivers and riders through tripReadColumns and scanTripRows, not through GORM's Joins and
+// drivers (and an active trip's rider, activeOnly) through tripReadColumns and scanTripRows, not through GORM's Joins and
 // reflection: GORM would rebuild the same SELECT on every call and look each joined column up
 // by name in every row, which cost more than the query itself on PostgreSQL. The joins are
 // inner: driver_id and rider_id are NOT NULL and reference their tables.
@@ -165,8 +165,8 @@ var tripReadColumns = []struct {
 	{"drivers.heading", func(r *tripRow) any { return &r.heading }},
 	{"drivers.speed", func(r *tripRow) any { return &r.speed }},
 	{"drivers.position_at", func(r *tripRow) any { return &r.positionAt }},
-	{"riders.name", func(r *tripRow) any { return &r.t.Rider.Name }},
-	{"riders.rating", func(r *tripRow) any { return &r.t.Rider.Rating }},
+	{activeOnly("riders.name"), func(r *tripRow) any { return &r.riderName }},
+	{activeOnly("riders.rating"), func(r *tripRow) any { return &r.riderRating }},
 }
 
 // tripRow is one row being scanned: the trip, and the driver's position columns until they
@@ -176,6 +176,8 @@ type tripRow struct {
 	lat, lng       float64
 	heading, speed *float64
 	positionAt     *time.Time
+	riderName      *string
+	riderRating    *float64
 }
 
 // finish completes a scanned trip from what the columns alone cannot say.
@@ -185,7 +187,10 @@ func (r *tripRow) finish() {
 	if r.positionAt != nil {
 		t.Driver.Position = &DriverPosition{Lat: r.lat, Lng: r.lng, Heading: r.heading, Speed: r.speed, RecordedAt: r.positionAt.UTC()}
 	}
-	r.heading, r.speed, r.positionAt = nil, nil, nil
+	if r.riderName != nil && r.riderRating != nil {
+		t.Rider.Name, t.Rider.Rating = *r.riderName, *r.riderRating
+	}
+	r.heading, r.speed, r.positionAt, r.riderName, r.riderRating = nil, nil, nil, nil, nil
 	_ = t.AfterFind(nil) // UTC times
 }
 
@@ -198,7 +203,16 @@ var tripWithDriverColumns = func() string {
 	return strings.Join(cols, ", ")
 }()
 
-const joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id JOIN riders ON riders.id = trips.rider_id`
+const joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id`
+
+// activeOnly reads a column of the trip's rider while the trip is active, and NULL once it is
+// final: only an active trip shows its rider (to its driver), and most trips read, in pages
+// above all, are final. A scalar subquery under CASE runs only for the rows that need it,
+// where a join would look every row's rider up.
+func activeOnly(riderColumn string) string {
+	return `CASE WHEN trips.status IN ('` + strings.Join(ActiveTripStatuses, "', '") + `') THEN (SELECT ` +
+		riderColumn + ` FROM riders WHERE riders.id = trips.rider_id) END`
+}
 
 var (
 	tripByIDSQL = `SELECT ` + tripWithDriverColumns + ` FROM trips ` + joinDrivers + ` WHERE trips.id = ? LIMIT 1`
