@@ -281,14 +281,14 @@ func moveTrip(conn *keepAlive, addr, key, tripID string) error {
 }
 
 // completeLeftovers completes the trips an interrupted run booked and left active (every
-// active trip of the data set was created before benchEpoch, every booking after it).
+// active trip of the data set was created at benchEpoch or before, every booking after it).
 func completeLeftovers(ctx context.Context, db *bookingDB, addr, key string, concurrency int) error {
 	conn, err := pgx.Connect(ctx, db.url)
 	if err != nil {
 		return err
 	}
 	rows, err := conn.Query(ctx, `SELECT id FROM trips WHERE status IN ('accepted', 'arriving', 'in_progress')
-		AND created_at >= $1`, benchEpoch)
+		AND created_at > $1`, benchEpoch)
 	var trips []string
 	if err == nil {
 		trips, err = pgx.CollectRows(rows, pgx.RowTo[string])

@@ -84,18 +84,26 @@ func (s *postgresScope) counts(pid int) bool {
 	if parentOf(pid) != s.postmaster {
 		return false
 	}
-	// A client backend's title is "postgres: [cluster: ]user database host(port) activity".
 	title, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return false
 	}
-	fields := strings.Fields(string(bytes.ReplaceAll(title, []byte{0}, []byte{' '})))
-	for i := 2; i < len(fields); i++ {
-		if f := fields[i]; f == "[local]" || (strings.HasSuffix(f, ")") && strings.Contains(f, "(")) {
-			return s.databases[fields[i-1]]
-		}
+	if db, client := backendDatabase(string(bytes.ReplaceAll(title, []byte{0}, []byte{' '}))); client {
+		return s.databases[db]
 	}
 	return true // a background process of the cluster
+}
+
+// backendDatabase reads a PostgreSQL process title: a client backend's is "postgres:
+// [cluster: ]user database host(port) activity" (host "[local]" on a socket).
+func backendDatabase(title string) (database string, client bool) {
+	fields := strings.Fields(title)
+	for i := 2; i < len(fields); i++ {
+		if f := fields[i]; f == "[local]" || (strings.HasSuffix(f, ")") && strings.Contains(f, "(")) {
+			return fields[i-1], true
+		}
+	}
+	return "", false
 }
 
 // parentOf is a process's parent pid, or 0 once it is gone.

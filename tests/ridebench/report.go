@@ -104,53 +104,20 @@ func (r reportRow) ratio(label string) float64 {
 func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
+	if len(rows) == 0 && len(depths) == 0 {
+		fmt.Fprintf(w, "\nNo scenario's name contains -only %q.\n", o.only)
+		return
+	}
 	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario (server and reference taking turns in %d rounds) after %s warm-up (total %s)\n",
 		o.data, o.concurrency, o.duration, o.rounds, o.warmup, took.Round(time.Second))
-	fmt.Fprintf(w, "Every ratio is the median of the %d rounds' ratios; the table of rounds below gives each round's and their spread.\n\n", o.rounds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tours / reference\thand-written req/s\thand-written / reference\tours / hand-written\t")
-	var notes []string
-	for _, r := range rows {
-		hw, hwRatio, ours := "–", "–", "–"
-		errors := r.srv.errors + r.ref.errors
-		if r.hw != nil {
-			hw, hwRatio, ours = fmt.Sprintf("%.0f", r.hw.rate()), percent(r.ratio("hand-written / reference")), percent(r.ratio("ours / hand-written"))
-			errors += r.hw.errors
-		}
-		name := r.sc.name
-		if r.sc.perRequest != "" {
-			notes = append(notes, r.sc.perRequest)
-			name += strings.Repeat("*", len(notes))
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", name, r.srv.rate(),
-			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), errors, r.ref.rate(), percent(r.ratio("ours / reference")),
-			hw, hwRatio, ours)
-	}
-	tw.Flush()
-	for i, n := range notes {
-		fmt.Fprintf(w, "%s %s\n", strings.Repeat("*", i+1), n)
-	}
-
-	fmt.Fprintf(w, "\nCPU time per request in µs, from /proc over the measured windows (the load generator and the reference's pgx client are this process)\n\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tserver\tPostgreSQL\tload generator\treference: PostgreSQL\tpgx client\thand-written: server\tPostgreSQL\t")
-	for _, r := range rows {
-		hwServer, hwPostgres := "–", "–"
-		if r.hw != nil {
-			hwServer, hwPostgres = perRequest(r.hw.cpu.handwritten, r.hw.n), perRequest(r.hw.cpu.postgres, r.hw.n)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name,
-			perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n), perRequest(r.srv.cpu.self, r.srv.n),
-			perRequest(r.ref.cpu.postgres, r.ref.n), perRequest(r.ref.cpu.self, r.ref.n), hwServer, hwPostgres)
-	}
-	tw.Flush()
-	if slices.ContainsFunc(rows, func(r reportRow) bool { return r.sc.around != nil }) {
-		fmt.Fprintf(w, "The booking's server and PostgreSQL figures include the fleet's %d position reports a second, for the server and the reference alike.\n", o.positions)
+	fmt.Fprintf(w, "Every ratio is the median of the %d rounds' ratios; the table of rounds below gives each round's and their spread.\n", o.rounds)
+	if len(rows) > 0 {
+		mainTables(w, o, rows)
 	}
 
 	if slices.ContainsFunc(rows, func(r reportRow) bool { return r.cmp != nil }) {
 		fmt.Fprintf(w, "\n-compare %s against -rideapi %s, taking turns in the same rounds\n\n", o.compare, o.rideapi)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\t-compare / -rideapi\tCPU µs/req: server\tPostgreSQL\t-rideapi: server\tPostgreSQL\t")
 		for _, r := range rows {
 			c := r.cmp
@@ -172,7 +139,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 		}
 		fmt.Fprintf(w, "\nThe same reads on SQLite (%s: %s%s), the server binary with its database inside it, in the same rounds; no reference, no target\n\n",
 			o.sqlite, liteDataset(o.sqliteTrips), size)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\tSQLite / PostgreSQL\tCPU µs/req: server on SQLite\ton PostgreSQL: server\tPostgreSQL\t")
 		for _, r := range rows {
 			l := r.lite
@@ -188,7 +155,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 
 	if len(depths) > 0 {
 		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "depth\treq/s\tp50\tp99\terrors\tp50 vs depth 0\t")
 		for _, d := range depths {
 			fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%s\t\n", d.depth, d.res.rate(), ms(d.res.percentile(0.5)),
@@ -198,7 +165,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 	}
 
 	fmt.Fprintf(w, "\nRatios by round: the tables above give each one's median; min–max is its spread\n\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "scenario\tratio\t"
 	for i := range o.rounds {
 		header += fmt.Sprintf("%d\t", i+1)
@@ -246,4 +213,51 @@ func depthRatio(d, zero depthRow) ratio {
 		}
 	}
 	return r
+}
+
+// mainTables are the scenarios' figures against the reference and the hand-written server, and
+// their CPU time per request.
+func mainTables(w io.Writer, o options, rows []reportRow) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tours / reference\thand-written req/s\thand-written / reference\tours / hand-written\t")
+	var notes []string
+	for _, r := range rows {
+		hw, hwRatio, ours := "–", "–", "–"
+		errors := r.srv.errors + r.ref.errors
+		if r.hw != nil {
+			hw, hwRatio, ours = fmt.Sprintf("%.0f", r.hw.rate()), percent(r.ratio("hand-written / reference")), percent(r.ratio("ours / hand-written"))
+			errors += r.hw.errors
+		}
+		name := r.sc.name
+		if r.sc.perRequest != "" {
+			notes = append(notes, r.sc.perRequest)
+			name += strings.Repeat("*", len(notes))
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", name, r.srv.rate(),
+			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), errors, r.ref.rate(), percent(r.ratio("ours / reference")),
+			hw, hwRatio, ours)
+	}
+	tw.Flush()
+	for i, n := range notes {
+		fmt.Fprintf(w, "%s %s\n", strings.Repeat("*", i+1), n)
+	}
+
+	fmt.Fprintf(w, "\nCPU time per request in µs, from /proc over the measured windows (the load generator and the reference's pgx client are this process)\n\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tserver\tPostgreSQL\tload generator\treference: PostgreSQL\tpgx client\thand-written: server\tPostgreSQL\t")
+	for _, r := range rows {
+		hwServer, hwPostgres := "–", "–"
+		if r.hw != nil {
+			hwServer, hwPostgres = perRequest(r.hw.cpu.handwritten, r.hw.n), perRequest(r.hw.cpu.postgres, r.hw.n)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name,
+			perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n), perRequest(r.srv.cpu.self, r.srv.n),
+			perRequest(r.ref.cpu.postgres, r.ref.n), perRequest(r.ref.cpu.self, r.ref.n), hwServer, hwPostgres)
+	}
+	tw.Flush()
+	if slices.ContainsFunc(rows, func(r reportRow) bool { return r.sc.around != nil }) {
+		fmt.Fprintf(w, "The booking's server and PostgreSQL figures include the fleet's %d position reports a second, for the server and the reference alike.\n", o.positions)
+	}
+
 }
