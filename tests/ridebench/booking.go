@@ -303,7 +303,8 @@ func completeLeftovers(ctx context.Context, db *bookingDB, addr, key string, con
 }
 
 // report has the reporting drivers post their positions to addr, rate reports a second in all
-// from two clients, until stop is closed; it returns how many failed and the first failure.
+// from two clients, until stop is closed. The function it returns waits for them to stop and
+// says how many reports they sent, how many failed and the first failure.
 func (f *fleet) report(addr string, stop <-chan struct{}) func() (int, int, error) {
 	if f.rate <= 0 || len(f.reporters) == 0 {
 		return func() (int, int, error) { return 0, 0, nil }

@@ -29,6 +29,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
 
@@ -133,6 +134,9 @@ func benchmark(ctx context.Context, o options) error {
 		}
 	}
 	if o.wants(bookingName) {
+		if run := o.warmup + o.duration/time.Duration(o.rounds); run > ride.PositionFreshness-positionRefresh {
+			log.Printf("booking: runs of %s outlast the fleet's fresh positions (refreshed between runs); shorten -warmup or -d, or add -rounds", run)
+		}
 		for _, u := range []string{dbURL, compareURL} {
 			if u == "" {
 				continue
@@ -272,6 +276,9 @@ func benchmark(ctx context.Context, o options) error {
 		if sc.sqlite && lite != nil {
 			add("SQLite", sideSQLite, lite)
 		}
+		if sc.rest != nil {
+			labels, ops, sides = append(labels, sc.name+" (REST)"), append(ops, on(ours, sc.rest)), append(sides, sideREST)
+		}
 		var around func(context.Context, int) (func(), error)
 		if sc.around != nil {
 			around = func(ctx context.Context, op int) (func(), error) { return sc.around(ctx, sides[op]) }
@@ -289,6 +296,8 @@ func benchmark(ctx context.Context, o options) error {
 				row.cmp = &res[i]
 			case sideSQLite:
 				row.lite = &res[i]
+			case sideREST:
+				row.rest = &res[i]
 			}
 		}
 		rows = append(rows, row)

@@ -50,3 +50,12 @@ func TestBackendDatabaseKnowsClientBackendsByTheirTitle(t *testing.T) {
 		}
 	}
 }
+
+func TestCPURatioComparesTheServersCPUPerRequest(t *testing.T) {
+	a := &result{rounds: []result{{n: 100, cpu: cpuTimes{server: 30 * time.Millisecond}}, {n: 0}}}
+	b := &result{rounds: []result{{n: 200, cpu: cpuTimes{server: 40 * time.Millisecond}}, {n: 10, cpu: cpuTimes{server: time.Millisecond}}}}
+	r := cpuRatio("x", a, b)
+	if math.Abs(r.per[0]-1.5) > 1e-9 || !math.IsNaN(r.per[1]) || math.Abs(r.median()-1.5) > 1e-9 {
+		t.Errorf("cpuRatio = %v, median %v; want [1.5 NaN], 1.5", r.per, r.median())
+	}
+}

@@ -18,6 +18,7 @@ type reportRow struct {
 	hw       *result // the hand-written server, where the scenario has one
 	cmp      *result // the -compare server
 	lite     *result // the server on SQLite, where the scenario runs there
+	rest     *result // the REST request for the same data, where the scenario has one
 }
 
 // ratio is one ratio measured in every round: a's req/s over b's in the same round. The tables
@@ -25,6 +26,7 @@ type reportRow struct {
 type ratio struct {
 	label string
 	per   []float64
+	times bool // shown as 0.93× rather than 93 %
 }
 
 func rateRatio(label string, a, b *result) ratio {
@@ -89,7 +91,24 @@ func (r reportRow) ratios() []ratio {
 	if r.lite != nil {
 		out = append(out, rateRatio("SQLite / PostgreSQL", r.lite, &r.srv))
 	}
+	if r.rest != nil {
+		graphQL := rateRatio("GraphQL / REST", &r.srv, r.rest)
+		graphQL.times = true
+		out = append(out, graphQL, cpuRatio("server CPU: GraphQL / REST", &r.srv, r.rest))
+	}
 	return out
+}
+
+// cpuRatio is the server's CPU time per request of a over that of b, round by round.
+func cpuRatio(label string, a, b *result) ratio {
+	r := ratio{label: label, per: make([]float64, len(a.rounds)), times: true}
+	for i := range a.rounds {
+		r.per[i] = math.NaN()
+		if i < len(b.rounds) && a.rounds[i].n > 0 && b.rounds[i].n > 0 && b.rounds[i].cpu.server > 0 {
+			r.per[i] = (float64(a.rounds[i].cpu.server) / float64(a.rounds[i].n)) / (float64(b.rounds[i].cpu.server) / float64(b.rounds[i].n))
+		}
+	}
+	return r
 }
 
 func (r reportRow) ratio(label string) float64 {
@@ -153,6 +172,21 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 		tw.Flush()
 	}
 
+	if slices.ContainsFunc(rows, func(r reportRow) bool { return r.rest != nil }) {
+		fmt.Fprintf(w, "\nGraphQL against the REST request for the same data, on the server in the same rounds\n\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "scenario\treq/s\tREST req/s\tGraphQL / REST\tserver CPU µs/req\tREST\tGraphQL / REST\t")
+		for _, r := range rows {
+			if r.rest == nil {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t\n", r.sc.name, r.srv.rate(), r.rest.rate(),
+				times(r.ratio("GraphQL / REST")), perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.rest.cpu.server, r.rest.n),
+				times(r.ratio("server CPU: GraphQL / REST")))
+		}
+		tw.Flush()
+	}
+
 	if len(depths) > 0 {
 		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -171,7 +205,11 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 		header += fmt.Sprintf("%d\t", i+1)
 	}
 	fmt.Fprintln(tw, header+"median\tmin–max\t")
-	line := func(name string, r ratio, format func(float64) string) {
+	line := func(name string, r ratio) {
+		format := percent
+		if r.times {
+			format = times
+		}
 		cells := name + "\t" + r.label + "\t"
 		for i := range o.rounds {
 			x := math.NaN()
@@ -189,11 +227,11 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 			if i > 0 {
 				name = ""
 			}
-			line(name, r, percent)
+			line(name, r)
 		}
 	}
 	for _, d := range depths[min(1, len(depths)):] {
-		line(fmt.Sprintf("page at depth %d", d.depth), depthRatio(d, depths[0]), times)
+		line(fmt.Sprintf("page at depth %d", d.depth), depthRatio(d, depths[0]))
 	}
 	tw.Flush()
 
@@ -205,7 +243,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 
 // depthRatio is the p50 of a page at depth d over that of depth 0, round by round.
 func depthRatio(d, zero depthRow) ratio {
-	r := ratio{label: "p50 / depth 0", per: make([]float64, len(d.res.rounds))}
+	r := ratio{label: "p50 / depth 0", per: make([]float64, len(d.res.rounds)), times: true}
 	for i := range d.res.rounds {
 		r.per[i] = math.NaN()
 		if i < len(zero.res.rounds) && zero.res.rounds[i].percentile(0.5) > 0 {

@@ -53,6 +53,9 @@ type scenario struct {
 	handwritten bool
 	// sqlite says that http runs on the SQLite server too.
 	sqlite bool
+	// rest, when set, is the REST request for the same data, run on the server in the same
+	// rounds: GraphQL's figures are held against it.
+	rest func(ctx context.Context, w *worker) error
 	// around, when set, is called before each run of the scenario on a side and returns what
 	// to do after it (the booking's fleet); it is not measured.
 	around func(ctx context.Context, s side) (func(), error)
@@ -70,6 +73,7 @@ const (
 	sideHandwritten
 	sideCompare
 	sideSQLite
+	sideREST
 )
 
 // target is a server the load goes to: its address, an admin key it accepts, and the rows of
@@ -149,7 +153,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, &scenario{
+	getTrip := &scenario{
 		name: "GET /v1/trips/{id}", sql: getSQL,
 		refNote: "the trip joined with its driver, by primary key",
 		http: func(ctx context.Context, w *worker) error {
@@ -161,7 +165,8 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			return err
 		},
 		handwritten: true, sqlite: true,
-	})
+	}
+	out = append(out, getTrip)
 
 	// GET /v1/trips?status=completed&limit=20, first page
 	const listPath = "/v1/trips?status=completed&limit=20"
@@ -316,7 +321,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, gqlSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
 			return err
 		},
-		sqlite: true,
+		sqlite: true, rest: getTrip.http,
 	})
 	if b.fleet != nil {
 		sc, err := b.bookingScenario(ctx, warm)
