@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -87,6 +88,12 @@ func (s *sampler) close() {
 // capture serves req (after once serving warm, which fills the key cache) and returns the
 // statements it ran. A non-2xx answer is an error: the sample must take the path the load takes.
 func (s *sampler) capture(ctx context.Context, req, warm *http.Request) ([]statement, error) {
+	stmts, _, err := s.captureAnswer(ctx, req, warm)
+	return stmts, err
+}
+
+// captureAnswer is capture that also returns the answer's body.
+func (s *sampler) captureAnswer(ctx context.Context, req, warm *http.Request) ([]statement, []byte, error) {
 	if warm != nil {
 		s.srv.ServeHTTP(httptest.NewRecorder(), warm)
 	}
@@ -96,46 +103,78 @@ func (s *sampler) capture(ctx context.Context, req, warm *http.Request) ([]state
 	w := httptest.NewRecorder()
 	s.srv.ServeHTTP(w, req.WithContext(context.WithValue(ctx, captureKey{}, true)))
 	if w.Code/100 != 2 {
-		return nil, fmt.Errorf("sample %s %s: %d %s", req.Method, req.URL, w.Code, w.Body.String())
+		return nil, nil, fmt.Errorf("sample %s %s: %d %s", req.Method, req.URL, w.Code, w.Body.String())
 	}
 	s.rec.mu.Lock()
 	defer s.rec.mu.Unlock()
-	return s.rec.stmts, nil
+	return s.rec.stmts, w.Body.Bytes(), nil
 }
 
-// substitution swaps the sample request's own values (ids, amounts, keyset times) for those
-// of the request being replayed, inside strings too (JSON payloads that name the ids).
+// substitution swaps the sample request's own values (ids, amounts, coordinates, times) for
+// those of the request being replayed, inside strings too (JSON payloads that name the ids).
 type substitution struct {
-	strs  []string // old, new pairs for strings.NewReplacer
-	ints  map[int64]int64
-	times [][2]time.Time
+	strs   []string // old, new pairs for strings.NewReplacer
+	ints   map[int64]int64
+	floats map[float64]float64
+	times  [][2]time.Time
+	// shift moves every time by this much (the times a request takes from the clock).
+	shift time.Duration
+	// bind, when set, takes a value from a statement's result for the statements after it.
+	bind *binding
+
+	rep *strings.Replacer // of strs, made on first use
+}
+
+// binding is a value the server read from the database and wrote into later statements, such
+// as the driver a booking claimed: the sample's value (old) is replaced by what column of the
+// last row of statement stmt holds in this replay. When stmt returns no row, otherwise (when
+// set) runs next and gives the value, as the server reads elsewhere when the first read finds
+// nothing.
+type binding struct {
+	stmt      int
+	column    string
+	old       string
+	otherwise *statement
+}
+
+// set replaces old by new in the statements still to run.
+func (sub *substitution) set(old, new string) {
+	sub.strs = append(sub.strs, old, new)
+	sub.rep = nil
 }
 
 func (sub *substitution) apply(vars []any) []any {
-	if len(sub.strs) == 0 && len(sub.ints) == 0 && len(sub.times) == 0 {
+	if len(sub.strs) == 0 && len(sub.ints) == 0 && len(sub.floats) == 0 && len(sub.times) == 0 && sub.shift == 0 {
 		return vars
 	}
-	rep := strings.NewReplacer(sub.strs...)
+	if sub.rep == nil {
+		sub.rep = strings.NewReplacer(sub.strs...)
+	}
 	out := make([]any, len(vars))
 	for i, v := range vars {
 		switch x := v.(type) {
 		case string:
 			if len(sub.strs) > 0 {
-				v = rep.Replace(x)
+				v = sub.rep.Replace(x)
 			}
 		case []byte:
 			if len(sub.strs) > 0 {
-				v = []byte(rep.Replace(string(x)))
+				v = []byte(sub.rep.Replace(string(x)))
 			}
 		case int64:
 			if n, ok := sub.ints[x]; ok {
 				v = n
 			}
+		case float64:
+			if f, ok := sub.floats[x]; ok {
+				v = f
+			}
 		case time.Time:
-			for _, t := range sub.times {
-				if x.Equal(t[0]) {
-					v = t[1]
-				}
+			v = sub.time(x)
+		case *time.Time:
+			if x != nil {
+				t := sub.time(*x)
+				v = &t
 			}
 		}
 		out[i] = v
@@ -143,14 +182,23 @@ func (sub *substitution) apply(vars []any) []any {
 	return out
 }
 
-// generatedIDs are the ids the server made up while serving the sample (payment, receipt,
-// event): a replay needs fresh ones, or the primary keys refuse it.
-func generatedIDs(stmts []statement) []string {
+func (sub *substitution) time(x time.Time) time.Time {
+	for _, t := range sub.times {
+		if x.Equal(t[0]) {
+			return t[1]
+		}
+	}
+	return x.Add(sub.shift)
+}
+
+// generatedIDs are the ids of the given kinds (say payment, receipt, event) that the server
+// made up while serving the sample: a replay needs fresh ones, or the primary keys refuse it.
+func generatedIDs(stmts []statement, prefixes ...string) []string {
 	var ids []string
 	for _, st := range stmts {
 		for _, v := range st.vars {
 			if s, ok := v.(string); ok {
-				for _, prefix := range []string{ride.PrefixPayment, ride.PrefixReceipt, ride.PrefixEvent} {
+				for _, prefix := range prefixes {
 					if ride.ValidID(prefix, s) && !slices.Contains(ids, s) {
 						ids = append(ids, s)
 					}
@@ -161,12 +209,24 @@ func generatedIDs(stmts []statement) []string {
 	return ids
 }
 
+// freshIDs adds to sub a new id for each of ids, of the same kind.
+func (sub *substitution) freshIDs(ids []string) {
+	for _, id := range ids {
+		prefix, _, _ := strings.Cut(id, "_")
+		sub.strs = append(sub.strs, id, ride.NewID(prefix))
+	}
+	sub.rep = nil
+}
+
 // lastRow is what a replay reports of a statement's result: the last row's raw values and
 // the columns, for the walk to build the next keyset.
 type lastRow struct {
 	fields []string
 	values [][]byte
 }
+
+// errNoRow is a replay's statement that sub.bind takes a value from returning no row.
+var errNoRow = errors.New("the statement the replay takes a value from returned no row")
 
 // replay executes stmts on pool with sub applied, statements that ran in a transaction inside
 // one pgx transaction, and reads every row. It returns the last row of statement keep (-1 for
@@ -197,35 +257,72 @@ func replay(ctx context.Context, pool *pgxpool.Pool, stmts []statement, sub *sub
 		if tx != nil {
 			q = tx
 		}
-		rows, err := q.Query(ctx, st.sql, sub.apply(st.vars)...)
-		if err != nil {
-			return out, fmt.Errorf("replay %q: %w", st.sql, err)
-		}
-		for rows.Next() {
-			if i == keep {
-				out.values = slices.Clone(rows.RawValues())
-				for j := range out.values {
-					out.values[j] = slices.Clone(out.values[j])
-				}
-				if out.fields == nil {
-					for _, f := range rows.FieldDescriptions() {
-						out.fields = append(out.fields, f.Name)
-					}
+		bound := sub.bind != nil && sub.bind.stmt == i
+		last, err := query(ctx, q, st, sub, i == keep || bound)
+		if err == nil && bound {
+			v, ok := last.text(sub.bind.column)
+			if !ok && sub.bind.otherwise != nil {
+				st = *sub.bind.otherwise
+				if last, err = query(ctx, q, st, sub, true); err == nil {
+					v, ok = last.text(sub.bind.column)
 				}
 			}
+			if ok {
+				sub.set(sub.bind.old, v)
+			} else if err == nil {
+				err = errNoRow
+			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			if tx != nil {
 				_ = tx.Rollback(ctx)
 			}
 			return out, fmt.Errorf("replay %q: %w", st.sql, err)
+		}
+		if i == keep {
+			out = last
 		}
 	}
 	if tx != nil {
 		return out, tx.Commit(ctx)
 	}
 	return out, nil
+}
+
+// query runs st with sub applied and reads every row, keeping the last one when asked to.
+func query(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, st statement, sub *substitution, keepLast bool) (lastRow, error) {
+	var last lastRow
+	rows, err := q.Query(ctx, st.sql, sub.apply(st.vars)...)
+	if err != nil {
+		return last, err
+	}
+	for rows.Next() {
+		if keepLast {
+			last.values = slices.Clone(rows.RawValues())
+			for j := range last.values {
+				last.values[j] = slices.Clone(last.values[j])
+			}
+			if last.fields == nil {
+				for _, f := range rows.FieldDescriptions() {
+					last.fields = append(last.fields, f.Name)
+				}
+			}
+		}
+	}
+	rows.Close()
+	return last, rows.Err()
+}
+
+// text is the value of column as text, when the row has it.
+func (r lastRow) text(column string) (string, bool) {
+	for i, f := range r.fields {
+		if f == column {
+			return string(r.values[i]), true
+		}
+	}
+	return "", false
 }
 
 // keyset reads created_at (binary timestamptz: microseconds since 2000-01-01) and id of a

@@ -24,8 +24,10 @@ import (
 
 // The hand-written server is the yardstick of the performance targets: a careful net/http + pgx
 // server, no framework, no ORM, no OpenAPI validation, serving the hottest operations (a trip
-// by id, first list pages) with the same SQL, the same
-// cached bearer-key authentication and the same JSON as Ride API. The benchmark starts it as a
+// by id, first list pages) with the SQL their answers need (the trips and their drivers' public
+// profiles, by the same indexes as Ride API's), the same cached bearer-key authentication and
+// the same JSON as Ride API. Ride API's trip reads also join the rider and the driver's
+// position, which an admin's answer does not show: the captured statements in the report say so. The benchmark starts it as a
 // process of its own (this binary, re-executed with -handwritten), like the real server, and
 // drives it in the same rounds, so the report can say how far the framework-and-ORM server is
 // from what hand-written code reaches on the same machine in the same run.

@@ -8,14 +8,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -25,7 +21,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +29,7 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 )
 
@@ -57,6 +53,9 @@ type options struct {
 	warmup, duration, depthDuration time.Duration
 	rounds                          int
 	only                            string
+	reporters, positions            int // the booking's fleet: drivers reporting, reports a second
+	sqlite, sqliteAddr              string
+	sqliteTrips                     int
 
 	// The -handwritten mode: this binary serving as the hand-written server (handwritten.go).
 	handwritten, handwrittenDB string
@@ -84,12 +83,20 @@ func parseFlags() options {
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "measured time per scenario")
 	flag.DurationVar(&o.depthDuration, "depth-d", 4*time.Second, "measured time per page depth")
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds per scenario: the server and the reference (and the page depths) take turns, so background load hits them alike")
+	flag.IntVar(&o.reporters, "reporters", 200, "drivers who report positions over HTTP, with driver keys of their own, while bookings are measured")
+	flag.IntVar(&o.positions, "positions", 100, "position reports a second, in all, while bookings are measured (the same for the server and the reference)")
+	flag.StringVar(&o.sqlite, "sqlite", ".bench/ride_bench.sqlite", "SQLite file the read scenarios also run on, with the server on it (loaded when it does not hold the -sqlite-trips data set); empty: no SQLite")
+	flag.StringVar(&o.sqliteAddr, "sqlite-addr", "127.0.0.1:18082", "address the server on SQLite listens on")
+	flag.IntVar(&o.sqliteTrips, "sqlite-trips", 100_000, "trips of the SQLite data set (drivers, riders and cities in the PostgreSQL one's proportions)")
 	flag.StringVar(&o.only, "only", "", "run only the scenarios whose name contains this (\"depth\": only the page-depth table)")
 	flag.Parse()
 	return o
 }
 
 func benchmark(ctx context.Context, o options) error {
+	if o.rounds < 5 {
+		log.Printf("-rounds %d: the ratios of record are medians of at least 5 rounds", o.rounds)
+	}
 	dbURL, err := databaseURL(o.adminURL, o.dbName)
 	if err != nil {
 		return err
@@ -101,16 +108,60 @@ func benchmark(ctx context.Context, o options) error {
 	if err := loadDataset(ctx, dbURL, o.data); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	st, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	b := &bench{o: o, base: "http://" + o.addr, bookingDBs: []*bookingDB{{url: dbURL, st: st}}}
+
+	// Keys: an admin key, and a driver key for each driver who reports positions, made with the
+	// product's own code in the platform account; those of earlier runs are revoked first.
+	keys := keyring{st: st}
+	if n, err := keys.revokeEarlier(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		log.Printf("keys: revoked the %d keys of earlier runs", n)
+	}
+	if b.key, err = keys.create(ctx, auth.RoleAdmin, ""); err != nil {
+		return err
+	}
+	secrets := []string{b.key}
+	var compareURL string
+	if o.compareDB != "" {
+		if compareURL, err = databaseURL(o.adminURL, o.compareDB); err != nil {
+			return err
+		}
+	}
+	if o.wants(bookingName) {
+		if run := o.warmup + o.duration/time.Duration(o.rounds); run > ride.PositionFreshness-positionRefresh {
+			log.Printf("booking: runs of %s outlast the fleet's fresh positions (refreshed between runs); shorten -warmup or -d, or add -rounds", run)
+		}
+		for _, u := range []string{dbURL, compareURL} {
+			if u == "" {
+				continue
+			}
+			n, err := fleetOnline(ctx, u)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				log.Printf("booking: %d free drivers went online in %s", n, u)
+			}
+		}
+		if b.fleet, err = newFleet(ctx, dbURL, keys, o.reporters, o.positions); err != nil {
+			return fmt.Errorf("booking: %w", err)
+		}
+		for _, r := range b.fleet.reporters {
+			secrets = append(secrets, r.key)
+		}
+	}
 
 	// The server: the real binary, rate limits and demo data off, a fixed cursor secret (the
 	// page-depth runs build cursors with it, through the server's own code).
 	secret := "ridebench-cursor-secret-0123456789"
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+o.addr, "RIDE_RATE_LIMIT_READ=0",
 		"RIDE_RATE_LIMIT_WRITE=0", "RIDE_DEMO_DATA=false", "RIDE_CURSOR_SECRET="+secret)
-	adminKey, err := createKey(ctx, o.rideapi, env, "admin")
-	if err != nil {
-		return err
-	}
 	stopServer, err := startServer(ctx, o.rideapi, env, o.addr, "ridebench-server.log", &servers.real)
 	if err != nil {
 		return err
@@ -118,15 +169,17 @@ func benchmark(ctx context.Context, o options) error {
 	defer stopServer()
 	if o.compare != "" {
 		compareEnv := append(slices.Clip(env), "RIDE_ADDR="+o.compareAddr) // the last one wins
-		if o.compareDB != "" {
-			compareURL, err := databaseURL(o.adminURL, o.compareDB)
-			if err != nil {
-				return err
-			}
-			if err := copyKey(ctx, dbURL, compareURL, adminKey); err != nil {
+		if compareURL != "" {
+			if err := copyKeys(ctx, dbURL, compareURL, secrets); err != nil {
 				return err
 			}
 			compareEnv = append(compareEnv, "DATABASE_URL="+compareURL)
+			cst, err := store.Open(ctx, compareURL)
+			if err != nil {
+				return err
+			}
+			defer cst.Close()
+			b.bookingDBs = append(b.bookingDBs, &bookingDB{url: compareURL, st: cst})
 		}
 		stopCompare, err := startServer(ctx, o.compare, compareEnv, o.compareAddr, "ridebench-compare.log", &servers.compare)
 		if err != nil {
@@ -139,12 +192,25 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	defer stopHandwritten()
+	var lite *target
+	if o.sqlite != "" && o.wantsAnyRead() {
+		var stopLite func()
+		if lite, stopLite, err = startSQLite(ctx, o); err != nil {
+			return err
+		}
+		defer stopLite()
+	}
 
 	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns="+fmt.Sprint(o.concurrency))
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	var backend int
+	if err := pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return err
+	}
+	scopePostgres(backend, o.dbName, o.compareDB)
 	// Each payment consumes an unpaid completed trip, half of them for the server and half for
 	// the reference: enough for 2,000 payments a second on each side through warm-up and run.
 	payments := max(40_000, 2*2_000*int((o.warmup+o.duration+time.Second).Seconds()+1))
@@ -156,6 +222,23 @@ func benchmark(ctx context.Context, o options) error {
 		return fmt.Errorf("only %d unpaid completed trips left for the payment scenario: reload with another -trips or drop the database", len(smp.payable))
 	}
 	log.Printf("samples: %d trip ids, %d drivers, %d payable trips", len(smp.tripIDs), len(smp.driverIDs), len(smp.payable))
+	if b.fleet != nil {
+		addrs := []string{o.addr, o.compareAddr}
+		for i, db := range b.bookingDBs {
+			if err := completeLeftovers(ctx, db, addrs[i], b.key, o.concurrency); err != nil {
+				return fmt.Errorf("booking: %w", err)
+			}
+		}
+		if err := b.fleet.loadRiders(ctx, pool); err != nil {
+			return fmt.Errorf("booking: %w", err)
+		}
+		var free int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM drivers WHERE online AND available`).Scan(&free); err != nil {
+			return err
+		}
+		log.Printf("booking: %d free online drivers in %d cities, %d free riders, %d drivers reporting %d positions a second",
+			free, len(b.fleet.cities), len(b.fleet.riders), len(b.fleet.reporters), o.positions)
+	}
 
 	sampler, err := newSampler(ctx, dbURL, []byte(secret))
 	if err != nil {
@@ -163,8 +246,7 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	defer sampler.close()
 
-	b := &bench{o: o, base: "http://" + o.addr, key: adminKey, secret: []byte(secret), smp: smp, pool: pool,
-		sampler: sampler}
+	b.secret, b.smp, b.pool, b.sampler = []byte(secret), smp, pool, sampler
 	// The payable trips are split: the server pays one half, the reference the other.
 	half := len(smp.payable) / 2
 	b.payServer, b.payRef = smp.payable[:half], smp.payable[half:]
@@ -173,26 +255,50 @@ func benchmark(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	ours := &target{addr: o.addr, key: b.key, smp: &b.smp}
 	var rows []reportRow
 	for _, sc := range scenarios {
-		if o.only != "" && !strings.Contains(sc.name, o.only) {
+		if !o.wants(sc.name) {
 			continue
 		}
 		labels := []string{sc.name + " (server)", sc.name + " (reference)"}
-		ops := []func(context.Context, *worker) error{sc.http, sc.reference}
+		ops := []func(context.Context, *worker) error{on(ours, sc.http), sc.reference}
+		sides := []side{sideServer, sideReference}
+		add := func(label string, s side, t *target) {
+			labels, ops, sides = append(labels, sc.name+" ("+label+")"), append(ops, on(t, sc.http)), append(sides, s)
+		}
 		if sc.handwritten {
-			labels, ops = append(labels, sc.name+" (hand-written)"), append(ops, redirected(sc.http, o.hwAddr))
+			add("hand-written", sideHandwritten, &target{addr: o.hwAddr, key: b.key, smp: &b.smp})
 		}
 		if o.compare != "" {
-			labels, ops = append(labels, sc.name+" (compare)"), append(ops, redirected(sc.http, o.compareAddr))
+			add("compare", sideCompare, &target{addr: o.compareAddr, key: b.key, smp: &b.smp})
 		}
-		res := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops)
+		if sc.sqlite && lite != nil {
+			add("SQLite", sideSQLite, lite)
+		}
+		if sc.rest != nil {
+			labels, ops, sides = append(labels, sc.name+" (REST)"), append(ops, on(ours, sc.rest)), append(sides, sideREST)
+		}
+		var around func(context.Context, int) (func(), error)
+		if sc.around != nil {
+			around = func(ctx context.Context, op int) (func(), error) { return sc.around(ctx, sides[op]) }
+		}
+		res, err := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops, around)
+		if err != nil {
+			return err
+		}
 		row := reportRow{sc: sc, srv: res[0], ref: res[1]}
-		if sc.handwritten {
-			row.hw = &res[2]
-		}
-		if o.compare != "" {
-			row.cmp = &res[len(res)-1]
+		for i, s := range sides {
+			switch s {
+			case sideHandwritten:
+				row.hw = &res[i]
+			case sideCompare:
+				row.cmp = &res[i]
+			case sideSQLite:
+				row.lite = &res[i]
+			case sideREST:
+				row.rest = &res[i]
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -204,6 +310,19 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	report(os.Stdout, o, rows, depths, time.Since(total))
 	return nil
+}
+
+// wants tells whether -only selects the scenario.
+func (o options) wants(name string) bool { return o.only == "" || strings.Contains(name, o.only) }
+
+// wantsAnyRead tells whether -only selects a scenario that runs on SQLite too.
+func (o options) wantsAnyRead() bool {
+	for _, name := range []string{"GET /v1/trips/{id}", "GET /v1/trips first page", "GET /v1/drivers/{id}/trips", "POST /v1/graphql trip"} {
+		if o.wants(name) {
+			return true
+		}
+	}
+	return false
 }
 
 func databaseURL(adminURL, name string) (string, error) {
@@ -218,46 +337,6 @@ func databaseURL(adminURL, name string) (string, error) {
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
-}
-
-// copyKey stores the key of the -db database in the -compare-db one too, so that one key
-// authenticates on both servers.
-func copyKey(ctx context.Context, fromURL, toURL, secret string) error {
-	from, err := pgx.Connect(ctx, fromURL)
-	if err != nil {
-		return err
-	}
-	defer from.Close(ctx)
-	to, err := pgx.Connect(ctx, toURL)
-	if err != nil {
-		return fmt.Errorf("-compare-db: %w", err)
-	}
-	defer to.Close(ctx)
-	sum := sha256.Sum256([]byte(secret))
-	var id, role, account string
-	var created time.Time
-	err = from.QueryRow(ctx, `SELECT id, role, account, created_at FROM api_keys WHERE hash = $1`,
-		hex.EncodeToString(sum[:])).Scan(&id, &role, &account, &created)
-	if err != nil {
-		return fmt.Errorf("read the admin key: %w", err)
-	}
-	_, err = to.Exec(ctx, `INSERT INTO api_keys (id, hash, role, account, created_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT DO NOTHING`, id, hex.EncodeToString(sum[:]), role, account, created)
-	if err != nil {
-		return fmt.Errorf("copy the admin key to -compare-db: %w", err)
-	}
-	return nil
-}
-
-func createKey(ctx context.Context, bin string, env []string, role string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "keys", "create", "--role", role)
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s keys create: %w", bin, err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // startServer starts the binary and waits until /readyz answers 200; then it sets *pid.
@@ -330,85 +409,13 @@ func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 			return err
 		})
 	}
-	res := interleaved(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops)
+	res, err := interleaved(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops, nil)
+	if err != nil {
+		return nil, err
+	}
 	rows := make([]depthRow, len(labels))
 	for i := range labels {
 		rows[i] = depthRow{depth: depths[i], res: res[i]}
 	}
 	return rows, nil
-}
-
-type reportRow struct {
-	sc       *scenario
-	srv, ref result
-	hw       *result // the hand-written server, where the scenario has one
-	cmp      *result // the -compare server
-}
-
-func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took time.Duration) {
-	w := bufio.NewWriter(out)
-	defer w.Flush()
-	fmt.Fprintf(w, "\nRide API benchmark — %s, concurrency %d, %s measured per scenario (server and reference taking turns in %d rounds) after %s warm-up (total %s)\n\n",
-		o.data, o.concurrency, o.duration, o.rounds, o.warmup, took.Round(time.Second))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treference req/s\tratio\thand-written req/s\thand-written ratio\tours / hand-written\t")
-	percent := func(a, b float64) string {
-		if b <= 0 {
-			return "–"
-		}
-		return fmt.Sprintf("%.0f %%", 100*a/b)
-	}
-	for _, r := range rows {
-		hw, hwRatio, ours := "–", "–", "–"
-		errors := r.srv.errors + r.ref.errors
-		if r.hw != nil {
-			hw, hwRatio, ours = fmt.Sprintf("%.0f", r.hw.rate()), percent(r.hw.rate(), r.ref.rate()), percent(r.srv.rate(), r.hw.rate())
-			errors += r.hw.errors
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t\n", r.sc.name, r.srv.rate(),
-			ms(r.srv.percentile(0.5)), ms(r.srv.percentile(0.99)), errors, r.ref.rate(), percent(r.srv.rate(), r.ref.rate()),
-			hw, hwRatio, ours)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nCPU time per request in µs, from /proc over the measured windows (the load generator and the reference's pgx client are this process)\n\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tserver\tPostgreSQL\tload generator\treference: PostgreSQL\tpgx client\thand-written: server\tPostgreSQL\t")
-	for _, r := range rows {
-		hwServer, hwPostgres := "–", "–"
-		if r.hw != nil {
-			hwServer, hwPostgres = perRequest(r.hw.cpu.handwritten, r.hw.n), perRequest(r.hw.cpu.postgres, r.hw.n)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name,
-			perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n), perRequest(r.srv.cpu.self, r.srv.n),
-			perRequest(r.ref.cpu.postgres, r.ref.n), perRequest(r.ref.cpu.self, r.ref.n), hwServer, hwPostgres)
-	}
-	tw.Flush()
-	if len(rows) > 0 && rows[0].cmp != nil {
-		fmt.Fprintf(w, "\n-compare %s against -rideapi %s, taking turns in the same rounds\n\n", o.compare, o.rideapi)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "scenario\treq/s\tp50\tp99\terrors\treq/s vs -rideapi\tCPU µs/req: server\tPostgreSQL\t-rideapi: server\tPostgreSQL\t")
-		for _, r := range rows {
-			c := r.cmp
-			fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.sc.name, c.rate(), ms(c.percentile(0.5)),
-				ms(c.percentile(0.99)), c.errors, percent(c.rate(), r.srv.rate()),
-				perRequest(c.cpu.compare, c.n), perRequest(c.cpu.postgres, c.n),
-				perRequest(r.srv.cpu.server, r.srv.n), perRequest(r.srv.cpu.postgres, r.srv.n))
-		}
-		tw.Flush()
-	}
-	if len(depths) > 0 {
-		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "depth\treq/s\tp50\tp99\terrors\tp50 vs depth 0\t")
-		for _, d := range depths {
-			fmt.Fprintf(tw, "%d\t%.0f\t%s\t%s\t%d\t%.2f×\t\n", d.depth, d.res.rate(), ms(d.res.percentile(0.5)),
-				ms(d.res.percentile(0.99)), d.res.errors,
-				float64(d.res.percentile(0.5))/float64(max(depths[0].res.percentile(0.5), 1)))
-		}
-		tw.Flush()
-	}
-	fmt.Fprintf(w, "\nWhat the reference executes (captured from the server's own code serving one sample request):\n")
-	for _, r := range rows {
-		fmt.Fprintf(w, "  %s — %s\n%s", r.sc.name, r.sc.refNote, describe(r.sc.sql))
-	}
 }

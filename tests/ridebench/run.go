@@ -20,6 +20,8 @@ type result struct {
 	latencies []time.Duration
 	elapsed   time.Duration
 	cpu       cpuTimes // used during the measured window
+	// rounds are the runs this result merges, one per round, in order (interleaved only).
+	rounds []result
 }
 
 func (r result) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -40,9 +42,9 @@ type worker struct {
 	keyT   time.Time
 	keyID  string
 	http   keepAlive
-	// redirect, when set, sends the worker's HTTP requests to this address instead: the
-	// hand-written server, or the -compare build.
-	redirect string
+	// t is the server the worker's HTTP requests go to (nil: the address and key of the
+	// request as built).
+	t *target
 }
 
 // run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
@@ -116,10 +118,16 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
 
 // interleaved measures several ops in rounds, each op for duration/rounds per round (after
-// one warm-up per op in the first round), and merges each op's rounds. On a machine shared with
-// other work, every op then sees the same background load, so their ratios hold even when the
-// absolute rates drift.
-func interleaved(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
+// one warm-up per op in the first round), and merges each op's rounds, keeping each round's
+// result too. On a machine shared with other work, every op then sees the same background
+// load, so their ratios hold even when the absolute rates drift; the rounds' ratios say how
+// far they still move.
+//
+// around, when not nil, is called before each op's run (not measured) and the function it
+// returns after it: whatever the scenario needs set up around a run, such as a fleet that
+// reports positions while bookings are measured, and its clean-up.
+func interleaved(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration,
+	ops []func(ctx context.Context, w *worker) error, around func(ctx context.Context, op int) (func(), error)) ([]result, error) {
 	out := make([]result, len(ops))
 	for round := range rounds {
 		for i, op := range ops {
@@ -127,7 +135,16 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 			if round == 0 {
 				wu = warmup
 			}
+			done := func() {}
+			if around != nil {
+				var err error
+				if done, err = around(ctx, i); err != nil {
+					return nil, fmt.Errorf("%s: %w", labels[i], err)
+				}
+			}
 			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op)
+			done()
+			out[i].rounds = append(out[i].rounds, r)
 			out[i].n += r.n
 			out[i].errors += r.errors
 			if out[i].firstErr == nil {
@@ -141,5 +158,5 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 	for i := range out {
 		slices.Sort(out[i].latencies)
 	}
-	return out
+	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +32,11 @@ type bench struct {
 	payServer, payRef []payableTrip
 	payServerNext     atomic.Int64
 	payRefNext        atomic.Int64
+
+	// fleet is the booking scenario's world (nil when -only leaves it out); bookingDBs the
+	// databases bookings are made on, -db's first.
+	fleet      *fleet
+	bookingDBs []*bookingDB
 }
 
 // scenario is one hot path: how to ask the server, and what SQL the reference runs for it.
@@ -41,11 +45,51 @@ type scenario struct {
 	// refNote says what the reference executes, for the report.
 	refNote string
 	sql     []statement
-	http    func(ctx context.Context, w *worker) error
+	// http asks the worker's target (w.t): the server, or another one answering the same API.
+	http func(ctx context.Context, w *worker) error
 	// reference runs the scenario's captured SQL with this iteration's values.
 	reference func(ctx context.Context, w *worker) error
 	// handwritten says that the hand-written server answers http's requests too.
 	handwritten bool
+	// sqlite says that http runs on the SQLite server too.
+	sqlite bool
+	// rest, when set, is the REST request for the same data, run on the server in the same
+	// rounds: GraphQL's figures are held against it.
+	rest func(ctx context.Context, w *worker) error
+	// around, when set, is called before each run of the scenario on a side and returns what
+	// to do after it (the booking's fleet); it is not measured.
+	around func(ctx context.Context, s side) (func(), error)
+	// perRequest names what one measured call is, when it is not one request (the report's
+	// footnote).
+	perRequest string
+}
+
+// side is who answers one run of a scenario.
+type side int
+
+const (
+	sideServer side = iota
+	sideReference
+	sideHandwritten
+	sideCompare
+	sideSQLite
+	sideREST
+)
+
+// target is a server the load goes to: its address, an admin key it accepts, and the rows of
+// its database that requests draw from.
+type target struct {
+	addr string
+	key  string
+	smp  *samples
+}
+
+// on is op with its HTTP requests sent to t.
+func on(t *target, op func(context.Context, *worker) error) func(context.Context, *worker) error {
+	return func(ctx context.Context, w *worker) error {
+		w.t = t
+		return op(ctx, w)
+	}
 }
 
 const graphQLSeed = `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`
@@ -64,11 +108,12 @@ func (b *bench) request(method, path string, body any) *http.Request {
 	return req
 }
 
-// do sends req on w's connection and fails on any status but want; it returns the body,
-// valid until w's next request.
+// do sends req on w's connection, to w's target when it has one, and fails on any status but
+// want; it returns the body, valid until w's next request.
 func (b *bench) do(w *worker, req *http.Request, want int) ([]byte, error) {
-	if w.redirect != "" {
-		req.URL.Host, req.Host = w.redirect, w.redirect
+	if w.t != nil {
+		req.URL.Host, req.Host = w.t.addr, w.t.addr
+		req.Header.Set("Authorization", "Bearer "+w.t.key)
 	}
 	status, body, err := w.http.roundTrip(req)
 	if err != nil {
@@ -78,14 +123,6 @@ func (b *bench) do(w *worker, req *http.Request, want int) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, status, bytes.TrimSpace(body))
 	}
 	return body, nil
-}
-
-// redirected is op with its HTTP requests sent to addr: another server answering the same API.
-func redirected(op func(context.Context, *worker) error, addr string) func(context.Context, *worker) error {
-	return func(ctx context.Context, w *worker) error {
-		w.redirect = addr
-		return op(ctx, w)
-	}
 }
 
 // inProcess is req aimed at the sampler instead of the running server.
@@ -101,6 +138,7 @@ func inProcess(req *http.Request) *http.Request {
 
 func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	pick := func(w *worker, ids []string) string { return ids[w.rng.IntN(len(ids))] }
+	// Requests draw from the rows of the target's database (w.t.smp); the reference from -db's.
 	sampleTrip, sampleDriver := b.smp.tripIDs[0], b.smp.driverIDs[0]
 	warm := inProcess(b.request(http.MethodGet, "/v1/trips?limit=1", nil))
 	capture := func(req *http.Request) ([]statement, error) {
@@ -115,19 +153,20 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, &scenario{
+	getTrip := &scenario{
 		name: "GET /v1/trips/{id}", sql: getSQL,
 		refNote: "the trip joined with its driver, by primary key",
 		http: func(ctx context.Context, w *worker) error {
-			_, err := b.do(w, b.request(http.MethodGet, "/v1/trips/"+pick(w, b.smp.tripIDs), nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, "/v1/trips/"+pick(w, w.t.smp.tripIDs), nil), http.StatusOK)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
 			_, err := replay(ctx, b.pool, getSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
 			return err
 		},
-		handwritten: true,
-	})
+		handwritten: true, sqlite: true,
+	}
+	out = append(out, getTrip)
 
 	// GET /v1/trips?status=completed&limit=20, first page
 	const listPath = "/v1/trips?status=completed&limit=20"
@@ -146,7 +185,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, firstSQL, none, -1)
 			return err
 		},
-		handwritten: true,
+		handwritten: true, sqlite: true,
 	})
 
 	// Deep pages: each client walks the list by next_cursor, from the top, again and again.
@@ -208,14 +247,14 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "GET /v1/drivers/{id}/trips", sql: driverSQL,
 		refNote: "the keyset query on the driver's index (only an empty page looks the driver up)",
 		http: func(ctx context.Context, w *worker) error {
-			_, err := b.do(w, b.request(http.MethodGet, "/v1/drivers/"+pick(w, b.smp.driverIDs)+"/trips", nil), http.StatusOK)
+			_, err := b.do(w, b.request(http.MethodGet, "/v1/drivers/"+pick(w, w.t.smp.driverIDs)+"/trips", nil), http.StatusOK)
 			return err
 		},
 		reference: func(ctx context.Context, w *worker) error {
 			_, err := replay(ctx, b.pool, driverSQL, swap(sampleDriver, pick(w, b.smp.driverIDs)), -1)
 			return err
 		},
-		handwritten: true,
+		handwritten: true, sqlite: true,
 	})
 
 	// POST /v1/payments with a fresh Idempotency-Key each, each paying another trip.
@@ -234,7 +273,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	generated := generatedIDs(paySQL)
+	generated := generatedIDs(paySQL, ride.PrefixPayment, ride.PrefixReceipt, ride.PrefixEvent)
 	out = append(out, &scenario{
 		name: "POST /v1/payments", sql: paySQL,
 		refNote: "the idempotency claim, then in one transaction: the trip with its driver (locked), paid check, payment, city, receipt, event, stored answer",
@@ -254,10 +293,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			t := b.payRef[i]
 			sub := &substitution{strs: []string{samplePay.id, t.id, sampleKey, ride.NewID("bench")},
 				ints: map[int64]int64{samplePay.fare: t.fare}}
-			for _, id := range generated {
-				prefix, _, _ := strings.Cut(id, "_")
-				sub.strs = append(sub.strs, id, ride.NewID(prefix))
-			}
+			sub.freshIDs(generated)
 			_, err := replay(ctx, b.pool, paySQL, sub, -1)
 			return err
 		},
@@ -275,7 +311,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 		name: "POST /v1/graphql trip", sql: gqlSQL,
 		refNote: "the statements the resolvers ran for one trip",
 		http: func(ctx context.Context, w *worker) error {
-			body, err := b.do(w, gqlReq(pick(w, b.smp.tripIDs)), http.StatusOK)
+			body, err := b.do(w, gqlReq(pick(w, w.t.smp.tripIDs)), http.StatusOK)
 			if err == nil && bytes.Contains(body, []byte(`"errors"`)) {
 				return fmt.Errorf("graphql errors: %s", body)
 			}
@@ -285,7 +321,15 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, gqlSQL, swap(sampleTrip, pick(w, b.smp.tripIDs)), -1)
 			return err
 		},
+		sqlite: true, rest: getTrip.http,
 	})
+	if b.fleet != nil {
+		sc, err := b.bookingScenario(ctx, warm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
 	return out, nil
 }
 

@@ -1,0 +1,553 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/ride"
+	"github.com/rideapi/ride/store"
+)
+
+// The booking scenario: a fresh fare estimate, then POST /v1/rides with an Idempotency-Key, by
+// the platform's admin for a rider of the data set (the dispatch desk's booking; a rider's own
+// app makes the same two calls), in a city whose free drivers are online with fresh positions.
+//
+// The fleet. At start every free driver goes online at a spot of their own within
+// fleetSpread of their city's centre (a set-up step in SQL, like the loader). Before each run
+// the positions are made fresh again with the store's own ReportPositionsInPlace when they
+// are older than positionRefresh (what parked apps that keep running report), and during the
+// run -reporters drivers, with driver keys of the platform account, report positions over
+// HTTP at -positions reports a second in all: a constant background that the server's and the
+// reference's runs share alike.
+//
+// Releasing drivers. After each run every trip it booked goes in_progress, then completed, by
+// the admin (PUT /v1/trips/{id}), which frees its driver and its rider for the next run. The
+// completions run between runs, not during them: their cost grows with the rate of bookings, so
+// inside a run they would take more from the faster side and squeeze the ratio towards 1. A run
+// therefore needs as many free drivers and riders as it books, which the log states at start.
+
+// fleetSpread is how far from their city's centre the drivers stand; pickups lie within
+// pickupSpread of it and drop-offs within dropoffSpread, all inside the city's area (25 km).
+// The matching looks for the nearest driver within 3 km of the pickup first, then in the whole
+// city: with these spreads the first look finds about one in ten of the city's drivers.
+const (
+	fleetSpread    = 10_000.0
+	pickupSpread   = 8_000.0
+	dropoffSpread  = 8_000.0
+	positionSpread = 30.0 // how far a reporting driver's reports wander from their spot
+	// farPickup is a pickup farther from every driver than the first look reaches, and
+	// farDropoff its drop-off: the sample booking that captures the look at the whole city.
+	farPickup, farDropoff = 20_000.0, 18_000.0
+)
+
+// positionRefresh is how old the fleet's positions may grow before a run makes them fresh
+// again: well within ride.PositionFreshness, past which matching ignores a driver.
+const positionRefresh = ride.PositionFreshness / 4
+
+// bookingDB is one database that bookings are made on: the -db one, and the -compare-db one
+// when the -compare build has its own.
+type bookingDB struct {
+	url       string
+	st        *store.Store
+	refreshed time.Time
+}
+
+// fleet is the booking scenario's world.
+type fleet struct {
+	cities    []fleetCity
+	riders    []string // riders of the platform account without an active trip
+	nextRider atomic.Int64
+	reporters []reporter
+	rate      int // position reports a second, in all
+
+	mu     sync.Mutex
+	booked map[string][]string // the server that moves them (its address) → trips of this run
+}
+
+type fleetCity struct {
+	id       string
+	lat, lng float64
+}
+
+type reporter struct {
+	id, key  string
+	lat, lng float64
+}
+
+// fleetOnline makes every free driver of db online at a spot of their own near their city's
+// centre, with a fresh position, every run the same. The spot comes from the driver's id, so a
+// copy of the data (-compare-db) puts each driver where -db does.
+func fleetOnline(ctx context.Context, dbURL string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	// Two uniform numbers in [0, 1) from the id's md5: distance (its square root, so that the
+	// spots fill the disc evenly) and bearing.
+	const a = `(('x' || substr(md5(d.id), 1, 8))::bit(32)::bigint / 4294967296.0)`
+	const b = `(('x' || substr(md5(d.id), 9, 8))::bit(32)::bigint / 4294967296.0)`
+	tag, err := conn.Exec(ctx, `UPDATE drivers d SET online = true, position_at = now(), heading = NULL, speed = NULL,
+		    lat = c.center_lat + $1 * sqrt(`+a+`) * cos(2 * pi() * `+b+`) / 111195.0,
+		    lng = c.center_lng + $1 * sqrt(`+a+`) * sin(2 * pi() * `+b+`) / (111195.0 * cos(radians(c.center_lat)))
+		FROM cities c
+		WHERE c.id = d.city AND d.available`, fleetSpread)
+	if err != nil {
+		return 0, fmt.Errorf("take the fleet online: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// newFleet reads the cities, the free riders and the reporting drivers of the -db database
+// (taken online by fleetOnline), and makes the reporters' keys.
+func newFleet(ctx context.Context, dbURL string, keys keyring, reporters, rate int) (*fleet, error) {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	f := &fleet{rate: rate, booked: map[string][]string{}}
+	rows, err := conn.Query(ctx, `SELECT id, center_lat, center_lng FROM cities
+		WHERE id IN (SELECT city FROM drivers WHERE online AND available) ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	f.cities, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (fleetCity, error) {
+		var c fleetCity
+		return c, r.Scan(&c.id, &c.lat, &c.lng)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(f.cities) == 0 {
+		return nil, errors.New("no city has a free driver: load a data set with -active below -drivers")
+	}
+	// Reporters: as many drivers of each city, the first by id.
+	rows, err = conn.Query(ctx, `SELECT id, lat, lng FROM (
+		  SELECT id, lat, lng, row_number() OVER (PARTITION BY city ORDER BY id) AS n
+		  FROM drivers WHERE online AND available) AS d
+		WHERE n <= $1 ORDER BY n, id LIMIT $2`, (reporters+len(f.cities)-1)/len(f.cities), reporters)
+	if err != nil {
+		return nil, err
+	}
+	f.reporters, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (reporter, error) {
+		var d reporter
+		return d, r.Scan(&d.id, &d.lat, &d.lng)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range f.reporters {
+		if f.reporters[i].key, err = keys.create(ctx, auth.RoleDriver, f.reporters[i].id); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// loadRiders reads the riders of the platform account without an active trip, in an order of
+// their own (fixed, so runs draw alike).
+func (f *fleet) loadRiders(ctx context.Context, pool interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) error {
+	rows, err := pool.Query(ctx, `SELECT id FROM riders r WHERE account = $1
+		AND NOT EXISTS (SELECT 1 FROM trips t WHERE t.rider_id = r.id AND t.status IN ('accepted', 'arriving', 'in_progress'))`,
+		auth.DefaultAccount)
+	if err != nil {
+		return err
+	}
+	if f.riders, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return err
+	}
+	rand.New(rand.NewPCG(28, 1)).Shuffle(len(f.riders), func(i, j int) { f.riders[i], f.riders[j] = f.riders[j], f.riders[i] })
+	if len(f.riders) == 0 {
+		return errors.New("no rider of the platform account is free to book")
+	}
+	return nil
+}
+
+// rider is the next rider to book for. Every trip of a run is completed after it, so a run
+// books for distinct riders as long as it books fewer trips than there are riders.
+func (f *fleet) rider() string {
+	return f.riders[int(f.nextRider.Add(1)-1)%len(f.riders)]
+}
+
+// route is a pickup and a drop-off in a random city of the fleet.
+func (f *fleet) route(r *rand.Rand) (fleetCity, ride.Point, ride.Point) {
+	c := f.cities[r.IntN(len(f.cities))]
+	return c, near(r, c.lat, c.lng, pickupSpread), near(r, c.lat, c.lng, dropoffSpread)
+}
+
+// near is a random point within meters of (lat, lng), evenly over the disc.
+func near(r *rand.Rand, lat, lng, meters float64) ride.Point {
+	d, a := meters*math.Sqrt(r.Float64()), 2*math.Pi*r.Float64()
+	return ride.Point{
+		Lat: lat + d*math.Cos(a)/111_195.0,
+		Lng: lng + d*math.Sin(a)/(111_195.0*math.Cos(lat*math.Pi/180)),
+	}
+}
+
+var rideTypes = []string{"economy", "comfort", "xl"}
+
+// estimateBody asks for an estimate from one point to another, with addresses as a rider's
+// app sends them (the data set's trips all have theirs).
+func estimateBody(from, to ride.Point, rideType string) map[string]any {
+	return map[string]any{
+		"origin":      map[string]any{"lat": from.Lat, "lng": from.Lng, "address": "1 Pickup Street"},
+		"destination": map[string]any{"lat": to.Lat, "lng": to.Lng, "address": "2 Dropoff Avenue"},
+		"ride_type":   rideType,
+	}
+}
+
+// book records a trip booked on the server at addr, to be completed after the run.
+func (f *fleet) book(addr, tripID string) {
+	f.mu.Lock()
+	f.booked[addr] = append(f.booked[addr], tripID)
+	f.mu.Unlock()
+}
+
+// complete moves every trip booked on addr to in_progress, then completed, as the admin of
+// key, with concurrency clients; it returns how many it completed.
+func (f *fleet) complete(ctx context.Context, addr, key string, concurrency int) (int, error) {
+	f.mu.Lock()
+	trips := f.booked[addr]
+	delete(f.booked, addr)
+	f.mu.Unlock()
+	return completeTrips(ctx, addr, key, trips, concurrency)
+}
+
+// completeTrips moves trips to in_progress, then completed, through the server at addr.
+func completeTrips(ctx context.Context, addr, key string, trips []string, concurrency int) (int, error) {
+	var next, done atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			var conn keepAlive
+			defer conn.close()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(trips) || ctx.Err() != nil {
+					return
+				}
+				err := moveTrip(&conn, addr, key, trips[i])
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					continue
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(done.Load()), firstErr
+}
+
+func moveTrip(conn *keepAlive, addr, key, tripID string) error {
+	for _, status := range []string{"in_progress", "completed"} {
+		body, _ := json.Marshal(map[string]string{"status": status})
+		req, _ := http.NewRequest(http.MethodPut, "http://"+addr+"/v1/trips/"+tripID, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		code, answer, err := conn.roundTrip(req)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("PUT /v1/trips/%s %s: %d %s", tripID, status, code, bytes.TrimSpace(answer))
+		}
+	}
+	return nil
+}
+
+// completeLeftovers completes the trips an interrupted run booked and left active (every
+// active trip of the data set was created at benchEpoch or before, every booking after it).
+func completeLeftovers(ctx context.Context, db *bookingDB, addr, key string, concurrency int) error {
+	conn, err := pgx.Connect(ctx, db.url)
+	if err != nil {
+		return err
+	}
+	rows, err := conn.Query(ctx, `SELECT id FROM trips WHERE status IN ('accepted', 'arriving', 'in_progress')
+		AND created_at > $1`, benchEpoch)
+	var trips []string
+	if err == nil {
+		trips, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	conn.Close(ctx)
+	if err != nil || len(trips) == 0 {
+		return err
+	}
+	n, err := completeTrips(ctx, addr, key, trips, concurrency)
+	log.Printf("booking: completed %d trips an earlier run left active on %s", n, addr)
+	return err
+}
+
+// report has the reporting drivers post their positions to addr, rate reports a second in all
+// from two clients, until stop is closed. The function it returns waits for them to stop and
+// says how many reports they sent, how many failed and the first failure.
+func (f *fleet) report(addr string, stop <-chan struct{}) func() (int, int, error) {
+	if f.rate <= 0 || len(f.reporters) == 0 {
+		return func() (int, int, error) { return 0, 0, nil }
+	}
+	const clients = 2
+	interval := time.Duration(float64(clients) * float64(time.Second) / float64(f.rate))
+	var next, sent, failed atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			var conn keepAlive
+			defer conn.close()
+			r := rand.New(rand.NewPCG(uint64(c), 7))
+			due := time.Now()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Until(due)):
+				}
+				due = due.Add(interval)
+				d := f.reporters[int(next.Add(1)-1)%len(f.reporters)]
+				at := near(r, d.lat, d.lng, positionSpread)
+				body, _ := json.Marshal(map[string]any{"positions": []map[string]any{{
+					"lat": at.Lat, "lng": at.Lng, "heading": r.IntN(360), "speed": 8.5,
+					"recorded_at": time.Now().UTC().Format(time.RFC3339Nano),
+				}}})
+				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/drivers/"+d.id+"/positions", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+d.key)
+				req.Header.Set("Content-Type", "application/json")
+				code, answer, err := conn.roundTrip(req)
+				if err == nil && code != http.StatusOK {
+					err = fmt.Errorf("POST /v1/drivers/%s/positions: %d %s", d.id, code, bytes.TrimSpace(answer))
+				}
+				sent.Add(1)
+				if err != nil {
+					failed.Add(1)
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() (int, int, error) {
+		wg.Wait()
+		return int(sent.Load()), int(failed.Load()), firstErr
+	}
+}
+
+// refresh makes the fleet's positions in db fresh when they are older than positionRefresh.
+func (db *bookingDB) refresh(ctx context.Context) error {
+	if time.Since(db.refreshed) < positionRefresh {
+		return nil
+	}
+	now := time.Now()
+	if _, err := db.st.ReportPositionsInPlace(ctx, now); err != nil {
+		return fmt.Errorf("refresh the fleet's positions: %w", err)
+	}
+	db.refreshed = now
+	return nil
+}
+
+// bookingName is the booking scenario's name in the report (and for -only).
+const bookingName = "booking: estimate + POST /v1/rides"
+
+// bookingScenario books one sample trip through the server's own code to capture its SQL, and
+// returns the scenario.
+func (b *bench) bookingScenario(ctx context.Context, warm *http.Request) (*scenario, error) {
+	f := b.fleet
+	sampleCity, from, to := f.route(rand.New(rand.NewPCG(28, 2)))
+	sampleRider, sampleType, sampleKey := f.rider(), rideTypes[0], ride.NewID("bench")
+	sampleAt := time.Now()
+	estSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(b.request(http.MethodPost, "/v1/fare-estimates",
+		estimateBody(from, to, sampleType))), warm)
+	if err != nil {
+		return nil, err
+	}
+	var est struct {
+		ID string `json:"estimate_id"`
+	}
+	if err := json.Unmarshal(answer, &est); err != nil || est.ID == "" {
+		return nil, fmt.Errorf("sample estimate: no estimate_id in %s", answer)
+	}
+	rideReq := b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": sampleRider})
+	rideReq.Header.Set("Idempotency-Key", sampleKey)
+	rideSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(rideReq), nil)
+	if err != nil {
+		return nil, err
+	}
+	var trip struct {
+		ID     string `json:"id"`
+		Driver struct {
+			ID string `json:"id"`
+		} `json:"driver_summary"`
+	}
+	if err := json.Unmarshal(answer, &trip); err != nil || trip.ID == "" || trip.Driver.ID == "" {
+		return nil, fmt.Errorf("sample booking: no trip id or driver in %s", answer)
+	}
+	f.book(b.o.addr, trip.ID)
+	stmts := append(slices.Clip(estSQL), rideSQL...)
+	pick, err := claimRead(stmts, trip.Driver.ID)
+	if err != nil {
+		return nil, err
+	}
+
+	// A second sample books from a pickup that no driver is near: its SQL holds the look at the
+	// whole city that follows a first look finding nobody, which the reference runs in turn
+	// whenever its first look finds nobody, as the server does.
+	farAt := time.Now()
+	far := ride.Point{Lat: sampleCity.lat + farPickup/111_195.0, Lng: sampleCity.lng}
+	farTo := ride.Point{Lat: sampleCity.lat + farDropoff/111_195.0, Lng: sampleCity.lng}
+	estReq := b.request(http.MethodPost, "/v1/fare-estimates", estimateBody(far, farTo, sampleType))
+	if _, answer, err = b.sampler.captureAnswer(ctx, inProcess(estReq), nil); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(answer, &est); err != nil || est.ID == "" {
+		return nil, fmt.Errorf("sample estimate: no estimate_id in %s", answer)
+	}
+	farRider := f.rider()
+	rideReq = b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": farRider})
+	rideReq.Header.Set("Idempotency-Key", ride.NewID("bench"))
+	farSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(rideReq), nil)
+	if err != nil {
+		return nil, err
+	}
+	var farTrip struct {
+		ID     string `json:"id"`
+		Driver struct {
+			ID string `json:"id"`
+		} `json:"driver_summary"`
+	}
+	if err := json.Unmarshal(answer, &farTrip); err != nil || farTrip.ID == "" {
+		return nil, fmt.Errorf("sample booking: no trip id in %s", answer)
+	}
+	f.book(b.o.addr, farTrip.ID)
+	farPick, err := claimRead(farSQL, farTrip.Driver.ID)
+	if err != nil {
+		return nil, err
+	}
+	if farPick == 0 || farSQL[farPick-1].sql != stmts[pick].sql {
+		return nil, errors.New("sample booking far from every driver: its claim is not a first look like the near sample's, then another")
+	}
+	// The look at the whole city, with the near sample's values, so that a replay swaps them
+	// as it swaps those of the rest.
+	cityWide := farSQL[farPick]
+	cityWide.vars = (&substitution{strs: []string{farRider, sampleRider},
+		floats: map[float64]float64{far.Lat: from.Lat, far.Lng: from.Lng},
+		shift:  sampleAt.Sub(farAt)}).apply(cityWide.vars)
+
+	generated := generatedIDs(stmts, ride.PrefixEstimate, ride.PrefixEvent)
+	return &scenario{
+		name: bookingName, sql: stmts,
+		refNote:    "the estimate's statements, then the booking's: the idempotency claim, and in one transaction the estimate (locked), the rider, the nearest free online driver (FOR UPDATE SKIP LOCKED, the driver taken from its row), the claim, the trip, the event and the stored answer",
+		perRequest: "one booking is two requests, the estimate and the ride",
+		http: func(ctx context.Context, w *worker) error {
+			_, from, to := f.route(w.rng)
+			body, err := b.do(w, b.request(http.MethodPost, "/v1/fare-estimates",
+				estimateBody(from, to, rideTypes[w.rng.IntN(len(rideTypes))])), http.StatusCreated)
+			if err != nil {
+				return err
+			}
+			var est struct {
+				ID string `json:"estimate_id"`
+			}
+			if err := json.Unmarshal(body, &est); err != nil {
+				return err
+			}
+			req := b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": f.rider()})
+			req.Header.Set("Idempotency-Key", ride.NewID("bench"))
+			if body, err = b.do(w, req, http.StatusCreated); err != nil {
+				return err
+			}
+			var trip struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(body, &trip); err != nil {
+				return err
+			}
+			f.book(w.t.addr, trip.ID)
+			return nil
+		},
+		reference: func(ctx context.Context, w *worker) error {
+			c, pickup, dropoff := f.route(w.rng)
+			tripID := ride.NewID(ride.PrefixTrip)
+			sub := &substitution{
+				strs: []string{sampleCity.id, c.id, sampleRider, f.rider(), sampleKey, ride.NewID("bench"),
+					trip.ID, tripID, sampleType, rideTypes[w.rng.IntN(len(rideTypes))]},
+				floats: map[float64]float64{from.Lat: pickup.Lat, from.Lng: pickup.Lng, to.Lat: dropoff.Lat, to.Lng: dropoff.Lng},
+				shift:  time.Since(sampleAt),
+				bind:   &binding{stmt: pick, column: "id", old: trip.Driver.ID, otherwise: &cityWide},
+			}
+			sub.freshIDs(generated)
+			if _, err := replay(ctx, b.pool, stmts, sub, -1); err != nil {
+				return err
+			}
+			f.book(b.o.addr, tripID)
+			return nil
+		},
+		around: func(ctx context.Context, s side) (func(), error) {
+			addr, db := b.o.addr, b.bookingDBs[0]
+			if s == sideCompare {
+				addr, db = b.o.compareAddr, b.bookingDBs[len(b.bookingDBs)-1]
+			}
+			if err := db.refresh(ctx); err != nil {
+				return nil, err
+			}
+			stop := make(chan struct{})
+			reported := f.report(addr, stop)
+			return func() {
+				close(stop)
+				sent, failed, err := reported()
+				if err != nil {
+					log.Printf("booking: %d of %d position reports failed, the first: %v", failed, sent, err)
+				}
+				n, err := f.complete(ctx, addr, b.key, b.o.concurrency)
+				if err != nil {
+					log.Printf("booking: completing the run's trips on %s: %v", addr, err)
+				}
+				log.Printf("booking: %d position reports during the run; %d trips completed after it", sent, n)
+			}, nil
+		},
+	}, nil
+}
+
+// claimRead is the index of the statement a booking's driver comes from: the last statement
+// on drivers before the driver's id first appears in a statement's values.
+func claimRead(stmts []statement, driverID string) (int, error) {
+	pick := -1
+	for i, st := range stmts {
+		if slices.ContainsFunc(st.vars, func(v any) bool { s, ok := v.(string); return ok && s == driverID }) {
+			break
+		}
+		if strings.Contains(st.sql, "drivers") {
+			pick = i
+		}
+	}
+	if pick < 0 {
+		return 0, fmt.Errorf("sample booking: no statement on drivers before the claimed driver %s is written", driverID)
+	}
+	return pick, nil
+}
