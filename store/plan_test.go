@@ -181,3 +181,45 @@ func explainWith(st *store.Store, q capturedQuery, seqscan string) string {
 	out, _ := json.MarshalIndent(pretty, "", "  ")
 	return strings.ReplaceAll(string(out), `":"`, `": "`)
 }
+
+// SQLite's planner guesses without statistics, and its guess for a driver's trips inside an
+// account is the account's index: it walks the account's trips until it finds the driver's.
+var _ = Describe("SQLite's planner statistics", func() {
+	for _, e := range engines {
+		if e.name != "SQLite" {
+			continue
+		}
+		It("are brought up to date as the store migrates, so that a driver's trips are read through the driver's index", func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			city := createCity(ctx, st, cityOpts{})
+			rider := createRider(ctx, st)
+			drivers := make([]store.Driver, 20)
+			for i := range drivers {
+				drivers[i] = createDriver(ctx, st, driverOpts{City: city.ID})
+			}
+			base := time.Now().UTC().Add(-time.Hour)
+			for i := range 400 {
+				createTrip(ctx, st, tripOpts{DriverID: drivers[i%len(drivers)].ID, RiderID: rider.ID, City: city.ID,
+					CreatedAt: base.Add(time.Duration(i) * time.Second)})
+			}
+			Expect(st.Migrate(ctx)).To(Succeed(), "as the server does whenever it starts")
+
+			captured := recordRowQueries(st)
+			_, err := st.ListTrips(ctx, store.TripListParams{
+				Filter: store.TripFilter{Account: store.DefaultAccount, DriverID: drivers[0].ID}, Limit: 20})
+			Expect(err).NotTo(HaveOccurred())
+			page := captured()[0]
+			var plan []struct {
+				ID, Parent, NotUsed int
+				Detail              string
+			}
+			Expect(st.TestDB().Raw("EXPLAIN QUERY PLAN "+page.sql, page.vars...).Scan(&plan).Error).To(Succeed())
+			var details []string
+			for _, step := range plan {
+				details = append(details, step.Detail)
+			}
+			Expect(strings.Join(details, "\n")).To(ContainSubstring("trips_driver_created_at_idx"))
+		})
+	}
+})

@@ -50,5 +50,8 @@ func (s *Store) SeedIfEmpty(ctx context.Context, seed Seed) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("store: seed: %w", interpretError(err))
 	}
-	return seeded, nil
+	if seeded {
+		return true, s.optimize(ctx) // the planner's statistics describe the seeded tables
+	}
+	return false, nil
 }

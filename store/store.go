@@ -225,6 +225,7 @@ func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfi
 //   - WAL lets readers in other processes proceed while one connection writes.
 //   - busy_timeout waits for another process's lock instead of failing at once.
 //   - foreign_keys is off by default in SQLite.
+//   - analysis_limit bounds the rows PRAGMA optimize reads of each index (see optimize).
 //   - _txlock=immediate takes the write lock at BEGIN, so a transaction never has to upgrade
 //     a read lock later, which SQLite refuses with SQLITE_BUSY whatever the timeout.
 func sqliteDSN(path string) string {
@@ -233,6 +234,7 @@ func sqliteDSN(path string) string {
 		fmt.Sprintf("_pragma=busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()),
 		"_pragma=journal_mode(WAL)",
 		"_pragma=foreign_keys(1)",
+		"_pragma=analysis_limit(1000)",
 		"_txlock=immediate",
 	}
 	if query != "" {
@@ -308,6 +310,21 @@ func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 	}
 	if err != nil {
 		return fmt.Errorf("store: migrate: %w", err)
+	}
+	return s.optimize(ctx)
+}
+
+// optimize brings SQLite's statistics for its query planner up to date where they are missing
+// or stale (PRAGMA optimize; each table's look bounded by analysis_limit, set in sqliteDSN).
+// Without them SQLite guesses, and reads a driver's trips through the account's index, walking
+// the account's trips until it finds theirs: a hundred times slower on a file of 100,000 trips.
+// PostgreSQL's autovacuum keeps its own.
+func (s *Store) optimize(ctx context.Context) error {
+	if s.engine != EngineSQLite {
+		return nil
+	}
+	if err := s.conn(ctx).Exec("PRAGMA optimize = 0x10002").Error; err != nil {
+		return fmt.Errorf("store: optimize: %w", err)
 	}
 	return nil
 }
