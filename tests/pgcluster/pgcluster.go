@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -177,8 +178,27 @@ func Start(ctx context.Context, opts Options) (*Topology, error) {
 		return nil, err
 	}
 	o := opts.withDefaults()
+	for attempt := 1; ; attempt++ {
+		t, err := startIn(ctx, o, tl)
+		// A free port may be taken by another program between the look and the bind: free
+		// ports are looked for again, a few times.
+		if err != nil && attempt < 3 && o.PrimaryPort == 0 && o.StandbyPort == 0 && o.BouncerPort == 0 &&
+			strings.Contains(err.Error(), "in use") {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		t.StartedIn = time.Since(began)
+		return t, nil
+	}
+}
+
+// startIn makes a topology's directory (o.Dir or a new one) and starts its servers.
+func startIn(ctx context.Context, o Options, tl tools) (*Topology, error) {
 	t := &Topology{Dir: o.Dir, ApplyDelay: o.ApplyDelay, MaxConnections: o.MaxConnections, PoolSize: o.PoolSize,
 		MaxClientConns: o.MaxClientConns, tools: tl}
+	var err error
 	if t.Dir == "" {
 		if t.Dir, err = os.MkdirTemp("", tempPrefix); err != nil {
 			return nil, fmt.Errorf("pgcluster: %w", err)
@@ -199,7 +219,6 @@ func Start(ctx context.Context, opts Options) (*Topology, error) {
 		_ = t.Stop()
 		return nil, err
 	}
-	t.StartedIn = time.Since(began)
 	return t, nil
 }
 

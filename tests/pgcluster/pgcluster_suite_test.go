@@ -15,8 +15,10 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.t != nil {
-		_ = shared.t.Stop()
+	for _, s := range []*sharedTopology{&shared, &undelayed} {
+		if s.t != nil {
+			_ = s.t.Stop()
+		}
 	}
 	os.Exit(code)
 }
@@ -26,30 +28,42 @@ func TestTopology(t *testing.T) {
 	RunSpecs(t, "PostgreSQL primary, delayed standby and PgBouncer")
 }
 
-// shared is the topology of every spec and benchmark of the package, started on first use and
-// stopped when the test binary ends.
-var shared struct {
+// sharedTopology is a topology started on first use and stopped when the test binary ends.
+type sharedTopology struct {
+	opts pgcluster.Options
 	once sync.Once
 	t    *pgcluster.Topology
 	err  error
 }
 
+var (
+	// shared is the topology of every spec and benchmark of the package.
+	shared sharedTopology
+	// undelayed is a topology whose standby applies WAL as soon as it can, for the benchmark
+	// of a read that waits for the standby.
+	undelayed = sharedTopology{opts: pgcluster.Options{ApplyDelay: -1}}
+)
+
 // topology starts the shared topology, or reports why it cannot run: a missing PostgreSQL or
 // PgBouncer skips, except in CI, which must run these specs (.ci/run installs both).
 func topology(skip func(args ...any), fail func(args ...any)) *pgcluster.Topology {
-	shared.once.Do(func() {
-		shared.t, shared.err = pgcluster.Start(context.Background(), pgcluster.Options{})
+	return shared.start(skip, fail)
+}
+
+func (s *sharedTopology) start(skip func(args ...any), fail func(args ...any)) *pgcluster.Topology {
+	s.once.Do(func() {
+		s.t, s.err = pgcluster.Start(context.Background(), s.opts)
 	})
-	if errors.Is(shared.err, pgcluster.ErrNotInstalled) {
+	if errors.Is(s.err, pgcluster.ErrNotInstalled) {
 		if os.Getenv("CI") != "" {
-			fail(shared.err.Error() + "; CI must run the topology's specs, and .ci/run installs what they need")
+			fail(s.err.Error() + "; CI must run the topology's specs, and .ci/run installs what they need")
 		}
-		skip(shared.err.Error())
+		skip(s.err.Error())
 	}
-	if shared.err != nil {
-		fail(shared.err.Error())
+	if s.err != nil {
+		fail(s.err.Error())
 	}
-	return shared.t
+	return s.t
 }
 
 // specTopology is topology for a spec.

@@ -87,10 +87,19 @@ func serverPID(data string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// alive tells whether process pid exists.
+// alive tells whether process pid runs: it exists and has not exited (a zombie, which its
+// parent has yet to collect, has).
 func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc to ask: it exists
+	}
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) == 0 || fields[0] != "Z"
 }
 
 // StopMode is how a server is stopped (pg_ctl's -m).
@@ -179,25 +188,36 @@ stats_users = %s
 	if err := t.tools.writeFile(iniPath, ini); err != nil {
 		return err
 	}
-	if _, err := t.tools.run(ctx, filepath.Join(t.Dir, bouncerLog), t.tools.bouncer, "-d", "-q", iniPath); err != nil {
+	logPath := filepath.Join(t.Dir, bouncerLog)
+	if _, err := t.tools.run(ctx, logPath, t.tools.bouncer, "-d", "-q", iniPath); err != nil {
 		return err
 	}
-	return t.waitFor(ctx, "PgBouncer to answer", t.BouncerURL("postgres"), "SELECT true", filepath.Join(t.Dir, bouncerLog))
+	// PgBouncer goes to the background before it listens: a port it could not take shows in its
+	// log only, and another program may answer there. It is ours once it leads to our primary.
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	for {
+		var ours bool
+		err := t.queryRow(ctx, t.BouncerURL("postgres"), fmt.Sprintf("SELECT inet_server_port() = %d", t.PrimaryPort), &ours)
+		if err == nil && ours {
+			return nil
+		}
+		if log, _ := os.ReadFile(logPath); strings.Contains(string(log), " FATAL ") {
+			return fmt.Errorf("pgcluster: PgBouncer did not start\n%s", logTail(logPath))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pgcluster: waiting for PgBouncer to answer: %w (last: %v)\n%s", ctx.Err(), err, logTail(logPath))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // stopBouncer stops the PgBouncer of pidFile (SIGTERM: at once, connections cut) and waits
 // until it has exited. A PgBouncer that does not run is no error.
 func stopBouncer(ctx context.Context, pidFile string) error {
-	content, err := os.ReadFile(pidFile)
+	pid, err := bouncerPIDOf(pidFile)
 	if err != nil {
-		return nil
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(content)))
-	if err != nil || pid <= 0 {
-		return nil
-	}
-	// A pid file left from before a reboot may name another program by now.
-	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "pgbouncer" {
 		return nil
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
@@ -212,6 +232,23 @@ func stopBouncer(ctx context.Context, pidFile string) error {
 		}
 	}
 	return nil
+}
+
+// bouncerPIDOf reads the process id of the running PgBouncer of pidFile.
+func bouncerPIDOf(pidFile string) (int, error) {
+	content, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, fmt.Errorf("pgcluster: PgBouncer does not run: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(content)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pgcluster: %s holds no process id", pidFile)
+	}
+	// A pid file left from before a reboot may name another program by now.
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "pgbouncer" {
+		return 0, fmt.Errorf("pgcluster: PgBouncer (pid %d) does not run", pid)
+	}
+	return pid, nil
 }
 
 // waitFor polls query (one boolean) on u until it answers true, for at most startTimeout.
