@@ -213,22 +213,20 @@ stats_users = %s
 	}
 }
 
-// stopBouncer stops the PgBouncer of pidFile (SIGTERM: at once, connections cut) and waits
-// until it has exited. A PgBouncer that does not run is no error.
+// stopBouncer stops the PgBouncer of pidFile and waits until it has exited. A PgBouncer that
+// does not run is no error. It is killed outright: its own immediate shutdown (SIGTERM) takes
+// about two seconds, and its clients and servers go down with it anyway.
 func stopBouncer(ctx context.Context, pidFile string) error {
 	pid, err := bouncerPIDOf(pidFile)
 	if err != nil {
 		return nil
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; alive(pid); i++ {
-		if i == 500 { // 10 s
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for alive(pid) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: PgBouncer (pid %d) did not exit: %w", pid, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return nil
