@@ -32,6 +32,18 @@ type Config struct {
 	// (RIDE_DB_TIMEOUT); past it the request is answered 503. Zero means
 	// DefaultDatabaseTimeout.
 	DatabaseTimeout time.Duration
+	// DatabasePooler says what stands between the replicas and PostgreSQL: "" for nothing,
+	// "pgbouncer" for PgBouncer in transaction pooling (RIDE_DB_POOLER), which then needs
+	// DatabaseDirectURL.
+	DatabasePooler string
+	// DatabaseDirectURL reaches the primary without a pooler, for the connection that listens
+	// for notifications and for migrations (DATABASE_DIRECT_URL); empty for DatabaseURL.
+	DatabaseDirectURL string
+	// DatabaseStandbyURLs are streaming standbys of the primary that serve reads
+	// (DATABASE_STANDBY_URLS, comma-separated), and StandbyMaxLag the lag past which one is
+	// skipped (RIDE_DB_STANDBY_MAX_LAG; zero means store.DefaultStandbyMaxLag).
+	DatabaseStandbyURLs []string
+	StandbyMaxLag       time.Duration
 	// DemoData seeds demo cities, drivers, riders and trips into an empty database and prints a
 	// key of each role (RIDE_DEMO_DATA).
 	DemoData bool
@@ -131,6 +143,10 @@ var EnvVars = []EnvVar{
 	{Name: "RIDE_DB_MAX_CONNS", Default: "10", Meaning: "PostgreSQL connections of this replica, all uses together: 1 listens, 1 probes, 2 write positions and delivery attempts, the rest (6) serve requests; 8 replicas fit a default max_connections of 100"},
 	{Name: "RIDE_DB_MAX_IDLE_CONNS", Default: "(all of the pool: 5)", Meaning: "connections of the pool kept open while idle (0 to RIDE_DB_MAX_CONNS minus 5)"},
 	{Name: "RIDE_DB_TIMEOUT", Default: "5s", Meaning: "the longest a request waits for the database in all (a pooled connection, connecting, answers), then 503 (1s to 60s)"},
+	{Name: "RIDE_DB_POOLER", Default: "(unset: none)", Meaning: "pgbouncer: DATABASE_URL leads to PgBouncer in transaction pooling (statements are not prepared); needs DATABASE_DIRECT_URL"},
+	{Name: "DATABASE_DIRECT_URL", Default: "(unset: DATABASE_URL)", Meaning: "postgres://… straight to the primary, for listening to notifications and for migrations", Secret: true},
+	{Name: "DATABASE_STANDBY_URLS", Default: "(unset: none)", Meaning: "comma-separated postgres://… of streaming standbys that serve reads; a caller always reads its own writes", Secret: true},
+	{Name: "RIDE_DB_STANDBY_MAX_LAG", Default: "10s", Meaning: "a standby further behind the primary is skipped, its reads served by the primary (100ms to 1h)"},
 	{Name: "RIDE_DEMO_DATA", Default: "true", Meaning: "seed demo data into an empty database and print a key of each role"},
 	{Name: "RIDE_CURSOR_SECRET", Default: "(random per process, with a warning)", Meaning: "HMAC key of list cursors; set it when running replicas", Secret: true},
 	{Name: "RIDE_ESTIMATE_TTL", Default: "300s", Meaning: "fare estimate lifetime (whole seconds, 1s to 24h)"},
@@ -180,6 +196,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.DatabaseTimeout = d
 		}
 	}
+	errs = databaseTopology(getenv, &cfg, errs)
 	if v := getenv("RIDE_DEMO_DATA"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -301,7 +318,17 @@ func databasePool(getenv func(string) string, errs []error) (store.Pool, []error
 // StoreOptions are the options of store.Open that this configuration sets: the pool and the
 // bound of a wait for the database.
 func (c Config) StoreOptions() []store.Option {
-	return []store.Option{store.WithReadTimeout(c.databaseTimeout()), store.WithPool(c.pool())}
+	opts := []store.Option{store.WithReadTimeout(c.databaseTimeout()), store.WithPool(c.pool())}
+	if c.DatabasePooler == PoolerPgBouncer {
+		opts = append(opts, store.ThroughPgBouncer())
+	}
+	if c.DatabaseDirectURL != "" {
+		opts = append(opts, store.WithDirectURL(c.DatabaseDirectURL))
+	}
+	if len(c.DatabaseStandbyURLs) > 0 {
+		opts = append(opts, store.WithStandbys(c.DatabaseStandbyURLs, c.StandbyMaxLag))
+	}
+	return opts
 }
 
 func (c Config) databaseTimeout() time.Duration {
@@ -323,9 +350,27 @@ func (c Config) LogValue() slog.Value {
 	if c.RedisURL != "" {
 		redisURL = maskURL(c.RedisURL)
 	}
+	pooler, direct, standbys := "(none)", "(DATABASE_URL)", "(none)"
+	if c.DatabasePooler != "" {
+		pooler = c.DatabasePooler
+	}
+	if c.DatabaseDirectURL != "" {
+		direct = maskURL(c.DatabaseDirectURL)
+	}
+	if len(c.DatabaseStandbyURLs) > 0 {
+		masked := make([]string, len(c.DatabaseStandbyURLs))
+		for i, u := range c.DatabaseStandbyURLs {
+			masked[i] = maskURL(u)
+		}
+		standbys = strings.Join(masked, ",")
+	}
 	return slog.GroupValue(
 		slog.String("RIDE_ADDR", c.Addr),
 		slog.String("DATABASE_URL", database),
+		slog.String("RIDE_DB_POOLER", pooler),
+		slog.String("DATABASE_DIRECT_URL", direct),
+		slog.String("DATABASE_STANDBY_URLS", standbys),
+		slog.String("RIDE_DB_STANDBY_MAX_LAG", orDefault(c.StandbyMaxLag, store.DefaultStandbyMaxLag).String()),
 		slog.String("RIDE_DB_MAX_CONNS", poolText(c.pool())),
 		slog.Int("RIDE_DB_MAX_IDLE_CONNS", c.pool().MaxIdleConns),
 		slog.String("RIDE_DB_TIMEOUT", c.databaseTimeout().String()),
@@ -407,4 +452,58 @@ func maskURL(raw string) string {
 		}
 	}
 	return u.Redacted()
+}
+
+// PoolerPgBouncer is RIDE_DB_POOLER's value for PgBouncer in transaction pooling.
+const PoolerPgBouncer = "pgbouncer"
+
+// Bounds of RIDE_DB_STANDBY_MAX_LAG.
+const (
+	minStandbyMaxLag = 100 * time.Millisecond
+	maxStandbyMaxLag = time.Hour
+)
+
+// databaseTopology reads what lies between the replicas and PostgreSQL, and its standbys.
+func databaseTopology(getenv func(string) string, cfg *Config, errs []error) []error {
+	postgres := strings.HasPrefix(cfg.DatabaseURL, "postgres://") || strings.HasPrefix(cfg.DatabaseURL, "postgresql://")
+	isPostgresURL := func(v string) bool {
+		return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
+	}
+	switch v := getenv("RIDE_DB_POOLER"); v {
+	case "", "none":
+	case PoolerPgBouncer:
+		cfg.DatabasePooler = v
+		if !postgres {
+			errs = append(errs, errors.New("RIDE_DB_POOLER=pgbouncer needs a postgres:// DATABASE_URL (PgBouncer's)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("RIDE_DB_POOLER must be pgbouncer or none, not %q", v))
+	}
+	if v := getenv("DATABASE_DIRECT_URL"); v != "" {
+		if !isPostgresURL(v) || !postgres {
+			errs = append(errs, errors.New("DATABASE_DIRECT_URL must be a postgres:// URL, beside a postgres:// DATABASE_URL"))
+		}
+		cfg.DatabaseDirectURL = v
+	} else if cfg.DatabasePooler == PoolerPgBouncer {
+		errs = append(errs, errors.New("RIDE_DB_POOLER=pgbouncer needs DATABASE_DIRECT_URL, straight to the primary: through PgBouncer in transaction pooling a LISTEN hears nothing and the migrations' lock locks nothing"))
+	}
+	if v := getenv("DATABASE_STANDBY_URLS"); v != "" {
+		for _, u := range strings.Split(v, ",") {
+			u = strings.TrimSpace(u)
+			if !isPostgresURL(u) || !postgres {
+				errs = append(errs, errors.New("DATABASE_STANDBY_URLS must be comma-separated postgres:// URLs, beside a postgres:// DATABASE_URL"))
+				break
+			}
+			cfg.DatabaseStandbyURLs = append(cfg.DatabaseStandbyURLs, u)
+		}
+	}
+	if v := getenv("RIDE_DB_STANDBY_MAX_LAG"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < minStandbyMaxLag || d > maxStandbyMaxLag {
+			errs = append(errs, fmt.Errorf("RIDE_DB_STANDBY_MAX_LAG must be a duration from 100ms to 1h, such as 10s, not %q", v))
+		} else {
+			cfg.StandbyMaxLag = d
+		}
+	}
+	return errs
 }

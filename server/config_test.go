@@ -88,6 +88,17 @@ var _ = Describe("ConfigFromEnv", func() {
 			Expect(c.DatabasePool).To(Equal(store.Pool{MaxConns: 6, MaxIdleConns: 0}))
 		}),
 		Entry("a database timeout", env{"RIDE_DB_TIMEOUT": "2s"}, func(c Config) { Expect(c.DatabaseTimeout).To(Equal(2 * time.Second)) }),
+		Entry("PgBouncer, with the primary straight", env{"DATABASE_URL": "postgres://u@bouncer:6432/ride", "RIDE_DB_POOLER": "pgbouncer",
+			"DATABASE_DIRECT_URL": "postgres://u@primary:5432/ride"}, func(c Config) {
+			Expect(c.DatabasePooler).To(Equal(PoolerPgBouncer))
+			Expect(c.DatabaseDirectURL).To(Equal("postgres://u@primary:5432/ride"))
+			Expect(c.StoreOptions()).To(HaveLen(4))
+		}),
+		Entry("standbys and their lag bound", env{"DATABASE_URL": "postgres://u@primary/ride",
+			"DATABASE_STANDBY_URLS": "postgres://u@standby1/ride, postgres://u@standby2/ride", "RIDE_DB_STANDBY_MAX_LAG": "2s"}, func(c Config) {
+			Expect(c.DatabaseStandbyURLs).To(Equal([]string{"postgres://u@standby1/ride", "postgres://u@standby2/ride"}))
+			Expect(c.StandbyMaxLag).To(Equal(2 * time.Second))
+		}),
 	)
 
 	DescribeTable("rejects, naming the variable and never echoing a secret",
@@ -124,6 +135,14 @@ var _ = Describe("ConfigFromEnv", func() {
 		Entry("a database timeout without a unit", env{"RIDE_DB_TIMEOUT": "5"}, "RIDE_DB_TIMEOUT"),
 		Entry("a database timeout under a second", env{"RIDE_DB_TIMEOUT": "500ms"}, "RIDE_DB_TIMEOUT"),
 		Entry("a database timeout over a minute", env{"RIDE_DB_TIMEOUT": "2m"}, "RIDE_DB_TIMEOUT"),
+		Entry("an unknown pooler", env{"DATABASE_URL": "postgres://u:hunter2@db/ride", "RIDE_DB_POOLER": "pgpool"}, "RIDE_DB_POOLER"),
+		Entry("PgBouncer without a direct URL, where LISTEN would hear nothing", env{"DATABASE_URL": "postgres://u:hunter2@bouncer/ride", "RIDE_DB_POOLER": "pgbouncer"}, "DATABASE_DIRECT_URL"),
+		Entry("PgBouncer in front of SQLite", env{"RIDE_DB_POOLER": "pgbouncer", "DATABASE_DIRECT_URL": "postgres://u:hunter2@db/ride"}, "RIDE_DB_POOLER"),
+		Entry("a direct URL of another scheme", env{"DATABASE_URL": "postgres://u:hunter2@db/ride", "DATABASE_DIRECT_URL": "mysql://u:hunter2@db/ride"}, "DATABASE_DIRECT_URL"),
+		Entry("standbys beside SQLite", env{"DATABASE_STANDBY_URLS": "postgres://u:hunter2@standby/ride"}, "DATABASE_STANDBY_URLS"),
+		Entry("a standby that is not PostgreSQL", env{"DATABASE_URL": "postgres://u:hunter2@db/ride", "DATABASE_STANDBY_URLS": "postgres://u@s1/ride,sqlite://x"}, "DATABASE_STANDBY_URLS"),
+		Entry("a lag bound without a unit", env{"RIDE_DB_STANDBY_MAX_LAG": "10"}, "RIDE_DB_STANDBY_MAX_LAG"),
+		Entry("a lag bound over an hour", env{"RIDE_DB_STANDBY_MAX_LAG": "2h"}, "RIDE_DB_STANDBY_MAX_LAG"),
 	)
 
 	It("reports every invalid variable at once", func() {

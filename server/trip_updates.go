@@ -35,7 +35,7 @@ func (s *Server) StreamTripUpdates(ctx context.Context, req gen.StreamTripUpdate
 	// is bounded alone, currentLiveState), but not its key: it holds a session under the
 	// caller's key, which ends when the key is revoked (on any replica) or expires, with a
 	// final `end` message that says so.
-	held, release, err := s.auth.Hold(store.WithoutDeadline(context.WithoutCancel(ctx)), caller)
+	held, release, err := s.auth.Hold(store.FromPrimary(store.WithoutDeadline(context.WithoutCancel(ctx))), caller)
 	if err != nil {
 		return nil, err
 	}

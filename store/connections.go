@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -28,6 +29,12 @@ type Option func(*options)
 type options struct {
 	readTimeout time.Duration
 	pool        Pool
+	// The topology beyond one server (topology.go).
+	pgbouncer     bool
+	directURL     string
+	standbyURLs   []string
+	standbyMaxLag time.Duration
+	log           *slog.Logger
 }
 
 // WithReadTimeout replaces DefaultReadTimeout; zero leaves reads unbounded.

@@ -31,7 +31,21 @@ type DriverPosition struct {
 // recordPositionSQL is RecordDriverPosition on PostgreSQL. The main query sees the driver as
 // they were before the CTE's update, so the position it reads is the previous one; when the
 // update took the report, the report is the position.
-var recordPositionSQL = placeholders(`
+var recordPositionSQL = placeholders(recordPositionWith(""))
+
+// recordPositionAsyncSQL is recordPositionSQL committing without waiting for the WAL flush
+// (see openAsyncCommitPool): set_config in the statement itself, local to its transaction,
+// where a connection's startup parameter would not pass PgBouncer and a SET would outlive the
+// statement on a pooled server connection. PostgreSQL only.
+var recordPositionAsyncSQL = placeholders(recordPositionWith(
+	", async AS (SELECT set_config('synchronous_commit', 'off', true))"))
+
+func recordPositionWith(async string) string {
+	from := "FROM drivers d"
+	if async != "" {
+		from += ", async"
+	}
+	return `
 WITH active AS (
     SELECT id FROM trips WHERE driver_id = ? AND status IN ('` + strings.Join(ActiveTripStatuses, "', '") + `') LIMIT 1
 ), taken AS (
@@ -39,10 +53,11 @@ WITH active AS (
     WHERE id = ? AND (position_at IS NULL OR position_at < ?)
       AND (online OR EXISTS (SELECT 1 FROM active))
     RETURNING 1
-)
+)` + async + `
 SELECT d.online, COALESCE((SELECT id FROM active), ''), EXISTS (SELECT 1 FROM taken),
        d.lat, d.lng, d.heading, d.speed, d.position_at
-FROM drivers d WHERE d.id = ?`)
+` + from + ` WHERE d.id = ?`
+}
 
 // sqlText is one statement in both placeholder syntaxes: ? for GORM, $1… for pgx.
 type sqlText struct{ marked, numbered string }
@@ -119,7 +134,7 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 			return PositionReport{}, interpretError(err)
 		}
 		defer s.asyncTurns.leave()
-		row = s.async.QueryRowContext(ctx, recordPositionSQL.numbered, args...)
+		row = s.async.QueryRowContext(ctx, recordPositionAsyncSQL.numbered, args...)
 	} else {
 		row = s.conn(ctx).Raw(recordPositionSQL.marked, args...).Row() // inside a request's transaction
 	}
@@ -130,6 +145,9 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 	)
 	if err := row.Scan(&r.Online, &r.ActiveTripID, &r.Taken, &current.Lat, &current.Lng, &current.Heading, &current.Speed, &positionAt); err != nil {
 		return PositionReport{}, interpretError(err)
+	}
+	if r.Taken && s.standbys != nil && s.async != nil {
+		s.standbys.wrote(ctx)
 	}
 	switch {
 	case r.Taken:

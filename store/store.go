@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net/url"
 	"strings"
 	"time"
 
@@ -87,6 +86,12 @@ type Store struct {
 	// turns admits statements to the pool, and asyncTurns to async (see admission); nil for
 	// a transaction-scoped Store.
 	turns, asyncTurns *admission
+	// direct connects straight to the primary for migrations, when the pool goes through
+	// PgBouncer (WithDirectURL); nil otherwise.
+	direct *pgx.ConnConfig
+	// standbys serve reads (WithStandbys); nil without them and for a transaction-scoped
+	// Store.
+	standbys *standbys
 }
 
 // The GORM handle goes to storetest alone, which sets up and inspects rows the API offers no
@@ -111,6 +116,18 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	engine, dialector, pgConfig, liteDSN, err := dialectorFor(url, o)
 	if err != nil {
 		return nil, err
+	}
+	// What needs a session of its own connects straight to the primary.
+	direct := pgConfig
+	switch {
+	case engine != EnginePostgres && (o.pgbouncer || o.directURL != "" || len(o.standbyURLs) > 0):
+		return nil, errors.New("store: PgBouncer, a direct URL and standbys are PostgreSQL's")
+	case o.directURL != "":
+		if direct, err = pgConnConfig(o.directURL, options{readTimeout: o.readTimeout}); err != nil {
+			return nil, fmt.Errorf("store: direct URL: %w", err)
+		}
+	case o.pgbouncer:
+		return nil, errors.New("store: through PgBouncer, listening for notifications and migrating need a direct URL to the primary")
 	}
 	db, err := gorm.Open(dialector, &gorm.Config{
 		// Duplicate keys and foreign-key violations come back as GORM sentinels, which
@@ -162,7 +179,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		s.asyncTurns = newAdmission(asyncConns)
 		// One connection listens on every channel for everyone following them, held while
 		// anyone listens and closed when nobody does: the listenConns of the budget.
-		s.listeners = stdlib.OpenDB(*pgConfig)
+		s.listeners = stdlib.OpenDB(*direct)
 		s.listeners.SetMaxIdleConns(0)
 		s.notify = &notifications{s: s, followers: map[*follower]struct{}{}}
 		s.probe = stdlib.OpenDB(*pgConfig)
@@ -173,6 +190,19 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	s.probe.SetMaxOpenConns(1)
 	s.probe.SetMaxIdleConns(1)
 	s.reads = &tripReads{s: s}
+	if o.directURL != "" {
+		s.direct = direct
+	}
+	if len(o.standbyURLs) > 0 {
+		if s.standbys, err = openStandbys(s, o.standbyURLs, o); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		if err := s.standbys.register(db); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	if err := s.Ping(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("store: open %s: %w", engine, err)
@@ -195,23 +225,10 @@ func dialectorFor(raw string, o options) (Engine, gorm.Dialector, *pgx.ConnConfi
 		dsn := sqliteDSN(path)
 		return EngineSQLite, sqlite.Open(dsn), nil, dsn, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		if _, err := url.Parse(raw); err != nil {
-			// url.Error quotes the URL, password included: report only the kind of problem.
-			return "", nil, nil, "", errors.New("store: malformed PostgreSQL URL")
-		}
-		if !strings.Contains(raw, "connect_timeout=") {
-			// A server that does not answer must not hold a request for the TCP timeout.
-			sep := "?"
-			if strings.Contains(raw, "?") {
-				sep = "&"
-			}
-			raw += sep + "connect_timeout=5"
-		}
-		cfg, err := pgx.ParseConfig(raw)
+		cfg, err := pgConnConfig(raw, o)
 		if err != nil {
-			return "", nil, nil, "", errors.New("store: malformed PostgreSQL URL") // its text may quote the password
+			return "", nil, nil, "", err
 		}
-		boundReads(cfg, o.readTimeout)
 		return EnginePostgres, postgres.New(postgres.Config{Conn: stdlib.OpenDB(*cfg)}), cfg, "", nil
 	default:
 		scheme, _, _ := strings.Cut(raw, "://")
@@ -291,8 +308,15 @@ func (s *Store) migrateUpTo(ctx context.Context, version int64) error {
 	}
 	// A Provider is cheap and holds per-run state; provider.Close would close s.sqlDB, which
 	// the Store still owns, so it is never called.
+	db := s.sqlDB
+	if s.direct != nil {
+		// Its advisory lock is a session's: through PgBouncer another client's transaction
+		// could take the same server connection, and the lock with it.
+		db = stdlib.OpenDB(*s.direct)
+		defer db.Close()
+	}
 	up := func() error {
-		provider, err := goose.NewProvider(dialect, s.sqlDB, fsys, opts...)
+		provider, err := goose.NewProvider(dialect, db, fsys, opts...)
 		if err != nil {
 			return err
 		}
@@ -345,6 +369,9 @@ func (s *Store) Close() error {
 	if s.sqlDB == nil {
 		return nil
 	}
+	if s.standbys != nil {
+		s.standbys.close()
+	}
 	for _, pool := range []*sql.DB{s.async, s.listeners, s.probe} {
 		if pool != nil {
 			_ = pool.Close()
@@ -353,9 +380,10 @@ func (s *Store) Close() error {
 	return s.sqlDB.Close()
 }
 
-// openAsyncCommitPool opens a pool of size connections with synchronous_commit off, for writes
-// that a crash of the database may lose without harm, because what they record is either
-// replaced moments later or found out otherwise:
+// openAsyncCommitPool opens a pool of size connections for writes that commit without waiting
+// for the WAL flush (each statement turns synchronous_commit off for its own transaction:
+// recordPositionAsyncSQL), writes that a crash of the database may lose without harm, because
+// what they record is either replaced moments later or found out otherwise:
 //   - a driver's position is worth keeping only until the next report, seconds later;
 //   - a delivery attempt's outcome, when lost, leaves the delivery claimed: once the lease runs
 //     out it is sent again as the next attempt and the lost one is logged as such, which is
@@ -365,12 +393,7 @@ func (s *Store) Close() error {
 // Such a crash can lose the last fraction of a second of these writes and nothing else: every
 // other write goes through the main pool, durable.
 func openAsyncCommitPool(cfg *pgx.ConnConfig, size int) *sql.DB {
-	c := cfg.Copy()
-	if c.RuntimeParams == nil {
-		c.RuntimeParams = map[string]string{}
-	}
-	c.RuntimeParams["synchronous_commit"] = "off"
-	db := stdlib.OpenDB(*c)
+	db := stdlib.OpenDB(*cfg.Copy())
 	db.SetMaxOpenConns(size)
 	db.SetMaxIdleConns(size)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -403,11 +426,20 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
 	})
+	if err == nil && s.standbys != nil {
+		s.standbys.wrote(ctx)
+	}
 	return interpretError(err)
 }
 
-// conn is the GORM session every query starts from: bound to ctx, with fresh statement state.
+// conn is the GORM session every query starts from: bound to ctx, with fresh statement state,
+// on a standby for the reads that may be served by one (see standbys.route).
 func (s *Store) conn(ctx context.Context) *gorm.DB {
+	if s.standbys != nil {
+		if db := s.standbys.route(ctx); db != nil {
+			return db.WithContext(ctx)
+		}
+	}
 	return s.db.WithContext(ctx)
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // Reading one trip by id is the hottest query there is (GET /v1/trips/{id}, GraphQL's trip),
@@ -45,8 +47,10 @@ type tripRead struct {
 	reach TripReach
 	// deadline is when its caller stops waiting (ctx's deadline); zero for never.
 	deadline time.Time
-	trip     Trip
-	err      error
+	// standby is the standby its caller may read from (standbys.route); nil for the primary.
+	standby *gorm.DB
+	trip    Trip
+	err     error
 	// lead, when set as the read wakes, is the batch it must now run (itself first).
 	lead []*tripRead
 	wake chan struct{}
@@ -64,6 +68,9 @@ func (t *tripReads) read(ctx context.Context, id string, reach TripReach) (Trip,
 	r := tripReadPool.Get().(*tripRead)
 	r.id, r.reach = id, reach
 	r.deadline, _ = Deadline(ctx)
+	if t.s.standbys != nil {
+		r.standby = t.s.standbys.route(ctx)
+	}
 	t.mu.Lock()
 	if t.running < tripReadStatements {
 		t.running++
@@ -123,6 +130,16 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 		if len(batch) == 0 {
 			return
 		}
+	}
+	if t.s.standbys != nil {
+		// One statement for all: on a standby only if every read of the batch may read there.
+		to := batch[0].standby
+		for _, r := range batch[1:] {
+			if r.standby != to {
+				to = nil
+			}
+		}
+		ctx = routed(ctx, to)
 	}
 	n := len(batch)
 	vars := make([]any, 3*n)

@@ -183,12 +183,14 @@ const pgRecordAttempts = `WITH input AS (
 	FROM input i
 	WHERE d.id = ANY($2::bigint[]) AND d.id = i.delivery_id AND d.attempts = i.attempt
 		AND d.status = i.held_status
+), async AS (
+	SELECT set_config('synchronous_commit', 'off', true) -- see recordPositionAsyncSQL
 )
 INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, status,
 	response_status, latency_ms, error, attempted_at, next_attempt_at)
 SELECT id, delivery_id, endpoint_id, event_id, event_type, attempt, status, response_status,
 	latency_ms, error, attempted_at, next_attempt_at
-FROM input`
+FROM input, async`
 
 func deliveryStatus(o delivery.Outcome) string {
 	switch o {

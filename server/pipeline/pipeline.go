@@ -99,6 +99,7 @@ func New(cfg Config) (*Pipeline, error) {
 	for _, path := range cfg.Sockets {
 		g.sockets[path] = true
 	}
+	g.standbys = cfg.Store.Standbys()
 	g.databaseTimeout = cfg.DatabaseTimeout
 	if g.databaseTimeout <= 0 {
 		g.databaseTimeout = store.DefaultReadTimeout

@@ -69,6 +69,9 @@ type gate struct {
 	// databaseTimeout bounds a request's wait for the database in all: a connection of the
 	// pool, connecting, the answers of its statements, authentication's lookups included.
 	databaseTimeout time.Duration
+	// standbys tells whether the store reads from standbys, which must know for whom a
+	// request reads (store.ReadingAs).
+	standbys bool
 }
 
 // limiter spends the caller's request budget for an operation. It may write headers and
@@ -257,6 +260,11 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			ctx = auth.WithPrincipal(ctx, principal)
+			if g.standbys {
+				// A read (the rate limit's class: safe methods and GraphQL, which has no
+				// mutations) may be served by a standby that has replayed the caller's writes.
+				ctx = store.ReadingAs(ctx, principal.KeyID, info.class == classRead)
+			}
 			c.Set(observedPrincipal, principal)
 			if g.limits != nil {
 				if ctx, err = g.limits.admit(ctx, req, c.Response().Header(), principal, info); err != nil {

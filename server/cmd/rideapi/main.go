@@ -158,7 +158,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, log *sl
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.StoreOptions()...)
+	st, err := store.Open(ctx, cfg.DatabaseURL, append(cfg.StoreOptions(), store.WithLogger(log))...)
 	if err != nil {
 		return err
 	}
