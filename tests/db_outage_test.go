@@ -233,6 +233,36 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 		Expect(logs.String()).To(ContainSubstring("a request could not reach the database; probing it"))
 	})
 
+	It("answers a GraphQL request whose fields cannot reach the database 503 once, as REST, not an error and a log line per field", SpecTimeout(time.Minute), func(ctx SpecContext) {
+		const bound = time.Second
+		h, proxy, logs := behindFaultProxy(ctx, server.Config{DatabaseTimeout: bound}, store.WithReadTimeout(bound))
+		city := h.NewCity(CityOpts{})
+		var trips []string
+		for range 3 {
+			trips = append(trips, h.NewTrip(TripOpts{Driver: h.NewDriver(DriverOpts{City: city.ID}), Rider: h.NewRider()}).ID)
+		}
+		var doc strings.Builder
+		doc.WriteString("{")
+		for i, id := range trips {
+			fmt.Fprintf(&doc, " t%d: trip(id: %q) { id status }", i, id)
+		}
+		doc.WriteString(" }")
+		query := func() *Response {
+			return h.Do(Request{Method: http.MethodPost, Path: "/v1/graphql", Key: h.Admin, Body: map[string]any{"query": doc.String()}})
+		}
+		Expect(query().Status).To(Equal(http.StatusOK))
+
+		proxy.set("stall")
+		res := query()
+		ExpectProblem(res, http.StatusServiceUnavailable, "unavailable")
+		Expect(res.Header.Get("Retry-After")).To(Equal("5"))
+		Expect(logs.String()).NotTo(ContainSubstring("graphql field failed"))
+		Expect(logs.String()).To(ContainSubstring("a request could not reach the database; probing it"))
+
+		proxy.set("pass")
+		Eventually(func() int { return query().Status }).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(http.StatusOK))
+	})
+
 	It("answers every request within its bound while the database stalls, more at once than the pool holds, then recovers with no key left locked", SpecTimeout(2*time.Minute), func(ctx SpecContext) {
 		// The bound of this server (RIDE_DB_TIMEOUT), and what an answer may take beyond it:
 		// writing the 503 and the client's own work.

@@ -109,6 +109,9 @@ func New(cfg Config) (*Handler, error) {
 				slog.String("request_id", h.host.RequestID(ctx)), slog.String("panic", fmt.Sprint(value)))
 		})),
 		graphql.PanicHandler(graphQLPanics{h}),
+		// No resolver asks which fields below it were selected (the batch knows them from
+		// analyzeDocument): graphql-go need not record them for every field.
+		graphql.DisableFieldSelections(),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("parse schema/ride.graphql: %w", err)
@@ -196,8 +199,12 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 	}
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables))
+	ctx, failed := withUnavailable(ctx)
 	run, patch := rewriteIntrospection(analysis.doc, analysis.query, h.schemaDescription)
 	res := h.schema.Exec(ctx, run, r.operationName, r.variables)
+	if failed.err != nil {
+		return Answer{}, failed.err // 503 from the error boundary, as a REST read's
+	}
 	ran := graphQLRan(res)
 	if ran && register {
 		if err := h.persisted.register(ctx, h.host.Store(ctx), h.host.Account(ctx), hashQuery(query), query); err != nil {

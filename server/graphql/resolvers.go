@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
@@ -240,8 +241,17 @@ func (e *graphQLFieldError) Extensions() map[string]any {
 // tells nothing of it (the same rule as the REST 500). A field whose operation stopped while it
 // was read (the socket closed, or the client completed the subscription) failed for that
 // alone: nobody reads its error, and it is no fault.
+//
+// A field that failed for want of the database fails its request: the handler answers it as
+// REST does (503, the outage probe, one warning), not with an error and a log line per field.
 func (h *Handler) internal(ctx context.Context, err error) error {
 	requestID := h.host.RequestID(ctx)
+	if store.Unavailable(err) {
+		if f := unavailableOf(ctx); f != nil {
+			f.once.Do(func() { f.err = err })
+			return err
+		}
+	}
 	if !errors.Is(ctx.Err(), context.Canceled) {
 		h.log.ErrorContext(ctx, "graphql field failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))
@@ -275,3 +285,22 @@ func (n *positionNode) Lng() float64         { return n.p.Lng }
 func (n *positionNode) Heading() *float64    { return n.p.Heading }
 func (n *positionNode) Speed() *float64      { return n.p.Speed }
 func (n *positionNode) RecordedAt() dateTime { return dateTime{n.p.RecordedAt} }
+
+// unavailable holds the first error of a request's fields that failed for want of the
+// database.
+type unavailable struct {
+	once sync.Once
+	err  error
+}
+
+type unavailableKey struct{}
+
+func withUnavailable(ctx context.Context) (context.Context, *unavailable) {
+	f := &unavailable{}
+	return context.WithValue(ctx, unavailableKey{}, f), f
+}
+
+func unavailableOf(ctx context.Context) *unavailable {
+	f, _ := ctx.Value(unavailableKey{}).(*unavailable)
+	return f
+}
