@@ -102,7 +102,7 @@ func boundReads(cfg *pgx.ConnConfig, timeout time.Duration) {
 	dial := cfg.DialFunc
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		// A connection opened for a bounded statement connects within its bound too.
-		bound := boundOf(ctx)
+		bound := graceOf(ctx)
 		if bound != 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, time.Unix(0, bound))

@@ -19,8 +19,9 @@ import (
 //     the pool, never more at once than it has connections, and wait for one no longer than
 //     their bound;
 //   - for a new connection: its dial and its handshake (boundReads);
-//   - for the server's answers: each read of the connection stops at the bound, on top of
-//     the connection's own read timeout (readBound).
+//   - for the server's answers: each read of the connection stops at the bound (with a grace
+//     for a statement that began late, statementGrace), on top of the connection's own read
+//     timeout (readBound).
 //
 // A bound running out mid-statement ends its connection, as a cancelled context would.
 
@@ -57,6 +58,27 @@ func boundOf(ctx context.Context) int64 {
 	return 0
 }
 
+// statementGrace is how long a statement that has begun (or a connection being opened for it)
+// may go on past its bound. Cutting it mid-read costs its connection, and a pool under pressure
+// that cuts the statements which got their turn late would kill and open connections as fast
+// as it serves: each a process forked on the server. A database that stalls still ends a
+// statement this soon after its bound.
+const statementGrace = 500 * time.Millisecond
+
+// graceOf is ctx's bound with the grace of a statement starting now, in Unix nanoseconds; 0
+// for none. A statement starting past its bound has none: it fails at its first read.
+func graceOf(ctx context.Context) int64 {
+	bound := boundOf(ctx)
+	if bound == 0 {
+		return 0
+	}
+	now := time.Now().UnixNano()
+	if now >= bound {
+		return bound
+	}
+	return max(bound, now+int64(statementGrace))
+}
+
 // admission lets statements into a pool no more at once than it has connections, so that none
 // waits inside database/sql, where only a cancellable context would bound the wait: they wait
 // for their turn here instead, until their context ends or their deadline (Deadline) passes.
@@ -80,8 +102,11 @@ func (e errNotAdmitted) Error() string {
 
 func (e errNotAdmitted) Unwrap() error { return e.cause }
 
-// enter waits for a turn; leave gives it back.
+// enter waits for a turn; leave gives it back. A statement whose bound has passed gets none.
 func (a *admission) enter(ctx context.Context) error {
+	if at, ok := Deadline(ctx); ok && !time.Now().Before(at) {
+		return errNotAdmitted{context.DeadlineExceeded}
+	}
 	select {
 	case a.turns <- struct{}{}:
 		return nil
@@ -166,7 +191,7 @@ type readBound struct{}
 
 func (readBound) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	if c := boundedOf(conn.PgConn().Conn()); c != nil {
-		c.bound.Store(boundOf(ctx))
+		c.bound.Store(graceOf(ctx))
 	}
 	return ctx
 }
