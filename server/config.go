@@ -141,7 +141,7 @@ var EnvVars = []EnvVar{
 	{Name: "RIDE_ADDR", Default: ":8080", Meaning: "listen address"},
 	{Name: "DATABASE_URL", Default: "(unset: embedded SQLite file ride.db)", Meaning: "postgres://… selects PostgreSQL; sqlite://PATH names the SQLite file", Secret: true},
 	{Name: "RIDE_DB_MAX_CONNS", Default: "10", Meaning: "PostgreSQL connections of this replica, all uses together: 1 listens, 1 probes, 2 write positions and delivery attempts, the rest (6) serve requests; 8 replicas fit a default max_connections of 100"},
-	{Name: "RIDE_DB_MAX_IDLE_CONNS", Default: "(all of the pool: 5)", Meaning: "connections of the pool kept open while idle (0 to RIDE_DB_MAX_CONNS minus 5)"},
+	{Name: "RIDE_DB_MAX_IDLE_CONNS", Default: "(all of the pool: 6)", Meaning: "connections of the pool kept open while idle (0 to RIDE_DB_MAX_CONNS minus 4)"},
 	{Name: "RIDE_DB_TIMEOUT", Default: "5s", Meaning: "the longest a request waits for the database in all (a pooled connection, connecting, answers), then 503 (1s to 60s)"},
 	{Name: "RIDE_DB_POOLER", Default: "(unset: none)", Meaning: "pgbouncer: DATABASE_URL leads to PgBouncer in transaction pooling (statements are not prepared); needs DATABASE_DIRECT_URL"},
 	{Name: "DATABASE_DIRECT_URL", Default: "(unset: DATABASE_URL)", Meaning: "postgres://… straight to the primary, for listening to notifications and for migrations", Secret: true},

@@ -47,10 +47,11 @@ func WithReadTimeout(d time.Duration) Option {
 // default, 3 of them kept for superusers): the replicas of the service, the command line and
 // the operators' tools share them, so each replica's share is a setting.
 type Pool struct {
-	// MaxConns is the most connections the Store holds at once, all uses together: two
-	// that listen for notifications (webhook events, trip updates), one for Ping, two that
-	// write without waiting for the WAL flush (positions, the attempt log), and the rest in
-	// the pool that serves requests and background work. At least MinPoolConns.
+	// MaxConns is the most connections the Store holds at once, all uses together: one
+	// that listens for notifications (webhook events, trip updates, key changes), one for
+	// Ping, two that write without waiting for the WAL flush (positions, the attempt log),
+	// and the rest in the pool that serves requests and background work. At least
+	// MinPoolConns.
 	MaxConns int
 	// MaxIdleConns is how many of the pool's connections stay open while idle, at most the
 	// pool's size: opening one costs the server a process.
@@ -72,8 +73,8 @@ const pgTooManyConnections = "53300"
 const MinPoolConns = sideConns + 1
 
 // DefaultPool lets 8 replicas share a PostgreSQL of the default max_connections (100, 97 for
-// other roles than superusers) with 17 to spare: 10 connections each, 5 of them in the pool,
-// all 5 kept while idle.
+// other roles than superusers) with 17 to spare: 10 connections each, 6 of them in the pool,
+// all 6 kept while idle.
 var DefaultPool = Pool{MaxConns: 10, MaxIdleConns: 10 - sideConns}
 
 // PoolSize is how many of MaxConns connections serve requests and background work.

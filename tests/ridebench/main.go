@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,10 +159,16 @@ func benchmark(ctx context.Context, o options) error {
 	}
 
 	// The server: the real binary, rate limits and demo data off, a fixed cursor secret (the
-	// page-depth runs build cursors with it, through the server's own code).
+	// page-depth runs build cursors with it, through the server's own code), and a pool of as
+	// many connections for requests as the reference holds (one per client), its side
+	// connections apart: the default pool is sized for eight replicas on one database, and
+	// with fewer connections than clients a transaction waits for a turn the reference never
+	// waits for.
 	secret := "ridebench-cursor-secret-0123456789"
+	sideConns := store.DefaultPool.MaxConns - store.DefaultPool.PoolSize()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+o.addr, "RIDE_RATE_LIMIT_READ=0",
-		"RIDE_RATE_LIMIT_WRITE=0", "RIDE_DEMO_DATA=false", "RIDE_CURSOR_SECRET="+secret)
+		"RIDE_RATE_LIMIT_WRITE=0", "RIDE_DEMO_DATA=false", "RIDE_CURSOR_SECRET="+secret,
+		"RIDE_DB_MAX_CONNS="+strconv.Itoa(sideConns+o.concurrency))
 	stopServer, err := startServer(ctx, o.rideapi, env, o.addr, "ridebench-server.log", &servers.real)
 	if err != nil {
 		return err
@@ -187,7 +194,7 @@ func benchmark(ctx context.Context, o options) error {
 		}
 		defer stopCompare()
 	}
-	stopHandwritten, err := startHandwritten(ctx, o.hwAddr, dbURL)
+	stopHandwritten, err := startHandwritten(ctx, o.hwAddr, dbURL+"&pool_max_conns="+strconv.Itoa(o.concurrency))
 	if err != nil {
 		return err
 	}
