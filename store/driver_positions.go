@@ -147,7 +147,7 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 		return PositionReport{}, interpretError(err)
 	}
 	if r.Taken && s.standbys != nil && s.async != nil {
-		s.standbys.wrote(ctx)
+		s.standbys.wroteAsync(ctx)
 	}
 	switch {
 	case r.Taken:

@@ -111,6 +111,9 @@ func (s *Store) CreateAPIKey(ctx context.Context, p CreateAPIKeyParams) (APIKey,
 	if err != nil {
 		return APIKey{}, interpretError(err)
 	}
+	if s.standbys != nil {
+		s.standbys.created(ctx, k.ID)
+	}
 	return k, nil
 }
 

@@ -135,8 +135,11 @@ type standby struct {
 	replayed atomic.Uint64
 	// usable tells whether it answered its last poll and lagged within the bound.
 	usable atomic.Bool
-	// down tells whether its last poll failed (logged once per outage).
-	down, lagging bool
+	// down tells whether it stopped answering, a poll or a read found, and no poll has
+	// found it answering since: each change is logged once.
+	down atomic.Bool
+	// lagging tells whether its last poll found it past the lag bound.
+	lagging bool
 }
 
 // standbys routes reads to the standbys and keeps watch over them.
@@ -170,8 +173,16 @@ func openStandbys(s *Store, urls []string, o options) (*standbys, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	sb := &standbys{s: s, maxLag: maxLag, log: log, stopped: make(chan struct{})}
+	// A standby's connections wait for an answer no longer than a statement there may take,
+	// whatever waits: database/sql pings a connection idle for a second before reusing it, a
+	// ping no statement's bound covers, and a standby that hangs would hold it for the
+	// primary's whole read timeout.
+	so := o
+	if so.readTimeout == 0 || so.readTimeout > standbyTimeout {
+		so.readTimeout = standbyTimeout
+	}
 	for _, raw := range urls {
-		cfg, err := pgConnConfig(raw, o)
+		cfg, err := pgConnConfig(raw, so)
 		if err != nil {
 			sb.close()
 			return nil, fmt.Errorf("standby: %w", err)
@@ -272,8 +283,7 @@ func (sb *standbys) poll(ctx context.Context) {
 			continue
 		}
 		one.replayed.Store(uint64(pos))
-		if one.down {
-			one.down = false
+		if one.down.CompareAndSwap(true, false) {
 			sb.log.Info("standby answers again", "standby", one.name)
 		}
 		lag := sb.lag(pos)
@@ -290,10 +300,11 @@ func (sb *standbys) poll(ctx context.Context) {
 	}
 }
 
+// markDown takes a standby that stopped answering out until a poll finds it answering, from
+// the poll or from a read that found it so.
 func (sb *standbys) markDown(one *standby, err error) {
 	one.usable.Store(false)
-	if !one.down {
-		one.down = true
+	if one.down.CompareAndSwap(false, true) {
 		sb.log.Warn("standby unavailable; reading from the primary", "standby", one.name, "error", err.Error())
 	}
 }
@@ -371,6 +382,17 @@ func (sb *standbys) seen(ctx context.Context, r *reader) (lsn, bool) {
 // wrote records that ctx's caller has written: the primary's WAL position now, past the write's
 // commit, becomes what its reads must see, here and on every replica of the service.
 func (sb *standbys) wrote(ctx context.Context) {
+	sb.record(ctx, recordReadPositionSQL)
+}
+
+// wroteAsync is wrote after a commit that did not wait for the WAL flush (a position report):
+// its commit record may still sit in the WAL buffers, past the position written out, so the
+// position recorded is the insert position, which lies past it.
+func (sb *standbys) wroteAsync(ctx context.Context) {
+	sb.record(ctx, recordAsyncReadPositionSQL)
+}
+
+func (sb *standbys) record(ctx context.Context, query string) {
 	r := readerOf(ctx)
 	if r == nil || r.key == "" || InTx(ctx) {
 		return
@@ -378,7 +400,7 @@ func (sb *standbys) wrote(ctx context.Context) {
 	var text string
 	err := sb.s.turns.enter(ctx)
 	if err == nil {
-		err = sb.s.sqlDB.QueryRowContext(ctx, recordReadPositionSQL, r.key).Scan(&text)
+		err = sb.s.sqlDB.QueryRowContext(ctx, query, r.key).Scan(&text)
 		sb.s.turns.leave()
 	}
 	pos, perr := parseLSN(text)
@@ -392,6 +414,18 @@ func (sb *standbys) wrote(ctx context.Context) {
 		return
 	}
 	r.seen = max(r.seen, pos)
+}
+
+// created gives a key just created its creator's view: its first reads see at least what the
+// primary had written when it was made (the key's own row, and what its creator wrote for it).
+func (sb *standbys) created(ctx context.Context, keyID string) {
+	if InTx(ctx) {
+		return // recorded by nobody: the transaction that creates it has not committed
+	}
+	if err := sb.s.turns.enter(ctx); err == nil {
+		_ = sb.s.sqlDB.QueryRowContext(ctx, recordReadPositionSQL, keyID).Scan(new(string))
+		sb.s.turns.leave()
+	}
 }
 
 // register makes every write db runs outside a transaction record its position for the
@@ -425,11 +459,18 @@ func (sb *standbys) afterWrite(db *gorm.DB) {
 // WAL, past the commit of a synchronous write. (Not the insert position, which may lie ahead of
 // anything written out: a standby could wait long for it.) Asynchronous commit suffices: the row
 // is visible to every reader at once, and a crash that lost it lost the recent writes with it.
-const recordReadPositionSQL = `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+var recordReadPositionSQL = recordReadPositionWith("pg_current_wal_lsn()")
+
+// recordAsyncReadPositionSQL records the position of an asynchronous commit (wroteAsync).
+var recordAsyncReadPositionSQL = recordReadPositionWith("pg_current_wal_insert_lsn()")
+
+func recordReadPositionWith(position string) string {
+	return `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
 INSERT INTO read_positions (key_id, lsn, updated_at)
-SELECT $1, pg_current_wal_lsn(), now() FROM async
+SELECT $1, ` + position + `, now() FROM async
 ON CONFLICT (key_id) DO UPDATE SET lsn = greatest(read_positions.lsn, excluded.lsn), updated_at = excluded.updated_at
 RETURNING lsn::text`
+}
 
 // FromPrimary makes the reads done with the returned context go to the primary: a stream told
 // of a change by a notification reads it there, where it is already.
@@ -507,15 +548,10 @@ func (p *standbyPool) elsewhere(err error) bool {
 		}
 	}
 	if Unavailable(err) {
-		p.sbs.markDownAsync(p.standby, err)
+		p.sbs.markDown(p.standby, err)
 		return true
 	}
 	return false
-}
-
-// markDownAsync takes a standby out from a request's goroutine; the poll logs it.
-func (sb *standbys) markDownAsync(one *standby, _ error) {
-	one.usable.Store(false)
 }
 
 // pgConnConfig parses a PostgreSQL URL into pgx's settings as Open uses them: a connect

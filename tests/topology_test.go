@@ -93,6 +93,7 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 		replica := deployment(ctx, time.Hour)
 		one, two, three := replica(nil), replica(nil), replica(nil)
 		writer, other := one.Admin, one.Key(auth.RoleAdmin, "")
+		Expect(topo.CaughtUp(ctx)).To(Succeed(), "the keys reach the standby: a new key reads what it was made with")
 		Expect(topo.PauseReplay(ctx)).To(Succeed()) // lag that no host's speed undoes
 		DeferCleanup(topo.ResumeReplay)
 
@@ -102,9 +103,11 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 			res := h.GET("/v1/webhook-endpoints/"+id, writer)
 			Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
 		}
-		By("another key, which wrote nothing, reads from the standby, which has not replayed the write")
+		By("another key, which wrote nothing since it was made, reads from the standby, which has not replayed the write")
 		for _, h := range []*Harness{two, three} {
-			Expect(h.GET("/v1/webhook-endpoints/"+id, other).Status).To(Equal(http.StatusNotFound))
+			// Once the replica's poll of the standby has seen it replay past the key's making.
+			Eventually(func() int { return h.GET("/v1/webhook-endpoints/"+id, other).Status }).
+				WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(http.StatusNotFound))
 			Expect(h.GET("/v1/webhook-endpoints", other).Body).NotTo(ContainSubstring(id))
 		}
 		By("its own write moves that key to what it wrote, on every replica")
@@ -119,6 +122,32 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 		Eventually(func() int { return two.GET("/v1/webhook-endpoints/"+second, third).Status }).
 			WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Equal(http.StatusOK))
 		Expect(three.GET("/v1/webhook-endpoints/"+id, third).Status).To(Equal(http.StatusOK))
+	})
+
+	It("shows a driver its position report, a commit that does not wait for the WAL flush, and a new key its own record, on another replica, the standby short of them", func(ctx SpecContext) {
+		replica := deployment(ctx, time.Hour)
+		one, two := replica(nil), replica(nil)
+		driver := one.NewDriver(DriverOpts{City: one.NewCity(CityOpts{}).ID})
+		driverKey := one.Key(auth.RoleDriver, driver.ID)
+		for i := range 4 {
+			// The standby has replayed everything but the report to come, and the replicas'
+			// polls (every 100 ms) have seen it: were the report's position recorded short of
+			// its commit, they would send the read there. (The wait makes a regression show;
+			// the answer is right however long the polls take.)
+			Expect(topo.CaughtUp(ctx)).To(Succeed())
+			time.Sleep(300 * time.Millisecond)
+			lat := 10 + float64(i)/100
+			one.reportPosition(driverKey, driver.ID, map[string]any{"lat": lat, "lng": 20.0}, time.Now())
+			res := two.GET("/v1/drivers/"+driver.ID+"/availability", driverKey)
+			Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+			Expect(res.JSON()["position"]).To(HaveKeyWithValue("lat", BeNumerically("~", lat, 1e-9)), "report %d", i)
+		}
+
+		By("a key created on one replica reads its own record on another at once")
+		res := one.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: one.Admin, Body: map[string]any{"role": "admin"}})
+		Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+		secret, id := res.JSON()["secret"].(string), res.JSON()["id"].(string)
+		Expect(two.GET("/v1/api-keys/"+id, secret).Status).To(Equal(http.StatusOK))
 	})
 
 	It("skips a standby that lags past the bound, reading from the primary", func(ctx SpecContext) {
@@ -187,6 +216,46 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 			WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).Should(Equal(http.StatusNotFound),
 			"read from the standby, which has not replayed the write")
 		Expect(logs.String()).To(ContainSubstring("standby answers again"))
+	})
+
+	It("answers every read while the standby hangs, from connections to it idle past a second too, and takes it out with one log line", func(ctx SpecContext) {
+		logs := &lockedBuffer{}
+		replica := deployment(ctx, time.Hour)
+		h := replica(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+		reader := h.Key(auth.RoleAdmin, "")
+		Expect(topo.CaughtUp(ctx)).To(Succeed())
+		time.Sleep(300 * time.Millisecond) // the replica's poll sees the standby caught up
+
+		// reads runs n reads of the cities at once and returns their statuses.
+		reads := func(n int) []int {
+			statuses := make(chan int, n)
+			for range n {
+				go func() {
+					defer GinkgoRecover()
+					statuses <- h.GET("/v1/cities", reader).Status
+				}()
+			}
+			var got []int
+			for range n {
+				got = append(got, <-statuses)
+			}
+			return got
+		}
+		Expect(reads(6)).To(HaveEach(http.StatusOK))
+		// The standby's connections wait idle: database/sql pings one idle for a second before
+		// using it again, a ping that no statement's bound covers. (The wait makes a
+		// regression show; the answers are right whatever the host's speed.)
+		time.Sleep(1500 * time.Millisecond)
+
+		Expect(topo.FreezeStandby()).To(Succeed())
+		DeferCleanup(topo.ThawStandby)
+		Expect(reads(6)).To(HaveEach(http.StatusOK))
+		Eventually(logs.String).WithTimeout(10 * time.Second).Should(ContainSubstring("standby unavailable"))
+		Expect(reads(6)).To(HaveEach(http.StatusOK), "from the primary at once")
+		Expect(topo.ThawStandby()).To(Succeed())
+		Eventually(logs.String).WithTimeout(10 * time.Second).Should(ContainSubstring("standby answers again"))
+		Expect(strings.Count(logs.String(), "standby unavailable")).To(Equal(1), logs.String())
+		Expect(logs.String()).NotTo(ContainSubstring("could not reach the database"))
 	})
 
 	It("runs eight replicas on a primary of max_connections 100 through PgBouncer without a refused connection", func(ctx SpecContext) {

@@ -132,6 +132,42 @@ func (t *Topology) StartStandby(ctx context.Context) error {
 		"SELECT count(*) = 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'", filepath.Join(t.Dir, standbyLog))
 }
 
+// FreezeStandby stops the standby's processes where they stand (SIGSTOP), as a server that
+// hangs does: its connections stay open, new ones are accepted by the kernel, and nothing
+// answers. ThawStandby lets them go on (SIGCONT).
+func (t *Topology) FreezeStandby() error { return t.signalStandby(syscall.SIGSTOP) }
+
+// ThawStandby ends FreezeStandby.
+func (t *Topology) ThawStandby() error { return t.signalStandby(syscall.SIGCONT) }
+
+// signalStandby sends sig to the standby's postmaster and every process it runs.
+func (t *Topology) signalStandby(sig syscall.Signal) error {
+	pid, ok := serverPID(filepath.Join(t.Dir, standbyDir))
+	if !ok {
+		return errors.New("pgcluster: the standby does not run")
+	}
+	pids := []int{pid}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	for _, p := range procs {
+		child, err := strconv.Atoi(p.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		if _, parent, err := procTimes(child, false); err == nil && parent == pid {
+			pids = append(pids, child)
+		}
+	}
+	for _, p := range pids {
+		if err := syscall.Kill(p, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("pgcluster: signal %v to %d: %w", sig, p, err)
+		}
+	}
+	return nil
+}
+
 // PauseReplay stops the standby from applying WAL until ResumeReplay: whatever the primary
 // commits meanwhile is certainly not on the standby, however slow the host.
 func (t *Topology) PauseReplay(ctx context.Context) error {
