@@ -420,7 +420,7 @@ func (sb *standbys) record(ctx context.Context, query string) {
 // primary had written when it was made (the key's own row, and what its creator wrote for it).
 func (sb *standbys) created(ctx context.Context, keyID string) {
 	if InTx(ctx) {
-		return // recorded by nobody: the transaction that creates it has not committed
+		return // its row is not committed yet: no position covers it
 	}
 	if err := sb.s.turns.enter(ctx); err == nil {
 		_ = sb.s.sqlDB.QueryRowContext(ctx, recordReadPositionSQL, keyID).Scan(new(string))
