@@ -188,7 +188,9 @@ func openStandbys(s *Store, urls []string, o options) (*standbys, error) {
 			return nil, fmt.Errorf("standby: %w", err)
 		}
 		db := stdlib.OpenDB(*cfg)
-		db.SetMaxOpenConns(o.pool.PoolSize())
+		// As many connections as the pool has turns, and one for the poll, which takes none:
+		// a read never waits inside database/sql for one, where its bound would not hold.
+		db.SetMaxOpenConns(o.pool.PoolSize() + 1)
 		db.SetMaxIdleConns(min(o.pool.MaxIdleConns, o.pool.PoolSize()))
 		db.SetConnMaxIdleTime(5 * time.Minute)
 		db.SetConnMaxLifetime(time.Hour)

@@ -249,7 +249,7 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 
 		Expect(topo.FreezeStandby()).To(Succeed())
 		DeferCleanup(topo.ThawStandby)
-		Expect(reads(6)).To(HaveEach(http.StatusOK))
+		Expect(reads(6)).To(HaveEach(http.StatusOK), logs.String())
 		Eventually(logs.String).WithTimeout(10 * time.Second).Should(ContainSubstring("standby unavailable"))
 		Expect(reads(6)).To(HaveEach(http.StatusOK), "from the primary at once")
 		Expect(topo.ThawStandby()).To(Succeed())
