@@ -1,9 +1,9 @@
 package tests
 
 import (
-	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,13 +14,21 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
+// eventsEpoch and eventWindows place each events spec's window (see below).
+var (
+	eventsEpoch  = time.Now().UTC()
+	eventWindows atomic.Int64
+)
+
 var _ = ForEachEngine("Events", func(h *Harness) {
-	// Each spec writes its events into a one-minute window of its own, a day ago: inside the
-	// retention, before every endpoint (so nothing is delivered), apart from other specs' events.
+	// Each spec writes its events into a one-minute window of its own, a day before the suite
+	// began: inside the retention, before every endpoint (so nothing is delivered), apart from
+	// other specs' events (the windows are two minutes apart, never drawn at random).
 	var base time.Time
 	var window string
 	BeforeEach(func() {
-		base = time.Now().UTC().Add(-24*time.Hour - time.Duration(rand.IntN(1_000_000))*time.Minute/1000).Truncate(time.Second)
+		slot := time.Duration(eventWindows.Add(1))
+		base = eventsEpoch.Add(-24*time.Hour - slot*2*time.Minute).Truncate(time.Second)
 		window = "created_after=" + url.QueryEscape(base.Add(-time.Microsecond).Format(time.RFC3339Nano)) +
 			"&created_before=" + url.QueryEscape(base.Add(time.Minute).Format(time.RFC3339Nano))
 	})
