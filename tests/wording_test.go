@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -18,10 +19,15 @@ var internalWords = []string{
 	"i/o timeout", "connection reset", "context deadline",
 }
 
+// resourceID matches an id of the API: a prefix and 26 characters of base32.
+var resourceID = regexp.MustCompile(`\b[a-z]{2,4}_[a-z2-7]{26}\b`)
+
 // internalWording reports the first piece of internal wording in a problem answer.
 func internalWording(body []byte) error {
+	// Ids are random base32 and may spell anything ("est_7jxg2gorm…"): they are left out.
+	text := resourceID.ReplaceAllString(string(body), "")
 	for _, w := range internalWords {
-		if strings.Contains(string(body), w) {
+		if strings.Contains(text, w) {
 			return fmt.Errorf("the answer quotes %q: %s", w, body)
 		}
 	}
