@@ -75,7 +75,19 @@ var _ = ForEachEngine("Every GET's conditional and negotiated answers", func(h *
 			etag := plain.Header.Get("ETag")
 			Expect(etag).To(HavePrefix(`"`), "GET %s carries a strong ETag", g.path)
 
-			same := api.Do(Request{Method: http.MethodGet, Path: g.path, Key: g.key, Header: map[string]string{"If-None-Match": etag}})
+			// A resource may change between two requests (a key's last_used_at is written in
+			// the background): then the answer is the new representation with a new ETag, and
+			// the next request with that one is answered 304. A change every request would
+			// be a representation that never validates, so three tries decide.
+			var same *Response
+			for try := 0; try < 3; try++ {
+				same = api.Do(Request{Method: http.MethodGet, Path: g.path, Key: g.key, Header: map[string]string{"If-None-Match": etag}})
+				if same.Status != http.StatusOK {
+					break
+				}
+				Expect(same.Header.Get("ETag")).NotTo(Equal(etag), "GET %s answers 200 to its own ETag", g.path)
+				etag = same.Header.Get("ETag")
+			}
 			Expect(same.Status).To(Equal(http.StatusNotModified), "GET %s with its ETag: %s", g.path, same.Body)
 			Expect(same.Body).To(BeEmpty())
 			Expect(same.Header.Get("ETag")).To(Equal(etag))
