@@ -174,6 +174,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
+	if err := registerRowQuery(db); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	if pgConfig != nil {
 		s.async = openAsyncCommitPool(pgConfig, asyncConns)
 		s.asyncTurns = newAdmission(asyncConns)

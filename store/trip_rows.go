@@ -251,13 +251,13 @@ func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
 	return p
 }
 
-// queryPrebuilt runs a prebuilt statement through GORM (its callbacks and the connection or
-// transaction of q) without building its SQL again: the Row callback uses a statement's SQL
-// as it finds it.
-func queryPrebuilt(q *gorm.DB, sql string, vars ...any) (*sql.Rows, error) {
+// withPrebuilt makes q (a query on the trips table) run a prebuilt statement through GORM
+// (its callbacks and the connection or transaction of q) without building its SQL again: the
+// Row callback uses a statement's SQL as it finds it.
+func withPrebuilt(q *gorm.DB, sql string, vars ...any) *gorm.DB {
 	q.Statement.SQL.WriteString(sql)
 	q.Statement.Vars = append(q.Statement.Vars, vars...)
-	return q.Rows()
+	return q
 }
 
 // withDrivers selects the trips of q (a query on the trips table) with their drivers, in
@@ -273,38 +273,38 @@ func withDrivers(q *gorm.DB) *gorm.DB {
 // deep in a list costs one round trip like the first page.
 func findTrips(q *gorm.DB, other *gorm.DB, rows int) ([]Trip, bool, bool, error) {
 	if other == nil {
-		r, err := q.Rows()
-		if err != nil {
-			return nil, false, false, interpretError(err)
-		}
-		trips, err := scanTripRows(r, rows)
+		trips, err := readTrips(q, rows)
 		return trips, false, false, err
 	}
 	// A scalar subquery, not EXISTS (…): PostgreSQL drops the ORDER BY and LIMIT of an EXISTS
 	// subquery, and with them the index order that keeps the probe cheap at any depth.
-	r, err := q.Select(tripWithDriverColumns+", (?) IS NOT NULL", other).Rows()
-	if err != nil {
-		return nil, false, false, interpretError(err)
-	}
 	var found bool
-	trips, err := scanTripRows(r, rows, &found)
+	trips, err := readTrips(q.Select(tripWithDriverColumns+", (?) IS NOT NULL", other), rows, &found)
 	return trips, found, len(trips) > 0, err
 }
 
-// scanTrips reads every row of a query that selected tripWithDriverColumns, and closes rows.
-func scanTrips(rows *sql.Rows, err error) ([]Trip, error) {
+// scanTrips reads every row of a query that selected tripWithDriverColumns, then one column
+// per extra, and closes rows.
+func scanTrips(rows *sql.Rows, err error, expected int, extra ...any) ([]Trip, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return scanTripRows(rows, 1)
+	defer rows.Close()
+	return scanTripRows(rows, expected, extra...)
+}
+
+// tripSource is the rows scanTripRows reads: database/sql's, or pgx's own (pgxTrips).
+type tripSource interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
 }
 
 // scanTripRows reads rows of tripReadColumns followed by one column per extra, into extra
 // (the same value on every row: the last row's stays). Each row is scanned straight into its
 // place in the result, which has room for expected rows, through one reused list of
-// destinations: no per-row copies.
-func scanTripRows(rows *sql.Rows, expected int, extra ...any) ([]Trip, error) {
-	defer rows.Close()
+// destinations: no per-row copies. The caller closes rows.
+func scanTripRows(rows tripSource, expected int, extra ...any) ([]Trip, error) {
 	trips := make([]Trip, 0, expected)
 	dest := make([]any, len(tripReadColumns), len(tripReadColumns)+len(extra))
 	dest = append(dest, extra...)

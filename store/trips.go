@@ -132,9 +132,9 @@ func (s *Store) oneTrip(ctx context.Context, statement string, vars ...any) (Tri
 
 // tripsByPrebuilt runs a prebuilt statement that selects tripWithDriverColumns. Table names
 // the table for callbacks that look (query logs) and gives the query a statement of its own,
-// which queryPrebuilt fills in.
+// which withPrebuilt fills in.
 func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars ...any) ([]Trip, error) {
-	return scanTrips(queryPrebuilt(s.conn(ctx).Table("trips"), statement, vars...))
+	return readTrips(withPrebuilt(s.conn(ctx).Table("trips"), statement, vars...), 1)
 }
 
 // TripsWithin returns the trips among ids that are within reach, each with its driver, in one
@@ -154,8 +154,8 @@ func (s *Store) TripsWithin(ctx context.Context, ids []string, reach TripReach) 
 		}
 		return []Trip{trip}, nil
 	}
-	return scanTrips(withDrivers(s.conn(ctx).Model(&Trip{})).
-		Where("trips.id IN ? AND (trips.account = ? OR trips.driver_id = ?)", ids, reach.Account, reach.DriverID).Rows())
+	return readTrips(withDrivers(s.conn(ctx).Model(&Trip{})).
+		Where("trips.id IN ? AND (trips.account = ? OR trips.driver_id = ?)", ids, reach.Account, reach.DriverID), len(ids))
 }
 
 // SortField names a column trips can be listed by.

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+)
+
+// On PostgreSQL the trip reads scan their rows through pgx's own interface, on a connection
+// of the pool GORM uses. database/sql converts every column of every row into a driver value
+// (a string copied, a time boxed) and then again into its destination: for a page of 21
+// trips of 31 columns that cost the server more than PostgreSQL spent finding them. pgx
+// decodes each column from the wire straight into its destination.
+//
+// The statement still runs as a GORM statement: it is built, takes its turn at the pool
+// (admission), and is seen by every callback registered around GORM's row callback, which
+// rowQuery replaces. Only where GORM would call database/sql's QueryContext on the pool does
+// it run on the pool's connection through pgx instead. A transaction's reads, a standby's and
+// SQLite's go through database/sql as before.
+
+// pgxReadSetting is the statement setting that asks rowQuery for a pgx read (a *pgxRead).
+const pgxReadSetting = "ride:pgx_read"
+
+// pgxRead is a trip read rowQuery may run through pgx, and its outcome.
+type pgxRead struct {
+	expected int   // rows expected, the result's initial room
+	extra    []any // destinations of the columns after tripReadColumns
+	ran      bool  // rowQuery ran it: trips and err are its outcome
+	trips    []Trip
+	err      error
+}
+
+// readTrips runs q, a query selecting tripReadColumns then one column per extra, and reads
+// its trips: through pgx where rowQuery can, through database/sql otherwise.
+func readTrips(q *gorm.DB, expected int, extra ...any) ([]Trip, error) {
+	if q.Dialector.Name() != "postgres" {
+		rows, err := q.Rows()
+		return scanTrips(rows, err, expected, extra...)
+	}
+	read := &pgxRead{expected: expected, extra: extra}
+	rows, err := q.Set(pgxReadSetting, read).Rows()
+	if read.ran {
+		return read.trips, interpretError(read.err)
+	}
+	return scanTrips(rows, err, expected, extra...)
+}
+
+// rowQuery is GORM's row callback, which runs a statement that asked for a pgx read
+// (readTrips) on the pool through pgx.
+func rowQuery(db *gorm.DB) {
+	value, _ := db.Statement.Settings.Load(pgxReadSetting)
+	read, _ := value.(*pgxRead)
+	pool, onPool := db.Statement.ConnPool.(*sql.DB)
+	if read == nil || !onPool || db.Error != nil {
+		callbacks.RowQuery(db)
+		return
+	}
+	callbacks.BuildQuerySQL(db)
+	if db.DryRun || db.Error != nil {
+		return
+	}
+	read.ran = true
+	read.trips, read.err = pgxTrips(db.Statement.Context, pool, db.Statement.SQL.String(), db.Statement.Vars, read.expected, read.extra...)
+	if read.err != nil {
+		_ = db.AddError(read.err)
+	}
+	db.RowsAffected = int64(len(read.trips))
+}
+
+// pgxTrips runs query on a connection of pool through pgx and scans its trips.
+func pgxTrips(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra ...any) (trips []Trip, err error) {
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	err = conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("store: a pgx read on a %T connection", driverConn)
+		}
+		rows, err := c.Conn().Query(ctx, query, vars...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		trips, err = scanTripRows(rows, expected, extra...)
+		return err
+	})
+	return trips, err
+}
+
+// registerRowQuery puts rowQuery in the place of GORM's row callback.
+func registerRowQuery(db *gorm.DB) error {
+	if err := db.Callback().Row().Replace("gorm:row", rowQuery); err != nil {
+		return fmt.Errorf("store: hook gorm:row: %w", err)
+	}
+	return nil
+}
