@@ -6,27 +6,30 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rideapi/ride/server/app"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
-// The per-request middleware stack, measured with and without each layer on SQLite (the
-// handler's own work is the same in every variant, so the differences are the layers):
+// The per-request middleware stack, measured with and without each layer (the handler's own
+// work is the same in every variant, so the differences are the layers). The requests that
+// reach the database run on SQLite, or on PostgreSQL with TEST_DATABASE_URL:
 //
 //	go test -run XXX -bench Stack -benchmem ./server/
+//	TEST_DATABASE_URL=postgres://… go test -run XXX -bench Stack -benchmem ./server/
 //
 // stackLayers picks the layers of benchStack; it mirrors the wiring of New.
 type stackLayers struct {
@@ -50,7 +53,16 @@ type benchFixture struct {
 func newBenchFixture(b *testing.B) *benchFixture {
 	b.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(b.TempDir(), "bench.db"))
+	url := "sqlite://" + filepath.Join(b.TempDir(), "bench.db")
+	if base := os.Getenv("TEST_DATABASE_URL"); base != "" {
+		var drop func()
+		var err error
+		if url, drop, err = storetest.NewPostgresDatabase(ctx, base); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(drop)
+	}
+	st, err := store.Open(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +167,7 @@ func (f *benchFixture) serve(b *testing.B, h http.Handler, method, path, body st
 	}
 }
 
-// BenchmarkStackGetTrip is GET /v1/trips/{id} through the real server (SQLite included), then
+// BenchmarkStackGetTrip is GET /v1/trips/{id} through the real server (its database included), then
 // through the stack with a canned trip instead of the database: all layers, without each
 // layer in turn, and the handler alone.
 func BenchmarkStackGetTrip(b *testing.B) {
