@@ -20,7 +20,6 @@ import (
 	"github.com/rideapi/ride/server/app"
 
 	"github.com/rideapi/ride/server/auth"
-	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
@@ -34,26 +33,13 @@ import (
 //
 //	TEST_DATABASE_URL=postgres://… go test -run XXX -bench ForeignTripNotFound ./server/
 func BenchmarkForeignTripNotFound(b *testing.B) {
-	engines := map[string]func(b *testing.B) string{
-		"sqlite": func(b *testing.B) string { return "sqlite://" + filepath.Join(b.TempDir(), "oracle.db") },
-	}
-	if base := os.Getenv("TEST_DATABASE_URL"); base != "" {
-		engines["postgres"] = func(b *testing.B) string {
-			url, drop, err := storetest.NewPostgresDatabase(context.Background(), base)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(drop)
-			return url
-		}
-	}
 	for _, name := range []string{"sqlite", "postgres"} {
-		newURL, ok := engines[name]
-		if !ok {
+		postgres := name == "postgres"
+		if postgres && os.Getenv("TEST_DATABASE_URL") == "" {
 			continue
 		}
 		b.Run(name, func(b *testing.B) {
-			h, key, foreign := oracleFixture(b, newURL(b))
+			h, key, foreign := oracleFixture(b, benchDatabaseURL(b, postgres))
 			random := make([]string, len(foreign))
 			for i := range random {
 				random[i] = ride.NewID(ride.PrefixTrip)
@@ -92,23 +78,7 @@ func BenchmarkForeignTripNotFound(b *testing.B) {
 func oracleFixture(b *testing.B, url string) (http.Handler, string, []string) {
 	b.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := demo.Seed(ctx, st, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Config{CursorSecret: []byte("oracle-bench-secret-0123456789")},
-		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, st := benchServer(b, url, true)
 	key, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleAdmin, Account: "acct_oracle_" + strings.ToLower(rand.Text()[:8])}, time.Now())
 	if err != nil {
 		b.Fatal(err)

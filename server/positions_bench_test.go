@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,7 +20,6 @@ import (
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/store/storetest"
 )
 
 // BenchmarkPositionReport is POST /v1/drivers/{driverId}/positions with 10 positions, through
@@ -32,23 +29,11 @@ import (
 //
 //	TEST_DATABASE_URL=postgres://… go test -run XXX -bench PositionReport -cpuprofile cpu.out ./server/
 func BenchmarkPositionReport(b *testing.B) {
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
+	if os.Getenv("TEST_DATABASE_URL") == "" {
 		b.Skip("TEST_DATABASE_URL is not set")
 	}
 	ctx := context.Background()
-	url, drop, err := storetest.NewPostgresDatabase(ctx, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(drop)
-	st := storetest.Open(b, url)
-	s, err := New(Config{CursorSecret: []byte("position-bench-secret-0123456789")},
-		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, st := benchServer(b, benchDatabaseURL(b, true), false)
 
 	now := time.Now()
 	city, err := st.CreateCity(ctx, store.City{ID: "bench-city", Name: "Benchville", CenterLat: 37.7749, CenterLng: -122.4194,

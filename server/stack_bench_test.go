@@ -3,11 +3,9 @@ package server
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,10 +16,8 @@ import (
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
-	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
-	"github.com/rideapi/ride/store/storetest"
 )
 
 // The per-request middleware stack, measured with and without each layer (the handler's own
@@ -53,32 +49,7 @@ type benchFixture struct {
 func newBenchFixture(b *testing.B) *benchFixture {
 	b.Helper()
 	ctx := context.Background()
-	url := "sqlite://" + filepath.Join(b.TempDir(), "bench.db")
-	if base := os.Getenv("TEST_DATABASE_URL"); base != "" {
-		var drop func()
-		var err error
-		if url, drop, err = storetest.NewPostgresDatabase(ctx, base); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(drop)
-	}
-	st, err := store.Open(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := demo.Seed(ctx, st, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Config{CursorSecret: []byte("stack-bench-secret-0123456789")},
-		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s, st := benchServer(b, benchDatabaseURL(b, os.Getenv("TEST_DATABASE_URL") != ""), true)
 	admin, _, err := app.NewAPIKey(ctx, st, app.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
 	if err != nil {
 		b.Fatal(err)
