@@ -27,6 +27,17 @@ const (
 		ORDER BY created_at DESC, id DESC LIMIT 20`
 )
 
+// createDatabase creates the database name on t's primary.
+func createDatabase(ctx context.Context, t *pgcluster.Topology, name string) error {
+	admin, err := pgx.Connect(ctx, t.PrimaryURL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+name)
+	return err
+}
+
 var benchDB struct {
 	once sync.Once
 	name string
@@ -40,14 +51,7 @@ func benchDatabase(b *testing.B, t *pgcluster.Topology) string {
 	benchDB.once.Do(func() {
 		ctx := context.Background()
 		benchDB.name = "bench"
-		admin, err := pgx.Connect(ctx, t.PrimaryURL("postgres"))
-		if err != nil {
-			benchDB.err = err
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "CREATE DATABASE "+benchDB.name); err != nil {
-			benchDB.err = err
+		if benchDB.err = createDatabase(ctx, t, benchDB.name); benchDB.err != nil {
 			return
 		}
 		conn, err := pgx.Connect(ctx, t.PrimaryURL(benchDB.name))
@@ -259,12 +263,7 @@ func BenchmarkExecModes(b *testing.B) {
 func BenchmarkReadYourWrite(b *testing.B) {
 	t := undelayed.start(b.Skip, b.Fatal)
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, t.PrimaryURL("postgres"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	_, _ = admin.Exec(ctx, "CREATE DATABASE ryw")
+	_ = createDatabase(ctx, t, "ryw") // made by an earlier run of the same topology, or now
 	primary, err := pgx.Connect(ctx, withMode(t.PrimaryURL("ryw"), "exec"))
 	if err != nil {
 		b.Fatal(err)

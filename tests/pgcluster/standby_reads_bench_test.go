@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/rideapi/ride/server/demo"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/tests/pgcluster"
@@ -30,14 +28,7 @@ func storeDatabase(b *testing.B, t *pgcluster.Topology) string {
 	storeBenchDB.once.Do(func() {
 		ctx := context.Background()
 		storeBenchDB.name = "store_bench"
-		admin, err := pgx.Connect(ctx, t.PrimaryURL("postgres"))
-		if err != nil {
-			storeBenchDB.err = err
-			return
-		}
-		defer admin.Close(ctx)
-		if _, err := admin.Exec(ctx, "CREATE DATABASE "+storeBenchDB.name); err != nil {
-			storeBenchDB.err = err
+		if storeBenchDB.err = createDatabase(ctx, t, storeBenchDB.name); storeBenchDB.err != nil {
 			return
 		}
 		st, err := store.Open(ctx, t.PrimaryURL(storeBenchDB.name))
