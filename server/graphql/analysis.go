@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
@@ -96,9 +95,6 @@ type documentAnalysis struct {
 	// cost is the number of fields the operation runs: fragments expanded at each place
 	// they are spread, a selection repeated exactly in one selection set counted once.
 	cost int
-	// ran is set once graphql-go has run the document (it passed its validation); nil for an
-	// analysis the cache does not keep.
-	ran *atomic.Bool
 }
 
 // documentCache remembers the analyses of documents that passed, so that a client sending the
@@ -138,7 +134,6 @@ func (c *documentCache) analyze(query, operationName string) (documentAnalysis, 
 			break
 		}
 	}
-	a.ran = new(atomic.Bool)
 	c.entries[key] = a
 	return a, nil
 }

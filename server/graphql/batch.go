@@ -11,8 +11,7 @@ import (
 
 // graphQLBatch is one request's window on the store. Before the document runs, the server reads
 // from it every trip and driver id its root fields name; the first resolver that needs a trip
-// then loads all of them, with their drivers, in one query, and likewise for drivers (for a
-// document graphql-go has run before, the handler loads them before it runs, prefetch). However
+// then loads all of them, with their drivers, in one query, and likewise for drivers. However
 // many aliases a document repeats `trip(id: …) { driver { … } }`, it costs one trips query (and
 // one drivers query for `driver(id: …)` fields), never one per field.
 //
@@ -86,26 +85,12 @@ func (l *batchedLookup[T]) get(ctx context.Context, id string) (T, bool, error) 
 		v, ok := one[id]
 		return v, ok, nil
 	}
-	l.prefetch(ctx)
+	l.once.Do(func() { l.loaded, l.err = l.load(ctx, l.ids) })
 	if l.err != nil {
 		return zero, false, l.err
 	}
 	v, ok := l.loaded[id]
 	return v, ok, nil
-}
-
-// prefetch loads the foreseen ids now, unless a lookup has already. A failure waits for
-// the first lookup, which returns it as it would have met it.
-func (l *batchedLookup[T]) prefetch(ctx context.Context) {
-	if len(l.ids) > 0 {
-		l.once.Do(func() { l.loaded, l.err = l.load(ctx, l.ids) })
-	}
-}
-
-// prefetch loads every trip and driver the document's root fields name.
-func (b *graphQLBatch) prefetch(ctx context.Context) {
-	b.trips.prefetch(ctx)
-	b.drivers.prefetch(ctx)
 }
 
 // trip returns a trip with its driver; false when no trip has this id.

@@ -198,24 +198,14 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 			at(analysis.operation.Position), analysis.cost)
 	}
 
-	batch := newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables)
-	ctx = withGraphQLBatch(ctx, batch)
+	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables))
 	ctx, failed := withUnavailable(ctx)
-	if analysis.ran != nil && analysis.ran.Load() {
-		// graphql-go resolves root fields on goroutines of their own, whose stacks start small
-		// and grow, copied, through the store's read: a document known to pass graphql-go's
-		// validation reads what its root fields name here, before it runs.
-		batch.prefetch(ctx)
-	}
 	run, patch := rewriteIntrospection(analysis.doc, analysis.query, h.schemaDescription)
 	res := h.schema.Exec(ctx, run, r.operationName, r.variables)
 	if failed.err != nil {
 		return Answer{}, failed.err // 503 from the error boundary, as a REST read's
 	}
 	ran := graphQLRan(res)
-	if ran && analysis.ran != nil {
-		analysis.ran.Store(true)
-	}
 	if ran && register {
 		if err := h.persisted.register(ctx, h.host.Store(ctx), h.host.Account(ctx), hashQuery(query), query); err != nil {
 			h.log.ErrorContext(ctx, "persisted query registration failed",
