@@ -536,6 +536,23 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 			Expect(single.Errors).To(BeEmpty())
 			Expect(log.Counts()).To(Equal([]string{"trips=1"}), "the seed's query is one query, as GET /v1/trips/{id} is")
 		})
+
+		It("reads nothing for a request that does not run or skips the field, whoever ran the same document before", func() {
+			trip := h.NewTrip(TripOpts{Driver: h.NewDriver(DriverOpts{}), Rider: rider})
+			doc := `query($id: ID!, $with: Boolean!) { trip(id: $id) @include(if: $with) { id } }`
+			Expect(h.Query(h.Admin, doc, map[string]any{"id": trip.ID, "with": true}).Errors).To(BeEmpty())
+
+			// Another account's admin sends the same text: without its required variables
+			// (refused before anything runs), and with the field left out.
+			stranger := h.KeyIn(auth.RoleAdmin, "", newAccount("gql"))
+			log := h.watchQueries(trip.ID)
+			res := h.GQL(stranger, map[string]any{"query": doc, "variables": map[string]any{"id": trip.ID}})
+			Expect(res.Status).To(Equal(http.StatusBadRequest))
+			skipped := h.Query(stranger, doc, map[string]any{"id": trip.ID, "with": false})
+			Expect(skipped.Errors).To(BeEmpty())
+			Expect(skipped.Data).To(BeEmpty())
+			Expect(log.Counts()).To(BeEmpty(), "the same work whether or not another account ran the document")
+		})
 	})
 })
 
