@@ -64,6 +64,15 @@ func rowQuery(db *gorm.DB) {
 		return
 	}
 	read.ran = true
+	// The rows are scanned inside the callback, between the statement's turn at the pool and
+	// its release, which GORM runs only if this returns: a panic while scanning becomes the
+	// read's error, or it would keep the turn for good.
+	defer func() {
+		if p := recover(); p != nil {
+			read.trips, read.err = nil, fmt.Errorf("store: reading trips: panic: %v", p)
+			_ = db.AddError(read.err)
+		}
+	}()
 	read.trips, read.err = pgxTrips(db.Statement.Context, pool, db.Statement.SQL.String(), db.Statement.Vars, read.expected, read.extra...)
 	if read.err != nil {
 		_ = db.AddError(read.err)
