@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
-	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/store"
 )
 
@@ -62,15 +60,7 @@ var _ = Describe("A database with no connection to spare", Label("postgres"), fu
 		DeferCleanup(st.Close)
 		Expect(st.Migrate(ctx)).To(Succeed())
 		logs := &lockedBuffer{}
-		srv, err := server.New(testDefaults(server.Config{}), server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-		Expect(err).NotTo(HaveOccurred())
-		ts := httptest.NewServer(srv)
-		DeferCleanup(func() {
-			ts.Close()
-			_ = srv.Close()
-		})
-		h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
-		h.Admin = h.Key(auth.RoleAdmin, "")
+		h := serveStore(st, server.Config{}, slog.New(slog.NewJSONHandler(logs, nil)))
 
 		By("trips on their way, each followed by its rider, each driver known to the server")
 		const drivers, reports = 12, 15

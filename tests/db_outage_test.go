@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rideapi/ride/server"
-	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/storetest"
@@ -194,17 +192,7 @@ func behindFaultProxy(ctx context.Context, cfg server.Config, opts ...store.Opti
 	DeferCleanup(st.Close)
 	Expect(st.Migrate(ctx)).To(Succeed())
 	logs := &lockedBuffer{}
-	srv, err := server.New(testDefaults(cfg),
-		server.Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	Expect(err).NotTo(HaveOccurred())
-	ts := httptest.NewServer(srv)
-	DeferCleanup(func() {
-		ts.Close()
-		_ = srv.Close()
-	})
-	h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
-	h.Admin = h.Key(auth.RoleAdmin, "")
-	return h, proxy, logs
+	return serveStore(st, cfg, slog.New(slog.NewJSONHandler(logs, nil))), proxy, logs
 }
 
 var _ = Describe("A database that stops answering", Label("postgres"), func() {

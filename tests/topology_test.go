@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -68,16 +67,7 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 			Expect(err).NotTo(HaveOccurred())
 			DeferCleanup(st.Close)
 			Expect(st.Migrate(ctx)).To(Succeed(), "through the direct URL, once more: nothing to do")
-			srv, err := server.New(testConfig(), server.Deps{Store: st, Logger: logger})
-			Expect(err).NotTo(HaveOccurred())
-			ts := httptest.NewServer(srv)
-			DeferCleanup(func() {
-				ts.Close()
-				_ = srv.Close()
-			})
-			h := &Harness{Engine: "postgres", Store: st, URL: ts.URL, httpServer: ts, server: srv}
-			h.Admin = h.Key(auth.RoleAdmin, "")
-			return h
+			return serveStore(st, server.Config{}, logger)
 		}
 	}
 
