@@ -224,11 +224,12 @@ func (s *Store) PurgeEvents(ctx context.Context, createdBefore time.Time) (int64
 	}
 }
 
-// eventsChannel is the PostgreSQL notification channel of new events (migration 00007).
+// eventsChannel is the PostgreSQL notification channel of new deliveries: the fan-out of an
+// event notifies it when it made one (migration 00015), and Redeliver does.
 const eventsChannel = "ride_events"
 
-// ListenEvents calls notify whenever a transaction that appended events commits, on
-// PostgreSQL, until ctx ends. It holds one connection of the pool while it listens and
+// ListenEvents calls notify whenever a transaction that made deliveries due commits (events
+// that fanned out to an endpoint, a redelivery), on PostgreSQL, until ctx ends. It holds one connection of the pool while it listens and
 // reconnects after a failure. On SQLite it returns nil at once: the worker's poll is all there is.
 func (s *Store) ListenEvents(ctx context.Context, notify func()) error {
 	if s.engine != EnginePostgres || s.sqlDB == nil {

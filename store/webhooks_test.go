@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/webhooks/delivery"
 )
@@ -390,6 +392,36 @@ var _ = Describe("Webhook deliveries", func() {
 				close(commit)
 				Expect(<-patched).To(Succeed())
 				Expect(<-claimed).To(ConsistOf(HaveField("Event.ID", event.ID)), "claimed as enabled, not held")
+			})
+
+			It("wakes the delivery workers when an event makes a delivery, not for every event", SpecTimeout(time.Minute), func(ctx SpecContext) {
+				url := e.newDatabase(ctx)
+				own := openStore(ctx, url)
+				Expect(own.Migrate(ctx)).To(Succeed())
+				listener, err := pgx.Connect(ctx, url)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func() { _ = listener.Close(context.Background()) })
+				_, err = listener.Exec(ctx, "LISTEN ride_events")
+				Expect(err).NotTo(HaveOccurred())
+				next := func() string {
+					n, err := listener.WaitForNotification(ctx)
+					Expect(err).NotTo(HaveOccurred())
+					return n.Payload
+				}
+
+				// An event no endpoint subscribes to, then a marker: the marker comes first.
+				appendEvent(ctx, own, "trip.completed", time.Now())
+				marker, err := pgx.Connect(ctx, url)
+				Expect(err).NotTo(HaveOccurred())
+				DeferCleanup(func() { _ = marker.Close(context.Background()) })
+				_, err = marker.Exec(ctx, "SELECT pg_notify('ride_events', 'marker')")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(next()).To(Equal("marker"), "an event that made no delivery woke nobody")
+
+				// An event that makes a delivery wakes the workers.
+				createEndpoint(ctx, own, endpointOpts{})
+				appendEvent(ctx, own, "trip.completed", time.Now())
+				Expect(next()).To(Equal(""))
 			})
 
 			It("makes an event's deliveries claimable when its transaction commits, whatever runs beside it", func(ctx SpecContext) {

@@ -32,9 +32,9 @@ type Store interface {
 	PurgeEvents(ctx context.Context, createdBefore time.Time) (int64, error)
 }
 
-// EventListener is a Store that can say when new events, and with them new deliveries, commit
-// (PostgreSQL LISTEN/NOTIFY). The worker then wakes at once instead of at its next poll.
-// ListenEvents calls notify after each commit of events until ctx ends, reconnecting by
+// EventListener is a Store that can say when new deliveries commit (PostgreSQL
+// LISTEN/NOTIFY). The worker then wakes at once instead of at its next poll. ListenEvents
+// calls notify after each commit that made deliveries due until ctx ends, reconnecting by
 // itself; it returns only when ctx ends or listening is not possible (then polling alone
 // carries on).
 type EventListener interface {
