@@ -39,11 +39,17 @@ func benchServer(b *testing.B, url string, seeded bool) (*Server, *store.Store) 
 			b.Fatal(err)
 		}
 	}
+	return benchServerOn(b, st), st
+}
+
+// benchServerOn is the server over st, logging nowhere; it closes when the benchmark ends.
+func benchServerOn(b *testing.B, st *store.Store) *Server {
+	b.Helper()
 	s, err := New(Config{CursorSecret: []byte("bench-cursor-secret-0123456789")},
 		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	return s, st
+	return s
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,12 +129,7 @@ func BenchmarkUnknownKeyFlood(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{CursorSecret: []byte("flood-bench-secret-0123456789")},
-		Deps{Store: st, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := benchServerOn(b, st)
 
 	var next atomic.Int64
 	lookups.Store(0)

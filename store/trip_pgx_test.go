@@ -2,12 +2,8 @@ package store
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/rideapi/ride/store/internal/testdb"
 )
 
 // panicking is a scan destination that panics, as a bug in a scan would.
@@ -19,27 +15,8 @@ func (panicking) Scan(any) error { panic("scan failed") }
 // statement's turn at the pool back: more such reads than the pool has turns leave a read
 // that works. PostgreSQL only (SQLite reads through database/sql).
 func TestPgxTripReadPanicGivesTurnBack(t *testing.T) {
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("needs TEST_DATABASE_URL")
-	}
+	st, _ := postgresStore(t, 1)
 	ctx := context.Background()
-	url, drop, err := testdb.NewPostgresDatabase(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drop)
-	st, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SeedIfEmpty(ctx, benchTrips(time.Now(), 1)); err != nil {
-		t.Fatal(err)
-	}
 	trips, err := st.ListTrips(ctx, TripListParams{Limit: 1, Filter: TripFilter{Account: DefaultAccount}})
 	if err != nil || len(trips.Trips) != 1 {
 		t.Fatal("no trip", err)

@@ -90,31 +90,40 @@ func BenchmarkTripByIDConcurrent(b *testing.B) {
 	}
 }
 
-// tripReadBench opens a new PostgreSQL database with the demo data, and a pgx pool on it,
-// and returns the ids of its trips.
-func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
-	b.Helper()
+// postgresStore opens a new, migrated PostgreSQL database of trips seeded by benchTrips, and
+// returns it with its URL; it skips tb without TEST_DATABASE_URL.
+func postgresStore(tb testing.TB, trips int) (*Store, string) {
+	tb.Helper()
 	base := os.Getenv("TEST_DATABASE_URL")
 	if base == "" {
-		b.Skip("needs TEST_DATABASE_URL")
+		tb.Skip("needs TEST_DATABASE_URL")
 	}
 	ctx := context.Background()
 	url, drop, err := testdb.NewPostgresDatabase(ctx, base)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(drop)
+	tb.Cleanup(drop)
 	st, err := Open(ctx, url)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { _ = st.Close() })
+	tb.Cleanup(func() { _ = st.Close() })
 	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	if _, err := st.SeedIfEmpty(ctx, benchTrips(time.Now(), 5000)); err != nil {
-		b.Fatal(err)
+	if _, err := st.SeedIfEmpty(ctx, benchTrips(time.Now(), trips)); err != nil {
+		tb.Fatal(err)
 	}
+	return st, url
+}
+
+// tripReadBench opens a new PostgreSQL database with 5,000 trips, and a pgx pool on it, and
+// returns the ids of its trips.
+func tripReadBench(b *testing.B) (*Store, *pgxpool.Pool, []string) {
+	b.Helper()
+	ctx := context.Background()
+	st, url := postgresStore(b, 5000)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		b.Fatal(err)
