@@ -41,8 +41,8 @@ func (s *Store) AppendEvent(ctx context.Context, e Event) (Event, error) {
 	if e.ID == "" || e.Type == "" || e.SubjectID == "" || e.Account == "" {
 		return Event{}, fmt.Errorf("store: an event needs an id, an account, a type and a subject")
 	}
-	if err := s.conn(ctx).Create(&e).Error; err != nil {
-		return Event{}, interpretError(err)
+	if err := s.insertReturning(ctx, insertEventSQL, e.insertValues(), &e.Seq); err != nil {
+		return Event{}, err
 	}
 	return e, nil
 }

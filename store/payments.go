@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // Payment statuses, as stored.
@@ -100,7 +99,7 @@ func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) 
 // transaction goes on: on PostgreSQL a failed statement would abort it, and the caller could
 // then not record its answer in it.
 func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
-	if err := changedRows(s.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&p), ErrDuplicate); err != nil {
+	if err := changedRows(s.conn(ctx).Exec(insertPaymentSQL, p.insertValues()...), ErrDuplicate); err != nil {
 		return Payment{}, err
 	}
 	return p, nil
@@ -126,7 +125,7 @@ func (s *Store) PaymentsForTrip(ctx context.Context, tripID string) ([]Payment, 
 
 // CreateReceipt stores a receipt. ErrInvalidReference when its trip or payment does not exist.
 func (s *Store) CreateReceipt(ctx context.Context, r Receipt) (Receipt, error) {
-	if err := s.conn(ctx).Create(&r).Error; err != nil {
+	if err := s.conn(ctx).Exec(insertReceiptSQL, r.insertValues()...).Error; err != nil {
 		return Receipt{}, interpretError(err)
 	}
 	return r, nil

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// BenchmarkWriteOverhead is what the store adds to the statements every payment and booking
+// writes: an event, a payment and a receipt through the store, against the same INSERTs
+// through pgx on a connection of their own; cpu-µs/op is this process's CPU time, what the
+// writer spends around the statements (every statement commits, so ns/op is mostly the WAL
+// flush). PostgreSQL only:
+// TEST_DATABASE_URL=postgres://… go test -run XXX -bench WriteOverhead -benchmem ./store/
+func BenchmarkWriteOverhead(b *testing.B) {
+	st, url := postgresStore(b, 1)
+	ctx := context.Background()
+	page, err := st.ListTrips(ctx, TripListParams{Limit: 1})
+	if err != nil || len(page.Trips) == 0 {
+		b.Fatal("no trip", err)
+	}
+	trip := page.Trips[0]
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close(ctx) })
+	n := 0
+	next := func(prefix string) string { n++; return fmt.Sprintf("%s_bench%021d", prefix, n) }
+	now := time.Now().UTC()
+
+	b.Run("store", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
+		for b.Loop() {
+			if _, err := st.AppendEvent(ctx, Event{ID: next("evt"), Account: trip.Account, Type: "payment.succeeded",
+				SubjectID: trip.ID, Data: `{}`, CreatedAt: now}); err != nil {
+				b.Fatal(err)
+			}
+			p, err := st.CreatePayment(ctx, Payment{ID: next("pay"), TripID: trip.ID, Amount: 100, Currency: "usd",
+				Status: PaymentFailed, PaymentMethod: "pm_card_visa", ProviderRef: "ch_1", CreatedAt: now})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.CreateReceipt(ctx, Receipt{ID: next("rcp"), TripID: trip.ID, PaymentID: p.ID, Amount: 100,
+				Currency: "usd", LineItems: `[]`, IssuedAt: now}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pgx", func(b *testing.B) {
+		b.ReportAllocs()
+		defer reportCPU(b, processCPU())
+		for b.Loop() {
+			var seq int64
+			if err := conn.QueryRow(ctx, `INSERT INTO events (id, account, type, subject_id, data, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq`,
+				next("evt"), trip.Account, "payment.succeeded", trip.ID, `{}`, now).Scan(&seq); err != nil {
+				b.Fatal(err)
+			}
+			pay := next("pay")
+			if _, err := conn.Exec(ctx, `INSERT INTO payments (id, trip_id, amount, currency, status, failure_code,
+				payment_method, provider_ref, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+				pay, trip.ID, 100, "usd", PaymentFailed, nil, "pm_card_visa", "ch_1", now); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `INSERT INTO receipts (id, trip_id, payment_id, amount, currency, line_items, issued_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, next("rcp"), trip.ID, pay, 100, "usd", `[]`, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportCPU reports the process's CPU time per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64((processCPU()-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) this process has spent so far.
+func processCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
