@@ -116,6 +116,16 @@ func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Pay
 	return p, nil
 }
 
+// TripPaid tells whether the trip has a succeeded payment. After LockTripForPayment it is
+// the answer every later payer of the trip gets: in a statement of its own, it sees a payment
+// committed while the lock was awaited.
+func (s *Store) TripPaid(ctx context.Context, tripID string) (bool, error) {
+	var paid bool
+	err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
+		tripID, PaymentSucceeded).Row().Scan(&paid)
+	return paid, interpretError(err)
+}
+
 // PaymentsForTrip lists every payment attempt of a trip, oldest first.
 func (s *Store) PaymentsForTrip(ctx context.Context, tripID string) ([]Payment, error) {
 	var ps []Payment

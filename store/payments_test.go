@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -32,6 +33,7 @@ var _ = Describe("Payments and receipts", func() {
 			}
 			_, err := e.shared.SucceededPaymentForTrip(ctx, trip.ID)
 			Expect(err).To(MatchError(store.ErrNotFound))
+			Expect(e.shared.TripPaid(ctx, trip.ID)).To(BeFalse())
 			paid, err := e.shared.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
 			Expect(err).NotTo(HaveOccurred())
 			_, err = e.shared.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
@@ -46,6 +48,7 @@ var _ = Describe("Payments and receipts", func() {
 				return err
 			})).To(Succeed())
 
+			Expect(e.shared.TripPaid(ctx, trip.ID)).To(BeTrue())
 			got, err := e.shared.SucceededPaymentForTrip(ctx, trip.ID)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got.ID).To(Equal(paid.ID))
@@ -81,8 +84,8 @@ var _ = Describe("Payments and receipts", func() {
 							return err
 						}
 						Expect(locked.FareTotal).To(Equal(trip.FareTotal))
-						if _, err := tx.SucceededPaymentForTrip(ctx, trip.ID); err == nil {
-							return store.ErrDuplicate
+						if paid, err := tx.TripPaid(ctx, trip.ID); err != nil || paid {
+							return cmp.Or(err, store.ErrDuplicate)
 						}
 						_, err = tx.CreatePayment(ctx, payment(trip.ID, store.PaymentSucceeded))
 						return err

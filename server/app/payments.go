@@ -45,10 +45,10 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 			return err
 		}
 		// Paid first: for a paid trip that is the answer, whatever amount was stated.
-		if _, err := tx.SucceededPaymentForTrip(ctx, trip.ID); err == nil {
-			return ride.ErrTripAlreadyPaid
-		} else if !errors.Is(err, store.ErrNotFound) {
+		if paid, err := tx.TripPaid(ctx, trip.ID); err != nil {
 			return err
+		} else if paid {
+			return ride.ErrTripAlreadyPaid
 		}
 		if err := ride.CheckPayment(ride.TripStatus(trip.Status), trip.FareTotal, trip.FareCurrency, p.Amount, p.Currency); err != nil {
 			return err
