@@ -192,6 +192,21 @@ func loadDataset(ctx context.Context, dbURL string, d dataset) error {
 	return step("record the dataset", `INSERT INTO ridebench_dataset VALUES ($1, now())`, d.String())
 }
 
+// vacuum runs VACUUM (ANALYZE) on the database at dbURL.
+func vacuum(ctx context.Context, dbURL string) error {
+	start := time.Now()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE)`); err != nil {
+		return err
+	}
+	log.Printf("vacuum: %s in %.1fs", conn.Config().Database, time.Since(start).Seconds())
+	return nil
+}
+
 // benchEpoch is the dataset's "now": every trip was created before it.
 var benchEpoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
