@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // panicking is a scan destination that panics, as a bug in a scan would.
@@ -35,5 +38,56 @@ func TestPgxTripReadPanicGivesTurnBack(t *testing.T) {
 	}
 	if got, err := st.TripByID(ctx, id); err != nil || got.ID != id {
 		t.Fatalf("a read after them: %v", err)
+	}
+}
+
+// A connection's kept scan plans follow what each statement returns: a column whose type,
+// format or destination changes from one statement to the next is planned again, and a NULL
+// reaches a pointer destination as nil. PostgreSQL only.
+func TestKeptScanPlansFollowTheColumns(t *testing.T) {
+	_, url := postgresStore(t, 1)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	scan := func(query string, dest ...any) {
+		t.Helper()
+		rows, err := conn.Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		planned := plannedRows{rows, scanPlansOf(conn), conn.TypeMap()}
+		if !planned.Next() {
+			t.Fatalf("%s: no row: %v", query, planned.Err())
+		}
+		if err := planned.Scan(dest...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
+	var s string
+	var n int64
+	var at time.Time
+	var optional *string
+	scan(`SELECT 'a'::text, 7::int8`, &s, &n)
+	if s != "a" || n != 7 {
+		t.Fatalf("got %q %d", s, n)
+	}
+	scan(`SELECT 42::int8, 'b'::text`, &n, &s) // both columns change type and destination
+	if s != "b" || n != 42 {
+		t.Fatalf("got %q %d", s, n)
+	}
+	scan(`SELECT 'c'::varchar, '2026-01-02T03:04:05Z'::timestamptz`, &optional, &at)
+	if optional == nil || *optional != "c" || !at.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Fatalf("got %v %v", optional, at)
+	}
+	scan(`SELECT NULL::varchar, '2026-01-02T03:04:06Z'::timestamptz`, &optional, &at)
+	if optional != nil || at.Second() != 6 {
+		t.Fatalf("got %v %v", optional, at)
+	}
+	if got := len(scanPlansOf(conn).columns); got != 2 {
+		t.Fatalf("%d kept plans for a connection whose statements return 2 columns", got)
 	}
 }
