@@ -164,11 +164,10 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 // progress), or ErrNotFound when they drive none.
 func (s *Store) ActiveTripOfDriver(ctx context.Context, driverID string) (string, error) {
 	var id string
-	err := s.conn(ctx).Table("trips").Select("id").
-		Where("driver_id = ? AND status IN ?", driverID, ActiveTripStatuses).
-		Limit(1).Row().Scan(&id)
+	err := queryRow(s.conn(ctx).Table("trips").Select("id").
+		Where("driver_id = ? AND status IN ?", driverID, ActiveTripStatuses).Limit(1), &id)
 	if err != nil {
-		return "", interpretError(err) // sql.ErrNoRows is ErrNotFound
+		return "", err
 	}
 	return id, nil
 }

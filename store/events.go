@@ -41,6 +41,9 @@ func (s *Store) AppendEvent(ctx context.Context, e Event) (Event, error) {
 	if e.ID == "" || e.Type == "" || e.SubjectID == "" || e.Account == "" {
 		return Event{}, fmt.Errorf("store: an event needs an id, an account, a type and a subject")
 	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.db.NowFunc()
+	}
 	if err := s.insertReturning(ctx, insertEventSQL, e.insertValues(), &e.Seq); err != nil {
 		return Event{}, err
 	}

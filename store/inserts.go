@@ -1,6 +1,11 @@
 package store
 
-import "context"
+import (
+	"cmp"
+	"context"
+
+	"gorm.io/gorm"
+)
 
 // Every payment writes a payment, a receipt and an event, and every booking and trip move an
 // event: their INSERTs are written out here instead of built by GORM from the model on each
@@ -36,7 +41,34 @@ func (r *Receipt) insertValues() []any {
 	return []any{r.ID, r.TripID, r.PaymentID, r.Amount, r.Currency, r.LineItems, r.IssuedAt}
 }
 
-// insertReturning runs an INSERT … RETURNING of one column into dest.
+// insertReturning runs an INSERT … RETURNING of one column into dest. GORM runs it as a read
+// (its row callbacks), so outside a transaction it records the caller's position for standby
+// reads itself, as the hook on writes does (standbys.register).
 func (s *Store) insertReturning(ctx context.Context, query string, values []any, dest any) error {
-	return interpretError(s.conn(ctx).Raw(query, values...).Row().Scan(dest))
+	q := s.conn(ctx).Raw(query, values...)
+	if err := queryRow(q, dest); err != nil {
+		return err
+	}
+	if s.standbys != nil && fromPool(q) {
+		s.standbys.wrote(ctx)
+	}
+	return nil
+}
+
+// queryRow runs q, a statement returning one row, and scans that row into dest; ErrNotFound
+// when it returns none. A statement refused before it ran (no turn at the pool in time) is
+// its error here, where GORM's Row() would return nil to scan.
+func queryRow(q *gorm.DB, dest ...any) error {
+	rows, err := q.Rows()
+	if err != nil {
+		return interpretError(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return cmp.Or(interpretError(rows.Err()), ErrNotFound)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return interpretError(err)
+	}
+	return interpretError(rows.Close())
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"time"
@@ -19,7 +20,10 @@ var _ = Describe("Hand-written inserts", func() {
 	forEachEngine(func(e *testEngine) {
 		It("store every field of a payment, a receipt and an event", func(ctx SpecContext) {
 			trip := createTrip(ctx, e.shared, tripOpts{})
-			at := time.Date(2026, 3, 4, 5, 6, 7, 891011000, time.UTC)
+			// Written in another zone, below the microsecond: stored, and read, in UTC to the
+			// microsecond, as every stored time.
+			at := time.Date(2026, 3, 4, 5, 6, 7, 891011234, time.FixedZone("IST", 5*3600+1800))
+			stored := at.UTC().Truncate(time.Microsecond)
 			declined := "card_declined"
 
 			payment := store.Payment{ID: newID("pay_"), TripID: trip.ID, Amount: 1850, Currency: "usd",
@@ -30,6 +34,7 @@ var _ = Describe("Hand-written inserts", func() {
 			Expect(err).NotTo(HaveOccurred())
 			var storedPayment store.Payment
 			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", payment.ID).Take(&storedPayment).Error).To(Succeed())
+			payment.CreatedAt = stored
 			Expect(storedPayment).To(Equal(payment))
 
 			receipt := store.Receipt{ID: newID("rcp_"), TripID: trip.ID, PaymentID: payment.ID, Amount: 1850,
@@ -39,6 +44,7 @@ var _ = Describe("Hand-written inserts", func() {
 			Expect(err).NotTo(HaveOccurred())
 			var storedReceipt store.Receipt
 			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", receipt.ID).Take(&storedReceipt).Error).To(Succeed())
+			receipt.IssuedAt = stored.Add(time.Second)
 			Expect(storedReceipt).To(Equal(receipt))
 
 			event, err := e.shared.AppendEvent(ctx, store.Event{ID: newID("evt_"), Account: trip.Account,
@@ -48,6 +54,33 @@ var _ = Describe("Hand-written inserts", func() {
 			var storedEvent store.Event
 			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", event.ID).Take(&storedEvent).Error).To(Succeed())
 			Expect(storedEvent).To(Equal(event))
+			Expect(event.CreatedAt).To(Equal(stored.Add(2 * time.Second)))
+		})
+
+		It("stamp a payment or an event written without a time with the store's clock, as GORM did", func(ctx SpecContext) {
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			before := time.Now().Add(-time.Second)
+			payment, err := e.shared.CreatePayment(ctx, store.Payment{ID: newID("pay_"), TripID: trip.ID, Amount: 1850,
+				Currency: "usd", Status: store.PaymentFailed, PaymentMethod: "pm_card_visa"})
+			Expect(err).NotTo(HaveOccurred())
+			event, err := e.shared.AppendEvent(ctx, store.Event{ID: newID("evt_"), Account: trip.Account,
+				Type: "payment.failed", SubjectID: payment.ID, Data: `{}`})
+			Expect(err).NotTo(HaveOccurred())
+			for _, at := range []time.Time{payment.CreatedAt, event.CreatedAt} {
+				Expect(at).To(BeTemporally(">", before))
+				Expect(at.Location()).To(Equal(time.UTC))
+			}
+		})
+
+		It("answer an error, not a panic, when the statement cannot run", func(ctx SpecContext) {
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			expired, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+			defer cancel()
+			_, err := e.shared.AppendEvent(expired, store.Event{ID: newID("evt_"), Account: trip.Account,
+				Type: "trip.completed", SubjectID: trip.ID, Data: `{}`, CreatedAt: time.Now()})
+			Expect(err).To(HaveOccurred())
+			_, err = e.shared.TripPaid(expired, trip.ID)
+			Expect(err).To(HaveOccurred())
 		})
 	})
 })

@@ -99,6 +99,9 @@ func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) 
 // transaction goes on: on PostgreSQL a failed statement would abort it, and the caller could
 // then not record its answer in it.
 func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = s.db.NowFunc()
+	}
 	if err := changedRows(s.conn(ctx).Exec(insertPaymentSQL, p.insertValues()...), ErrDuplicate); err != nil {
 		return Payment{}, err
 	}
@@ -121,9 +124,9 @@ func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Pay
 // committed while the lock was awaited.
 func (s *Store) TripPaid(ctx context.Context, tripID string) (bool, error) {
 	var paid bool
-	err := s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
-		tripID, PaymentSucceeded).Row().Scan(&paid)
-	return paid, interpretError(err)
+	err := queryRow(s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
+		tripID, PaymentSucceeded), &paid)
+	return paid, err
 }
 
 // PaymentsForTrip lists every payment attempt of a trip, oldest first.

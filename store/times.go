@@ -3,7 +3,7 @@ package store
 import "time"
 
 // normalizeTime puts t in UTC at microsecond precision; the zero time stays zero so that GORM
-// still fills automatic timestamps.
+// (or the store's own INSERTs, store/inserts.go) still fills automatic timestamps.
 func normalizeTime(t *time.Time) {
 	if !t.IsZero() {
 		*t = t.UTC().Truncate(time.Microsecond)

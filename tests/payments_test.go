@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rideapi/ride/gen"
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
@@ -138,8 +140,16 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		Expect(h.recordsOf(p.trip.ID).payments).To(HaveLen(1))
 	})
 
-	It("pays a trip once when 12 payments with different keys race: one 201, the rest 409 trip_already_paid", func() {
+	It("pays a trip once when 12 payments with different keys race: one 201, the rest 409 trip_already_paid, one charge", func() {
 		p := h.newPayable("completed")
+		// The provider is asked once: the others wait for the trip's lock and then find it
+		// paid. The unique index on succeeded payments would turn a second charge into a 409
+		// as well, so only the provider's count tells the two apart.
+		var charges atomic.Int32
+		h.SetProvider(ProviderFunc(func(ctx context.Context, c app.Charge) (app.ChargeResult, error) {
+			charges.Add(1)
+			return app.SimulatedProvider{}.Charge(ctx, c)
+		}))
 		body := paymentOf(p.trip, "pm_card_visa")
 		const n = 12
 		responses := make([]*Response, n)
@@ -166,6 +176,7 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 			}
 		}
 		Expect(created).To(Equal(1))
+		Expect(charges.Load()).To(Equal(int32(1)))
 		r := h.recordsOf(p.trip.ID)
 		Expect(r.payments).To(HaveLen(1))
 		Expect(r.receipts).To(HaveLen(1))

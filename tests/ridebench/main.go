@@ -134,17 +134,6 @@ func benchmark(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	// Every run starts from vacuumed tables: a reused data set holds the dead rows of earlier
-	// runs' payments, bookings and position reports, which autovacuum (off on some hosts) would
-	// otherwise clear at an arbitrary moment of some round, or never.
-	for _, u := range []string{dbURL, compareURL} {
-		if u == "" {
-			continue
-		}
-		if err := vacuum(ctx, u); err != nil {
-			return fmt.Errorf("vacuum: %w", err)
-		}
-	}
 	if o.wants(bookingName) {
 		if run := o.warmup + o.duration/time.Duration(o.rounds); run > ride.PositionFreshness-positionRefresh {
 			log.Printf("booking: runs of %s outlast the fleet's fresh positions (refreshed between runs); shorten -warmup or -d, or add -rounds", run)
@@ -219,6 +208,18 @@ func benchmark(ctx context.Context, o options) error {
 		defer stopLite()
 	}
 
+	// The rounds start from vacuumed tables: a reused data set holds the dead rows of earlier
+	// runs' payments, bookings and position reports, and the set-up above has just rewritten
+	// the free drivers and the keys, which autovacuum (off on some hosts) would otherwise clear
+	// at an arbitrary moment of some round, or never.
+	for _, u := range []string{dbURL, compareURL} {
+		if u == "" {
+			continue
+		}
+		if err := vacuum(ctx, u); err != nil {
+			return fmt.Errorf("vacuum: %w", err)
+		}
+	}
 	pool, err := pgxpool.New(ctx, dbURL+"&pool_max_conns="+fmt.Sprint(o.concurrency))
 	if err != nil {
 		return err
