@@ -121,7 +121,8 @@ func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Pay
 
 // TripPaid tells whether the trip has a succeeded payment. After LockTripForPayment it is
 // the answer every later payer of the trip gets: in a statement of its own, it sees a payment
-// committed while the lock was awaited.
+// committed while the lock was awaited (the store's transactions are READ COMMITTED, where
+// each statement takes a new snapshot; folded into the lock's statement it would not).
 func (s *Store) TripPaid(ctx context.Context, tripID string) (bool, error) {
 	var paid bool
 	err := queryRow(s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
