@@ -78,17 +78,39 @@ func (r Receipt) Keyset() Keyset {
 	return Keyset{Values: []int64{r.IssuedAt.UnixMicro()}, ID: r.ID}
 }
 
+// CityRates are the rates of a trip's city, which its receipt breaks the fare down by.
+type CityRates struct {
+	Currency    string
+	BaseFare    int64
+	PerKm       int64
+	PerMinute   int64
+	MinimumFare int64
+}
+
+// cityRatesColumns selects a CityRates, in its order (LockTripForPayment).
+const cityRatesColumns = `cities.currency, cities.base_fare, cities.per_km, cities.per_minute, cities.minimum_fare`
+
 // LockTripForPayment makes the calling transaction the only one paying the trip until it ends,
-// and returns the trip with its driver: on PostgreSQL the read takes a row lock (FOR UPDATE
-// OF trips), so a second payment of the same trip waits and then sees the first one's outcome
-// instead of charging the rider twice; on SQLite the transaction already holds the database's
-// write lock (BEGIN IMMEDIATE). One statement, where a lock and then a read were two round
-// trips. ErrNotFound when the trip does not exist. Call it inside WithTx.
+// and returns the trip with its driver and its city's rates: on PostgreSQL the read takes a
+// row lock (FOR UPDATE OF trips), so a second payment of the same trip waits and then sees
+// the first one's outcome instead of charging the rider twice; on SQLite the transaction
+// already holds the database's write lock (BEGIN IMMEDIATE). One statement, where a lock, a
+// read and the city's were three round trips. ErrNotFound when the trip does not exist. Call
+// it inside WithTx.
 //
 // Only a trip of the account is found: another account's is ErrNotFound, as a missing one,
 // in the same single read.
-func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (Trip, error) {
-	return s.oneTrip(ctx, s.sql.tripOfAccountForUpdate, tripID, account)
+func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (Trip, CityRates, error) {
+	var r CityRates
+	trips, err := readTrips(withPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripOfAccountForUpdate, tripID, account), 1,
+		&r.Currency, &r.BaseFare, &r.PerKm, &r.PerMinute, &r.MinimumFare)
+	switch {
+	case err != nil:
+		return Trip{}, CityRates{}, err
+	case len(trips) == 0:
+		return Trip{}, CityRates{}, ErrNotFound
+	}
+	return trips[0], r, nil
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

@@ -79,7 +79,7 @@ var _ = Describe("Payments and receipts", func() {
 						}
 						began <- struct{}{}
 						<-proceed
-						locked, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
+						locked, _, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
 						if err != nil {
 							return err
 						}
@@ -102,16 +102,31 @@ var _ = Describe("Payments and receipts", func() {
 			Expect(errs).To(ContainElement(MatchError(store.ErrDuplicate)))
 		})
 
+		It("locks a trip for payment with its city's rates", func(ctx SpecContext) {
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			city, err := e.shared.CityByID(ctx, trip.City)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
+				locked, rates, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(locked.ID).To(Equal(trip.ID))
+				Expect(rates).To(Equal(store.CityRates{Currency: city.Currency, BaseFare: city.BaseFare,
+					PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare}))
+				Expect(rates.BaseFare).NotTo(BeZero())
+				return nil
+			})).To(Succeed())
+		})
+
 		It("refuses payments of unknown trips", func(ctx SpecContext) {
 			_, err := e.shared.CreatePayment(ctx, payment(newID("trp_"), store.PaymentSucceeded))
 			Expect(err).To(MatchError(store.ErrInvalidReference))
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				_, err := tx.LockTripForPayment(ctx, store.DefaultAccount, newID("trp_"))
+				_, _, err := tx.LockTripForPayment(ctx, store.DefaultAccount, newID("trp_"))
 				return err
 			})).To(MatchError(store.ErrNotFound))
 			trip := createTrip(ctx, e.shared, tripOpts{})
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				_, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID)
+				_, _, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID)
 				return err
 			})).To(MatchError(store.ErrNotFound), "another account's trip is not found either")
 		})

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/rideapi/ride/server/auth"
@@ -40,7 +39,7 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 	}
 	var payment store.Payment
 	err := a.inTx(ctx, func(tx *store.Store) error {
-		trip, err := payableTrip(ctx, tx, caller, p.TripID)
+		trip, rates, err := payableTrip(ctx, tx, caller, p.TripID)
 		if err != nil {
 			return err
 		}
@@ -83,7 +82,7 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 			return err
 		}
 		if result.Succeeded {
-			if _, err := issueReceipt(ctx, tx, trip, payment); err != nil {
+			if _, err := issueReceipt(ctx, tx, trip, rates, payment); err != nil {
 				return err
 			}
 		}
@@ -101,25 +100,25 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 	return payment, nil
 }
 
-// payableTrip locks and loads the trip a payment names, for a caller who may pay it: 422
-// trip_not_found when it does not exist or belongs to another account (the id is in the body,
-// not the path), 403 when it is another rider's.
-func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.Trip, error) {
+// payableTrip locks and loads the trip a payment names, with its city's rates, for a caller
+// who may pay it: 422 trip_not_found when it does not exist or belongs to another account (the
+// id is in the body, not the path), 403 when it is another rider's.
+func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.Trip, store.CityRates, error) {
 	notFound := problem.New(problem.TripNotFound, "No trip "+problem.TruncateID(tripID)+".")
 	notFound.Fields = []problem.FieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
-		return store.Trip{}, notFound
+		return store.Trip{}, store.CityRates{}, notFound
 	}
-	trip, err := tx.LockTripForPayment(ctx, caller.Account, tripID)
+	trip, rates, err := tx.LockTripForPayment(ctx, caller.Account, tripID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Trip{}, notFound
+		return store.Trip{}, store.CityRates{}, notFound
 	} else if err != nil {
-		return store.Trip{}, err
+		return store.Trip{}, store.CityRates{}, err
 	}
 	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, trip.RiderID) {
-		return store.Trip{}, Forbidden("This trip belongs to another rider.")
+		return store.Trip{}, store.CityRates{}, Forbidden("This trip belongs to another rider.")
 	}
-	return trip, nil
+	return trip, rates, nil
 }
 
 // providerIdempotencyKey is what the provider deduplicates charges by: stable across retries
@@ -138,11 +137,7 @@ type receiptLineItem struct {
 
 // issueReceipt writes the receipt of a succeeded payment: the fare broken down by the city's
 // rates, adding up to the amount paid.
-func issueReceipt(ctx context.Context, tx *store.Store, trip store.Trip, p store.Payment) (store.Receipt, error) {
-	city, err := tx.CityByID(ctx, trip.City)
-	if err != nil {
-		return store.Receipt{}, fmt.Errorf("receipt of %s: city %s: %w", p.ID, trip.City, err)
-	}
+func issueReceipt(ctx context.Context, tx *store.Store, trip store.Trip, city store.CityRates, p store.Payment) (store.Receipt, error) {
 	lines := ride.ReceiptLines(p.Amount,
 		ride.Point{Lat: trip.PickupLat, Lng: trip.PickupLng}, ride.Point{Lat: trip.DropoffLat, Lng: trip.DropoffLng},
 		ride.Rates{Currency: city.Currency, BaseFare: city.BaseFare, PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare})
