@@ -52,9 +52,10 @@ func TestKeptScanPlansFollowTheColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	scan := func(query string, dest ...any) {
+	// scanIn runs query in mode: the simple protocol answers in text, the others in binary.
+	scanIn := func(mode pgx.QueryExecMode, query string, dest ...any) {
 		t.Helper()
-		rows, err := conn.Query(ctx, query)
+		rows, err := conn.Query(ctx, query, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,6 +67,10 @@ func TestKeptScanPlansFollowTheColumns(t *testing.T) {
 		if err := planned.Scan(dest...); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}
+	}
+	scan := func(query string, dest ...any) {
+		t.Helper()
+		scanIn(pgx.QueryExecModeCacheStatement, query, dest...)
 	}
 	var s string
 	var n int64
@@ -86,6 +91,22 @@ func TestKeptScanPlansFollowTheColumns(t *testing.T) {
 	scan(`SELECT NULL::varchar, '2026-01-02T03:04:06Z'::timestamptz`, &optional, &at)
 	if optional != nil || at.Second() != 6 {
 		t.Fatalf("got %v %v", optional, at)
+	}
+	scan(`SELECT 'd'::text, 5::int4`, &s, &n)
+	if s != "d" || n != 5 {
+		t.Fatalf("got %q %d", s, n)
+	}
+	scan(`SELECT 'e'::text, 6::int8`, &s, &n) // the column's type alone changes: int4, then int8
+	if s != "e" || n != 6 {
+		t.Fatalf("got %q %d", s, n)
+	}
+	scanIn(pgx.QueryExecModeSimpleProtocol, `SELECT 'f'::text, 7::int8`, &s, &n) // the format alone: text
+	if s != "f" || n != 7 {
+		t.Fatalf("got %q %d", s, n)
+	}
+	scan(`SELECT 'g'::text, 8::int8`, &s, &n) // binary again
+	if s != "g" || n != 8 {
+		t.Fatalf("got %q %d", s, n)
 	}
 	if got := len(scanPlansOf(conn).columns); got != 2 {
 		t.Fatalf("%d kept plans for a connection whose statements return 2 columns", got)
