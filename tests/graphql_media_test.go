@@ -64,6 +64,12 @@ var _ = ForEachEngine("GraphQL over HTTP media types", func(h *Harness) {
 		Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
 		Expect(string(res.Body)).To(ContainSubstring(`"about":"The query interface`))
 		Expect(string(res.Body)).To(ContainSubstring(`"again":false`))
+		// A field of the document that answers "__Schema" under the same key keeps its answer.
+		res = post("", `{ __schema { description } t: __type(name: "__Schema") { description: name } }`)
+		Expect(res.Status).To(Equal(http.StatusOK), "%s", res.Body)
+		Expect(res.JSON()).To(HaveKeyWithValue("data", SatisfyAll(
+			HaveKeyWithValue("__schema", HaveKeyWithValue("description", HavePrefix("The query interface of Ride API"))),
+			HaveKeyWithValue("t", HaveKeyWithValue("description", "__Schema")))))
 	})
 
 	It("refuses batches and application/graphql bodies with documented problems", func() {

@@ -2,6 +2,8 @@ package graphql
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -13,8 +15,19 @@ import (
 // graphql-go's introspection predates the October 2021 specification: it has no
 // __Schema.description and no __Directive.isRepeatable, so the full introspection query of
 // graphql-js (schemaDescription, directiveIsRepeatable) fails validation. Such a document runs
-// with those fields read as __typename under the same response key, and the answer then gets
-// their values: the schema's description, and false (no directive of the schema repeats).
+// with those fields read as __typename under a response key of the process's own making (the
+// field's key behind introspectionMarker), and the answer then gets them back under their
+// keys with their values: the schema's description, and false (no directive of the schema
+// repeats). A field the client wrote that happens to answer "__Schema" under the same key is
+// left alone: no document can name the marker's key.
+
+// introspectionMarker prefixes the response keys of rewritten fields: random per process, so
+// that no field of a client's document has such a key.
+var introspectionMarker = func() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "ride" + hex.EncodeToString(b) + "_"
+}()
 
 // introspectionPatch is what a rewritten document's answer needs put back.
 type introspectionPatch struct {
@@ -121,22 +134,24 @@ func rewriteIntrospection(doc *ast.QueryDocument, query string, description *str
 		for i < len(text) && strings.ContainsRune(" \t\r\n,", text[i]) {
 			i++
 		}
-		nameAt, with := start, f.field.Alias+": __typename"
+		nameAt := start
 		if i < len(text) && text[i] == ':' {
 			i++
 			for i < len(text) && strings.ContainsRune(" \t\r\n,", text[i]) {
 				i++
 			}
-			nameAt, with = i, "__typename"
+			nameAt = i
 		}
 		end := nameAt + len([]rune(f.field.Name))
 		if end > len(text) || string(text[nameAt:end]) != f.field.Name {
 			return query, nil // not where the syntax tree says: run the document as sent
 		}
-		edits = append(edits, edit{nameAt, end, with})
+		// `key: name` (or `name`) becomes `<marker>key: __typename`, at the same place.
+		edits = append(edits, edit{start, end, introspectionMarker + f.field.Alias + ": __typename"})
 		key, _ := json.Marshal(f.field.Alias)
+		marked, _ := json.Marshal(introspectionMarker + f.field.Alias)
 		typeJSON, _ := json.Marshal(f.typeName)
-		from := append(append(append([]byte{}, key...), ':'), typeJSON...)
+		from := append(append(append([]byte{}, marked...), ':'), typeJSON...)
 		value := []byte("false")
 		if f.typeName == "__Schema" {
 			value = descriptionJSON
