@@ -84,6 +84,19 @@ const claimIdempotencyKeySQL = `INSERT INTO idempotency_records
     (account, idem_key, fingerprint, method, path, status, owner, locked_at, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account, idem_key) DO NOTHING`
 
+// claimIdempotencyKeyAsyncSQL is claimIdempotencyKeySQL committing without waiting for the WAL
+// flush (set_config in the statement itself, as recordPositionAsyncSQL), on PostgreSQL: a
+// claim on its own records nothing a crash of the database can make wrong. Every outcome of
+// the request that claimed it commits later, durably, and that commit's flush takes the
+// claim's WAL with it, which comes first; a crash before then loses the claim together with
+// everything the request did, and a retry claims the key afresh. Concurrent requests and
+// other replicas see the claim at once either way: visibility does not wait for the flush.
+// So every keyed POST waits for one WAL flush, its own commit's, instead of two.
+const claimIdempotencyKeyAsyncSQL = `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+INSERT INTO idempotency_records
+    (account, idem_key, fingerprint, method, path, status, owner, locked_at, created_at)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM async ON CONFLICT (account, idem_key) DO NOTHING`
+
 // idempotencyClaimRetries bounds the claim loop: a round only repeats when the record
 // vanished (purged) between two statements, which cannot happen twice in a row in practice.
 const idempotencyClaimRetries = 3
@@ -107,7 +120,11 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 			Account: c.Account, Key: c.Key, Fingerprint: c.Fingerprint, Method: c.Method, Path: c.Path,
 			Status: IdempotencyPending, Owner: c.Owner, LockedAt: utcMicro(c.Now), CreatedAt: utcMicro(c.Now),
 		}
-		res := s.conn(ctx).Exec(claimIdempotencyKeySQL, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
+		claim := claimIdempotencyKeySQL
+		if s.engine == EnginePostgres {
+			claim = claimIdempotencyKeyAsyncSQL
+		}
+		res := s.conn(ctx).Exec(claim, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
 			rec.Path, rec.Status, rec.Owner, rec.LockedAt, rec.CreatedAt)
 		if res.Error != nil {
 			return IdempotencyRecord{}, false, interpretError(res.Error)
