@@ -395,7 +395,8 @@ func (s *Store) Close() error {
 //     attempt number is ever sent twice.
 //
 // Such a crash can lose the last fraction of a second of these writes and nothing else: every
-// other write goes through the main pool, durable.
+// other write goes through the main pool, durable, except idempotency claims, which commit
+// the same way on it (claimIdempotencyKeyAsyncSQL says why that loses nothing).
 func openAsyncCommitPool(cfg *pgx.ConnConfig, size int) *sql.DB {
 	db := stdlib.OpenDB(*cfg.Copy())
 	db.SetMaxOpenConns(size)
