@@ -9319,6 +9319,7 @@ func (r QueryGraphQLResponse) ContentType() string {
 
 // ExecuteGraphQLResponse200Headers the declared response headers of an HTTP 200 response for ExecuteGraphQL
 type ExecuteGraphQLResponse200Headers struct {
+	IdempotentReplayed *string
 	RateLimitLimit     *int
 	RateLimitRemaining *int
 	RateLimitReset     *int
@@ -22237,6 +22238,13 @@ func ParseExecuteGraphQLResponse(rsp *http.Response) (*ExecuteGraphQLResponse, e
 	switch {
 	case rsp.StatusCode == 200:
 		var headers ExecuteGraphQLResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -86,12 +86,14 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (account, idem_key) DO NOTHING`
 
 // claimIdempotencyKeyAsyncSQL is claimIdempotencyKeySQL committing without waiting for the WAL
 // flush (set_config in the statement itself, as recordPositionAsyncSQL), on PostgreSQL: a
-// claim on its own records nothing a crash of the database can make wrong. Every outcome of
-// the request that claimed it commits later, durably, and that commit's flush takes the
-// claim's WAL with it, which comes first; a crash before then loses the claim together with
-// everything the request did, and a retry claims the key afresh. Concurrent requests and
-// other replicas see the claim at once either way: visibility does not wait for the flush.
-// So every keyed POST waits for one WAL flush, its own commit's, instead of two.
+// claim on its own records nothing a crash of the database can make wrong. Every answer given
+// under the key (the outcome, or a 409 to a concurrent request) depends on the claim only once
+// a later commit has flushed the WAL, which takes the claim's, written before, with it; a
+// crash before then loses the claim with everything the request did, no answer given depended
+// on it, and a retry claims the key afresh. Concurrent requests on the primary see the claim
+// at once, as visibility does not wait for the flush; standbys receive it only after the
+// flush, so the claim's reads go to the primary. Every keyed POST waits for one WAL flush,
+// its own commit's, instead of two.
 const claimIdempotencyKeyAsyncSQL = `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
 INSERT INTO idempotency_records
     (account, idem_key, fingerprint, method, path, status, owner, locked_at, created_at)
@@ -147,7 +149,10 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 		}
 		taken := res.RowsAffected == 1
 
-		existing, err := s.IdempotencyRecordByKey(ctx, c.Account, c.Key)
+		// On the primary: a standby may not have the record yet (a claim commits without
+		// waiting for the WAL flush, which is what standbys receive), and then the key would
+		// seem to vanish at every round.
+		existing, err := s.IdempotencyRecordByKey(FromPrimary(ctx), c.Account, c.Key)
 		if errors.Is(err, ErrNotFound) {
 			continue // purged in between: claim afresh
 		}

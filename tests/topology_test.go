@@ -114,6 +114,32 @@ var _ = Describe("Replicas through PgBouncer, reading from a delayed standby", O
 		Expect(three.GET("/v1/webhook-endpoints/"+id, third).Status).To(Equal(http.StatusOK))
 	})
 
+	It("answers a keyed read-class POST again on another replica, for another key of the account, the standby short of its record", func(ctx SpecContext) {
+		replica := deployment(ctx, time.Hour)
+		one, two := replica(nil), replica(nil)
+		writer, other := one.Admin, one.Key(auth.RoleAdmin, "")
+		Expect(topo.CaughtUp(ctx)).To(Succeed(), "the keys reach the standby")
+		Expect(topo.PauseReplay(ctx)).To(Succeed())
+		DeferCleanup(topo.ResumeReplay)
+
+		query := Request{Method: http.MethodPost, Path: "/v1/graphql", Body: map[string]any{"query": "{ __typename }"},
+			Header: map[string]string{"Idempotency-Key": newIdempotencyKey()}}
+		first := query
+		first.Key = writer
+		answer := one.Do(first)
+		Expect(answer.Status).To(Equal(http.StatusOK), "%s", answer.Body)
+
+		By("the other key reads from the standby on the second replica, which has not replayed the key's record")
+		id := register(one, writer)
+		Eventually(func() int { return two.GET("/v1/webhook-endpoints/"+id, other).Status }).
+			WithTimeout(10 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(http.StatusNotFound))
+		again := query
+		again.Key = other
+		replay := two.Do(again)
+		Expect(replay.Status).To(Equal(http.StatusOK), "the record is read on the primary: %s", replay.Body)
+		Expect(replay.Body).To(Equal(answer.Body))
+	})
+
 	It("shows a driver its position report, a commit that does not wait for the WAL flush, and a new key its own record, on another replica, the standby short of them", func(ctx SpecContext) {
 		replica := deployment(ctx, time.Hour)
 		one, two := replica(nil), replica(nil)
