@@ -102,15 +102,12 @@ const cityRatesColumns = `cities.currency, cities.base_fare, cities.per_km, citi
 // in the same single read.
 func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (Trip, CityRates, error) {
 	var r CityRates
-	trips, err := readTrips(withPrebuilt(s.conn(ctx).Table("trips"), s.sql.tripOfAccountForUpdate, tripID, account), 1,
+	trip, err := s.oneTrip(ctx, s.sql.tripOfAccountForUpdate, []any{tripID, account},
 		&r.Currency, &r.BaseFare, &r.PerKm, &r.PerMinute, &r.MinimumFare)
-	switch {
-	case err != nil:
+	if err != nil {
 		return Trip{}, CityRates{}, err
-	case len(trips) == 0:
-		return Trip{}, CityRates{}, ErrNotFound
 	}
-	return trips[0], r, nil
+	return trip, r, nil
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

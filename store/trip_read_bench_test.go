@@ -68,7 +68,7 @@ func BenchmarkTripByIDConcurrent(b *testing.B) {
 		name string
 		read func(id string) (Trip, error)
 	}{
-		{"one statement per read", func(id string) (Trip, error) { return st.oneTrip(ctx, st.sql.tripByID, id) }},
+		{"one statement per read", func(id string) (Trip, error) { return st.oneTrip(ctx, st.sql.tripByID, []any{id}) }},
 		{"shared statements", func(id string) (Trip, error) {
 			return st.TripWithin(ctx, id, TripReach{Account: DefaultAccount})
 		}},

@@ -146,7 +146,7 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 	for i, r := range batch {
 		vars[i], vars[n+i], vars[2*n+i] = r.id, r.reach.Account, r.reach.DriverID
 	}
-	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsWithin[n], vars...)
+	trips, err := t.s.tripsByPrebuilt(ctx, t.s.sql.tripsWithin[n], vars)
 	for _, r := range batch {
 		r.err = err
 		if err != nil {

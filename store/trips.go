@@ -85,7 +85,7 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 // TripByID returns one trip with its driver, in one query, or ErrNotFound. It is the service's
 // own read, for any trip; a caller's read is TripWithin.
 func (s *Store) TripByID(ctx context.Context, id string) (Trip, error) {
-	return s.oneTrip(ctx, s.sql.tripByID, id)
+	return s.oneTrip(ctx, s.sql.tripByID, []any{id})
 }
 
 // TripReach is what a caller may know exists, as a trip read bounds it: the trips of Account
@@ -108,7 +108,13 @@ func (s *Store) TripWithin(ctx context.Context, id string, reach TripReach) (Tri
 	if s.reads != nil {
 		return s.reads.read(ctx, id, reach)
 	}
-	trips, err := s.tripsByPrebuilt(ctx, s.sql.tripsWithin[1], id, reach.Account, reach.DriverID)
+	return s.oneTrip(ctx, s.sql.tripsWithin[1], []any{id, reach.Account, reach.DriverID})
+}
+
+// oneTrip runs a prebuilt statement that selects at most one trip with its driver, then one
+// column per extra (tripsByPrebuilt): the trip, or ErrNotFound.
+func (s *Store) oneTrip(ctx context.Context, statement string, vars []any, extra ...any) (Trip, error) {
+	trips, err := s.tripsByPrebuilt(ctx, statement, vars, extra...)
 	if err != nil {
 		return Trip{}, err
 	}
@@ -118,23 +124,11 @@ func (s *Store) TripWithin(ctx context.Context, id string, reach TripReach) (Tri
 	return trips[0], nil
 }
 
-// oneTrip runs a prebuilt by-id statement: the trip with its driver, or ErrNotFound.
-func (s *Store) oneTrip(ctx context.Context, statement string, vars ...any) (Trip, error) {
-	trips, err := s.tripsByPrebuilt(ctx, statement, vars...)
-	if err != nil {
-		return Trip{}, err
-	}
-	if len(trips) == 0 {
-		return Trip{}, ErrNotFound
-	}
-	return trips[0], nil
-}
-
-// tripsByPrebuilt runs a prebuilt statement that selects tripWithDriverColumns. Table names
-// the table for callbacks that look (query logs) and gives the query a statement of its own,
-// which withPrebuilt fills in.
-func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars ...any) ([]Trip, error) {
-	return readTrips(withPrebuilt(s.conn(ctx).Table("trips"), statement, vars...), 1)
+// tripsByPrebuilt runs a prebuilt statement that selects tripWithDriverColumns, then one column
+// per extra (readTrips). Table names the table for callbacks that look (query logs) and gives
+// the query a statement of its own, which withPrebuilt fills in.
+func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars []any, extra ...any) ([]Trip, error) {
+	return readTrips(withPrebuilt(s.conn(ctx).Table("trips"), statement, vars...), 1, extra...)
 }
 
 // TripsWithin returns the trips among ids that are within reach, each with its driver, in one
