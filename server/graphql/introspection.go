@@ -2,14 +2,14 @@ package graphql
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/rideapi/ride/server/ride"
 )
 
 // graphql-go's introspection predates the October 2021 specification: it has no
@@ -23,11 +23,7 @@ import (
 
 // introspectionMarker prefixes the response keys of rewritten fields: random per process, so
 // that no field of a client's document has such a key.
-var introspectionMarker = func() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "ride" + hex.EncodeToString(b) + "_"
-}()
+var introspectionMarker = ride.NewID("ride") + "_" // letters, digits and underscores: a GraphQL name
 
 // introspectionPatch is what a rewritten document's answer needs put back.
 type introspectionPatch struct {
