@@ -25,35 +25,12 @@ func (b *bench) bookingScenario(ctx context.Context, warm *http.Request) (*scena
 	sampleCity, from, to := f.route(rand.New(rand.NewPCG(28, 2)))
 	sampleRider, sampleType, sampleKey := f.rider(), rideTypes[0], ride.NewID("bench")
 	sampleAt := time.Now()
-	estSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(b.request(http.MethodPost, "/v1/fare-estimates",
-		estimateBody(from, to, sampleType))), warm)
+	estSQL, rideSQL, sampleTrip, driverID, err := b.sampleBooking(ctx, from, to, sampleType, sampleRider, sampleKey, warm)
 	if err != nil {
 		return nil, err
 	}
-	var est struct {
-		ID string `json:"estimate_id"`
-	}
-	if err := json.Unmarshal(answer, &est); err != nil || est.ID == "" {
-		return nil, fmt.Errorf("sample estimate: no estimate_id in %s", answer)
-	}
-	rideReq := b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": sampleRider})
-	rideReq.Header.Set("Idempotency-Key", sampleKey)
-	rideSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(rideReq), nil)
-	if err != nil {
-		return nil, err
-	}
-	var trip struct {
-		ID     string `json:"id"`
-		Driver struct {
-			ID string `json:"id"`
-		} `json:"driver_summary"`
-	}
-	if err := json.Unmarshal(answer, &trip); err != nil || trip.ID == "" || trip.Driver.ID == "" {
-		return nil, fmt.Errorf("sample booking: no trip id or driver in %s", answer)
-	}
-	f.book(b.o.addr, trip.ID)
 	stmts := append(slices.Clip(estSQL), rideSQL...)
-	pick, err := claimRead(stmts, trip.Driver.ID)
+	pick, err := claimRead(stmts, driverID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,31 +41,12 @@ func (b *bench) bookingScenario(ctx context.Context, warm *http.Request) (*scena
 	farAt := time.Now()
 	far := ride.Point{Lat: sampleCity.lat + farPickup/111_195.0, Lng: sampleCity.lng}
 	farTo := ride.Point{Lat: sampleCity.lat + farDropoff/111_195.0, Lng: sampleCity.lng}
-	estReq := b.request(http.MethodPost, "/v1/fare-estimates", estimateBody(far, farTo, sampleType))
-	if _, answer, err = b.sampler.captureAnswer(ctx, inProcess(estReq), nil); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(answer, &est); err != nil || est.ID == "" {
-		return nil, fmt.Errorf("sample estimate: no estimate_id in %s", answer)
-	}
 	farRider := f.rider()
-	rideReq = b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": farRider})
-	rideReq.Header.Set("Idempotency-Key", ride.NewID("bench"))
-	farSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(rideReq), nil)
+	_, farSQL, _, farDriverID, err := b.sampleBooking(ctx, far, farTo, sampleType, farRider, ride.NewID("bench"), nil)
 	if err != nil {
 		return nil, err
 	}
-	var farTrip struct {
-		ID     string `json:"id"`
-		Driver struct {
-			ID string `json:"id"`
-		} `json:"driver_summary"`
-	}
-	if err := json.Unmarshal(answer, &farTrip); err != nil || farTrip.ID == "" {
-		return nil, fmt.Errorf("sample booking: no trip id in %s", answer)
-	}
-	f.book(b.o.addr, farTrip.ID)
-	farPick, err := claimRead(farSQL, farTrip.Driver.ID)
+	farPick, err := claimRead(farSQL, farDriverID)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +97,10 @@ func (b *bench) bookingScenario(ctx context.Context, warm *http.Request) (*scena
 			tripID := ride.NewID(ride.PrefixTrip)
 			sub := &substitution{
 				strs: []string{sampleCity.id, c.id, sampleRider, f.rider(), sampleKey, ride.NewID("bench"),
-					trip.ID, tripID, sampleType, rideTypes[w.rng.IntN(len(rideTypes))]},
+					sampleTrip, tripID, sampleType, rideTypes[w.rng.IntN(len(rideTypes))]},
 				floats: map[float64]float64{from.Lat: pickup.Lat, from.Lng: pickup.Lng, to.Lat: dropoff.Lat, to.Lng: dropoff.Lng},
 				shift:  time.Since(sampleAt),
-				bind:   &binding{stmt: pick, column: "id", old: trip.Driver.ID, otherwise: &cityWide},
+				bind:   &binding{stmt: pick, column: "id", old: driverID, otherwise: &cityWide},
 			}
 			sub.freshIDs(generated)
 			if _, err := replay(ctx, b.pool, stmts, sub, -1); err != nil {
@@ -193,4 +151,38 @@ func claimRead(stmts []statement, driverID string) (int, error) {
 		return 0, fmt.Errorf("sample booking: no statement on drivers before the claimed driver %s is written", driverID)
 	}
 	return pick, nil
+}
+
+// sampleBooking books one trip from from to to through the server's own code: the estimate,
+// then the ride with key. It returns the SQL of each, the trip (which the fleet completes with
+// the others) and the driver the booking took.
+func (b *bench) sampleBooking(ctx context.Context, from, to ride.Point, rideType, riderID, key string, warm *http.Request) (estSQL, rideSQL []statement, tripID, driverID string, err error) {
+	estSQL, answer, err := b.sampler.captureAnswer(ctx, inProcess(b.request(http.MethodPost, "/v1/fare-estimates",
+		estimateBody(from, to, rideType))), warm)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	var est struct {
+		ID string `json:"estimate_id"`
+	}
+	if err := json.Unmarshal(answer, &est); err != nil || est.ID == "" {
+		return nil, nil, "", "", fmt.Errorf("sample estimate: no estimate_id in %s", answer)
+	}
+	rideReq := b.request(http.MethodPost, "/v1/rides", map[string]any{"estimate_id": est.ID, "rider_id": riderID})
+	rideReq.Header.Set("Idempotency-Key", key)
+	rideSQL, answer, err = b.sampler.captureAnswer(ctx, inProcess(rideReq), nil)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	var trip struct {
+		ID     string `json:"id"`
+		Driver struct {
+			ID string `json:"id"`
+		} `json:"driver_summary"`
+	}
+	if err := json.Unmarshal(answer, &trip); err != nil || trip.ID == "" || trip.Driver.ID == "" {
+		return nil, nil, "", "", fmt.Errorf("sample booking: no trip id or driver in %s", answer)
+	}
+	b.fleet.book(b.o.addr, trip.ID)
+	return estSQL, rideSQL, trip.ID, trip.Driver.ID, nil
 }
