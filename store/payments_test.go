@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -115,6 +116,36 @@ var _ = Describe("Payments and receipts", func() {
 				Expect(rates.BaseFare).NotTo(BeZero())
 				return nil
 			})).To(Succeed())
+		})
+
+		It("never lets another account's payment lock a trip, nor wait for its lock", func(ctx SpecContext) {
+			if e.name != "PostgreSQL" {
+				Skip("SQLite runs one writing transaction at a time: every other one waits for it, whatever it reads")
+			}
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			locked, release := make(chan struct{}), make(chan struct{})
+			owner := make(chan error, 1)
+			go func() {
+				owner <- e.shared.WithTx(ctx, func(tx *store.Store) error {
+					if _, _, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID); err != nil {
+						return err
+					}
+					close(locked)
+					<-release
+					return nil
+				})
+			}()
+			<-locked
+			// Were the stranger's read to reach the row, it would wait for the owner's
+			// transaction, which ends only after this answer: the bound would end it instead.
+			bounded, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			Expect(e.shared.WithTx(bounded, func(tx *store.Store) error {
+				_, _, err := tx.LockTripForPayment(bounded, "acct_other", trip.ID)
+				return err
+			})).To(MatchError(store.ErrNotFound))
+			close(release)
+			Expect(<-owner).To(Succeed())
 		})
 
 		It("refuses payments of unknown trips", func(ctx SpecContext) {

@@ -140,6 +140,19 @@ var _ = ForEachEngine("Paying for a trip", func(h *Harness) {
 		Expect(h.recordsOf(p.trip.ID).payments).To(HaveLen(1))
 	})
 
+	It("stops replaying an answer to the key that asked for it once that key is revoked", func() {
+		p := h.newPayable("completed")
+		res := h.Do(Request{Method: http.MethodPost, Path: "/v1/api-keys", Key: h.Admin, Body: map[string]any{"role": "admin"}})
+		Expect(res.Status).To(Equal(http.StatusCreated), "%s", res.Body)
+		secret, id := res.JSON()["secret"].(string), res.JSON()["id"].(string)
+		key, body := newIdempotencyKey(), paymentOf(p.trip, "pm_card_visa")
+		Expect(h.pay(secret, key, body).Status).To(Equal(http.StatusCreated))
+		Expect(h.pay(secret, key, body).Header.Get("Idempotent-Replayed")).To(Equal("true"))
+
+		Expect(h.Do(Request{Method: http.MethodDelete, Path: "/v1/api-keys/" + id, Key: h.Admin}).Status).To(Equal(http.StatusNoContent))
+		ExpectProblem(h.pay(secret, key, body), http.StatusUnauthorized, "unauthenticated")
+	})
+
 	It("pays a trip once when 12 payments with different keys race: one 201, the rest 409 trip_already_paid, one charge", func() {
 		p := h.newPayable("completed")
 		// The provider is asked once: the others wait for the trip's lock and then find it
