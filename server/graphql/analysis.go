@@ -95,6 +95,8 @@ type documentAnalysis struct {
 	// cost is the number of fields the operation runs: fragments expanded at each place
 	// they are spread, a selection repeated exactly in one selection set counted once.
 	cost int
+	// plan runs the operation without graphql-go; nil when it is not plain (plan.go).
+	plan *plan
 }
 
 // documentCache remembers the analyses of documents that passed, so that a client sending the
@@ -103,6 +105,10 @@ type documentAnalysis struct {
 // documents, an arbitrary one makes room. An analysis is never changed after it is made, so
 // concurrent requests share it.
 type documentCache struct {
+	// prepare completes an analysis that passed before it is cached (the Handler compiles its
+	// plan); nil: nothing to add.
+	prepare func(documentAnalysis) documentAnalysis
+
 	mu      sync.RWMutex
 	entries map[documentKey]documentAnalysis
 }
@@ -122,6 +128,9 @@ func (c *documentCache) analyze(query, operationName string) (documentAnalysis, 
 	a, reqErr := analyzeDocument(query, operationName)
 	if reqErr != nil {
 		return a, reqErr
+	}
+	if c.prepare != nil {
+		a = c.prepare(a)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

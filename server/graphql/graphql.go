@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -70,6 +71,9 @@ type Config struct {
 	// InitTimeout is how long a socket may stay open without connection_init; zero means
 	// wsInitTimeout.
 	InitTimeout time.Duration
+	// WithoutPlans runs every document through graphql-go, plain ones included (plan.go): the
+	// reference the plans are compared with.
+	WithoutPlans bool
 }
 
 // Handler runs GraphQL requests.
@@ -77,6 +81,7 @@ type Handler struct {
 	host              Host
 	log               *slog.Logger
 	schema            *graphql.Schema
+	root              reflect.Value // the resolver of Query, which plans start from
 	schemaDescription *string
 	persisted         *persistedQueries
 	documents         documentCache
@@ -95,7 +100,8 @@ func New(cfg Config) (*Handler, error) {
 	if h.initTimeout <= 0 {
 		h.initTimeout = wsInitTimeout
 	}
-	sch, err := graphql.ParseSchema(schema.SDL, &graphQLQuery{h: h},
+	root := &graphQLQuery{h: h}
+	sch, err := graphql.ParseSchema(schema.SDL, root,
 		graphql.UseStringDescriptions(),
 		graphql.MaxParallelism(graphQLMaxParallelism),
 		// analyzeDocument enforces the limits first; these are graphql-go's own backstops.
@@ -117,7 +123,10 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse schema/ride.graphql: %w", err)
 	}
-	h.schema = sch
+	h.schema, h.root = sch, reflect.ValueOf(root)
+	if !cfg.WithoutPlans {
+		h.documents.prepare = h.compile
+	}
 	return h, nil
 }
 
@@ -201,8 +210,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 
 	ctx = withGraphQLBatch(ctx, newGraphQLBatch(h.host.Store(ctx), h.host.TripReach(ctx), analysis, r.variables))
 	ctx, failed := withUnavailable(ctx)
-	run, patch := rewriteIntrospection(analysis.doc, analysis.query, h.schemaDescription)
-	res := h.schema.Exec(ctx, run, r.operationName, r.variables)
+	res, patch := h.execute(ctx, analysis, r)
 	if failed.err != nil {
 		return Answer{}, failed.err // 503 from the error boundary, as a REST read's
 	}
@@ -229,6 +237,42 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 	}
 	env.Data = patch.apply(res.Data)
 	return env.answer(http.StatusOK)
+}
+
+// execute runs the document: by its plan when it has one that can answer the request,
+// otherwise through graphql-go.
+func (h *Handler) execute(ctx context.Context, analysis documentAnalysis, r graphQLRequest) (*graphql.Response, *introspectionPatch) {
+	if analysis.plan != nil {
+		if data, errs, ok := analysis.plan.run(ctx, h.root, r.variables); ok {
+			return &graphql.Response{Data: data, Errors: errs}, nil
+		}
+	}
+	run, patch := rewriteIntrospection(analysis.doc, analysis.query, h.schemaDescription)
+	return h.schema.Exec(ctx, run, r.operationName, r.variables), patch
+}
+
+// Planned tells whether a document's operation runs by a plan rather than through graphql-go.
+func (h *Handler) Planned(query, operationName string) bool {
+	a, reqErr := h.documents.analyze(query, operationName)
+	return reqErr == nil && a.plan != nil
+}
+
+// compile gives a document that graphql-go finds valid its plan, when it is plain enough. A
+// plan's variables are all ID! and take any string, so the document is validated with a string
+// for each.
+func (h *Handler) compile(a documentAnalysis) documentAnalysis {
+	p := compilePlan(h.schema.AST(), h.root.Type(), a.operation)
+	if p == nil {
+		return a
+	}
+	variables := make(map[string]any, len(p.vars))
+	for _, name := range p.vars {
+		variables[name] = "id"
+	}
+	if len(h.schema.ValidateWithVariables(a.query, variables)) == 0 {
+		a.plan = p
+	}
+	return a
 }
 
 // graphQLRan tells whether graphql-go executed the document. It answers validation failures

@@ -183,3 +183,8 @@ func CreateAPIKeys(ctx context.Context, st *store.Store, account string, n int) 
 	}
 	return handle.DB(st).WithContext(ctx).CreateInBatches(keys, 500).Error
 }
+
+// SetDriverName renames a driver, as no API does.
+func SetDriverName(ctx context.Context, st *store.Store, id, name string) error {
+	return handle.DB(st).WithContext(ctx).Model(&store.Driver{}).Where("id = ?", id).Update("name", name).Error
+}

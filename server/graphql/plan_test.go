@@ -1,0 +1,45 @@
+package graphql
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// Which documents run by a plan; server/graphql_plan_test.go checks that their answers are
+// graphql-go's.
+var _ = Describe("A document's plan", func() {
+	var h *Handler
+	BeforeEach(func() {
+		var err error
+		h, err = New(Config{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	DescribeTable("is made for a plain, valid query",
+		func(query, operationName string) {
+			Expect(h.Planned(query, operationName)).To(BeTrue())
+		},
+		Entry("with an ID! variable", `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`, ""),
+		Entry("with aliases, __typename and string literals", `{ __typename a: trip(id: "trp_1") { __typename s: status } b: driver(id: "drv_1") { name } }`, ""),
+		Entry("named among several operations", `query A { trip(id: "trp_1") { id } } query B { driver(id: "drv_1") { id } }`, "B"),
+	)
+
+	DescribeTable("is not made, and graphql-go runs the document, when it is not plain",
+		func(query, operationName string) {
+			Expect(h.Planned(query, operationName)).To(BeFalse())
+		},
+		Entry("a fragment spread", `query { trip(id: "trp_1") { ...F } } fragment F on Trip { id }`, ""),
+		Entry("an inline fragment", `query { trip(id: "trp_1") { ... on Trip { id } } }`, ""),
+		Entry("a directive", `query($b: Boolean!) { trip(id: "trp_1") { id @include(if: $b) } }`, ""),
+		Entry("a nullable variable", `query($id: ID) { trip(id: $id) { id } }`, ""),
+		Entry("a variable with a default", `query($id: ID! = "trp_1") { trip(id: $id) { id } }`, ""),
+		Entry("a variable of another type", `query($id: String!) { trip(id: $id) { id } }`, ""),
+		Entry("an integer literal id", `{ trip(id: 12) { id } }`, ""),
+		Entry("a response key twice", `{ trip(id: "trp_1") { id } trip(id: "trp_1") { status } }`, ""),
+		Entry("introspection", `{ __schema { queryType { name } } }`, ""),
+		Entry("an unknown field", `{ trip(id: "trp_1") { colour } }`, ""),
+		Entry("a field without its selection", `{ trip(id: "trp_1") }`, ""),
+		Entry("a subscription", `subscription($id: ID!) { tripUpdated(tripId: $id) { status } }`, ""),
+		Entry("a document graphql-go finds invalid elsewhere", `query A { trip(id: "trp_1") { id } } query A { driver(id: "drv_1") { id } }`, "A"),
+	)
+})
