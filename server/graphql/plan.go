@@ -64,6 +64,7 @@ type planField struct {
 
 	nonNull bool
 	enum    map[string]bool // planEnum: the enum's values
+	write   scalarWriter    // planScalar and planEnum: the typed call, when there is one
 	quoted  []byte          // planTypename: the type's name as a JSON string
 	fields  []planField     // planObject: the selection under it
 }
@@ -160,6 +161,9 @@ func compileSelection(typ *gqlast.ObjectTypeDefinition, recv reflect.Type, set a
 			}
 		default: // lists, interfaces, unions
 			return nil, false
+		}
+		if typed := scalarWriters[recv]; typed != nil && pf.kind != planObject {
+			pf.write = typed(m, &pf)
 		}
 		out = append(out, pf)
 	}
@@ -279,6 +283,7 @@ func (p *plan) run(ctx context.Context, root reflect.Value, variables map[string
 }
 
 func (r *planRun) object(fields []planField, recv reflect.Value) {
+	node := recv.Interface()
 	r.out.WriteByte('{')
 	for i := range fields {
 		f := &fields[i]
@@ -288,6 +293,10 @@ func (r *planRun) object(fields []planField, recv reflect.Value) {
 		r.out.Write(f.key)
 		if f.kind == planTypename {
 			r.out.Write(f.quoted)
+			continue
+		}
+		if f.write != nil {
+			f.write(node, &r.out)
 			continue
 		}
 		r.path = append(r.path, f.name)

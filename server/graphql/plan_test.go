@@ -1,6 +1,10 @@
 package graphql
 
 import (
+	"bytes"
+	"encoding/json"
+
+	graphql "github.com/graph-gophers/graphql-go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -42,4 +46,33 @@ var _ = Describe("A document's plan", func() {
 		Entry("a subscription", `subscription($id: ID!) { tripUpdated(tripId: $id) { status } }`, ""),
 		Entry("a document graphql-go finds invalid elsewhere", `query A { trip(id: "trp_1") { id } } query A { driver(id: "drv_1") { id } }`, "A"),
 	)
+})
+
+var _ = Describe("A plan's scalars", func() {
+	It("are written byte for byte as json.Marshal writes them", func() {
+		for _, f := range []float64{0, -0.0, 1, -1, 4.85, 37.774929, -122.419416, 1e-6, 9.99e-7, 1.5e-9, 123456789.125,
+			1e20, 1e21, -1e21, 1.7976931348623157e308, 5e-324, 0.1 + 0.2} {
+			var out bytes.Buffer
+			writeFloat(&out, f)
+			want, err := json.Marshal(f)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out.String()).To(Equal(string(want)), "%v", f)
+		}
+		for _, s := range []string{"", "plain text 123", `a "quoted" \ path`, "<b>&amp;</b>", "tab\there\nnew", "Zoë", "\u2028\u2029",
+			"\x7f", "bad \xff utf-8", "https://example.com/p.jpg?w=1&h=2"} {
+			var out bytes.Buffer
+			writeString(&out, s)
+			want, err := json.Marshal(s)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(out.String()).To(Equal(string(want)), "%q", s)
+			out.Reset()
+			want, err = json.Marshal(graphql.ID(s))
+			if err != nil { // graphql.ID quotes as Go does, which is not always JSON: graphql-go reports the field
+				Expect(func() { writeID(&out, graphql.ID(s)) }).To(PanicWith(planStop{}), "ID %q", s)
+				continue
+			}
+			writeID(&out, graphql.ID(s))
+			Expect(out.String()).To(Equal(string(want)), "ID %q", s)
+		}
+	})
 })
