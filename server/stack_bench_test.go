@@ -246,23 +246,3 @@ func BenchmarkStackListTrips(b *testing.B) {
 		f.serve(b, f.s, http.MethodGet, "/v1/trips?limit=20", "", nil, http.StatusOK)
 	}
 }
-
-// BenchmarkStackGraphQLTrip is the benchmark's GraphQL query of one trip through the real
-// server, beside REST's GET /v1/trips/{id} of the same trip: what the query interface costs
-// above the REST read.
-func BenchmarkStackGraphQLTrip(b *testing.B) {
-	f := newBenchFixture(b)
-	b.Run("rest", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			f.serve(b, f.s, http.MethodGet, "/v1/trips/"+f.tripID, "", nil, http.StatusOK)
-		}
-	})
-	body := `{"query":"query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }","variables":{"id":"` + f.tripID + `"}}`
-	b.Run("graphql", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			f.serve(b, f.s, http.MethodPost, "/v1/graphql", body, nil, http.StatusOK)
-		}
-	})
-}
