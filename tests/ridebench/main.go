@@ -398,9 +398,11 @@ type depthRow struct {
 	res   result
 }
 
-// depthTable measures a list page at several depths. Depth 0 is the first page; deeper
-// pages start from a cursor after the row at that position, made with the server's own code
-// and secret (server.TripListCursor), exactly what a walk would have been handed there. A
+// depthTable measures a list page at several depths, all in the same windows (inTurns), so
+// that their ratios compare the pages and not the moments they ran at. Depth 0 is the first
+// page; deeper pages start from a cursor after the row at that position, made with the
+// server's own code and secret (server.TripListCursor), exactly what a walk would have been
+// handed there. A
 // depth beyond the completed trips of a smaller data set is left out, and the log says so.
 func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 	admin := auth.Principal{Role: auth.RoleAdmin, Account: auth.DefaultAccount}
@@ -428,10 +430,7 @@ func (b *bench) depthTable(ctx context.Context) ([]depthRow, error) {
 			return err
 		})
 	}
-	res, err := interleaved(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops, nil)
-	if err != nil {
-		return nil, err
-	}
+	res := inTurns(ctx, labels, b.o.concurrency, b.o.rounds, time.Second, b.o.depthDuration, ops)
 	rows := make([]depthRow, len(labels))
 	for i := range labels {
 		rows[i] = depthRow{depth: depths[i], res: res[i]}

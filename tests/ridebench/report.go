@@ -188,7 +188,7 @@ func report(out io.Writer, o options, rows []reportRow, depths []depthRow, took 
 	}
 
 	if len(depths) > 0 {
-		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds; depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
+		fmt.Fprintf(w, "\nList page (status=completed, limit=20) by depth, %s each in %d rounds, all depths in the same windows (each client asks for them in turn, so req/s is each one's share); depth 0 is the first page, deeper pages start from a cursor\n\n", o.depthDuration, o.rounds)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "depth\treq/s\tp50\tp99\terrors\tp50 vs depth 0\t")
 		for _, d := range depths {

@@ -6,6 +6,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,14 @@ type worker struct {
 // run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
 // timing each call.
 func run(ctx context.Context, label string, concurrency int, warmup, duration time.Duration, op func(ctx context.Context, w *worker) error) result {
+	return runInTurns(ctx, []string{label}, concurrency, warmup, duration,
+		[]func(ctx context.Context, w *worker) error{op})[0]
+}
+
+// runInTurns is run for several ops at once: each goroutine calls them in turn, one call each,
+// starting from a different one, so every op meets the same load at every moment of the
+// window; each op's calls are timed apart. All share the window's elapsed time and CPU.
+func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
 	var measuring atomic.Bool
 	stop := make(chan struct{})
 	type partial struct {
@@ -57,25 +66,27 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 		errors   int
 		firstErr error
 	}
-	parts := make([]partial, concurrency)
+	parts := make([][]partial, concurrency) // by goroutine, then by op
 	var wg sync.WaitGroup
 	for i := range concurrency {
+		parts[i] = make([]partial, len(ops))
 		wg.Go(func() {
 			w := &worker{id: i, rng: rand.New(rand.NewPCG(uint64(i), 42))}
-			p := &parts[i]
 			defer w.http.close()
-			for {
+			for turn := i; ; turn++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
+				k := turn % len(ops)
 				start := time.Now()
-				err := op(ctx, w)
+				err := ops[k](ctx, w)
 				d := time.Since(start)
 				if !measuring.Load() {
 					continue
 				}
+				p := &parts[i][k]
 				if err != nil {
 					p.errors++
 					if p.firstErr == nil {
@@ -87,6 +98,7 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 			}
 		})
 	}
+	label := strings.Join(labels, " + ")
 	log.Printf("run: %-28s warming up %s", label, warmup)
 	time.Sleep(warmup)
 	measuring.Store(true)
@@ -96,23 +108,27 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 	elapsed, cpu := time.Since(begin), readCPU().sub(cpuBefore)
 	close(stop)
 	wg.Wait()
-	var r result
-	r.elapsed, r.cpu = elapsed, cpu
-	for _, p := range parts {
-		r.latencies = append(r.latencies, p.lat...)
-		r.errors += p.errors
-		if r.firstErr == nil {
-			r.firstErr = p.firstErr
+	out := make([]result, len(ops))
+	for k := range ops {
+		r := &out[k]
+		r.elapsed, r.cpu = elapsed, cpu
+		for i := range parts {
+			p := parts[i][k]
+			r.latencies = append(r.latencies, p.lat...)
+			r.errors += p.errors
+			if r.firstErr == nil {
+				r.firstErr = p.firstErr
+			}
+		}
+		r.n = len(r.latencies)
+		slices.Sort(r.latencies)
+		log.Printf("run: %-28s %8.0f req/s  p50 %s  p99 %s  errors %d", labels[k], r.rate(),
+			ms(r.percentile(0.5)), ms(r.percentile(0.99)), r.errors)
+		if r.firstErr != nil {
+			log.Printf("run: %-28s first error: %v", labels[k], r.firstErr)
 		}
 	}
-	r.n = len(r.latencies)
-	slices.Sort(r.latencies)
-	log.Printf("run: %-28s %8.0f req/s  p50 %s  p99 %s  errors %d", label, r.rate(),
-		ms(r.percentile(0.5)), ms(r.percentile(0.99)), r.errors)
-	if r.firstErr != nil {
-		log.Printf("run: %-28s first error: %v", label, r.firstErr)
-	}
-	return r
+	return out
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
@@ -159,4 +175,38 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 		slices.Sort(out[i].latencies)
 	}
 	return out, nil
+}
+
+// inTurns measures several ops in rounds like interleaved, but all of them in one window per
+// round (runInTurns): for ratios of latencies, which the load of the moment moves as much as
+// the ops themselves, each op then meets exactly the load the others meet. Each round's window
+// lasts duration/rounds for every op.
+func inTurns(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration,
+	ops []func(ctx context.Context, w *worker) error) []result {
+	out := make([]result, len(ops))
+	for round := range rounds {
+		wu := 100 * time.Millisecond
+		if round == 0 {
+			wu = warmup
+		}
+		named := make([]string, len(labels))
+		for i, l := range labels {
+			named[i] = fmt.Sprintf("%s [%d/%d]", l, round+1, rounds)
+		}
+		window := duration * time.Duration(len(ops)) / time.Duration(rounds)
+		for i, r := range runInTurns(ctx, named, concurrency, wu, window, ops) {
+			out[i].rounds = append(out[i].rounds, r)
+			out[i].n += r.n
+			out[i].errors += r.errors
+			if out[i].firstErr == nil {
+				out[i].firstErr = r.firstErr
+			}
+			out[i].latencies = append(out[i].latencies, r.latencies...)
+			out[i].elapsed += r.elapsed
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].latencies)
+	}
+	return out
 }
