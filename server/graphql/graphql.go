@@ -3,7 +3,8 @@
 // the request's shape; from here on every answer is the GraphQL envelope {errors, data,
 // extensions}, 200 once the document ran and 400 when it cannot run. Order of work: resolve a
 // persisted query, parse and measure the document (limits), then let graphql-go validate and
-// execute it. The server reaches it through Handler and gives it what it needs through Host.
+// execute it, or run its plan when graphql-go found it valid before and it is plain (plan.go).
+// The server reaches it through Handler and gives it what it needs through Host.
 package graphql
 
 import (
