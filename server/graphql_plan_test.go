@@ -73,7 +73,7 @@ var _ = Describe("GraphQL plans", Ordered, func() {
 	// status and bytes; it returns the body.
 	same := func(ctx context.Context, caller auth.Principal, query string, variables map[string]any) string {
 		GinkgoHelper()
-		Expect(s.graphql.Planned(query, "")).To(BeTrue(), "the document runs by a plan: %s", query)
+		Expect(s.graphql.Planned(caller.Account, query, "")).To(BeTrue(), "the document runs by a plan: %s", query)
 		ctx = pipeline.WithRequestID(auth.WithPrincipal(ctx, caller), "req_plan")
 		req := &gen.GraphQLRequest{Query: &query}
 		if variables != nil {
@@ -116,6 +116,17 @@ var _ = Describe("GraphQL plans", Ordered, func() {
 			}
 		}
 		Expect(forbidden).To(Equal(len(trips)), "the other rider is refused every trip, with the error graphql-go writes")
+	})
+
+	It("names a refused field in its error by its response key, as graphql-go does", func(ctx SpecContext) {
+		rider := auth.Principal{KeyID: "key_rider", Role: auth.RoleRider, Subject: "rdr_someoneelse", Account: auth.DefaultAccount}
+		// One refusal per document: graphql-go resolves root fields concurrently, so the order
+		// of several errors is its scheduler's.
+		body := same(ctx, rider, `query Q($a: ID!, $b: ID!) { driver: trip(id: $a) { id } trip: driver(id: $b) { id } }`,
+			map[string]any{"a": trips[0].ID, "b": driver})
+		Expect(body).To(ContainSubstring(`"path":["driver"]`))
+		body = same(ctx, rider, fmt.Sprintf(`{ x: trip(id: %q) { id } }`, trips[1].ID), nil)
+		Expect(body).To(ContainSubstring(`"path":["x"]`))
 	})
 
 	It("answers aliases, literal ids, several root fields, unknown and malformed ids as graphql-go does", func(ctx SpecContext) {

@@ -52,9 +52,9 @@ const (
 
 // planField is one field of a selection set, bound to its resolver.
 type planField struct {
-	name string // the field's name, for paths
-	key  []byte // `"responseKey":`
-	kind planKind
+	alias string // the response key, which paths name
+	key   []byte // `"responseKey":`
+	kind  planKind
 
 	method   reflect.Value // the method's func value (receiver first); unset for __typename
 	takesCtx bool
@@ -117,7 +117,7 @@ func compileSelection(typ *gqlast.ObjectTypeDefinition, recv reflect.Type, set a
 			return nil, false
 		}
 		keys[f.Alias] = true
-		pf := planField{name: f.Name, key: []byte(`"` + f.Alias + `":`)}
+		pf := planField{alias: f.Alias, key: []byte(`"` + f.Alias + `":`)}
 		if f.Name == "__typename" {
 			pf.kind, pf.quoted = planTypename, []byte(`"`+typ.Name+`"`)
 			out = append(out, pf)
@@ -299,7 +299,7 @@ func (r *planRun) object(fields []planField, recv reflect.Value) {
 			f.write(node, &r.out)
 			continue
 		}
-		r.path = append(r.path, f.name)
+		r.path = append(r.path, f.alias)
 		r.field(f, recv)
 		r.path = r.path[:len(r.path)-1]
 	}
