@@ -102,8 +102,11 @@ type documentAnalysis struct {
 // documentCache remembers the analyses of documents that passed, so that a client sending the
 // same query again and again (the normal case: queries are constants in client code, with
 // variables) is not parsed and walked each time. It is bounded: past documentCacheSize
-// documents, an arbitrary one makes room. An analysis is never changed after it is made, so
-// concurrent requests share it.
+// documents, or documentCacheBytes of their text, arbitrary ones make room. A document's
+// analysis (its syntax tree, and its plan) holds about 80 times its text, so the text bounds
+// what the cache keeps: a few hundred documents of a client, or some 20 MB of analyses of the
+// longest ones. An analysis is never changed after it is made, so concurrent requests share
+// it.
 type documentCache struct {
 	// prepare completes an analysis that passed before it is cached (the Handler compiles its
 	// plan); nil: nothing to add.
@@ -111,14 +114,21 @@ type documentCache struct {
 
 	mu      sync.RWMutex
 	entries map[documentKey]documentAnalysis
+	bytes   int // the text of the cached documents' keys
 }
 
-type documentKey struct{ query, operationName string }
+type documentKey struct{ account, query, operationName string }
 
-const documentCacheSize = 512
+func (k documentKey) size() int { return len(k.query) + len(k.operationName) }
 
-func (c *documentCache) analyze(query, operationName string) (documentAnalysis, *requestError) {
-	key := documentKey{query, operationName}
+const (
+	documentCacheSize  = 512
+	documentCacheBytes = 256 << 10
+)
+
+// analyze returns the analysis of a document an account sent, from the cache when it has one.
+func (c *documentCache) analyze(account, query, operationName string) (documentAnalysis, *requestError) {
+	key := documentKey{account, query, operationName}
 	c.mu.RLock()
 	a, ok := c.entries[key]
 	c.mu.RUnlock()
@@ -137,13 +147,18 @@ func (c *documentCache) analyze(query, operationName string) (documentAnalysis, 
 	if c.entries == nil {
 		c.entries = make(map[documentKey]documentAnalysis, documentCacheSize)
 	}
-	if len(c.entries) >= documentCacheSize {
-		for k := range c.entries {
-			delete(c.entries, k)
+	if _, cached := c.entries[key]; cached {
+		return a, nil // analysed by a concurrent request meanwhile
+	}
+	for k := range c.entries { // Go's map order is random
+		if len(c.entries) < documentCacheSize && c.bytes+key.size() <= documentCacheBytes {
 			break
 		}
+		delete(c.entries, k)
+		c.bytes -= k.size()
 	}
 	c.entries[key] = a
+	c.bytes += key.size()
 	return a, nil
 }
 

@@ -151,24 +151,52 @@ var _ = Describe("the document cache", func() {
 	It("analyses a document once, keeps only documents that passed, and stays bounded", func() {
 		var c documentCache
 		doc := `query Trip($id: ID!) { trip(id: $id) { status } }`
-		first, err := c.analyze(doc, "Trip")
+		first, err := c.analyze("acct_test", doc, "Trip")
 		Expect(err).To(BeNil())
-		again, err := c.analyze(doc, "Trip")
+		again, err := c.analyze("acct_test", doc, "Trip")
 		Expect(err).To(BeNil())
 		Expect(again.doc).To(BeIdenticalTo(first.doc), "the second request reuses the first analysis")
-		other, err := c.analyze(doc, "")
+		other, err := c.analyze("acct_test", doc, "")
 		Expect(err).To(BeNil())
 		Expect(other.doc).NotTo(BeIdenticalTo(first.doc), "the operation name is part of the key")
 
-		_, err = c.analyze(spreads(200), "")
+		_, err = c.analyze("acct_test", spreads(200), "")
 		Expect(err).NotTo(BeNil())
 		Expect(c.entries).To(HaveLen(2), "a refused document is not kept")
 
 		for i := range documentCacheSize + 10 {
-			_, err := c.analyze(fmt.Sprintf("{ trip(id: \"trp_%d\") { id } }", i), "")
+			_, err := c.analyze("acct_test", fmt.Sprintf("{ trip(id: \"trp_%d\") { id } }", i), "")
 			Expect(err).To(BeNil())
 		}
 		Expect(c.entries).To(HaveLen(documentCacheSize))
+		Expect(c.bytes).To(BeNumerically("<=", documentCacheBytes))
+	})
+
+	It("keeps at most documentCacheBytes of document text, whatever the documents' number", func() {
+		var c documentCache
+		long := strings.Repeat("id ", graphQLMaxCost-1) // the longest a document of one trip's ids can be
+		for i := range 2 * documentCacheBytes / len(long) {
+			_, err := c.analyze("acct_test", fmt.Sprintf("{ trip(id: \"trp_%d\") { %s } }", i, long), "")
+			Expect(err).To(BeNil())
+			Expect(c.bytes).To(BeNumerically("<=", documentCacheBytes))
+		}
+		Expect(len(c.entries)).To(BeNumerically("<", documentCacheSize))
+		Expect(len(c.entries)).To(BeNumerically(">=", documentCacheBytes/(len(long)+40)-1), "the budget is used, not wasted")
+		sum := 0
+		for k := range c.entries {
+			sum += k.size()
+		}
+		Expect(c.bytes).To(Equal(sum), "the budget counts exactly the cached documents")
+	})
+
+	It("keeps each account's documents apart: another account's request for the same text is analysed anew", func() {
+		var c documentCache
+		doc := `{ trip(id: "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa") { status } }`
+		mine, err := c.analyze("acct_one", doc, "")
+		Expect(err).To(BeNil())
+		theirs, err := c.analyze("acct_two", doc, "")
+		Expect(err).To(BeNil())
+		Expect(theirs.doc).NotTo(BeIdenticalTo(mine.doc))
 	})
 })
 

@@ -199,7 +199,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 		return graphQLFailure(newRequestError(gqlCodeBadRequest,
 			"Send the GraphQL document in query (or the hash of a registered one in extensionh.persistedQuery)."), 0)
 	}
-	analysis, reqErr := h.documents.analyze(query, r.operationName)
+	analysis, reqErr := h.documents.analyze(h.host.Account(ctx), query, r.operationName)
 	if reqErr != nil {
 		return graphQLFailure(reqErr, analysis.cost)
 	}
@@ -252,9 +252,10 @@ func (h *Handler) execute(ctx context.Context, analysis documentAnalysis, r grap
 	return h.schema.Exec(ctx, run, r.operationName, r.variables), patch
 }
 
-// Planned tells whether a document's operation runs by a plan rather than through graphql-go.
-func (h *Handler) Planned(query, operationName string) bool {
-	a, reqErr := h.documents.analyze(query, operationName)
+// Planned tells whether a document's operation, sent by account, runs by a plan rather than
+// through graphql-go.
+func (h *Handler) Planned(account, query, operationName string) bool {
+	a, reqErr := h.documents.analyze(account, query, operationName)
 	return reqErr == nil && a.plan != nil
 }
 

@@ -21,7 +21,7 @@ var _ = Describe("A document's plan", func() {
 
 	DescribeTable("is made for a plain, valid query",
 		func(query, operationName string) {
-			Expect(h.Planned(query, operationName)).To(BeTrue())
+			Expect(h.Planned("acct_test", query, operationName)).To(BeTrue())
 		},
 		Entry("with an ID! variable", `query Trip($id: ID!) { trip(id: $id) { status etaMinutes driver { name rating photo } fare { total currency } } }`, ""),
 		Entry("with aliases, __typename and string literals", `{ __typename a: trip(id: "trp_1") { __typename s: status } b: driver(id: "drv_1") { name } }`, ""),
@@ -30,7 +30,7 @@ var _ = Describe("A document's plan", func() {
 
 	DescribeTable("is not made, and graphql-go runs the document, when it is not plain",
 		func(query, operationName string) {
-			Expect(h.Planned(query, operationName)).To(BeFalse())
+			Expect(h.Planned("acct_test", query, operationName)).To(BeFalse())
 		},
 		Entry("a fragment spread", `query { trip(id: "trp_1") { ...F } } fragment F on Trip { id }`, ""),
 		Entry("an inline fragment", `query { trip(id: "trp_1") { ... on Trip { id } } }`, ""),

@@ -279,7 +279,7 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 // run answers one operation: error for a document that does not run, else next per result
 // and complete.
 func (s *wsSession) run(ctx context.Context, id, query, operationName string, variables map[string]any) {
-	analysis, reqErr := s.h.documents.analyze(query, operationName)
+	analysis, reqErr := s.h.documents.analyze(s.h.host.Account(ctx), query, operationName)
 	if reqErr != nil {
 		payload, _ := json.Marshal([]graphQLError{reqErr.graphQLError()})
 		_ = s.write(ctx, wsMessage{ID: id, Type: "error", Payload: payload})
