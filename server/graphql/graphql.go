@@ -244,7 +244,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 // otherwise through graphql-go.
 func (h *Handler) execute(ctx context.Context, analysis documentAnalysis, r graphQLRequest) (*graphql.Response, *introspectionPatch) {
 	if analysis.plan != nil {
-		if data, errs, ok := analysis.plan.run(ctx, h.root, r.variables); ok {
+		if data, errs, ok := analysis.plan.run(ctx, h.root.Interface(), r.variables); ok {
 			return &graphql.Response{Data: data, Errors: errs}, nil
 		}
 	}

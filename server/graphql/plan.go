@@ -65,6 +65,7 @@ type planField struct {
 	nonNull bool
 	enum    map[string]bool // planEnum: the enum's values
 	write   scalarWriter    // planScalar and planEnum: the typed call, when there is one
+	call    objectCaller    // planObject: the typed call, when there is one
 	quoted  []byte          // planTypename: the type's name as a JSON string
 	fields  []planField     // planObject: the selection under it
 }
@@ -165,6 +166,9 @@ func compileSelection(typ *gqlast.ObjectTypeDefinition, recv reflect.Type, set a
 		if typed := scalarWriters[recv]; typed != nil && pf.kind != planObject {
 			pf.write = typed(m, &pf)
 		}
+		if typed := objectCallers[recv]; typed != nil && pf.kind == planObject && len(pf.argSets) <= 1 {
+			pf.call = typed(m)
+		}
 		out = append(out, pf)
 	}
 	return out, true
@@ -261,7 +265,7 @@ type planStop struct{}
 // run executes the plan against the root resolver. It returns the data and the fields' errors
 // as graphql-go returns them, and false when the request must run through graphql-go instead
 // (nothing of the plan's run is then kept).
-func (p *plan) run(ctx context.Context, root reflect.Value, variables map[string]any) (data []byte, errs []*gqlerrors.QueryError, ok bool) {
+func (p *plan) run(ctx context.Context, root any, variables map[string]any) (data []byte, errs []*gqlerrors.QueryError, ok bool) {
 	if len(variables) != len(p.vars) {
 		return nil, nil, false
 	}
@@ -282,8 +286,7 @@ func (p *plan) run(ctx context.Context, root reflect.Value, variables map[string
 	return r.out.Bytes(), r.errors, true
 }
 
-func (r *planRun) object(fields []planField, recv reflect.Value) {
-	node := recv.Interface()
+func (r *planRun) object(fields []planField, node any) {
 	r.out.WriteByte('{')
 	for i := range fields {
 		f := &fields[i]
@@ -291,44 +294,45 @@ func (r *planRun) object(fields []planField, recv reflect.Value) {
 			r.out.WriteByte(',')
 		}
 		r.out.Write(f.key)
-		if f.kind == planTypename {
+		switch {
+		case f.kind == planTypename:
 			r.out.Write(f.quoted)
-			continue
-		}
-		if f.write != nil {
+		case f.write != nil:
 			f.write(node, &r.out)
-			continue
+		default:
+			r.path = append(r.path, f.alias)
+			r.field(f, node)
+			r.path = r.path[:len(r.path)-1]
 		}
-		r.path = append(r.path, f.alias)
-		r.field(f, recv)
-		r.path = r.path[:len(r.path)-1]
 	}
 	r.out.WriteByte('}')
 }
 
-func (r *planRun) field(f *planField, recv reflect.Value) {
-	in := make([]reflect.Value, 1, 3)
-	in[0] = recv
-	if f.takesCtx {
-		in = append(in, reflect.ValueOf(r.ctx))
+// argument is the value of a field's argument: its literal, or its variable's value.
+func (r *planRun) argument(a planArg) string {
+	if a.variable != "" {
+		return r.vars[a.variable].(string)
 	}
-	if f.args != nil {
-		args := reflect.New(f.args).Elem()
-		for _, a := range f.argSets {
-			v := a.literal
-			if a.variable != "" {
-				v = r.vars[a.variable].(string)
-			}
-			args.Field(a.index).SetString(v)
+	return a.literal
+}
+
+func (r *planRun) field(f *planField, node any) {
+	var v any
+	var err error
+	if f.call != nil {
+		var id string
+		if len(f.argSets) == 1 {
+			id = r.argument(f.argSets[0])
 		}
-		in = append(in, args)
+		v, err = f.call(r.ctx, node, id)
+	} else {
+		v, err = r.reflectCall(f, node)
 	}
-	res := f.method.Call(in)
-	if f.hasError && !res[1].IsNil() {
+	switch {
+	case err != nil:
 		if f.nonNull {
 			panic(planStop{})
 		}
-		err := res[1].Interface().(error)
 		qe := gqlerrors.Errorf("%s", err)
 		qe.Path = append([]any(nil), r.path...)
 		qe.ResolverError = err
@@ -337,32 +341,52 @@ func (r *planRun) field(f *planField, recv reflect.Value) {
 		}
 		r.errors = append(r.errors, qe)
 		r.out.WriteString("null")
-		return
-	}
-	v := res[0]
-	if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+	case v == nil:
 		if f.nonNull {
 			panic(planStop{})
 		}
 		r.out.WriteString("null")
-		return
-	}
-	switch f.kind {
-	case planObject:
+	case f.kind == planObject:
 		r.object(f.fields, v)
-	case planEnum:
-		name := reflect.Indirect(v).String()
+	case f.kind == planEnum:
+		name := reflect.Indirect(reflect.ValueOf(v)).String()
 		if !f.enum[name] {
 			panic(planStop{})
 		}
 		r.out.WriteByte('"')
 		r.out.WriteString(name)
 		r.out.WriteByte('"')
-	case planScalar:
-		b, err := json.Marshal(reflect.Indirect(v).Interface())
+	default: // planScalar
+		b, err := json.Marshal(reflect.Indirect(reflect.ValueOf(v)).Interface())
 		if err != nil {
 			panic(planStop{})
 		}
 		r.out.Write(b)
 	}
+}
+
+// reflectCall calls a field's method through reflect: its value (nil for a nil pointer or
+// interface) and its error.
+func (r *planRun) reflectCall(f *planField, node any) (any, error) {
+	in := make([]reflect.Value, 1, 3)
+	in[0] = reflect.ValueOf(node)
+	if f.takesCtx {
+		in = append(in, reflect.ValueOf(r.ctx))
+	}
+	if f.args != nil {
+		args := reflect.New(f.args).Elem()
+		for _, a := range f.argSets {
+			args.Field(a.index).SetString(r.argument(a))
+		}
+		in = append(in, args)
+	}
+	res := f.method.Call(in)
+	if f.hasError && !res[1].IsNil() {
+		return nil, res[1].Interface().(error)
+	}
+	v := res[0]
+	if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+		return nil, nil
+	}
+	return v.Interface(), nil
 }

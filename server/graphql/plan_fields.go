@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -10,11 +11,11 @@ import (
 	graphql "github.com/graph-gophers/graphql-go"
 )
 
-// Scalar fields without reflection. A plan calls a field's method through reflect unless its
-// node type is listed in scalarWriters: then each scalar or enum field is a typed call that
-// writes the value as json.Marshal would, the way graphql-go writes scalars. Listing a node
-// type is an optimisation only; an unlisted one, or a method of another shape, is called
-// through reflect and written by json.Marshal.
+// Fields without reflection. A plan calls a field's method through reflect unless its node type
+// is listed in scalarWriters (scalar and enum fields) or objectCallers (fields of object type):
+// then the field is a typed call, and a scalar's value is written as json.Marshal would, the
+// way graphql-go writes scalars. Listing a node type is an optimisation only; an unlisted
+// one, or a method of another shape, is called through reflect and written by json.Marshal.
 
 // scalarWriter writes one scalar field of a node. It panics with planStop when the plan cannot
 // answer (null in a non-null field, an unknown enum value, a number JSON cannot hold).
@@ -26,6 +27,49 @@ var scalarWriters = map[reflect.Type]func(reflect.Method, *planField) scalarWrit
 	reflect.TypeFor[*fareNode]():     typedScalar[*fareNode],
 	reflect.TypeFor[*locationNode](): typedScalar[*locationNode],
 	reflect.TypeFor[*positionNode](): typedScalar[*positionNode],
+}
+
+// objectCaller calls a field of object type: the node and, for a field with one ID argument,
+// its value in; the object (nil for null) and the resolver's error out.
+type objectCaller func(ctx context.Context, node any, id string) (any, error)
+
+var objectCallers = map[reflect.Type]func(reflect.Method) objectCaller{
+	reflect.TypeFor[*graphQLQuery](): typedObject[*graphQLQuery],
+	reflect.TypeFor[*tripNode]():     typedObject[*tripNode],
+}
+
+// typedObject returns the caller of a method of N of one of the shapes the resolvers of object
+// fields have; nil for any other.
+func typedObject[N any](m reflect.Method) objectCaller {
+	switch call := m.Func.Interface().(type) {
+	case func(N, context.Context, struct{ ID idInput }) (*tripNode, error):
+		return func(ctx context.Context, n any, id string) (any, error) {
+			t, err := call(n.(N), ctx, struct{ ID idInput }{idInput(id)})
+			return object(t), err
+		}
+	case func(N, context.Context, struct{ ID idInput }) (*driverNode, error):
+		return func(ctx context.Context, n any, id string) (any, error) {
+			d, err := call(n.(N), ctx, struct{ ID idInput }{idInput(id)})
+			return object(d), err
+		}
+	case func(N) *driverNode:
+		return func(_ context.Context, n any, _ string) (any, error) { return object(call(n.(N))), nil }
+	case func(N) *fareNode:
+		return func(_ context.Context, n any, _ string) (any, error) { return object(call(n.(N))), nil }
+	case func(N) *locationNode:
+		return func(_ context.Context, n any, _ string) (any, error) { return object(call(n.(N))), nil }
+	case func(N, context.Context) *positionNode:
+		return func(ctx context.Context, n any, _ string) (any, error) { return object(call(n.(N), ctx)), nil }
+	}
+	return nil
+}
+
+// object is a resolver's node as a plan holds it: nil for a nil pointer.
+func object[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // typedScalar returns the writer of a method of N without parameters whose result is one of

@@ -2,11 +2,14 @@ package graphql
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"reflect"
 
 	graphql "github.com/graph-gophers/graphql-go"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // Which documents run by a plan; server/graphql_plan_test.go checks that their answers are
@@ -76,3 +79,69 @@ var _ = Describe("A plan's scalars", func() {
 		}
 	})
 })
+
+// A plan over resolvers it has no typed calls for: every field through reflect, against
+// graphql-go running the same document on the same resolvers.
+var _ = Describe("A plan over resolvers called through reflect", func() {
+	It("answers as graphql-go does", func(ctx SpecContext) {
+		const sdl = `
+			schema { query: Query }
+			enum Kind { SMALL LARGE }
+			type Query { thing(id: ID!): Thing }
+			type Thing { id: ID! name: String! note: String score: Float count: Int! kind: Kind! child: Thing broken: Thing }`
+		sch, err := graphql.ParseSchema(sdl, &reflectRoot{})
+		Expect(err).NotTo(HaveOccurred())
+		doc := `query Q($id: ID!) { __typename a: thing(id: $id) { id name note score count kind child { name kind child { id } } broken { id } }
+			b: thing(id: "missing") { id } c: thing(id: "refused") { id } }`
+		p := compilePlan(sch.AST(), reflect.TypeFor[*reflectRoot](), mustOperation(doc))
+		Expect(p).NotTo(BeNil())
+		Expect(p.fields[1].call).To(BeNil(), "no typed call: the reflect path runs")
+		variables := map[string]any{"id": "t1"}
+		data, errs, ok := p.run(ctx, &reflectRoot{}, variables)
+		Expect(ok).To(BeTrue())
+		want := sch.Exec(ctx, doc, "", variables)
+		Expect(string(data)).To(Equal(string(want.Data)))
+		Expect(errs).To(HaveLen(1))
+		Expect(want.Errors).To(HaveLen(1))
+		Expect(errs[0].Message).To(Equal(want.Errors[0].Message))
+		Expect(errs[0].Path).To(Equal(want.Errors[0].Path))
+		Expect(errs[0].Extensions).To(Equal(want.Errors[0].Extensions))
+	})
+})
+
+func mustOperation(doc string) *ast.OperationDefinition {
+	a, reqErr := analyzeDocument(doc, "")
+	Expect(reqErr).To(BeNil())
+	return a.operation
+}
+
+type reflectRoot struct{}
+
+func (*reflectRoot) Thing(_ context.Context, args struct{ ID idInput }) (*reflectThing, error) {
+	switch args.ID {
+	case "missing":
+		return nil, nil
+	case "refused":
+		return nil, &graphQLFieldError{code: gqlCodeForbidden, message: "Not yours."}
+	}
+	return &reflectThing{id: string(args.ID), depth: 0}, nil
+}
+
+type reflectThing struct {
+	id    string
+	depth int
+}
+
+func (t *reflectThing) ID() graphql.ID        { return graphql.ID(t.id) }
+func (t *reflectThing) Name() string          { return `Thing <"` + t.id + `"> & co` }
+func (t *reflectThing) Note() *string         { return nil }
+func (t *reflectThing) Score() *float64       { s := 0.1 + 0.2; return &s }
+func (t *reflectThing) Count() int32          { return int32(t.depth) }
+func (t *reflectThing) Kind() string          { return []string{"SMALL", "LARGE"}[t.depth%2] }
+func (t *reflectThing) Broken() *reflectThing { return nil }
+func (t *reflectThing) Child(ctx context.Context) *reflectThing {
+	if t.depth == 2 {
+		return nil
+	}
+	return &reflectThing{id: t.id + ".child", depth: t.depth + 1}
+}
