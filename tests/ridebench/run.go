@@ -57,7 +57,8 @@ func run(ctx context.Context, label string, concurrency int, warmup, duration ti
 
 // runInTurns is run for several ops at once: each goroutine calls them in turn, one call each,
 // starting from a different one, so every op meets the same load at every moment of the
-// window; each op's calls are timed apart. All share the window's elapsed time and CPU.
+// window; each op's calls are timed apart. All share the window's elapsed time; its CPU time
+// is given only to a single op, as no share of it is any one op's.
 func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
 	var measuring atomic.Bool
 	stop := make(chan struct{})
@@ -111,7 +112,10 @@ func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, d
 	out := make([]result, len(ops))
 	for k := range ops {
 		r := &out[k]
-		r.elapsed, r.cpu = elapsed, cpu
+		r.elapsed = elapsed
+		if len(ops) == 1 {
+			r.cpu = cpu
+		}
 		for i := range parts {
 			p := parts[i][k]
 			r.latencies = append(r.latencies, p.lat...)
@@ -160,21 +164,26 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 			}
 			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op)
 			done()
-			out[i].rounds = append(out[i].rounds, r)
-			out[i].n += r.n
-			out[i].errors += r.errors
-			if out[i].firstErr == nil {
-				out[i].firstErr = r.firstErr
-			}
-			out[i].latencies = append(out[i].latencies, r.latencies...)
-			out[i].elapsed += r.elapsed
-			out[i].cpu = out[i].cpu.add(r.cpu)
+			out[i].addRound(r)
 		}
 	}
 	for i := range out {
 		slices.Sort(out[i].latencies)
 	}
 	return out, nil
+}
+
+// addRound merges one round's result into r, keeping the round too.
+func (r *result) addRound(round result) {
+	r.rounds = append(r.rounds, round)
+	r.n += round.n
+	r.errors += round.errors
+	if r.firstErr == nil {
+		r.firstErr = round.firstErr
+	}
+	r.latencies = append(r.latencies, round.latencies...)
+	r.elapsed += round.elapsed
+	r.cpu = r.cpu.add(round.cpu)
 }
 
 // inTurns measures several ops in rounds like interleaved, but all of them in one window per
@@ -195,14 +204,7 @@ func inTurns(ctx context.Context, labels []string, concurrency, rounds int, warm
 		}
 		window := duration * time.Duration(len(ops)) / time.Duration(rounds)
 		for i, r := range runInTurns(ctx, named, concurrency, wu, window, ops) {
-			out[i].rounds = append(out[i].rounds, r)
-			out[i].n += r.n
-			out[i].errors += r.errors
-			if out[i].firstErr == nil {
-				out[i].firstErr = r.firstErr
-			}
-			out[i].latencies = append(out[i].latencies, r.latencies...)
-			out[i].elapsed += r.elapsed
+			out[i].addRound(r)
 		}
 	}
 	for i := range out {
