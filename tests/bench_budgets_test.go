@@ -32,7 +32,7 @@ import (
 //     document may run;
 //   - graphql_new_largest_documents: the same, a different document every time, which the
 //     server analyses and caches anew: heap_after_MB is what its document cache holds once
-//     full of the longest documents (its budget: 256 KiB of their text);
+//     full of one account's longest documents (its budget: 64 KiB of an account's document text);
 //   - json_body_1mib: a 1 MiB body of valid position reports, far more than a batch may hold;
 //   - error_list_1mib: a 1 MiB body of unknown members, each of them a finding;
 //   - error_list_most_findings: the body with the most findings that is not refused before

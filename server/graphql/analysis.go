@@ -101,36 +101,51 @@ type documentAnalysis struct {
 
 // documentCache remembers the analyses of documents that passed, so that a client sending the
 // same query again and again (the normal case: queries are constants in client code, with
-// variables) is not parsed and walked each time. It is bounded: past documentCacheSize
-// documents, or documentCacheBytes of their text, arbitrary ones make room. A document's
-// analysis (its syntax tree, and its plan) holds about 80 times its text, so the text bounds
-// what the cache keeps: a few hundred documents of a client, or some 20 MB of analyses of the
-// longest ones. An analysis is never changed after it is made, so concurrent requests share
-// it.
+// variables) is not parsed and walked each time. An analysis is never changed after it is
+// made, so concurrent requests share it.
+//
+// Each account has a part of its own, bounded by documentCacheSize documents and
+// documentCacheBytes of their text: past either, arbitrary entries of the same account make
+// room, so no account's documents push out another's, and whether a document is cached, which
+// the time of an answer tells, says nothing of what another account sent. An analysis (its
+// syntax tree, and its plan) holds about 80 times its text, so an account's part holds a few
+// hundred documents of a client, or at most some 5 MB of analyses of the longest ones. Past
+// documentCacheAccounts accounts, the part of an arbitrary other account is forgotten
+// whole, which bounds the cache at some 160 MB.
 type documentCache struct {
 	// prepare completes an analysis that passed before it is cached (the Handler compiles its
 	// plan); nil: nothing to add.
 	prepare func(documentAnalysis) documentAnalysis
 
-	mu      sync.RWMutex
-	entries map[documentKey]documentAnalysis
-	bytes   int // the text of the cached documents' keys
+	mu       sync.RWMutex
+	accounts map[string]*accountDocuments
 }
 
-type documentKey struct{ account, query, operationName string }
+// accountDocuments is one account's part of the cache.
+type accountDocuments struct {
+	entries map[documentKey]documentAnalysis
+	bytes   int // the text of the keys of entries
+}
+
+type documentKey struct{ query, operationName string }
 
 func (k documentKey) size() int { return len(k.query) + len(k.operationName) }
 
 const (
-	documentCacheSize  = 512
-	documentCacheBytes = 256 << 10
+	documentCacheSize     = 256
+	documentCacheBytes    = 64 << 10
+	documentCacheAccounts = 32
 )
 
 // analyze returns the analysis of a document an account sent, from the cache when it has one.
 func (c *documentCache) analyze(account, query, operationName string) (documentAnalysis, *requestError) {
-	key := documentKey{account, query, operationName}
+	key := documentKey{query, operationName}
 	c.mu.RLock()
-	a, ok := c.entries[key]
+	var a documentAnalysis
+	own, ok := c.accounts[account]
+	if ok {
+		a, ok = own.entries[key]
+	}
 	c.mu.RUnlock()
 	if ok {
 		return a, nil
@@ -144,21 +159,32 @@ func (c *documentCache) analyze(account, query, operationName string) (documentA
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = make(map[documentKey]documentAnalysis, documentCacheSize)
+	if c.accounts == nil {
+		c.accounts = map[string]*accountDocuments{}
 	}
-	if _, cached := c.entries[key]; cached {
+	own = c.accounts[account]
+	if own == nil {
+		for other := range c.accounts { // Go's map order is random
+			if len(c.accounts) < documentCacheAccounts {
+				break
+			}
+			delete(c.accounts, other)
+		}
+		own = &accountDocuments{entries: map[documentKey]documentAnalysis{}}
+		c.accounts[account] = own
+	}
+	if _, cached := own.entries[key]; cached {
 		return a, nil // analysed by a concurrent request meanwhile
 	}
-	for k := range c.entries { // Go's map order is random
-		if len(c.entries) < documentCacheSize && c.bytes+key.size() <= documentCacheBytes {
+	for k := range own.entries {
+		if len(own.entries) < documentCacheSize && own.bytes+key.size() <= documentCacheBytes {
 			break
 		}
-		delete(c.entries, k)
-		c.bytes -= k.size()
+		delete(own.entries, k)
+		own.bytes -= k.size()
 	}
-	c.entries[key] = a
-	c.bytes += key.size()
+	own.entries[key] = a
+	own.bytes += key.size()
 	return a, nil
 }
 

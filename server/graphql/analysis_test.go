@@ -162,31 +162,57 @@ var _ = Describe("the document cache", func() {
 
 		_, err = c.analyze("acct_test", spreads(200), "")
 		Expect(err).NotTo(BeNil())
-		Expect(c.entries).To(HaveLen(2), "a refused document is not kept")
+		Expect(c.accounts["acct_test"].entries).To(HaveLen(2), "a refused document is not kept")
 
 		for i := range documentCacheSize + 10 {
 			_, err := c.analyze("acct_test", fmt.Sprintf("{ trip(id: \"trp_%d\") { id } }", i), "")
 			Expect(err).To(BeNil())
 		}
-		Expect(c.entries).To(HaveLen(documentCacheSize))
-		Expect(c.bytes).To(BeNumerically("<=", documentCacheBytes))
+		Expect(c.accounts["acct_test"].entries).To(HaveLen(documentCacheSize))
+		Expect(c.accounts["acct_test"].bytes).To(BeNumerically("<=", documentCacheBytes))
 	})
 
-	It("keeps at most documentCacheBytes of document text, whatever the documents' number", func() {
+	It("keeps at most documentCacheBytes of an account's document text, whatever the documents' number", func() {
 		var c documentCache
 		long := strings.Repeat("id ", graphQLMaxCost-1) // the longest a document of one trip's ids can be
 		for i := range 2 * documentCacheBytes / len(long) {
 			_, err := c.analyze("acct_test", fmt.Sprintf("{ trip(id: \"trp_%d\") { %s } }", i, long), "")
 			Expect(err).To(BeNil())
-			Expect(c.bytes).To(BeNumerically("<=", documentCacheBytes))
+			Expect(c.accounts["acct_test"].bytes).To(BeNumerically("<=", documentCacheBytes))
 		}
-		Expect(len(c.entries)).To(BeNumerically("<", documentCacheSize))
-		Expect(len(c.entries)).To(BeNumerically(">=", documentCacheBytes/(len(long)+40)-1), "the budget is used, not wasted")
+		own := c.accounts["acct_test"]
+		Expect(len(own.entries)).To(BeNumerically("<", documentCacheSize))
+		Expect(len(own.entries)).To(BeNumerically(">=", documentCacheBytes/(len(long)+40)-1), "the budget is used, not wasted")
 		sum := 0
-		for k := range c.entries {
+		for k := range own.entries {
 			sum += k.size()
 		}
-		Expect(c.bytes).To(Equal(sum), "the budget counts exactly the cached documents")
+		Expect(own.bytes).To(Equal(sum), "the budget counts exactly the cached documents")
+	})
+
+	It("lets no account's documents push out another's, up to documentCacheAccounts accounts", func() {
+		var c documentCache
+		mine := `{ trip(id: "trp_aaaaaaaaaaaaaaaaaaaaaaaaaa") { status } }`
+		first, err := c.analyze("acct_one", mine, "")
+		Expect(err).To(BeNil())
+		// Emoji count one character each against the length limit and four bytes each here.
+		padding := "# " + strings.Repeat("\U0001F600", graphQLMaxLength-100) + "\n"
+		for i := range 3 * documentCacheBytes / len(padding) {
+			_, err := c.analyze("acct_two", fmt.Sprintf("%s{ trip(id: \"trp_%d\") { id } }", padding, i), "")
+			Expect(err).To(BeNil())
+		}
+		for i := range documentCacheAccounts - 2 {
+			_, err := c.analyze(fmt.Sprintf("acct_%d", i), mine, "")
+			Expect(err).To(BeNil())
+		}
+		again, err := c.analyze("acct_one", mine, "")
+		Expect(err).To(BeNil())
+		Expect(again.doc).To(BeIdenticalTo(first.doc), "still cached")
+		Expect(c.accounts["acct_two"].bytes).To(BeNumerically("<=", documentCacheBytes))
+
+		_, err = c.analyze("acct_one_more", mine, "")
+		Expect(err).To(BeNil())
+		Expect(c.accounts).To(HaveLen(documentCacheAccounts), "past the accounts' bound, one account's part is forgotten")
 	})
 
 	It("keeps each account's documents apart: another account's request for the same text is analysed anew", func() {
