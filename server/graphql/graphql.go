@@ -82,7 +82,7 @@ type Handler struct {
 	host              Host
 	log               *slog.Logger
 	schema            *graphql.Schema
-	root              reflect.Value // the resolver of Query, which plans start from
+	root              *graphQLQuery // the resolver of Query, which plans start from
 	schemaDescription *string
 	persisted         *persistedQueries
 	documents         documentCache
@@ -124,7 +124,7 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse schema/ride.graphql: %w", err)
 	}
-	h.schema, h.root = sch, reflect.ValueOf(root)
+	h.schema, h.root = sch, root
 	if !cfg.WithoutPlans {
 		h.documents.prepare = h.compile
 	}
@@ -244,7 +244,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 // otherwise through graphql-go.
 func (h *Handler) execute(ctx context.Context, analysis documentAnalysis, r graphQLRequest) (*graphql.Response, *introspectionPatch) {
 	if analysis.plan != nil {
-		if data, errs, ok := analysis.plan.run(ctx, h.root.Interface(), r.variables); ok {
+		if data, errs, ok := analysis.plan.run(ctx, h.root, r.variables); ok {
 			return &graphql.Response{Data: data, Errors: errs}, nil
 		}
 	}
@@ -263,7 +263,7 @@ func (h *Handler) Planned(account, query, operationName string) bool {
 // plan's variables are all ID! and take any string, so the document is validated with a string
 // for each.
 func (h *Handler) compile(a documentAnalysis) documentAnalysis {
-	p := compilePlan(h.schema.AST(), h.root.Type(), a.operation)
+	p := compilePlan(h.schema.AST(), reflect.TypeOf(h.root), a.operation)
 	if p == nil {
 		return a
 	}

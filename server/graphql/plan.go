@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	gqlast "github.com/graph-gophers/graphql-go/ast"
@@ -211,7 +212,7 @@ func bindSignature(pf *planField, mt reflect.Type, def *gqlast.FieldDefinition, 
 			case ast.StringValue:
 				arg.literal = a.Value.Raw
 			case ast.Variable:
-				if !contains(vars, a.Value.Raw) {
+				if !slices.Contains(vars, a.Value.Raw) {
 					return nil, nil, false
 				}
 				arg.variable = a.Value.Raw
@@ -239,15 +240,6 @@ func underlying(t reflect.Type) reflect.Type {
 		return t.Elem()
 	}
 	return t
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // planRun is one execution of a plan.
@@ -349,13 +341,7 @@ func (r *planRun) field(f *planField, node any) {
 	case f.kind == planObject:
 		r.object(f.fields, v)
 	case f.kind == planEnum:
-		name := reflect.Indirect(reflect.ValueOf(v)).String()
-		if !f.enum[name] {
-			panic(planStop{})
-		}
-		r.out.WriteByte('"')
-		r.out.WriteString(name)
-		r.out.WriteByte('"')
+		writeEnum(&r.out, f.enum, reflect.Indirect(reflect.ValueOf(v)).String())
 	default: // planScalar
 		b, err := json.Marshal(reflect.Indirect(reflect.ValueOf(v)).Interface())
 		if err != nil {

@@ -85,15 +85,7 @@ func typedScalar[N any](m reflect.Method, f *planField) scalarWriter {
 	switch get := m.Func.Interface().(type) {
 	case func(N) string:
 		if f.kind == planEnum {
-			return func(n any, out *bytes.Buffer) {
-				v := get(n.(N))
-				if !enum[v] {
-					panic(planStop{})
-				}
-				out.WriteByte('"')
-				out.WriteString(v)
-				out.WriteByte('"')
-			}
+			return func(n any, out *bytes.Buffer) { writeEnum(out, enum, get(n.(N))) }
 		}
 		return func(n any, out *bytes.Buffer) { writeString(out, get(n.(N))) }
 	case func(N) *string:
@@ -142,11 +134,18 @@ func typedScalar[N any](m reflect.Method, f *planField) scalarWriter {
 	return nil
 }
 
-// writeString writes s as json.Marshal does: as it is between quotes when it holds only
-// printable ASCII that JSON and json.Marshal's HTML escaping leave alone, else by json.Marshal.
-func writeString(out *bytes.Buffer, s string) {
+// writeString writes s as json.Marshal does.
+func writeString(out *bytes.Buffer, s string) { writeQuoted(out, s, s) }
+
+// writeID writes an ID as json.Marshal does through graphql.ID's MarshalJSON.
+func writeID(out *bytes.Buffer, id graphql.ID) { writeQuoted(out, string(id), id) }
+
+// writeQuoted writes s between quotes when it holds only printable ASCII that JSON and
+// json.Marshal's HTML escaping leave alone, which is what json.Marshal writes for v, the value
+// s was read from; else whatever json.Marshal writes for v.
+func writeQuoted(out *bytes.Buffer, s string, v any) {
 	if !plainASCII(s) {
-		writeJSON(out, s)
+		writeJSON(out, v)
 		return
 	}
 	out.WriteByte('"')
@@ -154,14 +153,14 @@ func writeString(out *bytes.Buffer, s string) {
 	out.WriteByte('"')
 }
 
-// writeID writes an ID as json.Marshal does through graphql.ID's MarshalJSON.
-func writeID(out *bytes.Buffer, id graphql.ID) {
-	if !plainASCII(string(id)) {
-		writeJSON(out, id)
-		return
+// writeEnum writes an enum value as graphql-go does, quoted as it is; a value the enum does
+// not have stops the plan (graphql-go reports it).
+func writeEnum(out *bytes.Buffer, enum map[string]bool, name string) {
+	if !enum[name] {
+		panic(planStop{})
 	}
 	out.WriteByte('"')
-	out.WriteString(string(id))
+	out.WriteString(name)
 	out.WriteByte('"')
 }
 
