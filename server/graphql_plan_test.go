@@ -118,6 +118,19 @@ var _ = Describe("GraphQL plans", Ordered, func() {
 		Expect(forbidden).To(Equal(len(trips)), "the other rider is refused every trip, with the error graphql-go writes")
 	})
 
+	It("answers another account's admin and another account's driver as if no trip had the id, as graphql-go does", func(ctx SpecContext) {
+		strangers := []auth.Principal{
+			{KeyID: "key_stranger", Role: auth.RoleAdmin, Account: "acct_stranger"},
+			{KeyID: "key_stranger_driver", Role: auth.RoleDriver, Subject: "drv_notthisone", Account: "acct_stranger"},
+		}
+		for _, stranger := range strangers {
+			for _, t := range trips {
+				body := same(ctx, stranger, everyField, map[string]any{"id": t.ID})
+				Expect(body).To(HavePrefix(`{"data":{"__typename":"Query","trip":null}`), "no error, no field of the trip")
+			}
+		}
+	})
+
 	It("names a refused field in its error by its response key, as graphql-go does", func(ctx SpecContext) {
 		rider := auth.Principal{KeyID: "key_rider", Role: auth.RoleRider, Subject: "rdr_someoneelse", Account: auth.DefaultAccount}
 		// One refusal per document: graphql-go resolves root fields concurrently, so the order
