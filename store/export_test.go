@@ -36,3 +36,23 @@ func (s *Store) TripReadsRunning() int {
 	defer s.reads.mu.Unlock()
 	return s.reads.running
 }
+
+// HoldSharedReads makes every trip statement that identical reads could share call hold
+// after reading its rows, before it ends for the reads waiting for the next one.
+func HoldSharedReads(hold func()) (restore func()) {
+	shareHold = hold
+	return func() { shareHold = nil }
+}
+
+// SharedReadsWaiting is how many reads wait for a shared statement to start.
+func SharedReadsWaiting() int {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	n := 0
+	for _, slot := range shares.under {
+		if slot.next != nil {
+			n += slot.next.readers
+		}
+	}
+	return n
+}

@@ -25,8 +25,9 @@ import (
 // The statement still runs as a GORM statement: it is built, takes its turn at the pool
 // (admission), and is seen by every callback registered around GORM's row callback, which
 // rowQuery replaces. Only where GORM would call database/sql's QueryContext on the pool does
-// it run on the pool's connection through pgx instead. A transaction's reads, a standby's and
-// SQLite's go through database/sql as before.
+// it run on the pool's connection through pgx instead, sharing the statement with identical
+// reads under way (shared_reads.go). A transaction's reads, a standby's and SQLite's go
+// through database/sql as before.
 
 // pgxReadSetting is the statement setting that asks rowQuery for a pgx read (a *pgxRead).
 const pgxReadSetting = "ride:pgx_read"
@@ -79,7 +80,7 @@ func rowQuery(db *gorm.DB) {
 			_ = db.AddError(read.err)
 		}
 	}()
-	read.trips, read.err = pgxTrips(db.Statement.Context, pool, db.Statement.SQL.String(), db.Statement.Vars, read.expected, read.extra...)
+	read.trips, read.err = shares.read(db.Statement.Context, pool, db.Statement.SQL.String(), db.Statement.Vars, read.expected, read.extra...)
 	if read.err != nil {
 		_ = db.AddError(read.err)
 	}

@@ -1,0 +1,90 @@
+package store_test
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/rideapi/ride/store"
+)
+
+var _ = Describe("Identical trip reads", func() {
+	for _, e := range engines {
+		if e.name != "PostgreSQL" {
+			continue // only the pool's reads through pgx share statements
+		}
+		It("share the statement after the one under way, which sees every write committed before they asked, on "+e.name, func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			driver := createDriver(ctx, st, driverOpts{})
+			base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+			first := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base})
+			other := createTrip(ctx, st, tripOpts{CreatedAt: base})
+			page := func(driverID string) store.TripListParams {
+				return store.TripListParams{Filter: store.TripFilter{Account: first.Account, DriverID: driverID}, Limit: 10}
+			}
+
+			// The first statement is held once it has read its rows; every later one is counted.
+			held, release := make(chan struct{}), make(chan struct{})
+			var statements atomic.Int32
+			restore := store.HoldSharedReads(func() {
+				if statements.Add(1) == 1 {
+					close(held)
+					<-release
+				}
+			})
+			type answer struct {
+				page store.TripPage
+				err  error
+			}
+			list := func(ctx context.Context, p store.TripListParams) <-chan answer {
+				out := make(chan answer, 1)
+				go func() {
+					page, err := st.ListTrips(ctx, p)
+					out <- answer{page, err}
+				}()
+				return out
+			}
+			ids := func(a answer) []string {
+				Expect(a.err).NotTo(HaveOccurred())
+				return tripIDs(a.page.Trips)
+			}
+
+			under := list(ctx, page(driver.ID))
+			Eventually(held).Should(BeClosed())
+			// Committed after that statement read its rows, before the next reads ask.
+			second := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base.Add(time.Minute)})
+
+			// The first to come leads the next statement; its caller goes away, and the
+			// statement still answers the read waiting with it.
+			gone, leave := context.WithCancel(ctx)
+			leader := list(gone, page(driver.ID))
+			Eventually(store.SharedReadsWaiting).Should(Equal(1))
+			follower := list(ctx, page(driver.ID))
+			Eventually(store.SharedReadsWaiting).Should(Equal(2))
+			leave()
+
+			// A read of other arguments shares nothing: it runs at once.
+			otherPage, err := st.ListTrips(ctx, page(other.DriverID))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(tripIDs(otherPage.Trips)).To(Equal([]string{other.ID}))
+			Expect(store.SharedReadsWaiting()).To(Equal(2))
+
+			close(release)
+			Expect(ids(<-under)).To(Equal([]string{first.ID}))
+			led, followed := <-leader, <-follower
+			Expect(ids(led)).To(Equal([]string{second.ID, first.ID}))
+			Expect(ids(followed)).To(Equal([]string{second.ID, first.ID}))
+			restore()
+			// The one under way, the other driver's, and one for the two that waited.
+			Expect(statements.Load()).To(Equal(int32(3)))
+
+			// Each read has trips of its own.
+			led.page.Trips[0].Status = store.TripStatusCancelled
+			Expect(followed.page.Trips[0].Status).To(Equal(store.TripStatusCompleted))
+		})
+	}
+})
