@@ -51,7 +51,7 @@ func SharedReadsWaiting() int {
 	n := 0
 	for _, slot := range shares.under {
 		if slot.next != nil {
-			n += slot.next.readers
+			n += slot.next.waiting
 		}
 	}
 	return n

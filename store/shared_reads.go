@@ -45,15 +45,18 @@ type shareSlot struct {
 	next *sharedRead
 }
 
-// sharedRead is one statement that answers several reads.
+// sharedRead is one statement that answers several reads. Its fields but done's are guarded by
+// readShares.mu until done is closed.
 type sharedRead struct {
 	start chan struct{} // closed when the statement before it ended: it may run
 	done  chan struct{} // closed when trips, extra and err are its answer
-	trips []Trip
-	extra []any // the leader's destinations of the extra columns, filled
-	err   error
-	// readers is how many reads it answers, its leader's included.
-	readers int
+	// waiting is how many of its reads wait for it to start; started and led say whether it
+	// may start and whether one of them took it on.
+	waiting      int
+	started, led bool
+	trips        []Trip
+	extra        []any // the leader's destinations of the extra columns, filled
+	err          error
 }
 
 // shareHold, when set (by specs), runs while a statement is under way, after its rows are read
@@ -63,6 +66,11 @@ var shareHold func()
 // read runs query on pool and scans its trips, sharing the statement with identical reads
 // (see above). The trips of a shared statement are every reader's: their pointers (addresses,
 // times, the driver's position) must not be written through.
+//
+// A read waits for a shared statement no longer than its caller's bound (Deadline): a database
+// that stalls the statement under way must not hold the identical reads behind it past theirs.
+// The first read still waiting when the statement may start runs it, within its own bound and
+// whatever becomes of its caller, since others wait for the answer.
 func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra ...any) ([]Trip, error) {
 	text, ok := shareText(query, vars)
 	if !ok {
@@ -75,61 +83,101 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 		s.under[key] = &shareSlot{}
 		s.mu.Unlock()
 		defer s.end(key)
-		trips, err := pgxTrips(ctx, pool, query, vars, expected, extra...)
-		if shareHold != nil {
-			shareHold()
-		}
-		return trips, err
+		return s.run(ctx, pool, query, vars, expected, extra)
 	}
-	if next := slot.next; next != nil {
-		next.readers++
-		s.mu.Unlock()
-		return next.await(ctx, extra)
+	next := slot.next
+	if next == nil {
+		next = &sharedRead{start: make(chan struct{}), done: make(chan struct{})}
+		slot.next = next
 	}
-	// This read leads the next statement: it runs it when the one under way ends, for every
-	// read that joins meanwhile. It waits for that unconditionally (the statement under way
-	// is bounded by its own deadline and the connection's read timeout) and runs it whatever
-	// becomes of its own caller, since others wait for the answer.
-	next := &sharedRead{start: make(chan struct{}), done: make(chan struct{}), extra: extra, err: errTripReadAbandoned, readers: 1}
-	slot.next = next
+	next.waiting++
 	s.mu.Unlock()
-	<-next.start
-	defer func() {
-		close(next.done) // with errTripReadAbandoned if the statement panicked
-		s.end(key)
-	}()
+
+	var expired <-chan time.Time
 	at, bounded := Deadline(ctx)
-	if ctx = context.WithoutCancel(ctx); bounded {
-		ctx = WithDeadline(ctx, at)
+	if bounded {
+		timer := time.NewTimer(time.Until(at))
+		defer timer.Stop()
+		expired = timer.C
 	}
+	var err error
+	select {
+	case <-next.start:
+		// The statement under way may end just as the bound passes, above all when it used
+		// up a bound the reads behind it share. A read with less than a statement's grace
+		// left starts none (the statement would run on past the bound, statementGrace): it
+		// answers as its bound passing would have it answer.
+		if bounded && time.Until(at) < statementGrace {
+			err = context.DeadlineExceeded
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-expired:
+		err = context.DeadlineExceeded
+	}
+	s.mu.Lock()
+	next.waiting--
+	switch {
+	case err != nil:
+		// Gone before the statement could start. If it may start now and nobody is left to
+		// run it, the key is free again.
+		orphaned := next.started && !next.led && next.waiting == 0
+		s.mu.Unlock()
+		if orphaned {
+			s.end(key)
+		}
+		return nil, err
+	case !next.led:
+		next.led, next.extra = true, extra
+		s.mu.Unlock()
+		defer func() {
+			close(next.done) // with errTripReadAbandoned if the statement panicked
+			s.end(key)
+		}()
+		next.err = errTripReadAbandoned
+		if ctx = context.WithoutCancel(ctx); bounded {
+			ctx = WithDeadline(ctx, at)
+		}
+		next.trips, next.err = s.run(ctx, pool, query, vars, expected, extra)
+		return next.trips, next.err
+	}
+	s.mu.Unlock()
+	return next.await(ctx, expired, extra)
+}
+
+// run runs the statement under way for key.
+func (s *readShares) run(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra []any) ([]Trip, error) {
 	trips, err := pgxTrips(ctx, pool, query, vars, expected, extra...)
 	if shareHold != nil {
 		shareHold()
 	}
-	next.trips, next.err = trips, err
 	return trips, err
 }
 
-// end ends the statement under way for key: the next one starts, or the key is free.
+// end ends the statement under way for key: the next one may start, or the key is free.
 func (s *readShares) end(key shareKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot := s.under[key]
-	if slot.next == nil {
+	next := slot.next
+	if next == nil || next.waiting == 0 {
 		delete(s.under, key)
 		return
 	}
-	close(slot.next.start)
+	next.started = true
+	close(next.start)
 	s.under[key] = &shareSlot{}
 }
 
-// await waits for the shared statement's answer, or for ctx to end, and gives the caller its
-// own copy of the trips and of the extra columns.
-func (r *sharedRead) await(ctx context.Context, extra []any) ([]Trip, error) {
+// await waits for the shared statement's answer, unless ctx ends or the caller's bound passes
+// (expired) first, and gives the caller its own copy of the trips and of the extra columns.
+func (r *sharedRead) await(ctx context.Context, expired <-chan time.Time, extra []any) ([]Trip, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-expired:
+		return nil, context.DeadlineExceeded
 	}
 	if r.err != nil {
 		return nil, r.err

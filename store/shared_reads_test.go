@@ -58,14 +58,17 @@ var _ = Describe("Identical trip reads", func() {
 			// Committed after that statement read its rows, before the next reads ask.
 			second := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base.Add(time.Minute)})
 
-			// The first to come leads the next statement; its caller goes away, and the
-			// statement still answers the read waiting with it.
+			// Three identical reads wait for the next statement. One caller goes away, and
+			// another's bound passes: neither waits any longer.
 			gone, leave := context.WithCancel(ctx)
-			leader := list(gone, page(driver.ID))
-			Eventually(store.SharedReadsWaiting).Should(Equal(1))
-			follower := list(ctx, page(driver.ID))
-			Eventually(store.SharedReadsWaiting).Should(Equal(2))
+			left := list(gone, page(driver.ID))
+			late := list(store.WithDeadline(ctx, time.Now().Add(50*time.Millisecond)), page(driver.ID))
+			waiting := []<-chan answer{list(ctx, page(driver.ID)), list(ctx, page(driver.ID))}
+			Eventually(store.SharedReadsWaiting).Should(Equal(4))
 			leave()
+			Expect((<-left).err).To(MatchError(context.Canceled))
+			Expect((<-late).err).To(MatchError(context.DeadlineExceeded))
+			Expect(store.SharedReadsWaiting()).To(Equal(2))
 
 			// A read of other arguments shares nothing: it runs at once.
 			otherPage, err := st.ListTrips(ctx, page(other.DriverID))
@@ -75,16 +78,16 @@ var _ = Describe("Identical trip reads", func() {
 
 			close(release)
 			Expect(ids(<-under)).To(Equal([]string{first.ID}))
-			led, followed := <-leader, <-follower
-			Expect(ids(led)).To(Equal([]string{second.ID, first.ID}))
-			Expect(ids(followed)).To(Equal([]string{second.ID, first.ID}))
+			a, b := <-waiting[0], <-waiting[1]
+			Expect(ids(a)).To(Equal([]string{second.ID, first.ID}))
+			Expect(ids(b)).To(Equal([]string{second.ID, first.ID}))
 			restore()
-			// The one under way, the other driver's, and one for the two that waited.
+			// The one under way, the other driver's, and one for the reads that waited.
 			Expect(statements.Load()).To(Equal(int32(3)))
 
 			// Each read has trips of its own.
-			led.page.Trips[0].Status = store.TripStatusCancelled
-			Expect(followed.page.Trips[0].Status).To(Equal(store.TripStatusCompleted))
+			a.page.Trips[0].Status = store.TripStatusCancelled
+			Expect(b.page.Trips[0].Status).To(Equal(store.TripStatusCompleted))
 		})
 	}
 })

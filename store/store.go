@@ -428,7 +428,19 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 		defer s.turns.leave()
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	db := s.db.WithContext(ctx)
+	if s.sqlDB != nil {
+		// The connection is taken within the bound (poolConn), the transaction run on ctx: a
+		// cancellable context would cost each transaction a goroutine of database/sql's, and
+		// end it at the bound without the grace its statements get.
+		conn, err := poolConn(ctx, s.sqlDB)
+		if err != nil {
+			return interpretError(err)
+		}
+		defer conn.Close()
+		db.Statement.ConnPool = conn
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
 	})
 	if err == nil && s.standbys != nil {

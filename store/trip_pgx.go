@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/jackc/pgx/v5"
@@ -89,7 +90,7 @@ func rowQuery(db *gorm.DB) {
 
 // pgxTrips runs query on a connection of pool through pgx and scans its trips.
 func pgxTrips(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra ...any) (trips []Trip, err error) {
-	conn, err := pool.Conn(ctx)
+	conn, err := poolConn(ctx, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +110,26 @@ func pgxTrips(ctx context.Context, pool *sql.DB, query string, vars []any, expec
 		return err
 	})
 	return trips, err
+}
+
+// poolConn takes a connection of pool for a statement bounded by ctx (WithDeadline). The turn
+// the statement holds (admission) leaves a connection for it, but one the pool is still
+// opening in the background, to replace a connection a stalled statement lost, is opened
+// without the statement's bound: waiting for it, a statement that took its turn just before
+// its bound would wait out the connection's read timeout. So the wait for a connection ends
+// at the bound, with a statement's grace; the statement itself runs on ctx.
+func poolConn(ctx context.Context, pool *sql.DB) (*sql.Conn, error) {
+	bound := graceOf(ctx)
+	if bound == 0 {
+		return pool.Conn(ctx)
+	}
+	wait, cancel := context.WithDeadline(ctx, time.Unix(0, bound))
+	defer cancel()
+	conn, err := pool.Conn(wait)
+	if err != nil && wait.Err() != nil {
+		return nil, errNotAdmitted{context.DeadlineExceeded}
+	}
+	return conn, err
 }
 
 // registerRowQuery puts rowQuery in the place of GORM's row callback.
