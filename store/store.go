@@ -416,7 +416,8 @@ func (s *Store) Pool() *sql.DB { return s.sqlDB }
 
 // WithTx runs fn inside one database transaction: fn's Store sees and writes only through that
 // transaction, which commits when fn returns nil and rolls back when it returns an error or
-// panics. Nested calls use savepoints. Errors from the commit are mapped like any other.
+// panics. Nested calls use savepoints. Errors from the commit are mapped like any other. On
+// PostgreSQL the transaction is READ COMMITTED whatever the database's default.
 //
 // On SQLite the transaction holds the only connection: inside fn, use fn's Store, never s.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
@@ -427,6 +428,13 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 			return interpretError(err)
 		}
 		defer s.turns.leave()
+	}
+	var opts []*sql.TxOptions
+	if s.engine == EnginePostgres {
+		// The writes are written for READ COMMITTED, where each statement sees what committed
+		// before it (a payment's paid check after its lock): a database whose default is
+		// stricter would fail them with serialization errors instead.
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
 	db := s.db.WithContext(ctx)
 	if s.sqlDB != nil {
@@ -442,7 +450,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
-	})
+	}, opts...)
 	if err == nil && s.standbys != nil {
 		s.standbys.wrote(ctx)
 	}

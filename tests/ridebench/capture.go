@@ -241,7 +241,8 @@ func replay(ctx context.Context, pool *pgxpool.Pool, stmts []statement, sub *sub
 	defer conn.Release()
 	for i, st := range stmts {
 		if st.inTx && tx == nil {
-			if tx, err = conn.Begin(ctx); err != nil {
+			// As the store begins its transactions (WithTx).
+			if tx, err = conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}); err != nil {
 				return out, err
 			}
 		}
@@ -349,7 +350,7 @@ func describe(stmts []statement) string {
 	inTx := false
 	for _, st := range stmts {
 		if st.inTx && !inTx {
-			b.WriteString("      BEGIN\n")
+			b.WriteString("      BEGIN ISOLATION LEVEL READ COMMITTED\n")
 		}
 		if !st.inTx && inTx {
 			b.WriteString("      COMMIT\n")
