@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -48,11 +49,17 @@ func statementOf(db *gorm.DB) Statement {
 }
 
 // OnReads calls fn after each read st runs: every statement of GORM's query callbacks (Find,
-// First, Take, Count) and row callbacks (Row, Rows, Scan, which the store's hot trip reads use).
+// First, Take, Count) and row callbacks (Row, Rows, Scan, which the store's hot trip reads use)
+// that only reads. A row callback also runs writes that return rows (INSERT … RETURNING, a
+// claim's WITH … INSERT): those are left out, by their text (IsRead).
 // name identifies the registration, once per st. GORM's callbacks may not change while
 // statements run: register before st is in use.
 func OnReads(st *store.Store, name string, fn func(Statement)) error {
-	record := func(db *gorm.DB) { fn(statementOf(db)) }
+	record := func(db *gorm.DB) {
+		if s := statementOf(db); IsRead(s.SQL) {
+			fn(s)
+		}
+	}
 	cb := handle.DB(st).Callback()
 	if err := cb.Query().After("gorm:query").Register(name, record); err != nil {
 		return err
@@ -187,4 +194,27 @@ func CreateAPIKeys(ctx context.Context, st *store.Store, account string, n int) 
 // SetDriverName renames a driver, as no API does.
 func SetDriverName(ctx context.Context, st *store.Store, id, name string) error {
 	return handle.DB(st).WithContext(ctx).Model(&store.Driver{}).Where("id = ?", id).Update("name", name).Error
+}
+
+// IsRead tells whether a statement's text only reads: a SELECT, or a WITH query none of whose
+// parts writes. Text GORM never built (a dry run's empty SQL) counts as a read, as GORM's
+// query callbacks see it.
+func IsRead(sql string) bool {
+	words := strings.Fields(strings.ToUpper(sql))
+	if len(words) == 0 {
+		return true
+	}
+	switch words[0] {
+	case "SELECT", "(SELECT":
+		return true
+	case "WITH":
+		for _, w := range words {
+			switch strings.TrimLeft(w, "(") {
+			case "INSERT", "UPDATE", "DELETE", "MERGE":
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
