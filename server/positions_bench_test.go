@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/ride"
 	"github.com/rideapi/ride/store"
+	"github.com/rideapi/ride/store/storetest"
 )
 
 // BenchmarkPositionReport is POST /v1/drivers/{driverId}/positions with 10 positions, through
@@ -81,7 +81,7 @@ func BenchmarkPositionReport(b *testing.B) {
 			var next atomic.Int64
 			b.ReportAllocs()
 			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
-			cpu := processCPU()
+			cpu := storetest.ProcessCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					d := drivers[next.Add(1)%int64(len(drivers))]
@@ -101,16 +101,7 @@ func BenchmarkPositionReport(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/report")
+			b.ReportMetric(float64((storetest.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/report")
 		})
 	}
-}
-
-// processCPU is the CPU time (user and system) this process has spent so far.
-func processCPU() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -3,11 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rideapi/ride/store/internal/testdb"
 )
 
 // BenchmarkWriteOverhead is what the store adds to the statements every payment and booking
@@ -35,7 +36,7 @@ func BenchmarkWriteOverhead(b *testing.B) {
 
 	b.Run("store", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, processCPU())
+		defer reportCPU(b, testdb.ProcessCPU())
 		for b.Loop() {
 			if _, err := st.AppendEvent(ctx, Event{ID: next("evt"), Account: trip.Account, Type: "payment.succeeded",
 				SubjectID: trip.ID, Data: `{}`, CreatedAt: now}); err != nil {
@@ -54,7 +55,7 @@ func BenchmarkWriteOverhead(b *testing.B) {
 	})
 	b.Run("pgx", func(b *testing.B) {
 		b.ReportAllocs()
-		defer reportCPU(b, processCPU())
+		defer reportCPU(b, testdb.ProcessCPU())
 		for b.Loop() {
 			var seq int64
 			if err := conn.QueryRow(ctx, `INSERT INTO events (id, account, type, subject_id, data, created_at)
@@ -78,14 +79,5 @@ func BenchmarkWriteOverhead(b *testing.B) {
 
 // reportCPU reports the process's CPU time per operation since start.
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64((processCPU()-start).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-// processCPU is the CPU time (user and system) this process has spent so far.
-func processCPU() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		return 0
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	b.ReportMetric(float64((testdb.ProcessCPU()-start).Microseconds())/float64(b.N), "cpu-µs/op")
 }

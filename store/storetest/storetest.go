@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rideapi/ride/store"
 	"github.com/rideapi/ride/store/internal/testdb"
@@ -32,3 +33,7 @@ func Open(tb testing.TB, url string) *store.Store {
 	}
 	return st
 }
+
+// ProcessCPU is the CPU time (user and system) this process has spent so far, for benchmarks
+// that report CPU per operation beside the wall clock.
+func ProcessCPU() time.Duration { return testdb.ProcessCPU() }

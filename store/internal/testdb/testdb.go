@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"syscall"
 	"time"
 
 	"gorm.io/driver/postgres"
@@ -52,4 +53,14 @@ func NewPostgresDatabase(ctx context.Context, baseURL string) (string, func(), e
 		sqlDB.Close()
 	}
 	return u.String(), drop, nil
+}
+
+// ProcessCPU is the CPU time (user and system) this process has spent so far, for benchmarks
+// that report CPU per operation beside the wall clock.
+func ProcessCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
