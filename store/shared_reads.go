@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -70,7 +71,9 @@ var shareHold func()
 // A read waits for a shared statement no longer than its caller's bound (Deadline): a database
 // that stalls the statement under way must not hold the identical reads behind it past theirs.
 // The first read still waiting when the statement may start runs it, within its own bound and
-// whatever becomes of its caller, since others wait for the answer.
+// whatever becomes of its caller, since others wait for the answer. The others share that
+// bound: a statement that outlasts it fails for all of them, a little before the bounds of
+// those who asked after the leader.
 func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra ...any) ([]Trip, error) {
 	text, ok := shareText(query, vars)
 	if !ok {
@@ -139,7 +142,12 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 			ctx = WithDeadline(ctx, at)
 		}
 		next.trips, next.err = s.run(ctx, pool, query, vars, expected, extra)
-		return next.trips, next.err
+		if next.err != nil {
+			return nil, next.err
+		}
+		// The leader's caller may trim and reorder its page in place (a backward page is read
+		// in reverse) while the others copy theirs from next.trips.
+		return slices.Clone(next.trips), nil
 	}
 	s.mu.Unlock()
 	return next.await(ctx, expired, extra)

@@ -89,5 +89,52 @@ var _ = Describe("Identical trip reads", func() {
 			a.page.Trips[0].Status = store.TripStatusCancelled
 			Expect(b.page.Trips[0].Status).To(Equal(store.TripStatusCompleted))
 		})
+
+		It("give every read of a shared backward page its page in list order, however its leader's caller turns its own, on "+e.name, func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			driver := createDriver(ctx, st, driverOpts{})
+			base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+			var trips []store.Trip // oldest first
+			for i := range 5 {
+				trips = append(trips, createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base.Add(time.Duration(i) * time.Minute)}))
+			}
+			// Newest first, the two trips before trips[1] in list order are trips[3] and
+			// trips[2]: a backward page reads them in reverse and turns them round in place.
+			before := trips[1].Keyset(nil)
+			p := store.TripListParams{Filter: store.TripFilter{Account: trips[0].Account, DriverID: driver.ID}, Before: &before, Limit: 2}
+			want := []string{trips[3].ID, trips[2].ID}
+
+			held, release := make(chan struct{}), make(chan struct{})
+			var statements atomic.Int32
+			restore := store.HoldSharedReads(func() {
+				if statements.Add(1) == 1 {
+					close(held)
+					<-release
+				}
+			})
+			// Every reader holds a turn of the pool while it waits (admission), the one under
+			// way another.
+			readers := store.DefaultPool.PoolSize() - 1
+			pages := make(chan []string, readers+1)
+			read := func() {
+				defer GinkgoRecover()
+				page, err := st.ListTrips(ctx, p)
+				Expect(err).NotTo(HaveOccurred())
+				pages <- tripIDs(page.Trips)
+			}
+			go read()
+			Eventually(held).Should(BeClosed())
+			for range readers {
+				go read()
+			}
+			Eventually(store.SharedReadsWaiting).Should(Equal(readers))
+			close(release)
+			for range readers + 1 {
+				Expect(<-pages).To(Equal(want))
+			}
+			restore()
+			Expect(statements.Load()).To(Equal(int32(2)))
+		})
 	}
 })
