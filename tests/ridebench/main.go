@@ -230,9 +230,10 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	scopePostgres(backend, o.dbName, o.compareDB)
-	// Each payment consumes an unpaid completed trip, half of them for the server and half for
-	// the reference: enough for 2,000 payments a second on each side through warm-up and run.
-	payments := max(40_000, 2*2_000*int((o.warmup+o.duration+time.Second).Seconds()+1))
+	// Each payment consumes an unpaid completed trip, a share for each side (the server, the
+	// reference, and the -compare build, which pays from the server's trips): enough for 2,000
+	// payments a second on each side through warm-up and run.
+	payments := max(40_000, o.paySides()*2_000*int((o.warmup+o.duration+time.Second).Seconds()+1))
 	smp, err := loadSamples(ctx, pool, payments)
 	if err != nil {
 		return fmt.Errorf("samples: %w", err)
@@ -266,9 +267,10 @@ func benchmark(ctx context.Context, o options) error {
 	defer sampler.close()
 
 	b.secret, b.smp, b.pool, b.sampler = []byte(secret), smp, pool, sampler
-	// The payable trips are split: the server pays one half, the reference the other.
-	half := len(smp.payable) / 2
-	b.payServer, b.payRef = smp.payable[:half], smp.payable[half:]
+	// The payable trips are split: the reference pays one share, the server (and the -compare
+	// build, from the same trips) the others.
+	ref := len(smp.payable) - len(smp.payable)/o.paySides()
+	b.payServer, b.payRef = smp.payable[:ref], smp.payable[ref:]
 
 	scenarios, err := b.scenarios(ctx)
 	if err != nil {
@@ -329,6 +331,14 @@ func benchmark(ctx context.Context, o options) error {
 	}
 	report(os.Stdout, o, rows, depths, time.Since(total))
 	return nil
+}
+
+// paySides is how many sides pay trips: the server and the reference, and the -compare build.
+func (o options) paySides() int {
+	if o.compare != "" {
+		return 3
+	}
+	return 2
 }
 
 // wants tells whether -only selects the scenario.
