@@ -30,15 +30,16 @@ import (
 // readShares are the identical statements under way, by pool and text.
 type readShares struct {
 	mu    sync.Mutex
-	under map[shareKey]*shareSlot
+	under map[shareKey]shareSlot
 }
 
 // shares holds every pool's statements: the pool is part of the key.
-var shares = readShares{under: map[shareKey]*shareSlot{}}
+var shares = readShares{under: map[shareKey]shareSlot{}}
 
 type shareKey struct {
-	pool *sql.DB
-	text string // the statement's text, then its arguments (shareText)
+	pool  *sql.DB
+	query string
+	args  string // spelled out by shareArgs
 }
 
 // shareSlot is one statement under way, and the reads waiting for the next.
@@ -75,15 +76,15 @@ var shareHold func()
 // bound: a statement that outlasts it fails for all of them, a little before the bounds of
 // those who asked after the leader.
 func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars []any, expected int, extra ...any) ([]Trip, error) {
-	text, ok := shareText(query, vars)
+	args, ok := shareArgs(vars)
 	if !ok {
 		return pgxTrips(ctx, pool, query, vars, expected, extra...)
 	}
-	key := shareKey{pool: pool, text: text}
+	key := shareKey{pool: pool, query: query, args: args}
 	s.mu.Lock()
 	slot, busy := s.under[key]
 	if !busy {
-		s.under[key] = &shareSlot{}
+		s.under[key] = shareSlot{}
 		s.mu.Unlock()
 		defer s.end(key)
 		return s.run(ctx, pool, query, vars, expected, extra)
@@ -91,7 +92,7 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 	next := slot.next
 	if next == nil {
 		next = &sharedRead{start: make(chan struct{}), done: make(chan struct{})}
-		slot.next = next
+		s.under[key] = shareSlot{next: next}
 	}
 	next.waiting++
 	s.mu.Unlock()
@@ -174,7 +175,7 @@ func (s *readShares) end(key shareKey) {
 	}
 	next.started = true
 	close(next.start)
-	s.under[key] = &shareSlot{}
+	s.under[key] = shareSlot{}
 }
 
 // await waits for the shared statement's answer, unless ctx ends or the caller's bound passes
@@ -203,12 +204,11 @@ func (r *sharedRead) await(ctx context.Context, expired <-chan time.Time, extra 
 	return append(make([]Trip, 0, len(r.trips)), r.trips...), nil
 }
 
-// shareText is the statement's text and its arguments as one string, which equal strings only
-// for identical statements; false when an argument is of a kind it does not spell (such a
-// read runs alone).
-func shareText(query string, vars []any) (string, bool) {
-	b := make([]byte, 0, len(query)+16*len(vars))
-	b = append(b, query...)
+// shareArgs spells a statement's arguments as one string, which equal strings only for equal
+// arguments; false when an argument is of a kind it does not spell (such a read runs alone).
+func shareArgs(vars []any) (string, bool) {
+	var room [160]byte
+	b := room[:0]
 	for _, v := range vars {
 		b = append(b, 0)
 		switch v := v.(type) {
