@@ -16,16 +16,20 @@ var _ = Describe("Identical trip reads", func() {
 		if e.name != "PostgreSQL" {
 			continue // only the pool's reads through pgx share statements
 		}
-		It("share the statement after the one under way, which sees every write committed before they asked, on "+e.name, func(ctx SpecContext) {
+		It("share the statement after the one under way, which sees every write committed before they asked, on "+e.name, SpecTimeout(time.Minute), func(ctx SpecContext) {
 			st := e.fresh(ctx)
 			Expect(st.Migrate(ctx)).To(Succeed())
 			driver := createDriver(ctx, st, driverOpts{})
 			base := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 			first := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base})
-			other := createTrip(ctx, st, tripOpts{CreatedAt: base})
-			page := func(driverID string) store.TripListParams {
-				return store.TripListParams{Filter: store.TripFilter{Account: first.Account, DriverID: driverID}, Limit: 10}
+			// The fleet is shared: the same driver drove a trip of another account.
+			other := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base.Add(-time.Minute)})
+			const partner = "acct_partner"
+			Expect(st.TestDB().Exec(`UPDATE trips SET account = ? WHERE id = ?`, partner, other.ID).Error).To(Succeed())
+			pageOf := func(account string) store.TripListParams {
+				return store.TripListParams{Filter: store.TripFilter{Account: account, DriverID: driver.ID}, Limit: 10}
 			}
+			mine := pageOf(first.Account)
 
 			// The first statement is held once it has read its rows; every later one is counted.
 			held, release := make(chan struct{}), make(chan struct{})
@@ -53,7 +57,7 @@ var _ = Describe("Identical trip reads", func() {
 				return tripIDs(a.page.Trips)
 			}
 
-			under := list(ctx, page(driver.ID))
+			under := list(ctx, mine)
 			Eventually(held).Should(BeClosed())
 			// Committed after that statement read its rows, before the next reads ask.
 			second := createTrip(ctx, st, tripOpts{DriverID: driver.ID, CreatedAt: base.Add(time.Minute)})
@@ -61,17 +65,18 @@ var _ = Describe("Identical trip reads", func() {
 			// Three identical reads wait for the next statement. One caller goes away, and
 			// another's bound passes: neither waits any longer.
 			gone, leave := context.WithCancel(ctx)
-			left := list(gone, page(driver.ID))
-			late := list(store.WithDeadline(ctx, time.Now().Add(50*time.Millisecond)), page(driver.ID))
-			waiting := []<-chan answer{list(ctx, page(driver.ID)), list(ctx, page(driver.ID))}
+			left := list(gone, mine)
+			late := list(store.WithDeadline(ctx, time.Now().Add(50*time.Millisecond)), mine)
+			waiting := []<-chan answer{list(ctx, mine), list(ctx, mine)}
 			Eventually(store.SharedReadsWaiting).Should(Equal(4))
 			leave()
 			Expect((<-left).err).To(MatchError(context.Canceled))
 			Expect((<-late).err).To(MatchError(context.DeadlineExceeded))
 			Expect(store.SharedReadsWaiting()).To(Equal(2))
 
-			// A read of other arguments shares nothing: it runs at once.
-			otherPage, err := st.ListTrips(ctx, page(other.DriverID))
+			// Another account asking for the same driver's trips shares nothing: its statement
+			// differs in the account, and runs at once with only that account's trip.
+			otherPage, err := st.ListTrips(ctx, pageOf(partner))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(tripIDs(otherPage.Trips)).To(Equal([]string{other.ID}))
 			Expect(store.SharedReadsWaiting()).To(Equal(2))
@@ -82,7 +87,7 @@ var _ = Describe("Identical trip reads", func() {
 			Expect(ids(a)).To(Equal([]string{second.ID, first.ID}))
 			Expect(ids(b)).To(Equal([]string{second.ID, first.ID}))
 			restore()
-			// The one under way, the other driver's, and one for the reads that waited.
+			// The one under way, the other account's, and one for the reads that waited.
 			Expect(statements.Load()).To(Equal(int32(3)))
 
 			// Each read has trips of its own.
@@ -90,7 +95,7 @@ var _ = Describe("Identical trip reads", func() {
 			Expect(b.page.Trips[0].Status).To(Equal(store.TripStatusCompleted))
 		})
 
-		It("give every read of a shared backward page its page in list order, however its leader's caller turns its own, on "+e.name, func(ctx SpecContext) {
+		It("give every read of a shared backward page its page in list order, however its leader's caller turns its own, on "+e.name, SpecTimeout(time.Minute), func(ctx SpecContext) {
 			st := e.fresh(ctx)
 			Expect(st.Migrate(ctx)).To(Succeed())
 			driver := createDriver(ctx, st, driverOpts{})
