@@ -31,15 +31,7 @@ var _ = Describe("Identical trip reads", func() {
 			}
 			mine := pageOf(first.Account)
 
-			// The first statement is held once it has read its rows; every later one is counted.
-			held, release := make(chan struct{}), make(chan struct{})
-			var statements atomic.Int32
-			restore := store.HoldSharedReads(func() {
-				if statements.Add(1) == 1 {
-					close(held)
-					<-release
-				}
-			})
+			held, release, statements, restore := holdFirstSharedStatement()
 			type answer struct {
 				page store.TripPage
 				err  error
@@ -110,14 +102,7 @@ var _ = Describe("Identical trip reads", func() {
 			p := store.TripListParams{Filter: store.TripFilter{Account: trips[0].Account, DriverID: driver.ID}, Before: &before, Limit: 2}
 			want := []string{trips[3].ID, trips[2].ID}
 
-			held, release := make(chan struct{}), make(chan struct{})
-			var statements atomic.Int32
-			restore := store.HoldSharedReads(func() {
-				if statements.Add(1) == 1 {
-					close(held)
-					<-release
-				}
-			})
+			held, release, statements, restore := holdFirstSharedStatement()
 			// Every reader holds a turn of the pool while it waits (admission), the one under
 			// way another.
 			readers := store.DefaultPool.PoolSize() - 1
@@ -143,3 +128,17 @@ var _ = Describe("Identical trip reads", func() {
 		})
 	}
 })
+
+// holdFirstSharedStatement holds the first statement identical reads could share once it has
+// read its rows (held closes), until release is closed, and counts every statement; restore
+// stops holding and counting.
+func holdFirstSharedStatement() (held, release chan struct{}, statements *atomic.Int32, restore func()) {
+	held, release, statements = make(chan struct{}), make(chan struct{}), new(atomic.Int32)
+	restore = store.HoldSharedReads(func() {
+		if statements.Add(1) == 1 {
+			close(held)
+			<-release
+		}
+	})
+	return held, release, statements, restore
+}
