@@ -166,24 +166,52 @@ func fromPool(db *gorm.DB) bool {
 // whether to give the turn back, whatever the statement's error.
 type turnKey struct{}
 
+// turn is a statement's turn at the pool.
+type turn struct {
+	a    *admission
+	held bool
+}
+
+// turnOf is the turn of the statement ctx belongs to; nil outside the pool.
+func turnOf(ctx context.Context) *turn {
+	t, _ := ctx.Value(turnKey{}).(*turn)
+	return t
+}
+
+// lend gives the turn back while its statement waits for another to end (a shared read):
+// waiting, it holds no connection, and a turn held idle would keep another statement from
+// the pool until its bound. take takes one again, within ctx's bound.
+func (t *turn) lend() {
+	if t != nil && t.held {
+		t.held = false
+		t.a.leave()
+	}
+}
+
+func (t *turn) take(ctx context.Context) error {
+	if t == nil || t.held {
+		return nil
+	}
+	if err := t.a.enter(ctx); err != nil {
+		return err
+	}
+	t.held = true
+	return nil
+}
+
 func (a *admission) admit(db *gorm.DB) {
 	if !fromPool(db) {
 		return
 	}
-	held := new(bool)
-	db.Statement.Context = context.WithValue(db.Statement.Context, turnKey{}, held)
-	if err := a.enter(db.Statement.Context); err != nil {
+	t := &turn{a: a}
+	db.Statement.Context = context.WithValue(db.Statement.Context, turnKey{}, t)
+	if err := t.take(db.Statement.Context); err != nil {
 		_ = db.AddError(err)
-		return
 	}
-	*held = true
 }
 
 func (a *admission) release(db *gorm.DB) {
-	if held, _ := db.Statement.Context.Value(turnKey{}).(*bool); held != nil && *held {
-		*held = false
-		a.leave()
-	}
+	turnOf(db.Statement.Context).lend()
 }
 
 // readBound caps the reads of each statement's connection at the statement's bound.

@@ -96,6 +96,8 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 	}
 	next.waiting++
 	s.mu.Unlock()
+	turn := turnOf(ctx)
+	turn.lend()
 
 	var expired <-chan time.Time
 	at, bounded := Deadline(ctx)
@@ -138,6 +140,9 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 			close(next.done) // with errTripReadAbandoned if the statement panicked
 			s.end(key)
 		}()
+		if next.err = turn.take(ctx); next.err != nil {
+			return nil, next.err
+		}
 		next.err = errTripReadAbandoned
 		if ctx = context.WithoutCancel(ctx); bounded {
 			ctx = WithDeadline(ctx, at)

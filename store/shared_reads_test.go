@@ -103,9 +103,7 @@ var _ = Describe("Identical trip reads", func() {
 			want := []string{trips[3].ID, trips[2].ID}
 
 			held, release, statements, restore := holdFirstSharedStatement()
-			// Every reader holds a turn of the pool while it waits (admission), the one under
-			// way another.
-			readers := store.DefaultPool.PoolSize() - 1
+			readers := store.DefaultPool.PoolSize() + 2 // waiting readers lend their turns
 			pages := make(chan []string, readers+1)
 			read := func() {
 				defer GinkgoRecover()
