@@ -200,8 +200,13 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 		h, proxy, logs := behindFaultProxy(ctx, server.Config{})
 		Expect(h.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK))
 
-		for round := range 3 {
-			By(fmt.Sprintf("round %d: the connection of a request in flight is reset", round+1))
+		// The stall may first hold a statement of the server's own background work (a key
+		// revision poll, a webhook claim), and the cut then miss the request, which the proxy
+		// passes again: such a round shows nothing and is tried anew, three rounds that caught
+		// the request at most ten tries.
+		for caught, tries := 0, 0; caught < 3; tries++ {
+			Expect(tries).To(BeNumerically("<", 10), "the cut caught the request in flight in only %d of %d tries", caught, tries)
+			By(fmt.Sprintf("try %d: the connection of a request in flight is reset", tries+1))
 			proxy.set("stall")
 			inFlight := make(chan *Response, 1)
 			go func() {
@@ -210,7 +215,10 @@ var _ = Describe("A database that stops answering", Label("postgres"), func() {
 			}()
 			Eventually(proxy.held).WithTimeout(10 * time.Second).WithPolling(time.Millisecond).Should(BeNumerically(">", 0))
 			proxy.cutHeld()
-			ExpectProblem(<-inFlight, http.StatusServiceUnavailable, "unavailable")
+			if res := <-inFlight; res.Status != http.StatusOK {
+				ExpectProblem(res, http.StatusServiceUnavailable, "unavailable")
+				caught++
+			}
 			for range 5 {
 				Expect(h.GET("/v1/trips?limit=1", h.Admin).Status).To(Equal(http.StatusOK),
 					"one reset connection is that request's failure, not an outage")
