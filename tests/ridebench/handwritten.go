@@ -101,6 +101,7 @@ func serveHandwritten(addr, dbURL string) error {
 	mux.HandleFunc("GET /v1/drivers/{id}/trips", func(w http.ResponseWriter, r *http.Request) {
 		h.page(w, r, "trips.driver_id", r.PathValue("id"))
 	})
+	mux.HandleFunc("POST /v1/payments", h.pay)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	return (&http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 }

@@ -230,9 +230,8 @@ func benchmark(ctx context.Context, o options) error {
 		return err
 	}
 	scopePostgres(backend, o.dbName, o.compareDB)
-	// Each payment consumes an unpaid completed trip, a share for each side (the server, the
-	// reference, and the -compare build, which pays from the server's trips): enough for 2,000
-	// payments a second on each side through warm-up and run.
+	// Each payment consumes an unpaid completed trip, a share for each side (paySides): enough
+	// for 2,000 payments a second on each side through warm-up and run.
 	payments := max(40_000, o.paySides()*2_000*int((o.warmup+o.duration+time.Second).Seconds()+1))
 	smp, err := loadSamples(ctx, pool, payments)
 	if err != nil {
@@ -267,8 +266,8 @@ func benchmark(ctx context.Context, o options) error {
 	defer sampler.close()
 
 	b.secret, b.smp, b.pool, b.sampler = []byte(secret), smp, pool, sampler
-	// The payable trips are split: the reference pays one share, the server (and the -compare
-	// build, from the same trips) the others.
+	// The payable trips are split: the reference pays one share, the server, the hand-written
+	// server and the -compare build, drawing from the same trips in turn, the others.
 	ref := len(smp.payable) - len(smp.payable)/o.paySides()
 	b.payServer, b.payRef = smp.payable[:ref], smp.payable[ref:]
 
@@ -333,12 +332,13 @@ func benchmark(ctx context.Context, o options) error {
 	return nil
 }
 
-// paySides is how many sides pay trips: the server and the reference, and the -compare build.
+// paySides is how many sides pay trips: the server, the reference and the hand-written
+// server, and the -compare build.
 func (o options) paySides() int {
 	if o.compare != "" {
-		return 3
+		return 4
 	}
-	return 2
+	return 3
 }
 
 // wants tells whether -only selects the scenario.

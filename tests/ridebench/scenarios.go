@@ -297,6 +297,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 			_, err := replay(ctx, b.pool, paySQL, sub, -1)
 			return err
 		},
+		handwritten: true,
 	})
 
 	// The GraphQL seed query.
