@@ -31,17 +31,16 @@ func (s *Store) SeedIfEmpty(ctx context.Context, seed Seed) (bool, error) {
 		if len(existing) > 0 {
 			return nil
 		}
-		db := tx.conn(ctx)
-		if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&seed.Cities).Error; err != nil {
+		if err := tx.conn(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&seed.Cities).Error; err != nil {
 			return fmt.Errorf("cities: %w", err)
 		}
-		if err := db.CreateInBatches(&seed.Drivers, seedBatchSize).Error; err != nil {
+		if err := tx.conn(ctx).CreateInBatches(&seed.Drivers, seedBatchSize).Error; err != nil {
 			return fmt.Errorf("drivers: %w", err)
 		}
-		if err := db.CreateInBatches(&seed.Riders, seedBatchSize).Error; err != nil {
+		if err := tx.conn(ctx).CreateInBatches(&seed.Riders, seedBatchSize).Error; err != nil {
 			return fmt.Errorf("riders: %w", err)
 		}
-		if err := db.Omit(clause.Associations).CreateInBatches(&seed.Trips, seedBatchSize).Error; err != nil {
+		if err := tx.conn(ctx).Omit(clause.Associations).CreateInBatches(&seed.Trips, seedBatchSize).Error; err != nil {
 			return fmt.Errorf("trips: %w", err)
 		}
 		seeded = true

@@ -457,15 +457,27 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	return interpretError(err)
 }
 
-// conn is the GORM session every query starts from: bound to ctx, with fresh statement state,
-// on a standby for the reads that may be served by one (see standbys.route).
+// conn is the GORM session every statement starts from: bound to ctx, with fresh statement
+// state, on a standby for the reads that may be served by one (see standbys.route). One
+// statement per call: the session builds it in place.
 func (s *Store) conn(ctx context.Context) *gorm.DB {
 	if s.standbys != nil {
 		if db := s.standbys.route(ctx); db != nil {
-			return db.WithContext(ctx)
+			return session(db, ctx)
 		}
 	}
-	return s.db.WithContext(ctx)
+	return session(s.db, ctx)
+}
+
+// session is db bound to ctx for one statement, which it builds in place: call conn again for
+// the next one. The statement starts empty (NewDB): db is a store's root or its transaction,
+// which hold no conditions to carry over, and WithContext would copy db's statement for the
+// session and again for the statement, settings and all, on every query: the largest part of
+// the bytes a payment allocated.
+func session(db *gorm.DB, ctx context.Context) *gorm.DB {
+	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	tx.Statement.Context = ctx
+	return tx
 }
 
 type txKey struct{}
