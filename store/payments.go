@@ -87,27 +87,48 @@ type CityRates struct {
 	MinimumFare int64
 }
 
-// cityRatesColumns selects a CityRates, in its order (LockTripForPayment).
-const cityRatesColumns = `cities.currency, cities.base_fare, cities.per_km, cities.per_minute, cities.minimum_fare`
+// PayableTrip is what a payment reads of its trip: whose it is, where it stands, what it
+// costs, the route its receipt breaks the fare down by, and its city's rates.
+type PayableTrip struct {
+	ID           string
+	Account      string
+	Status       string
+	RiderID      string
+	FareTotal    int64  // minor units of FareCurrency
+	FareCurrency string // lowercase ISO 4217
+	PickupLat    float64
+	PickupLng    float64
+	DropoffLat   float64
+	DropoffLng   float64
+	Rates        CityRates
+}
+
+// payableTripSQL selects a PayableTrip, in its order, by trip id and account: the trip's own
+// columns and its city's, without the driver and the columns a trip's answer shows.
+const payableTripSQL = `SELECT trips.id, trips.account, trips.status, trips.rider_id, trips.fare_total,
+    trips.fare_currency, trips.pickup_lat, trips.pickup_lng, trips.dropoff_lat, trips.dropoff_lng,
+    cities.currency, cities.base_fare, cities.per_km, cities.per_minute, cities.minimum_fare
+FROM trips JOIN cities ON cities.id = trips.city WHERE trips.id = ? AND trips.account = ? LIMIT 1`
 
 // LockTripForPayment makes the calling transaction the only one paying the trip until it ends,
-// and returns the trip with its driver and its city's rates: on PostgreSQL the read takes a
-// row lock (FOR UPDATE OF trips), so a second payment of the same trip waits and then sees
-// the first one's outcome instead of charging the rider twice; on SQLite the transaction
-// already holds the database's write lock (BEGIN IMMEDIATE). One statement, where a lock, a
-// read and the city's were three round trips. ErrNotFound when the trip does not exist. Call
-// it inside WithTx.
+// and returns what the payment needs of it: on PostgreSQL the read takes a row lock (FOR
+// UPDATE OF trips), so a second payment of the same trip waits and then sees the first one's
+// outcome instead of charging the rider twice; on SQLite the transaction already holds the
+// database's write lock (BEGIN IMMEDIATE). One statement, where a lock, a read and the city's
+// were three round trips. ErrNotFound when the trip does not exist. Call it inside WithTx.
 //
 // Only a trip of the account is found: another account's is ErrNotFound, as a missing one,
 // in the same single read.
-func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (Trip, CityRates, error) {
-	var r CityRates
-	trip, err := s.oneTrip(ctx, s.sql.tripOfAccountForUpdate, []any{tripID, account},
+func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (PayableTrip, error) {
+	var t PayableTrip
+	r := &t.Rates
+	err := queryRow(withPrebuilt(s.conn(ctx).Table("trips"), s.sql.payableTrip, tripID, account), &t.ID, &t.Account, &t.Status, &t.RiderID,
+		&t.FareTotal, &t.FareCurrency, &t.PickupLat, &t.PickupLng, &t.DropoffLat, &t.DropoffLng,
 		&r.Currency, &r.BaseFare, &r.PerKm, &r.PerMinute, &r.MinimumFare)
 	if err != nil {
-		return Trip{}, CityRates{}, err
+		return PayableTrip{}, err
 	}
-	return trip, r, nil
+	return t, nil
 }
 
 // CreatePayment records a payment attempt. ErrDuplicate when the trip already has a succeeded

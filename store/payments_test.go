@@ -80,7 +80,7 @@ var _ = Describe("Payments and receipts", func() {
 						}
 						began <- struct{}{}
 						<-proceed
-						locked, _, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
+						locked, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
 						if err != nil {
 							return err
 						}
@@ -103,17 +103,19 @@ var _ = Describe("Payments and receipts", func() {
 			Expect(errs).To(ContainElement(MatchError(store.ErrDuplicate)))
 		})
 
-		It("locks a trip for payment with its city's rates", func(ctx SpecContext) {
+		It("locks a trip for payment and reads what the payment needs: its fare, its route and its city's rates", func(ctx SpecContext) {
 			trip := createTrip(ctx, e.shared, tripOpts{})
 			city, err := e.shared.CityByID(ctx, trip.City)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				locked, rates, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
+				locked, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(locked.ID).To(Equal(trip.ID))
-				Expect(rates).To(Equal(store.CityRates{Currency: city.Currency, BaseFare: city.BaseFare,
-					PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare}))
-				Expect(rates.BaseFare).NotTo(BeZero())
+				Expect(locked).To(Equal(store.PayableTrip{ID: trip.ID, Account: trip.Account, Status: trip.Status,
+					RiderID: trip.RiderID, FareTotal: trip.FareTotal, FareCurrency: trip.FareCurrency,
+					PickupLat: trip.PickupLat, PickupLng: trip.PickupLng, DropoffLat: trip.DropoffLat, DropoffLng: trip.DropoffLng,
+					Rates: store.CityRates{Currency: city.Currency, BaseFare: city.BaseFare,
+						PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare}}))
+				Expect(locked.Rates.BaseFare).NotTo(BeZero())
 				return nil
 			})).To(Succeed())
 		})
@@ -127,7 +129,7 @@ var _ = Describe("Payments and receipts", func() {
 			owner := make(chan error, 1)
 			go func() {
 				owner <- e.shared.WithTx(ctx, func(tx *store.Store) error {
-					if _, _, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID); err != nil {
+					if _, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID); err != nil {
 						return err
 					}
 					close(locked)
@@ -141,7 +143,7 @@ var _ = Describe("Payments and receipts", func() {
 			bounded, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			Expect(e.shared.WithTx(bounded, func(tx *store.Store) error {
-				_, _, err := tx.LockTripForPayment(bounded, "acct_other", trip.ID)
+				_, err := tx.LockTripForPayment(bounded, "acct_other", trip.ID)
 				return err
 			})).To(MatchError(store.ErrNotFound))
 			close(release)
@@ -152,12 +154,12 @@ var _ = Describe("Payments and receipts", func() {
 			_, err := e.shared.CreatePayment(ctx, payment(newID("trp_"), store.PaymentSucceeded))
 			Expect(err).To(MatchError(store.ErrInvalidReference))
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				_, _, err := tx.LockTripForPayment(ctx, store.DefaultAccount, newID("trp_"))
+				_, err := tx.LockTripForPayment(ctx, store.DefaultAccount, newID("trp_"))
 				return err
 			})).To(MatchError(store.ErrNotFound))
 			trip := createTrip(ctx, e.shared, tripOpts{})
 			Expect(e.shared.WithTx(ctx, func(tx *store.Store) error {
-				_, _, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID)
+				_, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID)
 				return err
 			})).To(MatchError(store.ErrNotFound), "another account's trip is not found either")
 		})

@@ -229,9 +229,9 @@ var (
 // every call of the hottest read there is.
 type prebuiltSQL struct {
 	tripByID string
-	// tripOfAccountForUpdate reads a trip by id and account with its city's rates
-	// (cityRatesColumns), and locks the trip's row where the engine has row locks.
-	tripOfAccountForUpdate string
+	// payableTrip reads a PayableTrip by trip id and account (payableTripSQL), and locks the
+	// trip's row where the engine has row locks.
+	payableTrip string
 	// tripsWithin[n] reads n trips by id, each within its reader's reach (tripReads' shared
 	// statements): n ids, then n accounts, then n driver ids.
 	tripsWithin [tripReadBatch + 1]string
@@ -239,10 +239,9 @@ type prebuiltSQL struct {
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
 	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String()}
-	p.tripOfAccountForUpdate = db.Raw(`SELECT `+tripWithDriverColumns+`, `+cityRatesColumns+` FROM trips `+joinDrivers+
-		` JOIN cities ON cities.id = trips.city WHERE trips.id = ? AND trips.account = ? LIMIT 1`, "", "").Statement.SQL.String()
+	p.payableTrip = db.Raw(payableTripSQL, "", "").Statement.SQL.String()
 	if engine == EnginePostgres {
-		p.tripOfAccountForUpdate += " FOR UPDATE OF trips"
+		p.payableTrip += " FOR UPDATE OF trips"
 	}
 	ids := make([]string, tripReadBatch)
 	for n := 1; n <= tripReadBatch; n++ {

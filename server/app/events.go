@@ -80,7 +80,7 @@ type paymentEventData struct {
 // appendPaymentEvent writes the payment's event on tx, the payment's own transaction. The
 // subject is the trip, so the trip's history reads as one sequence from booking to payment;
 // the event belongs to the trip's account.
-func appendPaymentEvent(ctx context.Context, tx *store.Store, trip store.Trip, p store.Payment) error {
+func appendPaymentEvent(ctx context.Context, tx *store.Store, account string, p store.Payment) error {
 	eventType := ride.EventPaymentSucceeded
 	failure := ""
 	if p.Status == store.PaymentFailed {
@@ -97,7 +97,7 @@ func appendPaymentEvent(ctx context.Context, tx *store.Store, trip store.Trip, p
 		return err
 	}
 	_, err = tx.AppendEvent(ctx, store.Event{
-		ID: ride.NewID(ride.PrefixEvent), Account: trip.Account, Type: eventType, SubjectID: p.TripID,
+		ID: ride.NewID(ride.PrefixEvent), Account: account, Type: eventType, SubjectID: p.TripID,
 		Data: string(data), CreatedAt: p.CreatedAt,
 	})
 	return err

@@ -39,7 +39,7 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 	}
 	var payment store.Payment
 	err := a.inTx(ctx, func(tx *store.Store) error {
-		trip, rates, err := payableTrip(ctx, tx, caller, p.TripID)
+		trip, err := payableTrip(ctx, tx, caller, p.TripID)
 		if err != nil {
 			return err
 		}
@@ -82,11 +82,11 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 			return err
 		}
 		if result.Succeeded {
-			if _, err := issueReceipt(ctx, tx, trip, rates, payment); err != nil {
+			if _, err := issueReceipt(ctx, tx, trip, payment); err != nil {
 				return err
 			}
 		}
-		if err := appendPaymentEvent(ctx, tx, trip, payment); err != nil {
+		if err := appendPaymentEvent(ctx, tx, trip.Account, payment); err != nil {
 			return err
 		}
 		return a.fault(ctx, FaultPaymentRecorded, trip.ID)
@@ -103,22 +103,22 @@ func (a *App) Pay(ctx context.Context, caller auth.Principal, p PayParams) (stor
 // payableTrip locks and loads the trip a payment names, with its city's rates, for a caller
 // who may pay it: 422 trip_not_found when it does not exist or belongs to another account (the
 // id is in the body, not the path), 403 when it is another rider's.
-func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.Trip, store.CityRates, error) {
+func payableTrip(ctx context.Context, tx *store.Store, caller auth.Principal, tripID string) (store.PayableTrip, error) {
 	notFound := problem.New(problem.TripNotFound, "No trip "+problem.TruncateID(tripID)+".")
 	notFound.Fields = []problem.FieldError{{Location: "body.trip_id", Message: "no such trip"}}
 	if !ride.ValidID(ride.PrefixTrip, tripID) {
-		return store.Trip{}, store.CityRates{}, notFound
+		return store.PayableTrip{}, notFound
 	}
-	trip, rates, err := tx.LockTripForPayment(ctx, caller.Account, tripID)
+	trip, err := tx.LockTripForPayment(ctx, caller.Account, tripID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Trip{}, store.CityRates{}, notFound
+		return store.PayableTrip{}, notFound
 	} else if err != nil {
-		return store.Trip{}, store.CityRates{}, err
+		return store.PayableTrip{}, err
 	}
 	if !caller.IsAdmin() && !caller.Is(auth.RoleRider, trip.RiderID) {
-		return store.Trip{}, store.CityRates{}, Forbidden("This trip belongs to another rider.")
+		return store.PayableTrip{}, Forbidden("This trip belongs to another rider.")
 	}
-	return trip, rates, nil
+	return trip, nil
 }
 
 // providerIdempotencyKey is what the provider deduplicates charges by: stable across retries
@@ -137,7 +137,8 @@ type receiptLineItem struct {
 
 // issueReceipt writes the receipt of a succeeded payment: the fare broken down by the city's
 // rates, adding up to the amount paid.
-func issueReceipt(ctx context.Context, tx *store.Store, trip store.Trip, city store.CityRates, p store.Payment) (store.Receipt, error) {
+func issueReceipt(ctx context.Context, tx *store.Store, trip store.PayableTrip, p store.Payment) (store.Receipt, error) {
+	city := trip.Rates
 	lines := ride.ReceiptLines(p.Amount,
 		ride.Point{Lat: trip.PickupLat, Lng: trip.PickupLng}, ride.Point{Lat: trip.DropoffLat, Lng: trip.DropoffLng},
 		ride.Rates{Currency: city.Currency, BaseFare: city.BaseFare, PerKm: city.PerKm, PerMinute: city.PerMinute, MinimumFare: city.MinimumFare})
