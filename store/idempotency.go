@@ -126,7 +126,7 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 		if s.engine == EnginePostgres {
 			claim = claimIdempotencyKeyAsyncSQL
 		}
-		res := s.conn(ctx).Exec(claim, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
+		res := s.execSQL(ctx, claim, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
 			rec.Path, rec.Status, rec.Owner, rec.LockedAt, rec.CreatedAt)
 		if res.Error != nil {
 			return IdempotencyRecord{}, false, interpretError(res.Error)
@@ -192,7 +192,7 @@ func (s *Store) CompleteIdempotencyRecord(ctx context.Context, r IdempotencyResu
 	if body == nil {
 		body = []byte{} // stored answers always have a body, possibly empty
 	}
-	res := s.conn(ctx).Exec(completeIdempotencyRecordSQL, IdempotencyCompleted, r.Status, r.Headers, body,
+	res := s.execSQL(ctx, completeIdempotencyRecordSQL, IdempotencyCompleted, r.Status, r.Headers, body,
 		utcMicro(r.Now), r.Account, r.Key, r.Owner, IdempotencyPending)
 	return changedRows(res, ErrConflict)
 }

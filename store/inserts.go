@@ -45,7 +45,7 @@ func (r *Receipt) insertValues() []any {
 // (its row callbacks), so outside a transaction it records the caller's position for standby
 // reads itself, as the hook on writes does (standbys.register).
 func (s *Store) insertReturning(ctx context.Context, query string, values []any, dest any) error {
-	q := s.conn(ctx).Raw(query, values...)
+	q := s.rowSQL(ctx, query, values...)
 	if err := queryRow(q, dest); err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (s *Store) CreatePayment(ctx context.Context, p Payment) (Payment, error) {
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = s.db.NowFunc()
 	}
-	if err := changedRows(s.conn(ctx).Exec(insertPaymentSQL, p.insertValues()...), ErrDuplicate); err != nil {
+	if err := changedRows(s.execSQL(ctx, insertPaymentSQL, p.insertValues()...), ErrDuplicate); err != nil {
 		return Payment{}, err
 	}
 	return p, nil
@@ -165,7 +165,7 @@ func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Pay
 // each statement takes a new snapshot; folded into the lock's statement it would not).
 func (s *Store) TripPaid(ctx context.Context, tripID string) (bool, error) {
 	var paid bool
-	err := queryRow(s.conn(ctx).Raw(`SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
+	err := queryRow(s.rowSQL(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
 		tripID, PaymentSucceeded), &paid)
 	return paid, err
 }
@@ -179,7 +179,7 @@ func (s *Store) PaymentsForTrip(ctx context.Context, tripID string) ([]Payment, 
 
 // CreateReceipt stores a receipt. ErrInvalidReference when its trip or payment does not exist.
 func (s *Store) CreateReceipt(ctx context.Context, r Receipt) (Receipt, error) {
-	if err := s.conn(ctx).Exec(insertReceiptSQL, r.insertValues()...).Error; err != nil {
+	if err := s.execSQL(ctx, insertReceiptSQL, r.insertValues()...).Error; err != nil {
 		return Receipt{}, interpretError(err)
 	}
 	return r, nil

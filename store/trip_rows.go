@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -235,10 +237,26 @@ type prebuiltSQL struct {
 	// tripsWithin[n] reads n trips by id, each within its reader's reach (tripReads' shared
 	// statements): n ids, then n accounts, then n driver ids.
 	tripsWithin [tripReadBatch + 1]string
+	// written holds the other statements of the writes' hot path (execSQL, rowSQL), each
+	// rewritten at its first use.
+	written sync.Map // SQL with "?" → the engine's SQL
+	db      *gorm.DB // the root session, which rewrites them
+}
+
+// of is query with its placeholders rewritten for the engine, as GORM's Raw writes them for
+// vars. Only for statements whose values are single values, never slices, which GORM would
+// expand into lists of placeholders: every call of one query must take the same form.
+func (p *prebuiltSQL) of(query string, vars []any) string {
+	if sql, ok := p.written.Load(query); ok {
+		return sql.(string)
+	}
+	sql := p.db.Raw(query, vars...).Statement.SQL.String()
+	p.written.Store(query, sql)
+	return sql
 }
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
-	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String()}
+	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String(), db: db}
 	p.payableTrip = db.Raw(payableTripSQL, "", "").Statement.SQL.String()
 	if engine == EnginePostgres {
 		p.payableTrip += " FOR UPDATE OF trips"
@@ -257,6 +275,19 @@ func withPrebuilt(q *gorm.DB, sql string, vars ...any) *gorm.DB {
 	q.Statement.SQL.WriteString(sql)
 	q.Statement.Vars = append(q.Statement.Vars, vars...)
 	return q
+}
+
+// execSQL executes query, a statement of prebuiltSQL.of's kind, through GORM (its callbacks,
+// and s's connection or transaction) without building its SQL again.
+func (s *Store) execSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
+	q := withPrebuilt(s.conn(ctx), s.sql.of(query, vars), vars...)
+	return q.Callback().Raw().Execute(q)
+}
+
+// rowSQL is query, a statement of prebuiltSQL.of's kind that returns rows, ready for
+// queryRow.
+func (s *Store) rowSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
+	return withPrebuilt(s.conn(ctx), s.sql.of(query, vars), vars...)
 }
 
 // withDrivers selects the trips of q (a query on the trips table) with their drivers, in
