@@ -276,7 +276,7 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	generated := generatedIDs(paySQL, ride.PrefixPayment, ride.PrefixReceipt, ride.PrefixEvent)
 	out = append(out, &scenario{
 		name: "POST /v1/payments", sql: paySQL,
-		refNote: "the idempotency claim, then in one transaction: the trip with its driver and its city's rates (locked), paid check, payment, receipt, event, stored answer",
+		refNote: "the idempotency claim, then in one transaction: what the payment needs of the trip with its city's rates (locked), paid check, payment, receipt, event, stored answer",
 		http: func(ctx context.Context, w *worker) error {
 			i := b.payServerNext.Add(1) - 1
 			if int(i) >= len(b.payServer) {
