@@ -449,7 +449,8 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		db.Statement.ConnPool = conn
 	}
 	err := db.Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, engine: s.engine, sql: s.sql})
+		// A new-statement session of the transaction, which session expects.
+		return fn(&Store{db: tx.Session(&gorm.Session{NewDB: true}), engine: s.engine, sql: s.sql})
 	}, opts...)
 	if err == nil && s.standbys != nil {
 		s.standbys.wrote(ctx)
@@ -470,12 +471,14 @@ func (s *Store) conn(ctx context.Context) *gorm.DB {
 }
 
 // session is db bound to ctx for one statement, which it builds in place: call conn again for
-// the next one. The statement starts empty (NewDB): db is a store's root or its transaction,
-// which hold no conditions to carry over, and WithContext would copy db's statement for the
-// session and again for the statement, settings and all, on every query: the largest part of
-// the bytes a payment allocated.
+// the next one. db is a new-statement session (a store's root, its transaction's, a
+// standby's), so its first chained call, an empty Scopes, makes a statement of its own that
+// starts empty and shares db's connection or transaction, and nothing else is copied.
+// WithContext copied db's statement, settings and all, for the session and again for the
+// statement, and the session copied GORM's configuration, on every query: the largest part
+// of the bytes a payment allocated.
 func session(db *gorm.DB, ctx context.Context) *gorm.DB {
-	tx := db.Session(&gorm.Session{NewDB: true, Initialized: true})
+	tx := db.Scopes()
 	tx.Statement.Context = ctx
 	return tx
 }
