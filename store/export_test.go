@@ -56,3 +56,8 @@ func SharedReadsWaiting() int {
 	}
 	return n
 }
+
+// StatementSession is what a statement of s starts from (conn).
+func (s *Store) StatementSession(ctx context.Context) *gorm.DB {
+	return s.conn(ctx)
+}

@@ -61,6 +61,9 @@ var migrations embed.FS
 // Store is the application's handle on the database. Its methods are safe for concurrent use.
 // A Store handed to a WithTx callback runs every query inside that transaction.
 type Store struct {
+	// db is a new-statement session (gorm.Open's, or Session with NewDB, not a chained or
+	// WithContext one): conn takes a statement of its own from it for every query, which a
+	// chained DB would share instead.
 	db     *gorm.DB
 	engine Engine
 	// sqlDB is the connection pool; nil for a transaction-scoped Store, which owns nothing.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -244,15 +245,25 @@ type prebuiltSQL struct {
 }
 
 // of is query with its placeholders rewritten for the engine, as GORM's Raw writes them for
-// vars. Only for statements whose values are single values, never slices, which GORM would
-// expand into lists of placeholders: every call of one query must take the same form.
-func (p *prebuiltSQL) of(query string, vars []any) string {
+// vars. query is one of the store's constant statements, with "?" placeholders only. false
+// when vars hold a list GORM would expand into several placeholders (a slice other than
+// []byte): then the text depends on the values, and the caller builds it as GORM does.
+func (p *prebuiltSQL) of(query string, vars []any) (string, bool) {
+	for _, v := range vars {
+		switch v.(type) {
+		case string, int, int64, float64, bool, time.Time, []byte, *string, *int, *time.Time, nil:
+			continue
+		}
+		if k := reflect.TypeOf(v).Kind(); k == reflect.Slice || k == reflect.Array {
+			return "", false
+		}
+	}
 	if sql, ok := p.written.Load(query); ok {
-		return sql.(string)
+		return sql.(string), true
 	}
 	sql := p.db.Raw(query, vars...).Statement.SQL.String()
 	p.written.Store(query, sql)
-	return sql
+	return sql, true
 }
 
 func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
@@ -280,14 +291,22 @@ func withPrebuilt(q *gorm.DB, sql string, vars ...any) *gorm.DB {
 // execSQL executes query, a statement of prebuiltSQL.of's kind, through GORM (its callbacks,
 // and s's connection or transaction) without building its SQL again.
 func (s *Store) execSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
-	q := withPrebuilt(s.conn(ctx), s.sql.of(query, vars), vars...)
+	sql, ok := s.sql.of(query, vars)
+	if !ok {
+		return s.conn(ctx).Exec(query, vars...)
+	}
+	q := withPrebuilt(s.conn(ctx), sql, vars...)
 	return q.Callback().Raw().Execute(q)
 }
 
 // rowSQL is query, a statement of prebuiltSQL.of's kind that returns rows, ready for
 // queryRow.
 func (s *Store) rowSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
-	return withPrebuilt(s.conn(ctx), s.sql.of(query, vars), vars...)
+	sql, ok := s.sql.of(query, vars)
+	if !ok {
+		return s.conn(ctx).Raw(query, vars...)
+	}
+	return withPrebuilt(s.conn(ctx), sql, vars...)
 }
 
 // withDrivers selects the trips of q (a query on the trips table) with their drivers, in

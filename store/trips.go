@@ -125,8 +125,8 @@ func (s *Store) oneTrip(ctx context.Context, statement string, vars []any, extra
 }
 
 // tripsByPrebuilt runs a prebuilt statement that selects tripWithDriverColumns, then one column
-// per extra (readTrips). Table names the table for callbacks that look (query logs) and gives
-// the query a statement of its own, which withPrebuilt fills in.
+// per extra (readTrips). Table names the table for callbacks that look (query logs);
+// withPrebuilt fills in the statement conn made.
 func (s *Store) tripsByPrebuilt(ctx context.Context, statement string, vars []any, extra ...any) ([]Trip, error) {
 	return readTrips(withPrebuilt(s.conn(ctx).Table("trips"), statement, vars...), 1, extra...)
 }
