@@ -102,6 +102,20 @@ func (e errNotAdmitted) Error() string {
 
 func (e errNotAdmitted) Unwrap() error { return e.cause }
 
+// untilBound is a channel that receives once the bound at passes, and the function that
+// releases its timer: what every wait of a statement (for a turn, a batch, a shared read)
+// selects on beside its context. Without a bound (bounded false), a channel that never
+// receives.
+func untilBound(at time.Time, bounded bool) (expired <-chan time.Time, stop func() bool) {
+	if !bounded {
+		return nil, noTimer
+	}
+	timer := time.NewTimer(time.Until(at))
+	return timer.C, timer.Stop
+}
+
+func noTimer() bool { return false }
+
 // enter waits for a turn; leave gives it back. A statement whose bound has passed gets none.
 func (a *admission) enter(ctx context.Context) error {
 	if at, ok := Deadline(ctx); ok && !time.Now().Before(at) {
@@ -112,12 +126,8 @@ func (a *admission) enter(ctx context.Context) error {
 		return nil
 	default:
 	}
-	var expired <-chan time.Time
-	if at, ok := Deadline(ctx); ok {
-		timer := time.NewTimer(time.Until(at))
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := untilBound(Deadline(ctx))
+	defer stop()
 	select {
 	case a.turns <- struct{}{}:
 		return nil

@@ -99,13 +99,9 @@ func (s *readShares) read(ctx context.Context, pool *sql.DB, query string, vars 
 	turn := turnOf(ctx)
 	turn.lend()
 
-	var expired <-chan time.Time
 	at, bounded := Deadline(ctx)
-	if bounded {
-		timer := time.NewTimer(time.Until(at))
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := untilBound(at, bounded)
+	defer stop()
 	var err error
 	select {
 	case <-next.start:

@@ -167,12 +167,8 @@ func (t *tripReads) run(ctx context.Context, batch []*tripRead) {
 // await waits until a statement takes r, unless ctx ends or r's deadline passes first: then r
 // has left the waiting reads, and the error says why.
 func (t *tripReads) await(ctx context.Context, r *tripRead) error {
-	var expired <-chan time.Time
-	if !r.deadline.IsZero() {
-		timer := time.NewTimer(time.Until(r.deadline))
-		defer timer.Stop()
-		expired = timer.C
-	}
+	expired, stop := untilBound(r.deadline, !r.deadline.IsZero())
+	defer stop()
 	var err error
 	select {
 	case <-r.wake:
