@@ -110,6 +110,10 @@ const payableTripSQL = `SELECT trips.id, trips.account, trips.status, trips.ride
     cities.currency, cities.base_fare, cities.per_km, cities.per_minute, cities.minimum_fare
 FROM trips JOIN cities ON cities.id = trips.city WHERE trips.id = ? AND trips.account = ? LIMIT 1`
 
+// payableTripLockedSQL is payableTripSQL locking the trip's row, where the engine has row
+// locks (PostgreSQL).
+const payableTripLockedSQL = payableTripSQL + ` FOR UPDATE OF trips`
+
 // LockTripForPayment makes the calling transaction the only one paying the trip until it ends,
 // and returns what the payment needs of it: on PostgreSQL the read takes a row lock (FOR
 // UPDATE OF trips), so a second payment of the same trip waits and then sees the first one's
@@ -120,9 +124,13 @@ FROM trips JOIN cities ON cities.id = trips.city WHERE trips.id = ? AND trips.ac
 // Only a trip of the account is found: another account's is ErrNotFound, as a missing one,
 // in the same single read.
 func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) (PayableTrip, error) {
+	query := payableTripSQL
+	if s.engine == EnginePostgres {
+		query = payableTripLockedSQL
+	}
 	var t PayableTrip
 	r := &t.Rates
-	err := queryRow(withPrebuilt(s.conn(ctx).Table("trips"), s.sql.payableTrip, tripID, account), &t.ID, &t.Account, &t.Status, &t.RiderID,
+	err := queryRow(s.rowSQL(ctx, query, tripID, account), &t.ID, &t.Account, &t.Status, &t.RiderID,
 		&t.FareTotal, &t.FareCurrency, &t.PickupLat, &t.PickupLng, &t.DropoffLat, &t.DropoffLng,
 		&r.Currency, &r.BaseFare, &r.PerKm, &r.PerMinute, &r.MinimumFare)
 	if err != nil {

@@ -232,9 +232,6 @@ var (
 // every call of the hottest read there is.
 type prebuiltSQL struct {
 	tripByID string
-	// payableTrip reads a PayableTrip by trip id and account (payableTripSQL), and locks the
-	// trip's row where the engine has row locks.
-	payableTrip string
 	// tripsWithin[n] reads n trips by id, each within its reader's reach (tripReads' shared
 	// statements): n ids, then n accounts, then n driver ids.
 	tripsWithin [tripReadBatch + 1]string
@@ -266,12 +263,8 @@ func (p *prebuiltSQL) of(query string, vars []any) (string, bool) {
 	return sql, true
 }
 
-func prebuild(db *gorm.DB, engine Engine) *prebuiltSQL {
+func prebuild(db *gorm.DB) *prebuiltSQL {
 	p := &prebuiltSQL{tripByID: db.Raw(tripByIDSQL, "").Statement.SQL.String(), db: db}
-	p.payableTrip = db.Raw(payableTripSQL, "", "").Statement.SQL.String()
-	if engine == EnginePostgres {
-		p.payableTrip += " FOR UPDATE OF trips"
-	}
 	ids := make([]string, tripReadBatch)
 	for n := 1; n <= tripReadBatch; n++ {
 		p.tripsWithin[n] = db.Raw(tripsWithinSQL, ids[:n], ids[:n], ids[:n]).Statement.SQL.String()
