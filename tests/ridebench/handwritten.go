@@ -85,8 +85,15 @@ type handwritten struct {
 	keys   sync.Map // SHA-256 of a bearer key → its account: looked up once, then cached
 }
 
+// profileHandwritten, when set (a build with -tags pprof), serves the hand-written server's
+// profile beside it.
+var profileHandwritten func()
+
 // serveHandwritten is the -handwritten mode of this binary: it serves until killed.
 func serveHandwritten(addr, dbURL string) error {
+	if profileHandwritten != nil {
+		profileHandwritten()
+	}
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {

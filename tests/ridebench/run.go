@@ -49,17 +49,17 @@ type worker struct {
 }
 
 // run calls op from `concurrency` goroutines for warmup (not counted), then for duration,
-// timing each call.
-func run(ctx context.Context, label string, concurrency int, warmup, duration time.Duration, op func(ctx context.Context, w *worker) error) result {
+// timing each call. settle, when not nil, runs between the two.
+func run(ctx context.Context, label string, concurrency int, warmup, duration time.Duration, op func(ctx context.Context, w *worker) error, settle func()) result {
 	return runInTurns(ctx, []string{label}, concurrency, warmup, duration,
-		[]func(ctx context.Context, w *worker) error{op})[0]
+		[]func(ctx context.Context, w *worker) error{op}, settle)[0]
 }
 
 // runInTurns is run for several ops at once: each goroutine calls them in turn, one call each,
 // starting from a different one, so every op meets the same load at every moment of the
 // window; each op's calls are timed apart. All share the window's elapsed time; its CPU time
 // is given only to a single op, as no share of it is any one op's.
-func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error) []result {
+func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, duration time.Duration, ops []func(ctx context.Context, w *worker) error, settle func()) []result {
 	var measuring atomic.Bool
 	stop := make(chan struct{})
 	type partial struct {
@@ -102,6 +102,9 @@ func runInTurns(ctx context.Context, labels []string, concurrency int, warmup, d
 	label := strings.Join(labels, " + ")
 	log.Printf("run: %-28s warming up %s", label, warmup)
 	time.Sleep(warmup)
+	if settle != nil {
+		settle()
+	}
 	measuring.Store(true)
 	begin, cpuBefore := time.Now(), readCPU()
 	time.Sleep(duration)
@@ -145,9 +148,10 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float6
 //
 // around, when not nil, is called before each op's run (not measured) and the function it
 // returns after it: whatever the scenario needs set up around a run, such as a fleet that
-// reports positions while bookings are measured, and its clean-up.
+// reports positions while bookings are measured, and its clean-up. settle, when not nil, runs
+// after each run's warm-up, before its measured window.
 func interleaved(ctx context.Context, labels []string, concurrency, rounds int, warmup, duration time.Duration,
-	ops []func(ctx context.Context, w *worker) error, around func(ctx context.Context, op int) (func(), error)) ([]result, error) {
+	ops []func(ctx context.Context, w *worker) error, around func(ctx context.Context, op int) (func(), error), settle func()) ([]result, error) {
 	out := make([]result, len(ops))
 	for round := range rounds {
 		for i, op := range ops {
@@ -162,7 +166,7 @@ func interleaved(ctx context.Context, labels []string, concurrency, rounds int, 
 					return nil, fmt.Errorf("%s: %w", labels[i], err)
 				}
 			}
-			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op)
+			r := run(ctx, fmt.Sprintf("%s [%d/%d]", labels[i], round+1, rounds), concurrency, wu, duration/time.Duration(rounds), op, settle)
 			done()
 			out[i].addRound(r)
 		}
@@ -203,7 +207,7 @@ func inTurns(ctx context.Context, labels []string, concurrency, rounds int, warm
 			named[i] = fmt.Sprintf("%s [%d/%d]", l, round+1, rounds)
 		}
 		window := duration * time.Duration(len(ops)) / time.Duration(rounds)
-		for i, r := range runInTurns(ctx, named, concurrency, wu, window, ops) {
+		for i, r := range runInTurns(ctx, named, concurrency, wu, window, ops, nil) {
 			out[i].addRound(r)
 		}
 	}
