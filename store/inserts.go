@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 
 	"gorm.io/gorm"
 )
@@ -55,6 +56,25 @@ func (s *Store) insertReturning(ctx context.Context, query string, values []any,
 	return nil
 }
 
+// readRow runs query, a constant statement returning one row (rowSQL), and scans that row
+// into dest; ErrNotFound when it returns none. In a transaction on PostgreSQL the row is read
+// through pgx on the transaction's connection (txRow); elsewhere as queryRow reads it.
+func (s *Store) readRow(ctx context.Context, query string, vars []any, dest ...any) error {
+	q := s.rowSQL(ctx, query, vars...)
+	if s.txConn == nil {
+		return queryRow(q, dest...)
+	}
+	row := &pgxRow{conn: s.txConn, dest: dest}
+	rows, err := q.Set(pgxRowSetting, row).Rows()
+	if row.ran {
+		return interpretError(row.err)
+	}
+	if err != nil {
+		return interpretError(err)
+	}
+	return scanRow(rows, dest...)
+}
+
 // queryRow runs q, a statement returning one row, and scans that row into dest; ErrNotFound
 // when it returns none. A statement refused before it ran (no turn at the pool in time) is
 // its error here, where GORM's Row() would return nil to scan.
@@ -63,6 +83,11 @@ func queryRow(q *gorm.DB, dest ...any) error {
 	if err != nil {
 		return interpretError(err)
 	}
+	return scanRow(rows, dest...)
+}
+
+// scanRow scans the first of rows into dest and closes them; ErrNotFound when there is none.
+func scanRow(rows *sql.Rows, dest ...any) error {
 	defer rows.Close()
 	if !rows.Next() {
 		return cmp.Or(interpretError(rows.Err()), ErrNotFound)

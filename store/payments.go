@@ -130,7 +130,7 @@ func (s *Store) LockTripForPayment(ctx context.Context, account, tripID string) 
 	}
 	var t PayableTrip
 	r := &t.Rates
-	err := queryRow(s.rowSQL(ctx, query, tripID, account), &t.ID, &t.Account, &t.Status, &t.RiderID,
+	err := s.readRow(ctx, query, []any{tripID, account}, &t.ID, &t.Account, &t.Status, &t.RiderID,
 		&t.FareTotal, &t.FareCurrency, &t.PickupLat, &t.PickupLng, &t.DropoffLat, &t.DropoffLng,
 		&r.Currency, &r.BaseFare, &r.PerKm, &r.PerMinute, &r.MinimumFare)
 	if err != nil {
@@ -173,8 +173,8 @@ func (s *Store) SucceededPaymentForTrip(ctx context.Context, tripID string) (Pay
 // each statement takes a new snapshot; folded into the lock's statement it would not).
 func (s *Store) TripPaid(ctx context.Context, tripID string) (bool, error) {
 	var paid bool
-	err := queryRow(s.rowSQL(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
-		tripID, PaymentSucceeded), &paid)
+	err := s.readRow(ctx, `SELECT EXISTS (SELECT 1 FROM payments WHERE trip_id = ? AND status = ?)`,
+		[]any{tripID, PaymentSucceeded}, &paid)
 	return paid, err
 }
 

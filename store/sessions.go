@@ -33,6 +33,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	}
 	db := s.db.WithContext(ctx)
+	txConn := s.txConn // a nested transaction's (a savepoint) is its outer one's
 	if s.sqlDB != nil {
 		// The connection is taken within the bound (poolConn), the transaction run on ctx: a
 		// cancellable context would cost each transaction a goroutine of database/sql's, and
@@ -43,10 +44,13 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 		defer conn.Close()
 		db.Statement.ConnPool = conn
+		if s.engine == EnginePostgres {
+			txConn = conn
+		}
 	}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		// A new-statement session of the transaction, which session expects.
-		return fn(&Store{db: tx.Session(&gorm.Session{NewDB: true}), engine: s.engine, sql: s.sql})
+		return fn(&Store{db: tx.Session(&gorm.Session{NewDB: true}), engine: s.engine, sql: s.sql, txConn: txConn})
 	}, opts...)
 	if err == nil && s.standbys != nil {
 		s.standbys.wrote(ctx)

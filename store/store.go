@@ -68,6 +68,9 @@ type Store struct {
 	engine Engine
 	// sqlDB is the connection pool; nil for a transaction-scoped Store, which owns nothing.
 	sqlDB *sql.DB
+	// txConn is the connection a transaction-scoped Store's transaction holds, on PostgreSQL:
+	// its hot single-row reads run on it through pgx (readRow). nil for every other Store.
+	txConn *sql.Conn
 	// sql holds the hot statements in this engine's placeholder syntax, built once.
 	sql *prebuiltSQL
 	// reads coalesces concurrent reads of single trips; nil for a transaction-scoped Store.

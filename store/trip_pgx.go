@@ -27,7 +27,8 @@ import (
 // (admission), and is seen by every callback registered around GORM's row callback, which
 // rowQuery replaces. Only where GORM would call database/sql's QueryContext on the pool does
 // it run on the pool's connection through pgx instead, sharing the statement with identical
-// reads under way (shared_reads.go). A transaction's reads, a standby's and SQLite's go
+// reads under way (shared_reads.go). A transaction's hot single-row reads (readRow) run on
+// its own connection through pgx the same way; its other reads, a standby's and SQLite's go
 // through database/sql as before.
 
 // pgxReadSetting is the statement setting that asks rowQuery for a pgx read (a *pgxRead).
@@ -57,9 +58,29 @@ func readTrips(q *gorm.DB, expected int, extra ...any) ([]Trip, error) {
 	return scanTrips(rows, err, expected, extra...)
 }
 
+// pgxRowSetting is the statement setting that asks rowQuery to read a transaction's row
+// through pgx (a *pgxRow).
+const pgxRowSetting = "ride:pgx_row"
+
+// pgxRow is one row a transaction's statement reads through pgx, on the transaction's own
+// connection, into dest, and its outcome.
+type pgxRow struct {
+	conn *sql.Conn // the transaction's connection (Store.txConn)
+	dest []any
+	ran  bool  // rowQuery ran it: err is its outcome
+	err  error // ErrNotFound when the statement returned no row
+}
+
 // rowQuery is GORM's row callback, which runs a statement that asked for a pgx read
-// (readTrips) on the pool through pgx.
+// (readTrips) on the pool through pgx, and a transaction's that asked for a pgx row (readRow)
+// on the transaction's connection.
 func rowQuery(db *gorm.DB) {
+	if value, ok := db.Statement.Settings.Load(pgxRowSetting); ok {
+		if _, inTx := db.Statement.ConnPool.(*sql.Tx); inTx && db.Error == nil {
+			txRow(db, value.(*pgxRow))
+			return
+		}
+	}
 	value, _ := db.Statement.Settings.Load(pgxReadSetting)
 	read, _ := value.(*pgxRead)
 	pool, onPool := db.Statement.ConnPool.(*sql.DB)
@@ -86,6 +107,61 @@ func rowQuery(db *gorm.DB) {
 		_ = db.AddError(read.err)
 	}
 	db.RowsAffected = int64(len(read.trips))
+}
+
+// txRow runs a transaction's statement that returns one row through pgx, on the connection
+// the transaction holds (database/sql lets its raw driver connection be used between the
+// transaction's statements), and scans the row into row.dest. database/sql would box every
+// column into a driver value and convert it again, and start a goroutine for every query of a
+// transaction: the lock of a payment's trip allocated more than any other of its statements.
+func txRow(db *gorm.DB, row *pgxRow) {
+	callbacks.BuildQuerySQL(db)
+	if db.DryRun || db.Error != nil {
+		return
+	}
+	row.ran = true
+	ctx, query, vars := db.Statement.Context, db.Statement.SQL.String(), db.Statement.Vars
+	// The outcome travels in row.err, never as Raw's own error: Raw closes a connection whose
+	// function fails with driver.ErrBadConn or panics, and closing one a transaction holds
+	// waits for the transaction to end, which waits for this read.
+	_ = row.conn.Raw(func(driverConn any) error {
+		defer func() {
+			if p := recover(); p != nil {
+				row.err = fmt.Errorf("store: reading a row: panic: %v", p)
+			}
+		}()
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			row.err = fmt.Errorf("store: a pgx read on a %T connection", driverConn)
+			return nil
+		}
+		row.err = scanOneRow(ctx, c.Conn(), query, vars, row.dest)
+		return nil
+	})
+	if row.err != nil && row.err != ErrNotFound {
+		_ = db.AddError(row.err)
+	}
+}
+
+// scanOneRow runs query on conn and scans its first row into dest; ErrNotFound when it
+// returns none.
+func scanOneRow(ctx context.Context, conn *pgx.Conn, query string, vars, dest []any) error {
+	rows, err := conn.Query(ctx, query, vars...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return ErrNotFound
+	}
+	if err := (plannedRows{rows, scanPlansOf(conn), conn.TypeMap()}).Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // pgxTrips runs query on a connection of pool through pgx and scans its trips.

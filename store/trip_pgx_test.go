@@ -112,3 +112,51 @@ func TestKeptScanPlansFollowTheColumns(t *testing.T) {
 		t.Fatalf("%d kept plans for a connection whose statements return 2 columns", got)
 	}
 }
+
+// A transaction's single-row reads (readRow) run through pgx on the connection the
+// transaction holds: inside the transaction, they see what it set, and they scan what only
+// pgx can (an array into a slice, which database/sql refuses). No row is ErrNotFound, and a
+// scan that panics is the read's error. PostgreSQL only.
+func TestTransactionRowsReadThroughPgx(t *testing.T) {
+	st, _ := postgresStore(t, 1)
+	ctx := context.Background()
+	err := st.WithTx(ctx, func(tx *Store) error {
+		if err := tx.execSQL(ctx, `SELECT set_config('ride.probe', 'in the transaction', true)`).Error; err != nil {
+			return err
+		}
+		var setting string
+		if err := tx.readRow(ctx, `SELECT current_setting('ride.probe', true)`, nil, &setting); err != nil {
+			return err
+		}
+		if setting != "in the transaction" {
+			t.Errorf("the read saw %q, not the transaction's setting", setting)
+		}
+		var ids []int64
+		if err := tx.readRow(ctx, `SELECT ARRAY[3, 1, 2]::int8[]`, nil, &ids); err != nil {
+			t.Errorf("an array into a slice: %v", err)
+		} else if len(ids) != 3 || ids[0] != 3 {
+			t.Errorf("an array into a slice: %v", ids)
+		}
+		var one int
+		if err := tx.readRow(ctx, `SELECT 1 WHERE false`, nil, &one); err != ErrNotFound {
+			t.Errorf("no row: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t.Failed() {
+		return // not through pgx: a panicking scan would not be caught either
+	}
+	err = st.WithTx(ctx, func(tx *Store) error {
+		return tx.readRow(ctx, `SELECT 1`, nil, panicking{})
+	})
+	if err == nil || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("a read whose scan panics: %v", err)
+	}
+	var paid bool
+	if err := st.readRow(ctx, `SELECT true`, nil, &paid); err != nil || !paid {
+		t.Fatalf("a read after it, on the pool: %v %v", paid, err)
+	}
+}
