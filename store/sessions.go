@@ -44,7 +44,9 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		}
 		defer conn.Close()
 		db.Statement.ConnPool = conn
-		if s.engine == EnginePostgres {
+		if s.engine == EnginePostgres && ctx.Done() == nil {
+			// Only a transaction nothing cancels: database/sql rolls one back when its context
+			// ends, and a read on the connection itself would then run outside it.
 			txConn = conn
 		}
 	}

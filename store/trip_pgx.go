@@ -124,7 +124,9 @@ func txRow(db *gorm.DB, row *pgxRow) {
 	// The outcome travels in row.err, never as Raw's own error: Raw closes a connection whose
 	// function fails with driver.ErrBadConn or panics, and closing one a transaction holds
 	// waits for the transaction to end, which waits for this read.
-	_ = row.conn.Raw(func(driverConn any) error {
+	ran := false
+	err := row.conn.Raw(func(driverConn any) error {
+		ran = true
 		defer func() {
 			if p := recover(); p != nil {
 				row.err = fmt.Errorf("store: reading a row: panic: %v", p)
@@ -138,6 +140,9 @@ func txRow(db *gorm.DB, row *pgxRow) {
 		row.err = scanOneRow(ctx, c.Conn(), query, vars, row.dest)
 		return nil
 	})
+	if !ran {
+		row.err = err // the connection is gone (sql.ErrConnDone): nothing was read
+	}
 	if row.err != nil && row.err != ErrNotFound {
 		_ = db.AddError(row.err)
 	}

@@ -159,4 +159,24 @@ func TestTransactionRowsReadThroughPgx(t *testing.T) {
 	if err := st.readRow(ctx, `SELECT true`, nil, &paid); err != nil || !paid {
 		t.Fatalf("a read after it, on the pool: %v %v", paid, err)
 	}
+
+	// A read never reports success for a row it did not read: not on the Store of a
+	// transaction that has ended, nor in one whose context was cancelled (database/sql rolls
+	// that one back, and a read on its connection would run outside it).
+	var leaked *Store
+	if err := st.WithTx(ctx, func(tx *Store) error { leaked = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var one int
+	if err := leaked.readRow(ctx, `SELECT 1`, nil, &one); err == nil {
+		t.Errorf("a read on an ended transaction succeeded, reading %d", one)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	err = st.WithTx(cancelled, func(tx *Store) error {
+		cancel()
+		return tx.readRow(cancelled, `SELECT 1`, nil, &one)
+	})
+	if err == nil {
+		t.Errorf("a read in a cancelled transaction succeeded, reading %d", one)
+	}
 }
