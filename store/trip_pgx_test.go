@@ -160,9 +160,45 @@ func TestTransactionRowsReadThroughPgx(t *testing.T) {
 		t.Fatalf("a read after it, on the pool: %v %v", paid, err)
 	}
 
+	// Only a transaction nothing cancels reads through its connection: database/sql rolls one
+	// whose context ends back on its own, and a read on the connection would then run outside
+	// it. Another account's trip is not found through the connection either, in the same
+	// single statement.
+	trips, err := st.ListTrips(ctx, TripListParams{Limit: 1, Filter: TripFilter{Account: DefaultAccount}})
+	if err != nil || len(trips.Trips) != 1 {
+		t.Fatal("no trip", err)
+	}
+	trip := trips.Trips[0]
+	err = st.WithTx(ctx, func(tx *Store) error {
+		if tx.txConn == nil {
+			t.Error("a transaction on a context without Done reads through database/sql")
+		}
+		if _, err := tx.LockTripForPayment(ctx, "acct_other", trip.ID); err != ErrNotFound {
+			t.Errorf("another account's trip: %v, want ErrNotFound", err)
+		}
+		locked, err := tx.LockTripForPayment(ctx, trip.Account, trip.ID)
+		if err != nil || locked.ID != trip.ID || locked.FareTotal != trip.FareTotal {
+			t.Errorf("the account's own trip: %+v, %v", locked, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancellable, cancelIt := context.WithCancel(ctx)
+	defer cancelIt()
+	err = st.WithTx(cancellable, func(tx *Store) error {
+		if tx.txConn != nil {
+			t.Error("a transaction on a cancellable context reads through its connection")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// A read never reports success for a row it did not read: not on the Store of a
-	// transaction that has ended, nor in one whose context was cancelled (database/sql rolls
-	// that one back, and a read on its connection would run outside it).
+	// transaction that has ended, nor in one whose context was cancelled.
 	var leaked *Store
 	if err := st.WithTx(ctx, func(tx *Store) error { leaked = tx; return nil }); err != nil {
 		t.Fatal(err)

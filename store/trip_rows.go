@@ -293,7 +293,7 @@ func (s *Store) execSQL(ctx context.Context, query string, vars ...any) *gorm.DB
 }
 
 // rowSQL is query, a statement of prebuiltSQL.of's kind that returns rows, ready for
-// queryRow.
+// queryRow (readRow calls it).
 func (s *Store) rowSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
 	sql, ok := s.sql.of(query, vars)
 	if !ok {
