@@ -174,3 +174,20 @@ func benchTrips(now time.Time, n int) Seed {
 	}
 	return seed
 }
+
+// BenchmarkTripPage reads the first page of 20 trips of an account, newest first, through
+// ListTrips, sequentially: the statement a dashboard's list and a driver's trips run, with a
+// page of rows to scan (a dozen nullable columns each). PostgreSQL only:
+// TEST_DATABASE_URL=postgres://… go test -run XXX -bench TripPage -benchmem ./store/
+func BenchmarkTripPage(b *testing.B) {
+	st, _, _ := tripReadBench(b)
+	ctx := context.Background()
+	params := TripListParams{Limit: 20, Filter: TripFilter{Account: DefaultAccount}}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, err := st.ListTrips(ctx, params)
+		if err != nil || len(page.Trips) != 20 {
+			b.Fatal("page", err)
+		}
+	}
+}
