@@ -73,7 +73,7 @@ func (s *Store) claimNearest(ctx context.Context, p ClaimNearestDriverParams, me
 		if !math.IsInf(meters, 1) {
 			q = q.Where(squaredDistance+" <= ?", append(vars, math.Pow(meters/metersPerDegree, 2))...)
 		}
-		q = q.Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN ?)", ActiveTripStatuses).
+		q = q.Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN " + activeStatusList + ")").
 			Order(nearest)
 		if s.engine == EnginePostgres {
 			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})

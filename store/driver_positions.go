@@ -47,7 +47,7 @@ func recordPositionWith(async string) string {
 	}
 	return `
 WITH active AS (
-    SELECT id FROM trips WHERE driver_id = ? AND status IN ('` + strings.Join(ActiveTripStatuses, "', '") + `') LIMIT 1
+    SELECT id FROM trips WHERE driver_id = ? AND status IN ` + activeStatusList + ` LIMIT 1
 ), taken AS (
     UPDATE drivers SET lat = ?, lng = ?, heading = ?, speed = ?, position_at = ?
     WHERE id = ? AND (position_at IS NULL OR position_at < ?)
@@ -165,7 +165,7 @@ func (s *Store) RecordDriverPosition(ctx context.Context, driverID string, p Dri
 func (s *Store) ActiveTripOfDriver(ctx context.Context, driverID string) (string, error) {
 	var id string
 	err := queryRow(s.conn(ctx).Table("trips").Select("id").
-		Where("driver_id = ? AND status IN ?", driverID, ActiveTripStatuses).Limit(1), &id)
+		Where("driver_id = ? AND status IN "+activeStatusList, driverID).Limit(1), &id)
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -130,6 +131,120 @@ var _ = Describe("The existence probe of a deep page", func() {
 		})
 	}
 })
+
+// A booking asks whether its rider has an active trip and which of the city's free drivers has
+// none; a driver's position report and a refused insert ask the same of one driver. Each
+// question is for the partial indexes on active trips, and PostgreSQL may answer a prepared
+// statement with its generic plan, made without the statement's parameters: with the statuses
+// among them, the planner cannot use an index whose predicate names them, and reads every trip
+// of the driver (or rider) instead. This asks for the generic plan of each such statement.
+var _ = Describe("Active-trip checks", func() {
+	for _, e := range engines {
+		if e.name != "PostgreSQL" {
+			continue
+		}
+		It("read the partial indexes on active trips even in a generic plan", func(ctx SpecContext) {
+			st := e.fresh(ctx)
+			Expect(st.Migrate(ctx)).To(Succeed())
+			captured := recordQueries(st)
+			driver := createDriver(ctx, st, driverOpts{})
+			busy := createDriver(ctx, st, driverOpts{City: driver.City})
+			rider := createRider(ctx, st)
+			active := createTrip(ctx, st, tripOpts{DriverID: busy.ID, RiderID: rider.ID, Status: store.TripStatusAccepted})
+			for range 40 { // the driver's past trips: what a plan without the index reads
+				createTrip(ctx, st, tripOpts{DriverID: driver.ID, RiderID: rider.ID})
+			}
+			Expect(st.TestDB().Exec("ANALYZE trips").Error).To(Succeed())
+
+			mark := len(captured())
+			has, err := st.RiderHasActiveTrip(ctx, rider.ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(has).To(BeTrue())
+			trip, err := st.ActiveTripOfDriver(ctx, busy.ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(trip).To(Equal(active.ID))
+			Expect(st.WithTx(ctx, func(tx *store.Store) error {
+				_, err := tx.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: driver.City, RideType: "economy",
+					Lat: 37.78, Lng: -122.41, FreshSince: time.Now().Add(-time.Hour), At: time.Now()})
+				return err
+			})).To(Succeed())
+			_, err = st.CreateTrip(ctx, store.Trip{ID: newID("trp_"), Account: store.DefaultAccount, Status: store.TripStatusAccepted,
+				RideType: "economy", City: driver.City, RiderID: rider.ID, DriverID: busy.ID, PickupLat: 37.7, PickupLng: -122.4,
+				DropoffLat: 37.8, DropoffLng: -122.3, PickupTime: time.Now(), FareTotal: 1850, FareCurrency: "usd"})
+			Expect(err).To(MatchError(store.ErrRiderHasActiveTrip))
+
+			checks := 0
+			for _, q := range captured()[mark:] {
+				if !strings.Contains(q.sql, "status IN") {
+					continue
+				}
+				checks++
+				plan := explainGeneric(st, q)
+				tripIndexes := regexp.MustCompile(`"Index Name": "(trips_[a-z_]+)"`).FindAllStringSubmatch(plan, -1)
+				Expect(tripIndexes).NotTo(BeEmpty(), "%s\n%s", q.sql, plan)
+				for _, m := range tripIndexes {
+					Expect(m[1]).To(MatchRegexp(`^trips_active_(driver|rider)_idx$`), "%s\n%s", q.sql, plan)
+				}
+			}
+			Expect(checks).To(BeNumerically(">=", 4), "the rider's, the driver's, the claim's and the refused insert's")
+		})
+	}
+})
+
+// recordQueries records every statement st reads, through Find and Take as through Rows.
+func recordQueries(st *store.Store) func() []capturedQuery {
+	var mu sync.Mutex
+	var captured []capturedQuery
+	record := func(db *gorm.DB) {
+		mu.Lock()
+		defer mu.Unlock()
+		captured = append(captured, capturedQuery{sql: db.Statement.SQL.String(), vars: db.Statement.Vars})
+	}
+	Expect(st.TestDB().Callback().Row().After("gorm:row").Register("test:capture-rows", record)).To(Succeed())
+	Expect(st.TestDB().Callback().Query().After("gorm:query").Register("test:capture-queries", record)).To(Succeed())
+	return func() []capturedQuery {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(captured)
+	}
+}
+
+// explainGeneric returns PostgreSQL's JSON plan of q as a prepared statement's generic plan
+// (the plan made without the values of its parameters), with sequential scans disabled.
+func explainGeneric(st *store.Store, q capturedQuery) string {
+	args := make([]string, len(q.vars))
+	for i, v := range q.vars {
+		switch v := v.(type) {
+		case string:
+			args[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		case time.Time:
+			args[i] = "'" + v.UTC().Format(time.RFC3339Nano) + "'"
+		default:
+			args[i] = fmt.Sprint(v)
+		}
+	}
+	var plan string
+	Expect(st.TestDB().Connection(func(conn *gorm.DB) error {
+		if err := conn.Exec("PREPARE generic_check AS " + q.sql).Error; err != nil {
+			return err
+		}
+		defer conn.Exec("DEALLOCATE generic_check")
+		// Without sequential scans, as explain: this small table would otherwise be read whole.
+		for _, set := range []string{"SET plan_cache_mode = force_generic_plan", "SET enable_seqscan = off"} {
+			if err := conn.Exec(set).Error; err != nil {
+				return err
+			}
+		}
+		defer conn.Exec("RESET ALL")
+		var rows []string
+		if err := conn.Raw("EXPLAIN (FORMAT JSON) EXECUTE generic_check(" + strings.Join(args, ", ") + ")").Scan(&rows).Error; err != nil {
+			return err
+		}
+		plan = strings.Join(rows, "\n")
+		return nil
+	})).To(Succeed())
+	return plan
+}
 
 type capturedQuery struct {
 	sql  string

@@ -65,7 +65,7 @@ func (s *Store) SetTripStatus(ctx context.Context, p SetTripStatusParams) error 
 func (s *Store) RiderHasActiveTrip(ctx context.Context, riderID string) (bool, error) {
 	var found []int
 	err := s.conn(ctx).Model(&Trip{}).Select("1").
-		Where("rider_id = ? AND status IN ?", riderID, ActiveTripStatuses).
+		Where("rider_id = ? AND status IN "+activeStatusList, riderID).
 		Limit(1).Scan(&found).Error
 	if err != nil {
 		return false, interpretError(err)

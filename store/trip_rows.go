@@ -30,6 +30,15 @@ const (
 // ActiveTripStatuses are the statuses in which a trip holds its driver.
 var ActiveTripStatuses = []string{TripStatusAccepted, TripStatusArriving, TripStatusInProgress}
 
+// activeStatusList is ActiveTripStatuses as an SQL list of literals: `status IN ` +
+// activeStatusList. Every statement that looks for an active trip spells the statuses out,
+// never as parameters. PostgreSQL reads a driver's or a rider's active trip through the partial
+// indexes on active trips (trips_active_driver_idx, trips_active_rider_idx) only when it can
+// prove their predicate from the statement, and a prepared statement's generic plan, which it
+// may adopt from the sixth execution on, knows nothing of its parameters: it then reads every
+// trip the driver ever drove and filters them by status, for each candidate driver of a booking.
+var activeStatusList = "('" + strings.Join(ActiveTripStatuses, "', '") + "')"
+
 // Ride types, as stored.
 const (
 	// RideTypeEconomy is the standard, cheapest ride.
@@ -213,7 +222,7 @@ const joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id`
 // above all, are final. A scalar subquery under CASE runs only for the rows that need it,
 // where a join would look every row's rider up.
 func activeOnly(riderColumn string) string {
-	return `CASE WHEN trips.status IN ('` + strings.Join(ActiveTripStatuses, "', '") + `') THEN (SELECT ` +
+	return `CASE WHEN trips.status IN ` + activeStatusList + ` THEN (SELECT ` +
 		riderColumn + ` FROM riders WHERE riders.id = trips.rider_id) END`
 }
 

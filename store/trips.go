@@ -60,16 +60,12 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 		err   error
 	}{
 		{"id = ?", t.ID, nil},
-		{"rider_id = ? AND status IN ?", t.RiderID, ErrRiderHasActiveTrip},
-		{"driver_id = ? AND status IN ?", t.DriverID, ErrDriverHasActiveTrip},
+		{"rider_id = ? AND status IN " + activeStatusList, t.RiderID, ErrRiderHasActiveTrip},
+		{"driver_id = ? AND status IN " + activeStatusList, t.DriverID, ErrDriverHasActiveTrip},
 	}
 	for _, c := range checks {
-		args := []any{c.arg}
-		if c.err != nil {
-			args = append(args, ActiveTripStatuses)
-		}
 		var found []int
-		if err := s.conn(ctx).Model(&Trip{}).Select("1").Where(c.where, args...).Limit(1).Scan(&found).Error; err != nil {
+		if err := s.conn(ctx).Model(&Trip{}).Select("1").Where(c.where, c.arg).Limit(1).Scan(&found).Error; err != nil {
 			return errors.Join(cause, interpretError(err))
 		}
 		if len(found) > 0 {
