@@ -61,3 +61,7 @@ func SharedReadsWaiting() int {
 func (s *Store) StatementSession(ctx context.Context) *gorm.DB {
 	return s.conn(ctx)
 }
+
+// RecordPositionSQL is the statement of a position report on PostgreSQL, with its arguments in
+// this order: driver, lat, lng, heading, speed, at, driver, at, driver.
+var RecordPositionSQL = recordPositionSQL.numbered
