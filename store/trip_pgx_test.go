@@ -105,6 +105,11 @@ func TestKeptScanPlansFollowTheColumns(t *testing.T) {
 	if optFloat != nil || optTime != nil || optInt != nil || *first != 1.5 {
 		t.Fatalf("NULLs read as %v %v %v, an earlier value as %v", optFloat, optTime, optInt, *first)
 	}
+	scanIn(pgx.QueryExecModeSimpleProtocol, `SELECT 3.5::float8, '2026-01-02T03:04:08Z'::timestamptz, NULL::int4`,
+		&optFloat, &optTime, &optInt) // in text
+	if optFloat == nil || *optFloat != 3.5 || optTime == nil || !optTime.Equal(time.Date(2026, 1, 2, 3, 4, 8, 0, time.UTC)) || optInt != nil {
+		t.Fatalf("got %v %v %v", optFloat, optTime, optInt)
+	}
 	var f float64
 	scan(`SELECT 2.5::float8, 'x'::text, 3::int4`, &f, &optional, &optInt)
 	if f != 2.5 || optional == nil || *optional != "x" || optInt == nil || *optInt != 3 {
