@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -137,6 +138,20 @@ var _ = Describe("Observability", func() {
 
 		By("the scrape itself is counted under its own route")
 		Expect(scrape(api)).To(ContainSubstring(`ride_http_requests_total{method="GET",route="/metrics",status="200"} 1`))
+	})
+
+	It("keeps its request series bounded whatever methods a caller without a key invents", func() {
+		api, _ := h.Replica(server.Config{}, nil)
+		for i := range 40 {
+			method := fmt.Sprintf("PROBE%02d", i)
+			Expect(api.Do(Request{Method: method, Path: "/v1/trips"}).Status).To(Equal(http.StatusMethodNotAllowed))
+			Expect(api.Do(Request{Method: method, Path: "/v1/no/such/path"}).Status).To(Equal(http.StatusNotFound))
+		}
+		metrics := scrape(api)
+		Expect(metrics).NotTo(ContainSubstring("PROBE"))
+		Expect(metrics).To(ContainSubstring(`ride_http_requests_total{method="other",route="unmatched",status="405"} 40`))
+		Expect(metrics).To(ContainSubstring(`ride_http_requests_total{method="other",route="unmatched",status="404"} 40`))
+		Expect(strings.Count(metrics, "\nride_http_requests_total{")).To(BeNumerically("<=", 3), "the two kinds of probe and the scrape")
 	})
 
 	It("counts idempotency replays", func() {

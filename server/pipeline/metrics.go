@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ type Metrics struct {
 
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	series   sync.Map // requestSeries → requestCollectors
 
 	// IdempotencyReplays counts answers replayed from a stored Idempotency-Key record.
 	IdempotencyReplays prometheus.Counter
@@ -100,11 +102,47 @@ func NewMetrics(db *sql.DB) *Metrics {
 	return m
 }
 
-// observeRequest counts one answered request.
+// observeRequest counts one answered request. A method HTTP does not define is counted as
+// "other": any token is a method to net/http, and one series per token a caller invents would
+// grow the registry, and every scrape, without bound.
 func (m *Metrics) observeRequest(method, route string, status int, elapsed time.Duration) {
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(method, route, code).Inc()
-	m.duration.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+	if !knownMethods[method] {
+		method = methodOther
+	}
+	key := requestSeries{method: method, route: route, status: status}
+	s, ok := m.series.Load(key)
+	if !ok {
+		// WithLabelValues hashes and checks the labels on every call; the series of a
+		// (method, route, status) never change, and there are few of them.
+		code := strconv.Itoa(status)
+		s, _ = m.series.LoadOrStore(key, requestCollectors{
+			count:    m.requests.WithLabelValues(method, route, code),
+			duration: m.duration.WithLabelValues(method, route, code),
+		})
+	}
+	c := s.(requestCollectors)
+	c.count.Inc()
+	c.duration.Observe(elapsed.Seconds())
+}
+
+// methodOther labels the requests whose method is none of knownMethods.
+const methodOther = "other"
+
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+	http.MethodConnect: true, http.MethodTrace: true,
+}
+
+// requestSeries names the series of one kind of answered request.
+type requestSeries struct {
+	method, route string
+	status        int
+}
+
+type requestCollectors struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
 }
 
 // SetReady records whether the server takes traffic.
