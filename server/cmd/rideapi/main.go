@@ -43,7 +43,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logs := newLogBuffer(stderr)
 	defer logs.Close()
-	log := slog.New(flushOnWarn{slog.NewJSONHandler(logs, nil), logs})
+	log := slog.New(flushOnWarn{newLineHandler(logs), logs})
 	if len(args) == 0 {
 		return serve(ctx, args, stdout, stderr, log)
 	}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// lineHandler writes the server's log records as slog.NewJSONHandler(out, nil) writes them,
+// byte for byte, and faster for the records the server writes on every request: a message
+// and attributes that are strings, integers, plain floats and booleans. slog's JSON handler
+// formats every float through json.Marshal and walks each attribute through a general
+// state machine, about as costly as the rest of the request's logging together. Any other
+// record (a group, an error value, a float json.Marshal would write with an exponent, a
+// handler with attributes of its own) is slog's handler's to write.
+type lineHandler struct {
+	out  io.Writer
+	slow slog.Handler // slog.NewJSONHandler(out, nil)
+}
+
+func newLineHandler(out io.Writer) lineHandler {
+	return lineHandler{out: out, slow: slog.NewJSONHandler(out, nil)}
+}
+
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (h lineHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.slow.Enabled(ctx, level)
+}
+
+func (h lineHandler) Handle(ctx context.Context, r slog.Record) error {
+	buf := lineBuffers.Get().(*[]byte)
+	defer lineBuffers.Put(buf)
+	line, ok := appendLine((*buf)[:0], r)
+	*buf = line[:0]
+	if !ok {
+		return h.slow.Handle(ctx, r)
+	}
+	_, err := h.out.Write(line)
+	return err
+}
+
+func (h lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler { return h.slow.WithAttrs(attrs) }
+
+func (h lineHandler) WithGroup(name string) slog.Handler { return h.slow.WithGroup(name) }
+
+// appendLine appends r as one JSON line; false when r holds what only slog's handler writes.
+func appendLine(b []byte, r slog.Record) ([]byte, bool) {
+	b = append(b, '{')
+	if !r.Time.IsZero() {
+		t := r.Time.Round(0)
+		if y := t.Year(); y < 0 || y >= 10000 {
+			return b, false
+		}
+		b = append(b, `"time":"`...)
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
+	b = appendJSONString(b, r.Level.String())
+	b = append(b, `,"msg":`...)
+	b = appendJSONString(b, r.Message)
+	ok := true
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "" {
+			ok = false
+			return false
+		}
+		b = append(b, ',')
+		b = appendJSONString(b, a.Key)
+		b = append(b, ':')
+		switch v := a.Value; v.Kind() {
+		case slog.KindString:
+			b = appendJSONString(b, v.String())
+		case slog.KindInt64:
+			b = strconv.AppendInt(b, v.Int64(), 10)
+		case slog.KindUint64:
+			b = strconv.AppendUint(b, v.Uint64(), 10)
+		case slog.KindBool:
+			b = strconv.AppendBool(b, v.Bool())
+		case slog.KindFloat64:
+			// json.Marshal writes a float as strconv's 'f' format, except an infinity or
+			// NaN (an error) and magnitudes it writes with an exponent.
+			f := v.Float64()
+			if abs := math.Abs(f); math.IsNaN(f) || math.IsInf(f, 0) || (abs != 0 && (abs < 1e-6 || abs >= 1e21)) {
+				ok = false
+				return false
+			}
+			b = strconv.AppendFloat(b, f, 'f', -1, 64)
+		default:
+			ok = false
+			return false
+		}
+		return true
+	})
+	return append(b, "}\n"...), ok
+}
+
+// appendJSONString appends s quoted as slog's JSON handler quotes it: '"', '\\' and control
+// characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped, HTML left alone.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
