@@ -75,6 +75,13 @@ func (s *Store) FareEstimateByID(ctx context.Context, account, id string) (FareE
 	return e, nil
 }
 
+// The booking's updates of its estimate, as constant statements (execSQL): GORM's update
+// builds its clauses and runs its hooks on every call.
+const (
+	markFareEstimateUsedSQL = `UPDATE fare_estimates SET used_at = ? WHERE id = ? AND used_at IS NULL`
+	setFareEstimateTripSQL  = `UPDATE fare_estimates SET trip_id = ? WHERE id = ? AND used_at IS NOT NULL AND trip_id IS NULL`
+)
+
 // MarkFareEstimateUsedParams consumes an estimate.
 type MarkFareEstimateUsedParams struct {
 	ID string
@@ -87,10 +94,7 @@ type MarkFareEstimateUsedParams struct {
 // same transaction once the trip exists. ErrConflict when the estimate is already used (or
 // does not exist).
 func (s *Store) MarkFareEstimateUsed(ctx context.Context, p MarkFareEstimateUsedParams) error {
-	res := s.conn(ctx).Table("fare_estimates").
-		Where("id = ? AND used_at IS NULL", p.ID).
-		UpdateColumn("used_at", utcMicro(p.At))
-	return changedRows(res, ErrConflict)
+	return changedRows(s.execSQL(ctx, markFareEstimateUsedSQL, utcMicro(p.At), p.ID), ErrConflict)
 }
 
 // SetFareEstimateTripParams links a consumed estimate to the trip booked from it.
@@ -102,8 +106,5 @@ type SetFareEstimateTripParams struct {
 // SetFareEstimateTrip records which trip a consumed estimate became. ErrConflict when the
 // estimate is not consumed or already linked; ErrInvalidReference when the trip does not exist.
 func (s *Store) SetFareEstimateTrip(ctx context.Context, p SetFareEstimateTripParams) error {
-	res := s.conn(ctx).Table("fare_estimates").
-		Where("id = ? AND used_at IS NOT NULL AND trip_id IS NULL", p.ID).
-		UpdateColumn("trip_id", p.TripID)
-	return changedRows(res, ErrConflict)
+	return changedRows(s.execSQL(ctx, setFareEstimateTripSQL, p.TripID, p.ID), ErrConflict)
 }

@@ -166,7 +166,7 @@ var _ = Describe("Active-trip checks", func() {
 			Expect(st.TestDB().Exec("ANALYZE trips").Error).To(Succeed())
 
 			mark := len(captured())
-			has, err := st.RiderHasActiveTrip(ctx, rider.ID)
+			has, err := st.RiderHasActiveTrip(ctx, store.DefaultAccount, rider.ID)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(has).To(BeTrue())
 			trip, err := st.ActiveTripOfDriver(ctx, busy.ID)
@@ -191,7 +191,7 @@ var _ = Describe("Active-trip checks", func() {
 			now := time.Now()
 			checks = append(checks, capturedQuery{sql: store.RecordPositionSQL,
 				vars: []any{busy.ID, 37.7, -122.4, 90.0, 5.0, now, busy.ID, now, busy.ID}})
-			lookups := regexp.MustCompile(`(driver|rider)_id = (\?|\$1|drivers\.id) AND (trips\.)?status IN`)
+			lookups := regexp.MustCompile(`(driver|rider)_id = (\?|\$1|drivers\.id|riders\.id) AND (trips\.)?status IN`)
 			asked := map[string]int{}
 			for _, q := range checks {
 				m := lookups.FindStringSubmatch(q.sql)

@@ -59,19 +59,20 @@ func (s *Store) SetTripStatus(ctx context.Context, p SetTripStatusParams) error 
 	return changedRows(s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates), ErrConflict)
 }
 
-// RiderHasActiveTrip reports whether the rider has a trip that is not final. Booking asks
-// first, to answer precisely; the partial unique index still guards against a concurrent
-// booking of the same rider (see CreateTrip).
-func (s *Store) RiderHasActiveTrip(ctx context.Context, riderID string) (bool, error) {
-	var found []int
-	err := s.conn(ctx).Model(&Trip{}).Select("1").
-		Where("rider_id = ? AND status IN "+activeStatusList, riderID).
-		Limit(1).Scan(&found).Error
-	if err != nil {
-		return false, interpretError(err)
+// RiderHasActiveTrip reports whether the account's rider has a trip that is not final;
+// ErrNotFound when the account has no such rider, as for a missing one, in the same single
+// read. Booking asks first, to answer precisely; the partial unique index still guards
+// against a concurrent booking of the same rider (see CreateTrip).
+func (s *Store) RiderHasActiveTrip(ctx context.Context, account, riderID string) (bool, error) {
+	var busy bool
+	if err := s.readRow(ctx, riderHasActiveTripSQL, []any{riderID, account}, &busy); err != nil {
+		return false, err
 	}
-	return len(found) > 0, nil
+	return busy, nil
 }
+
+var riderHasActiveTripSQL = `SELECT EXISTS (SELECT 1 FROM trips WHERE trips.rider_id = riders.id AND trips.status IN ` +
+	activeStatusList + `) FROM riders WHERE riders.id = ? AND riders.account = ?`
 
 // CreateCancellation records a trip's cancellation. ErrDuplicate when the trip already has one;
 // ErrInvalidReference when the trip does not exist.

@@ -163,13 +163,10 @@ func checkBookingRider(ctx context.Context, tx *store.Store, account, riderID st
 	if !ride.ValidID(ride.PrefixRider, riderID) {
 		return unknown
 	}
-	if _, err := tx.RiderOfAccount(ctx, account, riderID); errors.Is(err, store.ErrNotFound) {
+	busy, err := tx.RiderHasActiveTrip(ctx, account, riderID)
+	if errors.Is(err, store.ErrNotFound) {
 		return unknown
 	} else if err != nil {
-		return err
-	}
-	busy, err := tx.RiderHasActiveTrip(ctx, riderID)
-	if err != nil {
 		return err
 	}
 	if busy {
