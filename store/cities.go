@@ -69,12 +69,14 @@ func (s *Store) Cities(ctx context.Context) ([]City, error) {
 // CitiesAround returns the served cities, ordered by slug, whose area may contain a point at
 // latitude lat: those whose center lies within their radius of lat along a meridian, at
 // metersPerDegree (ride.MetersPerDegreeOfLatitude). No point is nearer a center than that,
-// so no city whose area holds the point is left out (the metre of slack absorbs rounding);
-// the caller chooses among them by the exact distance. A booking's estimate reads its one
-// city instead of every served city.
+// so no city whose area holds the point is left out (the metre of slack absorbs rounding, and
+// is taken from the float side: radius_meters + 1 would overflow PostgreSQL's integer for the
+// largest radius the schema allows); the caller chooses among them by the exact distance. The
+// database still reads every city row; a booking's estimate receives and scans its one city
+// instead of every served city.
 func (s *Store) CitiesAround(ctx context.Context, lat, metersPerDegree float64) ([]City, error) {
 	var cs []City
-	err := s.conn(ctx).Where("abs(center_lat - ?) * ? <= radius_meters + 1", lat, metersPerDegree).
+	err := s.conn(ctx).Where("abs(center_lat - ?) * ? - 1 <= radius_meters", lat, metersPerDegree).
 		Order("id").Find(&cs).Error
 	if err != nil {
 		return nil, interpretError(err)

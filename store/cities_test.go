@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -80,6 +81,13 @@ var _ = Describe("Cities around a latitude", func() {
 			Expect(around(ctx, c.CenterLat-float64(c.RadiusMeters)/ride.MetersPerDegreeOfLatitude)).To(ConsistOf(HaveField("ID", c.ID)))
 			Expect(around(ctx, rim+1_000/ride.MetersPerDegreeOfLatitude)).To(BeEmpty())
 			Expect(around(ctx, c.CenterLat+45)).To(BeEmpty())
+		})
+
+		It("keep a city of the largest radius the schema allows, on both engines", func(ctx SpecContext) {
+			c, err := st.CreateCity(ctx, store.City{ID: "everywhere", Name: "Everywhere", CenterLat: 0, CenterLng: 0,
+				RadiusMeters: math.MaxInt32, Currency: "usd", BaseFare: 250, PerKm: 130, PerMinute: 35, MinimumFare: 800})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(around(ctx, 89.9)).To(ConsistOf(HaveField("ID", c.ID)))
 		})
 	})
 })

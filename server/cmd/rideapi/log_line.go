@@ -17,7 +17,8 @@ import (
 // formats every float through json.Marshal and walks each attribute through a general
 // state machine, about as costly as the rest of the request's logging together. Any other
 // record (a group, an error value, a float json.Marshal would write with an exponent, a
-// handler with attributes of its own) is slog's handler's to write.
+// handler with attributes of its own) is slog's handler's to write. Unlike slog's handler it
+// takes no lock around its write: out must be safe for concurrent use (logBuffer is).
 type lineHandler struct {
 	out  io.Writer
 	slow slog.Handler // slog.NewJSONHandler(out, nil)
@@ -35,15 +36,23 @@ func (h lineHandler) Enabled(ctx context.Context, level slog.Level) bool {
 
 func (h lineHandler) Handle(ctx context.Context, r slog.Record) error {
 	buf := lineBuffers.Get().(*[]byte)
-	defer lineBuffers.Put(buf)
 	line, ok := appendLine((*buf)[:0], r)
-	*buf = line[:0]
+	defer func() {
+		// A line a caller made long (a path of escaped bytes) does not stay in the pool.
+		if cap(line) <= maxPooledLine {
+			*buf = line[:0]
+			lineBuffers.Put(buf)
+		}
+	}()
 	if !ok {
 		return h.slow.Handle(ctx, r)
 	}
 	_, err := h.out.Write(line)
 	return err
 }
+
+// maxPooledLine is the largest buffer kept for the next line, as slog keeps its own.
+const maxPooledLine = 16 << 10
 
 func (h lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler { return h.slow.WithAttrs(attrs) }
 
