@@ -30,6 +30,33 @@ var _ = Describe("Driver positions", func() {
 			Expect(refreshed.Lat).To(Equal(online.Lat), "in place: only the time moves")
 			Expect(driverPosition(ctx, st, offline.ID).RecordedAt).To(BeTemporally("~", *offline.PositionAt, time.Millisecond))
 		})
+
+		It("come with an active trip's driver, and not with a final trip's", func(ctx SpecContext) {
+			d := createDriver(ctx, st, driverOpts{})
+			active := createTrip(ctx, st, tripOpts{DriverID: d.ID, Status: store.TripStatusArriving})
+			final := createTrip(ctx, st, tripOpts{DriverID: d.ID, Status: store.TripStatusCompleted})
+			reads := map[string]func(id string) (store.Trip, error){
+				"by id": func(id string) (store.Trip, error) { return st.TripByID(ctx, id) },
+				"within reach": func(id string) (store.Trip, error) {
+					return st.TripWithin(ctx, id, store.TripReach{Account: store.DefaultAccount})
+				},
+				"in a transaction": func(id string) (t store.Trip, err error) {
+					err = st.WithTx(ctx, func(tx *store.Store) error { t, err = tx.TripByID(ctx, id); return err })
+					return t, err
+				},
+			}
+			for name, read := range reads {
+				got, err := read(active.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.Driver.Position).NotTo(BeNil(), name)
+				Expect(got.Driver.Position.Lat).To(Equal(d.Lat), name)
+				Expect(got.Driver.Position.RecordedAt).To(BeTemporally("~", *d.PositionAt, time.Millisecond), name)
+				got, err = read(final.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.Driver.Position).To(BeNil(), name)
+				Expect(got.Driver.Name).To(Equal(d.Name), name)
+			}
+		})
 	})
 })
 
