@@ -113,6 +113,34 @@ var _ = ForEachEngine("Booking a ride", func(h *Harness) {
 		Expect(h.BookTrip(riderKey, e.EstimateId).DriverSummary.Id).To(Equal(driver.ID))
 	})
 
+	It("answers an admin naming another account's rider, free or busy, exactly as a missing rider", func() {
+		other := newAccount("riders")
+		free, busy := h.NewRiderIn(other), h.NewRiderIn(other)
+		busyKey := h.KeyIn(auth.RoleRider, busy.ID, other)
+		h.NewDriver(DriverOpts{City: city.ID})
+		h.BookTrip(busyKey, h.NewEstimate(busyKey, city).EstimateId)
+
+		// Status, body and headers, less what differs for every request.
+		answer := func(riderID string) string {
+			e := h.NewEstimate(h.Admin, city)
+			res := h.Book(h.Admin, map[string]any{"estimate_id": e.EstimateId, "rider_id": riderID})
+			Expect(res.Status).To(Equal(http.StatusUnprocessableEntity), "%s", res.Body)
+			Expect(res.Problem().Code).To(Equal("rider_not_found"))
+			Expect(h.GET("/v1/fare-estimates/"+e.EstimateId, h.Admin).JSON()["status"]).To(Equal("valid"), "the refusal kept the estimate")
+			var body map[string]any
+			Expect(json.Unmarshal(res.Body, &body)).To(Succeed())
+			delete(body, "request_id")
+			header := res.Header.Clone()
+			header.Del("Date")
+			header.Del("X-Request-Id")
+			return fmt.Sprint(res.Status, body, header)
+		}
+		missing := answer("rdr_aaaaaaaaaaaaaaaaaaaaaaaaaa")
+		Expect(missing).To(ContainSubstring("body.rider_id"))
+		Expect(answer(free.ID)).To(Equal(missing))
+		Expect(answer(busy.ID)).To(Equal(missing))
+	})
+
 	It("answers each reason a booking cannot happen with its own code, and changes nothing", func(ctx SpecContext) {
 		// Unknown, malformed, someone else's: all "not found".
 		ExpectProblem(h.Book(riderKey, map[string]any{"estimate_id": "est_aaaaaaaaaaaaaaaaaaaaaaaaaa"}), http.StatusUnprocessableEntity, "estimate_not_found")
