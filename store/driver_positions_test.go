@@ -44,6 +44,14 @@ var _ = Describe("Driver positions", func() {
 					err = st.WithTx(ctx, func(tx *store.Store) error { t, err = tx.TripByID(ctx, id); return err })
 					return t, err
 				},
+				"several by id": func(id string) (store.Trip, error) {
+					trips, err := st.TripsWithin(ctx, []string{active.ID, final.ID}, store.TripReach{Account: store.DefaultAccount})
+					return tripNamed(trips, id), err
+				},
+				"in a list": func(id string) (store.Trip, error) {
+					page, err := st.ListTrips(ctx, store.TripListParams{Filter: store.TripFilter{Account: store.DefaultAccount, DriverID: d.ID}, Limit: 10})
+					return tripNamed(page.Trips, id), err
+				},
 			}
 			for name, read := range reads {
 				got, err := read(active.ID)
@@ -66,4 +74,14 @@ func driverPosition(ctx context.Context, st *store.Store, id string) store.Drive
 	Expect(err).NotTo(HaveOccurred())
 	Expect(d.Position()).NotTo(BeNil())
 	return *d.Position()
+}
+
+// tripNamed is the trip of trips with id, or the zero trip.
+func tripNamed(trips []store.Trip, id string) store.Trip {
+	for _, t := range trips {
+		if t.ID == id {
+			return t
+		}
+	}
+	return store.Trip{}
 }
