@@ -78,9 +78,9 @@ func (s *Server) GetFareEstimate(ctx context.Context, req gen.GetFareEstimateReq
 
 // servingCity is the served city whose area contains the origin (the nearest center when
 // areas overlap); the destination must lie in the same area. Only the cities near the origin's
-// latitude can serve it, and only those are read.
+// latitude can serve it, and only those are returned.
 func servingCity(ctx context.Context, st *store.Store, origin, destination ride.Point) (store.City, error) {
-	cities, err := st.CitiesAround(ctx, origin.Lat, ride.MetersPerDegreeOfLatitude)
+	cities, err := st.CitiesAround(ctx, origin.Lat)
 	if err != nil {
 		return store.City{}, err
 	}

@@ -67,14 +67,15 @@ func (s *Store) Cities(ctx context.Context) ([]City, error) {
 }
 
 // CitiesAround returns the served cities, ordered by slug, whose area may contain a point at
-// latitude lat: those whose center lies within their radius of lat along a meridian, at
-// metersPerDegree (ride.MetersPerDegreeOfLatitude). No point is nearer a center than that,
-// so no city whose area holds the point is left out (the metre of slack absorbs rounding, and
-// is taken from the float side: radius_meters + 1 would overflow PostgreSQL's integer for the
-// largest radius the schema allows); the caller chooses among them by the exact distance. The
-// database still reads every city row; a booking's estimate receives and scans its one city
-// instead of every served city.
-func (s *Store) CitiesAround(ctx context.Context, lat, metersPerDegree float64) ([]City, error) {
+// latitude lat: those whose center lies within their radius of lat along a meridian. Points
+// Δ degrees of latitude apart are at least Δ × 111,195.08 m apart on the sphere the fares are
+// measured on (ride.HaversineMeters), whatever their longitudes, and metersPerDegree is no
+// more than that, so no city whose area holds the point is left out; the metre of slack
+// absorbs rounding, on the float side (radius_meters + 1 would overflow PostgreSQL's integer
+// for the largest radius the schema allows). The caller chooses among them by the exact
+// distance. The database still reads every city row; an estimate receives and scans its one
+// city instead of every served city.
+func (s *Store) CitiesAround(ctx context.Context, lat float64) ([]City, error) {
 	var cs []City
 	err := s.conn(ctx).Where("abs(center_lat - ?) * ? - 1 <= radius_meters", lat, metersPerDegree).
 		Order("id").Find(&cs).Error

@@ -18,6 +18,8 @@ var _ = Describe("Cities around a latitude", func() {
 	forEachEngine(func(e *testEngine) {
 		var st *store.Store
 		BeforeEach(func() { st = e.shared })
+		// The great-circle length of a degree along a meridian, as the fares measure it.
+		metersPerDegree := ride.HaversineMeters(ride.Point{Lat: 0, Lng: 0}, ride.Point{Lat: 1, Lng: 0})
 
 		areasOf := func(cs []store.City) []ride.ServiceArea {
 			areas := make([]ride.ServiceArea, len(cs))
@@ -27,7 +29,7 @@ var _ = Describe("Cities around a latitude", func() {
 			return areas
 		}
 		around := func(ctx SpecContext, lat float64) []store.City {
-			cs, err := st.CitiesAround(ctx, lat, ride.MetersPerDegreeOfLatitude)
+			cs, err := st.CitiesAround(ctx, lat)
 			Expect(err).NotTo(HaveOccurred())
 			return cs
 		}
@@ -53,7 +55,7 @@ var _ = Describe("Cities around a latitude", func() {
 			for range 400 {
 				c := all[rng.IntN(len(all))]
 				// A point in or near the city's area: up to one and a half radii from its center.
-				reach := 1.5 * float64(c.RadiusMeters) / ride.MetersPerDegreeOfLatitude
+				reach := 1.5 * float64(c.RadiusMeters) / metersPerDegree
 				p := ride.Point{Lat: c.CenterLat + reach*(2*rng.Float64()-1), Lng: c.CenterLng + reach*(2*rng.Float64()-1)}
 				p.Lat = min(max(p.Lat, -90), 90)
 				got := around(ctx, p.Lat)
@@ -76,10 +78,10 @@ var _ = Describe("Cities around a latitude", func() {
 
 		It("keep a city for a point on its rim due north, and leave it out a kilometre beyond", func(ctx SpecContext) {
 			c := createCity(ctx, st, cityOpts{})
-			rim := c.CenterLat + float64(c.RadiusMeters)/ride.MetersPerDegreeOfLatitude
+			rim := c.CenterLat + float64(c.RadiusMeters)/metersPerDegree
 			Expect(around(ctx, rim)).To(ConsistOf(HaveField("ID", c.ID)))
-			Expect(around(ctx, c.CenterLat-float64(c.RadiusMeters)/ride.MetersPerDegreeOfLatitude)).To(ConsistOf(HaveField("ID", c.ID)))
-			Expect(around(ctx, rim+1_000/ride.MetersPerDegreeOfLatitude)).To(BeEmpty())
+			Expect(around(ctx, c.CenterLat-float64(c.RadiusMeters)/metersPerDegree)).To(ConsistOf(HaveField("ID", c.ID)))
+			Expect(around(ctx, rim+1_000/metersPerDegree)).To(BeEmpty())
 			Expect(around(ctx, c.CenterLat+45)).To(BeEmpty())
 		})
 

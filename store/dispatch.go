@@ -49,7 +49,8 @@ func (s *Store) ClaimNearestDriver(ctx context.Context, p ClaimNearestDriverPara
 // nearbyMeters is the radius ClaimNearestDriver looks in first.
 const nearbyMeters = 3_000
 
-// metersPerDegree is the length of a degree of latitude (and of longitude at the equator).
+// metersPerDegree is the length of a degree of latitude (and of longitude at the equator),
+// rounded down: CitiesAround relies on it being no more than ride.HaversineMeters' degree.
 const metersPerDegree = 111_195.0
 
 // claimNearest is ClaimNearestDriver among the drivers within meters of the pickup point.

@@ -40,6 +40,9 @@ var ActiveTripStatuses = []string{TripStatusAccepted, TripStatusArriving, TripSt
 // trip the driver ever drove and filters them by status, for each candidate driver of a booking.
 var activeStatusList = "('" + strings.Join(ActiveTripStatuses, "', '") + "')"
 
+// activeStatus tells whether a trip in status holds its driver (ActiveTripStatuses).
+func activeStatus(status string) bool { return slices.Contains(ActiveTripStatuses, status) }
+
 // Ride types, as stored.
 const (
 	// RideTypeEconomy is the standard, cheapest ride.
@@ -198,7 +201,7 @@ type tripRow struct {
 func (r *tripRow) finish() {
 	t := r.t
 	t.Driver.ID, t.Rider.ID = t.DriverID, t.RiderID
-	if r.positionAt != nil && slices.Contains(ActiveTripStatuses, t.Status) {
+	if r.positionAt != nil && activeStatus(t.Status) {
 		t.Driver.Position = &DriverPosition{Lat: r.lat, Lng: r.lng, Heading: r.heading, Speed: r.speed, RecordedAt: r.positionAt.UTC()}
 	}
 	if r.riderName != nil && r.riderRating != nil {
@@ -219,13 +222,13 @@ var tripWithDriverColumns = func() string {
 
 const joinDrivers = `JOIN drivers ON drivers.id = trips.driver_id`
 
-// whileActive reads a column of the trip's driver while the trip is active, and NULL once it
-// is final: the driver's position (eta_minutes, driver_location) is shown for active trips
-// only, and a final trip's row leaves its driver without one (finish), which spares a page of
-// final trips two allocations a row. position_at stays plain (SQLite returns a CASE over a
-// time as text), and lat and lng are plain floats.
-func whileActive(driverColumn string) string {
-	return `CASE WHEN trips.status IN ` + activeStatusList + ` THEN ` + driverColumn + ` END`
+// whileActive reads expr while the trip is active, and NULL once it is final. A driver's
+// position (eta_minutes, driver_location) is shown for active trips only, and a final trip's
+// row leaves its driver without one (finish), which spares a page of final trips two
+// allocations a row. position_at stays plain (SQLite returns a CASE over a time as text), and
+// lat and lng are plain floats.
+func whileActive(expr string) string {
+	return `CASE WHEN trips.status IN ` + activeStatusList + ` THEN ` + expr + ` END`
 }
 
 // activeOnly reads a column of the trip's rider while the trip is active, and NULL once it is
@@ -233,8 +236,7 @@ func whileActive(driverColumn string) string {
 // above all, are final. A scalar subquery under CASE runs only for the rows that need it,
 // where a join would look every row's rider up.
 func activeOnly(riderColumn string) string {
-	return `CASE WHEN trips.status IN ` + activeStatusList + ` THEN (SELECT ` +
-		riderColumn + ` FROM riders WHERE riders.id = trips.rider_id) END`
+	return whileActive(`(SELECT ` + riderColumn + ` FROM riders WHERE riders.id = trips.rider_id)`)
 }
 
 var (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +26,7 @@ func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
 		}
 		t.Account = r.Account
 	}
-	if !slices.Contains(ActiveTripStatuses, t.Status) {
+	if !activeStatus(t.Status) {
 		if err := s.insertTrip(ctx, &t); err != nil {
 			return Trip{}, err
 		}

@@ -112,12 +112,6 @@ func HaversineMeters(a, b Point) float64 {
 	return 2 * earthRadiusMeters * math.Asin(math.Sqrt(h))
 }
 
-// MetersPerDegreeOfLatitude is the great-circle length of one degree along a meridian. Points
-// that lie Δ degrees of latitude apart are at least Δ × MetersPerDegreeOfLatitude apart by
-// HaversineMeters, whatever their longitudes: the meridian is the shortest way between two
-// latitudes. So latitude alone rules out the areas that cannot contain a point.
-const MetersPerDegreeOfLatitude = earthRadiusMeters * math.Pi / 180
-
 // QuoteFare prices a trip from origin to destination: road distance is the
 // great-circle distance times roadFactor, rounded to the metre, and then
 // QuoteDistance applies. It panics on an unknown ride type, which the API
