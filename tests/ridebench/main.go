@@ -306,6 +306,8 @@ func benchmark(ctx context.Context, o options) error {
 		}
 		// Each run's statements are planned on the tables as they are: after the warm-up, the
 		// tables autovacuum would analyze by now are analyzed, on hosts where it is off too.
+		// Then every measured window starts at a checkpoint, so that each side writes the same
+		// share of full-page images (see README.md, Checkpoints).
 		settle := func() {
 			for _, u := range []string{dbURL, compareURL} {
 				if u == "" {
@@ -314,6 +316,9 @@ func benchmark(ctx context.Context, o options) error {
 				if err := analyzeChanged(ctx, u); err != nil {
 					log.Printf("analyze: %v", err)
 				}
+			}
+			if err := checkpoint(ctx, dbURL); err != nil {
+				log.Printf("checkpoint: %v", err)
 			}
 		}
 		res, err := interleaved(ctx, labels, o.concurrency, o.rounds, o.warmup, o.duration, ops, around, settle)
