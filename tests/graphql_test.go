@@ -488,7 +488,15 @@ var _ = ForEachEngine("The GraphQL query interface", func(h *Harness) {
 
 			res = h.GQL(h.Admin, map[string]any{"query": query, "extensions": map[string]any{"persistedQuery": map[string]any{"version": 1}}})
 			Expect(res.Status).To(Equal(400))
-			Expect(gqlDecode(res).Codes()).To(Equal([]string{"BAD_REQUEST"}))
+			noHash := gqlDecode(res)
+			Expect(noHash.Codes()).To(Equal([]string{"BAD_REQUEST"}))
+			Expect(noHash.Errors[0].Message).To(HavePrefix("extensions.persistedQuery needs sha256Hash"), "the message names the member as the client spells it")
+
+			res = h.GQL(h.Admin, map[string]any{"operationName": "Trip"})
+			Expect(res.Status).To(Equal(400))
+			noDocument := gqlDecode(res)
+			Expect(noDocument.Codes()).To(Equal([]string{"BAD_REQUEST"}))
+			Expect(noDocument.Errors[0].Message).To(ContainSubstring("in query (or the hash of a registered one in extensions.persistedQuery)"))
 
 			invalid := "{ nope }"
 			bad := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": sha256Hex(invalid)}}

@@ -197,7 +197,7 @@ func (h *Handler) run(ctx context.Context, r graphQLRequest) (Answer, error) {
 	}
 	if query == "" {
 		return graphQLFailure(newRequestError(gqlCodeBadRequest,
-			"Send the GraphQL document in query (or the hash of a registered one in extensionh.persistedQuery)."), 0)
+			"Send the GraphQL document in query (or the hash of a registered one in extensions.persistedQuery)."), 0)
 	}
 	analysis, reqErr := h.documents.analyze(h.host.Account(ctx), query, r.operationName)
 	if reqErr != nil {

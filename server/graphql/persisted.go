@@ -37,7 +37,7 @@ const persistedQueryCacheMax = 500
 // persistedQueryVersion is the only version of the protocol.
 const persistedQueryVersion = 1
 
-// persistedQueryRef is a request's extensionh.persistedQuery.
+// persistedQueryRef is a request's extensions.persistedQuery.
 type persistedQueryRef struct {
 	version int
 	hash    string
@@ -146,7 +146,7 @@ func (h *Handler) resolvePersistedQuery(ctx context.Context, r graphQLRequest) (
 	hash := strings.ToLower(ref.hash)
 	if hash == "" {
 		return "", false, newRequestError(gqlCodeBadRequest,
-			"extensionh.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
+			"extensions.persistedQuery needs sha256Hash, the lowercase hex SHA-256 of the query.")
 	}
 	if r.query != "" {
 		if hashQuery(r.query) != hash {
