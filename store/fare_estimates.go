@@ -56,10 +56,39 @@ func (e *FareEstimate) normalize() {
 	normalizeTimePtr(&e.UsedAt)
 }
 
+// fareEstimateColumns are an estimate's columns in the order of insertValues and scanDest.
+// Every booking writes one estimate and reads it back: both statements are written out
+// (store/inserts.go says why).
+const fareEstimateColumns = `id, ride_type, city, origin_lat, origin_lng, origin_address,
+    destination_lat, destination_lng, destination_address, distance_meters, duration_seconds,
+    price_min, price_max, currency, creator_role, creator_subject, creator_account, created_at,
+    expires_at, used_at, trip_id`
+
+const (
+	insertFareEstimateSQL = `INSERT INTO fare_estimates (` + fareEstimateColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	fareEstimateByIDSQL = `SELECT ` + fareEstimateColumns + ` FROM fare_estimates WHERE id = ? AND creator_account = ?`
+)
+
+func (e *FareEstimate) insertValues() []any {
+	e.normalize()
+	return []any{e.ID, e.RideType, e.City, e.OriginLat, e.OriginLng, e.OriginAddress,
+		e.DestinationLat, e.DestinationLng, e.DestinationAddress, e.DistanceMeters, e.DurationSeconds,
+		e.PriceMin, e.PriceMax, e.Currency, e.CreatorRole, e.CreatorSubject, e.CreatorAccount, e.CreatedAt,
+		e.ExpiresAt, e.UsedAt, e.TripID}
+}
+
+func (e *FareEstimate) scanDest() []any {
+	return []any{&e.ID, &e.RideType, &e.City, &e.OriginLat, &e.OriginLng, &e.OriginAddress,
+		&e.DestinationLat, &e.DestinationLng, &e.DestinationAddress, &e.DistanceMeters, &e.DurationSeconds,
+		&e.PriceMin, &e.PriceMax, &e.Currency, &e.CreatorRole, &e.CreatorSubject, &e.CreatorAccount, &e.CreatedAt,
+		&e.ExpiresAt, &e.UsedAt, &e.TripID}
+}
+
 // CreateFareEstimate inserts an estimate and returns it as stored. ErrDuplicate when the id
 // exists; ErrInvalidReference when the city does not.
 func (s *Store) CreateFareEstimate(ctx context.Context, e FareEstimate) (FareEstimate, error) {
-	if err := s.conn(ctx).Create(&e).Error; err != nil {
+	if err := s.execSQL(ctx, insertFareEstimateSQL, e.insertValues()...).Error; err != nil {
 		return FareEstimate{}, interpretError(err)
 	}
 	return e, nil
@@ -69,9 +98,10 @@ func (s *Store) CreateFareEstimate(ctx context.Context, e FareEstimate) (FareEst
 // estimate is absent as a missing one is, in the same single read.
 func (s *Store) FareEstimateByID(ctx context.Context, account, id string) (FareEstimate, error) {
 	var e FareEstimate
-	if err := s.conn(ctx).Where("id = ? AND creator_account = ?", id, account).Take(&e).Error; err != nil {
-		return FareEstimate{}, interpretError(err)
+	if err := s.readRow(ctx, fareEstimateByIDSQL, []any{id, account}, e.scanDest()...); err != nil {
+		return FareEstimate{}, err
 	}
+	e.normalize()
 	return e, nil
 }
 

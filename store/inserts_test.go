@@ -57,6 +57,42 @@ var _ = Describe("Hand-written inserts", func() {
 			Expect(event.CreatedAt).To(Equal(stored.Add(2 * time.Second)))
 		})
 
+		It("store every field of a fare estimate, and read each back", func(ctx SpecContext) {
+			trip := createTrip(ctx, e.shared, tripOpts{})
+			at := time.Date(2026, 3, 4, 5, 6, 7, 891011234, time.FixedZone("IST", 5*3600+1800))
+			stored := at.UTC().Truncate(time.Microsecond)
+			from, to, tripID := "1 Market St", "Pier 39", trip.ID
+			used := at.Add(3 * time.Second)
+			estimate := store.FareEstimate{ID: newID("est_"), RideType: "comfort", City: trip.City,
+				OriginLat: 37.1, OriginLng: -122.2, OriginAddress: &from, DestinationLat: 37.3, DestinationLng: -122.4,
+				DestinationAddress: &to, DistanceMeters: 4321, DurationSeconds: 654, PriceMin: 1500, PriceMax: 1900,
+				Currency: "usd", CreatorRole: "rider", CreatorSubject: trip.RiderID, CreatorAccount: trip.Account,
+				CreatedAt: at, ExpiresAt: at.Add(10 * time.Minute), UsedAt: &used, TripID: &tripID}
+			expectEveryFieldSetOnce(estimate)
+			_, err := e.shared.CreateFareEstimate(ctx, estimate)
+			Expect(err).NotTo(HaveOccurred())
+
+			usedStored := stored.Add(3 * time.Second)
+			estimate.CreatedAt, estimate.ExpiresAt, estimate.UsedAt = stored, stored.Add(10*time.Minute), &usedStored
+			var throughGORM store.FareEstimate
+			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", estimate.ID).Take(&throughGORM).Error).To(Succeed())
+			Expect(throughGORM).To(Equal(estimate))
+			read, err := e.shared.FareEstimateByID(ctx, trip.Account, estimate.ID)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(read).To(Equal(estimate))
+			Expect(read.CreatedAt.Location()).To(Equal(time.UTC))
+
+			// Unused and unbooked: the nullable columns come back nil.
+			fresh := store.FareEstimate{ID: newID("est_"), RideType: "xl", City: trip.City, OriginLat: 1, OriginLng: 2,
+				DestinationLat: 3, DestinationLng: 4, Currency: "usd", CreatorRole: "admin", CreatorAccount: trip.Account,
+				CreatedAt: stored, ExpiresAt: stored.Add(time.Minute)}
+			_, err = e.shared.CreateFareEstimate(ctx, fresh)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(e.shared.FareEstimateByID(ctx, trip.Account, fresh.ID)).To(Equal(fresh))
+			_, err = e.shared.FareEstimateByID(ctx, "acct_other", fresh.ID)
+			Expect(err).To(MatchError(store.ErrNotFound), "another account's estimate is absent")
+		})
+
 		It("stamp a payment or an event written without a time with the store's clock, as GORM did", func(ctx SpecContext) {
 			trip := createTrip(ctx, e.shared, tripOpts{})
 			before := time.Now().Add(-time.Second)
