@@ -189,6 +189,34 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				Expect(st.ReleaseDriver(ctx, store.ReleaseDriverParams{ID: newID("drv_"), At: time.Now()})).To(MatchError(store.ErrNotFound))
 			})
 
+			It("returns the claimed driver whole, as stored", func(ctx SpecContext) {
+				city := createCity(ctx, st, cityOpts{}).ID
+				at := time.Date(2026, 3, 4, 5, 6, 7, 891011234, time.FixedZone("IST", 5*3600+1800))
+				heading, speed, reported := 271.5, 12.25, at.Add(-time.Second)
+				id := newID("drv_")
+				created, err := st.CreateDriver(ctx, store.Driver{ID: id, Name: "Ada Lovelace", Rating: 4.61,
+					Photo: "https://cdn.example.com/drivers/" + id + ".jpg", VehicleMake: "Toyota", VehicleModel: "Prius",
+					VehicleColor: "Blue", VehiclePlate: "7ABC123", City: city, Lat: 37.7901, Lng: -122.4001,
+					Heading: &heading, Speed: &speed, PositionAt: &reported, Available: true, Online: true,
+					RideTypes: "economy,xl", CreatedAt: at.Add(-time.Hour), UpdatedAt: at.Add(-time.Minute)})
+				Expect(err).NotTo(HaveOccurred())
+				claimedAt := at.Add(time.Second)
+				got, err := st.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, RideType: "xl",
+					Lat: 37.79, Lng: -122.40, FreshSince: at.Add(-time.Minute), At: claimedAt})
+				Expect(err).NotTo(HaveOccurred())
+				// Every field is set, to values no other field of its type holds, so a column
+				// left out or two swapped come back different; the claim changes two of them.
+				Expect(got.Available).To(BeFalse())
+				Expect(got.UpdatedAt).To(Equal(claimedAt.UTC().Truncate(time.Microsecond)))
+				got.Available, got.UpdatedAt = true, created.UpdatedAt
+				Expect(got).To(Equal(created))
+
+				stored, err := st.DriverByID(ctx, id)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(stored.Available).To(BeFalse())
+				Expect(stored.UpdatedAt).To(Equal(claimedAt.UTC().Truncate(time.Microsecond)))
+			})
+
 			It("never gives one driver to two concurrent claims", func(ctx SpecContext) {
 				city := createCity(ctx, st, cityOpts{}).ID
 				const drivers, claims = 4, 16

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"gorm.io/gorm/clause"
 )
 
 // ClaimNearestDriverParams asks for the free, online driver of a city and ride type nearest
@@ -53,43 +51,88 @@ const nearbyMeters = 3_000
 // rounded down: CitiesAround relies on it being no more than ride.HaversineMeters' degree.
 const metersPerDegree = 111_195.0
 
+// driverColumns are a driver's columns in the order of Driver.scanDest.
+const driverColumns = `drivers.id, drivers.name, drivers.rating, drivers.photo, drivers.vehicle_make,
+    drivers.vehicle_model, drivers.vehicle_color, drivers.vehicle_plate, drivers.city, drivers.lat,
+    drivers.lng, drivers.heading, drivers.speed, drivers.position_at, drivers.available,
+    drivers.online, drivers.ride_types, drivers.created_at, drivers.updated_at`
+
+func (d *Driver) scanDest() []any {
+	return []any{&d.ID, &d.Name, &d.Rating, &d.Photo, &d.VehicleMake, &d.VehicleModel, &d.VehicleColor,
+		&d.VehiclePlate, &d.City, &d.Lat, &d.Lng, &d.Heading, &d.Speed, &d.PositionAt, &d.Available,
+		&d.Online, &d.RideTypes, &d.CreatedAt, &d.UpdatedAt}
+}
+
+// squaredDistance ranks drivers by the equirectangular approximation: squared degree
+// differences with longitude scaled by cos²(latitude), which the caller computes. Within a
+// city it orders drivers as the great-circle distance does, and it is plain arithmetic, which
+// SQLite evaluates without its optional math functions. Its values: lat, lat, lng, lng, scale.
+const squaredDistance = "(drivers.lat - ?) * (drivers.lat - ?) + (drivers.lng - ?) * (drivers.lng - ?) * ?"
+
+// The candidate of a claim, written out (store/inserts.go says why): every booking runs one,
+// and GORM built its clauses and scanned the row through the model's schema on each call. Its
+// values: city, fresh since, the ride type's LIKE pattern, [squaredDistance's and the squared
+// radius,] squaredDistance's. On PostgreSQL the candidate is locked, skipping drivers other
+// claims hold (claimCandidateLock).
+const (
+	claimCandidateSQL = `SELECT ` + driverColumns + ` FROM drivers
+WHERE drivers.city = ? AND drivers.available AND drivers.online AND drivers.position_at >= ?
+  AND (',' || drivers.ride_types || ',') LIKE ?`
+	claimWithinSQL     = ` AND ` + squaredDistance + ` <= ?`
+	claimNotBusySQL    = ` AND NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN `
+	claimNearestSQL    = ` ORDER BY ` + squaredDistance + `, drivers.id LIMIT 1`
+	claimCandidateLock = ` FOR UPDATE SKIP LOCKED`
+	claimDriverSQL     = `UPDATE drivers SET available = ?, updated_at = ? WHERE id = ? AND available`
+)
+
+// claimCandidateQueries are the candidate's statement by [within a radius][locking].
+var claimCandidateQueries = func() (q [2][2]string) {
+	for _, within := range []bool{false, true} {
+		for _, lock := range []bool{false, true} {
+			sql := claimCandidateSQL
+			if within {
+				sql += claimWithinSQL
+			}
+			sql += claimNotBusySQL + activeStatusList + ")" + claimNearestSQL
+			if lock {
+				sql += claimCandidateLock
+			}
+			q[b2i(within)][b2i(lock)] = sql
+		}
+	}
+	return q
+}()
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // claimNearest is ClaimNearestDriver among the drivers within meters of the pickup point.
 func (s *Store) claimNearest(ctx context.Context, p ClaimNearestDriverParams, meters float64) (Driver, error) {
-	// Rank by the equirectangular approximation: squared degree differences with longitude
-	// scaled by cos(latitude), computed here. Within a city it orders drivers as the
-	// great-circle distance does, and it is plain arithmetic, which SQLite evaluates without
-	// its optional math functions.
 	scale := math.Cos(p.Lat * math.Pi / 180)
 	scale *= scale
-	const squaredDistance = "(drivers.lat - ?) * (drivers.lat - ?) + (drivers.lng - ?) * (drivers.lng - ?) * ?"
-	vars := []any{p.Lat, p.Lat, p.Lng, p.Lng, scale}
-	nearest := clause.OrderBy{Expression: clause.Expr{
-		SQL: squaredDistance + ", drivers.id", Vars: vars, WithoutParentheses: true,
-	}}
+	within := !math.IsInf(meters, 1)
+	query := claimCandidateQueries[b2i(within)][b2i(s.engine == EnginePostgres)]
+	vars := []any{p.City, utcMicro(p.FreshSince), "%," + p.RideType + ",%"}
+	if within {
+		vars = append(vars, p.Lat, p.Lat, p.Lng, p.Lng, scale, math.Pow(meters/metersPerDegree, 2))
+	}
+	vars = append(vars, p.Lat, p.Lat, p.Lng, p.Lng, scale)
 	at := utcMicro(p.At)
 	for range claimAttempts {
-		q := s.conn(ctx).
-			Where("drivers.city = ? AND drivers.available AND drivers.online AND drivers.position_at >= ?", p.City, utcMicro(p.FreshSince)).
-			Where("(',' || drivers.ride_types || ',') LIKE ?", "%,"+p.RideType+",%")
-		if !math.IsInf(meters, 1) {
-			q = q.Where(squaredDistance+" <= ?", append(vars, math.Pow(meters/metersPerDegree, 2))...)
-		}
-		q = q.Where("NOT EXISTS (SELECT 1 FROM trips WHERE trips.driver_id = drivers.id AND trips.status IN " + activeStatusList + ")").
-			Order(nearest)
-		if s.engine == EnginePostgres {
-			q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Options: clause.LockingOptionsSkipLocked})
-		}
 		var d Driver
-		if err := q.Take(&d).Error; err != nil {
-			return Driver{}, interpretError(err)
+		if err := s.readRow(ctx, query, vars, d.scanDest()...); err != nil {
+			return Driver{}, err
 		}
-		res := s.conn(ctx).Table("drivers").
-			Where("id = ? AND available", d.ID).
-			UpdateColumns(map[string]any{"available": false, "updated_at": at})
+		res := s.execSQL(ctx, claimDriverSQL, false, at, d.ID)
 		if res.Error != nil {
 			return Driver{}, interpretError(res.Error)
 		}
 		if res.RowsAffected == 1 {
+			d.normalize()
 			d.Available, d.UpdatedAt = false, at
 			return d, nil
 		}
