@@ -75,12 +75,35 @@ func (s *Store) Cities(ctx context.Context) ([]City, error) {
 // for the largest radius the schema allows). The caller chooses among them by the exact
 // distance. The database still reads every city row; an estimate receives and scans its one
 // city instead of every served city.
+//
+// Every estimate runs it: the statement is written out and its rows scanned without GORM's
+// schema (store/inserts.go says why).
 func (s *Store) CitiesAround(ctx context.Context, lat float64) ([]City, error) {
-	var cs []City
-	err := s.conn(ctx).Where("abs(center_lat - ?) * ? - 1 <= radius_meters", lat, metersPerDegree).
-		Order("id").Find(&cs).Error
+	rows, err := s.rowSQL(ctx, citiesAroundSQL, lat, metersPerDegree).Rows()
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	return cs, nil
+	defer rows.Close()
+	var cs []City
+	for rows.Next() {
+		var c City
+		if err := rows.Scan(c.scanDest()...); err != nil {
+			return nil, interpretError(err)
+		}
+		normalizeTime(&c.CreatedAt)
+		cs = append(cs, c)
+	}
+	return cs, interpretError(rows.Err())
+}
+
+// cityColumns are a city's columns in the order of City.scanDest.
+const cityColumns = `id, name, center_lat, center_lng, radius_meters, currency, base_fare, per_km,
+    per_minute, minimum_fare, created_at`
+
+const citiesAroundSQL = `SELECT ` + cityColumns + ` FROM cities
+WHERE abs(center_lat - ?) * ? - 1 <= radius_meters ORDER BY id`
+
+func (c *City) scanDest() []any {
+	return []any{&c.ID, &c.Name, &c.CenterLat, &c.CenterLng, &c.RadiusMeters, &c.Currency, &c.BaseFare,
+		&c.PerKm, &c.PerMinute, &c.MinimumFare, &c.CreatedAt}
 }

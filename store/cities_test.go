@@ -59,6 +59,9 @@ var _ = Describe("Cities around a latitude", func() {
 				p := ride.Point{Lat: c.CenterLat + reach*(2*rng.Float64()-1), Lng: c.CenterLng + reach*(2*rng.Float64()-1)}
 				p.Lat = min(max(p.Lat, -90), 90)
 				got := around(ctx, p.Lat)
+				for _, g := range got {
+					Expect(all).To(ContainElement(g), "every column of a city read back as stored")
+				}
 				Expect(slices.IsSortedFunc(got, func(a, b store.City) int { return strings.Compare(a.ID, b.ID) })).To(BeTrue())
 				for _, a := range areasOf(all) {
 					if ride.InServiceArea(p, a) {
