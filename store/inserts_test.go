@@ -93,6 +93,33 @@ var _ = Describe("Hand-written inserts", func() {
 			Expect(err).To(MatchError(store.ErrNotFound), "another account's estimate is absent")
 		})
 
+		It("store every column of a trip", func(ctx SpecContext) {
+			driver := createDriver(ctx, e.shared, driverOpts{})
+			rider := createRider(ctx, e.shared)
+			at := time.Date(2026, 3, 4, 5, 6, 7, 891011234, time.FixedZone("IST", 5*3600+1800))
+			stored := at.UTC().Truncate(time.Microsecond)
+			from, to, eta := "1 Market St", "Pier 39", 7
+			completed, cancelled := at.Add(4*time.Second), at.Add(5*time.Second)
+			trip := store.Trip{ID: newID("trp_"), Account: store.DefaultAccount, Status: store.TripStatusCompleted,
+				RideType: "comfort", City: driver.City, RiderID: rider.ID, DriverID: driver.ID,
+				PickupLat: 37.1, PickupLng: -122.2, PickupAddress: &from, DropoffLat: 37.3, DropoffLng: -122.4,
+				DropoffAddress: &to, PickupTime: at, FareTotal: 1850, FareCurrency: "usd", ETAMinutes: &eta,
+				CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(2 * time.Second), CompletedAt: &completed,
+				CancelledAt: &cancelled, RoutePolyline: "_p~iF~ps|U", MatchingScore: 0.75, DriverPayout: 1480, PlatformCost: 37}
+			_, err := e.shared.CreateTrip(ctx, trip)
+			Expect(err).NotTo(HaveOccurred())
+
+			var back store.Trip
+			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", trip.ID).Take(&back).Error).To(Succeed())
+			completedStored, cancelledStored := stored.Add(4*time.Second), stored.Add(5*time.Second)
+			trip.PickupTime, trip.CreatedAt, trip.UpdatedAt = stored, stored.Add(time.Second), stored.Add(2*time.Second)
+			trip.CompletedAt, trip.CancelledAt = &completedStored, &cancelledStored
+			Expect(back).To(Equal(trip))
+
+			_, err = e.shared.CreateTrip(ctx, trip)
+			Expect(err).To(MatchError(store.ErrDuplicate))
+		})
+
 		It("stamp a payment or an event written without a time with the store's clock, as GORM did", func(ctx SpecContext) {
 			trip := createTrip(ctx, e.shared, tripOpts{})
 			before := time.Now().Add(-time.Second)

@@ -26,16 +26,8 @@ func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
 		}
 		t.Account = r.Account
 	}
-	if !activeStatus(t.Status) {
-		if err := s.insertTrip(ctx, &t); err != nil {
-			return Trip{}, err
-		}
-		return t, nil
-	}
-	// The insert runs in a savepoint: on PostgreSQL a failed statement aborts the whole
-	// transaction, and the caller's transaction must survive to learn which index refused it.
-	err := s.WithTx(ctx, func(tx *Store) error { return tx.insertTrip(ctx, &t) })
-	if errors.Is(err, ErrDuplicate) {
+	err := s.insertTrip(ctx, &t)
+	if errors.Is(err, ErrDuplicate) && activeStatus(t.Status) {
 		return Trip{}, s.activeTripConflict(ctx, t, err)
 	}
 	if err != nil {
@@ -44,8 +36,39 @@ func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
 	return t, nil
 }
 
+// tripColumns are the columns a trip is inserted with, in the order of Trip.insertValues.
+const tripColumns = `id, account, status, ride_type, city, rider_id, driver_id, pickup_lat, pickup_lng,
+    pickup_address, dropoff_lat, dropoff_lng, dropoff_address, pickup_time, fare_total, fare_currency,
+    eta_minutes, created_at, updated_at, completed_at, cancelled_at, route_polyline, matching_score,
+    driver_payout, platform_cost`
+
+// insertTripSQL writes a trip, or nothing when the trip breaks a unique index (its id, or the
+// one active trip of its rider or driver): a refusal that does not fail the statement, so the
+// caller's transaction goes on (on PostgreSQL a failed statement aborts it) and asks which
+// index it was (activeTripConflict). Every booking runs it: it is written out, as the inserts
+// of store/inserts.go are.
+const insertTripSQL = `INSERT INTO trips (` + tripColumns + `)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+
+func (t *Trip) insertValues() []any {
+	t.normalize()
+	return []any{t.ID, t.Account, t.Status, t.RideType, t.City, t.RiderID, t.DriverID, t.PickupLat, t.PickupLng,
+		t.PickupAddress, t.DropoffLat, t.DropoffLng, t.DropoffAddress, t.PickupTime, t.FareTotal, t.FareCurrency,
+		t.ETAMinutes, t.CreatedAt, t.UpdatedAt, t.CompletedAt, t.CancelledAt, t.RoutePolyline, t.MatchingScore,
+		t.DriverPayout, t.PlatformCost}
+}
+
+// insertTrip writes t, stamping a zero CreatedAt and UpdatedAt with the store's clock as GORM
+// did. ErrDuplicate when a unique index refused it.
 func (s *Store) insertTrip(ctx context.Context, t *Trip) error {
-	return interpretError(s.conn(ctx).Omit(clause.Associations).Create(t).Error)
+	now := s.db.NowFunc()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = now
+	}
+	return changedRows(s.execSQL(ctx, insertTripSQL, t.insertValues()...), ErrDuplicate)
 }
 
 // activeTripConflict names the unique index an active trip's insert broke. The engines report
