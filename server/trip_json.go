@@ -5,9 +5,9 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rideapi/ride/gen"
+	"github.com/rideapi/ride/server/internal/jsontext"
 )
 
 // Trips are the most read answers, and encoding/json spent a quarter of the server's CPU on a
@@ -212,56 +212,8 @@ func appendOptionalString(b []byte, s *string) []byte {
 	return appendString(b, *s)
 }
 
-// appendString writes s as a JSON string, escaped as encoding/json escapes it by default:
-// quotes, backslashes and control characters, and <, > and & (HTML-safe), U+2028 and U+2029,
-// and every invalid UTF-8 byte as U+FFFD. Everything else goes through as it is.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
-}
+// appendString writes s as a JSON string, escaped as encoding/json escapes it by default.
+func appendString(b []byte, s string) []byte { return jsontext.EncodingJSON.AppendString(b, s) }
 
 func (m *members) fail(err error) {
 	if m.err == nil {

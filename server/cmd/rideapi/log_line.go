@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/rideapi/ride/server/internal/jsontext"
 )
 
 // lineHandler writes the server's log records as slog.NewJSONHandler(out, nil) writes them,
@@ -71,9 +72,9 @@ func appendLine(b []byte, r slog.Record) ([]byte, bool) {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendJSONString(b, r.Level.String())
+	b = jsontext.Slog.AppendString(b, r.Level.String())
 	b = append(b, `,"msg":`...)
-	b = appendJSONString(b, r.Message)
+	b = jsontext.Slog.AppendString(b, r.Message)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "" {
@@ -81,11 +82,11 @@ func appendLine(b []byte, r slog.Record) ([]byte, bool) {
 			return false
 		}
 		b = append(b, ',')
-		b = appendJSONString(b, a.Key)
+		b = jsontext.Slog.AppendString(b, a.Key)
 		b = append(b, ':')
 		switch v := a.Value; v.Kind() {
 		case slog.KindString:
-			b = appendJSONString(b, v.String())
+			b = jsontext.Slog.AppendString(b, v.String())
 		case slog.KindInt64:
 			b = strconv.AppendInt(b, v.Int64(), 10)
 		case slog.KindUint64:
@@ -108,52 +109,4 @@ func appendLine(b []byte, r slog.Record) ([]byte, bool) {
 		return true
 	})
 	return append(b, "}\n"...), ok
-}
-
-// appendJSONString appends s quoted as slog's JSON handler quotes it: '"', '\\' and control
-// characters escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped, HTML left alone.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
