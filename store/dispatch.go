@@ -85,8 +85,13 @@ WHERE drivers.city = ? AND drivers.available AND drivers.online AND drivers.posi
 	claimDriverSQL     = `UPDATE drivers SET available = ?, updated_at = ? WHERE id = ? AND available`
 )
 
-// claimCandidateQueries are the candidate's statement by [within a radius][locking].
-var claimCandidateQueries = func() (q [2][2]string) {
+// claimCandidate is the candidate's statement within the nearby radius or across the city,
+// locking it or not.
+type claimCandidate struct{ within, lock bool }
+
+// claimCandidateQueries are the four statements, built once.
+var claimCandidateQueries = func() map[claimCandidate]string {
+	q := map[claimCandidate]string{}
 	for _, within := range []bool{false, true} {
 		for _, lock := range []bool{false, true} {
 			sql := claimCandidateSQL
@@ -97,25 +102,18 @@ var claimCandidateQueries = func() (q [2][2]string) {
 			if lock {
 				sql += claimCandidateLock
 			}
-			q[b2i(within)][b2i(lock)] = sql
+			q[claimCandidate{within, lock}] = sql
 		}
 	}
 	return q
 }()
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // claimNearest is ClaimNearestDriver among the drivers within meters of the pickup point.
 func (s *Store) claimNearest(ctx context.Context, p ClaimNearestDriverParams, meters float64) (Driver, error) {
 	scale := math.Cos(p.Lat * math.Pi / 180)
 	scale *= scale
 	within := !math.IsInf(meters, 1)
-	query := claimCandidateQueries[b2i(within)][b2i(s.engine == EnginePostgres)]
+	query := claimCandidateQueries[claimCandidate{within: within, lock: s.engine == EnginePostgres}]
 	vars := []any{p.City, utcMicro(p.FreshSince), "%," + p.RideType + ",%"}
 	if within {
 		vars = append(vars, p.Lat, p.Lat, p.Lng, p.Lng, scale, math.Pow(meters/metersPerDegree, 2))
