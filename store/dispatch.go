@@ -126,10 +126,10 @@ func (s *Store) claimNearest(ctx context.Context, p ClaimNearestDriverParams, me
 			return Driver{}, err
 		}
 		res := s.execSQL(ctx, claimDriverSQL, false, at, d.ID)
-		if res.Error != nil {
-			return Driver{}, interpretError(res.Error)
+		if res.err != nil {
+			return Driver{}, interpretError(res.err)
 		}
-		if res.RowsAffected == 1 {
+		if res.rows == 1 {
 			d.normalize()
 			d.Available, d.UpdatedAt = false, at
 			return d, nil
@@ -156,5 +156,5 @@ func (s *Store) ReleaseDriver(ctx context.Context, p ReleaseDriverParams) error 
 	if p.Lat != nil {
 		updates["lat"], updates["lng"] = *p.Lat, *p.Lng
 	}
-	return changedRows(s.conn(ctx).Table("drivers").Where("id = ?", p.ID).UpdateColumns(updates), ErrNotFound)
+	return changedRows(resultOf(s.conn(ctx).Table("drivers").Where("id = ?", p.ID).UpdateColumns(updates)), ErrNotFound)
 }

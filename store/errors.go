@@ -84,12 +84,15 @@ func interpretError(err error) error {
 
 // changedRows is the outcome of a write that must change at least one row: the write's own
 // error, interpreted, or none when no row matched its conditions.
-func changedRows(res *gorm.DB, none error) error {
-	if res.Error != nil {
-		return interpretError(res.Error)
+func changedRows(res execResult, none error) error {
+	if res.err != nil {
+		return interpretError(res.err)
 	}
-	if res.RowsAffected == 0 {
+	if res.rows == 0 {
 		return none
 	}
 	return nil
 }
+
+// resultOf is what a GORM statement did, as changedRows reads it.
+func resultOf(res *gorm.DB) execResult { return execResult{rows: res.RowsAffected, err: res.Error} }

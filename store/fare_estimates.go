@@ -88,7 +88,7 @@ func (e *FareEstimate) scanDest() []any {
 // CreateFareEstimate inserts an estimate and returns it as stored. ErrDuplicate when the id
 // exists; ErrInvalidReference when the city does not.
 func (s *Store) CreateFareEstimate(ctx context.Context, e FareEstimate) (FareEstimate, error) {
-	if err := s.execSQL(ctx, insertFareEstimateSQL, e.insertValues()...).Error; err != nil {
+	if err := s.execSQL(ctx, insertFareEstimateSQL, e.insertValues()...).err; err != nil {
 		return FareEstimate{}, interpretError(err)
 	}
 	return e, nil

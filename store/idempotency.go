@@ -128,10 +128,10 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 		}
 		res := s.execSQL(ctx, claim, rec.Account, rec.Key, rec.Fingerprint, rec.Method,
 			rec.Path, rec.Status, rec.Owner, rec.LockedAt, rec.CreatedAt)
-		if res.Error != nil {
-			return IdempotencyRecord{}, false, interpretError(res.Error)
+		if res.err != nil {
+			return IdempotencyRecord{}, false, interpretError(res.err)
 		}
-		if res.RowsAffected == 1 {
+		if res.rows == 1 {
 			return rec, true, nil
 		}
 
@@ -139,15 +139,15 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, c IdempotencyClaim) (Id
 		// retention, which counts from the last attempt) restarts now; created_at keeps the
 		// first use.
 		now := c.Now.UTC().Truncate(time.Microsecond)
-		res = s.conn(ctx).Model(&IdempotencyRecord{}).
+		took := s.conn(ctx).Model(&IdempotencyRecord{}).
 			Where("account = ? AND idem_key = ? AND fingerprint = ?", c.Account, c.Key, c.Fingerprint).
 			Where("status = ? OR (status = ? AND locked_at < ?)",
 				IdempotencyFailed, IdempotencyPending, c.StaleBefore.UTC().Truncate(time.Microsecond)).
 			Updates(map[string]any{"status": IdempotencyPending, "owner": c.Owner, "locked_at": now})
-		if res.Error != nil {
-			return IdempotencyRecord{}, false, interpretError(res.Error)
+		if took.Error != nil {
+			return IdempotencyRecord{}, false, interpretError(took.Error)
 		}
-		taken := res.RowsAffected == 1
+		taken := took.RowsAffected == 1
 
 		// On the primary: a standby may not have the record yet (a claim commits without
 		// waiting for the WAL flush, which is what standbys receive), and then the key would

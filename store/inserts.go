@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 )
 
@@ -42,10 +43,13 @@ func (r *Receipt) insertValues() []any {
 	return []any{r.ID, r.TripID, r.PaymentID, r.Amount, r.Currency, r.LineItems, r.IssuedAt}
 }
 
-// insertReturning runs an INSERT … RETURNING of one column into dest. GORM runs it as a read
-// (its row callbacks), so outside a transaction it records the caller's position for standby
+// insertReturning runs an INSERT … RETURNING of one column into dest. Outside a transaction
+// GORM runs it as a read (its row callbacks), so it records the caller's position for standby
 // reads itself, as the hook on writes does (standbys.register).
 func (s *Store) insertReturning(ctx context.Context, query string, values []any, dest any) error {
+	if s.txConn != nil {
+		return s.readRow(ctx, query, values, dest)
+	}
 	q := s.rowSQL(ctx, query, values...)
 	if err := queryRow(q, dest); err != nil {
 		return err
@@ -58,8 +62,18 @@ func (s *Store) insertReturning(ctx context.Context, query string, values []any,
 
 // readRow runs query, a constant statement returning one row (rowSQL), and scans that row
 // into dest; ErrNotFound when it returns none. In a transaction on PostgreSQL the row is read
-// through pgx on the transaction's connection (txRow); elsewhere as queryRow reads it.
+// through pgx on the transaction's connection (onTxConn), without GORM's processor when its
+// text is prebuilt; elsewhere as queryRow reads it.
 func (s *Store) readRow(ctx context.Context, query string, vars []any, dest ...any) error {
+	if s.txConn != nil {
+		if sql, ok := s.sql.of(query, vars); ok {
+			err := onTxConn(s.txConn, func(conn *pgx.Conn) error {
+				return scanOneRow(ctx, conn, sql, vars, dest)
+			})
+			s.sql.ranDirect(ctx, sql, vars)
+			return interpretError(err)
+		}
+	}
 	q := s.rowSQL(ctx, query, vars...)
 	if s.txConn == nil {
 		return queryRow(q, dest...)

@@ -187,7 +187,7 @@ func (s *Store) PaymentsForTrip(ctx context.Context, tripID string) ([]Payment, 
 
 // CreateReceipt stores a receipt. ErrInvalidReference when its trip or payment does not exist.
 func (s *Store) CreateReceipt(ctx context.Context, r Receipt) (Receipt, error) {
-	if err := s.execSQL(ctx, insertReceiptSQL, r.insertValues()...).Error; err != nil {
+	if err := s.execSQL(ctx, insertReceiptSQL, r.insertValues()...).err; err != nil {
 		return Receipt{}, interpretError(err)
 	}
 	return r, nil

@@ -104,6 +104,10 @@ type Store struct {
 // way to; the product reads and writes through the store's methods only.
 func init() {
 	handle.DB = func(st any) *gorm.DB { return st.(*Store).db }
+	handle.OnDirect = func(st any, fn func(ctx context.Context, sql string, vars []any)) {
+		p := st.(*Store).sql
+		p.direct = append(p.direct, fn)
+	}
 }
 
 // Open connects to the database named by url and checks that it answers.

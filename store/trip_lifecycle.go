@@ -56,7 +56,7 @@ func (s *Store) SetTripStatus(ctx context.Context, p SetTripStatusParams) error 
 			updates[column] = utcMicro(*t)
 		}
 	}
-	return changedRows(s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates), ErrConflict)
+	return changedRows(resultOf(s.conn(ctx).Table("trips").Where("id = ? AND status = ?", p.ID, p.From).UpdateColumns(updates)), ErrConflict)
 }
 
 // RiderHasActiveTrip reports whether the account's rider has a trip that is not final;

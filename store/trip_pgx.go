@@ -30,7 +30,9 @@ import (
 // it run on the pool's connection through pgx instead, sharing the statement with identical
 // reads under way (shared_reads.go). A transaction's hot single-row reads (readRow) run on
 // its own connection through pgx the same way; its other reads, a standby's and SQLite's go
-// through database/sql as before.
+// through database/sql as before. Its prebuilt writes (execSQL) run on its connection through
+// pgx too, without GORM's processor: in a transaction every callback around them (admission,
+// standby positions) has nothing to do.
 
 // pgxReadSetting is the statement setting that asks rowQuery for a pgx read (a *pgxRead).
 const pgxReadSetting = "ride:pgx_read"
@@ -111,10 +113,8 @@ func rowQuery(db *gorm.DB) {
 }
 
 // txRow runs a transaction's statement that returns one row through pgx, on the connection
-// the transaction holds (database/sql lets its raw driver connection be used between the
-// transaction's statements), and scans the row into row.dest. database/sql would box every
-// column into a driver value and convert it again, and start a goroutine for every query of a
-// transaction: the lock of a payment's trip allocated more than any other of its statements.
+// the transaction holds (onTxConn), and scans the row into row.dest: the Row callback's way
+// for a statement whose text GORM builds (readRow runs the prebuilt ones itself).
 func txRow(db *gorm.DB, row *pgxRow) {
 	callbacks.BuildQuerySQL(db)
 	if db.DryRun || db.Error != nil {
@@ -122,31 +122,42 @@ func txRow(db *gorm.DB, row *pgxRow) {
 	}
 	row.ran = true
 	ctx, query, vars := db.Statement.Context, db.Statement.SQL.String(), db.Statement.Vars
-	// The outcome travels in row.err, never as Raw's own error: Raw closes a connection whose
+	row.err = onTxConn(row.conn, func(conn *pgx.Conn) error { return scanOneRow(ctx, conn, query, vars, row.dest) })
+	if row.err != nil && row.err != ErrNotFound {
+		_ = db.AddError(row.err)
+	}
+}
+
+// onTxConn runs f on the pgx connection of conn, the connection a transaction holds:
+// database/sql lets its raw driver connection be used between the transaction's statements.
+// Through database/sql a statement would box every argument and column into a driver value
+// and convert it again, and start a goroutine for every query of a transaction: the lock of a
+// payment's trip allocated more than any other of its statements.
+func onTxConn(conn *sql.Conn, f func(*pgx.Conn) error) error {
+	// The outcome travels in err, never as Raw's own error: Raw closes a connection whose
 	// function fails with driver.ErrBadConn or panics, and closing one a transaction holds
-	// waits for the transaction to end, which waits for this read.
+	// waits for the transaction to end, which waits for this statement.
+	var err error
 	ran := false
-	err := row.conn.Raw(func(driverConn any) error {
+	rawErr := conn.Raw(func(driverConn any) error {
 		ran = true
 		defer func() {
 			if p := recover(); p != nil {
-				row.err = fmt.Errorf("store: reading a row: panic: %v", p)
+				err = fmt.Errorf("store: a statement on a transaction's connection: panic: %v", p)
 			}
 		}()
 		c, ok := driverConn.(*stdlib.Conn)
 		if !ok {
-			row.err = fmt.Errorf("store: a pgx read on a %T connection", driverConn)
+			err = fmt.Errorf("store: a pgx statement on a %T connection", driverConn)
 			return nil
 		}
-		row.err = scanOneRow(ctx, c.Conn(), query, vars, row.dest)
+		err = f(c.Conn())
 		return nil
 	})
 	if !ran {
-		row.err = err // the connection is gone (sql.ErrConnDone): nothing was read
+		return rawErr // the connection is gone (sql.ErrConnDone): nothing ran
 	}
-	if row.err != nil && row.err != ErrNotFound {
-		_ = db.AddError(row.err)
-	}
+	return err
 }
 
 // scanOneRow runs query on conn and scans its first row into dest; ErrNotFound when it

@@ -144,7 +144,7 @@ func TestTransactionRowsReadThroughPgx(t *testing.T) {
 	st, _ := postgresStore(t, 1)
 	ctx := context.Background()
 	err := st.WithTx(ctx, func(tx *Store) error {
-		if err := tx.execSQL(ctx, `SELECT set_config('ride.probe', 'in the transaction', true)`).Error; err != nil {
+		if err := tx.execSQL(ctx, `SELECT set_config('ride.probe', 'in the transaction', true)`).err; err != nil {
 			return err
 		}
 		var setting string

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -261,6 +263,16 @@ type prebuiltSQL struct {
 	// rewritten at its first use.
 	written sync.Map // SQL with "?" → the engine's SQL
 	db      *gorm.DB // the root session, which rewrites them
+	// direct are called after each statement that runs without GORM's processor (ranDirect),
+	// as GORM's callbacks are after the others: the test tooling's (handle.OnDirect).
+	direct []func(ctx context.Context, sql string, vars []any)
+}
+
+// ranDirect tells the direct observers that sql ran with vars.
+func (p *prebuiltSQL) ranDirect(ctx context.Context, sql string, vars []any) {
+	for _, fn := range p.direct {
+		fn(ctx, sql, vars)
+	}
 }
 
 // of is query with its placeholders rewritten for the engine, as GORM's Raw writes them for
@@ -303,15 +315,34 @@ func withPrebuilt(q *gorm.DB, sql string, vars ...any) *gorm.DB {
 	return q
 }
 
-// execSQL executes query, a statement of prebuiltSQL.of's kind, through GORM (its callbacks,
-// and s's connection or transaction) without building its SQL again.
-func (s *Store) execSQL(ctx context.Context, query string, vars ...any) *gorm.DB {
+// execSQL executes query, a statement of prebuiltSQL.of's kind, without building its SQL
+// again: in a transaction on PostgreSQL through pgx on the transaction's connection
+// (onTxConn), elsewhere through GORM (its callbacks, and s's connection or transaction).
+func (s *Store) execSQL(ctx context.Context, query string, vars ...any) execResult {
 	sql, ok := s.sql.of(query, vars)
-	if !ok {
-		return s.conn(ctx).Exec(query, vars...)
+	switch {
+	case !ok:
+		res := s.conn(ctx).Exec(query, vars...)
+		return execResult{rows: res.RowsAffected, err: res.Error}
+	case s.txConn != nil:
+		var tag pgconn.CommandTag
+		err := onTxConn(s.txConn, func(conn *pgx.Conn) (err error) {
+			tag, err = conn.Exec(ctx, sql, vars...)
+			return err
+		})
+		s.sql.ranDirect(ctx, sql, vars)
+		return execResult{rows: tag.RowsAffected(), err: err}
 	}
 	q := withPrebuilt(s.conn(ctx), sql, vars...)
-	return q.Callback().Raw().Execute(q)
+	res := q.Callback().Raw().Execute(q)
+	return execResult{rows: res.RowsAffected, err: res.Error}
+}
+
+// execResult is what a write statement did: the rows it changed, or its error (as the
+// driver gave it: interpretError names it).
+type execResult struct {
+	rows int64
+	err  error
 }
 
 // rowSQL is query, a statement of prebuiltSQL.of's kind that returns rows, ready for

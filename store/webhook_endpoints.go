@@ -88,7 +88,7 @@ func (s *Store) ListWebhookEndpoints(ctx context.Context, account string, p Page
 // DeleteWebhookEndpoint removes an endpoint of the account with its deliveries and their
 // attempt log. ErrNotFound when there is none (already deleted, or another account's).
 func (s *Store) DeleteWebhookEndpoint(ctx context.Context, account, id string) error {
-	return changedRows(s.conn(ctx).Where("id = ? AND account = ?", id, account).Delete(&WebhookEndpoint{}), ErrNotFound)
+	return changedRows(resultOf(s.conn(ctx).Where("id = ? AND account = ?", id, account).Delete(&WebhookEndpoint{})), ErrNotFound)
 }
 
 // WebhookEndpointChange is what UpdateWebhookEndpoint changes: nil members stay as they are.
@@ -171,7 +171,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, p RotateWebhookSecretPa
 	}
 	var out WebhookEndpoint
 	err := s.WithTx(ctx, func(tx *Store) error {
-		err := changedRows(tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ? AND account = ?", p.ID, p.Account).Updates(updates), ErrNotFound)
+		err := changedRows(resultOf(tx.conn(ctx).Model(&WebhookEndpoint{}).Where("id = ? AND account = ?", p.ID, p.Account).Updates(updates)), ErrNotFound)
 		if err != nil {
 			return err
 		}

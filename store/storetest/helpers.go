@@ -48,9 +48,16 @@ func statementOf(db *gorm.DB) Statement {
 	}
 }
 
+// directStatement is a statement the store ran without GORM's processor: a transaction's,
+// on its connection (handle.OnDirect).
+func directStatement(ctx context.Context, sql string, vars []any) Statement {
+	return Statement{Context: ctx, SQL: sql, Vars: slices.Clone(vars), InTx: true}
+}
+
 // OnReads calls fn after each read st runs: every statement of GORM's query callbacks (Find,
 // First, Take, Count) and row callbacks (Row, Rows, Scan, which the store's hot trip reads use)
-// that only reads. A row callback also runs writes that return rows (INSERT … RETURNING, a
+// that only reads, and a transaction's prebuilt reads, which run without GORM's processor. A
+// row callback also runs writes that return rows (INSERT … RETURNING, a
 // claim's WITH … INSERT): those are left out, by their text (IsRead).
 // name identifies the registration, once per st. GORM's callbacks may not change while
 // statements run: register before st is in use.
@@ -60,6 +67,11 @@ func OnReads(st *store.Store, name string, fn func(Statement)) error {
 			fn(s)
 		}
 	}
+	handle.OnDirect(st, func(ctx context.Context, sql string, vars []any) {
+		if IsRead(sql) {
+			fn(directStatement(ctx, sql, vars))
+		}
+	})
 	cb := handle.DB(st).Callback()
 	if err := cb.Query().After("gorm:query").Register(name, record); err != nil {
 		return err
@@ -68,9 +80,10 @@ func OnReads(st *store.Store, name string, fn func(Statement)) error {
 }
 
 // OnStatements calls fn after each statement st runs, whatever its kind: creates, queries,
-// updates, deletes, row reads and raw statements. name identifies the registration, once per
+// updates, deletes, row reads and raw statements, through GORM's processor or not. name identifies the registration, once per
 // st. GORM's callbacks may not change while statements run: register before st is in use.
 func OnStatements(st *store.Store, name string, fn func(Statement)) error {
+	handle.OnDirect(st, func(ctx context.Context, sql string, vars []any) { fn(directStatement(ctx, sql, vars)) })
 	record := func(db *gorm.DB) { fn(statementOf(db)) }
 	cb := handle.DB(st).Callback()
 	for _, err := range []error{

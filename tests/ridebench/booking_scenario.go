@@ -29,6 +29,9 @@ func (b *bench) bookingScenario(ctx context.Context, warm *http.Request) (*scena
 	if err != nil {
 		return nil, err
 	}
+	if err := writes(rideSQL, "idempotency_records", "drivers", "trips", "events"); err != nil {
+		return nil, fmt.Errorf("POST /v1/rides: %w", err)
+	}
 	stmts := append(slices.Clip(estSQL), rideSQL...)
 	pick, err := claimRead(stmts, driverID)
 	if err != nil {

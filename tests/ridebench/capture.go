@@ -191,6 +191,27 @@ func (sub *substitution) time(x time.Time) time.Time {
 	return x.Add(sub.shift)
 }
 
+// writes checks that stmts write each of tables (an INSERT INTO or an UPDATE of it): a
+// capture that missed statements would have the reference replay less than the server runs,
+// and every ratio against it would flatter the server.
+func writes(stmts []statement, tables ...string) error {
+	for _, table := range tables {
+		found := false
+		for _, st := range stmts {
+			text := strings.Join(strings.Fields(st.sql), " ") + " "
+			if strings.Contains(text, "INSERT INTO "+table+" ") || strings.Contains(text, `INSERT INTO "`+table+`"`) ||
+				strings.Contains(text, "UPDATE "+table+" ") || strings.Contains(text, `UPDATE "`+table+`"`) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("the captured statements write no %s: the capture missed some of what the server runs", table)
+		}
+	}
+	return nil
+}
+
 // generatedIDs are the ids of the given kinds (say payment, receipt, event) that the server
 // made up while serving the sample: a replay needs fresh ones, or the primary keys refuse it.
 func generatedIDs(stmts []statement, prefixes ...string) []string {

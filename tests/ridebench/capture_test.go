@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +47,24 @@ func TestClaimReadIsTheLastReadOfDriversBeforeTheDriverIsWritten(t *testing.T) {
 	}
 	if _, err := claimRead(stmts[3:], "drv_x"); err == nil {
 		t.Error("claimRead found a read of drivers where there is none before the write")
+	}
+}
+
+func TestWritesNamesATableNoCapturedStatementWrites(t *testing.T) {
+	stmts := []statement{
+		{sql: "WITH async AS (SELECT 1)\nINSERT INTO idempotency_records\n    (account) SELECT $1 FROM async"},
+		{sql: `SELECT trips.id FROM trips WHERE trips.id = $1 FOR UPDATE OF trips`},
+		{sql: `INSERT INTO "payments" ("id") VALUES ($1)`},
+		{sql: "UPDATE idempotency_records\nSET status = $1"},
+	}
+	if err := writes(stmts, "idempotency_records", "payments"); err != nil {
+		t.Errorf("writes: %v", err)
+	}
+	if err := writes(stmts[3:], "idempotency_records"); err != nil {
+		t.Errorf("an UPDATE across lines: %v", err)
+	}
+	err := writes(stmts, "payments", "trips", "receipts")
+	if err == nil || !strings.Contains(err.Error(), "no trips") {
+		t.Errorf("writes named %v, want the trips a SELECT … FOR UPDATE only reads", err)
 	}
 }

@@ -270,8 +270,11 @@ func (b *bench) scenarios(ctx context.Context) ([]*scenario, error) {
 	b.payRef = b.payRef[:len(b.payRef)-1]
 	sampleKey := ride.NewID("bench")
 	paySQL, err := capture(payReq(samplePay, sampleKey))
+	if err == nil {
+		err = writes(paySQL, "idempotency_records", "payments", "receipts", "events")
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("POST /v1/payments: %w", err)
 	}
 	generated := generatedIDs(paySQL, ride.PrefixPayment, ride.PrefixReceipt, ride.PrefixEvent)
 	out = append(out, &scenario{
