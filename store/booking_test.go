@@ -52,6 +52,32 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				createTrip(ctx, st, tripOpts{Status: store.TripStatusCancelled, DriverID: d1.ID, RiderID: r1.ID})
 			})
 
+			It("books the trip when the active trip that refused it ends before it can be named", func(ctx SpecContext) {
+				first := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
+				driver := createDriver(ctx, st, driverOpts{City: first.City})
+				holds := 0
+				DeferCleanup(store.HoldTripConflict(func() {
+					holds++
+					if holds == 1 { // the rider's trip ends between the refusal and the look
+						at := time.Now()
+						Expect(st.SetTripStatus(ctx, store.SetTripStatusParams{ID: first.ID, From: store.TripStatusAccepted,
+							To: store.TripStatusCancelled, At: at, CancelledAt: &at})).To(Succeed())
+					}
+				}))
+				second, err := st.CreateTrip(ctx, tripFor(first, newID("trp_"), driver.ID, first.RiderID, store.TripStatusAccepted))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(holds).To(Equal(1), "one refusal, then the insert again")
+				got, err := st.TripByID(ctx, second.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.RiderID).To(Equal(first.RiderID))
+				Expect(got.Status).To(Equal(store.TripStatusAccepted))
+
+				By("a refusal still names the trip that stays")
+				_, err = st.CreateTrip(ctx, tripFor(first, newID("trp_"), createDriver(ctx, st, driverOpts{City: first.City}).ID, first.RiderID, store.TripStatusAccepted))
+				Expect(err).To(MatchError(store.ErrRiderHasActiveTrip))
+				Expect(holds).To(Equal(2))
+			})
+
 			It("leaves the caller's transaction usable after a refused insert", func(ctx SpecContext) {
 				first := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
 				var after store.Trip

@@ -37,6 +37,13 @@ func (s *Store) TripReadsRunning() int {
 	return s.reads.running
 }
 
+// HoldTripConflict makes every refused insert of an active trip call hold before it looks
+// for the trip that refused it.
+func HoldTripConflict(hold func()) (restore func()) {
+	tripConflictHold = hold
+	return func() { tripConflictHold = nil }
+}
+
 // HoldSharedReads makes every trip statement that identical reads could share call hold
 // after reading its rows, before it ends for the reads waiting for the next one.
 func HoldSharedReads(hold func()) (restore func()) {

@@ -26,15 +26,36 @@ func (s *Store) CreateTrip(ctx context.Context, t Trip) (Trip, error) {
 		}
 		t.Account = r.Account
 	}
-	err := s.insertTrip(ctx, &t)
-	if errors.Is(err, ErrDuplicate) && activeStatus(t.Status) {
-		return Trip{}, s.activeTripConflict(ctx, t, err)
+	for attempt := 1; ; attempt++ {
+		err := s.insertTrip(ctx, &t)
+		if !errors.Is(err, ErrDuplicate) || !activeStatus(t.Status) {
+			if err != nil {
+				return Trip{}, err
+			}
+			return t, nil
+		}
+		if tripConflictHold != nil {
+			tripConflictHold()
+		}
+		if conflict := s.activeTripConflict(ctx, t, err); conflict != nil {
+			return Trip{}, conflict
+		}
+		// Nothing refuses the trip any more: the rider's or driver's active trip that did
+		// ended in between. Insert it again, as if it had come a moment later.
+		if attempt == activeTripInsertAttempts {
+			return Trip{}, err
+		}
 	}
-	if err != nil {
-		return Trip{}, err
-	}
-	return t, nil
 }
+
+// activeTripInsertAttempts bounds the inserts of one active trip whose refusal each time
+// names no trip (activeTripConflict): each needs another trip of the same rider or driver to
+// end between the insert and the look.
+const activeTripInsertAttempts = 3
+
+// tripConflictHold, when set (by specs), runs after an active trip's insert was refused,
+// before activeTripConflict looks for what refused it.
+var tripConflictHold func()
 
 // tripColumns are the columns a trip is inserted with, in the order of Trip.insertValues.
 const tripColumns = `id, account, status, ride_type, city, rider_id, driver_id, pickup_lat, pickup_lng,
@@ -73,8 +94,9 @@ func (s *Store) insertTrip(ctx context.Context, t *Trip) error {
 
 // activeTripConflict names the unique index an active trip's insert broke. The engines report
 // it differently (a constraint name, a column list) and GORM's translation drops it, so it is
-// found again by asking: a repeated id is a plain duplicate; otherwise the rider, then the
-// driver, already has an active trip (the rider first, as booking checks it first).
+// found again by asking: a repeated id is a plain duplicate (cause); otherwise the rider, then
+// the driver, already has an active trip (the rider first, as booking checks it first). nil
+// when none of them holds any more: the trip that refused the insert has ended since.
 func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) error {
 	checks := []struct {
 		where string
@@ -97,7 +119,7 @@ func (s *Store) activeTripConflict(ctx context.Context, t Trip, cause error) err
 			return fmt.Errorf("%w: %w", c.err, cause)
 		}
 	}
-	return cause
+	return nil
 }
 
 // TripByID returns one trip with its driver, in one query, or ErrNotFound. It is the service's
