@@ -78,6 +78,38 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 				Expect(holds).To(Equal(2))
 			})
 
+			It("refuses, names and inserts again on a request's transaction, through pgx on its connection", func(ctx SpecContext) {
+				if e.name != "PostgreSQL" {
+					Skip("SQLite runs its transactions through GORM, and one at a time: the hold could not end a trip meanwhile")
+				}
+				// A request's context is never cancelled (the server runs its work without the
+				// client's cancellation), so its transaction's statements run through pgx on the
+				// transaction's connection; a spec's context would send them through GORM.
+				reqCtx := context.WithoutCancel(ctx)
+				busy := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
+				ending := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
+				holds := 0
+				DeferCleanup(store.HoldTripConflict(func() {
+					holds++
+					if holds == 2 { // the second refusal's trip ends, from outside the transaction
+						at := time.Now()
+						Expect(st.SetTripStatus(ctx, store.SetTripStatusParams{ID: ending.ID, From: store.TripStatusAccepted,
+							To: store.TripStatusCompleted, At: at, CompletedAt: &at})).To(Succeed())
+					}
+				}))
+				var booked store.Trip
+				Expect(st.WithTx(reqCtx, func(tx *store.Store) error {
+					_, err := tx.CreateTrip(reqCtx, tripFor(busy, newID("trp_"), createDriver(ctx, st, driverOpts{City: busy.City}).ID, busy.RiderID, store.TripStatusAccepted))
+					Expect(err).To(MatchError(store.ErrRiderHasActiveTrip))
+					booked, err = tx.CreateTrip(reqCtx, tripFor(ending, newID("trp_"), createDriver(ctx, st, driverOpts{City: ending.City}).ID, ending.RiderID, store.TripStatusAccepted))
+					return err
+				})).To(Succeed())
+				Expect(holds).To(Equal(2))
+				got, err := st.TripByID(ctx, booked.ID)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.RiderID).To(Equal(ending.RiderID))
+			})
+
 			It("leaves the caller's transaction usable after a refused insert", func(ctx SpecContext) {
 				first := createTrip(ctx, st, tripOpts{Status: store.TripStatusAccepted})
 				var after store.Trip

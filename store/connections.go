@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -202,6 +203,7 @@ func Unavailable(err error) bool {
 	switch {
 	case errors.As(err, &connectErr), errors.As(err, &netErr),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, sql.ErrConnDone), // a transaction's connection gone before its statement (onTxConn)
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return true

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +33,7 @@ var _ = Describe("Telling an unreachable database from a refused statement", fun
 			deadline.Err(),
 			fmt.Errorf("query: %w", &pgconn.PgError{Code: "08006"}),
 			&pgconn.PgError{Code: "57P01"}, &pgconn.PgError{Code: "57P02"}, &pgconn.PgError{Code: "57P03"},
+			sql.ErrConnDone,
 		} {
 			Expect(store.Unavailable(err)).To(BeTrue(), "%v", err)
 		}
