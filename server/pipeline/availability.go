@@ -61,11 +61,13 @@ func Unavailable(err error) *problem.Error {
 //
 // The first failure of a check is logged as a warning, a declared outage once as an error
 // when it starts and once when it ends; the idempotency keys that could not be released
-// meanwhile are released when the database answers.
+// meanwhile are released when the database answers (at its next answer if it goes away
+// again first).
 type outage struct {
-	store *store.Store
-	log   *slog.Logger
-	stop  <-chan struct{}
+	ping    func(ctx context.Context) error                             // the store's Ping
+	release func(ctx context.Context, account, key, owner string) error // FailIdempotencyRecord
+	log     *slog.Logger
+	stop    <-chan struct{}
 
 	mu sync.Mutex
 	// probing is true while a probe runs: checking a failure, or waiting out an outage.
@@ -119,7 +121,7 @@ func (o *outage) probe() {
 	declared := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), ReadinessTimeout)
-		err := o.store.Ping(ctx)
+		err := o.ping(ctx)
 		cancel()
 		if err == nil {
 			break
@@ -141,15 +143,36 @@ func (o *outage) probe() {
 	releases, failed, since := o.releases, o.failed, o.since
 	o.releases, o.probing, o.down, o.failed = nil, false, false, 0
 	o.mu.Unlock()
+	var again []idempotencyRelease
 	for _, r := range releases {
 		ctx, cancel := context.WithTimeout(context.Background(), store.DefaultReadTimeout)
-		if err := o.store.FailIdempotencyRecord(ctx, r.account, r.key, r.owner); err != nil {
+		err := o.release(ctx, r.account, r.key, r.owner)
+		cancel()
+		switch {
+		case err == nil:
+		case store.Unavailable(err):
+			// Away again before the key was released: the 503 its request got said the key
+			// is free, so it must not wait for its lease to end. Released at the next answer.
+			again = append(again, r)
+		default:
 			o.log.Warn("release idempotency key after the outage", slog.String("error", err.Error()))
 		}
-		cancel()
 	}
 	if declared {
 		o.log.Info("database answers again", slog.Duration("outage", time.Since(since).Round(time.Millisecond)),
-			slog.Int("requests_answered_503", failed), slog.Int("idempotency_keys_released", len(releases)))
+			slog.Int("requests_answered_503", failed), slog.Int("idempotency_keys_released", len(releases)-len(again)))
+	}
+	if len(again) == 0 {
+		return
+	}
+	o.log.Warn("the database went away again while idempotency keys were released; releasing them at its next answer",
+		slog.Int("idempotency_keys", len(again)))
+	select {
+	case <-o.stop:
+		return
+	case <-time.After(outageProbeEvery):
+	}
+	for _, r := range again {
+		o.releaseLater(r.account, r.key, r.owner)
 	}
 }

@@ -85,7 +85,8 @@ func New(cfg Config) (*Pipeline, error) {
 		store: cfg.Store, now: cfg.Now, log: cfg.Log, metrics: cfg.Metrics,
 		idempotencyTTL:  cfg.IdempotencyTTL,
 		outsideDocument: map[string]bool{},
-		outage:          &outage{store: cfg.Store, log: cfg.Log, stop: cfg.Stop},
+		outage: &outage{ping: cfg.Store.Ping, release: cfg.Store.FailIdempotencyRecord,
+			log: cfg.Log, stop: cfg.Stop},
 	}
 	for _, route := range cfg.OutsideDocument {
 		pl.outsideDocument[route] = true
