@@ -60,7 +60,8 @@ func interpretError(err error) error {
 		return fmt.Errorf("%w: %w", ErrInvalidReference, err)
 	}
 
-	// Errors that did not pass through GORM's translator (raw rows, commits).
+	// Errors that did not pass through GORM's translator (raw rows, commits, a transaction's
+	// statements through pgx).
 	var pg interface{ SQLState() string }
 	if errors.As(err, &pg) {
 		switch pg.SQLState() {
