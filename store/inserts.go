@@ -62,8 +62,8 @@ func (s *Store) insertReturning(ctx context.Context, query string, values []any,
 
 // readRow runs query, a constant statement returning one row (rowSQL), and scans that row
 // into dest; ErrNotFound when it returns none. In a transaction on PostgreSQL the row is read
-// through pgx on the transaction's connection (onTxConn), without GORM's processor when its
-// text is prebuilt; elsewhere as queryRow reads it.
+// through pgx on the transaction's connection (onTxConn), without GORM's processor;
+// elsewhere, and for a statement whose text depends on its values, as queryRow reads it.
 func (s *Store) readRow(ctx context.Context, query string, vars []any, dest ...any) error {
 	if s.txConn != nil {
 		if sql, ok := s.sql.of(query, vars); ok {
@@ -74,19 +74,7 @@ func (s *Store) readRow(ctx context.Context, query string, vars []any, dest ...a
 			return interpretError(err)
 		}
 	}
-	q := s.rowSQL(ctx, query, vars...)
-	if s.txConn == nil {
-		return queryRow(q, dest...)
-	}
-	row := &pgxRow{conn: s.txConn, dest: dest}
-	rows, err := q.Set(pgxRowSetting, row).Rows()
-	if row.ran {
-		return interpretError(row.err)
-	}
-	if err != nil {
-		return interpretError(err)
-	}
-	return scanRow(rows, dest...)
+	return queryRow(s.rowSQL(ctx, query, vars...), dest...)
 }
 
 // queryRow runs q, a statement returning one row, and scans that row into dest; ErrNotFound

@@ -28,11 +28,11 @@ import (
 // (admission), and is seen by every callback registered around GORM's row callback, which
 // rowQuery replaces. Only where GORM would call database/sql's QueryContext on the pool does
 // it run on the pool's connection through pgx instead, sharing the statement with identical
-// reads under way (shared_reads.go). A transaction's hot single-row reads (readRow) run on
-// its own connection through pgx the same way; its other reads, a standby's and SQLite's go
-// through database/sql as before. Its prebuilt writes (execSQL) run on its connection through
-// pgx too, without GORM's processor: in a transaction every callback around them (admission,
-// standby positions) has nothing to do.
+// reads under way (shared_reads.go). A transaction's prebuilt statements, its single-row reads
+// (readRow) and its writes (execSQL), run on its own connection through pgx without GORM's
+// processor (onTxConn): in a transaction every callback around them (admission, standby
+// positions) has nothing to do. Its other statements, a standby's and SQLite's go through
+// database/sql as before.
 
 // pgxReadSetting is the statement setting that asks rowQuery for a pgx read (a *pgxRead).
 const pgxReadSetting = "ride:pgx_read"
@@ -61,29 +61,9 @@ func readTrips(q *gorm.DB, expected int, extra ...any) ([]Trip, error) {
 	return scanTrips(rows, err, expected, extra...)
 }
 
-// pgxRowSetting is the statement setting that asks rowQuery to read a transaction's row
-// through pgx (a *pgxRow).
-const pgxRowSetting = "ride:pgx_row"
-
-// pgxRow is one row a transaction's statement reads through pgx, on the transaction's own
-// connection, into dest, and its outcome.
-type pgxRow struct {
-	conn *sql.Conn // the transaction's connection (Store.txConn)
-	dest []any
-	ran  bool  // rowQuery ran it: err is its outcome
-	err  error // ErrNotFound when the statement returned no row
-}
-
 // rowQuery is GORM's row callback, which runs a statement that asked for a pgx read
-// (readTrips) on the pool through pgx, and a transaction's that asked for a pgx row (readRow)
-// on the transaction's connection.
+// (readTrips) on the pool through pgx.
 func rowQuery(db *gorm.DB) {
-	if value, ok := db.Statement.Settings.Load(pgxRowSetting); ok {
-		if _, inTx := db.Statement.ConnPool.(*sql.Tx); inTx && db.Error == nil {
-			txRow(db, value.(*pgxRow))
-			return
-		}
-	}
 	value, _ := db.Statement.Settings.Load(pgxReadSetting)
 	read, _ := value.(*pgxRead)
 	pool, onPool := db.Statement.ConnPool.(*sql.DB)
@@ -110,22 +90,6 @@ func rowQuery(db *gorm.DB) {
 		_ = db.AddError(read.err)
 	}
 	db.RowsAffected = int64(len(read.trips))
-}
-
-// txRow runs a transaction's statement that returns one row through pgx, on the connection
-// the transaction holds (onTxConn), and scans the row into row.dest: the Row callback's way
-// for a statement whose text GORM builds (readRow runs the prebuilt ones itself).
-func txRow(db *gorm.DB, row *pgxRow) {
-	callbacks.BuildQuerySQL(db)
-	if db.DryRun || db.Error != nil {
-		return
-	}
-	row.ran = true
-	ctx, query, vars := db.Statement.Context, db.Statement.SQL.String(), db.Statement.Vars
-	row.err = onTxConn(row.conn, func(conn *pgx.Conn) error { return scanOneRow(ctx, conn, query, vars, row.dest) })
-	if row.err != nil && row.err != ErrNotFound {
-		_ = db.AddError(row.err)
-	}
 }
 
 // onTxConn runs f on the pgx connection of conn, the connection a transaction holds:

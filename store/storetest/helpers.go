@@ -57,10 +57,9 @@ func directStatement(ctx context.Context, sql string, vars []any) Statement {
 // OnReads calls fn after each read st runs: every statement of GORM's query callbacks (Find,
 // First, Take, Count) and row callbacks (Row, Rows, Scan, which the store's hot trip reads use)
 // that only reads, and a transaction's prebuilt reads, which run without GORM's processor. A
-// row callback also runs writes that return rows (INSERT … RETURNING, a
-// claim's WITH … INSERT): those are left out, by their text (IsRead).
-// name identifies the registration, once per st. GORM's callbacks may not change while
-// statements run: register before st is in use.
+// row callback also runs writes that return rows (INSERT … RETURNING, a claim's WITH …
+// INSERT): those are left out, by their text (IsRead). name identifies the registration, once
+// per st. GORM's callbacks may not change while statements run: register before st is in use.
 func OnReads(st *store.Store, name string, fn func(Statement)) error {
 	record := func(db *gorm.DB) {
 		if s := statementOf(db); IsRead(s.SQL) {
@@ -80,8 +79,9 @@ func OnReads(st *store.Store, name string, fn func(Statement)) error {
 }
 
 // OnStatements calls fn after each statement st runs, whatever its kind: creates, queries,
-// updates, deletes, row reads and raw statements, through GORM's processor or not. name identifies the registration, once per
-// st. GORM's callbacks may not change while statements run: register before st is in use.
+// updates, deletes, row reads and raw statements, through GORM's processor or not. name
+// identifies the registration, once per st. GORM's callbacks may not change while statements
+// run: register before st is in use.
 func OnStatements(st *store.Store, name string, fn func(Statement)) error {
 	handle.OnDirect(st, func(ctx context.Context, sql string, vars []any) { fn(directStatement(ctx, sql, vars)) })
 	record := func(db *gorm.DB) { fn(statementOf(db)) }
