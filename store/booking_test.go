@@ -259,9 +259,15 @@ var _ = Describe("Booking and the trip lifecycle", func() {
 					RideTypes: "economy,xl", CreatedAt: at.Add(-time.Hour), UpdatedAt: at.Add(-time.Minute)})
 				Expect(err).NotTo(HaveOccurred())
 				claimedAt := at.Add(time.Second)
-				got, err := st.ClaimNearestDriver(ctx, store.ClaimNearestDriverParams{City: city, RideType: "xl",
-					Lat: 37.79, Lng: -122.40, FreshSince: at.Add(-time.Minute), At: claimedAt})
-				Expect(err).NotTo(HaveOccurred())
+				// Claimed as a booking claims it, in a request's transaction: on PostgreSQL its
+				// statements run through pgx on the transaction's connection.
+				reqCtx := context.WithoutCancel(ctx)
+				var got store.Driver
+				Expect(st.WithTx(reqCtx, func(tx *store.Store) (err error) {
+					got, err = tx.ClaimNearestDriver(reqCtx, store.ClaimNearestDriverParams{City: city, RideType: "xl",
+						Lat: 37.79, Lng: -122.40, FreshSince: at.Add(-time.Minute), At: claimedAt})
+					return err
+				})).To(Succeed())
 				// Every field is set, to values no other field of its type holds, so a column
 				// left out or two swapped come back different; the claim changes two of them.
 				Expect(got.Available).To(BeFalse())

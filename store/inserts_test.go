@@ -81,6 +81,15 @@ var _ = Describe("Hand-written inserts", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(read).To(Equal(estimate))
 			Expect(read.CreatedAt.Location()).To(Equal(time.UTC))
+			// And as a booking reads it, in a request's transaction: on PostgreSQL through pgx
+			// on the transaction's connection.
+			reqCtx := context.WithoutCancel(ctx)
+			Expect(e.shared.WithTx(reqCtx, func(tx *store.Store) (err error) {
+				read, err = tx.FareEstimateByID(reqCtx, trip.Account, estimate.ID)
+				return err
+			})).To(Succeed())
+			Expect(read).To(Equal(estimate))
+			Expect(read.CreatedAt.Location()).To(Equal(time.UTC))
 
 			// Unused and unbooked: the nullable columns come back nil.
 			fresh := store.FareEstimate{ID: newID("est_"), RideType: "xl", City: trip.City, OriginLat: 1, OriginLng: 2,
@@ -106,8 +115,13 @@ var _ = Describe("Hand-written inserts", func() {
 				DropoffAddress: &to, PickupTime: at, FareTotal: 1850, FareCurrency: "usd", ETAMinutes: &eta,
 				CreatedAt: at.Add(time.Second), UpdatedAt: at.Add(2 * time.Second), CompletedAt: &completed,
 				CancelledAt: &cancelled, RoutePolyline: "_p~iF~ps|U", MatchingScore: 0.75, DriverPayout: 1480, PlatformCost: 37}
-			_, err := e.shared.CreateTrip(ctx, trip)
-			Expect(err).NotTo(HaveOccurred())
+			// Inserted as a booking inserts it, in a request's transaction: on PostgreSQL through
+			// pgx on the transaction's connection.
+			reqCtx := context.WithoutCancel(ctx)
+			Expect(e.shared.WithTx(reqCtx, func(tx *store.Store) error {
+				_, err := tx.CreateTrip(reqCtx, trip)
+				return err
+			})).To(Succeed())
 
 			var back store.Trip
 			Expect(e.shared.TestDB().WithContext(ctx).Where("id = ?", trip.ID).Take(&back).Error).To(Succeed())
@@ -116,7 +130,7 @@ var _ = Describe("Hand-written inserts", func() {
 			trip.CompletedAt, trip.CancelledAt = &completedStored, &cancelledStored
 			Expect(back).To(Equal(trip))
 
-			_, err = e.shared.CreateTrip(ctx, trip)
+			_, err := e.shared.CreateTrip(ctx, trip)
 			Expect(err).To(MatchError(store.ErrDuplicate))
 		})
 
