@@ -18,8 +18,10 @@ type fairListener struct {
 	max int
 
 	mu    sync.Mutex
-	freed *sync.Cond // signalled when a slot frees
+	freed *sync.Cond // broadcast when a slot frees or a connection may have become evictable
 	open  map[*trackedConn]struct{}
+	// waiting is whether Accept waits for room, for specs to act only once it does.
+	waiting bool
 }
 
 // newGrace is how long a new connection may stay silent before it counts as idle.
@@ -53,7 +55,7 @@ func (l *fairListener) Accept() (net.Conn, error) {
 			l.mu.Lock()
 			continue
 		}
-		l.freed.Wait()
+		l.waitForRoom()
 	}
 	// Hold the slot while accepting, so that a connection past the cap waits in the backlog.
 	placeholder := &trackedConn{l: l, state: http.StateActive, since: time.Now()}
@@ -64,7 +66,7 @@ func (l *fairListener) Accept() (net.Conn, error) {
 	l.mu.Lock()
 	delete(l.open, placeholder)
 	if err != nil {
-		l.freed.Signal()
+		l.freed.Broadcast()
 		l.mu.Unlock()
 		return nil, err
 	}
@@ -72,6 +74,32 @@ func (l *fairListener) Accept() (net.Conn, error) {
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
 	return tc, nil
+}
+
+// waitForRoom waits, with l.mu held, until a slot frees or a connection becomes evictable:
+// it goes idle (connState says so) or a silent new one reaches newGrace (a timer says so).
+func (l *fairListener) waitForRoom() {
+	var graceEnds time.Time
+	for c := range l.open {
+		if c.Conn != nil && !c.releasing && c.state == http.StateNew {
+			if ends := c.since.Add(newGrace); graceEnds.IsZero() || ends.Before(graceEnds) {
+				graceEnds = ends
+			}
+		}
+	}
+	if !graceEnds.IsZero() {
+		wake := time.AfterFunc(time.Until(graceEnds), l.wake)
+		defer wake.Stop()
+	}
+	l.waiting = true
+	l.freed.Wait()
+	l.waiting = false
+}
+
+func (l *fairListener) wake() {
+	l.mu.Lock()
+	l.freed.Broadcast()
+	l.mu.Unlock()
 }
 
 // idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
@@ -113,6 +141,9 @@ func (l *fairListener) connState(c net.Conn, state http.ConnState) {
 		return
 	}
 	tc.state, tc.since = state, time.Now()
+	if state == http.StateIdle {
+		l.freed.Broadcast()
+	}
 }
 
 func (c *trackedConn) Close() error {
@@ -122,7 +153,7 @@ func (c *trackedConn) Close() error {
 	if !c.closed {
 		c.closed = true
 		delete(l.open, c)
-		l.freed.Signal()
+		l.freed.Broadcast()
 	}
 	l.mu.Unlock()
 	return err
