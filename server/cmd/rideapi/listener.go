@@ -4,27 +4,34 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // fairListener caps the open client connections of one process, as netutil.LimitListener does,
 // but never lets connections that do nothing keep others out: when every slot is taken and a
-// client connects, the connection idle the longest (a keep-alive between requests, or one
-// that has sent nothing for newGrace) is closed to make room. Connections busy with a request
-// are never cut; while all of them are busy, new ones wait in the kernel's backlog. So holding
-// thousands of idle connections, which costs an attacker nothing, no longer refuses anyone.
+// client connects, the connection idle the longest is closed to make room for it. Idle means a
+// keep-alive that has received nothing since its last answer, or else a connection that has
+// received nothing for newGrace (a new one that sends nothing, or one whose request stopped
+// arriving halfway). A connection receiving a request, or busy with one, is never cut; while
+// every slot holds one, the newcomer waits, accepted, and later ones in the kernel's backlog.
+// So holding thousands of idle connections, which costs an attacker nothing, no longer
+// refuses anyone, and the cap is never reached without a newcomer to make room for.
 type fairListener struct {
 	net.Listener
 	max int
 
 	mu    sync.Mutex
-	freed *sync.Cond // broadcast when a slot frees or a connection may have become evictable
+	freed *sync.Cond // broadcast when a slot frees, a connection may have become evictable, or the listener closes
 	open  map[*trackedConn]struct{}
+	// closed is whether Close was called: a newcomer waiting for room is turned away.
+	closed bool
 	// waiting is whether Accept waits for room, for specs to act only once it does.
 	waiting bool
 }
 
-// newGrace is how long a new connection may stay silent before it counts as idle.
+// newGrace is how long a connection that is not an idle keep-alive may receive nothing before
+// it counts as idle.
 const newGrace = time.Second
 
 func newFairListener(ln net.Listener, max int) *fairListener {
@@ -33,22 +40,46 @@ func newFairListener(ln net.Listener, max int) *fairListener {
 	return l
 }
 
-// trackedConn is an accepted connection and what the HTTP server last said of it.
+// epoch anchors monotonic instants kept as integers (trackedConn.lastRead is written by the
+// connection's reads without the listener's lock).
+var epoch = time.Now()
+
+func monotonic() int64 { return int64(time.Since(epoch)) }
+
+// trackedConn is an accepted connection, what the HTTP server last said of it, and when it
+// last received anything.
 type trackedConn struct {
 	net.Conn
 	l *fairListener
 
+	// lastRead is when a read last returned bytes (monotonic); 0 for never.
+	lastRead atomic.Int64
+
 	// Guarded by l.mu.
 	state     http.ConnState
-	since     time.Time
+	since     int64 // when state was reported (monotonic), or when the connection got its slot
 	closed    bool
 	releasing bool
 }
 
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(monotonic())
+	}
+	return n, err
+}
+
+// Accept takes the next connection off the backlog, then finds it a slot: a free one, or one
+// an idle connection gives up, or the first to free while it waits.
 func (l *fairListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
-	for len(l.open) >= l.max {
-		if victim := l.idlest(time.Now()); victim != nil {
+	for len(l.open) >= l.max && !l.closed {
+		if victim := l.idlest(monotonic()); victim != nil {
 			victim.releasing = true
 			l.mu.Unlock()
 			_ = victim.Close() // frees its slot
@@ -57,38 +88,76 @@ func (l *fairListener) Accept() (net.Conn, error) {
 		}
 		l.waitForRoom()
 	}
-	// Hold the slot while accepting, so that a connection past the cap waits in the backlog.
-	placeholder := &trackedConn{l: l, state: http.StateActive, since: time.Now()}
-	l.open[placeholder] = struct{}{}
-	l.mu.Unlock()
-
-	c, err := l.Listener.Accept()
-	l.mu.Lock()
-	delete(l.open, placeholder)
-	if err != nil {
-		l.freed.Broadcast()
+	if l.closed {
 		l.mu.Unlock()
-		return nil, err
+		_ = c.Close()
+		return nil, net.ErrClosed
 	}
-	tc := &trackedConn{Conn: c, l: l, state: http.StateNew, since: time.Now()}
+	tc := &trackedConn{Conn: c, l: l, state: http.StateNew, since: monotonic()}
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
 	return tc, nil
 }
 
-// waitForRoom waits, with l.mu held, until a slot frees or a connection becomes evictable:
-// it goes idle (connState says so) or a silent new one reaches newGrace (a timer says so).
-func (l *fairListener) waitForRoom() {
-	var graceEnds time.Time
+// Close stops accepting: a newcomer waiting for room is closed, and Accept returns
+// net.ErrClosed, so that the HTTP server's Shutdown is not held by a full house.
+func (l *fairListener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.freed.Broadcast()
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+// quiet tells whether c counts as idle at now, and how: an idle keep-alive that has received
+// nothing since its last answer is idle at once (rank 0); any other connection that is not
+// busy with a request, once it has received nothing for newGrace (rank 1). idleAt is when it
+// became idle, or will if nothing arrives first. Called with l.mu held.
+func (c *trackedConn) quiet(now int64) (idle bool, rank int, idleAt int64) {
+	if c.releasing {
+		return false, 0, 0
+	}
+	last := c.lastRead.Load()
+	switch {
+	case c.state == http.StateIdle && last <= c.since:
+		return true, 0, c.since
+	case c.state == http.StateIdle || c.state == http.StateNew:
+		idleAt = max(c.since, last) + int64(newGrace)
+		return now >= idleAt, 1, idleAt
+	}
+	return false, 0, 0 // busy with a request, or taken over (a WebSocket)
+}
+
+// idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
+// connection silent the longest past newGrace; nil when none is idle.
+func (l *fairListener) idlest(now int64) *trackedConn {
+	var best *trackedConn
+	var bestRank int
+	var bestAt int64
 	for c := range l.open {
-		if c.Conn != nil && !c.releasing && c.state == http.StateNew {
-			if ends := c.since.Add(newGrace); graceEnds.IsZero() || ends.Before(graceEnds) {
-				graceEnds = ends
-			}
+		idle, rank, at := c.quiet(now)
+		if !idle {
+			continue
+		}
+		if best == nil || rank < bestRank || (rank == bestRank && at < bestAt) {
+			best, bestRank, bestAt = c, rank, at
 		}
 	}
-	if !graceEnds.IsZero() {
-		wake := time.AfterFunc(time.Until(graceEnds), l.wake)
+	return best
+}
+
+// waitForRoom waits, with l.mu held, until a slot frees, a connection may have become idle
+// (connState says a keep-alive is, or a timer that one has been silent for newGrace), or the
+// listener closes.
+func (l *fairListener) waitForRoom() {
+	var next int64
+	for c := range l.open {
+		if _, rank, at := c.quiet(0); rank == 1 && (next == 0 || at < next) {
+			next = at
+		}
+	}
+	if next != 0 {
+		wake := time.AfterFunc(time.Duration(next-monotonic()), l.wake)
 		defer wake.Stop()
 	}
 	l.waiting = true
@@ -102,33 +171,6 @@ func (l *fairListener) wake() {
 	l.mu.Unlock()
 }
 
-// idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
-// longest silent new connection past newGrace; nil when every connection is busy.
-func (l *fairListener) idlest(now time.Time) *trackedConn {
-	var best *trackedConn
-	for c := range l.open {
-		if c.releasing || c.Conn == nil {
-			continue
-		}
-		evictable := c.state == http.StateIdle || (c.state == http.StateNew && now.Sub(c.since) >= newGrace)
-		if !evictable {
-			continue
-		}
-		if best == nil || rank(c) < rank(best) || (rank(c) == rank(best) && c.since.Before(best.since)) {
-			best = c
-		}
-	}
-	return best
-}
-
-// rank orders evictable connections: idle keep-alives before silent new ones.
-func rank(c *trackedConn) int {
-	if c.state == http.StateIdle {
-		return 0
-	}
-	return 1
-}
-
 // connState is the HTTP server's ConnState hook: it keeps each connection's state and since.
 func (l *fairListener) connState(c net.Conn, state http.ConnState) {
 	tc, ok := c.(*trackedConn)
@@ -140,7 +182,7 @@ func (l *fairListener) connState(c net.Conn, state http.ConnState) {
 	if tc.closed {
 		return
 	}
-	tc.state, tc.since = state, time.Now()
+	tc.state, tc.since = state, monotonic()
 	if state == http.StateIdle {
 		l.freed.Broadcast()
 	}

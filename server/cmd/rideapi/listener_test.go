@@ -1,22 +1,40 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 )
 
-// pipeListener hands out one end of a net.Pipe for every connection a test queues.
+// pipeListener hands out the server's end of a net.Pipe for every connection a test queues,
+// and says when Accept asks for one.
 type pipeListener struct {
-	conns chan net.Conn
+	conns  chan net.Conn
+	asked  chan struct{}
+	closed chan struct{}
 }
 
-func (l pipeListener) Accept() (net.Conn, error) { return <-l.conns, nil }
-func (l pipeListener) Close() error              { return nil }
-func (l pipeListener) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func newPipeListener() pipeListener {
+	return pipeListener{conns: make(chan net.Conn, 4), asked: make(chan struct{}, 16), closed: make(chan struct{})}
+}
 
-// queue makes a client connect: the server's end waits in the backlog until accepted.
+func (l pipeListener) Accept() (net.Conn, error) {
+	l.asked <- struct{}{}
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (l pipeListener) Close() error   { close(l.closed); return nil }
+func (l pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// queue makes a client connect: the server's end waits in the backlog until accepted. It
+// returns the client's end.
 func (l pipeListener) queue(t *testing.T) net.Conn {
 	server, client := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
@@ -24,14 +42,25 @@ func (l pipeListener) queue(t *testing.T) net.Conn {
 	return client
 }
 
+// connect queues a client and accepts it, in the given state.
+func connect(t *testing.T, backlog pipeListener, l *fairListener, state http.ConnState) (server *trackedConn, client net.Conn) {
+	t.Helper()
+	client = backlog.queue(t)
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-backlog.asked
+	l.connState(c, state)
+	return c.(*trackedConn), client
+}
+
 // acceptNext runs Accept in the background: the test decides when it may return.
-func acceptNext(l *fairListener) <-chan net.Conn {
-	accepted := make(chan net.Conn, 1)
+func acceptNext(l *fairListener) <-chan error {
+	accepted := make(chan error, 1)
 	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			accepted <- c
-		}
+		_, err := l.Accept()
+		accepted <- err
 	}()
 	return accepted
 }
@@ -50,29 +79,59 @@ func waitUntilWaiting(t *testing.T, l *fairListener) {
 	t.Fatal("Accept never waited for room")
 }
 
+func isClosed(l *fairListener, c *trackedConn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return c.closed
+}
+
+// Every slot taken by idle keep-alives, and nobody else in sight: all of them stay open.
+// Room is made for a client that has connected, not ahead of one.
+func TestFairListenerKeepsEverySlotUntilSomeoneArrives(t *testing.T) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 2)
+	first, _ := connect(t, backlog, l, http.StateIdle)
+	second, _ := connect(t, backlog, l, http.StateIdle)
+
+	accepted := acceptNext(l)
+	<-backlog.asked // Accept now waits for a client to connect
+	if isClosed(l, first) || isClosed(l, second) {
+		t.Fatal("an idle keep-alive was closed while nobody waited for its slot")
+	}
+
+	backlog.queue(t)
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(l, first) || isClosed(l, second) {
+		t.Fatal("the newcomer should have taken the slot of the connection idle the longest")
+	}
+}
+
 // The only slot holds a connection busy with a request when a newcomer arrives. The busy
 // connection then finishes and goes idle: that alone lets the newcomer in, by closing it.
 func TestFairListenerMakesRoomWhenABusyConnectionGoesIdle(t *testing.T) {
-	backlog := pipeListener{conns: make(chan net.Conn, 2)}
+	backlog := newPipeListener()
 	l := newFairListener(backlog, 1)
-	backlog.queue(t)
-	first, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.connState(first, http.StateActive)
+	busy, _ := connect(t, backlog, l, http.StateActive)
 
 	backlog.queue(t)
 	accepted := acceptNext(l)
 	waitUntilWaiting(t, l)
-	l.connState(first, http.StateIdle)
+	if isClosed(l, busy) {
+		t.Fatal("a connection busy with a request was closed for a newcomer")
+	}
+	l.connState(busy, http.StateIdle)
 
 	select {
-	case <-accepted:
+	case err := <-accepted:
+		if err != nil {
+			t.Fatal(err)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the newcomer still waits after the only connection went idle")
 	}
-	if !first.(*trackedConn).closed {
+	if !isClosed(l, busy) {
 		t.Fatal("the idle connection was not closed to make room")
 	}
 }
@@ -80,39 +139,105 @@ func TestFairListenerMakesRoomWhenABusyConnectionGoesIdle(t *testing.T) {
 // A connection that never sends a request holds the only slot: once it has been silent for
 // newGrace it is closed for a newcomer, with nothing else happening on the server.
 func TestFairListenerMakesRoomWhenANewConnectionStaysSilent(t *testing.T) {
-	backlog := pipeListener{conns: make(chan net.Conn, 2)}
+	backlog := newPipeListener()
 	l := newFairListener(backlog, 1)
-	backlog.queue(t)
-	silent, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.connState(silent, http.StateNew)
+	silent, _ := connect(t, backlog, l, http.StateNew)
 
 	backlog.queue(t)
 	select {
-	case <-acceptNext(l):
+	case err := <-acceptNext(l):
+		if err != nil {
+			t.Fatal(err)
+		}
 	case <-time.After(10*time.Second + newGrace):
 		t.Fatal("the newcomer still waits behind a connection silent past its grace")
 	}
-	if !silent.(*trackedConn).closed {
+	if !isClosed(l, silent) {
 		t.Fatal("the silent connection was not closed to make room")
 	}
 }
 
-// A connection busy with a request is never chosen to make room, however long it has been busy.
-func TestFairListenerNeverClosesABusyConnection(t *testing.T) {
-	backlog := pipeListener{conns: make(chan net.Conn, 1)}
-	l := newFairListener(backlog, 1)
-	backlog.queue(t)
-	busy, err := l.Accept()
-	if err != nil {
+// A keep-alive whose next request is arriving (its header not yet whole, so the HTTP server
+// still calls it idle) is not idle: a newcomer takes the slot of one that receives nothing,
+// even one idle for less time.
+func TestFairListenerSparesAKeepAliveWhoseRequestIsArriving(t *testing.T) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 2)
+	arriving, client := connect(t, backlog, l, http.StateIdle)
+	idle, _ := connect(t, backlog, l, http.StateIdle)
+
+	// The first keep-alive, idle the longest, starts its next request.
+	go func() { _, _ = io.WriteString(client, "POST /v1/pay") }()
+	if _, err := arriving.Read(make([]byte, 12)); err != nil {
 		t.Fatal(err)
 	}
-	l.connState(busy, http.StateActive)
+
+	backlog.queue(t)
+	if err := <-acceptNext(l); err != nil {
+		t.Fatal(err)
+	}
+	if isClosed(l, arriving) {
+		t.Fatal("a keep-alive receiving its next request was closed for a newcomer")
+	}
+	if !isClosed(l, idle) {
+		t.Fatal("the keep-alive receiving nothing should have made room")
+	}
+}
+
+// A connection counts as silent from the last byte it received, not from when it connected:
+// a request arriving slowly is not cut while bytes keep coming.
+func TestFairListenerMeasuresSilenceFromTheLastByte(t *testing.T) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 1)
+	slow, _ := connect(t, backlog, l, http.StateNew)
+
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if victim := l.idlest(time.Now().Add(time.Hour)); victim != nil {
-		t.Fatal("a connection busy with a request was chosen to make room")
+	connected := slow.since
+	slow.lastRead.Store(connected + int64(newGrace)*9/10) // a byte shortly before its grace ends
+	if l.idlest(connected+int64(newGrace)*3/2) != nil {
+		t.Fatal("a connection that received a byte half a grace ago counts as silent")
+	}
+	if l.idlest(connected+int64(newGrace)*2) != slow {
+		t.Fatal("a connection silent for a whole grace since its last byte should count as idle")
+	}
+}
+
+// A connection busy with a request, or taken over (a WebSocket), is never chosen to make room,
+// however long it has been so.
+func TestFairListenerNeverClosesABusyConnection(t *testing.T) {
+	for _, state := range []http.ConnState{http.StateActive, http.StateHijacked} {
+		backlog := newPipeListener()
+		l := newFairListener(backlog, 1)
+		connect(t, backlog, l, state)
+		l.mu.Lock()
+		victim := l.idlest(monotonic() + int64(time.Hour))
+		l.mu.Unlock()
+		if victim != nil {
+			t.Fatalf("a connection in state %v was chosen to make room", state)
+		}
+	}
+}
+
+// Closing the listener turns away a newcomer waiting for room: the HTTP server's Shutdown
+// waits for Accept to return, and must not wait for a full house to empty.
+func TestFairListenerCloseEndsAWaitForRoom(t *testing.T) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 1)
+	connect(t, backlog, l, http.StateActive)
+
+	backlog.queue(t)
+	accepted := acceptNext(l)
+	waitUntilWaiting(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-accepted:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept still waits for room after the listener closed")
 	}
 }
