@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -32,18 +33,35 @@ const MaxBodyBytes = 1 << 20
 
 // LimitBody refuses bodies over MaxBodyBytes with 413: by Content-Length at once, and by
 // counting what is read for bodies that do not say their length.
+//
+// A request answered without its body read to the end (refused before it: unauthenticated, an
+// unknown route, a method not allowed; or an operation that takes none) leaves the rest of the
+// body to the HTTP server, which reads it before answering so that the connection can carry the
+// next request. It now gets unreadBodyGrace for that, not the whole request's read timeout: a
+// client that trickles a body nobody wants would otherwise hold its connection, and its answer,
+// for as long as the transport allows, at no cost to itself.
 func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.ContentLength > MaxBodyBytes {
 			return echo.ErrStatusRequestEntityTooLarge
 		}
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = &limitedBody{body: req.Body, left: MaxBodyBytes}
+		if req.Body == nil || req.Body == http.NoBody {
+			return next(c)
 		}
-		return next(c)
+		body := &limitedBody{body: req.Body, left: MaxBodyBytes}
+		req.Body = body
+		err := next(c)
+		if !body.ended {
+			_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(unreadBodyGrace))
+		}
+		return err
 	}
 }
+
+// unreadBodyGrace bounds the wait for the rest of a body its request was answered without:
+// a client that sent its body whole has long sent it, and the connection is kept.
+const unreadBodyGrace = time.Second
 
 // limitedBody reads at most left more bytes of body, and fails with 413 when more follow.
 // Every other failure to read it is the client's: the body it announced did not arrive
@@ -54,6 +72,8 @@ func LimitBody(next echo.HandlerFunc) echo.HandlerFunc {
 type limitedBody struct {
 	body io.ReadCloser
 	left int64
+	// ended is whether a read reached the body's end, or failed.
+	ended bool
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -65,6 +85,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	b.left -= int64(n)
+	if err != nil {
+		b.ended = true
+	}
 	if b.left < 0 {
 		return n, echo.ErrStatusRequestEntityTooLarge
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,125 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 	_ = idle[0].SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := idle[0].Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the longest idle connection should have been closed, read: %v", err)
+	}
+}
+
+// serveOnLoopback serves the API on SQLite on a loopback port through the fair listener with
+// the given limits, until the test ends; it returns the address.
+func serveOnLoopback(t *testing.T, slots int, limits transport) string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{CursorSecret: []byte("main-test-secret-0123456789")}, server.Deps{Store: st, Starting: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- serveUntilDone(stop, newFairListener(raw, slots), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		st.Close()
+	})
+	addr := raw.Addr().String()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server was not ready within 30 s: %v", err)
+		}
+	}
+}
+
+// A client that trickles a body the server answers without reading (here, a payment without
+// a key: 401) gets its answer at once and loses the connection within a second, instead of
+// holding it, and its answer, for the whole request's read timeout.
+func TestAnUnreadBodyDoesNotHoldItsConnection(t *testing.T) {
+	// A whole request may take a minute here: only the unread body's own bound can end it sooner.
+	addr := serveOnLoopback(t, 8, transport{readHeader: 5 * time.Second, read: time.Minute, write: time.Minute, idle: time.Minute})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	trickling := make(chan struct{})
+	defer close(trickling)
+	go func() {
+		for {
+			select {
+			case <-trickling:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if _, err := io.WriteString(conn, " "); err != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // half the read timeout
+	reader := bufio.NewReader(conn)
+	res, err := http.ReadResponse(reader, nil)
+	if err != nil {
+		t.Fatalf("no answer while the body trickled: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", res.StatusCode)
+	}
+	if _, err := reader.ReadByte(); err != io.EOF {
+		t.Fatalf("the connection should have been closed after the answer, read: %v", err)
+	}
+}
+
+// A client whose body arrived whole keeps its connection when the body goes unread: the next
+// request on it is served.
+func TestAnUnreadBodySentWholeKeepsTheConnection(t *testing.T) {
+	addr := serveOnLoopback(t, 8, apiTransport)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	reader := bufio.NewReader(conn)
+	body := `{"trip_id":"trp_x"}` + strings.Repeat(" ", 64<<10) // past any buffer of the header's read
+	if _, err := io.WriteString(conn, "POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(reader, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", res.StatusCode)
+	}
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := http.ReadResponse(reader, nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the next request on the connection: %v %v", res, err)
 	}
 }
