@@ -102,32 +102,8 @@ func TestTransportLimitsFreeConnections(t *testing.T) {
 // which cost a client nothing to hold, and shows a newcomer is still served: the connection
 // idle the longest is closed for it.
 func TestIdleConnectionsMakeRoom(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Config{CursorSecret: []byte("main-test-secret-0123456789")}, server.Deps{Store: st, Starting: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := raw.Addr().String()
 	// Idle connections would last a minute on their own: only making room closes them here.
-	limits := transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second, idle: time.Minute}
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- serveUntilDone(stop, newFairListener(raw, 2), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	addr := serveOnLoopback(t, 2, transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second, idle: time.Minute})
 
 	get := func(conn net.Conn) (*http.Response, error) {
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
@@ -198,8 +174,10 @@ func serveOnLoopback(t *testing.T, slots int, limits transport) string {
 		st.Close()
 	})
 	addr := raw.Addr().String()
+	// The readiness probe keeps no connection: the test's own fill every slot.
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		res, err := http.Get("http://" + addr + "/readyz")
+		res, err := probe.Get("http://" + addr + "/readyz")
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
