@@ -67,11 +67,9 @@ func (s *Store) insertReturning(ctx context.Context, query string, values []any,
 func (s *Store) readRow(ctx context.Context, query string, vars []any, dest ...any) error {
 	if s.txConn != nil {
 		if sql, ok := s.sql.of(query, vars); ok {
-			err := onTxConn(s.txConn, func(conn *pgx.Conn) error {
+			return interpretError(s.onTx(ctx, sql, vars, func(conn *pgx.Conn) error {
 				return scanOneRow(ctx, conn, sql, vars, dest)
-			})
-			s.sql.ranDirect(ctx, sql, vars)
-			return interpretError(err)
+			}))
 		}
 	}
 	return queryRow(s.rowSQL(ctx, query, vars...), dest...)

@@ -124,6 +124,15 @@ func onTxConn(conn *sql.Conn, f func(*pgx.Conn) error) error {
 	return err
 }
 
+// onTx runs f, a prebuilt statement sql with vars, on the transaction's connection through pgx
+// (onTxConn), and tells the direct observers it ran (prebuiltSQL.ranDirect): GORM's callbacks
+// never see it.
+func (s *Store) onTx(ctx context.Context, sql string, vars []any, f func(*pgx.Conn) error) error {
+	err := onTxConn(s.txConn, f)
+	s.sql.ranDirect(ctx, sql, vars)
+	return err
+}
+
 // scanOneRow runs query on conn and scans its first row into dest; ErrNotFound when it
 // returns none.
 func scanOneRow(ctx context.Context, conn *pgx.Conn, query string, vars, dest []any) error {

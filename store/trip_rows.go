@@ -326,11 +326,10 @@ func (s *Store) execSQL(ctx context.Context, query string, vars ...any) execResu
 		return execResult{rows: res.RowsAffected, err: res.Error}
 	case s.txConn != nil:
 		var tag pgconn.CommandTag
-		err := onTxConn(s.txConn, func(conn *pgx.Conn) (err error) {
+		err := s.onTx(ctx, sql, vars, func(conn *pgx.Conn) (err error) {
 			tag, err = conn.Exec(ctx, sql, vars...)
 			return err
 		})
-		s.sql.ranDirect(ctx, sql, vars)
 		return execResult{rows: tag.RowsAffected(), err: err}
 	}
 	q := withPrebuilt(s.conn(ctx), sql, vars...)
