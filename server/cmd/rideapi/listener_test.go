@@ -79,6 +79,28 @@ func waitUntilWaiting(t *testing.T, l *fairListener) {
 	t.Fatal("Accept never waited for room")
 }
 
+// newcomerBehind fills a one-slot listener with a connection in state, and has a newcomer
+// connect: it returns the listener, that connection and the newcomer's Accept.
+func newcomerBehind(t *testing.T, state http.ConnState) (*fairListener, *trackedConn, <-chan error) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 1)
+	held, _ := connect(t, backlog, l, state)
+	backlog.queue(t)
+	return l, held, acceptNext(l)
+}
+
+// outcome is what Accept returned, within d; otherwise the test fails with stillWaits.
+func outcome(t *testing.T, accepted <-chan error, d time.Duration, stillWaits string) error {
+	t.Helper()
+	select {
+	case err := <-accepted:
+		return err
+	case <-time.After(d):
+		t.Fatal(stillWaits)
+		return nil
+	}
+}
+
 func isClosed(l *fairListener, c *trackedConn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -111,25 +133,15 @@ func TestFairListenerKeepsEverySlotUntilSomeoneArrives(t *testing.T) {
 // The only slot holds a connection busy with a request when a newcomer arrives. The busy
 // connection then finishes and goes idle: that alone lets the newcomer in, by closing it.
 func TestFairListenerMakesRoomWhenABusyConnectionGoesIdle(t *testing.T) {
-	backlog := newPipeListener()
-	l := newFairListener(backlog, 1)
-	busy, _ := connect(t, backlog, l, http.StateActive)
-
-	backlog.queue(t)
-	accepted := acceptNext(l)
+	l, busy, accepted := newcomerBehind(t, http.StateActive)
 	waitUntilWaiting(t, l)
 	if isClosed(l, busy) {
 		t.Fatal("a connection busy with a request was closed for a newcomer")
 	}
 	l.connState(busy, http.StateIdle)
 
-	select {
-	case err := <-accepted:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the newcomer still waits after the only connection went idle")
+	if err := outcome(t, accepted, 10*time.Second, "the newcomer still waits after the only connection went idle"); err != nil {
+		t.Fatal(err)
 	}
 	if !isClosed(l, busy) {
 		t.Fatal("the idle connection was not closed to make room")
@@ -139,18 +151,9 @@ func TestFairListenerMakesRoomWhenABusyConnectionGoesIdle(t *testing.T) {
 // A connection that never sends a request holds the only slot: once it has been silent for
 // newGrace it is closed for a newcomer, with nothing else happening on the server.
 func TestFairListenerMakesRoomWhenANewConnectionStaysSilent(t *testing.T) {
-	backlog := newPipeListener()
-	l := newFairListener(backlog, 1)
-	silent, _ := connect(t, backlog, l, http.StateNew)
-
-	backlog.queue(t)
-	select {
-	case err := <-acceptNext(l):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10*time.Second + newGrace):
-		t.Fatal("the newcomer still waits behind a connection silent past its grace")
+	l, silent, accepted := newcomerBehind(t, http.StateNew)
+	if err := outcome(t, accepted, 10*time.Second+newGrace, "the newcomer still waits behind a connection silent past its grace"); err != nil {
+		t.Fatal(err)
 	}
 	if !isClosed(l, silent) {
 		t.Fatal("the silent connection was not closed to make room")
@@ -222,22 +225,12 @@ func TestFairListenerNeverClosesABusyConnection(t *testing.T) {
 // Closing the listener turns away a newcomer waiting for room: the HTTP server's Shutdown
 // waits for Accept to return, and must not wait for a full house to empty.
 func TestFairListenerCloseEndsAWaitForRoom(t *testing.T) {
-	backlog := newPipeListener()
-	l := newFairListener(backlog, 1)
-	connect(t, backlog, l, http.StateActive)
-
-	backlog.queue(t)
-	accepted := acceptNext(l)
+	l, _, accepted := newcomerBehind(t, http.StateActive)
 	waitUntilWaiting(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-accepted:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Accept still waits for room after the listener closed")
+	if err := outcome(t, accepted, 10*time.Second, "Accept still waits for room after the listener closed"); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
 	}
 }

@@ -23,31 +23,8 @@ import (
 // would: idle after a request, or sending a request one byte at a time. The server lets go of
 // each within its limit instead of keeping it for as long as the client likes.
 func TestTransportLimitsFreeConnections(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := server.New(server.Config{CursorSecret: []byte("main-test-secret-0123456789")}, server.Deps{Store: st, Starting: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := raw.Addr().String()
-	limits := transport{readHeader: 300 * time.Millisecond, read: 300 * time.Millisecond, write: time.Second, idle: 300 * time.Millisecond}
-	stop, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		done <- serveUntilDone(stop, netutil.LimitListener(raw, 2), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	addr := serveOnLoopback(t, func(raw net.Listener) net.Listener { return netutil.LimitListener(raw, 2) },
+		transport{readHeader: 300 * time.Millisecond, read: 300 * time.Millisecond, write: time.Second, idle: 300 * time.Millisecond})
 
 	// closedWithin reports whether the server closes conn within d (reads until EOF).
 	closedWithin := func(conn net.Conn, d time.Duration) bool {
@@ -103,7 +80,7 @@ func TestTransportLimitsFreeConnections(t *testing.T) {
 // idle the longest is closed for it.
 func TestIdleConnectionsMakeRoom(t *testing.T) {
 	// Idle connections would last a minute on their own: only making room closes them here.
-	addr := serveOnLoopback(t, 2, transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second, idle: time.Minute})
+	addr := serveOnLoopback(t, fairSlots(2), transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: 5 * time.Second, idle: time.Minute})
 
 	get := func(conn net.Conn) (*http.Response, error) {
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
@@ -146,9 +123,10 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 	}
 }
 
-// serveOnLoopback serves the API on SQLite on a loopback port through the fair listener with
-// the given limits, until the test ends; it returns the address.
-func serveOnLoopback(t *testing.T, slots int, limits transport) string {
+// serveOnLoopback serves the API on SQLite on a loopback port, through the listener listen
+// makes of it, with the given limits, until the test ends; it returns the address once the
+// server is ready.
+func serveOnLoopback(t *testing.T, listen func(net.Listener) net.Listener, limits transport) string {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
@@ -166,7 +144,7 @@ func serveOnLoopback(t *testing.T, slots int, limits transport) string {
 	stop, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- serveUntilDone(stop, newFairListener(raw, slots), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
+		done <- serveUntilDone(stop, listen(raw), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -190,12 +168,17 @@ func serveOnLoopback(t *testing.T, slots int, limits transport) string {
 	}
 }
 
+// fairSlots is a fair listener of slots connections, for serveOnLoopback.
+func fairSlots(slots int) func(net.Listener) net.Listener {
+	return func(raw net.Listener) net.Listener { return newFairListener(raw, slots) }
+}
+
 // A client that trickles a body the server answers without reading (here, a payment without
 // a key: 401) gets its answer at once and loses the connection within a second, instead of
 // holding it, and its answer, for the whole request's read timeout.
 func TestAnUnreadBodyDoesNotHoldItsConnection(t *testing.T) {
 	// A whole request may take a minute here: only the unread body's own bound can end it sooner.
-	addr := serveOnLoopback(t, 8, transport{readHeader: 5 * time.Second, read: time.Minute, write: time.Minute, idle: time.Minute})
+	addr := serveOnLoopback(t, fairSlots(8), transport{readHeader: 5 * time.Second, read: time.Minute, write: time.Minute, idle: time.Minute})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +221,7 @@ func TestAnUnreadBodyDoesNotHoldItsConnection(t *testing.T) {
 // A client whose body arrived whole keeps its connection when the body goes unread: the next
 // request on it is served.
 func TestAnUnreadBodySentWholeKeepsTheConnection(t *testing.T) {
-	addr := serveOnLoopback(t, 8, apiTransport)
+	addr := serveOnLoopback(t, fairSlots(8), apiTransport)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
