@@ -76,6 +76,11 @@ type Config struct {
 	// GraphQLInitTimeout is how long a GraphQL socket may stay open without connection_init.
 	// Not read from the environment; tests shorten it. Zero means the protocol's 10 s.
 	GraphQLInitTimeout time.Duration
+	// MaxSessions is how many trip streams and GraphQL sockets the replica holds open at
+	// once, all accounts together; past it a stream is answered 503 and a socket closes with
+	// 1013. Not read from the environment (it follows the process's connection bound); tests
+	// lower it. Zero means auth.DefaultMaxSessions.
+	MaxSessions int
 
 	// WebhookInsecure allows plain-http webhook URLs and every address, loopback and private
 	// ones included, for development and tests (RIDE_WEBHOOK_INSECURE).

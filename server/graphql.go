@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -161,11 +162,20 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 		return graphqlapi.Session{}, p, err
 	}
 	held, release, err := s.auth.Hold(auth.WithPrincipal(ctx, p), p)
-	if errors.Is(err, auth.ErrTooManySessions) {
+	switch {
+	case errors.Is(err, auth.ErrTooManySessions):
 		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 4429,
 			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key"}
-	} else if err != nil {
+	case errors.Is(err, auth.ErrReplicaFull):
+		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 1013, // WebSocket's Try Again Later
+			Reason: "unavailable: this server holds as many streams and sockets as it may; retry"}
+	case err != nil:
 		return graphqlapi.Session{}, p, err
+	}
+	if !pipeline.KeepConnection(ctx) {
+		// Closed for a newcomer while it was still anonymous: nobody is left to answer.
+		release()
+		return graphqlapi.Session{}, p, net.ErrClosed
 	}
 	return graphqlapi.Session{
 		Context: held,

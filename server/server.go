@@ -136,6 +136,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.metrics = pipeline.NewMetrics(deps.Store.Pool())
 	s.auth = auth.New(deps.Store, s.now, s.metrics.Auth)
+	s.auth.LimitSessions(cfg.MaxSessions)
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
 	s.pipeline, err = pipeline.New(pipeline.Config{
 		Store: deps.Store, Now: s.now, Log: deps.Logger, Metrics: s.metrics, Auth: s.auth,

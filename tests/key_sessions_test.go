@@ -100,6 +100,53 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		}).WithTimeout(5 * time.Second).Should(Equal(http.StatusOK))
 	})
 
+	It("are bounded per replica, all accounts together: past that a stream is 503 and a socket closes with 1013", func(ctx SpecContext) {
+		l := h.bookLiveTrip()
+		cfg := testConfig()
+		cfg.MaxSessions = 2
+		b := h.ServerOn(ctx, h.DatabaseURL, cfg, false)
+		// openSocket authenticates a socket on b as key: the connection_ack, or the close.
+		openSocket := func(key string) (*websocket.Conn, error) {
+			GinkgoHelper()
+			conn, _, err := websocket.Dial(ctx, "ws"+b.URL[len("http"):]+"/v1/graphql",
+				&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = conn.CloseNow() })
+			Expect(conn.Write(ctx, websocket.MessageText,
+				[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`))).To(Succeed())
+			_, data, err := conn.Read(ctx)
+			if err == nil {
+				Expect(string(data)).To(ContainSubstring(`"connection_ack"`))
+			}
+			return conn, err
+		}
+
+		// Two accounts' sessions fill the replica.
+		stream := b.FollowTrip(l.riderKey, l.trip.Id, "")
+		Expect(stream.Status).To(Equal(http.StatusOK))
+		defer stream.Close()
+		socket, err := openSocket(b.KeyIn("admin", "", newAccount("sockets")))
+		Expect(err).NotTo(HaveOccurred())
+
+		// A third account's stream and socket are refused, as is the first account's stream.
+		res := b.Do(Request{Method: http.MethodGet, Path: "/v1/trips/" + l.trip.Id + "/updates", Key: l.driverKey,
+			Header: map[string]string{"Accept": "text/event-stream"}})
+		ExpectProblem(res, http.StatusServiceUnavailable, "unavailable")
+		Expect(res.Header.Get("Retry-After")).NotTo(BeEmpty())
+		_, err = openSocket(b.KeyIn("admin", "", newAccount("late")))
+		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusTryAgainLater))
+		// Requests are served all the same.
+		Expect(b.GET("/v1/trips/"+l.trip.Id, l.driverKey).Status).To(Equal(http.StatusOK))
+
+		// Closing one makes room for one.
+		Expect(socket.Close(websocket.StatusNormalClosure, "")).To(Succeed())
+		Eventually(func() int {
+			s := b.FollowTrip(l.driverKey, l.trip.Id, "")
+			defer s.Close()
+			return s.Status
+		}).WithTimeout(5 * time.Second).Should(Equal(http.StatusOK))
+	})
+
 	It("refuse a socket whose Authorization header is sent twice", func() {
 		account := newAccount("twice")
 		key := h.KeyIn("admin", "", account)

@@ -54,8 +54,11 @@ type Authenticator struct {
 	// when they stop acting.
 	expiring map[uint64]time.Time
 	sessions map[string]map[*keySession]struct{} // by key id
-	// accountSessions counts the sessions open on this replica per account.
+	// accountSessions counts the sessions open on this replica per account, openSessions all
+	// of them, at most maxSessions.
 	accountSessions map[string]int
+	openSessions    int
+	maxSessions     int
 
 	refresh refresher
 
@@ -104,6 +107,7 @@ func New(st *store.Store, now func() time.Time, m Metrics) *Authenticator {
 		sessions: map[string]map[*keySession]struct{}{},
 
 		accountSessions: map[string]int{},
+		maxSessions:     DefaultMaxSessions,
 	}
 	a.revision.Store(-1)
 	a.refresh.run = a.load

@@ -48,21 +48,45 @@ const (
 	MaxSessionsPerAccount = 1000
 )
 
+// DefaultMaxSessions is how many sessions one replica holds open at once, all accounts
+// together (LimitSessions): half the 4,096 connections a process accepts, so that however many
+// accounts open streams and sockets, requests keep the other half.
+const DefaultMaxSessions = 2048
+
 // ErrTooManySessions refuses a session past MaxSessionsPerKey or MaxSessionsPerAccount.
 var ErrTooManySessions = errors.New("auth: too many streams and sockets open")
+
+// ErrReplicaFull refuses a session past the replica's own bound (LimitSessions): not the
+// caller's doing, so a 503; another replica, or this one a little later, takes it.
+var ErrReplicaFull = errors.New("auth: the server holds as many streams and sockets as it may")
+
+// LimitSessions sets how many sessions the replica holds open at once, all accounts together;
+// zero or less means DefaultMaxSessions. Call it before the first Hold.
+func (a *Authenticator) LimitSessions(n int) {
+	if n <= 0 {
+		n = DefaultMaxSessions
+	}
+	a.maxSessions = n
+}
 
 // Hold opens a session for something that outlives its request under p's key (a stream, a
 // socket): the returned context ends with cause ErrKeyRevoked when the key is revoked on any
 // replica, or ErrKeyExpired when it expires. Call the returned function when the session ends.
 // Past MaxSessionsPerKey or MaxSessionsPerAccount open on this replica, it refuses with a 429
-// problem whose error matches ErrTooManySessions.
+// problem whose error matches ErrTooManySessions; past the replica's own bound (LimitSessions),
+// with a 503 problem whose error matches ErrReplicaFull.
 func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context, context.CancelFunc, error) {
 	a.mu.Lock()
-	if len(a.sessions[p.KeyID]) >= MaxSessionsPerKey || a.accountSessions[p.Account] >= MaxSessionsPerAccount {
+	switch {
+	case len(a.sessions[p.KeyID]) >= MaxSessionsPerKey || a.accountSessions[p.Account] >= MaxSessionsPerAccount:
 		a.mu.Unlock()
 		return nil, nil, tooManySessions()
+	case a.openSessions >= a.maxSessions:
+		a.mu.Unlock()
+		return nil, nil, replicaFull()
 	}
 	a.accountSessions[p.Account]++
+	a.openSessions++
 	a.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	stopExpiry := func() bool { return false }
@@ -98,6 +122,7 @@ func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context,
 			if a.accountSessions[p.Account]--; a.accountSessions[p.Account] <= 0 {
 				delete(a.accountSessions, p.Account)
 			}
+			a.openSessions--
 			a.mu.Unlock()
 			stopExpiry()
 			cancel(context.Canceled)
@@ -112,6 +137,15 @@ func tooManySessions() error {
 		MaxSessionsPerKey, MaxSessionsPerAccount))
 	p.Header = http.Header{"Retry-After": {"5"}}
 	p.Err = ErrTooManySessions
+	return p
+}
+
+// replicaFull is the 503 of a session past the replica's bound.
+func replicaFull() error {
+	p := problem.New(problem.Unavailable,
+		"This server holds as many streams and sockets as it may. Retry in a few seconds: another server, or this one once a stream has closed, takes it.")
+	p.Header = http.Header{"Retry-After": {"5"}}
+	p.Err = ErrReplicaFull
 	return p
 }
 

@@ -196,9 +196,9 @@ func (pl *Pipeline) Render(err error, c echo.Context) {
 	requestID := RequestID(c.Request().Context())
 	switch {
 	case p.Code == problem.Unavailable:
-		if p.Err != nil {
+		if store.Unavailable(p.Err) {
 			pl.ReportOutage(c.Request().Context(), p.Err) // logged once per outage
-		} // otherwise starting, stopping or a known outage, logged already
+		} // otherwise starting, stopping, a known outage (logged already) or a full server
 	case p.HTTPStatus() >= 500:
 		pl.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID), slog.String("error", err.Error()))

@@ -13,8 +13,10 @@ import (
 // client connects, the connection idle the longest is closed to make room for it. Idle means a
 // keep-alive that has received nothing since its last answer, or else a connection that has
 // received nothing for newGrace (a new one that sends nothing, or one whose request stopped
-// arriving halfway). A connection receiving a request, or busy with one, is never cut; while
-// every slot holds one, the newcomer waits, accepted, and later ones in the kernel's backlog.
+// arriving halfway), or a WebSocket that has not authenticated within newGrace of its upgrade.
+// A connection receiving a request, busy with one, or kept by its socket (keep) is never cut;
+// while every slot holds one, the newcomer waits, accepted, and later ones in the kernel's
+// backlog. Kept sockets are bounded apart, below the cap (auth.DefaultMaxSessions).
 // So holding thousands of idle connections, which costs an attacker nothing, no longer
 // refuses anyone, and the cap is never reached without a newcomer to make room for.
 type fairListener struct {
@@ -60,6 +62,7 @@ type trackedConn struct {
 	since     int64 // when state was reported (monotonic), or when the connection got its slot
 	closed    bool
 	releasing bool
+	kept      bool // a WebSocket that authenticated (keep): never closed for a newcomer
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
@@ -99,6 +102,18 @@ func (l *fairListener) Accept() (net.Conn, error) {
 	return tc, nil
 }
 
+// keep marks c as serving an authenticated WebSocket, never to be closed for a newcomer; false
+// when it is already closing (pipeline.KeepConnection).
+func (c *trackedConn) keep() bool {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if c.closed || c.releasing {
+		return false
+	}
+	c.kept = true
+	return true
+}
+
 // Close stops accepting: a newcomer waiting for room is closed, and Accept returns
 // net.ErrClosed, so that the HTTP server's Shutdown is not held by a full house.
 func (l *fairListener) Close() error {
@@ -111,7 +126,8 @@ func (l *fairListener) Close() error {
 
 // quiet tells whether c counts as idle at now, and how: an idle keep-alive that has received
 // nothing since its last answer is idle at once (rank 0); any other connection that is not
-// busy with a request, once it has received nothing for newGrace (rank 1). idleAt is when it
+// busy with a request, once it has received nothing for newGrace, and a WebSocket that has not
+// authenticated, newGrace after its upgrade whatever it sends (rank 1). idleAt is when it
 // became idle, or will if nothing arrives first. Called with l.mu held.
 func (c *trackedConn) quiet(now int64) (idle bool, rank int, idleAt int64) {
 	if c.releasing {
@@ -124,8 +140,12 @@ func (c *trackedConn) quiet(now int64) (idle bool, rank int, idleAt int64) {
 	case c.state == http.StateIdle || c.state == http.StateNew:
 		idleAt = max(c.since, last) + int64(newGrace)
 		return now >= idleAt, 1, idleAt
+	case c.state == http.StateHijacked && !c.kept:
+		// Pings keep a socket's bytes coming without its key: only authenticating keeps it.
+		idleAt = c.since + int64(newGrace)
+		return now >= idleAt, 1, idleAt
 	}
-	return false, 0, 0 // busy with a request, or taken over (a WebSocket)
+	return false, 0, 0 // busy with a request, or a socket that authenticated
 }
 
 // idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
@@ -147,8 +167,8 @@ func (l *fairListener) idlest(now int64) *trackedConn {
 }
 
 // waitForRoom waits, with l.mu held, until a slot frees, a connection may have become idle
-// (connState says a keep-alive is, or a timer that one has been silent for newGrace), or the
-// listener closes.
+// (connState says a keep-alive is, or a socket began, or a timer that one has been silent, or
+// anonymous, for newGrace), or the listener closes.
 func (l *fairListener) waitForRoom() {
 	var next int64
 	for c := range l.open {
@@ -183,8 +203,8 @@ func (l *fairListener) connState(c net.Conn, state http.ConnState) {
 		return
 	}
 	tc.state, tc.since = state, monotonic()
-	if state == http.StateIdle {
-		l.freed.Broadcast()
+	if state == http.StateIdle || state == http.StateHijacked {
+		l.freed.Broadcast() // a waiting newcomer sets its timer by it
 	}
 }
 

@@ -206,13 +206,31 @@ func TestFairListenerMeasuresSilenceFromTheLastByte(t *testing.T) {
 	}
 }
 
-// A connection busy with a request, or taken over (a WebSocket), is never chosen to make room,
-// however long it has been so.
+// A WebSocket that has not authenticated holds the only slot: newGrace after its upgrade it is
+// closed for a newcomer, with nothing else happening on the server.
+func TestFairListenerMakesRoomWhenASocketStaysAnonymous(t *testing.T) {
+	l, anonymous, accepted := newcomerBehind(t, http.StateHijacked)
+	if err := outcome(t, accepted, 10*time.Second+newGrace, "the newcomer still waits behind a socket anonymous past its grace"); err != nil {
+		t.Fatal(err)
+	}
+	if !isClosed(l, anonymous) {
+		t.Fatal("the anonymous socket was not closed to make room")
+	}
+	if anonymous.keep() {
+		t.Fatal("a socket closed for a newcomer was kept when it authenticated afterwards")
+	}
+}
+
+// A connection busy with a request, or a WebSocket that has authenticated, is never chosen to
+// make room, however long it has been so.
 func TestFairListenerNeverClosesABusyConnection(t *testing.T) {
 	for _, state := range []http.ConnState{http.StateActive, http.StateHijacked} {
 		backlog := newPipeListener()
 		l := newFairListener(backlog, 1)
-		connect(t, backlog, l, state)
+		c, _ := connect(t, backlog, l, state)
+		if state == http.StateHijacked && !c.keep() {
+			t.Fatal("an open socket could not be kept")
+		}
 		l.mu.Lock()
 		victim := l.idlest(monotonic() + int64(time.Hour))
 		l.mu.Unlock()

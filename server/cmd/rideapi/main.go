@@ -28,6 +28,7 @@ import (
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/auth"
 	"github.com/rideapi/ride/server/demo"
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/store"
 )
 
@@ -237,6 +238,12 @@ func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, 
 	}
 	if fair, ok := ln.(*fairListener); ok {
 		httpServer.ConnState = fair.connState
+		httpServer.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*trackedConn); ok {
+				return pipeline.WithConnectionKeeper(ctx, tc.keep)
+			}
+			return ctx
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- httpServer.Serve(ln) }()

@@ -13,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/net/netutil"
 
 	"github.com/rideapi/ride/server"
+	"github.com/rideapi/ride/server/app"
+	"github.com/rideapi/ride/server/auth"
+	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/store"
 )
 
@@ -128,12 +132,20 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 // server is ready.
 func serveOnLoopback(t *testing.T, listen func(net.Listener) net.Listener, limits transport) string {
 	t.Helper()
+	addr, _ := serveConfigOnLoopback(t, server.Config{}, listen, limits)
+	return addr
+}
+
+// serveConfigOnLoopback is serveOnLoopback with cfg, and the store the server uses.
+func serveConfigOnLoopback(t *testing.T, cfg server.Config, listen func(net.Listener) net.Listener, limits transport) (string, *store.Store) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{CursorSecret: []byte("main-test-secret-0123456789")}, server.Deps{Store: st, Starting: true})
+	cfg.CursorSecret = []byte("main-test-secret-0123456789")
+	srv, err := server.New(cfg, server.Deps{Store: st, Starting: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +171,7 @@ func serveOnLoopback(t *testing.T, listen func(net.Listener) net.Listener, limit
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return addr
+				return addr, st
 			}
 		}
 		if time.Now().After(deadline) {
@@ -248,5 +260,59 @@ func TestAnUnreadBodySentWholeKeepsTheConnection(t *testing.T) {
 	}
 	if res, err := http.ReadResponse(reader, nil); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("the next request on the connection: %v %v", res, err)
+	}
+}
+
+// A WebSocket that never authenticates holds no slot for long: with every slot taken by sockets,
+// a newcomer gets the anonymous one's a second after its upgrade, long before the protocol's
+// wait for connection_init would end it, while the socket that authenticated stays.
+func TestAnonymousSocketsMakeRoom(t *testing.T) {
+	addr, st := serveConfigOnLoopback(t, server.Config{GraphQLInitTimeout: time.Hour}, fairSlots(2), apiTransport)
+	key, _, err := app.NewAPIKey(context.Background(), st, app.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func() *websocket.Conn {
+		conn, _, err := websocket.Dial(ctx, "ws://"+addr+"/v1/graphql", &websocket.DialOptions{Subprotocols: []string{graphqlapi.Subprotocol}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.CloseNow() })
+		return conn
+	}
+	// exchange sends a message and reads the answer.
+	exchange := func(conn *websocket.Conn, message string) (string, error) {
+		if err := conn.Write(ctx, websocket.MessageText, []byte(message)); err != nil {
+			return "", err
+		}
+		_, data, err := conn.Read(ctx)
+		return string(data), err
+	}
+	kept := dial() // upgraded first: the longer a socket, had authenticating not kept it
+	if answer, err := exchange(kept, `{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`); err != nil || !strings.Contains(answer, "connection_ack") {
+		t.Fatalf("connection_init: %q %v", answer, err)
+	}
+	anonymous := dial()
+
+	newcomer, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Close()
+	_ = newcomer.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(newcomer, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := http.ReadResponse(bufio.NewReader(newcomer), nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the newcomer was not served while sockets held every slot: %v %v", res, err)
+	}
+
+	if _, _, err := anonymous.Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
+		t.Fatalf("the anonymous socket should have lost its connection, read: %v", err)
+	}
+	if answer, err := exchange(kept, `{"type":"ping"}`); err != nil || !strings.Contains(answer, "pong") {
+		t.Fatalf("the socket that authenticated was not kept: %q %v", answer, err)
 	}
 }
