@@ -347,8 +347,10 @@ type ClientInterface interface {
 	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 	// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
-	// it reached (1,000 per account); 1013 (Try Again Later) when that replica already holds
-	// 2,048 streams and sockets of all accounts; the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
+	// streams and sockets of all accounts and the key's account as many as any other, or
+	// when an open socket of the account holding the most makes room for another account's
+	// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. A socket that has not sent a valid `connection_init` within a second of its
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -701,9 +703,12 @@ type ClientInterface interface {
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
 	// ends the stream. A key holds at most 100 streams and sockets open at once on each
 	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
-	// replica holds at most 2,048 streams and sockets of all accounts together: past that,
-	// 503 `unavailable` with `Retry-After` (another replica, or this one once a stream
-	// closes, takes it). A stream lives only as long as the API key that opened it: within a
+	// replica holds at most 2,048 streams and sockets of all accounts together. When it holds
+	// that many, an account holding fewer than another is never refused: the newest stream
+	// or socket of the account holding the most ends to make room (a stream without an `end`
+	// message, so that the client reconnects; a socket with close code 1013). An account
+	// that already holds as many as any other gets 503 `unavailable` with `Retry-After`
+	// (another replica, or this one once a stream closes, takes it). A stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 	// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -1406,8 +1411,10 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 // in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
-// it reached (1,000 per account); 1013 (Try Again Later) when that replica already holds
-// 2,048 streams and sockets of all accounts; the protocol's own 4400, 4401, 4408, 4409 and 4429
+// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
+// streams and sockets of all accounts and the key's account as many as any other, or
+// when an open socket of the account holding the most makes room for another account's
+// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. A socket that has not sent a valid `connection_init` within a second of its
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -1940,9 +1947,12 @@ func (c *Client) GetTripPayment(ctx context.Context, tripId TripId, params *GetT
 // stream. After the message with a final status (`completed`, `cancelled`) the server
 // ends the stream. A key holds at most 100 streams and sockets open at once on each
 // server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
-// replica holds at most 2,048 streams and sockets of all accounts together: past that,
-// 503 `unavailable` with `Retry-After` (another replica, or this one once a stream
-// closes, takes it). A stream lives only as long as the API key that opened it: within a
+// replica holds at most 2,048 streams and sockets of all accounts together. When it holds
+// that many, an account holding fewer than another is never refused: the newest stream
+// or socket of the account holding the most ends to make room (a stream without an `end`
+// message, so that the client reconnects; a socket with close code 1013). An account
+// that already holds as many as any other gets 503 `unavailable` with `Retry-After`
+// (another replica, or this one once a stream closes, takes it). A stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 // `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -5450,8 +5460,10 @@ type ClientWithResponsesInterface interface {
 	// `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 	// stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 	// in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
-	// it reached (1,000 per account); 1013 (Try Again Later) when that replica already holds
-	// 2,048 streams and sockets of all accounts; the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
+	// streams and sockets of all accounts and the key's account as many as any other, or
+	// when an open socket of the account holding the most makes room for another account's
+	// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. A socket that has not sent a valid `connection_init` within a second of its
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -5820,9 +5832,12 @@ type ClientWithResponsesInterface interface {
 	// stream. After the message with a final status (`completed`, `cancelled`) the server
 	// ends the stream. A key holds at most 100 streams and sockets open at once on each
 	// server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
-	// replica holds at most 2,048 streams and sockets of all accounts together: past that,
-	// 503 `unavailable` with `Retry-After` (another replica, or this one once a stream
-	// closes, takes it). A stream lives only as long as the API key that opened it: within a
+	// replica holds at most 2,048 streams and sockets of all accounts together. When it holds
+	// that many, an account holding fewer than another is never refused: the newest stream
+	// or socket of the account holding the most ends to make room (a stream without an `end`
+	// message, so that the client reconnects; a socket with close code 1013). An account
+	// that already holds as many as any other gets 503 `unavailable` with `Retry-After`
+	// (another replica, or this one once a stream closes, takes it). A stream lives only as long as the API key that opened it: within a
 	// second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 	// `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 	// `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by
@@ -15079,8 +15094,10 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // `BAD_REQUEST`. Close codes: 4403 for a key that is unknown at `connection_init`, or that
 // stops acting while the socket is open (revoked or expired, reason `<code>: <detail>` as
 // in the `end` event of a trip stream); 4429 when the key already holds 100 streams and sockets on the server
-// it reached (1,000 per account); 1013 (Try Again Later) when that replica already holds
-// 2,048 streams and sockets of all accounts; the protocol's own 4400, 4401, 4408, 4409 and 4429
+// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
+// streams and sockets of all accounts and the key's account as many as any other, or
+// when an open socket of the account holding the most makes room for another account's
+// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. A socket that has not sent a valid `connection_init` within a second of its
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -15557,9 +15574,12 @@ func (c *ClientWithResponses) GetTripPaymentWithResponse(ctx context.Context, tr
 // stream. After the message with a final status (`completed`, `cancelled`) the server
 // ends the stream. A key holds at most 100 streams and sockets open at once on each
 // server replica (an account 1,000): past that, 429 `rate_limited` until one closes. A
-// replica holds at most 2,048 streams and sockets of all accounts together: past that,
-// 503 `unavailable` with `Retry-After` (another replica, or this one once a stream
-// closes, takes it). A stream lives only as long as the API key that opened it: within a
+// replica holds at most 2,048 streams and sockets of all accounts together. When it holds
+// that many, an account holding fewer than another is never refused: the newest stream
+// or socket of the account holding the most ends to make room (a stream without an `end`
+// message, so that the client reconnects; a socket with close code 1013). An account
+// that already holds as many as any other gets 503 `unavailable` with `Retry-After`
+// (another replica, or this one once a stream closes, takes it). A stream lives only as long as the API key that opened it: within a
 // second of the key's revocation (on any replica) or at its `expires_at`, the server sends
 // `event: end` whose `data:` line is `{"code", "detail"}` (`api_key_revoked` or
 // `api_key_expired`) and ends the stream; reconnecting with that key is refused. Reconnect with `Last-Event-ID` (browsers' `EventSource` does it by

@@ -167,7 +167,7 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 4429,
 			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key"}
 	case errors.Is(err, auth.ErrReplicaFull):
-		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 1013, // WebSocket's Try Again Later
+		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: tryAgainLater,
 			Reason: "unavailable: this server holds as many streams and sockets as it may; retry"}
 	case err != nil:
 		return graphqlapi.Session{}, p, err
@@ -179,7 +179,7 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 	}
 	return graphqlapi.Session{
 		Context: held,
-		End:     func() (string, bool) { return closeReason(context.Cause(held)) },
+		End:     func() (int, string) { return sessionEnd(context.Cause(held)) },
 		Check: func(ctx context.Context) (string, error) {
 			err := s.auth.Check(ctx, p)
 			if reason, ended := closeReason(err); ended {
@@ -196,6 +196,21 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 		Close: release,
 	}, p, nil
 }
+
+// sessionEnd is the close code and reason of a socket whose session ended: 4403 when its key
+// stopped acting, 1013 when it gave way to another account's on a full server; 0 otherwise.
+func sessionEnd(cause error) (int, string) {
+	if reason, ended := closeReason(cause); ended {
+		return 4403, reason
+	}
+	if errors.Is(cause, auth.ErrGaveWay) {
+		return tryAgainLater, "unavailable: this server made room for another account's socket; reconnect"
+	}
+	return 0, ""
+}
+
+// tryAgainLater is WebSocket's close code 1013, Try Again Later.
+const tryAgainLater = 1013
 
 // closeReason is the close reason of a socket whose key stopped acting (auth.KeyEnd): its code
 // and sentence.

@@ -100,12 +100,15 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		}).WithTimeout(5 * time.Second).Should(Equal(http.StatusOK))
 	})
 
-	It("are bounded per replica, all accounts together: past that a stream is 503 and a socket closes with 1013", func(ctx SpecContext) {
-		l := h.bookLiveTrip()
+	It("are bounded per replica, all accounts together, and a full replica never refuses an account because another holds more", func(spec SpecContext) {
+		l := h.bookLiveTrip() // in the suite's account
 		cfg := testConfig()
-		cfg.MaxSessions = 2
-		b := h.ServerOn(ctx, h.DatabaseURL, cfg, false)
-		// openSocket authenticates a socket on b as key: the connection_ack, or the close.
+		cfg.MaxSessions = 3
+		b := h.ServerOn(spec, h.DatabaseURL, cfg, false)
+		ctx, cancel := context.WithTimeout(spec, time.Minute) // a socket's reads fail rather than hang
+		defer cancel()
+		// openSocket authenticates a socket on b as key: the socket once acknowledged, or the
+		// error that closed it.
 		openSocket := func(key string) (*websocket.Conn, error) {
 			GinkgoHelper()
 			conn, _, err := websocket.Dial(ctx, "ws"+b.URL[len("http"):]+"/v1/graphql",
@@ -120,31 +123,67 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 			}
 			return conn, err
 		}
+		follow := func(key string) *tripStream {
+			GinkgoHelper()
+			stream := b.FollowTrip(key, l.trip.Id, "")
+			DeferCleanup(stream.Close)
+			return stream
+		}
+		open := func(stream *tripStream) bool {
+			select {
+			case _, ok := <-stream.Messages:
+				return ok
+			default:
+				return true
+			}
+		}
 
-		// Two accounts' sessions fill the replica.
-		stream := b.FollowTrip(l.riderKey, l.trip.Id, "")
-		Expect(stream.Status).To(Equal(http.StatusOK))
-		defer stream.Close()
-		socket, err := openSocket(b.KeyIn("admin", "", newAccount("sockets")))
+		// The suite's account fills the replica: two streams, then a socket.
+		first, second := follow(l.riderKey), follow(l.riderKey)
+		Expect(first.Status).To(Equal(http.StatusOK))
+		Expect(second.Status).To(Equal(http.StatusOK))
+		Expect(first.Next().Update["status"]).To(Equal("accepted"))
+		Expect(second.Next().Update["status"]).To(Equal("accepted"))
+		newest, err := openSocket(h.Admin)
 		Expect(err).NotTo(HaveOccurred())
 
-		// A third account's stream and socket are refused, as is the first account's stream.
+		// Another account's socket takes the place of that account's newest session.
+		secondAccount := newAccount("second")
+		_, err = openSocket(b.KeyIn("admin", "", secondAccount))
+		Expect(err).NotTo(HaveOccurred())
+		_, _, err = newest.Read(ctx)
+		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusTryAgainLater))
+
+		// Two against one: neither account may take the other's place, so both are refused.
 		res := b.Do(Request{Method: http.MethodGet, Path: "/v1/trips/" + l.trip.Id + "/updates", Key: l.driverKey,
 			Header: map[string]string{"Accept": "text/event-stream"}})
 		ExpectProblem(res, http.StatusServiceUnavailable, "unavailable")
 		Expect(res.Header.Get("Retry-After")).NotTo(BeEmpty())
-		_, err = openSocket(b.KeyIn("admin", "", newAccount("late")))
+		_, err = openSocket(b.KeyIn("admin", "", secondAccount))
 		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusTryAgainLater))
-		// Requests are served all the same.
+
+		// A third account takes the newest stream's place; the oldest stays.
+		third, err := openSocket(b.KeyIn("admin", "", newAccount("third")))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(second.Messages).WithTimeout(5 * time.Second).Should(BeClosed())
+		Expect(second.End).To(BeNil(), "a stream that gave way has no end message: the client reconnects")
+		Expect(open(first)).To(BeTrue())
+
+		// One each: a fourth account is refused, and requests are served all the same.
+		fourth := b.KeyIn("admin", "", newAccount("fourth"))
+		_, err = openSocket(fourth)
+		Expect(websocket.CloseStatus(err)).To(Equal(websocket.StatusTryAgainLater))
 		Expect(b.GET("/v1/trips/"+l.trip.Id, l.driverKey).Status).To(Equal(http.StatusOK))
 
-		// Closing one makes room for one.
-		Expect(socket.Close(websocket.StatusNormalClosure, "")).To(Succeed())
-		Eventually(func() int {
-			s := b.FollowTrip(l.driverKey, l.trip.Id, "")
-			defer s.Close()
-			return s.Status
-		}).WithTimeout(5 * time.Second).Should(Equal(http.StatusOK))
+		// A session that closes makes room.
+		Expect(third.Close(websocket.StatusNormalClosure, "")).To(Succeed())
+		Eventually(func() error {
+			conn, err := openSocket(fourth)
+			if err == nil {
+				_ = conn.CloseNow()
+			}
+			return err
+		}).WithTimeout(5 * time.Second).Should(Succeed())
 	})
 
 	It("refuse a socket whose Authorization header is sent twice", func() {

@@ -55,10 +55,11 @@ type Authenticator struct {
 	expiring map[uint64]time.Time
 	sessions map[string]map[*keySession]struct{} // by key id
 	// accountSessions counts the sessions open on this replica per account, openSessions all
-	// of them, at most maxSessions.
+	// of them, at most maxSessions; opened numbers them as they open.
 	accountSessions map[string]int
 	openSessions    int
 	maxSessions     int
+	opened          uint64
 
 	refresh refresher
 

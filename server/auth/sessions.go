@@ -14,7 +14,12 @@ import (
 
 // keySession is one stream or socket held open under a key.
 type keySession struct {
-	cancel context.CancelCauseFunc
+	cancel  context.CancelCauseFunc
+	account string
+	opened  uint64 // the order sessions were opened in on this replica
+	// counted is whether the session counts against its account and the replica, until it is
+	// released or gives way (Hold). Guarded by Authenticator.mu.
+	counted bool
 }
 
 // Why a session ends (Hold); SessionEnd tells clients.
@@ -56,9 +61,13 @@ const DefaultMaxSessions = 2048
 // ErrTooManySessions refuses a session past MaxSessionsPerKey or MaxSessionsPerAccount.
 var ErrTooManySessions = errors.New("auth: too many streams and sockets open")
 
-// ErrReplicaFull refuses a session past the replica's own bound (LimitSessions): not the
-// caller's doing, so a 503; another replica, or this one a little later, takes it.
+// ErrReplicaFull refuses a session past the replica's own bound (LimitSessions) to an account
+// that holds at least as many as any other there: a 503, as another replica may take it.
 var ErrReplicaFull = errors.New("auth: the server holds as many streams and sockets as it may")
+
+// ErrGaveWay ends the newest session of the account holding the most on a full replica, so
+// that an account holding fewer may open one (Hold).
+var ErrGaveWay = errors.New("auth: the session gave way to another account's on a full server")
 
 // LimitSessions sets how many sessions the replica holds open at once, all accounts together;
 // zero or less means DefaultMaxSessions. Call it before the first Hold.
@@ -73,36 +82,49 @@ func (a *Authenticator) LimitSessions(n int) {
 // socket): the returned context ends with cause ErrKeyRevoked when the key is revoked on any
 // replica, or ErrKeyExpired when it expires. Call the returned function when the session ends.
 // Past MaxSessionsPerKey or MaxSessionsPerAccount open on this replica, it refuses with a 429
-// problem whose error matches ErrTooManySessions; past the replica's own bound (LimitSessions),
-// with a 503 problem whose error matches ErrReplicaFull.
+// problem whose error matches ErrTooManySessions.
+//
+// The replica's own bound (LimitSessions) never refuses an account because others hold many:
+// on a full replica, the newest session of the account holding the most ends (cause
+// ErrGaveWay) to make room, as long as that account still holds more than p's afterwards.
+// Otherwise p's account holds as many as any, and it is refused with a 503 problem whose error
+// matches ErrReplicaFull.
 func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context, context.CancelFunc, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	s := &keySession{cancel: cancel, account: p.Account, counted: true}
+	var gaveWay *keySession
 	a.mu.Lock()
 	switch {
 	case len(a.sessions[p.KeyID]) >= MaxSessionsPerKey || a.accountSessions[p.Account] >= MaxSessionsPerAccount:
 		a.mu.Unlock()
+		cancel(ErrTooManySessions)
 		return nil, nil, tooManySessions()
 	case a.openSessions >= a.maxSessions:
-		a.mu.Unlock()
-		return nil, nil, replicaFull()
+		if gaveWay = a.giveWay(p.Account); gaveWay == nil {
+			a.mu.Unlock()
+			cancel(ErrReplicaFull)
+			return nil, nil, replicaFull()
+		}
 	}
 	a.accountSessions[p.Account]++
 	a.openSessions++
-	a.mu.Unlock()
-	ctx, cancel := context.WithCancelCause(ctx)
-	stopExpiry := func() bool { return false }
-	if !p.ExpiresAt.IsZero() {
-		// The deadline is on the server's clock (a.now), as the expiry checks are.
-		timer := time.AfterFunc(p.ExpiresAt.Sub(a.now()), func() { cancel(ErrKeyExpired) })
-		stopExpiry = timer.Stop
-	}
-	s := &keySession{cancel: cancel}
-	a.mu.Lock()
+	a.opened++
+	s.opened = a.opened
 	if a.sessions[p.KeyID] == nil {
 		a.sessions[p.KeyID] = map[*keySession]struct{}{}
 	}
 	a.sessions[p.KeyID][s] = struct{}{}
 	entry := a.byID[p.KeyID]
 	a.mu.Unlock()
+	if gaveWay != nil {
+		gaveWay.cancel(ErrGaveWay)
+	}
+	stopExpiry := func() bool { return false }
+	if !p.ExpiresAt.IsZero() {
+		// The deadline is on the server's clock (a.now), as the expiry checks are.
+		timer := time.AfterFunc(p.ExpiresAt.Sub(a.now()), func() { cancel(ErrKeyExpired) })
+		stopExpiry = timer.Stop
+	}
 	// A revocation applied before the session was registered ended nothing: look again.
 	if entry != nil && entry.revoked.Load() {
 		cancel(ErrKeyRevoked)
@@ -119,15 +141,53 @@ func (a *Authenticator) Hold(ctx context.Context, p Principal) (context.Context,
 			if len(a.sessions[p.KeyID]) == 0 {
 				delete(a.sessions, p.KeyID)
 			}
-			if a.accountSessions[p.Account]--; a.accountSessions[p.Account] <= 0 {
-				delete(a.accountSessions, p.Account)
-			}
-			a.openSessions--
+			a.uncount(s)
 			a.mu.Unlock()
 			stopExpiry()
 			cancel(context.Canceled)
 		})
 	}, nil
+}
+
+// giveWay picks, on a full replica, the session that makes room for one of account's: the
+// newest of the account holding the most, when that account holds at least two more than
+// account (after the exchange it still holds as many, so two accounts never take turns). The
+// session stops counting at once; the caller ends it. Nil when account holds as many as any.
+// Called with a.mu held.
+func (a *Authenticator) giveWay(account string) *keySession {
+	heaviest, most := "", 0
+	for acct, n := range a.accountSessions {
+		if n > most {
+			heaviest, most = acct, n
+		}
+	}
+	if most < a.accountSessions[account]+2 {
+		return nil
+	}
+	var newest *keySession
+	for _, sessions := range a.sessions {
+		for s := range sessions {
+			if s.account == heaviest && s.counted && (newest == nil || s.opened > newest.opened) {
+				newest = s
+			}
+		}
+	}
+	if newest != nil {
+		a.uncount(newest)
+	}
+	return newest
+}
+
+// uncount takes s out of its account's and the replica's counts, once. Called with a.mu held.
+func (a *Authenticator) uncount(s *keySession) {
+	if !s.counted {
+		return
+	}
+	s.counted = false
+	if a.accountSessions[s.account]--; a.accountSessions[s.account] <= 0 {
+		delete(a.accountSessions, s.account)
+	}
+	a.openSessions--
 }
 
 // tooManySessions is the 429 of a session past its key's or account's bound.

@@ -76,10 +76,11 @@ const wsMaxOperations = 100
 // Session is what a socket's API key opens.
 type Session struct {
 	// Context is what the socket's operations run in. It ends when the key stops acting
-	// (revoked or expired); End then tells why, and the socket is closed with 4403.
+	// (revoked or expired), or when the server needs the socket's place; End then tells why.
 	Context context.Context
-	// End tells, once Context has ended, whether the key ended it and the close reason.
-	End func() (reason string, ended bool)
+	// End tells, once Context has ended, the code and reason to close the socket with (4403
+	// for a key that stopped acting); code 0 when the session did not end it.
+	End func() (code int, reason string)
 	// Check reads the key again before an operation starts: the close reason when the key no
 	// longer acts, or the error that kept it from telling.
 	Check func(ctx context.Context) (reason string, err error)
@@ -179,8 +180,8 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 	// A key that stops acting closes the socket, whatever it is doing: its operations end with
 	// opCtx, and the read below fails once the socket is closed.
 	defer context.AfterFunc(opCtx, func() {
-		if reason, ended := session.End(); ended {
-			_ = s.conn.Close(wsForbidden, reason)
+		if code, reason := session.End(); code != 0 {
+			_ = s.conn.Close(websocket.StatusCode(code), reason)
 		}
 	})()
 	if s.write(ctx, wsMessage{Type: "connection_ack"}) != nil {
