@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	swaggerfiles "github.com/swaggo/files/v2"
 
+	"github.com/rideapi/ride/server/pipeline"
 	"github.com/rideapi/ride/server/problem"
 )
 
@@ -95,8 +96,8 @@ const docsCSS = `body { margin: 0; font-family: sans-serif; }
 // docsAssets are the files the reference page loads, read once from the embedded bundle.
 var docsAssets = func() map[string]documentResponse {
 	assets := map[string]documentResponse{
-		"ride-docs.js": {contentType: "text/javascript; charset=utf-8", body: []byte(docsJS)},
-		"ride.css":     {contentType: "text/css; charset=utf-8", body: []byte(docsCSS)},
+		"ride-docs.js": {contentType: "text/javascript; charset=utf-8", body: pipeline.NewStatic([]byte(docsJS))},
+		"ride.css":     {contentType: "text/css; charset=utf-8", body: pipeline.NewStatic([]byte(docsCSS))},
 	}
 	for name, contentType := range map[string]string{
 		"swagger-ui.css":       "text/css; charset=utf-8",
@@ -108,13 +109,16 @@ var docsAssets = func() map[string]documentResponse {
 		if err != nil {
 			panic(fmt.Sprintf("swagger UI asset %s missing from github.com/swaggo/files/v2: %v", name, err))
 		}
-		assets[name] = documentResponse{contentType: contentType, body: body}
+		assets[name] = documentResponse{contentType: contentType, body: pipeline.NewStatic(body)}
 	}
 	return assets
 }()
 
+// docsPageBody is the reference page, as served.
+var docsPageBody = pipeline.NewStatic([]byte(docsHTML))
+
 func (s *Server) docsPage(c echo.Context) error {
-	return writeDocsPage(c, "text/html; charset=utf-8", []byte(docsHTML))
+	return writeDocsPage(c, "text/html; charset=utf-8", docsPageBody)
 }
 
 func (s *Server) docsAsset(c echo.Context) error {
@@ -127,7 +131,7 @@ func (s *Server) docsAsset(c echo.Context) error {
 	return writeDocsPage(c, asset.contentType, asset.body)
 }
 
-func writeDocsPage(c echo.Context, contentType string, body []byte) error {
+func writeDocsPage(c echo.Context, contentType string, body pipeline.Static) error {
 	h := c.Response().Header()
 	h.Set("Content-Security-Policy", docsCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -167,10 +171,15 @@ these stable identifiers. Branch on <code>code</code>; <code>detail</code> is fo
 </html>
 `))
 
-func (s *Server) problemsPage(c echo.Context) error {
+// problemsPageBody is the page of problem types, rendered once: the catalogue is fixed.
+var problemsPageBody = func() pipeline.Static {
 	var buf bytes.Buffer
 	if err := problemsTemplate.Execute(&buf, problem.Catalogue()); err != nil {
-		return err
+		panic(fmt.Sprintf("render the problem types page: %v", err))
 	}
-	return writeDocsPage(c, "text/html; charset=utf-8", buf.Bytes())
+	return pipeline.NewStatic(buf.Bytes())
+}()
+
+func (s *Server) problemsPage(c echo.Context) error {
+	return writeDocsPage(c, "text/html; charset=utf-8", problemsPageBody)
 }

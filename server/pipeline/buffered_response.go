@@ -19,6 +19,30 @@ type bufferedResponse struct {
 	// streaming is set by the first Flush: the answer is a stream (Server-Sent Events), sent
 	// as it is written, without an ETag.
 	streaming bool
+	// static is the whole body instead of body's, when the handler wrote a Static.
+	static *Static
+}
+
+// canHoldStatic tells whether a Static can be the whole body: nothing else has been written,
+// and the answer is held on its way out (Respond's), which sends it whole.
+func (b *bufferedResponse) canHoldStatic() bool {
+	return b.ResponseWriter != nil && !b.streaming && b.static == nil && b.body.Len() == 0
+}
+
+// bytes is the body held.
+func (b *bufferedResponse) bytes() []byte {
+	if b.static != nil {
+		return b.static.Body
+	}
+	return b.body.Bytes()
+}
+
+// etag is the strong ETag of the body held.
+func (b *bufferedResponse) etag() string {
+	if b.static != nil {
+		return b.static.ETag
+	}
+	return StrongETag(b.body.Bytes())
 }
 
 func (b *bufferedResponse) Header() http.Header {
@@ -38,6 +62,10 @@ func (b *bufferedResponse) Write(p []byte) (int, error) {
 	if b.status == 0 {
 		b.status = http.StatusOK
 	}
+	if b.static != nil { // written after a Static: the body is both, in order
+		b.body.Write(b.static.Body)
+		b.static = nil
+	}
 	if b.streaming {
 		return b.ResponseWriter.Write(p)
 	}
@@ -54,7 +82,7 @@ func (b *bufferedResponse) FlushError() error {
 	if !b.streaming {
 		b.streaming = true
 		b.ResponseWriter.WriteHeader(b.statusCode())
-		if _, err := b.ResponseWriter.Write(b.body.Bytes()); err != nil {
+		if _, err := b.ResponseWriter.Write(b.bytes()); err != nil {
 			return err
 		}
 		b.body.Reset()

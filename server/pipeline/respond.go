@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -37,6 +38,39 @@ var (
 
 // bufferPool recycles response buffers; a GET answer is held whole to compute its ETag.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer is the largest buffer bufferPool keeps: a page of the longest list is far
+// smaller, and a rare larger answer's buffer is left to the collector rather than kept for
+// every later request.
+const maxPooledBuffer = 256 << 10
+
+// Static is an answer's body that never changes (an embedded document), with its ETag
+// computed once.
+type Static struct {
+	Body []byte
+	ETag string
+}
+
+// NewStatic makes body, which must never change, a Static.
+func NewStatic(body []byte) Static { return Static{Body: body, ETag: StrongETag(body)} }
+
+// WriteStatic writes s as the answer's body. A GET answer held for its ETag (Respond) refers
+// to s instead of copying it, so an answer a client is slow to read, or never reads, keeps no
+// copy of a large document alive.
+func WriteStatic(w http.ResponseWriter, s Static) error {
+	if r, ok := w.(*echo.Response); ok {
+		if held, ok := r.Writer.(*bufferedResponse); ok && held.canHoldStatic() {
+			if !r.Committed { // as echo.Response.Write does
+				r.WriteHeader(cmp.Or(r.Status, http.StatusOK))
+			}
+			held.static = &s
+			r.Size += int64(len(s.Body))
+			return nil
+		}
+	}
+	_, err := w.Write(s.Body)
+	return err
+}
 
 // Respond is the outermost layer of every request: it names the request, renders errors
 // through the boundary, and finishes GET answers with their validators and cache headers.
@@ -75,8 +109,10 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 
 		held := &bufferedResponse{ResponseWriter: res.Writer, body: bufferPool.Get().(*bytes.Buffer)}
 		defer func() {
-			held.body.Reset()
-			bufferPool.Put(held.body)
+			if held.body.Cap() <= maxPooledBuffer {
+				held.body.Reset()
+				bufferPool.Put(held.body)
+			}
 		}()
 		original := res.Writer
 		res.Writer = held
@@ -91,8 +127,9 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		header := res.Header()
 		stampRequestID(header, requestID)
 		status := held.statusCode()
+		body := held.bytes()
 		if status == http.StatusOK {
-			etag := StrongETag(held.body.Bytes())
+			etag := held.etag()
 			header.Set("ETag", etag)
 			header["Vary"] = headerVaryAuthorization
 			if info := operationFrom(c.Request().Context()); info != nil {
@@ -113,10 +150,10 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 			pl.Render(denied, c)
 			return nil
 		}
-		header.Set("Content-Length", strconv.Itoa(held.body.Len()))
+		header.Set("Content-Length", strconv.Itoa(len(body)))
 		original.WriteHeader(status)
 		if !head {
-			_, _ = original.Write(held.body.Bytes())
+			_, _ = original.Write(body)
 		}
 		return nil
 	}

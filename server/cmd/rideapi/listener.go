@@ -11,12 +11,15 @@ import (
 // fairListener caps the open client connections of one process, as netutil.LimitListener does,
 // but never lets connections that do nothing keep others out: when every slot is taken and a
 // client connects, the connection idle the longest is closed to make room for it. Idle means a
-// keep-alive that has received nothing since its last answer, or else a connection that has
-// received nothing for newGrace (a new one that sends nothing, or one whose request stopped
-// arriving halfway), or a WebSocket that has not authenticated within newGrace of its upgrade.
-// A connection receiving a request, busy with one, or kept by its socket (keep) is never cut;
-// while every slot holds one, the newcomer waits, accepted, and later ones in the kernel's
-// backlog. Kept sockets are bounded apart, below the cap (auth.DefaultMaxSessions).
+// keep-alive that has received nothing since its last answer, or else (rank 1):
+//   - a connection whose request header has not arrived whole within newGrace of its first
+//     byte, or of the connection when nothing has arrived (silent, or trickling its header);
+//   - a connection whose answer has not moved for newGrace: its client does not read;
+//   - a WebSocket that has not authenticated within newGrace of its upgrade.
+//
+// A connection receiving a body, serving a request whose answer moves, or kept by its socket
+// (keep) is never cut; while every slot holds one, the newcomer waits, accepted, and later ones
+// in the kernel's backlog. Kept sockets are bounded apart, below the cap (auth.DefaultMaxSessions).
 // So holding thousands of idle connections, which costs an attacker nothing, no longer
 // refuses anyone, and the cap is never reached without a newcomer to make room for.
 type fairListener struct {
@@ -32,9 +35,14 @@ type fairListener struct {
 	waiting bool
 }
 
-// newGrace is how long a connection that is not an idle keep-alive may receive nothing before
-// it counts as idle.
+// newGrace is how long a request header may take to arrive, an answer may stay stuck, and a
+// socket may stay anonymous before its connection counts as idle.
 const newGrace = time.Second
+
+// writeChunk is the most a connection writes in one call, so that its answer's progress is
+// seen at least that often: a client reading slower than writeChunk a second for a whole grace
+// counts as not reading.
+const writeChunk = 16 << 10
 
 func newFairListener(ln net.Listener, max int) *fairListener {
 	l := &fairListener{Listener: ln, max: max, open: map[*trackedConn]struct{}{}}
@@ -54,8 +62,13 @@ type trackedConn struct {
 	net.Conn
 	l *fairListener
 
-	// lastRead is when a read last returned bytes (monotonic); 0 for never.
-	lastRead atomic.Int64
+	// lastRead is when a read last returned bytes (monotonic); 0 for never. headerFrom is
+	// when the first byte of the request now arriving came (monotonic), 0 while none has since
+	// the connection went idle. writing is when the write under way last moved (monotonic), 0
+	// when none is under way.
+	lastRead   atomic.Int64
+	headerFrom atomic.Int64
+	writing    atomic.Int64
 
 	// Guarded by l.mu.
 	state     http.ConnState
@@ -68,9 +81,27 @@ type trackedConn struct {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		c.lastRead.Store(monotonic())
+		now := monotonic()
+		c.lastRead.Store(now)
+		c.headerFrom.CompareAndSwap(0, now)
 	}
 	return n, err
+}
+
+// Write writes p in chunks of writeChunk, stamping each one's progress.
+func (c *trackedConn) Write(p []byte) (n int, err error) {
+	defer c.writing.Store(0)
+	for len(p) > 0 {
+		chunk := p[:min(len(p), writeChunk)]
+		c.writing.Store(monotonic())
+		m, err := c.Conn.Write(chunk)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[m:]
+	}
+	return n, nil
 }
 
 // Accept takes the next connection off the backlog, then finds it a slot: a free one, or one
@@ -125,27 +156,40 @@ func (l *fairListener) Close() error {
 }
 
 // quiet tells whether c counts as idle at now, and how: an idle keep-alive that has received
-// nothing since its last answer is idle at once (rank 0); any other connection that is not
-// busy with a request, once it has received nothing for newGrace, and a WebSocket that has not
-// authenticated, newGrace after its upgrade whatever it sends (rank 1). idleAt is when it
-// became idle, or will if nothing arrives first. Called with l.mu held.
+// nothing since its last answer is idle at once (rank 0); a connection whose request header
+// is late, whose answer is stuck, or whose socket is still anonymous, newGrace after that
+// began, whatever bytes it sends meanwhile (rank 1). idleAt is when it became idle, or will if
+// nothing changes first (0 when nothing is under way that could make it idle). Called with
+// l.mu held.
 func (c *trackedConn) quiet(now int64) (idle bool, rank int, idleAt int64) {
 	if c.releasing {
 		return false, 0, 0
 	}
-	last := c.lastRead.Load()
-	switch {
-	case c.state == http.StateIdle && last <= c.since:
-		return true, 0, c.since
-	case c.state == http.StateIdle || c.state == http.StateNew:
-		idleAt = max(c.since, last) + int64(newGrace)
-		return now >= idleAt, 1, idleAt
-	case c.state == http.StateHijacked && !c.kept:
-		// Pings keep a socket's bytes coming without its key: only authenticating keeps it.
-		idleAt = c.since + int64(newGrace)
-		return now >= idleAt, 1, idleAt
+	switch c.state {
+	case http.StateNew, http.StateIdle:
+		from := c.headerFrom.Load()
+		if from == 0 || from < c.since {
+			if c.state == http.StateIdle {
+				return true, 0, c.since
+			}
+			from = c.since // silent since it connected
+		}
+		idleAt = from + int64(newGrace)
+	case http.StateActive:
+		from := c.writing.Load()
+		if from == 0 {
+			return false, 0, 0 // reading its body, or preparing its answer
+		}
+		idleAt = from + int64(newGrace)
+	case http.StateHijacked:
+		if c.kept {
+			return false, 0, 0 // a socket that authenticated
+		}
+		idleAt = c.since + int64(newGrace) // pings keep bytes coming: only authenticating keeps it
+	default:
+		return false, 0, 0
 	}
-	return false, 0, 0 // busy with a request, or a socket that authenticated
+	return now >= idleAt, 1, idleAt
 }
 
 // idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
@@ -167,19 +211,19 @@ func (l *fairListener) idlest(now int64) *trackedConn {
 }
 
 // waitForRoom waits, with l.mu held, until a slot frees, a connection may have become idle
-// (connState says a keep-alive is, or a socket began, or a timer that one has been silent, or
-// anonymous, for newGrace), or the listener closes.
+// (connState says a keep-alive is, or a socket began, or a timer that a grace has ended), or
+// the listener closes. A connection busy with a request may yet get stuck writing, which
+// nothing announces: while any is busy, the wait ends at least every newGrace to look again.
 func (l *fairListener) waitForRoom() {
-	var next int64
+	now := monotonic()
+	next := now + int64(newGrace)
 	for c := range l.open {
-		if _, rank, at := c.quiet(0); rank == 1 && (next == 0 || at < next) {
+		if _, rank, at := c.quiet(0); rank == 1 && at < next {
 			next = at
 		}
 	}
-	if next != 0 {
-		wake := time.AfterFunc(time.Duration(next-monotonic()), l.wake)
-		defer wake.Stop()
-	}
+	wake := time.AfterFunc(time.Duration(next-now), l.wake)
+	defer wake.Stop()
 	l.waiting = true
 	l.freed.Wait()
 	l.waiting = false
@@ -203,6 +247,9 @@ func (l *fairListener) connState(c net.Conn, state http.ConnState) {
 		return
 	}
 	tc.state, tc.since = state, monotonic()
+	if state == http.StateIdle {
+		tc.headerFrom.Store(0) // the next request's first byte starts its header's grace
+	}
 	if state == http.StateIdle || state == http.StateHijacked {
 		l.freed.Broadcast() // a waiting newcomer sets its timer by it
 	}

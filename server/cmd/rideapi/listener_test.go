@@ -187,9 +187,10 @@ func TestFairListenerSparesAKeepAliveWhoseRequestIsArriving(t *testing.T) {
 	}
 }
 
-// A connection counts as silent from the last byte it received, not from when it connected:
-// a request arriving slowly is not cut while bytes keep coming.
-func TestFairListenerMeasuresSilenceFromTheLastByte(t *testing.T) {
+// A request header must arrive whole within newGrace of its first byte, or of the connection
+// when nothing has come: bytes trickled to keep a connection from looking silent do not keep
+// it, and a header that starts late gets its whole grace.
+func TestFairListenerGivesAHeaderOneGraceFromItsFirstByte(t *testing.T) {
 	backlog := newPipeListener()
 	l := newFairListener(backlog, 1)
 	slow, _ := connect(t, backlog, l, http.StateNew)
@@ -197,12 +198,41 @@ func TestFairListenerMeasuresSilenceFromTheLastByte(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	connected := slow.since
-	slow.lastRead.Store(connected + int64(newGrace)*9/10) // a byte shortly before its grace ends
-	if l.idlest(connected+int64(newGrace)*3/2) != nil {
-		t.Fatal("a connection that received a byte half a grace ago counts as silent")
+	grace := int64(newGrace)
+	if l.idlest(connected+grace) != slow {
+		t.Fatal("a connection silent for a grace since it connected should count as idle")
 	}
-	if l.idlest(connected+int64(newGrace)*2) != slow {
-		t.Fatal("a connection silent for a whole grace since its last byte should count as idle")
+	slow.headerFrom.Store(connected + grace*9/10) // its first byte, shortly before that
+	if l.idlest(connected+grace*3/2) != nil {
+		t.Fatal("a header that began half a grace ago counts as late")
+	}
+	slow.lastRead.Store(connected + grace*19/10) // a byte just now, as a trickle sends them
+	if l.idlest(connected+grace*2) != slow {
+		t.Fatal("a header still arriving a grace after its first byte should count as idle, trickled or not")
+	}
+}
+
+// A connection whose answer does not move, because its client does not read, counts as idle
+// once it has been stuck for newGrace; one whose answer moves, or that is still preparing it,
+// is busy however long it takes.
+func TestFairListenerCountsAStuckAnswerAsIdle(t *testing.T) {
+	backlog := newPipeListener()
+	l := newFairListener(backlog, 1)
+	c, _ := connect(t, backlog, l, http.StateActive)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	grace := int64(newGrace)
+	now := monotonic()
+	if l.idlest(now+time.Hour.Nanoseconds()) != nil {
+		t.Fatal("a connection preparing its answer was chosen to make room")
+	}
+	c.writing.Store(now) // a chunk of the answer just went out
+	if l.idlest(now+grace/2) != nil {
+		t.Fatal("an answer that moved half a grace ago counts as stuck")
+	}
+	if l.idlest(now+grace) != c {
+		t.Fatal("an answer stuck for a grace should make its connection idle")
 	}
 }
 

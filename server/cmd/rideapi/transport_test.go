@@ -316,3 +316,45 @@ func TestAnonymousSocketsMakeRoom(t *testing.T) {
 		t.Fatalf("the socket that authenticated was not kept: %q %v", answer, err)
 	}
 }
+
+// Clients that ask for answers and never read them hold every slot with writes that cannot
+// finish: a newcomer still gets a slot, that of an answer stuck for a second, long before the
+// write timeout would free one.
+func TestStuckAnswersMakeRoom(t *testing.T) {
+	addr := serveOnLoopback(t, fairSlots(2), transport{readHeader: 5 * time.Second, read: 5 * time.Second, write: time.Hour, idle: time.Hour})
+	// Far more than the kernel's buffers on both ends hold: the server's write blocks.
+	pipelined := strings.Repeat("GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n", 64)
+	for range 2 {
+		conn, err := net.DialTCP("tcp", nil, mustResolve(t, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetReadBuffer(1024)
+		if _, err := io.WriteString(conn, pipelined); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	newcomer, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Close()
+	_ = newcomer.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(newcomer, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := http.ReadResponse(bufio.NewReader(newcomer), nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the newcomer was not served while clients that do not read held every slot: %v %v", res, err)
+	}
+}
+
+func mustResolve(t *testing.T, addr string) *net.TCPAddr {
+	t.Helper()
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
