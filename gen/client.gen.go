@@ -350,7 +350,8 @@ type ClientInterface interface {
 	// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
 	// streams and sockets of all accounts and the key's account as many as any other, or
 	// when an open socket of the account holding the most makes room for another account's
-	// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// (see `GET /v1/trips/{tripId}/updates`); 1001 (Going Away) when the server shuts down:
+	// reconnect; the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. A socket that has not sent a valid `connection_init` within a second of its
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -1414,7 +1415,8 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
 // streams and sockets of all accounts and the key's account as many as any other, or
 // when an open socket of the account holding the most makes room for another account's
-// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
+// (see `GET /v1/trips/{tripId}/updates`); 1001 (Going Away) when the server shuts down:
+// reconnect; the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. A socket that has not sent a valid `connection_init` within a second of its
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -5463,7 +5465,8 @@ type ClientWithResponsesInterface interface {
 	// it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
 	// streams and sockets of all accounts and the key's account as many as any other, or
 	// when an open socket of the account holding the most makes room for another account's
-	// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
+	// (see `GET /v1/trips/{tripId}/updates`); 1001 (Going Away) when the server shuts down:
+	// reconnect; the protocol's own 4400, 4401, 4408, 4409 and 4429
 	// otherwise. A socket that has not sent a valid `connection_init` within a second of its
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
@@ -15097,7 +15100,8 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // it reached (1,000 per account); 1013 (Try Again Later) when that replica holds 2,048
 // streams and sockets of all accounts and the key's account as many as any other, or
 // when an open socket of the account holding the most makes room for another account's
-// (see `GET /v1/trips/{tripId}/updates`); the protocol's own 4400, 4401, 4408, 4409 and 4429
+// (see `GET /v1/trips/{tripId}/updates`); 1001 (Going Away) when the server shuts down:
+// reconnect; the protocol's own 4400, 4401, 4408, 4409 and 4429
 // otherwise. A socket that has not sent a valid `connection_init` within a second of its
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an

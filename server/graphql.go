@@ -139,10 +139,9 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		_ = rc.SetWriteDeadline(time.Time{})
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		defer context.AfterFunc(s.backgroundCtx, cancel)()
 		authorization, _ := pipeline.AuthorizationHeader(r) // once at most: the gate checked
 		r.Header.Set(echo.HeaderAuthorization, authorization)
-		s.graphql.ServeWebSocket(ctx, w, r, func(ctx context.Context, authorization string) (graphqlapi.Session, error) {
+		s.graphql.ServeWebSocket(ctx, s.sessionsCtx, w, r, func(ctx context.Context, authorization string) (graphqlapi.Session, error) {
 			session, p, err := s.socketSession(ctx, authorization)
 			if err == nil {
 				pipeline.ObserveSocket(c, "/v1/graphql", p)
@@ -165,7 +164,8 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 	switch {
 	case errors.Is(err, auth.ErrTooManySessions):
 		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: 4429,
-			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key"}
+			Reason: "too_many_sessions: at most " + strconv.Itoa(auth.MaxSessionsPerKey) + " streams and sockets per API key and " +
+				strconv.Itoa(auth.MaxSessionsPerAccount) + " per account on this server"}
 	case errors.Is(err, auth.ErrReplicaFull):
 		return graphqlapi.Session{}, p, graphqlapi.SocketRefusal{Code: tryAgainLater,
 			Reason: "unavailable: this server holds as many streams and sockets as it may; retry"}

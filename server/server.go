@@ -79,11 +79,14 @@ type Server struct {
 	// that none touches a database whose migrations are still running.
 	backgroundCtx context.Context
 	stop          context.CancelFunc
-	background    sync.WaitGroup
-	workersMu     sync.Mutex
-	workers       []func(ctx context.Context) // registered, not yet started
-	workersOn     bool
-	closeOnce     sync.Once
+	// Streams and sockets run until sessionsCtx ends: at EndSessions, or with backgroundCtx.
+	sessionsCtx context.Context
+	endSessions context.CancelFunc
+	background  sync.WaitGroup
+	workersMu   sync.Mutex
+	workers     []func(ctx context.Context) // registered, not yet started
+	workersOn   bool
+	closeOnce   sync.Once
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -138,6 +141,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.auth = auth.New(deps.Store, s.now, s.metrics.Auth)
 	s.auth.LimitSessions(cfg.MaxSessions)
 	s.backgroundCtx, s.stop = context.WithCancel(context.Background())
+	s.sessionsCtx, s.endSessions = context.WithCancel(s.backgroundCtx)
 	s.pipeline, err = pipeline.New(pipeline.Config{
 		Store: deps.Store, Now: s.now, Log: deps.Logger, Metrics: s.metrics, Auth: s.auth,
 		RateLimits: pipeline.RateLimits{
@@ -250,6 +254,12 @@ func (s *Server) startWorker(fn func(ctx context.Context)) {
 // server's own connections (Redis). Calling it again is harmless. Call it after
 // http.Server.Shutdown has drained the requests in flight; the store belongs to the caller,
 // who closes it last.
+// EndSessions ends the trip streams and GraphQL sockets open on the server, which would
+// otherwise hold a drain until its deadline: a stream ends, for its client to reconnect
+// (EventSource does) to a replica that serves; a socket closes with 1001, going away. Call it
+// once the server stops taking connections, before waiting for the requests in flight.
+func (s *Server) EndSessions() { s.endSessions() }
+
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.SetReady(false)
 	s.workersMu.Lock()

@@ -160,7 +160,7 @@ func (s *Server) watchTrip(ctx context.Context, tripID string, caller auth.Princ
 			return nil
 		case <-ctx.Done():
 			return nil
-		case <-s.backgroundCtx.Done():
+		case <-s.sessionsCtx.Done():
 			return nil
 		case <-heartbeat:
 			if err := emit(nil, ""); err != nil {

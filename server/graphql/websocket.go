@@ -94,8 +94,9 @@ func IsWebSocket(r *http.Request) bool {
 }
 
 // ServeWebSocket runs GraphQL operations, subscriptions included, over the WebSocket r asks
-// for, until either side closes it or ctx ends.
-func (h *Handler) ServeWebSocket(ctx context.Context, w http.ResponseWriter, r *http.Request, authenticate Authenticate) {
+// for, until either side closes it, or the server goes away (goingAway ends: the socket
+// closes with 1001), or ctx ends.
+func (h *Handler) ServeWebSocket(ctx, goingAway context.Context, w http.ResponseWriter, r *http.Request, authenticate Authenticate) {
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols: []string{Subprotocol},
 		// Keys, not cookies, authenticate a socket: a page of any origin may open one, as it
@@ -110,6 +111,9 @@ func (h *Handler) ServeWebSocket(ctx context.Context, w http.ResponseWriter, r *
 		return
 	}
 	s := &wsSession{h: h, conn: conn, running: map[string]context.CancelFunc{}}
+	// The close ends the socket's read, and so serve. Ending ctx instead would drop the
+	// connection without a close frame (1006 for the client).
+	defer context.AfterFunc(goingAway, func() { _ = conn.Close(websocket.StatusGoingAway, "server shutting down") })()
 	s.serve(ctx, r.Header.Get("Authorization"), authenticate)
 }
 

@@ -236,6 +236,9 @@ func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, 
 		IdleTimeout:       limits.idle,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Streams and sockets would hold the drain until its deadline: once the listener has
+	// closed, they end, for their clients to reconnect to a replica that serves.
+	httpServer.RegisterOnShutdown(srv.EndSessions)
 	if fair, ok := ln.(*fairListener); ok {
 		httpServer.ConnState = fair.connState
 		httpServer.ConnContext = func(ctx context.Context, c net.Conn) context.Context {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/rideapi/ride/server"
 	"github.com/rideapi/ride/server/app"
 	"github.com/rideapi/ride/server/auth"
+	"github.com/rideapi/ride/server/demo"
 	graphqlapi "github.com/rideapi/ride/server/graphql"
 	"github.com/rideapi/ride/store"
 )
@@ -132,12 +135,19 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 // server is ready.
 func serveOnLoopback(t *testing.T, listen func(net.Listener) net.Listener, limits transport) string {
 	t.Helper()
-	addr, _ := serveConfigOnLoopback(t, server.Config{}, listen, limits)
-	return addr
+	return serveConfigOnLoopback(t, server.Config{}, listen, limits).addr
 }
 
-// serveConfigOnLoopback is serveOnLoopback with cfg, and the store the server uses.
-func serveConfigOnLoopback(t *testing.T, cfg server.Config, listen func(net.Listener) net.Listener, limits transport) (string, *store.Store) {
+// loopbackAPI is the API serveConfigOnLoopback serves.
+type loopbackAPI struct {
+	addr  string
+	store *store.Store
+	// shutdown stops it as SIGTERM would, and returns what serveUntilDone returned.
+	shutdown func() error
+}
+
+// serveConfigOnLoopback is serveOnLoopback with cfg.
+func serveConfigOnLoopback(t *testing.T, cfg server.Config, listen func(net.Listener) net.Listener, limits transport) loopbackAPI {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "ride.db"))
@@ -158,9 +168,17 @@ func serveConfigOnLoopback(t *testing.T, cfg server.Config, listen func(net.List
 	go func() {
 		done <- serveUntilDone(stop, listen(raw), srv, srv, slog.New(slog.NewTextHandler(io.Discard, nil)), st.Migrate, limits)
 	}()
+	var once sync.Once
+	var served error
+	shutdown := func() error {
+		once.Do(func() {
+			cancel()
+			served = <-done
+		})
+		return served
+	}
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		_ = shutdown()
 		st.Close()
 	})
 	addr := raw.Addr().String()
@@ -171,7 +189,7 @@ func serveConfigOnLoopback(t *testing.T, cfg server.Config, listen func(net.List
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				return addr, st
+				return loopbackAPI{addr: addr, store: st, shutdown: shutdown}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -267,11 +285,8 @@ func TestAnUnreadBodySentWholeKeepsTheConnection(t *testing.T) {
 // a newcomer gets the anonymous one's a second after its upgrade, long before the protocol's
 // wait for connection_init would end it, while the socket that authenticated stays.
 func TestAnonymousSocketsMakeRoom(t *testing.T) {
-	addr, st := serveConfigOnLoopback(t, server.Config{GraphQLInitTimeout: time.Hour}, fairSlots(2), apiTransport)
-	key, _, err := app.NewAPIKey(context.Background(), st, app.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	api := serveConfigOnLoopback(t, server.Config{GraphQLInitTimeout: time.Hour}, fairSlots(2), apiTransport)
+	addr, key := api.addr, adminKey(t, api.store)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dial := func() *websocket.Conn {
@@ -357,4 +372,74 @@ func mustResolve(t *testing.T, addr string) *net.TCPAddr {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// adminKey makes a key of the default account's admin in st.
+func adminKey(t *testing.T, st *store.Store) string {
+	t.Helper()
+	key, _, err := app.NewAPIKey(context.Background(), st, app.APIKeyParams{Role: auth.RoleAdmin, Account: auth.DefaultAccount}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// SIGTERM with a trip stream and a GraphQL socket open drains at once instead of waiting out
+// its deadline for them: the listener closes, then the stream ends and the socket closes with
+// 1001, going away, for their clients to reconnect to a replica that serves.
+func TestShutdownEndsStreamsAndSockets(t *testing.T) {
+	api := serveConfigOnLoopback(t, server.Config{}, fairSlots(16), apiTransport)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := demo.Seed(ctx, api.store, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	key := adminKey(t, api.store)
+	get := func(path, accept string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+api.addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Accept", accept)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %v %v", path, res, err)
+		}
+		return res
+	}
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	list := get("/v1/trips?status=accepted&limit=1", "application/json")
+	if err := json.NewDecoder(list.Body).Decode(&page); err != nil || len(page.Data) != 1 {
+		t.Fatalf("an accepted trip of the demo data: %v %v", page, err)
+	}
+	list.Body.Close()
+	stream := get("/v1/trips/"+page.Data[0].ID+"/updates", "text/event-stream")
+	defer stream.Body.Close()
+	events := bufio.NewReader(stream.Body)
+	if line, err := events.ReadString('\n'); err != nil || !strings.HasPrefix(line, "event: trip") {
+		t.Fatalf("the stream's first message: %q %v", line, err)
+	}
+	socket, _, err := websocket.Dial(ctx, "ws://"+api.addr+"/v1/graphql", &websocket.DialOptions{Subprotocols: []string{graphqlapi.Subprotocol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer socket.CloseNow()
+	if err := socket.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ack, err := socket.Read(ctx); err != nil || !strings.Contains(string(ack), "connection_ack") {
+		t.Fatalf("connection_init: %q %v", ack, err)
+	}
+
+	if err := api.shutdown(); err != nil {
+		t.Fatalf("the drain did not finish: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, events); err != nil {
+		t.Fatalf("the stream did not end: %v", err)
+	}
+	if _, _, err := socket.Read(ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
+		t.Fatalf("the socket should have closed with 1001, going away: %v", err)
+	}
 }
