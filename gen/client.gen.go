@@ -356,7 +356,11 @@ type ClientInterface interface {
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
 	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
-	// at once (`TOO_MANY_OPERATIONS` past that).
+	// at once (`TOO_MANY_OPERATIONS` past that). An operation, while it runs, counts like a
+	// stream against the key's, the account's and the server's bounds above: past the key's
+	// or the account's, its `error` message says `TOO_MANY_OPERATIONS`; on a full server,
+	// `UNAVAILABLE`, and an operation of the account holding the most may end with an
+	// `error` message `UNAVAILABLE` to make room for another account's (subscribe again).
 	//
 	// Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 	QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1421,7 +1425,11 @@ func (c *Client) GetFareEstimate(ctx context.Context, estimateId EstimateId, par
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an
 // `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
-// at once (`TOO_MANY_OPERATIONS` past that).
+// at once (`TOO_MANY_OPERATIONS` past that). An operation, while it runs, counts like a
+// stream against the key's, the account's and the server's bounds above: past the key's
+// or the account's, its `error` message says `TOO_MANY_OPERATIONS`; on a full server,
+// `UNAVAILABLE`, and an operation of the account holding the most may end with an
+// `error` message `UNAVAILABLE` to make room for another account's (subscribe again).
 //
 // Corresponds with GET /v1/graphql (the `QueryGraphQL` operationId).
 func (c *Client) QueryGraphQL(ctx context.Context, params *QueryGraphQLParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5471,7 +5479,11 @@ type ClientWithResponsesInterface interface {
 	// upgrade may lose its connection to a newer client when the replica's connections are
 	// all taken. Each operation a socket starts takes one read from the key's budget (an
 	// `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
-	// at once (`TOO_MANY_OPERATIONS` past that).
+	// at once (`TOO_MANY_OPERATIONS` past that). An operation, while it runs, counts like a
+	// stream against the key's, the account's and the server's bounds above: past the key's
+	// or the account's, its `error` message says `TOO_MANY_OPERATIONS`; on a full server,
+	// `UNAVAILABLE`, and an operation of the account holding the most may end with an
+	// `error` message `UNAVAILABLE` to make room for another account's (subscribe again).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15106,7 +15118,11 @@ func (c *ClientWithResponses) GetFareEstimateWithResponse(ctx context.Context, e
 // upgrade may lose its connection to a newer client when the replica's connections are
 // all taken. Each operation a socket starts takes one read from the key's budget (an
 // `error` message with `RATE_LIMITED` past it), and a socket runs at most 100 operations
-// at once (`TOO_MANY_OPERATIONS` past that).
+// at once (`TOO_MANY_OPERATIONS` past that). An operation, while it runs, counts like a
+// stream against the key's, the account's and the server's bounds above: past the key's
+// or the account's, its `error` message says `TOO_MANY_OPERATIONS`; on a full server,
+// `UNAVAILABLE`, and an operation of the account holding the most may end with an
+// `error` message `UNAVAILABLE` to make room for another account's (subscribe again).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -194,6 +195,25 @@ func (s *Server) socketSession(ctx context.Context, authorization string) (graph
 			return "", nil
 		},
 		Close: release,
+		Operation: func(ctx context.Context) (context.Context, func(), error) {
+			held, release, err := s.auth.Hold(ctx, p)
+			switch {
+			case errors.Is(err, auth.ErrTooManySessions):
+				return nil, nil, graphqlapi.OperationRefusal{Code: "TOO_MANY_OPERATIONS", Message: fmt.Sprintf(
+					"The key already holds %d streams, sockets and operations on this server (its account %d): complete one first.",
+					auth.MaxSessionsPerKey, auth.MaxSessionsPerAccount)}
+			case errors.Is(err, auth.ErrReplicaFull):
+				return nil, nil, graphqlapi.OperationRefusal{Code: "UNAVAILABLE",
+					Message: "This server holds as many streams, sockets and operations as it may. Retry in a few seconds."}
+			}
+			return held, release, err
+		},
+		Stopped: func(ctx context.Context) (string, string) {
+			if errors.Is(context.Cause(ctx), auth.ErrGaveWay) {
+				return "UNAVAILABLE", "This server ended the operation to make room for another account's. Subscribe again."
+			}
+			return "", ""
+		},
 	}, p, nil
 }
 

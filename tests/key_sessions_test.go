@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -184,6 +185,68 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 			}
 			return err
 		}).WithTimeout(5 * time.Second).Should(Succeed())
+	})
+
+	It("count a socket's operations too: a full replica refuses one, and ends the newest of the account holding the most for another account", func(spec SpecContext) {
+		l := h.bookLiveTrip()
+		cfg := testConfig()
+		cfg.MaxSessions = 3
+		b := h.ServerOn(spec, h.DatabaseURL, cfg, false)
+		ctx, cancel := context.WithTimeout(spec, time.Minute) // a socket's reads fail rather than hang
+		defer cancel()
+		dial := func(key string) *websocket.Conn {
+			GinkgoHelper()
+			conn, _, err := websocket.Dial(ctx, "ws"+b.URL[len("http"):]+"/v1/graphql",
+				&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { _ = conn.CloseNow() })
+			Expect(conn.Write(ctx, websocket.MessageText,
+				[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`))).To(Succeed())
+			_, data, err := conn.Read(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(data)).To(ContainSubstring(`"connection_ack"`))
+			return conn
+		}
+		// next is the socket's next message other than a subscription's update.
+		next := func(conn *websocket.Conn) map[string]any {
+			GinkgoHelper()
+			for {
+				_, data, err := conn.Read(ctx)
+				Expect(err).NotTo(HaveOccurred())
+				var msg map[string]any
+				Expect(json.Unmarshal(data, &msg)).To(Succeed())
+				if msg["type"] != "next" {
+					return msg
+				}
+			}
+		}
+		subscribe := func(conn *websocket.Conn, id string) {
+			GinkgoHelper()
+			Expect(conn.Write(ctx, websocket.MessageText, []byte(`{"id":"`+id+`","type":"subscribe","payload":{"query":"subscription { tripUpdated(id: \"`+
+				l.trip.Id+`\") { status } }"}}`))).To(Succeed())
+		}
+		errorCode := func(msg map[string]any) any {
+			GinkgoHelper()
+			Expect(msg["type"]).To(Equal("error"), "%v", msg)
+			return msg["payload"].([]any)[0].(map[string]any)["extensions"].(map[string]any)["code"]
+		}
+
+		// The rider's socket and two subscriptions fill the replica (the socket takes its
+		// messages in order); a third is refused.
+		rider := dial(l.riderKey)
+		subscribe(rider, "1")
+		subscribe(rider, "2")
+		subscribe(rider, "3")
+		refused := next(rider)
+		Expect(refused["id"]).To(Equal("3"))
+		Expect(errorCode(refused)).To(Equal("UNAVAILABLE"))
+
+		// Another account's socket takes the place of the newest subscription, which ends with
+		// an error message.
+		dial(b.KeyIn("admin", "", newAccount("operations")))
+		ended := next(rider)
+		Expect(ended["id"]).To(Equal("2"))
+		Expect(errorCode(ended)).To(Equal("UNAVAILABLE"))
 	})
 
 	It("refuse a socket whose Authorization header is sent twice", func() {

@@ -86,6 +86,14 @@ type Session struct {
 	Check func(ctx context.Context) (reason string, err error)
 	// Close releases the session when the socket ends.
 	Close func()
+	// Operation holds what one operation of the socket runs under while it runs, as a
+	// session of its own: a context, which the server may end to make room for another
+	// account's (Stopped then says so), and the function that releases it. An
+	// OperationRefusal refuses the operation.
+	Operation func(ctx context.Context) (context.Context, func(), error)
+	// Stopped tells, once an operation's context has ended, the code and message of the
+	// error message that ends the operation when the server ended it; code "" otherwise.
+	Stopped func(ctx context.Context) (code, message string)
 }
 
 // IsWebSocket tells whether r asks to upgrade to a WebSocket.
@@ -124,6 +132,9 @@ type wsSession struct {
 
 	// check reads the socket's key again before an operation starts (Session.Check).
 	check func(ctx context.Context) (reason string, err error)
+	// operation and stopped are the session's Operation and Stopped.
+	operation func(ctx context.Context) (context.Context, func(), error)
+	stopped   func(ctx context.Context) (code, message string)
 
 	writeMu sync.Mutex
 	mu      sync.Mutex
@@ -180,7 +191,7 @@ func (s *wsSession) serve(ctx context.Context, header string, authenticate Authe
 	}
 	defer session.Close()
 	opCtx := session.Context
-	s.check = session.Check
+	s.check, s.operation, s.stopped = session.Check, session.Operation, session.Stopped
 	// A key that stops acting closes the socket, whatever it is doing: its operations end with
 	// opCtx, and the read below fails once the socket is closed.
 	defer context.AfterFunc(opCtx, func() {
@@ -259,13 +270,23 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 		refuse(gqlCodeInternal, "The API key could not be checked. Retry shortly.")
 		return true
 	}
+	held, release, err := s.operation(ctx)
+	if errors.As(err, &refusal) {
+		refuse(refusal.Code, refusal.Message)
+		return true
+	} else if err != nil {
+		s.h.log.ErrorContext(ctx, "graphql subscribe: no session for the operation", "error", err.Error())
+		refuse(gqlCodeInternal, "The operation could not start. Retry shortly.")
+		return true
+	}
 	s.mu.Lock()
 	if _, taken := s.running[msg.ID]; taken {
 		s.mu.Unlock()
+		release()
 		_ = s.conn.Close(wsSubscriberExists, "Subscriber for "+msg.ID+" already exists")
 		return false
 	}
-	opCtx, stop := context.WithCancel(ctx)
+	opCtx, stop := context.WithCancel(held)
 	s.running[msg.ID] = stop
 	s.mu.Unlock()
 
@@ -275,8 +296,12 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 			delete(s.running, msg.ID)
 			s.mu.Unlock()
 			stop()
+			release()
 		}()
 		s.run(opCtx, msg.ID, req.Query, req.OperationName, req.Variables)
+		if code, message := s.stopped(held); code != "" && ctx.Err() == nil {
+			refuse(code, message)
+		}
 	})
 	return true
 }
