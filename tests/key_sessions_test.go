@@ -108,22 +108,7 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		b := h.ServerOn(spec, h.DatabaseURL, cfg, false)
 		ctx, cancel := context.WithTimeout(spec, time.Minute) // a socket's reads fail rather than hang
 		defer cancel()
-		// openSocket authenticates a socket on b as key: the socket once acknowledged, or the
-		// error that closed it.
-		openSocket := func(key string) (*websocket.Conn, error) {
-			GinkgoHelper()
-			conn, _, err := websocket.Dial(ctx, "ws"+b.URL[len("http"):]+"/v1/graphql",
-				&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func() { _ = conn.CloseNow() })
-			Expect(conn.Write(ctx, websocket.MessageText,
-				[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`))).To(Succeed())
-			_, data, err := conn.Read(ctx)
-			if err == nil {
-				Expect(string(data)).To(ContainSubstring(`"connection_ack"`))
-			}
-			return conn, err
-		}
+		openSocket := func(key string) (*websocket.Conn, error) { return b.authenticatedSocket(ctx, key) }
 		follow := func(key string) *tripStream {
 			GinkgoHelper()
 			stream := b.FollowTrip(key, l.trip.Id, "")
@@ -196,15 +181,8 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		defer cancel()
 		dial := func(key string) *websocket.Conn {
 			GinkgoHelper()
-			conn, _, err := websocket.Dial(ctx, "ws"+b.URL[len("http"):]+"/v1/graphql",
-				&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+			conn, err := b.authenticatedSocket(ctx, key)
 			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func() { _ = conn.CloseNow() })
-			Expect(conn.Write(ctx, websocket.MessageText,
-				[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`))).To(Succeed())
-			_, data, err := conn.Read(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(string(data)).To(ContainSubstring(`"connection_ack"`))
 			return conn
 		}
 		// next is the socket's next message other than a subscription's update.
@@ -261,3 +239,20 @@ var _ = ForEachEngine("What a key opened", func(h *Harness) {
 		Expect(res.StatusCode).To(Equal(http.StatusBadRequest))
 	})
 })
+
+// authenticatedSocket opens a GraphQL socket on h and authenticates it as key: the socket once
+// acknowledged, or the error that closed it. It closes when the spec ends.
+func (h *Harness) authenticatedSocket(ctx context.Context, key string) (*websocket.Conn, error) {
+	GinkgoHelper()
+	conn, _, err := websocket.Dial(ctx, "ws"+h.URL[len("http"):]+"/v1/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = conn.CloseNow() })
+	Expect(conn.Write(ctx, websocket.MessageText,
+		[]byte(`{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`))).To(Succeed())
+	_, data, err := conn.Read(ctx)
+	if err == nil {
+		Expect(string(data)).To(ContainSubstring(`"connection_ack"`))
+	}
+	return conn, err
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -311,17 +312,8 @@ func TestAnonymousSocketsMakeRoom(t *testing.T) {
 	}
 	anonymous := dial()
 
-	newcomer, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer newcomer.Close()
-	_ = newcomer.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(newcomer, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := http.ReadResponse(bufio.NewReader(newcomer), nil); err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("the newcomer was not served while sockets held every slot: %v %v", res, err)
+	if err := newcomerServed(addr); err != nil {
+		t.Fatalf("the newcomer was not served while sockets held every slot: %v", err)
 	}
 
 	if _, _, err := anonymous.Read(ctx); err == nil || websocket.CloseStatus(err) != -1 {
@@ -351,18 +343,28 @@ func TestStuckAnswersMakeRoom(t *testing.T) {
 		}
 	}
 
-	newcomer, err := net.Dial("tcp", addr)
+	if err := newcomerServed(addr); err != nil {
+		t.Fatalf("the newcomer was not served while clients that do not read held every slot: %v", err)
+	}
+}
+
+// newcomerServed connects a new client to addr and has it ask for /healthz: nil once it is
+// answered 200, within 30 s.
+func newcomerServed(addr string) error {
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	defer newcomer.Close()
-	_ = newcomer.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(newcomer, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return err
 	}
-	if res, err := http.ReadResponse(bufio.NewReader(newcomer), nil); err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("the newcomer was not served while clients that do not read held every slot: %v %v", res, err)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %d", res.StatusCode)
 	}
+	return err
 }
 
 func mustResolve(t *testing.T, addr string) *net.TCPAddr {
