@@ -17,7 +17,7 @@ var (
 	MethodNotAllowed        = define("method_not_allowed", 405, "Method not allowed", "The path exists but not with this method; the Allow header lists the methods it has.")
 	NotAcceptable           = define("not_acceptable", 406, "Not acceptable", "The Accept header admits no media type the operation answers with.")
 	APIKeyLimitReached      = define("api_key_limit_reached", 409, "API key limit reached", "The account holds 1,000 active API keys, the most it may: revoke keys it no longer uses (DELETE /v1/api-keys/{keyId}) before creating more.")
-	RequestTimeout          = define("request_timeout", 408, "Request timeout", "The request did not arrive in time: the whole request, body included, must be sent within 15 seconds. Send it again, faster or smaller.")
+	RequestTimeout          = define("request_timeout", 408, "Request timeout", "The request did not arrive in time: the whole request, body included, must be sent within 15 seconds, and its body within a second and then at 64 KiB a second. Send it again, faster or smaller.")
 	DriverOffline           = define("driver_offline", 409, "Driver offline", "The driver is offline and drives no trip: go online (PUT /v1/drivers/{driverId}/availability) before reporting positions.")
 	WebhookEndpointDisabled = define("webhook_endpoint_disabled", 409, "Webhook endpoint disabled", "The endpoint is disabled and receives nothing: enable it with PATCH /v1/webhook-endpoints/{endpointId} first.")
 	EstimateUsed            = define("estimate_already_used", 409, "Estimate already used", "The fare estimate has already been booked.")

@@ -39,6 +39,12 @@ type fairListener struct {
 // socket may stay anonymous before its connection counts as idle.
 const newGrace = time.Second
 
+// sendBuffer caps each connection's kernel send buffer (the kernel doubles it for its own
+// bookkeeping): answers a client does not read then wait in the process, bounded by the
+// connections it holds, instead of in the host's TCP memory, which every process shares and
+// whose exhaustion resets other connections. An API's answers fit it many times over.
+const sendBuffer = 128 << 10
+
 // writeChunk is the most a connection writes in one call, so that its answer's progress is
 // seen at least that often: a client reading slower than writeChunk a second for a whole grace
 // counts as not reading.
@@ -111,6 +117,9 @@ func (l *fairListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetWriteBuffer(sendBuffer)
+	}
 	l.mu.Lock()
 	for len(l.open) >= l.max && !l.closed {
 		if victim := l.idlest(monotonic()); victim != nil {
@@ -131,6 +140,34 @@ func (l *fairListener) Accept() (net.Conn, error) {
 	l.open[tc] = struct{}{}
 	l.mu.Unlock()
 	return tc, nil
+}
+
+// cutStuckAnswers closes, until drained is closed, every connection whose answer has not
+// moved for newGrace: during a shutdown's drain, a client that does not read would otherwise
+// hold it until the write timeout, longer than the drain may take.
+func (l *fairListener) cutStuckAnswers(drained <-chan struct{}) {
+	tick := time.NewTicker(newGrace / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-drained:
+			return
+		case <-tick.C:
+		}
+		now := monotonic()
+		var stuck []*trackedConn
+		l.mu.Lock()
+		for c := range l.open {
+			if idle, _, _ := c.quiet(now); idle && c.state == http.StateActive {
+				c.releasing = true
+				stuck = append(stuck, c)
+			}
+		}
+		l.mu.Unlock()
+		for _, c := range stuck {
+			_ = c.Close()
+		}
+	}
 }
 
 // keep marks c as serving an authenticated WebSocket, never to be closed for a newcomer; false

@@ -237,9 +237,13 @@ func serveUntilDone(ctx context.Context, ln net.Listener, handler http.Handler, 
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Streams and sockets would hold the drain until its deadline: once the listener has
-	// closed, they end, for their clients to reconnect to a replica that serves.
+	// closed, they end, for their clients to reconnect to a replica that serves. So would
+	// answers a client does not read: those stuck for a second are cut.
 	httpServer.RegisterOnShutdown(srv.EndSessions)
+	drained := make(chan struct{})
+	defer close(drained)
 	if fair, ok := ln.(*fairListener); ok {
+		httpServer.RegisterOnShutdown(func() { fair.cutStuckAnswers(drained) })
 		httpServer.ConnState = fair.connState
 		httpServer.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			if tc, ok := c.(*trackedConn); ok {

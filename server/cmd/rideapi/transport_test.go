@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -443,5 +444,103 @@ func TestShutdownEndsStreamsAndSockets(t *testing.T) {
 	}
 	if _, _, err := socket.Read(ctx); websocket.CloseStatus(err) != websocket.StatusGoingAway {
 		t.Fatalf("the socket should have closed with 1001, going away: %v", err)
+	}
+}
+
+// A body trickled by a client with a valid key, to an operation that reads it, is answered 408
+// once it falls behind its pace (a second, then 64 KiB a second), not when the whole request's
+// read timeout ends.
+func TestATrickledBodyIsCutOnceItFallsBehind(t *testing.T) {
+	// A whole request may take a minute here: only the body's pace can end it sooner.
+	api := serveConfigOnLoopback(t, server.Config{}, fairSlots(8), transport{readHeader: 5 * time.Second, read: time.Minute, write: time.Minute, idle: time.Minute})
+	conn, err := net.Dial("tcp", api.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /v1/fare-estimates HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+adminKey(t, api.store)+
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	trickling := make(chan struct{})
+	defer close(trickling)
+	go func() {
+		for {
+			select {
+			case <-trickling:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if _, err := io.WriteString(conn, " "); err != nil {
+					return
+				}
+			}
+		}
+	}()
+
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // half the read timeout
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body trickled: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", res.StatusCode)
+	}
+}
+
+// SIGTERM while a client that does not read holds an answer stuck: the drain cuts it once it
+// has not moved for a second, instead of waiting out the write timeout past its own deadline.
+func TestShutdownCutsStuckAnswers(t *testing.T) {
+	api := serveConfigOnLoopback(t, server.Config{}, fairSlots(8), apiTransport)
+	conn, err := net.DialTCP("tcp", nil, mustResolve(t, api.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadBuffer(1024)
+	if _, err := io.WriteString(conn, strings.Repeat("GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n", 64)); err != nil {
+		t.Fatal(err)
+	}
+	// The first answer has begun: from here on the client reads nothing.
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.shutdown(); err != nil {
+		t.Fatalf("the drain did not finish: %v", err)
+	}
+}
+
+// Every accepted connection's kernel send buffer is capped, so that answers nobody reads do
+// not take the host's TCP memory.
+func TestAcceptedConnectionsHaveABoundedSendBuffer(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newFairListener(raw, 1)
+	defer l.Close()
+	client, err := net.Dial("tcp", raw.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := c.(*trackedConn).Conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	var sockErr error
+	if err := sc.Control(func(fd uintptr) {
+		size, sockErr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+	}); err != nil || sockErr != nil {
+		t.Fatal(err, sockErr)
+	}
+	if size > 2*sendBuffer { // the kernel doubles what it is given
+		t.Fatalf("send buffer of %d bytes, want at most %d", size, 2*sendBuffer)
 	}
 }
