@@ -258,25 +258,29 @@ func (s *wsSession) subscribe(ctx context.Context, msg wsMessage) bool {
 	}
 	// A revocation may not have reached this replica yet: the key is read again first, and
 	// the operation is metered like a request.
-	var refusal OperationRefusal
-	if reason, err := s.check(ctx); reason != "" {
+	// refused answers err, when it keeps the operation from starting, with its error message:
+	// an OperationRefusal's own, or, logged, an internal one saying what could not be done.
+	refused := func(err error, what, message string) bool {
+		var refusal OperationRefusal
+		switch {
+		case errors.As(err, &refusal):
+			refuse(refusal.Code, refusal.Message)
+		case err != nil:
+			s.h.log.ErrorContext(ctx, "graphql subscribe: "+what, "error", err.Error())
+			refuse(gqlCodeInternal, message)
+		}
+		return err != nil
+	}
+	reason, err := s.check(ctx)
+	if reason != "" {
 		_ = s.conn.Close(wsForbidden, reason)
 		return false
-	} else if errors.As(err, &refusal) {
-		refuse(refusal.Code, refusal.Message)
-		return true
-	} else if err != nil {
-		s.h.log.ErrorContext(ctx, "graphql subscribe: key check failed", "error", err.Error())
-		refuse(gqlCodeInternal, "The API key could not be checked. Retry shortly.")
+	}
+	if refused(err, "key check failed", "The API key could not be checked. Retry shortly.") {
 		return true
 	}
 	held, release, err := s.operation(ctx)
-	if errors.As(err, &refusal) {
-		refuse(refusal.Code, refusal.Message)
-		return true
-	} else if err != nil {
-		s.h.log.ErrorContext(ctx, "graphql subscribe: no session for the operation", "error", err.Error())
-		refuse(gqlCodeInternal, "The operation could not start. Retry shortly.")
+	if refused(err, "no session for the operation", "The operation could not start. Retry shortly.") {
 		return true
 	}
 	s.mu.Lock()

@@ -56,23 +56,21 @@ func newFairListener(ln net.Listener, max int) *fairListener {
 	return l
 }
 
-// epoch anchors monotonic instants kept as integers (trackedConn.lastRead is written by the
-// connection's reads without the listener's lock).
+// epoch anchors monotonic instants kept as integers (trackedConn's stamps are written by the
+// connection's reads and writes without the listener's lock).
 var epoch = time.Now()
 
 func monotonic() int64 { return int64(time.Since(epoch)) }
 
-// trackedConn is an accepted connection, what the HTTP server last said of it, and when it
-// last received anything.
+// trackedConn is an accepted connection, what the HTTP server last said of it, and when its
+// request began to arrive and its answer last moved.
 type trackedConn struct {
 	net.Conn
 	l *fairListener
 
-	// lastRead is when a read last returned bytes (monotonic); 0 for never. headerFrom is
-	// when the first byte of the request now arriving came (monotonic), 0 while none has since
-	// the connection went idle. writing is when the write under way last moved (monotonic), 0
-	// when none is under way.
-	lastRead   atomic.Int64
+	// headerFrom is when the first byte of the request now arriving came (monotonic), 0 while
+	// none has since the connection went idle. writing is when the write under way last moved
+	// (monotonic), 0 when none is under way.
 	headerFrom atomic.Int64
 	writing    atomic.Int64
 
@@ -87,9 +85,7 @@ type trackedConn struct {
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		now := monotonic()
-		c.lastRead.Store(now)
-		c.headerFrom.CompareAndSwap(0, now)
+		c.headerFrom.CompareAndSwap(0, monotonic())
 	}
 	return n, err
 }
@@ -230,7 +226,7 @@ func (c *trackedConn) quiet(now int64) (idle bool, rank int, idleAt int64) {
 }
 
 // idlest is the connection to close for a newcomer: the longest idle keep-alive, else the
-// connection silent the longest past newGrace; nil when none is idle.
+// connection idle the longest past its grace (quiet); nil when none is idle.
 func (l *fairListener) idlest(now int64) *trackedConn {
 	var best *trackedConn
 	var bestRank int

@@ -219,20 +219,7 @@ func TestAnUnreadBodyDoesNotHoldItsConnection(t *testing.T) {
 	if _, err := io.WriteString(conn, "POST /v1/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
 		t.Fatal(err)
 	}
-	trickling := make(chan struct{})
-	defer close(trickling)
-	go func() {
-		for {
-			select {
-			case <-trickling:
-				return
-			case <-time.After(100 * time.Millisecond):
-				if _, err := io.WriteString(conn, " "); err != nil {
-					return
-				}
-			}
-		}
-	}()
+	defer trickle(conn)()
 
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // half the read timeout
 	reader := bufio.NewReader(conn)
@@ -462,20 +449,7 @@ func TestATrickledBodyIsCutOnceItFallsBehind(t *testing.T) {
 		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
 		t.Fatal(err)
 	}
-	trickling := make(chan struct{})
-	defer close(trickling)
-	go func() {
-		for {
-			select {
-			case <-trickling:
-				return
-			case <-time.After(100 * time.Millisecond):
-				if _, err := io.WriteString(conn, " "); err != nil {
-					return
-				}
-			}
-		}
-	}()
+	defer trickle(conn)()
 
 	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // half the read timeout
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -543,4 +517,23 @@ func TestAcceptedConnectionsHaveABoundedSendBuffer(t *testing.T) {
 	if size > 2*sendBuffer { // the kernel doubles what it is given
 		t.Fatalf("send buffer of %d bytes, want at most %d", size, 2*sendBuffer)
 	}
+}
+
+// trickle sends conn a space every 100 ms, as a client trickling its body would, until the
+// returned function is called.
+func trickle(conn net.Conn) (stop func()) {
+	trickling := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-trickling:
+				return
+			case <-time.After(100 * time.Millisecond):
+				if _, err := io.WriteString(conn, " "); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(trickling) }
 }
