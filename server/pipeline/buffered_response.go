@@ -86,6 +86,7 @@ func (b *bufferedResponse) FlushError() error {
 			return err
 		}
 		b.body.Reset()
+		b.static = nil
 	}
 	return http.NewResponseController(b.ResponseWriter).Flush()
 }
