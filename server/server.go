@@ -250,16 +250,16 @@ func (s *Server) startWorker(fn func(ctx context.Context)) {
 	s.background.Go(func() { fn(s.backgroundCtx) })
 }
 
-// Shutdown stops the background workers, waiting for them until ctx ends, and releases the
-// server's own connections (Redis). Calling it again is harmless. Call it after
-// http.Server.Shutdown has drained the requests in flight; the store belongs to the caller,
-// who closes it last.
 // EndSessions ends the trip streams and GraphQL sockets open on the server, which would
 // otherwise hold a drain until its deadline: a stream ends, for its client to reconnect
 // (EventSource does) to a replica that serves; a socket closes with 1001, going away. Call it
 // once the server stops taking connections, before waiting for the requests in flight.
 func (s *Server) EndSessions() { s.endSessions() }
 
+// Shutdown stops the background workers, waiting for them until ctx ends, and releases the
+// server's own connections (Redis). Calling it again is harmless. Call it after
+// http.Server.Shutdown has drained the requests in flight; the store belongs to the caller,
+// who closes it last.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.SetReady(false)
 	s.workersMu.Lock()
