@@ -109,6 +109,9 @@ func benchmark(ctx context.Context, o options) error {
 	if err := loadDataset(ctx, dbURL, o.data); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	if err := checkConnections(ctx, dbURL, o); err != nil {
+		return err
+	}
 	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		return err
