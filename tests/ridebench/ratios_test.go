@@ -59,3 +59,15 @@ func TestCPURatioComparesTheServersCPUPerRequest(t *testing.T) {
 		t.Errorf("cpuRatio = %v, median %v; want [1.5 NaN], 1.5", r.per, r.median())
 	}
 }
+
+func TestBusyCountsEveryProcessOverTheMeasuredWindows(t *testing.T) {
+	r := &result{}
+	r.addRound(result{n: 1, elapsed: time.Second, cpu: cpuTimes{server: 600 * time.Millisecond, postgres: 500 * time.Millisecond, self: 400 * time.Millisecond}})
+	r.addRound(result{n: 1, elapsed: time.Second, cpu: cpuTimes{handwritten: 100 * time.Millisecond, postgres: 900 * time.Millisecond, self: 500 * time.Millisecond}})
+	if got := r.busy(); got != "1.50" {
+		t.Errorf("3 s of CPU over 2 s of windows: busy %s, want 1.50", got)
+	}
+	if got := (&result{}).busy(); got != "–" {
+		t.Errorf("no window: busy %s, want –", got)
+	}
+}

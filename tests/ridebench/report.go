@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -298,4 +299,26 @@ func mainTables(w io.Writer, o options, rows []reportRow) {
 		fmt.Fprintf(w, "The booking's server and PostgreSQL figures include the fleet's %d position reports a second, for the server and the reference alike.\n", o.positions)
 	}
 
+	fmt.Fprintf(w, "\nCores kept busy over the measured windows, of the host's %d: the benchmark's processes' CPU time (server, PostgreSQL, load generator) per second; a side well below %d waited on its round trips, not on CPU\n\n", runtime.NumCPU(), runtime.NumCPU())
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tours\treference\thand-written\t")
+	for _, r := range rows {
+		hw := "–"
+		if r.hw != nil {
+			hw = r.hw.busy()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.sc.name, r.srv.busy(), r.ref.busy(), hw)
+	}
+	tw.Flush()
+}
+
+// busy is how many cores the benchmark's processes kept busy, on average, over r's measured
+// windows.
+func (r *result) busy() string {
+	c := r.cpu
+	all := c.server + c.compare + c.handwritten + c.sqlite + c.postgres + c.self
+	if r.elapsed <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", all.Seconds()/r.elapsed.Seconds())
 }
