@@ -9,23 +9,28 @@ import (
 	"github.com/rideapi/ride/store"
 )
 
+// sideConns are the connections a server holds beside its pool's one per client (listen,
+// probe, asynchronous writes): RIDE_DB_MAX_CONNS is the clients plus these.
+var sideConns = store.DefaultPool.MaxConns - store.DefaultPool.PoolSize()
+
 // connectionNeed is how many PostgreSQL connections a run may hold at once: every server's pool
 // (the real server's and -compare's, each its side connections and one per client; the
 // hand-written server's, one per client), the reference's pool (one per client) and the
 // benchmark's own stores. Each pool keeps its connections between the turns, so they add up.
 func connectionNeed(o options) (need int, spelled string) {
-	side := store.DefaultPool.MaxConns - store.DefaultPool.PoolSize()
 	servers := 1
 	if o.compare != "" {
 		servers++
 	}
-	own := store.DefaultPool.MaxConns // the benchmark's store: keys, the fleet, capture
+	// The benchmark's own stores, open the whole run: the one of the keys and the fleet, the
+	// sampler's that captures the reference's statements, and -compare-db's.
+	own := 2 * store.DefaultPool.MaxConns
 	if o.compareDB != "" {
 		own += store.DefaultPool.MaxConns
 	}
-	need = servers*(side+o.concurrency) + 2*o.concurrency + own
+	need = servers*(sideConns+o.concurrency) + 2*o.concurrency + own
 	spelled = fmt.Sprintf("%d server(s) × (%d + %d clients), the hand-written server's %d, the reference's %d, the benchmark's own %d",
-		servers, side, o.concurrency, o.concurrency, o.concurrency, own)
+		servers, sideConns, o.concurrency, o.concurrency, o.concurrency, own)
 	return need, spelled
 }
 

@@ -168,7 +168,6 @@ func benchmark(ctx context.Context, o options) error {
 	// with fewer connections than clients a transaction waits for a turn the reference never
 	// waits for.
 	secret := "ridebench-cursor-secret-0123456789"
-	sideConns := store.DefaultPool.MaxConns - store.DefaultPool.PoolSize()
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RIDE_ADDR="+o.addr, "RIDE_RATE_LIMIT_READ=0",
 		"RIDE_RATE_LIMIT_WRITE=0", "RIDE_DEMO_DATA=false", "RIDE_CURSOR_SECRET="+secret,
 		"RIDE_DB_MAX_CONNS="+strconv.Itoa(sideConns+o.concurrency))
