@@ -193,7 +193,7 @@ func TestFairListenerSparesAKeepAliveWhoseRequestIsArriving(t *testing.T) {
 func TestFairListenerGivesAHeaderOneGraceFromItsFirstByte(t *testing.T) {
 	backlog := newPipeListener()
 	l := newFairListener(backlog, 1)
-	slow, _ := connect(t, backlog, l, http.StateNew)
+	slow, client := connect(t, backlog, l, http.StateNew)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -202,11 +202,19 @@ func TestFairListenerGivesAHeaderOneGraceFromItsFirstByte(t *testing.T) {
 	if l.idlest(connected+grace) != slow {
 		t.Fatal("a connection silent for a grace since it connected should count as idle")
 	}
-	slow.headerFrom.Store(connected + grace*9/10) // its first byte, shortly before that
+	first := connected + grace*9/10 // its first byte, shortly before that
+	slow.headerFrom.Store(first)
 	if l.idlest(connected+grace*3/2) != nil {
 		t.Fatal("a header that began half a grace ago counts as late")
 	}
-	// Bytes that keep coming (a trickle) leave the header's first byte where it was.
+	// A byte of the trickle arrives: it leaves the header's first byte where it was.
+	go func() { _, _ = client.Write([]byte("G")) }()
+	if n, err := slow.Read(make([]byte, 1)); n != 1 || err != nil {
+		t.Fatalf("reading the trickled byte: %d, %v", n, err)
+	}
+	if got := slow.headerFrom.Load(); got != first {
+		t.Fatalf("a trickled byte moved the header's first byte from %d to %d", first, got)
+	}
 	if l.idlest(connected+grace*2) != slow {
 		t.Fatal("a header still arriving a grace after its first byte should count as idle, trickled or not")
 	}
