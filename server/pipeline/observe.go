@@ -10,20 +10,12 @@ import (
 	"github.com/rideapi/ride/server/auth"
 )
 
-// Keys of what the gate tells the observer through the Echo context. The request's context
-// is not enough: when authentication fails, the gate returns before it hands on its context,
-// yet the log line of that 401 still names its route.
-const (
-	observedOperation = "ride.operation"
-	observedPrincipal = "ride.principal"
-	observedRoute     = "ride.route"
-)
-
 // ObserveSocket names, for a socket served before the gate (GraphQL's), its route and the
 // caller its key speaks for, in its log line and metrics like any request's.
 func ObserveSocket(c echo.Context, route string, p auth.Principal) {
-	c.Set(observedRoute, route)
-	c.Set(observedPrincipal, p)
+	if s := stateOf(c.Request().Context()); s != nil {
+		s.route, s.caller, s.authenticated = route, p, true
+	}
 }
 
 // routeUnmatched labels requests that match no route, so that scanners probing random paths
@@ -73,17 +65,22 @@ func (pl *Pipeline) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		// What the gate learnt is in the state of the request as the layers left it (Respond's
+		// context, or the gate's when Respond is not among the layers).
+		state := stateOf(c.Request().Context())
 		route := routeUnmatched
-		if info, ok := c.Get(observedOperation).(*operationInfo); ok && info != nil {
-			route = info.path
-		} else if r, ok := c.Get(observedRoute).(string); ok {
-			route = r
-		} else if pl.outsideDocument[c.Path()] {
+		switch {
+		case state != nil && state.operation != nil:
+			route = state.operation.path
+		case state != nil && state.route != "":
+			route = state.route
+		case pl.outsideDocument[c.Path()]:
 			route = c.Path()
 		}
 		pl.metrics.observeRequest(method, route, status, elapsed)
 
-		attrs := []slog.Attr{
+		var room [10]slog.Attr // every attribute below: the line's attributes need no allocation
+		attrs := append(room[:0],
 			slog.String("request_id", c.Response().Header().Get(headerRequestID)),
 			slog.String("method", method),
 			slog.String("route", route),
@@ -91,9 +88,9 @@ func (pl *Pipeline) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.Int("status", status),
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			slog.Int("bytes", rec.bytes),
-		}
-		if p, ok := c.Get(observedPrincipal).(auth.Principal); ok {
-			attrs = append(attrs, slog.String("key_id", p.KeyID), slog.String("role", p.Role))
+		)
+		if state != nil && state.authenticated {
+			attrs = append(attrs, slog.String("key_id", state.caller.KeyID), slog.String("role", state.caller.Role))
 		}
 		if req.Context().Err() != nil {
 			// The client disconnected before the answer (nginx logs such a request as 499);

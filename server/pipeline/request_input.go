@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,18 +113,11 @@ func parseQuery(raw string) (url.Values, error) {
 	return query, nil
 }
 
-type queryKey struct{}
-
-// withQuery keeps the parsed query in the request's context, for the layers after the gate.
-func withQuery(ctx context.Context, query url.Values) context.Context {
-	return context.WithValue(ctx, queryKey{}, query)
-}
-
 // QueryOf is the request's query as the gate parsed, checked and rewrote it; parsed anew only
 // for a request that did not pass the gate.
 func QueryOf(req *http.Request) url.Values {
-	if q, ok := req.Context().Value(queryKey{}).(url.Values); ok {
-		return q
+	if s := stateOf(req.Context()); s != nil && s.queried {
+		return s.query
 	}
 	return req.URL.Query()
 }

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"net/http"
@@ -92,8 +91,8 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		// transaction, which it starts for every cancellable context (measured in
 		// tests/ridebench/README.md). The gate bounds the request's wait for the database
 		// with a value the store reads instead (store.WithDeadline).
-		ctx := withClientGone(context.WithoutCancel(req.Context()), req.Context().Done())
-		c.SetRequest(req.WithContext(WithRequestID(ctx, requestID)))
+		ctx := newRequestContext(req.Context(), requestID)
+		c.SetRequest(req.WithContext(ctx))
 		res := c.Response()
 		res.Header()[headerRequestID] = []string{requestID}
 
@@ -130,9 +129,9 @@ func (pl *Pipeline) Respond(next echo.HandlerFunc) echo.HandlerFunc {
 		body := held.bytes()
 		if status == http.StatusOK {
 			etag := held.etag()
-			header.Set("ETag", etag)
+			header["Etag"] = []string{etag} // canonical already: Set would make the key anew
 			header["Vary"] = headerVaryAuthorization
-			if info := operationFrom(c.Request().Context()); info != nil {
+			if info := ctx.state.operation; info != nil {
 				header["Cache-Control"] = info.cacheControl
 			}
 			if etagMatches(c.Request().Header.Values("If-None-Match"), etag) {

@@ -213,12 +213,12 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 	return info
 }
 
-type operationKey struct{}
-
 // operationFrom tells later layers (caching, logging, rate limits) which operation runs.
 func operationFrom(ctx context.Context) *operationInfo {
-	info, _ := ctx.Value(operationKey{}).(*operationInfo)
-	return info
+	if s := stateOf(ctx); s != nil {
+		return s.operation
+	}
+	return nil
 }
 
 func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
@@ -232,8 +232,15 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		info := g.operations[route.Operation]
-		ctx := context.WithValue(req.Context(), operationKey{}, info)
-		c.Set(observedOperation, info)
+		ctx := req.Context()
+		state := stateOf(ctx)
+		if state == nil { // a request Respond did not begin: the gate's context carries one
+			state = &requestState{}
+			ctx = context.WithValue(ctx, requestStateKey{}, state)
+			req = req.WithContext(ctx)
+			c.SetRequest(req)
+		}
+		state.operation = info
 		if IsUpgrade(req) && req.Method == http.MethodGet && g.sockets[info.path] {
 			// The socket's key arrives in its first message: its handler authenticates it and
 			// meters what it runs. What the gate can check of the upgrade, it checks here.
@@ -243,7 +250,6 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			if err := checkUpgrade(req); err != nil {
 				return err
 			}
-			c.SetRequest(req.WithContext(ctx))
 			return next(c)
 		}
 
@@ -265,15 +271,15 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 				// mutations) may be served by a standby that has replayed the caller's writes.
 				ctx = store.ReadingAs(ctx, principal.KeyID, info.class == classRead)
 			}
-			c.Set(observedPrincipal, principal)
+			state.caller, state.authenticated = principal, true
 			if g.limits != nil {
 				if ctx, err = g.limits.admit(ctx, req, c.Response().Header(), principal, info); err != nil {
 					return err
 				}
+				// Respond settles the budget from the request's context, whatever answers it.
+				c.SetRequest(req.WithContext(ctx))
 			}
 		}
-		req = req.WithContext(ctx)
-		c.SetRequest(req)
 
 		query, err := parseQuery(req.URL.RawQuery)
 		if err != nil {
@@ -286,16 +292,14 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if query, err = rejectUnknownQuery(req.URL.RawQuery, query, info); err != nil {
 			return err
 		}
-		req = req.WithContext(withQuery(req.Context(), query))
-		c.SetRequest(req)
+		state.query, state.queried = query, true
 		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
 			return problem.New(problem.NotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")
 		}
 		if len(info.produces) > 1 {
 			// The handler picks among its media types (GraphQL); it gets the choice.
-			req = req.WithContext(withMediaType(req.Context(), preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces)))
-			c.SetRequest(req)
+			ctx = withMediaType(ctx, preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces))
 		}
 		if !g.skipValidation {
 			if err := g.validateRequest(ctx, req, route, pathParams, query, body); err != nil {
@@ -307,8 +311,9 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		// takes long to connect cost it this bound in all, then 503. Reading the body, the
 		// client's time, is not counted. Streams detach from it (see tripStream). The bound
 		// is a value the store reads, not a cancellable context (see store.WithDeadline).
-		bounded := store.WithDeadline(c.Request().Context(), time.Now().Add(g.databaseTimeout-waited))
-		c.SetRequest(c.Request().WithContext(bounded))
+		// The request is copied once, with all the gate learnt.
+		bounded := store.WithDeadline(ctx, time.Now().Add(g.databaseTimeout-waited))
+		c.SetRequest(req.WithContext(bounded))
 		return next(queryContext{Context: c, query: query})
 	}
 }
