@@ -32,6 +32,11 @@ type operationInfo struct {
 	needsAuth   bool
 	queryParams map[string]queryParam
 	produces    []string // media types of the success responses, for Accept negotiation
+	// acceptsAny is set when the validator has nothing to check in a request without a query
+	// or a body (acceptsAnything), but that the headers in headerParams, where sent, are not
+	// empty.
+	acceptsAny   bool
+	headerParams []string
 	// cacheControl is the Cache-Control header value of its 200 answers, made once.
 	cacheControl []string
 }
@@ -210,7 +215,57 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 	}
 	sort.Strings(info.produces)
 	info.cacheControl = []string{cachePolicy(path)}
+	info.acceptsAny, info.headerParams = acceptsAnything(item, op)
 	return info
+}
+
+// acceptsAnything tells whether openapi3filter.ValidateRequest accepts every request of the
+// operation that has no query string and no body, whatever its path parameters (never empty:
+// findRoute answers 404 first) and its headers, provided that the declared headers it carries
+// are not empty: no body is declared, no query parameter is required, and every path and
+// header parameter is a string with nothing to check (no pattern, length, format, enum or
+// default) in the simple style. Such a request skips the validator, which would decode and check each parameter
+// only to accept it: GET /v1/trips/{tripId} is one, and most reads by id. headers are the
+// declared header parameters.
+func acceptsAnything(item *openapi3.PathItem, op *openapi3.Operation) (ok bool, headers []string) {
+	if op.RequestBody != nil {
+		return false, nil
+	}
+	for _, params := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, ref := range params {
+			p := ref.Value
+			if p == nil {
+				return false, nil
+			}
+			switch p.In {
+			case openapi3.ParameterInQuery:
+				if p.Required {
+					return false, nil
+				}
+				continue // absent from a request without a query string
+			case openapi3.ParameterInPath, openapi3.ParameterInHeader:
+			default:
+				return false, nil
+			}
+			if p.Content != nil || p.Schema == nil || !unconstrainedString(p.Schema.Value) ||
+				(p.Style != "" && p.Style != openapi3.SerializationSimple) ||
+				(p.In == openapi3.ParameterInHeader && p.Required) {
+				return false, nil
+			}
+			if p.In == openapi3.ParameterInHeader {
+				headers = append(headers, http.CanonicalHeaderKey(p.Name))
+			}
+		}
+	}
+	return true, headers
+}
+
+// unconstrainedString is a string schema that every string satisfies, and that sets no
+// default.
+func unconstrainedString(s *openapi3.Schema) bool {
+	return s != nil && s.Type.Is(openapi3.TypeString) && s.Format == "" && s.Pattern == "" &&
+		s.MinLength == 0 && s.MaxLength == nil && len(s.Enum) == 0 && s.Default == nil &&
+		s.Not == nil && len(s.OneOf) == 0 && len(s.AnyOf) == 0 && len(s.AllOf) == 0
 }
 
 // operationFrom tells later layers (caching, logging, rate limits) which operation runs.
@@ -301,7 +356,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			// The handler picks among its media types (GraphQL); it gets the choice.
 			ctx = withMediaType(ctx, preferredMediaType(req.Header.Values(echo.HeaderAccept), info.produces))
 		}
-		if !g.skipValidation {
+		if !g.skipValidation && !(info.acceptsAny && len(query) == 0 && declaredHeadersSent(req, info.headerParams)) {
 			if err := g.validateRequest(ctx, req, route, pathParams, query, body); err != nil {
 				return validationProblem(err, req)
 			}
@@ -316,6 +371,17 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(bounded))
 		return next(queryContext{Context: c, query: query})
 	}
+}
+
+// declaredHeadersSent tells whether every header of names (canonical) that req carries has a
+// value: openapi3filter refuses an empty one.
+func declaredHeadersSent(req *http.Request, names []string) bool {
+	for _, name := range names {
+		if values, sent := req.Header[name]; sent && (len(values) == 0 || values[0] == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // queryParam is what the gate needs to know of a query parameter before the validator runs.
