@@ -27,10 +27,24 @@ import (
 
 type boundKey struct{}
 
+// boundCtx carries a bound (WithDeadline) in one allocation: context.WithValue would box the
+// time in a second one.
+type boundCtx struct {
+	context.Context
+	at time.Time // zero: no bound
+}
+
+func (c *boundCtx) Value(key any) any {
+	if _, ok := key.(boundKey); ok {
+		return &c.at
+	}
+	return c.Context.Value(key)
+}
+
 // WithDeadline bounds the database work done with the returned context by at, replacing any
 // bound ctx carries: a stream's reads, long after its request, each get their own.
 func WithDeadline(ctx context.Context, at time.Time) context.Context {
-	return context.WithValue(ctx, boundKey{}, at)
+	return &boundCtx{Context: ctx, at: at}
 }
 
 // WithoutDeadline drops the bound ctx carries, for work that outlives its request.
@@ -38,21 +52,21 @@ func WithoutDeadline(ctx context.Context) context.Context {
 	if ctx.Value(boundKey{}) == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, boundKey{}, time.Time{})
+	return &boundCtx{Context: ctx}
 }
 
 // Deadline is when the database work done with ctx must end: its bound (WithDeadline), or
 // else ctx's own deadline.
 func Deadline(ctx context.Context) (time.Time, bool) {
-	if at, ok := ctx.Value(boundKey{}).(time.Time); ok {
-		return at, !at.IsZero()
+	if at, ok := ctx.Value(boundKey{}).(*time.Time); ok {
+		return *at, !at.IsZero()
 	}
 	return ctx.Deadline()
 }
 
 // boundOf is ctx's bound (WithDeadline) in Unix nanoseconds; 0 for none.
 func boundOf(ctx context.Context) int64 {
-	if at, _ := ctx.Value(boundKey{}).(time.Time); !at.IsZero() {
+	if at, _ := ctx.Value(boundKey{}).(*time.Time); at != nil && !at.IsZero() {
 		return at.UnixNano()
 	}
 	return 0

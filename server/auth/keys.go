@@ -39,9 +39,29 @@ func NewSecret() (secret, hash, shown string, err error) {
 
 // apiKeyChecksum is the checksum part of a key: the CRC-32 of its random part, base64url.
 func apiKeyChecksum(random string) string {
+	sum := checksumOf(random)
+	return string(sum[:])
+}
+
+// checksumOf is apiKeyChecksum without its allocation, for comparisons.
+func checksumOf(random string) [apiKeyChecksumChars]byte {
 	var sum [4]byte
 	binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE([]byte(random)))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	var text [apiKeyChecksumChars]byte
+	base64.RawURLEncoding.Encode(text[:], sum[:])
+	return text
+}
+
+// base64URL reports whether s is unpadded base64url, as base64.RawURLEncoding decodes it,
+// without the decoded bytes.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return len(s)%4 != 1
 }
 
 // plausibleAPIKey reports whether secret could be one of our keys: the right prefix and
@@ -52,14 +72,14 @@ func plausibleAPIKey(secret string) bool {
 	}
 	switch len(secret) {
 	case legacyKeyLength:
-		_, err := base64.RawURLEncoding.DecodeString(secret[len(apiKeyPrefix):])
-		return err == nil
+		return base64URL(secret[len(apiKeyPrefix):])
 	case apiKeyLength:
 		random := secret[len(apiKeyPrefix) : len(apiKeyPrefix)+apiKeyRandomLength]
-		if _, err := base64.RawURLEncoding.DecodeString(random); err != nil {
+		if !base64URL(random) {
 			return false
 		}
-		return secret[len(apiKeyPrefix)+apiKeyRandomLength:] == apiKeyChecksum(random)
+		sum := checksumOf(random)
+		return secret[len(apiKeyPrefix)+apiKeyRandomLength:] == string(sum[:])
 	}
 	return false
 }

@@ -49,12 +49,29 @@ func (p Principal) Is(role, subject string) bool { return p.Role == role && p.Su
 
 type principalKey struct{}
 
+// principalCtx carries the caller in one allocation: context.WithValue would box the
+// Principal in a second one.
+type principalCtx struct {
+	context.Context
+	p Principal
+}
+
+func (c *principalCtx) Value(key any) any {
+	if _, ok := key.(principalKey); ok {
+		return &c.p
+	}
+	return c.Context.Value(key)
+}
+
+// WithPrincipal names the caller that ctx's work is done for.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return &principalCtx{Context: ctx, p: p}
 }
 
 // PrincipalFrom returns the authenticated caller; the gate guarantees one on secured operations.
 func PrincipalFrom(ctx context.Context) Principal {
-	p, _ := ctx.Value(principalKey{}).(Principal)
-	return p
+	if p, ok := ctx.Value(principalKey{}).(*Principal); ok {
+		return *p
+	}
+	return Principal{}
 }
