@@ -102,7 +102,7 @@ func badText(s string) string {
 // (withQuery). An unreadable query string is 400, in the API's words.
 func parseQuery(raw string) (url.Values, error) {
 	if raw == "" {
-		return url.Values{}, nil
+		return nil, nil // read-only from here on: an empty query needs no map
 	}
 	query, err := url.ParseQuery(raw)
 	if err != nil {
