@@ -374,7 +374,8 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // declaredHeadersSent tells whether every header of names (canonical) that req carries has a
-// value: openapi3filter refuses an empty one.
+// value. An empty one goes to the validator, which judges it (as absent, in the version of
+// openapi3filter used), rather than the gate assuming how.
 func declaredHeadersSent(req *http.Request, names []string) bool {
 	for _, name := range names {
 		if values, sent := req.Header[name]; sent && (len(values) == 0 || values[0] == "") {

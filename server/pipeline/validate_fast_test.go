@@ -98,7 +98,7 @@ func TestAParameterWithAConstraintKeepsTheValidator(t *testing.T) {
 	}
 }
 
-// An empty value of a declared header is the validator's to refuse.
+// An empty value of a declared header is the validator's to judge.
 func TestAnEmptyDeclaredHeaderKeepsTheValidator(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/v1/trips/trp_x", http.NoBody)
 	if !declaredHeadersSent(req, []string{"If-None-Match"}) {
