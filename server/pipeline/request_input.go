@@ -98,8 +98,8 @@ func badText(s string) string {
 }
 
 // parseQuery reads the query string, the one time a request's query is parsed: the gate checks,
-// validates and rewrites the values in place, and the handler binds the same ones
-// (withQuery). An unreadable query string is 400, in the API's words.
+// validates and rewrites the values in place, and the handler binds the same ones (QueryOf, and
+// the Echo context the gate hands on). An unreadable query string is 400, in the API's words.
 func parseQuery(raw string) (url.Values, error) {
 	if raw == "" {
 		return nil, nil // read-only from here on: an empty query needs no map

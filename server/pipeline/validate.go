@@ -222,11 +222,11 @@ func describeOperation(doc *openapi3.T, path string, item *openapi3.PathItem, op
 // acceptsAnything tells whether openapi3filter.ValidateRequest accepts every request of the
 // operation that has no query string and no body, whatever its path parameters (never empty:
 // findRoute answers 404 first) and its headers, provided that the declared headers it carries
-// are not empty: no body is declared, no query parameter is required, and every path and
-// header parameter is a string with nothing to check (no pattern, length, format, enum or
-// default) in the simple style. Such a request skips the validator, which would decode and check each parameter
-// only to accept it: GET /v1/trips/{tripId} is one, and most reads by id. headers are the
-// declared header parameters.
+// are not empty. It does when no body is declared, no query parameter is required, and every
+// path and header parameter is a string with nothing to check (no pattern, length, format,
+// enum or default) in the simple style. Such a request skips the validator, which would decode
+// and check each parameter only to accept it: GET /v1/trips/{tripId} is one, and most reads by
+// id. headers are the declared header parameters, canonical.
 func acceptsAnything(item *openapi3.PathItem, op *openapi3.Operation) (ok bool, headers []string) {
 	if op.RequestBody != nil {
 		return false, nil
