@@ -2,11 +2,12 @@
 // passes before and after its handler:
 //
 //   - observe: the request log line and the HTTP metrics (observe.go, metrics.go);
-//   - respond: the request id, HEAD as GET, ETag and 304, and the answer's framing
+//   - respond: the request id and state, HEAD as GET, ETag and 304, and the answer's framing
 //     (respond.go, request_id.go, buffered_response.go);
 //   - the body limit and the byte-level checks of every input (request_input.go);
-//   - the gate: route, authentication, rate limits, and validation against openapi/ride.yaml
-//     (validate.go, ratelimit.go; authentication itself is package auth);
+//   - the gate: route, authentication, rate limits, the query string, and validation against
+//     openapi/ride.yaml (gate.go, ratelimit.go, query.go, validate.go; authentication itself
+//     is package auth);
 //   - idempotency: the Idempotency-Key layer and the request's transaction (idempotency.go,
 //     tx.go);
 //   - availability: 503 at once while a probe finds the database down (availability.go).

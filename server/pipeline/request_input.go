@@ -97,53 +97,6 @@ func badText(s string) string {
 	return ""
 }
 
-// parseQuery reads the query string, the one time a request's query is parsed: the gate checks,
-// validates and rewrites the values in place, and the handler binds the same ones (QueryOf, and
-// the Echo context the gate hands on). An unreadable query string is 400, in the API's words.
-func parseQuery(raw string) (url.Values, error) {
-	if raw == "" {
-		return nil, nil // read-only from here on: an empty query needs no map
-	}
-	query, err := url.ParseQuery(raw)
-	if err != nil {
-		return nil, &problem.Error{Code: problem.InvalidRequest,
-			Detail: "The query string cannot be read: " + queryParseReason(err) + ".",
-			Fields: []problem.FieldError{{Location: "query", Message: queryParseReason(err)}}}
-	}
-	return query, nil
-}
-
-// QueryOf is the request's query as the gate parsed, checked and rewrote it; parsed anew only
-// for a request that did not pass the gate.
-func QueryOf(req *http.Request) url.Values {
-	if s := stateOf(req.Context()); s != nil && s.queried {
-		return s.query
-	}
-	return req.URL.Query()
-}
-
-// queryContext hands the handler the query the gate parsed: Echo's own QueryParams would parse
-// the query string again.
-type queryContext struct {
-	echo.Context
-	query url.Values
-}
-
-func (c queryContext) QueryParams() url.Values       { return c.query }
-func (c queryContext) QueryParam(name string) string { return c.query.Get(name) }
-
-// queryParseReason words a url.ParseQuery failure without quoting the input.
-func queryParseReason(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "exceeded limit"):
-		return "too many parameters (at most 10,000)"
-	case strings.Contains(msg, "semicolon"):
-		return "a semicolon separates parameters (use &)"
-	}
-	return "a malformed percent-escape"
-}
-
 func isJSON(contentType string) bool {
 	mediaType, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mediaType == "application/json" || strings.HasSuffix(mediaType, "+json"))
