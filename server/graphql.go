@@ -145,7 +145,7 @@ func (s *Server) graphQLSockets(next echo.HandlerFunc) echo.HandlerFunc {
 		s.graphql.ServeWebSocket(ctx, s.sessionsCtx, w, r, func(ctx context.Context, authorization string) (graphqlapi.Session, error) {
 			session, p, err := s.socketSession(ctx, authorization)
 			if err == nil {
-				pipeline.ObserveSocket(c, "/v1/graphql", p)
+				pipeline.ObserveSocket(c, p)
 			}
 			return session, err
 		})

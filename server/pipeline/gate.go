@@ -286,7 +286,7 @@ func (g *gate) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if query, err = rejectUnknownQuery(req.URL.RawQuery, query, info); err != nil {
 			return err
 		}
-		state.query, state.queried = query, true
+		state.query = query
 		if !acceptable(req.Header.Values(echo.HeaderAccept), info.produces) {
 			return problem.New(problem.NotAcceptable,
 				"This operation answers "+strings.Join(info.produces, " or ")+".")

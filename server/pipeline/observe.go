@@ -10,11 +10,12 @@ import (
 	"github.com/rideapi/ride/server/auth"
 )
 
-// ObserveSocket names, for a socket served before the gate (GraphQL's), its route and the
-// caller its key speaks for, in its log line and metrics like any request's.
-func ObserveSocket(c echo.Context, route string, p auth.Principal) {
+// ObserveSocket names, for a socket whose key arrives in its first message (GraphQL's), the
+// caller that key speaks for, in its log line like any request's. The gate let its upgrade
+// through unauthenticated, and named its operation already.
+func ObserveSocket(c echo.Context, p auth.Principal) {
 	if s := stateOf(c.Request().Context()); s != nil {
-		s.route, s.caller, s.authenticated = route, p, true
+		s.caller, s.authenticated = p, true
 	}
 }
 
@@ -72,8 +73,6 @@ func (pl *Pipeline) Observe(next echo.HandlerFunc) echo.HandlerFunc {
 		switch {
 		case state != nil && state.operation != nil:
 			route = state.operation.path
-		case state != nil && state.route != "":
-			route = state.route
 		case pl.outsideDocument[c.Path()]:
 			route = c.Path()
 		}

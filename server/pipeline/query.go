@@ -31,10 +31,10 @@ func parseQuery(raw string) (url.Values, error) {
 // QueryOf is the request's query as the gate parsed, checked and rewrote it; parsed anew only
 // for a request that did not pass the gate.
 func QueryOf(req *http.Request) url.Values {
-	if s := stateOf(req.Context()); s != nil && s.queried {
+	if s := stateOf(req.Context()); s != nil && s.query != nil {
 		return s.query
 	}
-	return req.URL.Query()
+	return req.URL.Query() // an empty query, or one the gate has not read
 }
 
 // queryContext hands the handler the query the gate parsed: Echo's own QueryParams would parse

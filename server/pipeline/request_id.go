@@ -18,13 +18,11 @@ type requestState struct {
 	id        string
 	gone      <-chan struct{} // closed when the client has disconnected; nil outside a request
 	operation *operationInfo
-	query     url.Values
-	queried   bool // query is the gate's (an empty query is one too)
-	// caller is who the request's key speaks for, once authenticated; route names a socket
-	// served beside the gate (ObserveSocket). The request's log line names both.
+	query     url.Values // nil until the gate has read a query string that is not empty
+	// caller is who the request's key speaks for, once authenticated (by the gate, or by a
+	// socket's first message: ObserveSocket); the request's log line names it.
 	caller        auth.Principal
 	authenticated bool
-	route         string
 }
 
 type requestStateKey struct{}
