@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +10,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/coder/websocket"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -113,6 +116,30 @@ var _ = Describe("Observability", func() {
 		Expect(all).NotTo(ContainSubstring(key))
 		Expect(all).NotTo(ContainSubstring("rk_wrong-key"))
 		Expect(all).NotTo(ContainSubstring("Bearer"))
+	})
+
+	It("logs a GraphQL socket when it ends, under its route and the caller its first message named", func() {
+		logs := &logBuffer{}
+		api, _ := h.Replica(server.Config{}, slog.New(slog.NewJSONHandler(logs, nil)))
+		key := api.Key(auth.RoleAdmin, "")
+
+		conn, res, err := websocket.Dial(context.Background(), "ws"+api.URL[len("http"):]+"/v1/graphql",
+			&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = conn.CloseNow() })
+		socket := &rawSocket{conn: conn}
+		socket.init(key)
+		Expect(conn.Close(websocket.StatusNormalClosure, "done")).To(Succeed())
+
+		requestID := res.Header.Get("X-Request-Id")
+		Expect(requestID).NotTo(BeEmpty())
+		Eventually(logs.String).WithTimeout(10 * time.Second).Should(ContainSubstring(`"request_id":"` + requestID + `"`))
+		line := logs.requestLine(requestID)
+		Expect(line).To(HaveKeyWithValue("route", "/v1/graphql"))
+		Expect(line).To(HaveKeyWithValue("status", BeEquivalentTo(http.StatusSwitchingProtocols)))
+		Expect(line).To(HaveKeyWithValue("key_id", HavePrefix("key_")))
+		Expect(line).To(HaveKeyWithValue("role", "admin"))
+		Expect(logs.String()).NotTo(ContainSubstring(key))
 	})
 
 	It("serves Prometheus metrics at /metrics without a key", func() {
